@@ -1,0 +1,46 @@
+// swift-tools-version:5.9
+import PackageDescription
+
+// DCMTK's pkg-config file on Debian 12 requires `sndfile` and is unusable: link its libraries by name.
+let dcmtkLibraries = ["dcmseg", "dcmfg", "dcmiod", "dcmimage", "dcmimgle", "dcmjpeg", "ijg8", "ijg12", "ijg16",
+                      "dcmjpls", "dcmtkcharls", "dcmdata", "oflog", "ofstd", "z"]
+
+let package = Package(
+    name: "SliceLab",
+    products: [
+        .executable(name: "slicelab", targets: ["slicelab"]),
+        .library(name: "SliceLab", targets: ["SliceLab"]),
+    ],
+    targets: [
+        // MARK: - C interop (each the only place its C library is named)
+        .target(
+            name: "CDCMTK",
+            cxxSettings: [.unsafeFlags(["-std=c++17"])],
+            linkerSettings: dcmtkLibraries.map { .linkedLibrary($0) }
+        ),
+        .systemLibrary(name: "CHDF5", pkgConfig: "hdf5", providers: [.apt(["libhdf5-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "COneDNN", providers: [.apt(["libdnnl-dev"])]),
+        .systemLibrary(name: "COpenJPEG", pkgConfig: "libopenjp2", providers: [.apt(["libopenjp2-7-dev"])]),
+
+        // MARK: - Swift libraries (data flows downwards only)
+        .target(name: "ImageIO", dependencies: ["CPNG", "CHDF5"]),
+        .target(name: "DICOM", dependencies: ["CDCMTK", "COpenJPEG", "ImageIO"]),
+        .target(name: "DeepLab", dependencies: ["COneDNN", "ImageIO"]),
+        .target(name: "Classical"),
+        .target(name: "Metrics"),
+        .target(name: "SliceLab", dependencies: ["ImageIO", "DICOM", "DeepLab", "Classical", "Metrics"]),
+
+        // MARK: - The executable
+        .executableTarget(name: "slicelab", dependencies: ["SliceLab"]),
+
+        // MARK: - Tests
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "ImageIOTests", dependencies: ["ImageIO", "TestSupport"]),
+        .testTarget(name: "DICOMTests", dependencies: ["DICOM", "TestSupport"]),
+        .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"]),
+        .testTarget(name: "ClassicalTests", dependencies: ["Classical", "TestSupport"]),
+        .testTarget(name: "MetricsTests", dependencies: ["Metrics", "TestSupport"]),
+        .testTarget(name: "SliceLabTests", dependencies: ["SliceLab", "TestSupport"]),
+    ]
+)

@@ -1,0 +1,141 @@
+import CHDF5
+import Foundation
+
+// Raw HDF5 C calls, each wrapped so that a negative status becomes a thrown `ImageIOError` carrying the
+// library's own message. Nothing else in the package calls HDF5 directly.
+
+/// An HDF5 identifier closed by `deinit` with the matching close function.
+final class HDF5Handle {
+    let id: hid_t
+    private let close: (hid_t) -> herr_t
+
+    init(_ id: hid_t, close: @escaping (hid_t) -> herr_t) {
+        self.id = id
+        self.close = close
+    }
+
+    deinit { _ = close(id) }
+}
+
+let hdf5Initialised: Void = {
+    H5open()
+    chdf5_silence_errors()
+}()
+
+/// The messages on HDF5's error stack, most specific last; clears the stack.
+@discardableResult
+func hdf5Message() -> String {
+    var buffer = [CChar](repeating: 0, count: 512)
+    chdf5_last_error(&buffer)
+    let text = String(cString: buffer)
+    return text.isEmpty ? "HDF5 error" : text
+}
+
+/// Runs an HDF5 call returning an identifier; throws with the file and HDF5's message when it is negative.
+func hdf5Open(_ file: String, _ what: String, close: @escaping (hid_t) -> herr_t,
+              _ call: () -> hid_t) throws -> HDF5Handle {
+    _ = hdf5Initialised
+    let id = call()
+    guard id >= 0 else { throw ImageIOError.unreadable(file: file, reason: "\(what): \(hdf5Message())") }
+    return HDF5Handle(id, close: close)
+}
+
+/// Runs an HDF5 call returning a status; throws with the file and HDF5's message when it is negative.
+func hdf5Check(_ file: String, _ what: String, writing: Bool = false, _ call: () -> herr_t) throws {
+    _ = hdf5Initialised
+    guard call() >= 0 else {
+        let reason = "\(what): \(hdf5Message())"
+        throw writing ? ImageIOError.unwritable(file: file, reason: reason)
+                      : ImageIOError.unreadable(file: file, reason: reason)
+    }
+}
+
+func openDataset(_ file: HDF5File, _ path: String) throws -> HDF5Handle {
+    guard file.exists(path) else { throw ImageIOError.missing(file: file.path, object: path) }
+    return try hdf5Open(file.path, "opening dataset \(path)", close: H5Dclose) {
+        H5Dopen2(file.handle.id, path, chdf5_p_default())
+    }
+}
+
+func openObject(_ file: HDF5File, _ path: String) throws -> HDF5Handle {
+    guard file.exists(path) else { throw ImageIOError.missing(file: file.path, object: path) }
+    return try hdf5Open(file.path, "opening \(path)", close: H5Oclose) {
+        H5Oopen(file.handle.id, path, chdf5_p_default())
+    }
+}
+
+func datasetType(_ file: HDF5File, _ dataset: HDF5Handle, _ path: String) throws -> HDF5Handle {
+    try hdf5Open(file.path, "type of \(path)", close: H5Tclose) { H5Dget_type(dataset.id) }
+}
+
+func dataspace(_ file: HDF5File, _ dataset: HDF5Handle, _ path: String) throws -> HDF5Handle {
+    try hdf5Open(file.path, "dataspace of \(path)", close: H5Sclose) { H5Dget_space(dataset.id) }
+}
+
+/// The extents of a dataspace (empty for a scalar).
+func extents(_ file: HDF5File, _ space: HDF5Handle, _ path: String) throws -> [Int] {
+    let rank = H5Sget_simple_extent_ndims(space.id)
+    guard rank >= 0 else {
+        throw ImageIOError.unreadable(file: file.path, reason: "rank of \(path): \(hdf5Message())")
+    }
+    var dims = [hsize_t](repeating: 0, count: Int(rank))
+    guard H5Sget_simple_extent_dims(space.id, &dims, nil) >= 0 else {
+        throw ImageIOError.unreadable(file: file.path, reason: "extents of \(path): \(hdf5Message())")
+    }
+    return dims.map { Int(clamping: $0) }
+}
+
+func simpleSpace(_ file: String, _ shape: [Int]) throws -> HDF5Handle {
+    if shape.isEmpty {
+        return try hdf5Open(file, "creating scalar dataspace", close: H5Sclose) { H5Screate(H5S_SCALAR) }
+    }
+    let dims = shape.map { hsize_t($0) }
+    return try hdf5Open(file, "creating dataspace", close: H5Sclose) {
+        H5Screate_simple(Int32(dims.count), dims, nil)
+    }
+}
+
+func variableStringType(_ file: String) throws -> HDF5Handle {
+    let type = try hdf5Open(file, "string type", close: H5Tclose) { H5Tcopy(chdf5_c_s1()) }
+    try hdf5Check(file, "string type", writing: true) { H5Tset_size(type.id, chdf5_variable()) }
+    try hdf5Check(file, "string type", writing: true) { H5Tset_cset(type.id, H5T_CSET_UTF8) }
+    return type
+}
+
+/// Reads every string of a string-typed dataset or attribute, variable- or fixed-length.
+func readStringValues(file: String, what: String, type: HDF5Handle, count: Int,
+                      read: (hid_t, UnsafeMutableRawPointer) -> herr_t) throws -> [String] {
+    if count == 0 { return [] }
+    if H5Tis_variable_str(type.id) > 0 {
+        let memoryType = try variableStringType(file)
+        var pointers = [UnsafeMutablePointer<CChar>?](repeating: nil, count: count)
+        try hdf5Check(file, "reading \(what)") { pointers.withUnsafeMutableBytes { read(memoryType.id, $0.baseAddress!) } }
+        defer {
+            for pointer in pointers { H5free_memory(pointer) }
+        }
+        return pointers.map { $0.map { String(cString: $0) } ?? "" }
+    }
+    let size = H5Tget_size(type.id)
+    guard size > 0, size < 1 << 20 else {
+        throw ImageIOError.unreadable(file: file, reason: "\(what): string size \(size) out of bounds")
+    }
+    let memoryType = try hdf5Open(file, "string type", close: H5Tclose) { H5Tcopy(type.id) }
+    var bytes = [UInt8](repeating: 0, count: count * size)
+    try hdf5Check(file, "reading \(what)") { bytes.withUnsafeMutableBytes { read(memoryType.id, $0.baseAddress!) } }
+    return (0..<count).map { index in
+        let slice = bytes[(index * size)..<((index + 1) * size)]
+        let end = slice.firstIndex(of: 0) ?? slice.endIndex
+        return String(decoding: slice[slice.startIndex..<end], as: UTF8.self)
+    }
+}
+
+/// Writes strings as variable-length UTF-8 through `write`.
+func writeStringValues(_ strings: [String], file: String, type: HDF5Handle,
+                       write: (hid_t, UnsafeRawPointer) -> herr_t) throws {
+    let cStrings = strings.map { strdup($0) }
+    defer { cStrings.forEach { free($0) } }
+    var pointers = cStrings.map { UnsafePointer<CChar>($0) }
+    try hdf5Check(file, "writing strings", writing: true) {
+        pointers.withUnsafeMutableBytes { write(type.id, $0.baseAddress!) }
+    }
+}

@@ -1,0 +1,363 @@
+import CHDF5
+import Foundation
+
+/// Element types SliceLab stores in HDF5 datasets.
+public enum HDF5ElementType: String, Sendable, CaseIterable {
+    case uint8, uint16, int32, int64, float32, float64
+
+    var nativeType: hid_t {
+        switch self {
+        case .uint8: return chdf5_native_uint8()
+        case .uint16: return chdf5_native_uint16()
+        case .int32: return chdf5_native_int32()
+        case .int64: return chdf5_native_int64()
+        case .float32: return chdf5_native_float()
+        case .float64: return chdf5_native_double()
+        }
+    }
+}
+
+/// A Swift type stored as an HDF5 numeric element. Reading converts from whatever numeric type the file
+/// holds (HDF5's own conversion, with clipping for integers).
+public protocol HDF5Scalar: Numeric, Sendable {
+    static var hdf5ElementType: HDF5ElementType { get }
+}
+
+extension UInt8: HDF5Scalar { public static var hdf5ElementType: HDF5ElementType { .uint8 } }
+extension UInt16: HDF5Scalar { public static var hdf5ElementType: HDF5ElementType { .uint16 } }
+extension Int32: HDF5Scalar { public static var hdf5ElementType: HDF5ElementType { .int32 } }
+extension Int64: HDF5Scalar { public static var hdf5ElementType: HDF5ElementType { .int64 } }
+extension Float: HDF5Scalar { public static var hdf5ElementType: HDF5ElementType { .float32 } }
+extension Double: HDF5Scalar { public static var hdf5ElementType: HDF5ElementType { .float64 } }
+
+/// An N-dimensional array read from HDF5: row-major (C order) values and their shape.
+public struct HDF5Array<Element: HDF5Scalar>: Equatable {
+    public var values: [Element]
+    public var shape: [Int]
+
+    public init(values: [Element], shape: [Int]) {
+        self.values = values
+        self.shape = shape
+    }
+}
+
+/// An attribute value: a scalar, an array or strings.
+public enum HDF5AttributeValue: Equatable, Sendable {
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case ints([Int64])
+    case doubles([Double])
+    case strings([String])
+
+    /// The value as a string, if it is one.
+    public var stringValue: String? {
+        switch self {
+        case let .string(s): return s
+        case let .strings(s) where s.count == 1: return s[0]
+        default: return nil
+        }
+    }
+
+    /// The value as doubles (integers widened, a scalar as one element).
+    public var doubleValues: [Double]? {
+        switch self {
+        case let .int(v): return [Double(v)]
+        case let .double(v): return [v]
+        case let .ints(v): return v.map(Double.init)
+        case let .doubles(v): return v
+        default: return nil
+        }
+    }
+}
+
+/// What an HDF5 path names.
+public enum HDF5ObjectKind: Sendable { case group, dataset }
+
+/// An open HDF5 file. Read with `HDF5File.open(_:)`; write with `HDF5File.write(to:updating:_:)`, which is
+/// atomic. Paths are absolute within the file ("/runs/a/metrics/dice"); intermediate groups are created as
+/// needed on writing.
+public final class HDF5File {
+    /// The file's path on disk as the user gave it (the destination, when writing).
+    public let path: String
+    let handle: HDF5Handle
+
+    private init(path: String, handle: HDF5Handle) {
+        self.path = path
+        self.handle = handle
+    }
+
+    // MARK: - Opening
+
+    /// Opens an existing file for reading.
+    ///
+    /// - Throws: `ImageIOError.unreadable` when the file is missing or not HDF5. Rests on `H5Fopen`.
+    public static func open(_ path: String) throws -> HDF5File {
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw ImageIOError.unreadable(file: path, reason: "no such readable file")
+        }
+        _ = hdf5Initialised
+        guard H5Fis_hdf5(path) > 0 else {
+            hdf5Message()
+            throw ImageIOError.unreadable(file: path, reason: "not an HDF5 file")
+        }
+        let handle = try hdf5Open(path, "opening", close: H5Fclose) {
+            H5Fopen(path, chdf5_acc_rdonly(), chdf5_p_default())
+        }
+        return HDF5File(path: path, handle: handle)
+    }
+
+    /// Writes a file atomically. With `updating` and an existing file at `path`, `body` sees a copy of it and
+    /// everything it does not change is kept; otherwise it starts from an empty file. The result replaces
+    /// `path` only when `body` returns and the file is closed; on any error the previous file is intact.
+    ///
+    /// - Throws: `ImageIOError.unwritable`, or what `body` throws. Rests on `H5Fcreate`, `H5Fopen`, `rename`.
+    public static func write(to path: String, updating: Bool = true, _ body: (HDF5File) throws -> Void) throws {
+        try writeAtomically(to: path) { temporary in
+            let handle: HDF5Handle
+            if updating && FileManager.default.fileExists(atPath: path) {
+                _ = try HDF5File.open(path)  // refuse to update something that is not HDF5
+                do {
+                    try FileManager.default.copyItem(atPath: path, toPath: temporary)
+                } catch {
+                    throw ImageIOError.unwritable(file: path, reason: "cannot copy for update: \(error)")
+                }
+                handle = try hdf5Open(path, "opening for update", close: H5Fclose) {
+                    H5Fopen(temporary, chdf5_acc_rdwr(), chdf5_p_default())
+                }
+            } else {
+                handle = try hdf5Open(path, "creating", close: H5Fclose) {
+                    H5Fcreate(temporary, chdf5_acc_trunc(), chdf5_p_default(), chdf5_p_default())
+                }
+            }
+            let file = HDF5File(path: path, handle: handle)
+            try body(file)
+            try hdf5Check(path, "flushing", writing: true) { H5Fflush(handle.id, H5F_SCOPE_GLOBAL) }
+        }
+    }
+
+    // MARK: - Structure
+
+    /// Whether `path` names an object (every intermediate group must exist too).
+    public func exists(_ path: String) -> Bool {
+        let parts = components(path)
+        var prefix = ""
+        for part in parts {
+            prefix += "/" + part
+            guard H5Lexists(handle.id, prefix, chdf5_p_default()) > 0,
+                  H5Oexists_by_name(handle.id, prefix, chdf5_p_default()) > 0 else {
+                hdf5Message()
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Whether `path` is a group or a dataset. Rests on `H5Iget_type`.
+    public func kind(of path: String) throws -> HDF5ObjectKind {
+        if components(path).isEmpty { return .group }
+        let object = try openObject(self, path)
+        switch H5Iget_type(object.id) {
+        case H5I_GROUP: return .group
+        case H5I_DATASET: return .dataset
+        default: throw ImageIOError.typeMismatch(file: self.path, object: path, reason: "neither group nor dataset")
+        }
+    }
+
+    /// Names of the links directly inside the group at `path`, in creation-independent (name) order.
+    /// Rests on `H5Lget_name_by_idx`.
+    public func children(of path: String = "/") throws -> [String] {
+        let groupPath = components(path).isEmpty ? "/" : path
+        guard groupPath == "/" || exists(groupPath) else { throw ImageIOError.missing(file: self.path, object: path) }
+        let group = try hdf5Open(self.path, "opening group \(groupPath)", close: H5Gclose) {
+            H5Gopen2(handle.id, groupPath, chdf5_p_default())
+        }
+        var info = H5G_info_t()
+        try hdf5Check(self.path, "listing \(groupPath)") { H5Gget_info(group.id, &info) }
+        return try (0..<info.nlinks).map { index in
+            let length = H5Lget_name_by_idx(group.id, ".", H5_INDEX_NAME, H5_ITER_INC, index, nil, 0,
+                                            chdf5_p_default())
+            guard length >= 0 else {
+                throw ImageIOError.unreadable(file: self.path, reason: "listing \(groupPath): \(hdf5Message())")
+            }
+            var name = [CChar](repeating: 0, count: Int(length) + 1)
+            _ = H5Lget_name_by_idx(group.id, ".", H5_INDEX_NAME, H5_ITER_INC, index, &name, name.count,
+                                   chdf5_p_default())
+            return String(cString: name)
+        }
+    }
+
+    /// Creates the group at `path` and any missing parents; an existing group is left as it is.
+    public func createGroup(_ path: String) throws {
+        var prefix = ""
+        for part in components(path) {
+            prefix += "/" + part
+            if exists(prefix) {
+                guard try kind(of: prefix) == .group else {
+                    throw ImageIOError.typeMismatch(file: self.path, object: prefix, reason: "is a dataset, not a group")
+                }
+                continue
+            }
+            _ = try hdf5Open(self.path, "creating group \(prefix)", close: H5Gclose) {
+                H5Gcreate2(handle.id, prefix, chdf5_p_default(), chdf5_p_default(), chdf5_p_default())
+            }
+        }
+    }
+
+    /// Removes the link at `path` (a dataset or a whole group). Rests on `H5Ldelete`.
+    public func remove(_ path: String) throws {
+        guard exists(path) else { throw ImageIOError.missing(file: self.path, object: path) }
+        try hdf5Check(self.path, "removing \(path)", writing: true) { H5Ldelete(handle.id, path, chdf5_p_default()) }
+    }
+
+    func components(_ path: String) -> [String] {
+        path.split(separator: "/").map(String.init)
+    }
+
+    private func prepareParent(of path: String) throws {
+        let parts = components(path)
+        guard !parts.isEmpty else { throw ImageIOError.invalidArgument("\(self.path): empty dataset path") }
+        try createGroup("/" + parts.dropLast().joined(separator: "/"))
+        if exists(path) { try remove(path) }
+    }
+
+    // MARK: - Numeric datasets
+
+    /// Writes a numeric dataset, replacing any object at `path`.
+    ///
+    /// - Parameters:
+    ///   - values: row-major values; `values.count` must equal the product of `shape`.
+    ///   - shape: the extents; `[]` writes a scalar.
+    ///   - chunks: chunk extents (one per dimension, clamped to the shape); required for `deflate`.
+    ///   - deflate: gzip level 0...9; chunks default to the whole array when not given.
+    /// - Throws: `ImageIOError.invalidArgument` for a shape mismatch, `.unwritable` from HDF5.
+    ///   Rests on `H5Dcreate2` and `H5Dwrite`.
+    public func write<T: HDF5Scalar>(_ values: [T], shape: [Int], to path: String,
+                                     chunks: [Int]? = nil, deflate: Int? = nil) throws {
+        let count = shape.reduce(1, *)
+        guard count == values.count, shape.allSatisfy({ $0 >= 0 }) else {
+            throw ImageIOError.invalidArgument(
+                "\(self.path): \(path): shape \(shape) does not hold \(values.count) values")
+        }
+        try prepareParent(of: path)
+        let space = try simpleSpace(self.path, shape)
+        let plist = try hdf5Open(self.path, "property list", close: H5Pclose) {
+            H5Pcreate(chdf5_p_dataset_create())
+        }
+        if !shape.isEmpty, count > 0, chunks != nil || deflate != nil {
+            let chunkDims = zip(chunks ?? shape, shape).map { hsize_t(Swift.max(1, Swift.min($0, $1))) }
+            try hdf5Check(self.path, "chunking \(path)", writing: true) {
+                H5Pset_chunk(plist.id, Int32(chunkDims.count), chunkDims)
+            }
+            if let level = deflate {
+                try hdf5Check(self.path, "deflate on \(path)", writing: true) {
+                    H5Pset_deflate(plist.id, UInt32(Swift.max(0, Swift.min(9, level))))
+                }
+            }
+        }
+        let type = T.hdf5ElementType.nativeType
+        let dataset = try hdf5Open(self.path, "creating \(path)", close: H5Dclose) {
+            H5Dcreate2(handle.id, path, type, space.id, chdf5_p_default(), plist.id, chdf5_p_default())
+        }
+        guard count > 0 else { return }
+        try hdf5Check(self.path, "writing \(path)", writing: true) {
+            values.withUnsafeBytes { H5Dwrite(dataset.id, type, chdf5_s_all(), chdf5_s_all(), chdf5_p_default(), $0.baseAddress) }
+        }
+    }
+
+    /// The extents of the dataset at `path`.
+    public func shape(of path: String) throws -> [Int] {
+        let dataset = try openDataset(self, path)
+        return try extents(self, dataspace(self, dataset, path), path)
+    }
+
+    /// The element type of the dataset at `path` as SliceLab names it, or nil for strings and other types.
+    public func elementType(of path: String) throws -> HDF5ElementType? {
+        let dataset = try openDataset(self, path)
+        let type = try datasetType(self, dataset, path)
+        let size = H5Tget_size(type.id)
+        switch H5Tget_class(type.id) {
+        case H5T_INTEGER:
+            let signed = H5Tget_sign(type.id) == H5T_SGN_2
+            switch (size, signed) {
+            case (1, false): return .uint8
+            case (2, false): return .uint16
+            case (1...4, _): return .int32
+            default: return .int64
+            }
+        case H5T_FLOAT: return size <= 4 ? .float32 : .float64
+        default: return nil
+        }
+    }
+
+    /// The default bound on the number of elements read from one dataset (2³¹).
+    public static let defaultMaxElements = 1 << 31
+
+    /// Reads a numeric dataset, converting its elements to `T`.
+    ///
+    /// - Parameters:
+    ///   - path: the dataset.
+    ///   - maxElements: a bound on the element count, checked before allocating.
+    /// - Throws: `.missing`, `.typeMismatch` (not numeric), `.tooLarge`, `.unreadable`. Rests on `H5Dread`.
+    public func read<T: HDF5Scalar>(_ path: String, as type: T.Type = T.self,
+                                    maxElements: Int = defaultMaxElements) throws -> HDF5Array<T> {
+        let dataset = try openDataset(self, path)
+        let fileType = try datasetType(self, dataset, path)
+        let typeClass = H5Tget_class(fileType.id)
+        guard typeClass == H5T_INTEGER || typeClass == H5T_FLOAT else {
+            throw ImageIOError.typeMismatch(file: self.path, object: path, reason: "not a numeric dataset")
+        }
+        let shape = try extents(self, dataspace(self, dataset, path), path)
+        let (count, overflow) = shape.reduce((1, false)) { acc, extent in
+            let (product, o) = acc.0.multipliedReportingOverflow(by: extent)
+            return (product, acc.1 || o)
+        }
+        guard !overflow, count <= maxElements else {
+            throw ImageIOError.tooLarge(file: self.path,
+                                        reason: "\(path) has shape \(shape), over the limit of \(maxElements) elements")
+        }
+        var values = [T](repeating: 0, count: count)
+        if count > 0 {
+            try hdf5Check(self.path, "reading \(path)") {
+                values.withUnsafeMutableBytes {
+                    H5Dread(dataset.id, T.hdf5ElementType.nativeType, chdf5_s_all(), chdf5_s_all(),
+                            chdf5_p_default(), $0.baseAddress)
+                }
+            }
+        }
+        return HDF5Array(values: values, shape: shape)
+    }
+
+    // MARK: - String datasets
+
+    /// Writes strings as a 1-D dataset of variable-length UTF-8 strings (h5py's `string_dtype()`).
+    /// Rests on `H5Dwrite`.
+    public func writeStrings(_ strings: [String], to path: String) throws {
+        try prepareParent(of: path)
+        let type = try variableStringType(self.path)
+        let space = try simpleSpace(self.path, [strings.count])
+        let dataset = try hdf5Open(self.path, "creating \(path)", close: H5Dclose) {
+            H5Dcreate2(handle.id, path, type.id, space.id, chdf5_p_default(), chdf5_p_default(), chdf5_p_default())
+        }
+        guard !strings.isEmpty else { return }
+        try writeStringValues(strings, file: self.path, type: type) {
+            H5Dwrite(dataset.id, $0, chdf5_s_all(), chdf5_s_all(), chdf5_p_default(), $1)
+        }
+    }
+
+    /// Reads a dataset of strings (variable- or fixed-length, any rank) in row-major order.
+    public func readStrings(_ path: String) throws -> [String] {
+        let dataset = try openDataset(self, path)
+        let type = try datasetType(self, dataset, path)
+        guard H5Tget_class(type.id) == H5T_STRING else {
+            throw ImageIOError.typeMismatch(file: self.path, object: path, reason: "not a string dataset")
+        }
+        let count = try extents(self, dataspace(self, dataset, path), path).reduce(1, *)
+        guard count <= 1 << 26 else {
+            throw ImageIOError.tooLarge(file: self.path, reason: "\(path) holds \(count) strings")
+        }
+        return try readStringValues(file: self.path, what: path, type: type, count: count) {
+            H5Dread(dataset.id, $0, chdf5_s_all(), chdf5_s_all(), chdf5_p_default(), $1)
+        }
+    }
+}

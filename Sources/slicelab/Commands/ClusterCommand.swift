@@ -1,0 +1,29 @@
+import SliceLab
+
+/// `slicelab cluster INPUT --method … --classes K --space … --out OUT` (issue #6).
+enum ClusterCommand: Command {
+    static let spec = CommandSpec(
+        name: "cluster",
+        summary: "Segment with the classical baseline: color-space clustering and region labelling.",
+        positionals: [PositionalSpec("INPUT", help: "DICOM file or series folder, PNG, or HDF5 with /image.")],
+        options: [
+            OptionSpec("method", .choice(["otsu", "multiotsu", "histogram", "kmeans", "fcm", "gmm"]),
+                       help: "How classes are built.", required: true),
+            OptionSpec("classes", .int(2...255), help: "Number of classes K.", required: true),
+            OptionSpec("space", .choice(["gray", "rgb", "rgbnorm", "hsv", "lab", "ycbcr"]),
+                       help: "Color space the pixels are points in.", default: "gray"),
+            OptionSpec("seed", .int(), help: "Random seed.", default: "0"),
+            OptionSpec("n-init", .int(1...1000), help: "Restarts for kmeans/gmm.", default: "10"),
+            OptionSpec("regularize", .choice(["none", "majority", "mrf"]), help: "Smoothing after labelling.",
+                       default: "none"),
+            OptionSpec("min-region", .int(0...Int.max), help: "Merge regions smaller than N pixels.", default: "0"),
+            OptionSpec("connectivity", .choice(["1", "2"]), help: "Region connectivity (1: 4/6, 2: 8/26).",
+                       default: "1"),
+            OptionSpec("out", valueName: "OUT.h5|OUT.png", help: "Label map output.", required: true),
+            OptionSpec("overlay", valueName: "OVERLAY.png", help: "The image with each class tinted."),
+        ])
+
+    static func run(_ arguments: ParsedArguments) throws {
+        throw notYetAvailable("cluster", "classical baseline, issue #6")
+    }
+}

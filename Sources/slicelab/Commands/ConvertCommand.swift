@@ -1,0 +1,22 @@
+import SliceLab
+
+/// `slicelab convert PATH OUT.h5|OUT.png` (issue #3).
+enum ConvertCommand: Command {
+    static let spec = CommandSpec(
+        name: "convert",
+        summary: "Convert DICOM to HDF5 (modality values) or PNG (display image).",
+        positionals: [
+            PositionalSpec("PATH", help: "A DICOM file or a series folder."),
+            PositionalSpec("OUT", help: "OUT.h5 for /image in physical units, OUT.png for the display image."),
+        ],
+        options: [
+            OptionSpec("window", valueName: "C,W|auto", help: "VOI window for PNG: centre,width or 'auto' (percentiles).",
+                       default: "the file's window, else auto"),
+            OptionSpec("frame", .int(0...Int.max), help: "Frame (or slice) to write as PNG.", default: "0"),
+            OptionSpec("bits", .choice(["8", "16"]), help: "PNG bit depth.", default: "8"),
+        ])
+
+    static func run(_ arguments: ParsedArguments) throws {
+        throw notYetAvailable("convert", "DICOM reader, issue #3")
+    }
+}

@@ -1,0 +1,26 @@
+import SliceLab
+
+/// `slicelab evaluate --pred PRED --ref REF --out RESULTS.h5` (issue #7).
+enum EvaluateCommand: Command {
+    static let spec = CommandSpec(
+        name: "evaluate",
+        summary: "Compute segmentation metrics and write them to an HDF5 results file.",
+        options: [
+            OptionSpec("pred", valueName: "PRED", help: "Predicted label file or folder.", required: true),
+            OptionSpec("ref", valueName: "REF", help: "Reference label file or folder.", required: true),
+            OptionSpec("spacing", .doubles, valueName: "z,y,x", help: "Voxel spacing in mm where files carry none."),
+            OptionSpec("num-classes", .int(2...65535), help: "Number of classes K.", default: "max label + 1"),
+            OptionSpec("class-names", valueName: "a,b,c", help: "Class names."),
+            OptionSpec("tolerance", .double(0...Double.greatestFiniteMagnitude), valueName: "MM", help: "NSD tolerance in mm.", default: "1"),
+            OptionSpec("hd95", .choice(["max", "pooled"]), help: "HD95 definition.", default: "max"),
+            OptionSpec("empty", .choice(["nan", "one"]), help: "Overlap metrics when both masks are empty.",
+                       default: "nan"),
+            OptionSpec("out", valueName: "RESULTS.h5", help: "Results file (runs are added).", required: true),
+            OptionSpec("run", help: "Run name.", default: "the prediction's name"),
+            OptionSpec("overwrite", .flag, help: "Replace a run of the same name."),
+        ])
+
+    static func run(_ arguments: ParsedArguments) throws {
+        throw notYetAvailable("evaluate", "metrics, issue #7")
+    }
+}

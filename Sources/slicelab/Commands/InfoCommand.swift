@@ -1,0 +1,14 @@
+import SliceLab
+
+/// `slicelab info PATH [--json]` (issue #3).
+enum InfoCommand: Command {
+    static let spec = CommandSpec(
+        name: "info",
+        summary: "Describe a DICOM file or a folder of series.",
+        positionals: [PositionalSpec("PATH", help: "A DICOM file or a folder (searched recursively).")],
+        options: [OptionSpec("json", .flag, help: "Print JSON for machines instead of text.")])
+
+    static func run(_ arguments: ParsedArguments) throws {
+        throw notYetAvailable("info", "DICOM reader, issue #3")
+    }
+}

@@ -1,0 +1,31 @@
+import SliceLab
+
+/// `slicelab segment INPUT --model MODEL.h5 --out OUT` and the torchvision parity entry point (issue #4).
+enum SegmentCommand: Command {
+    static let spec = CommandSpec(
+        name: "segment",
+        summary: "Segment an image or series with a DeepLabV3 model.",
+        positionals: [PositionalSpec("INPUT", help: "DICOM file or series folder, PNG, or HDF5 with /image.",
+                                     optional: true)],
+        options: [
+            OptionSpec("model", valueName: "MODEL.h5", help: "A SliceLab checkpoint."),
+            OptionSpec("out", valueName: "OUT.h5|OUT.png", help: "Label map: HDF5 /labels or PNG."),
+            OptionSpec("overlay", valueName: "OVERLAY.png", help: "The image with each class tinted."),
+            OptionSpec("probabilities", .flag, help: "Also write /probabilities [frames, classes, H, W]."),
+            OptionSpec("precision", .choice(["fp32", "bf16"]), help: "Arithmetic precision.", default: "fp32"),
+            OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
+            OptionSpec("weights", valueName: "W.safetensors", help: "Parity mode: a torchvision state_dict."),
+            OptionSpec("arch", .choice(["deeplabv3_resnet18", "deeplabv3_resnet34", "deeplabv3_resnet50",
+                                        "deeplabv3_resnet101", "deeplabv3_mobilenet_v2"]),
+                       help: "Parity mode: the architecture."),
+            OptionSpec("num-classes", .int(2...65535), help: "Parity mode: classes K."),
+            OptionSpec("in-channels", .choice(["1", "3"]), help: "Parity mode: input channels C.", default: "3"),
+            OptionSpec("aux", .flag, help: "Parity mode: the weights include the auxiliary FCN head."),
+            OptionSpec("raw-input", valueName: "IN.h5", help: "Parity mode: /image Float32 [N, C, H, W], fed untouched."),
+            OptionSpec("logits", valueName: "OUT.h5", help: "Parity mode: write /logits Float32 [N, K, H, W]."),
+        ])
+
+    static func run(_ arguments: ParsedArguments) throws {
+        throw notYetAvailable("segment", "DeepLabV3 engine, issue #4")
+    }
+}
