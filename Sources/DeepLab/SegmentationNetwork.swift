@@ -1,0 +1,68 @@
+// The engine's public seams: what inference, training and checkpoints see of a network. The oneDNN-backed
+// `Tensor` stays inside this target; callers exchange plain row-major `FloatTensor`s.
+
+/// A dense Float32 array in row-major (C) order: NCHW for images and logits.
+public struct FloatTensor: Equatable, Sendable {
+    public var shape: [Int]
+    public var values: [Float]
+
+    /// Precondition: `values.count` equals the product of `shape`.
+    public init(shape: [Int], values: [Float]) {
+        precondition(shape.reduce(1, *) == values.count, "FloatTensor: \(values.count) values for shape \(shape)")
+        self.shape = shape
+        self.values = values
+    }
+
+    /// A tensor of zeros.
+    public init(zeros shape: [Int]) {
+        self.init(shape: shape, values: [Float](repeating: 0, count: shape.reduce(1, *)))
+    }
+}
+
+/// A named parameter or buffer, keyed exactly as torchvision's `state_dict` keys it
+/// (`backbone.layer1.0.conv1.weight`, `classifier.4.bias`, `backbone.bn1.running_mean`).
+///
+/// `value` is the canonical storage in PyTorch's layout (OIHW for convolutions); the engine copies it into its
+/// oneDNN memories when `version` changes. Optimizers update `value` in place and call `markUpdated()`.
+public final class Parameter {
+    public let name: String
+    public let shape: [Int]
+    public var value: [Float]
+    /// dLoss/dvalue, accumulated by `backward`, cleared by `SegmentationNetwork.zeroGradients()`.
+    /// Empty for buffers.
+    public var gradient: [Float]
+    /// False for buffers (batch-norm running statistics, `num_batches_tracked`), which no optimizer touches.
+    public let isTrainable: Bool
+    /// Incremented on every change of `value`, so cached copies know when to refresh.
+    public private(set) var version = 0
+
+    public init(name: String, shape: [Int], value: [Float], isTrainable: Bool = true) {
+        precondition(shape.reduce(1, *) == value.count, "Parameter \(name): \(value.count) values for \(shape)")
+        self.name = name
+        self.shape = shape
+        self.value = value
+        self.gradient = isTrainable ? [Float](repeating: 0, count: value.count) : []
+        self.isTrainable = isTrainable
+    }
+
+    /// Records that `value` changed.
+    public func markUpdated() { version &+= 1 }
+}
+
+/// A segmentation network the trainer can drive: forward in training or eval mode, backward, parameters.
+public protocol SegmentationNetwork: AnyObject {
+    /// Every parameter and buffer, in `state_dict` order.
+    var parameters: [Parameter] { get }
+
+    /// Logits [N, K, H, W] for input [N, C, H, W] (upsampled to the input size). In training mode batch norm
+    /// uses batch statistics (updating its running statistics), dropout is active, and what `backward` needs
+    /// is kept.
+    func forward(_ input: FloatTensor, training: Bool) throws -> FloatTensor
+
+    /// Backpropagates dLoss/dLogits from the last `forward(_:training: true)`, accumulating into every trainable
+    /// parameter's `gradient`.
+    func backward(_ gradientOfLogits: FloatTensor) throws
+
+    /// Sets every trainable parameter's gradient to zero.
+    func zeroGradients()
+}
