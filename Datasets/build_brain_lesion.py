@@ -46,18 +46,19 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "cache" / "brain-lesion")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--wheels", type=Path, default=HERE / "cache" / "wheels")
-    parser.add_argument("--previews", type=Path, default=HERE / "cache" / "previews",
+    parser.add_argument("--previews", default=str(HERE / "cache" / "previews"),
                         help="folder for a few rendered image|overlay PNGs ('' for none)")
     args = parser.parse_args(argv)
     template = load_template(args.wheels)
     stats = build_set(spec(args.seed), template, args.out, versions())
     print(json.dumps(stats, indent=2))
-    if str(args.previews):
+    if args.previews:
+        previews = Path(args.previews)
         splits = json.loads((args.out / "dataset.json").read_text())["splits"]
         for split in ("train", "test"):
             for case in splits[split][1::max(len(splits[split]) // 4, 1)][:4]:
-                render(args.out, case, args.previews / args.out.name / f"{split}-{case}.png")
-        print(f"previews in {args.previews / args.out.name}")
+                render(args.out, case, previews / args.out.name / f"{split}-{case}.png")
+        print(f"previews in {previews / args.out.name}")
     return 0
 
 
