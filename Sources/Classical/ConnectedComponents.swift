@@ -41,8 +41,8 @@ public enum ConnectedComponents {
     /// Two-pass union-find; O(n α(n)).
     /// - Returns: the region map and the number of regions.
     /// - Throws: `ClassicalError.invalidArgument` for a connectivity outside 1...rank, `.emptyInput`.
-    public static func label(_ map: LabelMap, connectivity: Int = 1,
-                             background: Int32? = nil) throws -> (regions: LabelMap, count: Int) {
+    public static func label(_ map: LabelGrid, connectivity: Int = 1,
+                             background: Int32? = nil) throws -> (regions: LabelGrid, count: Int) {
         try map.shape.validate()
         try checkConnectivity(connectivity, shape: map.shape)
         let shape = map.shape
@@ -114,6 +114,6 @@ public enum ConnectedComponents {
                 }
             }
         }
-        return (LabelMap(shape: shape, labels: regions), Int(count))
+        return (LabelGrid(shape: shape, labels: regions), Int(count))
     }
 }

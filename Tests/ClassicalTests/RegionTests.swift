@@ -4,12 +4,12 @@ import Testing
 @Suite struct RegionTests {
     static let golden = Goldens.section("components")
 
-    static func map(_ key: String, shapeKey: String) -> LabelMap {
+    static func map(_ key: String, shapeKey: String) -> LabelGrid {
         let values = Goldens.ints(golden, key).map(Int32.init)
         let dims = Goldens.ints(golden, shapeKey)
         let shape = dims.count == 3 ? GridShape(slices: dims[0], rows: dims[1], columns: dims[2])
             : GridShape(rows: dims.first ?? 0, columns: dims.last ?? 0)
-        return LabelMap(shape: shape, labels: values)
+        return LabelGrid(shape: shape, labels: values)
     }
 
     /// skimage.measure.label(map, background=-1, connectivity=c): every pixel labelled, 2-D 4/8-connectivity.
@@ -34,14 +34,14 @@ import Testing
     }
 
     @Test func componentsHonourABackgroundValueAndRefuseABadConnectivity() throws {
-        let map = LabelMap(shape: GridShape(rows: 2, columns: 3), labels: [1, 0, 1, 1, 0, 0])
+        let map = LabelGrid(shape: GridShape(rows: 2, columns: 3), labels: [1, 0, 1, 1, 0, 0])
         let (regions, count) = try ConnectedComponents.label(map, connectivity: 1, background: 0)
         #expect(regions.labels == [1, 0, 2, 1, 0, 0] && count == 2)
         #expect(throws: ClassicalError.self) { try ConnectedComponents.label(map, connectivity: 3) }
     }
 
     @Test func regionStatisticsGiveAreaMeanAndBoundingBox() throws {
-        let regions = LabelMap(shape: GridShape(rows: 2, columns: 3), labels: [1, 1, 2, 1, 2, 2])
+        let regions = LabelGrid(shape: GridShape(rows: 2, columns: 3), labels: [1, 1, 2, 1, 2, 2])
         let features = FeatureMatrix(count: 6, dimension: 1, values: [1, 2, 10, 3, 20, 30])
         let statistics = try RegionStatistics.measure(regions, features: features)
         #expect(statistics.map(\.area) == [3, 3])
@@ -55,7 +55,7 @@ import Testing
         let labels: [Int32] = [0, 0, 0, 1,
                                0, 2, 0, 1,
                                0, 0, 1, 1]
-        let map = LabelMap(shape: GridShape(rows: 3, columns: 4), labels: labels)
+        let map = LabelGrid(shape: GridShape(rows: 3, columns: 4), labels: labels)
         let (classes, regions) = try RegionMerging.mergeSmallRegions(map, minimumSize: 2, connectivity: 1)
         #expect(classes.labels[5] == 0)
         #expect(regions.labelBound - 1 == 2)
@@ -63,7 +63,7 @@ import Testing
         let areas = try RegionStatistics.measure(regions).map(\.area)
         #expect(areas.allSatisfy { $0 >= 2 })
         // A map that is one region has nothing to merge into.
-        let single = LabelMap(shape: GridShape(rows: 1, columns: 2), labels: [3, 3])
+        let single = LabelGrid(shape: GridShape(rows: 1, columns: 2), labels: [3, 3])
         #expect(try RegionMerging.mergeSmallRegions(single, minimumSize: 10).classes == single)
     }
 }
@@ -71,7 +71,7 @@ import Testing
 @Suite struct RegularizationTests {
     /// A 5×5 map: class 1 fills the middle 3×3 except a one-pixel hole of class 0 at its centre, and a
     /// one-pixel speck of class 2 in a corner.
-    static let noisy = LabelMap(shape: GridShape(rows: 5, columns: 5), labels: [
+    static let noisy = LabelGrid(shape: GridShape(rows: 5, columns: 5), labels: [
         2, 0, 0, 0, 0,
         0, 1, 1, 1, 0,
         0, 1, 0, 1, 0,
@@ -87,12 +87,12 @@ import Testing
 
     /// A 9×9 map: a 5×5 block of class 1 with a one-pixel hole at its centre, in class 0, with a one-pixel
     /// speck of class 2 in the corner.
-    static let blocky: LabelMap = {
+    static let blocky: LabelGrid = {
         var labels = [Int32](repeating: 0, count: 81)
         for row in 2...6 { for column in 2...6 { labels[row * 9 + column] = 1 } }
         labels[4 * 9 + 4] = 0
         labels[0] = 2
-        return LabelMap(shape: GridShape(rows: 9, columns: 9), labels: labels)
+        return LabelGrid(shape: GridShape(rows: 9, columns: 9), labels: labels)
     }()
 
     @Test func openingRemovesSpecksAndClosingFillsHoles() throws {
@@ -119,7 +119,7 @@ import Testing
     @Test func regularisersWorkOnVolumes() throws {
         var labels = [Int32](repeating: 0, count: 27)
         labels[13] = 1  // the centre voxel
-        let volume = LabelMap(shape: GridShape(slices: 3, rows: 3, columns: 3), labels: labels)
+        let volume = LabelGrid(shape: GridShape(slices: 3, rows: 3, columns: 3), labels: labels)
         #expect(try Regularization.majority(volume).labels.allSatisfy { $0 == 0 })
         #expect(try Regularization.pottsICM(volume, classCount: 2, beta: 1, connectivity: 1).map.labels[13] == 0)
     }
