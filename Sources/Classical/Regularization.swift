@@ -168,11 +168,6 @@ public enum Regularization {
     /// - Returns: the smoothed map and the number of sweeps run.
     public static func pottsICM(_ map: LabelGrid, classCount: Int, beta: Double, dataCost: [Double]? = nil,
                                 connectivity: Int = 1, maxSweeps: Int = 20) throws -> (map: LabelGrid, sweeps: Int) {
-        try validate(map, connectivity: connectivity)
-        guard classCount >= map.labelBound, beta >= 0, beta.isFinite else {
-            throw ClassicalError.invalidArgument(
-                "Potts smoothing needs classCount ≥ \(map.labelBound) and a finite β ≥ 0 (got \(classCount), \(beta))")
-        }
         if let dataCost {
             guard dataCost.count == map.shape.count * classCount else {
                 throw ClassicalError.shapeMismatch("data cost has \(dataCost.count) entries, not \(map.shape.count)x\(classCount)")
@@ -180,6 +175,21 @@ public enum Regularization {
             if let bad = dataCost.firstIndex(where: { $0.isNaN }) {
                 throw ClassicalError.nonFiniteValue(index: bad / classCount)
             }
+            return try pottsICM(map, classCount: classCount, beta: beta, connectivity: connectivity,
+                                maxSweeps: maxSweeps, cost: { dataCost[$0 * classCount + $1] })
+        }
+        return try pottsICM(map, classCount: classCount, beta: beta, connectivity: connectivity, maxSweeps: maxSweeps,
+                            cost: nil)
+    }
+
+    /// Potts ICM with the data cost computed on demand, `cost(pixel, label)` (no n × K table: volumes).
+    public static func pottsICM(_ map: LabelGrid, classCount: Int, beta: Double, connectivity: Int = 1,
+                                maxSweeps: Int = 20,
+                                cost dataCost: ((Int, Int) -> Double)?) throws -> (map: LabelGrid, sweeps: Int) {
+        try validate(map, connectivity: connectivity)
+        guard classCount >= map.labelBound, beta >= 0, beta.isFinite else {
+            throw ClassicalError.invalidArgument(
+                "Potts smoothing needs classCount ≥ \(map.labelBound) and a finite β ≥ 0 (got \(classCount), \(beta))")
         }
         let evidence = map.labels
         var result = map
@@ -193,7 +203,7 @@ public enum Regularization {
                 for neighbour in neighbours { disagreeing[Int(result.labels[neighbour])] -= 1 }
                 let current = Int(result.labels[index])
                 func energy(_ label: Int) -> Double {
-                    let data = dataCost.map { $0[index * classCount + label] } ?? (Int32(label) == evidence[index] ? 0 : 1)
+                    let data = dataCost.map { $0(index, label) } ?? (Int32(label) == evidence[index] ? 0 : 1)
                     return data + beta * Double(disagreeing[label])
                 }
                 var best = current, bestEnergy = energy(current)
