@@ -168,9 +168,12 @@ public enum ClusterWorkflow {
         }
         var timings: [(stage: String, seconds: Double)] = []
         var clock = Date()
+        // Volumes take seconds per stage: show progress on stderr (single slices finish at once).
+        let progress = image.frames > 1 ? ProgressReporter("cluster", total: 4) : nil
         func lap(_ stage: String) {
             timings.append((stage, Date().timeIntervalSince(clock)))
             clock = Date()
+            progress?.advance(status: stage)
         }
         let features = try features(image, space: options.space)
         lap("features")
