@@ -88,15 +88,19 @@ def _dicom():
     return pydicom
 
 
-def read_dicom_image(path: Path) -> np.ndarray:
-    pydicom = _dicom()
-    ds = pydicom.dcmread(path)
+def _physical(ds) -> np.ndarray:
+    """Pixels through the Modality LUT (RescaleSlope/Intercept) for grayscale, as stored for colour."""
     if "PixelData" not in ds:
         raise ValueError("no pixel data")
     pixels = ds.pixel_array.astype(np.float64)
     if int(getattr(ds, "SamplesPerPixel", 1)) == 1:
-        pixels = pixels * float(getattr(ds, "RescaleSlope", 1) or 1) + float(getattr(ds, "RescaleIntercept", 0) or 0)
+        slope = float(getattr(ds, "RescaleSlope", 1) or 1)
+        pixels = pixels * slope + float(getattr(ds, "RescaleIntercept", 0) or 0)
     return pixels
+
+
+def read_dicom_image(path: Path) -> np.ndarray:
+    return _physical(_dicom().dcmread(path))
 
 
 def read_series(folder: Path) -> tuple[np.ndarray, list]:
@@ -122,8 +126,7 @@ def read_series(folder: Path) -> tuple[np.ndarray, list]:
         slices.sort(key=lambda ds: float(np.dot(normal, np.array(ds.ImagePositionPatient, dtype=float))))
     else:
         slices.sort(key=lambda ds: int(getattr(ds, "InstanceNumber", 0) or 0))
-    volume = np.stack([ds.pixel_array.astype(np.float64) * float(getattr(ds, "RescaleSlope", 1) or 1)
-                       + float(getattr(ds, "RescaleIntercept", 0) or 0) for ds in slices])
+    volume = np.stack([_physical(ds) for ds in slices])
     return volume, slices
 
 
