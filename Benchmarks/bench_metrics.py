@@ -15,6 +15,7 @@ run with the goldens venv,  /work/goldens-venv/bin/python Benchmarks/bench_metri
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,8 +45,13 @@ except ImportError as error:  # the peers are not in this interpreter
 
 def build_driver(workdir):
     binary = pathlib.Path(workdir) / "metrics_driver"
-    sources = sorted(str(p) for p in (ROOT / "Sources/Metrics").glob("*.swift"))
-    main = ROOT / "Benchmarks/metrics_driver/main.swift"
+    # Compile a snapshot, so editing the sources meanwhile cannot break the build.
+    snapshot = pathlib.Path(workdir) / "src"
+    snapshot.mkdir()
+    for path in [*(ROOT / "Sources/Metrics").glob("*.swift"), ROOT / "Benchmarks/metrics_driver/main.swift"]:
+        shutil.copy(path, snapshot / path.name)
+    sources = sorted(str(p) for p in snapshot.glob("*.swift") if p.name != "main.swift")
+    main = snapshot / "main.swift"
     # The library's files plus the driver in one module; -O with whole-module optimisation as a release build.
     subprocess.run(["swiftc", "-O", "-wmo", *sources, str(main), "-o", str(binary)], check=True)
     return binary

@@ -36,6 +36,13 @@ public struct SurfaceDistances: Sendable {
         referenceToPrediction = Self.directed(from: referenceSurface, to: predictedSurface, box.shape, spacing)
     }
 
+    /// The distances of a class absent from both masks: every distance metric is NaN.
+    public static let bothEmpty = SurfaceDistances(predictionToReference: [], referenceToPrediction: [])
+
+    private init(predictionToReference: [Double], referenceToPrediction: [Double]) {
+        (self.predictionToReference, self.referenceToPrediction) = (predictionToReference, referenceToPrediction)
+    }
+
     private static func directed(from source: [Bool], to target: [Bool], _ shape: [Int],
                                  _ spacing: [Double]) -> [Double] {
         guard source.contains(true) else { return [] }
