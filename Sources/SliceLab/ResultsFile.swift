@@ -133,7 +133,7 @@ public enum ResultsFile {
         try file.setAttribute("run_b", .string(comparison.runB), at: group)
         try file.setAttribute("bootstrap_seed", .int(Int64(bitPattern: comparison.bootstrapSeed)), at: group)
         try file.setAttribute("bootstrap_resamples", .int(Int64(comparison.bootstrapResamples)), at: group)
-        try file.writeStrings(comparison.classNames, to: "\(group)/class_names")
+        try file.setAttribute("class_names", .strings(comparison.classNames), at: group)
         for metric in MetricName.allCases {
             let rows = comparison.rows[metric] ?? []
             let path = "\(group)/\(metric.rawValue)"

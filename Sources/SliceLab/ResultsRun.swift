@@ -56,10 +56,20 @@ public struct ResultsRun: Sendable {
         }
         self.name = name
         (self.method, self.model, self.dataset, self.configJSON) = (method, model, dataset, configJSON)
-        self.created = ISO8601DateFormatter().string(from: created)
+        self.created = Self.isoTimestamp(created)
         (self.settings, self.classNames, self.caseIDs) = (settings, classNames, cases.map(\.id))
         (self.spacing, self.metrics, self.confusion, self.labels) = (spacing, metrics, confusion, labels)
         (self.bootstrapSeed, self.bootstrapResamples) = (bootstrapSeed, bootstrapResamples)
+    }
+
+    /// `created` as ISO 8601 in UTC with an explicit offset ("2026-11-29T22:15:03+00:00"), which every
+    /// `datetime.fromisoformat` reads.
+    static func isoTimestamp(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd'T'HH:mm:ssxxx"
+        return formatter.string(from: date)
     }
 
     /// Checks a run name is usable as an HDF5 group name.

@@ -50,7 +50,7 @@ import TestSupport
                 assert a in g.attrs, a
             assert g.attrs["hd95_definition"] == "pooled" and g.attrs["empty_rule"] == "nan"
             json.loads(g.attrs["config"])
-            from datetime import datetime; datetime.fromisoformat(g.attrs["created"].replace("Z", "+00:00"))
+            from datetime import datetime; datetime.fromisoformat(g.attrs["created"])
             ids = [s.decode() for s in g["case_ids"][()]]
             assert ids == ["case_a", "case_b", "slice_c"], ids
             assert [s.decode() for s in g["class_names"][()]] == ["background", "liver", "tumor"]
@@ -161,8 +161,13 @@ import TestSupport
                 v = diff[:, c][~np.isnan(diff[:, c])]
                 assert abs(d[c, 0] - v.mean()) < 1e-12 and d[c, 1] <= d[c, 0] <= d[c, 2]
             assert np.all(diff[:, 1] < 0)
+            # The notebooks' contract checker (Notebooks/slicelab_files.py) accepts the file.
+            sys.path.insert(0, sys.argv[2])
+            import slicelab_files
+            runs = slicelab_files.check_results_file(sys.argv[1])
+            assert runs == {"a": {"cases": 3, "classes": 3}, "b": {"cases": 3, "classes": 3}}, runs
             print("ok")
-            """, arguments: [out])
+            """, arguments: [out, TestSupport.packageRoot.appendingPathComponent("Notebooks").path])
         #expect(report.hasPrefix("ok"))
     }
 }
