@@ -40,7 +40,7 @@ let package = Package(
         .testTarget(name: "DICOMTests", dependencies: ["DICOM", "TestSupport"]),
         .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"]),
         .testTarget(name: "ClassicalTests", dependencies: ["Classical", "TestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "MetricsTests", dependencies: ["Metrics", "TestSupport"]),
+        .testTarget(name: "MetricsTests", dependencies: ["Metrics", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "SliceLabTests", dependencies: ["SliceLab", "TestSupport"]),
     ]
 )
