@@ -94,6 +94,15 @@ public enum TrainWorkflow {
         return image
     }
 
+    /// The DeepLabV3 network the engine builds for `options` (architecture, classes, input channels, initial
+    /// weights, threads). The engine's trainable model (issue #4's layers with issue #5's backward passes) is not
+    /// in this build yet, so this says so; everything before it (the set, the configuration) has been checked.
+    public static func makeEngineNetwork(_ options: TrainOptions) throws -> SegmentationNetwork {
+        throw TrainingError.networkUnavailable(
+            architecture: options.architecture,
+            reason: "the DeepLabV3 engine with backward passes is not in this build yet (issues #4 and #5)")
+    }
+
     /// Runs training.
     ///
     /// - Parameters:
