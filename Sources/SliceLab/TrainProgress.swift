@@ -33,7 +33,7 @@ public final class TrainProgress {
         let rate = elapsed > 0 ? Double(step - startStep) / elapsed : 0
         let eta = rate > 0 ? Double(totalSteps - step) / rate : 0
         let numbers = String(format: "step %d/%d  loss %.4f  lr %.2e  %.2f steps/s  ETA %@", step, totalSteps, loss,
-                             learningRate, rate, Self.duration(eta))
+                             learningRate, rate, ProgressReporter.clock(eta))
         if isTerminal {
             guard now.timeIntervalSince(lastDraw) > 0.1 || step == totalSteps else { return }
             lastDraw = now
@@ -48,12 +48,5 @@ public final class TrainProgress {
     /// A line of its own (validation results, checkpoints, stopping).
     public func note(_ line: String) {
         write((isTerminal ? "\r\u{1B}[K" : "") + line + "\n")
-    }
-
-    static func duration(_ seconds: Double) -> String {
-        let total = Int(seconds.rounded())
-        if total >= 3600 { return "\(total / 3600)h\(String(format: "%02d", total % 3600 / 60))m" }
-        if total >= 60 { return "\(total / 60)m\(String(format: "%02d", total % 60))s" }
-        return "\(total)s"
     }
 }

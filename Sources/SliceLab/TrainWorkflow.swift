@@ -77,10 +77,10 @@ public enum TrainWorkflow {
             preprocessing: set.description.preprocessing ?? .minMax)
     }
 
-    /// Loads a case and makes it network input: channels converted to `inputChannels` (gray replicated, or
+    /// Makes an image [C, H, W] network input: channels converted to `inputChannels` (gray replicated, or
     /// color averaged), then preprocessed.
-    static func prepare(_ sample: LabeledSample, inputChannels: Int, preprocessing: Preprocessing) -> FloatTensor {
-        var image = sample.image
+    static func prepare(_ image: FloatTensor, inputChannels: Int, preprocessing: Preprocessing) -> FloatTensor {
+        var image = image
         let (channels, plane) = (image.shape[0], image.shape[1] * image.shape[2])
         if channels != inputChannels {
             var gray = [Float](repeating: 0, count: plane)
@@ -92,6 +92,21 @@ public enum TrainWorkflow {
         }
         preprocessing.apply(to: &image.values)
         return image
+    }
+
+    /// Every frame of every case of `split`, prepared as network input (a volume gives one frame per slice).
+    static func frames(of set: LabeledSet, split: String, options: TrainOptions,
+                       preprocessing: Preprocessing) throws -> [TrainValidation.Case] {
+        try set.cases(in: split).flatMap { name -> [TrainValidation.Case] in
+            let sample = try set.load(name)
+            return (0..<sample.frameCount).map { index in
+                let (image, labels) = sample.frame(index)
+                return TrainValidation.Case(
+                    name: sample.frameCount == 1 ? name : "\(name)#\(index)",
+                    image: prepare(image, inputChannels: options.inputChannels, preprocessing: preprocessing),
+                    labels: labels)
+            }
+        }
     }
 
     /// The DeepLabV3 network the engine builds for `options` (architecture, classes, input channels, initial
@@ -116,16 +131,9 @@ public enum TrainWorkflow {
         let configuration = try configuration(options, set: set)
         let network = try makeNetwork(options)
         let preprocessing = configuration.preprocessing
-        let train = try set.cases(in: "train").map { name -> (FloatTensor, LabelTensor) in
-            let sample = try set.load(name)
-            return (prepare(sample, inputChannels: options.inputChannels, preprocessing: preprocessing), sample.labels)
-        }
-        let validationCases = try set.cases(in: "val").map { name -> TrainValidation.Case in
-            let sample = try set.load(name)
-            return TrainValidation.Case(name: name, image: prepare(sample, inputChannels: options.inputChannels,
-                                                                   preprocessing: preprocessing),
-                                        labels: sample.labels)
-        }
+        let train = try frames(of: set, split: "train", options: options, preprocessing: preprocessing)
+            .map { ($0.image, $0.labels) }
+        let validationCases = try frames(of: set, split: "val", options: options, preprocessing: preprocessing)
         let sampler = try BatchSampler(sampleCount: train.count, batchSize: configuration.batchSize,
                                        augmenter: try Augmenter(configuration.augmentation)) { train[$0] }
         let loss = try configuration.loss.makeLoss(classCount: configuration.classCount)

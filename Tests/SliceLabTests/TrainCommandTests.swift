@@ -14,7 +14,7 @@ struct TrainCommandTests {
                                                "--out", folder.appendingPathComponent("m.h5").path])
         #expect(result.status == 1)
         #expect(result.standardError.split(separator: "\n").count == 1)
-        #expect(result.standardError.contains("case toy001") && result.standardError.contains("no label file"))
+        #expect(result.standardError.contains("case toy001") && result.standardError.contains("unpaired image"))
     }
 
     @Test func classCountMustMatchTheSet() throws {

@@ -99,8 +99,8 @@ struct TrainerTests {
         let set = try LabeledSet.open(options.datasetPath)
         let configuration = try TrainWorkflow.configuration(options, set: set)
         let network = PixelLinearNetwork(inputChannels: 1, classCount: 3, seed: 3)
-        let sample = try set.load("toy000")
-        let image = TrainWorkflow.prepare(sample, inputChannels: 1, preprocessing: configuration.preprocessing)
+        let sample = try set.load("toy000").frame(0)
+        let image = TrainWorkflow.prepare(sample.image, inputChannels: 1, preprocessing: configuration.preprocessing)
         let sampler = try BatchSampler(sampleCount: 1, batchSize: 2,
                                        augmenter: Augmenter(configuration.augmentation)) { _ in (image, sample.labels) }
         let trainer = try Trainer(network: network, configuration: configuration, sampler: sampler, validation: nil,
@@ -151,14 +151,10 @@ struct TrainerTests {
         configuration.schedule.baseLearningRate = 1e-30
         configuration.earlyStoppingPatience = 2
         let network = PixelLinearNetwork(inputChannels: 1, classCount: 3, seed: 3)
-        let cases = try set.cases(in: "val").map { name -> TrainValidation.Case in
-            let sample = try set.load(name)
-            return .init(name: name, image: TrainWorkflow.prepare(sample, inputChannels: 1,
-                                                                  preprocessing: configuration.preprocessing),
-                         labels: sample.labels)
-        }
-        let sample = try set.load("toy000")
-        let image = TrainWorkflow.prepare(sample, inputChannels: 1, preprocessing: configuration.preprocessing)
+        let cases = try TrainWorkflow.frames(of: set, split: "val", options: options,
+                                             preprocessing: configuration.preprocessing)
+        let sample = try set.load("toy000").frame(0)
+        let image = TrainWorkflow.prepare(sample.image, inputChannels: 1, preprocessing: configuration.preprocessing)
         let sampler = try BatchSampler(sampleCount: 1, batchSize: 2,
                                        augmenter: Augmenter(configuration.augmentation)) { _ in (image, sample.labels) }
         let trainer = try Trainer(network: network, configuration: configuration, sampler: sampler,
