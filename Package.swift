@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "ImageIOTests", dependencies: ["ImageIO", "TestSupport"]),
         .testTarget(name: "DICOMTests", dependencies: ["DICOM", "TestSupport"]),
-        .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"]),
+        .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "ClassicalTests", dependencies: ["Classical", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "SliceLabTests", dependencies: ["SliceLab", "TestSupport"]),
