@@ -7,7 +7,7 @@ APT_PACKAGES := libdcmtk-dev dcmtk libpng-dev libhdf5-dev libdnnl-dev libopenjp2
 REQUIREMENTS := Tests/requirements.txt $(wildcard Notebooks/requirements.txt)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup apt build release test demo bench clean
+.PHONY: setup apt build release test notebooks demo bench clean
 
 ## setup: install missing Debian packages and the Python virtual environment (idempotent)
 setup: apt $(VENV)/.installed
@@ -34,10 +34,16 @@ build: setup
 release: setup
 	$(SWIFT) build -c release
 
-## test: build and run every test
+## test: build and run every test, then execute the notebooks
 test: setup
 	$(SWIFT) build --build-tests
 	SLICELAB_PYTHON=$(abspath $(PYTHON)) $(SWIFT) test --skip-build
+	$(MAKE) --no-print-directory notebooks
+
+## notebooks: execute every notebook headless against the debug build (figures in Notebooks/output/)
+notebooks: setup
+	$(SWIFT) build --product slicelab
+	SLICELAB_BINARY=$${SLICELAB_BINARY:-$(abspath .build/debug/slicelab)} $(PYTHON) Notebooks/run_notebooks.py
 
 ## demo: release build, then the main job on the bundled data
 demo: release
