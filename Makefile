@@ -7,10 +7,10 @@ APT_PACKAGES := libdcmtk-dev dcmtk libpng-dev libhdf5-dev libdnnl-dev libopenjp2
 REQUIREMENTS := Tests/requirements.txt $(wildcard Notebooks/requirements.txt)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup apt build release test notebooks demo bench clean
+.PHONY: setup apt build release test notebooks demo bench clean corpus
 
 ## setup: install missing Debian packages and the Python virtual environment (idempotent)
-setup: apt $(VENV)/.installed
+setup: apt $(VENV)/.installed corpus
 
 apt:
 	@missing=""; for p in $(APT_PACKAGES); do \
@@ -56,6 +56,11 @@ bench: release
 
 clean:
 	rm -rf .build demo-output
+
+## corpus: the DICOM conformance corpus (every file of the PyPI packages pydicom-data and pydicom), into
+## Datasets/cache/dicom-corpus; idempotent (issue #3, Datasets/dicom/fetch_corpus.sh)
+corpus:
+	@bash Datasets/dicom/fetch_corpus.sh
 
 # --- datasets: labeled sets (Datasets/README.md) built by Python scripts into Datasets/cache/ -----------
 DATASETS_VENV := .venv-datasets
