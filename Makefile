@@ -50,3 +50,20 @@ bench: release
 
 clean:
 	rm -rf .build demo-output
+
+# --- datasets: labeled sets (Datasets/README.md) built by Python scripts into Datasets/cache/ -----------
+DATASETS_VENV := .venv-datasets
+DATASETS_PYTHON := $(DATASETS_VENV)/bin/python
+.PHONY: datasets
+
+## datasets: build mni-brain and brain-lesion into Datasets/cache/ (downloads only the pinned nilearn wheel)
+datasets: apt $(DATASETS_VENV)/.installed
+	$(DATASETS_PYTHON) Datasets/build_mni_brain.py --out Datasets/cache/mni-brain
+	$(DATASETS_PYTHON) Datasets/build_brain_lesion.py --out Datasets/cache/brain-lesion
+	$(DATASETS_PYTHON) Datasets/check_labeled_set.py Datasets/cache/mni-brain Datasets/cache/brain-lesion
+
+$(DATASETS_VENV)/.installed: Datasets/requirements-datasets.txt
+	@[ -x $(DATASETS_PYTHON) ] || python3 -m venv $(DATASETS_VENV)
+	$(DATASETS_PYTHON) -m pip install -q -r Datasets/requirements-datasets.txt
+	@touch $@
+# --- end datasets ------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ let package = Package(
         .testTarget(name: "ImageIOTests", dependencies: ["ImageIO", "TestSupport"]),
         .testTarget(name: "DICOMTests", dependencies: ["DICOM", "TestSupport"]),
         .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"]),
-        .testTarget(name: "ClassicalTests", dependencies: ["Classical", "TestSupport"]),
+        .testTarget(name: "ClassicalTests", dependencies: ["Classical", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics", "TestSupport"]),
         .testTarget(name: "SliceLabTests", dependencies: ["SliceLab", "TestSupport"]),
     ]
