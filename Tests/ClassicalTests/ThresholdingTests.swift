@@ -62,6 +62,17 @@ import Testing
         }
     }
 
+    /// Wide 16-bit histograms skip the n(n+1)/2 table; the terms computed on the fly are the table's.
+    @Test func searchWithoutTheTableMatchesTheTable() throws {
+        let histogram = try Histogram(Self.intensities("uint16"))
+        let total = Double(histogram.counts.reduce(0, +))
+        let probabilities = histogram.counts.map { Float(Double($0) / total) }
+        for thresholds in 1...3 {
+            #expect(Thresholding.exhaustiveIndicesWithoutTable(probabilities, thresholdCount: thresholds)
+                == Thresholding.exhaustiveIndices(probabilities, thresholdCount: thresholds))
+        }
+    }
+
     @Test func digitizePutsValuesOnAThresholdInTheUpperClass() {
         #expect(Thresholding.digitize([0, 1, 1.5, 2, 3], thresholds: [1, 2]) == [0, 1, 1, 2, 2])
     }
