@@ -189,20 +189,7 @@ public enum Thresholding {
                     }
                 }
             default:
-                var current = Array(0..<thresholdCount)
-                while true {
-                    var sigma = terms[current[0]] + terms[rowStart[current[thresholdCount - 1] + 1] + last]
-                    for index in 0..<(thresholdCount - 1) {
-                        sigma += terms[rowStart[current[index] + 1] + current[index + 1]]
-                    }
-                    if sigma > bestSigma { (bestSigma, best) = (sigma, current) }
-                    // Advance the odometer: position p runs up to bins - thresholdCount + p - 1.
-                    var position = thresholdCount - 1
-                    while position >= 0, current[position] == bins - thresholdCount + position - 1 { position -= 1 }
-                    if position < 0 { break }
-                    current[position] += 1
-                    for later in (position + 1)..<thresholdCount { current[later] = current[later - 1] + 1 }
-                }
+                best = odometerSearch(bins: bins, thresholdCount: thresholdCount) { terms[rowStart[$0] + $1] }
             }
             return best
         }
@@ -229,6 +216,12 @@ public enum Thresholding {
             let firstIJ = first[j] - first[i - 1]
             return (firstIJ * firstIJ) / zerothIJ
         }
+        return odometerSearch(bins: bins, thresholdCount: thresholdCount, term: term)
+    }
+
+    /// Every ascending combination of `thresholdCount` bins in lexicographic order (position p runs up to
+    /// bins − thresholdCount + p − 1), sigma summed in skimage's order in float32, the first maximum kept.
+    static func odometerSearch(bins: Int, thresholdCount: Int, term: (Int, Int) -> Float) -> [Int] {
         var current = Array(0..<thresholdCount)
         var best = current
         var bestSigma: Float = 0

@@ -71,6 +71,13 @@ import Testing
             #expect(Thresholding.exhaustiveIndicesWithoutTable(probabilities, thresholdCount: thresholds)
                 == Thresholding.exhaustiveIndices(probabilities, thresholdCount: thresholds))
         }
+        // More than five classes take the generic search: the same answer with and without the table, and the
+        // dynamic programme's optimum.
+        let counts = [5, 9, 2, 0, 7, 13, 1, 4, 4, 8, 0, 3, 12, 6, 2, 9, 1, 5, 7, 3]
+        let small = counts.map { Float(Double($0) / Double(counts.reduce(0, +))) }
+        let generic = Thresholding.exhaustiveIndices(small, thresholdCount: 6)
+        #expect(generic == Thresholding.exhaustiveIndicesWithoutTable(small, thresholdCount: 6))
+        #expect(generic == Thresholding.dynamicProgrammingIndices(small, thresholdCount: 6))
     }
 
     @Test func digitizePutsValuesOnAThresholdInTheUpperClass() {
