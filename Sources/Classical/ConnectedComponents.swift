@@ -72,38 +72,44 @@ public enum ConnectedComponents {
                             return node
                         }
                         let offsetCount = linear.count
-                        var index = 0
+                        let hasBackground = background != nil
+                        let backgroundValue = background ?? 0
+                        // Joins pixel `index` to its equal preceding neighbours; `all` skips the bounds mask
+                        // (interior pixels, where every preceding neighbour exists).
+                        @inline(__always) func visit(_ index: Int, available: Int, all: Bool) {
+                            let value = values[index]
+                            if hasBackground, value == backgroundValue { return }
+                            var current: Int32 = -1
+                            for position in 0..<offsetCount where all || needs[position] & ~available == 0 {
+                                let neighbour = index + linear[position]
+                                guard values[neighbour] == value else { continue }
+                                if current >= 0, parents[neighbour] == current { continue }
+                                let neighbourRoot = root(Int32(neighbour))
+                                if current < 0 {
+                                    current = neighbourRoot
+                                } else if neighbourRoot != current {
+                                    // The smaller index stays root, so a root is its region's first pixel.
+                                    if neighbourRoot < current {
+                                        parents[Int(current)] = neighbourRoot
+                                        current = neighbourRoot
+                                    } else {
+                                        parents[Int(neighbourRoot)] = current
+                                    }
+                                }
+                            }
+                            parents[index] = current < 0 ? Int32(index) : current
+                        }
+                        let full = shape.isVolume ? 31 : 30
                         for z in 0..<slices {
                             let slicePart = z > 0 ? 1 : 0
                             for y in 0..<rows {
                                 let rowPart = slicePart | (y > 0 ? 2 : 0) | (y < rows - 1 ? 4 : 0)
+                                let rowStart = (z * rows + y) * columns
+                                let interiorRow = rowPart | 24 == full
                                 for x in 0..<columns {
                                     let available = rowPart | (x > 0 ? 8 : 0) | (x < columns - 1 ? 16 : 0)
-                                    let value = values[index]
-                                    if let background, value == background {
-                                        index += 1
-                                        continue
-                                    }
-                                    var current: Int32 = -1
-                                    for position in 0..<offsetCount where needs[position] & ~available == 0 {
-                                        let neighbour = index + linear[position]
-                                        guard values[neighbour] == value else { continue }
-                                        if current >= 0, parents[neighbour] == current { continue }
-                                        let neighbourRoot = root(Int32(neighbour))
-                                        if current < 0 {
-                                            current = neighbourRoot
-                                        } else if neighbourRoot != current {
-                                            // The smaller index stays root, so a root is its region's first pixel.
-                                            if neighbourRoot < current {
-                                                parents[Int(current)] = neighbourRoot
-                                                current = neighbourRoot
-                                            } else {
-                                                parents[Int(neighbourRoot)] = current
-                                            }
-                                        }
-                                    }
-                                    parents[index] = current < 0 ? Int32(index) : current
-                                    index += 1
+                                    visit(rowStart + x, available: available,
+                                          all: interiorRow && x > 0 && x < columns - 1)
                                 }
                             }
                         }
