@@ -100,6 +100,33 @@ public enum ConnectedComponents {
                             parents[index] = current < 0 ? Int32(index) : current
                         }
                         let full = shape.isVolume ? 31 : 30
+                        if !shape.isVolume, connectivity == 1, !hasBackground {
+                            // The common 4-connected 2-D case, specialised: the left pixel's parent is already a
+                            // root (nothing has been joined since it was set), and when the up-left pixel equals
+                            // both the left and the up pixel, those two are already joined through it.
+                            for y in 0..<rows {
+                                for x in 0..<columns {
+                                    let index = y * columns + x
+                                    let value = values[index]
+                                    let left = x > 0 && values[index - 1] == value
+                                    var current: Int32 = left ? parents[index - 1] : -1
+                                    if y > 0, values[index - columns] == value,
+                                       !(left && values[index - columns - 1] == value) {
+                                        let upRoot = root(Int32(index - columns))
+                                        if current < 0 {
+                                            current = upRoot
+                                        } else if upRoot < current {
+                                            parents[Int(current)] = upRoot
+                                            current = upRoot
+                                        } else if upRoot > current {
+                                            parents[Int(upRoot)] = current
+                                        }
+                                    }
+                                    parents[index] = current < 0 ? Int32(index) : current
+                                }
+                            }
+                            return
+                        }
                         for z in 0..<slices {
                             let slicePart = z > 0 ? 1 : 0
                             for y in 0..<rows {
