@@ -81,7 +81,7 @@ def main():
         raise SystemExit(f"no release build at {binary}; run `swift build -c release`")
     print(f"peers: scikit-image {skimage.__version__}, scikit-learn {sklearn.__version__}, "
           f"scikit-fuzzy {skfuzzy.__version__}, numpy {np.__version__}; "
-          f"cores {os.cpu_count()}; best of {REPEATS}")
+          f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}; best of {REPEATS}")
     rng = np.random.default_rng(SEED)
     work = pathlib.Path(tempfile.mkdtemp(prefix="bench-classical-"))
 
@@ -157,7 +157,7 @@ def main():
             out = work / f"cc{len(shape)}_{connectivity}.h5"
             flag = "1" if connectivity == 1 else "2"
             # Millisecond timings on a shared machine are noisy: more repeats for the 2-D map.
-            repeats = 9 if len(shape) == 2 else REPEATS
+            repeats = 15 if len(shape) == 2 else REPEATS
             wall, stages = best_slicelab([str(path), "--method", "otsu", "--classes", "2", "--connectivity", flag,
                                           "--out", str(out)], repeats)
             with h5py.File(out) as f:
