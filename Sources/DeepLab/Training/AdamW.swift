@@ -34,7 +34,7 @@ public final class AdamW: Optimizer {
         stepCount += 1
         let t = Double(stepCount)
         let decay = Float(1 - learningRate * configuration.weightDecay)
-        let (beta1, beta2) = (Float(configuration.beta1), Float(configuration.beta2))
+        let beta2 = Float(configuration.beta2)
         let (oneMinusBeta1, oneMinusBeta2) = (Float(1 - configuration.beta1), Float(1 - configuration.beta2))
         let stepSize = Float(learningRate / (1 - pow(configuration.beta1, t)))
         let correction2 = Float((1 - pow(configuration.beta2, t)).squareRoot())
