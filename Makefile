@@ -7,7 +7,7 @@ APT_PACKAGES := libdcmtk-dev dcmtk libpng-dev libhdf5-dev libdnnl-dev libopenjp2
 REQUIREMENTS := Tests/requirements.txt $(wildcard Notebooks/requirements.txt)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup apt build release test demo bench clean corpus
+.PHONY: setup apt build release test notebooks demo bench clean corpus
 
 ## setup: install missing Debian packages and the Python virtual environment (idempotent)
 setup: apt $(VENV)/.installed corpus
@@ -34,10 +34,16 @@ build: setup
 release: setup
 	$(SWIFT) build -c release
 
-## test: build and run every test
+## test: build and run every test, then execute the notebooks
 test: setup
 	$(SWIFT) build --build-tests
 	SLICELAB_PYTHON=$(abspath $(PYTHON)) $(SWIFT) test --skip-build
+	$(MAKE) --no-print-directory notebooks
+
+## notebooks: execute every notebook headless against the debug build (figures in Notebooks/output/)
+notebooks: setup
+	$(SWIFT) build --product slicelab
+	SLICELAB_BINARY=$${SLICELAB_BINARY:-$(abspath .build/debug/slicelab)} $(PYTHON) Notebooks/run_notebooks.py
 
 ## demo: release build, then the main job on the bundled data
 demo: release
@@ -55,3 +61,20 @@ clean:
 ## Datasets/cache/dicom-corpus; idempotent (issue #3, Datasets/dicom/fetch_corpus.sh)
 corpus:
 	@bash Datasets/dicom/fetch_corpus.sh
+
+# --- datasets: labeled sets (Datasets/README.md) built by Python scripts into Datasets/cache/ -----------
+DATASETS_VENV := .venv-datasets
+DATASETS_PYTHON := $(DATASETS_VENV)/bin/python
+.PHONY: datasets
+
+## datasets: build mni-brain and brain-lesion into Datasets/cache/ (downloads only the pinned nilearn wheel)
+datasets: apt $(DATASETS_VENV)/.installed
+	$(DATASETS_PYTHON) Datasets/build_mni_brain.py --out Datasets/cache/mni-brain
+	$(DATASETS_PYTHON) Datasets/build_brain_lesion.py --out Datasets/cache/brain-lesion
+	$(DATASETS_PYTHON) Datasets/check_labeled_set.py Datasets/cache/mni-brain Datasets/cache/brain-lesion
+
+$(DATASETS_VENV)/.installed: Datasets/requirements-datasets.txt
+	@[ -x $(DATASETS_PYTHON) ] || python3 -m venv $(DATASETS_VENV)
+	$(DATASETS_PYTHON) -m pip install -q -r Datasets/requirements-datasets.txt
+	@touch $@
+# --- end datasets ------------------------------------------------------------------------------------------

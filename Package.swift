@@ -41,9 +41,9 @@ let package = Package(
         .testTarget(name: "ImageIOTests", dependencies: ["ImageIO", "TestSupport"]),
         .testTarget(name: "DICOMTests", dependencies: ["DICOM", "TestSupport"],
                     swiftSettings: [.unsafeFlags(["-O"])]),
-        .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"]),
-        .testTarget(name: "ClassicalTests", dependencies: ["Classical", "TestSupport"]),
-        .testTarget(name: "MetricsTests", dependencies: ["Metrics", "TestSupport"]),
+        .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "ClassicalTests", dependencies: ["Classical", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "MetricsTests", dependencies: ["Metrics", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "SliceLabTests", dependencies: ["SliceLab", "TestSupport"]),
     ]
 )

@@ -114,4 +114,16 @@ public struct PNGImage: Equatable, Sendable {
             }
         }
     }
+
+    /// The image encoded as PNG bytes (for embedding in reports). Rests on `png_write_row`.
+    public func encoded() throws -> Data {
+        let path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("slicelab-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).png").path
+        defer { unlink(path) }
+        try write(to: path)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ImageIOError.unreadable(file: path, reason: "encoded PNG vanished")
+        }
+        return data
+    }
 }

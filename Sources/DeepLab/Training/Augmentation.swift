@@ -1,0 +1,238 @@
+import Foundation
+
+/// What the augmenter does to each training sample, and how strongly. Stored with the checkpoint's training
+/// configuration. The default is a moderate set for grayscale medical slices; `.none` changes nothing.
+public struct AugmentationConfiguration: Codable, Equatable, Sendable {
+    /// Output height and width in pixels (a random crop, padded where the image is smaller), or nil to keep
+    /// the image's size.
+    public var cropSize: Int?
+    public var horizontalFlipProbability: Double
+    public var verticalFlipProbability: Double
+    /// Rotation drawn uniformly in ±`rotationDegrees`.
+    public var rotationDegrees: Double
+    /// Zoom factor drawn uniformly in `minimumScale...maximumScale` (> 1 enlarges).
+    public var minimumScale: Double
+    public var maximumScale: Double
+    /// Probability of centring the crop on a pixel of a randomly chosen foreground class present in the image
+    /// (class-balanced crop sampling, after nnU-Net's foreground oversampling).
+    public var classBalancedCropProbability: Double
+    /// Additive brightness drawn in ±`brightness` (intensity units after preprocessing).
+    public var brightness: Double
+    /// Contrast factor drawn in 1 ± `contrast`, applied around the image's mean.
+    public var contrast: Double
+    /// Probability of a gamma change, with γ drawn in `minimumGamma...maximumGamma`, on the image's min–max range.
+    public var gammaProbability: Double
+    public var minimumGamma: Double
+    public var maximumGamma: Double
+    /// Standard deviation of additive Gaussian noise (intensity units after preprocessing); 0 disables it.
+    public var noiseStandardDeviation: Double
+    /// Largest elastic displacement in pixels (0 disables), drawn on a coarse grid of
+    /// `elasticControlPoints`² points and interpolated bilinearly.
+    public var elasticMagnitude: Double
+    public var elasticControlPoints: Int
+    /// The image value outside the source image.
+    public var imageFill: Float
+    /// The label outside the source image (the loss's ignore label by default).
+    public var labelFill: Int32
+
+    public init(cropSize: Int? = nil, horizontalFlipProbability: Double = 0.5, verticalFlipProbability: Double = 0,
+                rotationDegrees: Double = 15, minimumScale: Double = 0.85, maximumScale: Double = 1.15,
+                classBalancedCropProbability: Double = 0, brightness: Double = 0.1, contrast: Double = 0.1,
+                gammaProbability: Double = 0.3, minimumGamma: Double = 0.7, maximumGamma: Double = 1.5,
+                noiseStandardDeviation: Double = 0.02, elasticMagnitude: Double = 0, elasticControlPoints: Int = 4,
+                imageFill: Float = 0, labelFill: Int32 = -100) {
+        self.cropSize = cropSize
+        self.horizontalFlipProbability = horizontalFlipProbability
+        self.verticalFlipProbability = verticalFlipProbability
+        self.rotationDegrees = rotationDegrees
+        self.minimumScale = minimumScale
+        self.maximumScale = maximumScale
+        self.classBalancedCropProbability = classBalancedCropProbability
+        self.brightness = brightness
+        self.contrast = contrast
+        self.gammaProbability = gammaProbability
+        self.minimumGamma = minimumGamma
+        self.maximumGamma = maximumGamma
+        self.noiseStandardDeviation = noiseStandardDeviation
+        self.elasticMagnitude = elasticMagnitude
+        self.elasticControlPoints = elasticControlPoints
+        self.imageFill = imageFill
+        self.labelFill = labelFill
+    }
+
+    /// No augmentation at all (optionally still cropping).
+    public static func none(cropSize: Int? = nil) -> AugmentationConfiguration {
+        AugmentationConfiguration(cropSize: cropSize, horizontalFlipProbability: 0, rotationDegrees: 0,
+                                  minimumScale: 1, maximumScale: 1, brightness: 0, contrast: 0, gammaProbability: 0,
+                                  noiseStandardDeviation: 0)
+    }
+
+    /// Checks the ranges.
+    ///
+    /// - Throws: `TrainingError.invalidConfiguration` naming the first bad value.
+    public func validate() throws {
+        func check(_ condition: Bool, _ message: String) throws {
+            if !condition { throw TrainingError.invalidConfiguration("augmentation: \(message)") }
+        }
+        try check(cropSize.map { $0 > 0 } ?? true, "the crop size must be positive")
+        for (name, p) in [("horizontal flip", horizontalFlipProbability), ("vertical flip", verticalFlipProbability),
+                          ("class-balanced crop", classBalancedCropProbability), ("gamma", gammaProbability)] {
+            try check((0...1).contains(p), "the \(name) probability \(p) is outside 0...1")
+        }
+        try check(minimumScale > 0 && minimumScale <= maximumScale, "scales must satisfy 0 < minimum ≤ maximum")
+        try check(minimumGamma > 0 && minimumGamma <= maximumGamma, "gammas must satisfy 0 < minimum ≤ maximum")
+        try check(rotationDegrees >= 0 && brightness >= 0 && contrast >= 0 && contrast < 1
+                  && noiseStandardDeviation >= 0 && elasticMagnitude >= 0, "magnitudes must be ≥ 0 (contrast < 1)")
+        try check(elasticControlPoints >= 2, "elastic deformation needs at least 2 control points per axis")
+    }
+}
+
+/// Applies the same random geometric transform to an image [C, H, W] (bilinear) and its labels [H, W]
+/// (nearest), then intensity changes to the image alone. Every draw comes from the caller's `TrainingRandom`,
+/// so a seed fixes the result.
+public struct Augmenter: Sendable {
+    public let configuration: AugmentationConfiguration
+
+    public init(_ configuration: AugmentationConfiguration) throws {
+        try configuration.validate()
+        self.configuration = configuration
+    }
+
+    /// One augmented sample.
+    ///
+    /// - Throws: `TrainingError.shapeMismatch` unless the image is [C, H, W] and the labels [H, W].
+    public func augment(image: FloatTensor, labels: LabelTensor, random: inout TrainingRandom) throws
+        -> (image: FloatTensor, labels: LabelTensor) {
+        guard image.shape.count == 3, labels.shape == [image.shape[1], image.shape[2]] else {
+            throw TrainingError.shapeMismatch(what: "augmentation labels [H, W] for image \(image.shape)",
+                                              expected: Array(image.shape.dropFirst()), actual: labels.shape)
+        }
+        let c = configuration
+        let (height, width) = (image.shape[1], image.shape[2])
+        let outputHeight = c.cropSize ?? height, outputWidth = c.cropSize ?? width
+        // Geometry, drawn in a fixed order.
+        let flipX = random.bernoulli(c.horizontalFlipProbability) ? -1.0 : 1.0
+        let flipY = random.bernoulli(c.verticalFlipProbability) ? -1.0 : 1.0
+        let angle = c.rotationDegrees > 0 ? random.uniform(-c.rotationDegrees...c.rotationDegrees) * .pi / 180 : 0
+        let scale = c.maximumScale > c.minimumScale ? random.uniform(c.minimumScale...c.maximumScale) : c.minimumScale
+        let (top, left) = cropOrigin(labels: labels, outputHeight: outputHeight, outputWidth: outputWidth,
+                                     random: &random)
+        let displacement = elasticField(outputHeight: outputHeight, outputWidth: outputWidth, random: &random)
+        // Output pixel centre offset (dy, dx) from the crop centre maps to the source point
+        // centre + R(angle)·(flip·(dy, dx) + elastic) / scale, in pixel-centre coordinates.
+        let (centreY, centreX) = (Double(top) + Double(outputHeight) / 2, Double(left) + Double(outputWidth) / 2)
+        let (cosine, sine) = (cos(angle) / scale, sin(angle) / scale)
+        let isIdentity = angle == 0 && scale == 1 && flipX == 1 && flipY == 1 && displacement == nil
+        let channels = image.shape[0]
+        var outImage = [Float](repeating: c.imageFill, count: channels * outputHeight * outputWidth)
+        var outLabels = [Int32](repeating: c.labelFill, count: outputHeight * outputWidth)
+        for i in 0..<outputHeight {
+            for j in 0..<outputWidth {
+                let o = i * outputWidth + j
+                if isIdentity {  // an integer shift: copy exactly
+                    let (y, x) = (top + i, left + j)
+                    guard y >= 0, y < height, x >= 0, x < width else { continue }
+                    outLabels[o] = labels.values[y * width + x]
+                    for k in 0..<channels {
+                        outImage[k * outputHeight * outputWidth + o] = image.values[(k * height + y) * width + x]
+                    }
+                    continue
+                }
+                var dy = flipY * (Double(i) + 0.5 - Double(outputHeight) / 2)
+                var dx = flipX * (Double(j) + 0.5 - Double(outputWidth) / 2)
+                if let displacement {
+                    dy += displacement[2 * o]
+                    dx += displacement[2 * o + 1]
+                }
+                let y = centreY + cosine * dy - sine * dx - 0.5  // continuous index, pixel centres at integers
+                let x = centreX + sine * dy + cosine * dx - 0.5
+                let (ny, nx) = (Int((y + 0.5).rounded(.down)), Int((x + 0.5).rounded(.down)))
+                guard ny >= 0, ny < height, nx >= 0, nx < width else { continue }
+                outLabels[o] = labels.values[ny * width + nx]
+                let y0 = min(max(Int(y.rounded(.down)), 0), height - 1), x0 = min(max(Int(x.rounded(.down)), 0), width - 1)
+                let y1 = min(y0 + 1, height - 1), x1 = min(x0 + 1, width - 1)
+                let fy = Float(min(max(y - Double(y0), 0), 1)), fx = Float(min(max(x - Double(x0), 0), 1))
+                for k in 0..<channels {
+                    let plane = k * height * width
+                    let a = image.values[plane + y0 * width + x0], b = image.values[plane + y0 * width + x1]
+                    let d = image.values[plane + y1 * width + x0], e = image.values[plane + y1 * width + x1]
+                    outImage[k * outputHeight * outputWidth + o] =
+                        (a * (1 - fx) + b * fx) * (1 - fy) + (d * (1 - fx) + e * fx) * fy
+                }
+            }
+        }
+        adjustIntensity(&outImage, random: &random)
+        return (FloatTensor(shape: [channels, outputHeight, outputWidth], values: outImage),
+                LabelTensor(shape: [outputHeight, outputWidth], values: outLabels))
+    }
+
+    /// The crop's top-left corner in the source: centred on a foreground pixel of a random present class with
+    /// probability `classBalancedCropProbability`, else uniform; centred (with padding) where the image is smaller.
+    private func cropOrigin(labels: LabelTensor, outputHeight: Int, outputWidth: Int,
+                            random: inout TrainingRandom) -> (Int, Int) {
+        let (height, width) = (labels.shape[0], labels.shape[1])
+        func clamp(_ value: Int, _ size: Int, _ output: Int) -> Int {
+            size >= output ? min(max(value, 0), size - output) : -(output - size) / 2
+        }
+        if configuration.classBalancedCropProbability > 0, random.bernoulli(configuration.classBalancedCropProbability) {
+            let foreground = Set(labels.values.filter { $0 > 0 && $0 != configuration.labelFill }).sorted()
+            if !foreground.isEmpty {
+                let chosen = foreground[random.index(below: foreground.count)]
+                let pixels = labels.values.indices.filter { labels.values[$0] == chosen }
+                let pixel = pixels[random.index(below: pixels.count)]
+                return (clamp(pixel / width - outputHeight / 2, height, outputHeight),
+                        clamp(pixel % width - outputWidth / 2, width, outputWidth))
+            }
+        }
+        let top = height > outputHeight ? random.index(below: height - outputHeight + 1) : clamp(0, height, outputHeight)
+        let left = width > outputWidth ? random.index(below: width - outputWidth + 1) : clamp(0, width, outputWidth)
+        return (top, left)
+    }
+
+    /// Elastic displacements (dy, dx) per output pixel, interleaved, or nil when disabled.
+    private func elasticField(outputHeight: Int, outputWidth: Int, random: inout TrainingRandom) -> [Double]? {
+        let magnitude = configuration.elasticMagnitude, points = configuration.elasticControlPoints
+        guard magnitude > 0 else { return nil }
+        let grid = (0..<(2 * points * points)).map { _ in random.uniform(-magnitude...magnitude) }
+        var field = [Double](repeating: 0, count: 2 * outputHeight * outputWidth)
+        for i in 0..<outputHeight {
+            let gy = Double(i) / Double(max(outputHeight - 1, 1)) * Double(points - 1)
+            let y0 = min(Int(gy), points - 2), fy = gy - Double(y0)
+            for j in 0..<outputWidth {
+                let gx = Double(j) / Double(max(outputWidth - 1, 1)) * Double(points - 1)
+                let x0 = min(Int(gx), points - 2), fx = gx - Double(x0)
+                for axis in 0..<2 {
+                    func at(_ y: Int, _ x: Int) -> Double { grid[2 * (y * points + x) + axis] }
+                    field[2 * (i * outputWidth + j) + axis] =
+                        (at(y0, x0) * (1 - fx) + at(y0, x0 + 1) * fx) * (1 - fy)
+                        + (at(y0 + 1, x0) * (1 - fx) + at(y0 + 1, x0 + 1) * fx) * fy
+                }
+            }
+        }
+        return field
+    }
+
+    /// Contrast around the mean, brightness, gamma on the min–max range, then Gaussian noise.
+    private func adjustIntensity(_ values: inout [Float], random: inout TrainingRandom) {
+        let c = configuration
+        guard !values.isEmpty else { return }
+        if c.contrast > 0 || c.brightness > 0 {
+            let factor = Float(c.contrast > 0 ? random.uniform((1 - c.contrast)...(1 + c.contrast)) : 1)
+            let shift = Float(c.brightness > 0 ? random.uniform(-c.brightness...c.brightness) : 0)
+            let mean = Float(values.reduce(0.0) { $0 + Double($1) } / Double(values.count))
+            for i in values.indices { values[i] = (values[i] - mean) * factor + mean + shift }
+        }
+        if c.gammaProbability > 0, random.bernoulli(c.gammaProbability) {
+            let gamma = c.maximumGamma > c.minimumGamma ? random.uniform(c.minimumGamma...c.maximumGamma) : c.minimumGamma
+            if let low = values.min(), let high = values.max(), high > low {
+                let range = high - low
+                for i in values.indices {
+                    values[i] = low + range * Float(pow(Double((values[i] - low) / range), gamma))
+                }
+            }
+        }
+        if c.noiseStandardDeviation > 0 {
+            for i in values.indices { values[i] += Float(c.noiseStandardDeviation * random.normal()) }
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+
+/// How raw image intensities become network input, chosen per labeled set, stored in the checkpoint and
+/// applied again at inference, so a model always sees what it was trained on. Codable as the labeled set's
+/// `dataset.json` writes it: `{"normalize": "window", "center": 40, "width": 400}`,
+/// `{"normalize": "percentile", "low": 0.5, "high": 99.5}`, `{"normalize": "zscore"}`, `{"normalize": "minmax"}`,
+/// `{"normalize": "none"}`.
+public enum Preprocessing: Codable, Equatable, Sendable {
+    /// Intensities unchanged.
+    case none
+    /// A CT window: clip to center ± width/2 (in the image's units, e.g. Hounsfield) and scale to [0, 1].
+    case window(center: Double, width: Double)
+    /// Clip to the image's `low` and `high` percentiles (0...100, linear interpolation as numpy's default)
+    /// and scale to [0, 1]: robust for MR, whose intensities have no absolute scale.
+    case percentile(low: Double, high: Double)
+    /// Subtract the image's mean and divide by its standard deviation.
+    case zScore
+    /// Scale the image's minimum to 0 and maximum to 1.
+    case minMax
+
+    private enum CodingKeys: String, CodingKey { case normalize, center, width, low, high }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let kind = try container.decode(String.self, forKey: .normalize)
+        switch kind {
+        case "none": self = .none
+        case "window":
+            self = .window(center: try container.decode(Double.self, forKey: .center),
+                           width: try container.decode(Double.self, forKey: .width))
+        case "percentile":
+            self = .percentile(low: try container.decodeIfPresent(Double.self, forKey: .low) ?? 0.5,
+                               high: try container.decodeIfPresent(Double.self, forKey: .high) ?? 99.5)
+        case "zscore": self = .zScore
+        case "minmax": self = .minMax
+        default:
+            throw DecodingError.dataCorruptedError(forKey: .normalize, in: container, debugDescription:
+                "unknown normalization \"\(kind)\" (expected none, window, percentile, zscore or minmax)")
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .none: try container.encode("none", forKey: .normalize)
+        case let .window(center, width):
+            try container.encode("window", forKey: .normalize)
+            try container.encode(center, forKey: .center)
+            try container.encode(width, forKey: .width)
+        case let .percentile(low, high):
+            try container.encode("percentile", forKey: .normalize)
+            try container.encode(low, forKey: .low)
+            try container.encode(high, forKey: .high)
+        case .zScore: try container.encode("zscore", forKey: .normalize)
+        case .minMax: try container.encode("minmax", forKey: .normalize)
+        }
+    }
+
+    /// The JSON form, as stored in checkpoints.
+    public var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{\"normalize\":\"none\"}"
+    }
+
+    /// Checks the parameters.
+    ///
+    /// - Throws: `TrainingError.invalidConfiguration` for a non-positive window width or percentiles outside
+    ///   0 ≤ low < high ≤ 100.
+    public func validate() throws {
+        switch self {
+        case let .window(_, width) where !(width > 0):
+            throw TrainingError.invalidConfiguration("preprocessing: the window width \(width) must be positive")
+        case let .percentile(low, high) where !(0 <= low && low < high && high <= 100):
+            throw TrainingError.invalidConfiguration(
+                "preprocessing: percentiles must satisfy 0 ≤ low < high ≤ 100, not \(low) and \(high)")
+        default: return
+        }
+    }
+
+    /// Applies the normalization to one image's values (all channels together). A constant image maps to 0
+    /// under min–max, percentile and z-score.
+    public func apply(to values: inout [Float]) {
+        guard !values.isEmpty else { return }
+        func scale(low: Double, high: Double) {
+            let range = high - low
+            for i in values.indices {
+                let clipped = min(max(Double(values[i]), low), high)
+                values[i] = range > 0 ? Float((clipped - low) / range) : 0
+            }
+        }
+        switch self {
+        case .none: return
+        case let .window(center, width): scale(low: center - width / 2, high: center + width / 2)
+        case let .percentile(low, high):
+            let sorted = values.sorted()
+            scale(low: Self.percentile(sorted, low), high: Self.percentile(sorted, high))
+        case .minMax: scale(low: Double(values.min() ?? 0), high: Double(values.max() ?? 0))
+        case .zScore:
+            let count = Double(values.count)
+            let mean = values.reduce(0.0) { $0 + Double($1) } / count
+            let variance = values.reduce(0.0) { $0 + (Double($1) - mean) * (Double($1) - mean) } / count
+            let deviation = variance.squareRoot()
+            for i in values.indices { values[i] = deviation > 0 ? Float((Double(values[i]) - mean) / deviation) : 0 }
+        }
+    }
+
+    /// The q-th percentile of sorted values with linear interpolation (numpy's default method).
+    static func percentile(_ sorted: [Float], _ q: Double) -> Double {
+        let position = q / 100 * Double(sorted.count - 1)
+        let lower = Int(position.rounded(.down)), upper = min(lower + 1, sorted.count - 1)
+        let fraction = position - Double(lower)
+        return Double(sorted[lower]) + (Double(sorted[upper]) - Double(sorted[lower])) * fraction
+    }
+}

@@ -1,0 +1,77 @@
+/// Stochastic gradient descent with momentum, dampening, weight decay and optional Nesterov momentum, with
+/// `torch.optim.SGD`'s exact update (single-tensor path, Float32 arithmetic):
+/// g ← grad + λ·p; b ← g on the first step, else μ·b + (1 − τ)·g; g ← g + μ·b (Nesterov) or b; p ← p − lr·g.
+public final class SGD: Optimizer {
+    public struct Configuration: Codable, Equatable, Sendable {
+        public var momentum: Double
+        public var dampening: Double
+        public var weightDecay: Double
+        public var nesterov: Bool
+
+        public init(momentum: Double = 0.9, dampening: Double = 0, weightDecay: Double = 1e-4,
+                    nesterov: Bool = false) {
+            self.momentum = momentum
+            self.dampening = dampening
+            self.weightDecay = weightDecay
+            self.nesterov = nesterov
+        }
+    }
+
+    public let parameters: [Parameter]
+    public let configuration: Configuration
+    public private(set) var stepCount = 0
+    private var momentumBuffers: [String: [Float]] = [:]
+
+    public init(parameters: [Parameter], configuration: Configuration = Configuration()) {
+        self.parameters = parameters
+        self.configuration = configuration
+    }
+
+    public func step(learningRate: Double) {
+        let (momentum, dampening) = (Float(configuration.momentum), Float(1 - configuration.dampening))
+        let (weightDecay, rate) = (Float(configuration.weightDecay), Float(-learningRate))
+        for parameter in parameters where parameter.isTrainable {
+            var direction = parameter.gradient
+            if weightDecay != 0 {
+                for i in direction.indices { direction[i] += weightDecay * parameter.value[i] }
+            }
+            if momentum != 0 {
+                var buffer: [Float]
+                if let previous = momentumBuffers[parameter.name] {
+                    buffer = previous
+                    for i in buffer.indices { buffer[i] = buffer[i] * momentum + dampening * direction[i] }
+                } else {
+                    buffer = direction
+                }
+                momentumBuffers[parameter.name] = buffer
+                if configuration.nesterov {
+                    for i in direction.indices { direction[i] += momentum * buffer[i] }
+                } else {
+                    direction = buffer
+                }
+            }
+            for i in direction.indices { parameter.value[i] += rate * direction[i] }
+            parameter.markUpdated()
+        }
+        stepCount += 1
+    }
+
+    public func state() -> OptimizerState {
+        OptimizerState(kind: "sgd", stepCount: stepCount,
+                       buffers: momentumBuffers.mapValues { ["momentum_buffer": $0] })
+    }
+
+    public func restore(_ state: OptimizerState) throws {
+        guard state.kind == "sgd" else {
+            throw TrainingError.invalidState(file: "optimizer state", reason: "holds \(state.kind), not sgd")
+        }
+        var buffers: [String: [Float]] = [:]
+        for parameter in parameters where parameter.isTrainable {
+            if let buffer = try state.buffer("momentum_buffer", of: parameter, source: "optimizer state") {
+                buffers[parameter.name] = buffer
+            }
+        }
+        momentumBuffers = buffers
+        stepCount = state.stepCount
+    }
+}

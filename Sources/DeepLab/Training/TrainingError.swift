@@ -1,0 +1,36 @@
+/// Errors of training: mismatched tensors, labels outside the classes, bad configurations, diverging runs and
+/// unreadable training state.
+public enum TrainingError: Error, CustomStringConvertible, Equatable {
+    /// Two tensors that must agree do not (`what` names them).
+    case shapeMismatch(what: String, expected: [Int], actual: [Int])
+    /// A label value that is neither a class index in `0..<classCount` nor the ignore label.
+    case labelOutOfRange(value: Int, classCount: Int)
+    /// A configuration value that cannot work, with the reason.
+    case invalidConfiguration(String)
+    /// The loss became NaN or infinite at `step`; the last good checkpoint is kept at `checkpoint`.
+    case divergedLoss(step: Int, loss: Double, checkpoint: String?)
+    /// A checkpoint's training state is missing or inconsistent.
+    case invalidState(file: String, reason: String)
+    /// The network cannot be trained in this build (the architecture lacks a backward pass, for example).
+    case networkUnavailable(architecture: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case let .shapeMismatch(what, expected, actual):
+            return "\(what): expected shape \(expected), got \(actual)"
+        case let .labelOutOfRange(value, classCount):
+            return "label value \(value) is outside the \(classCount) classes (0...\(classCount - 1)) "
+                + "and is not the ignore label"
+        case let .invalidConfiguration(reason):
+            return "invalid training configuration: \(reason)"
+        case let .divergedLoss(step, loss, checkpoint):
+            let kept = checkpoint.map { "; the last good checkpoint is kept at \($0)" } ?? "; no checkpoint was written"
+            return "training diverged at step \(step): the loss is \(loss)\(kept). "
+                + "Lower the learning rate or enable gradient clipping."
+        case let .invalidState(file, reason):
+            return "\(file): cannot resume: \(reason)"
+        case let .networkUnavailable(architecture, reason):
+            return "cannot train \(architecture): \(reason)"
+        }
+    }
+}

@@ -1,0 +1,20 @@
+/// A seeded pseudo-random generator (SplitMix64, Steele, Lea & Flood, OOPSLA 2014): the same seed gives the
+/// same stream on every platform, so bootstrap intervals are reproducible from the recorded seed.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A uniform index in 0..<bound (Lemire's multiply-shift; bias below 2⁻⁴⁰ for the sizes used here).
+    public mutating func index(below bound: Int) -> Int {
+        Int(next().multipliedFullWidth(by: UInt64(bound)).high)
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import ImageIO
+
+/// Loads the inputs of `segment`, `cluster` and the labeled sets: PNG, HDF5 with `/image`, and DICOM (a file
+/// or a series folder).
+public enum ImageLoader {
+    /// Loads `path` by its kind: a folder or `.dcm`/extension-less DICOM file, `.png`, `.h5`/`.hdf5`.
+    ///
+    /// - PNG: gray (gray+alpha drops alpha) → 1 channel; RGB(A) → 3 channels; sample values as they are.
+    /// - HDF5 `/image`: [H, W] or [frames, H, W] → gray; [frames, H, W, 3] or [H, W, 3] → RGB; attribute
+    ///   `spacing` (row, column[, slice] or slice, row, column as `slicelab convert` writes) when present.
+    /// - Throws: `InputError`, `ImageIOError`, or the DICOM reader's errors, each naming the file.
+    public static func load(_ path: String) throws -> ScanImage {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw InputError.unsupportedFile(file: path, reason: "no such file or folder")
+        }
+        if isDirectory.boolValue { return try loadDICOM(path) }
+        switch URL(fileURLWithPath: path).pathExtension.lowercased() {
+        case "png": return try loadPNG(path)
+        case "h5", "hdf5": return try loadHDF5(path)
+        default: return try loadDICOM(path)
+        }
+    }
+
+    static func loadPNG(_ path: String) throws -> ScanImage {
+        let png = try PNGImage.read(path)
+        let samples = png.intSamples
+        let keep = png.channels >= 3 ? 3 : 1
+        var values = [Float](repeating: 0, count: png.rows * png.columns * keep)
+        for pixel in 0..<(png.rows * png.columns) {
+            for channel in 0..<keep {
+                values[pixel * keep + channel] = Float(samples[pixel * png.channels + channel])
+            }
+        }
+        return ScanImage(frames: 1, rows: png.rows, columns: png.columns, channels: keep, values: values, source: path)
+    }
+
+    static func loadHDF5(_ path: String) throws -> ScanImage {
+        let file = try HDF5File.open(path)
+        let shape = try file.shape(of: "/image")
+        let (frames, rows, columns, channels): (Int, Int, Int, Int)
+        switch shape.count {
+        case 2: (frames, rows, columns, channels) = (1, shape[0], shape[1], 1)
+        case 3 where shape[2] == 3 && shape[0] > 3: (frames, rows, columns, channels) = (1, shape[0], shape[1], 3)
+        case 3: (frames, rows, columns, channels) = (shape[0], shape[1], shape[2], 1)
+        case 4 where shape[3] == 3 || shape[3] == 1: (frames, rows, columns, channels) = (shape[0], shape[1], shape[2], shape[3])
+        default:
+            throw InputError.invalidContent(file: path, reason: "/image has shape \(shape); expected [H, W], "
+                + "[frames, H, W] or [frames, H, W, 3]")
+        }
+        guard rows > 0, columns > 0, frames > 0 else {
+            throw InputError.invalidContent(file: path, reason: "/image is empty (shape \(shape))")
+        }
+        let values = try file.read("/image", as: Float.self).values
+        var spacing: [Double] = [1, 1, 1]
+        var hasSpacing = false
+        if file.hasAttribute("spacing", at: "/image"), let given = try file.attribute("spacing", at: "/image").doubleValues {
+            // `slicelab convert` writes (row, column[, slice]) in mm.
+            if given.count == 2 { spacing = [1, given[0], given[1]] } else if given.count == 3 {
+                spacing = [given[2], given[0], given[1]]
+            }
+            hasSpacing = given.count >= 2 && given.allSatisfy { $0 > 0 && $0.isFinite }
+            if !hasSpacing { spacing = [1, 1, 1] }
+        }
+        let modality = file.hasAttribute("modality", at: "/image")
+            ? try file.attribute("modality", at: "/image").stringValue : nil
+        return ScanImage(frames: frames, rows: rows, columns: columns, channels: channels, values: values,
+                         spacing: spacing, source: path, modality: modality, hasSpacing: hasSpacing)
+    }
+}
