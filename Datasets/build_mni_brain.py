@@ -36,8 +36,8 @@ def spec(seed: int) -> SetSpec:
                               series_number=SERIES_NUMBERS[case.split],
                               study_description="SliceLab mni-brain (MNI ICBM152 2009a)")
     return SetSpec(name="mni-brain", classes=CLASSES, seed=seed, identity=identity,
-                   description="Axial 1 mm slices of the MNI ICBM152 2009a nonlinear symmetric T1 template; labels "
-                               "from its GM/WM probability maps (class of maximum probability >= 0.5). Test "
+                   description="Axial 1 mm slices of the MNI ICBM152 2009a nonlinear symmetric T1 template; "
+                               "labels from its GM/WM probability maps (class of maximum probability >= 0.5). Test "
                                "split acquired by a simulated second scanner.")
 
 

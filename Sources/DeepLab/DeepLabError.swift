@@ -2,11 +2,35 @@ import COneDNN
 
 /// Errors of the DeepLabV3 engine: configuration, weights and oneDNN failures.
 public enum DeepLabError: Error, CustomStringConvertible, Equatable {
+    /// A oneDNN call returned a status other than success.
     case oneDNN(call: String, status: String)
+    /// A configuration that cannot build a model (why, and what to change).
+    case invalidConfiguration(String)
+    /// An input tensor whose shape the model cannot take.
+    case invalidInput(String)
+    /// A weights file that cannot be parsed (truncated, malformed header, unsupported dtype).
+    case malformedWeights(file: String, reason: String)
+    /// Weights whose keys or shapes do not match the model: every offending key is listed.
+    case mismatchedWeights(file: String, missing: [String], unexpected: [String], misshaped: [String])
+    /// A checkpoint without what a SliceLab checkpoint must hold.
+    case invalidCheckpoint(file: String, reason: String)
+    /// `backward` called without a preceding training-mode forward, or with a gradient of the wrong shape.
+    case invalidBackward(String)
 
     public var description: String {
         switch self {
         case let .oneDNN(call, status): return "oneDNN \(call) failed: \(status)"
+        case let .invalidConfiguration(why): return "invalid DeepLabV3 configuration: \(why)"
+        case let .invalidInput(why): return "invalid input: \(why)"
+        case let .malformedWeights(file, reason): return "\(file): malformed weights: \(reason)"
+        case let .mismatchedWeights(file, missing, unexpected, misshaped):
+            var parts: [String] = []
+            if !missing.isEmpty { parts.append("missing keys: \(missing.joined(separator: ", "))") }
+            if !unexpected.isEmpty { parts.append("unexpected keys: \(unexpected.joined(separator: ", "))") }
+            if !misshaped.isEmpty { parts.append("mis-shaped keys: \(misshaped.joined(separator: "; "))") }
+            return "\(file): weights do not match the model: " + parts.joined(separator: "; ")
+        case let .invalidCheckpoint(file, reason): return "\(file): not a usable SliceLab checkpoint: \(reason)"
+        case let .invalidBackward(why): return "backward: \(why)"
         }
     }
 }

@@ -1,0 +1,120 @@
+import COneDNN
+
+/// Atrous spatial pyramid pooling as torchvision's `ASPP`: a 1×1 branch, one 3×3 atrous branch per rate, an
+/// image-level branch (global average pool, 1×1, BN, ReLU, bilinear back to the feature size), concatenated
+/// and projected by 1×1 + BN + ReLU + dropout(0.5).
+///
+/// Reference: Chen et al. 2017, "Rethinking Atrous Convolution" (arXiv:1706.05587), §3.3.
+final class ASPP {
+    let branches: [ConvUnit]
+    let pooling: ConvUnit
+    let projection: ConvUnit
+    let dropout: Dropout
+
+    init(prefix: String, inputChannels: Int, atrousRates: [Int], outputChannels: Int, generator: inout SeededGenerator) {
+        let p = prefix + "."
+        var branches = [ConvUnit(p + "convs.0.0", p + "convs.0.1", inputChannels: inputChannels,
+                                 outputChannels: outputChannels, kernelSize: 1, activation: .relu, generator: &generator)]
+        for (i, rate) in atrousRates.enumerated() {
+            branches.append(ConvUnit("\(p)convs.\(i + 1).0", "\(p)convs.\(i + 1).1", inputChannels: inputChannels,
+                                     outputChannels: outputChannels, kernelSize: 3, padding: rate, dilation: rate,
+                                     activation: .relu, generator: &generator))
+        }
+        let n = atrousRates.count + 1
+        pooling = ConvUnit("\(p)convs.\(n).1", "\(p)convs.\(n).2", inputChannels: inputChannels,
+                           outputChannels: outputChannels, kernelSize: 1, activation: .relu, generator: &generator)
+        projection = ConvUnit(p + "project.0", p + "project.1", inputChannels: (n + 1) * outputChannels,
+                              outputChannels: outputChannels, kernelSize: 1, activation: .relu, generator: &generator)
+        dropout = Dropout(probability: 0.5, seed: generator.next())
+        self.branches = branches
+    }
+
+    var parameters: [Parameter] { branches.flatMap(\.parameters) + pooling.parameters + projection.parameters }
+
+    func callAsFunction(_ x: Tensor, training: Bool) throws -> Tensor {
+        let s = x.shape
+        var outputs = try branches.map { try $0(x, training: training) }
+        let pooled = try Operations.globalAveragePool(x, training: training)
+        let y = try pooling(pooled.output, training: training)
+        outputs.append(try Operations.resizeBilinear(y, height: s[2], width: s[3], training: training).0)
+        let target = outputs[0].desc
+        let joined = try Operations.concatenate(outputs.map { try $0.reordered(to: target) })
+        return try dropout(projection(joined, training: training), training: training)
+    }
+}
+
+/// Dropout with a seeded mask, scaled by 1/(1−p) in training; the identity in eval.
+final class Dropout {
+    let probability: Float
+    private var generator: SeededGenerator
+    private(set) var mask: [Float] = []
+
+    init(probability: Float, seed: UInt64) {
+        self.probability = probability
+        generator = SeededGenerator(seed: seed)
+    }
+
+    /// Works on the tensor's storage in whatever layout it has: the mask is per stored element.
+    func callAsFunction(_ x: Tensor, training: Bool) throws -> Tensor {
+        guard training, probability > 0 else { return x }
+        let output = try Tensor(desc: x.desc)
+        let source = x.storage, target = output.storage
+        let keep = 1 / (1 - probability)
+        mask = [Float](repeating: 0, count: source.count)
+        for i in 0..<source.count {
+            let m: Float = Float.random(in: 0..<1, using: &generator) < probability ? 0 : keep
+            mask[i] = m
+            target[i] = source[i] * m
+        }
+        return output
+    }
+}
+
+/// torchvision's `DeepLabHead`: ASPP (`classifier.0`), 3×3 conv 256 + BN + ReLU (`classifier.1`/`.2`),
+/// and the 1×1 classifier with bias (`classifier.4`).
+final class DeepLabHead {
+    let aspp: ASPP
+    let refine: ConvUnit
+    let classifier: ConvUnit
+
+    init(prefix: String, inputChannels: Int, classCount: Int, atrousRates: [Int], channels: Int,
+         generator: inout SeededGenerator) {
+        let p = prefix + "."
+        aspp = ASPP(prefix: p + "0", inputChannels: inputChannels, atrousRates: atrousRates, outputChannels: channels,
+                    generator: &generator)
+        refine = ConvUnit(p + "1", p + "2", inputChannels: channels, outputChannels: channels, kernelSize: 3,
+                          padding: 1, activation: .relu, generator: &generator)
+        classifier = ConvUnit(p + "4", nil, inputChannels: channels, outputChannels: classCount, kernelSize: 1,
+                              bias: true, activation: .none, generator: &generator)
+    }
+
+    var parameters: [Parameter] { aspp.parameters + refine.parameters + classifier.parameters }
+
+    func callAsFunction(_ x: Tensor, training: Bool) throws -> Tensor {
+        try classifier(refine(aspp(x, training: training), training: training), training: training)
+    }
+}
+
+/// torchvision's `FCNHead` as the auxiliary classifier: 3×3 conv to C/4 + BN + ReLU, dropout(0.1),
+/// 1×1 classifier with bias (`aux_classifier.0`, `.1`, `.4`).
+final class FCNHead {
+    let body: ConvUnit
+    let dropout: Dropout
+    let classifier: ConvUnit
+
+    init(prefix: String, inputChannels: Int, classCount: Int, generator: inout SeededGenerator) {
+        let p = prefix + "."
+        let inner = inputChannels / 4
+        body = ConvUnit(p + "0", p + "1", inputChannels: inputChannels, outputChannels: inner, kernelSize: 3,
+                        padding: 1, activation: .relu, generator: &generator)
+        dropout = Dropout(probability: 0.1, seed: generator.next())
+        classifier = ConvUnit(p + "4", nil, inputChannels: inner, outputChannels: classCount, kernelSize: 1,
+                              bias: true, activation: .none, generator: &generator)
+    }
+
+    var parameters: [Parameter] { body.parameters + classifier.parameters }
+
+    func callAsFunction(_ x: Tensor, training: Bool) throws -> Tensor {
+        try classifier(dropout(body(x, training: training), training: training), training: training)
+    }
+}

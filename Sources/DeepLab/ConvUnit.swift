@@ -1,0 +1,169 @@
+import COneDNN
+
+/// Convolution, optional batch norm, optional residual addition and activation — the unit every DeepLabV3
+/// layer is built from (torchvision's `Conv2dNormActivation`, or a block's `convN`/`bnN` pair).
+///
+/// Eval mode runs one oneDNN convolution with batch norm folded into its weights and the residual sum and
+/// activation fused as post-ops. Training mode runs convolution, batch norm with batch statistics, sum and
+/// activation as separate primitives and keeps what `backward` needs.
+final class ConvUnit {
+    let conv: Conv2d
+    let norm: BatchNorm2d?
+    let activation: Activation
+
+    init(conv: Conv2d, norm: BatchNorm2d?, activation: Activation) {
+        self.conv = conv
+        self.norm = norm
+        self.activation = activation
+    }
+
+    /// `conv` named `convName`, batch norm named `normName`, as torchvision's blocks name them.
+    convenience init(_ convName: String, _ normName: String?, inputChannels: Int, outputChannels: Int,
+                     kernelSize: Int, stride: Int = 1, padding: Int = 0, dilation: Int = 1, groups: Int = 1,
+                     bias: Bool = false, activation: Activation, generator: inout SeededGenerator) {
+        let conv = Conv2d(name: convName, inputChannels: inputChannels, outputChannels: outputChannels,
+                          kernelSize: kernelSize, stride: stride, padding: padding, dilation: dilation,
+                          groups: groups, bias: bias, generator: &generator)
+        self.init(conv: conv, norm: normName.map { BatchNorm2d(name: $0, channels: outputChannels) },
+                  activation: activation)
+    }
+
+    var parameters: [Parameter] { conv.parameters + (norm?.parameters ?? []) }
+
+    private let primitives = PrimitiveCache()
+    /// Eval-mode weights and bias in the primitive's layout, with the parameter versions they were made from.
+    private var foldedWeights: (key: [UInt8], version: Int, weights: Tensor, bias: Tensor)?
+    /// Training-mode weights in the primitive's layout.
+    private var trainingWeights: (key: [UInt8], version: Int, weights: Tensor)?
+    /// What the last training forward kept for backward.
+    private(set) var saved: Saved?
+
+    struct Saved {
+        let input: Tensor
+        let convPrimitive: Primitive
+        let convOutput: Tensor
+        let weights: Tensor
+        let normPrimitive: Primitive?
+        let normOutput: Tensor?
+        let mean: Tensor?
+        let variance: Tensor?
+        let activationPrimitive: Primitive?
+        let output: Tensor
+        let hasResidual: Bool
+    }
+
+    private var parameterVersion: Int { parameters.reduce(0) { $0 &+ $1.version } }
+
+    /// Applies the unit: act(bn(conv(x)) + residual).
+    ///
+    /// - Parameters:
+    ///   - x: [N, inputChannels, H, W] in any layout.
+    ///   - residual: a tensor of the output's shape added before the activation, or nil.
+    ///   - training: batch statistics and saved state for backward, instead of folded eval arithmetic.
+    func callAsFunction(_ x: Tensor, residual: Tensor? = nil, training: Bool) throws -> Tensor {
+        training ? try trainingForward(x, residual: residual) : try inferenceForward(x, residual: residual)
+    }
+
+    // MARK: Eval
+
+    private func inferenceForward(_ x: Tensor, residual: Tensor?) throws -> Tensor {
+        saved = nil
+        let key = PrimitiveCache.Key("eval", x.shape, residual != nil)
+        let primitive = try primitives.primitive(key) {
+            let op = try conv.forwardDescriptor(x.shape, training: false, withBias: true)
+            var postOps: [PrimitiveAttributes.PostOp] = residual != nil ? [.sum] : []
+            if let p = activation.postOp { postOps.append(p) }
+            return try Primitive("convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
+        }
+        let (weights, bias) = try preparedInferenceWeights(primitive)
+        let input = try x.reordered(to: primitive.desc(dnnl_query_src_md))
+        let dstDesc = primitive.desc(dnnl_query_dst_md)
+        let output = try Tensor(desc: dstDesc)
+        if let residual { try residual.reorder(into: output) }
+        try primitive.execute([(Arg.src, input), (Arg.weights, weights), (Arg.bias, bias), (Arg.dst, output)])
+        return output
+    }
+
+    private func preparedInferenceWeights(_ primitive: Primitive) throws -> (Tensor, Tensor) {
+        let desc = primitive.desc(dnnl_query_weights_md)
+        let version = parameterVersion
+        if let f = foldedWeights, f.version == version, f.key == desc.cacheKey { return (f.weights, f.bias) }
+        var w = conv.weight.value
+        var b = conv.bias?.value ?? [Float](repeating: 0, count: conv.outputChannels)
+        if let norm { (w, b) = norm.fold(weights: w, bias: conv.bias?.value) }
+        let plain = try Tensor(plain: conv.weightDims, values: w)
+        let weights = try plain.reordered(to: desc)
+        let bias = try Tensor(plain: [conv.outputChannels], values: b)
+        foldedWeights = (desc.cacheKey, version, weights, bias)
+        return (weights, bias)
+    }
+
+    // MARK: Training
+
+    private func trainingForward(_ x: Tensor, residual: Tensor?) throws -> Tensor {
+        let hasBias = conv.bias != nil
+        let key = PrimitiveCache.Key("train", x.shape)
+        let convPrimitive = try primitives.primitive(key) {
+            try Primitive("convolution", op: conv.forwardDescriptor(x.shape, training: true, withBias: hasBias))
+        }
+        let weightsDesc = convPrimitive.desc(dnnl_query_weights_md)
+        let weights: Tensor
+        if let t = trainingWeights, t.version == conv.weight.version, t.key == weightsDesc.cacheKey {
+            weights = t.weights
+        } else {
+            weights = try Tensor(plain: conv.weightDims, values: conv.weight.value).reordered(to: weightsDesc)
+            trainingWeights = (weightsDesc.cacheKey, conv.weight.version, weights)
+        }
+        let input = try x.reordered(to: convPrimitive.desc(dnnl_query_src_md))
+        let convOutput = try Tensor(desc: convPrimitive.desc(dnnl_query_dst_md))
+        var arguments: [(Int32, Tensor)] = [(Arg.src, input), (Arg.weights, weights), (Arg.dst, convOutput)]
+        if let bias = conv.bias { arguments.append((Arg.bias, try Tensor(plain: [conv.outputChannels], values: bias.value))) }
+        try convPrimitive.execute(arguments)
+
+        var current = convOutput
+        var normPrimitive: Primitive?
+        var normOutput: Tensor?
+        var mean: Tensor?, variance: Tensor?
+        if let norm {
+            let p = try primitives.primitive(PrimitiveCache.Key("bn", convOutput.desc.cacheKey)) {
+                var data = convOutput.desc
+                var op = dnnl_batch_normalization_desc_t()
+                try dnnlCheck("dnnl_batch_normalization_forward_desc_init", dnnl_batch_normalization_forward_desc_init(
+                    &op, dnnl_forward_training, &data, norm.epsilon, dnnl_use_scale.rawValue | dnnl_use_shift.rawValue))
+                return try Primitive("batch normalization", op: op)
+            }
+            let out = try Tensor(desc: convOutput.desc)
+            let m = try Tensor(desc: p.desc(dnnl_query_dst_md, 1))
+            let v = try Tensor(desc: p.desc(dnnl_query_dst_md, 2))
+            let scale = try Tensor(plain: [norm.channels], values: norm.weight.value)
+            let shift = try Tensor(plain: [norm.channels], values: norm.bias.value)
+            try p.execute([(Arg.src, convOutput), (Arg.dst, out), (Arg.mean, m), (Arg.variance, v),
+                           (Arg.scale, scale), (Arg.shift, shift)])
+            let s = convOutput.shape
+            norm.updateRunningStatistics(mean: Array(m.storage.prefix(norm.channels)),
+                                         variance: Array(v.storage.prefix(norm.channels)), count: s[0] * s[2] * s[3])
+            normPrimitive = p
+            normOutput = out
+            mean = m
+            variance = v
+            current = out
+        }
+        if let residual { current = try Operations.sum([current, residual]) }
+        var activationPrimitive: Primitive?
+        switch activation {
+        case .none: break
+        case .relu:
+            let (y, p) = try Operations.eltwise(current, dnnl_eltwise_relu, training: true)
+            current = y
+            activationPrimitive = p
+        case .relu6:
+            let (y, p) = try Operations.eltwise(current, dnnl_eltwise_clip_v2, alpha: 0, beta: 6, training: true)
+            current = y
+            activationPrimitive = p
+        }
+        saved = Saved(input: input, convPrimitive: convPrimitive, convOutput: convOutput, weights: weights,
+                      normPrimitive: normPrimitive, normOutput: normOutput, mean: mean, variance: variance,
+                      activationPrimitive: activationPrimitive, output: current, hasResidual: residual != nil)
+        return current
+    }
+}

@@ -1,0 +1,83 @@
+/// What a DeepLabV3 model is: backbone, classes, input channels, output stride, ASPP rates and width, the
+/// auxiliary head. Stored as JSON with every checkpoint so a model can always be rebuilt.
+public struct DeepLabConfiguration: Codable, Equatable, Sendable {
+    /// Architecture names as the CLI and torchvision-style factories spell them.
+    public enum Architecture: String, Codable, CaseIterable, Sendable {
+        case resnet18 = "deeplabv3_resnet18"
+        case resnet34 = "deeplabv3_resnet34"
+        case resnet50 = "deeplabv3_resnet50"
+        case resnet101 = "deeplabv3_resnet101"
+        case mobilenetV2 = "deeplabv3_mobilenet_v2"
+
+        var resNetDepth: ResNet.Depth? {
+            switch self {
+            case .resnet18: return .resNet18
+            case .resnet34: return .resNet34
+            case .resnet50: return .resNet50
+            case .resnet101: return .resNet101
+            case .mobilenetV2: return nil
+            }
+        }
+    }
+
+    public var arch: Architecture
+    /// Classes K (≥ 2), background included.
+    public var numClasses: Int
+    /// 1 (grayscale) or 3 (RGB).
+    public var inputChannels: Int
+    /// 8 or 16: the backbone's total stride after dilation replaces the last stride(s).
+    public var outputStride: Int
+    /// Dilation rates of ASPP's 3×3 branches.
+    public var atrousRates: [Int]
+    /// Channels of every ASPP branch and of the head.
+    public var asppChannels: Int
+    /// Whether the FCN auxiliary head on layer3 (ResNet) or the stride-8 features (MobileNetV2) exists.
+    public var aux: Bool
+    /// MobileNetV2's width multiplier (1.0 for ResNets).
+    public var widthMultiplier: Double
+    /// ResNet layer4's per-block dilation multipliers (e.g. [1, 2, 4]), or nil.
+    public var multiGrid: [Int]?
+    /// Seed of the initial weights (and dropout masks).
+    public var seed: UInt64
+
+    /// torchvision's DeepLabV3 layout: output stride 8, rates 12/24/36, 256 ASPP channels.
+    public init(arch: Architecture, numClasses: Int, inputChannels: Int = 3, outputStride: Int = 8,
+                atrousRates: [Int] = [12, 24, 36], asppChannels: Int = 256, aux: Bool = false,
+                widthMultiplier: Double = 1, multiGrid: [Int]? = nil, seed: UInt64 = 0) {
+        self.arch = arch
+        self.numClasses = numClasses
+        self.inputChannels = inputChannels
+        self.outputStride = outputStride
+        self.atrousRates = atrousRates
+        self.asppChannels = asppChannels
+        self.aux = aux
+        self.widthMultiplier = widthMultiplier
+        self.multiGrid = multiGrid
+        self.seed = seed
+    }
+
+    /// Throws `DeepLabError.invalidConfiguration` naming the first field out of range.
+    public func validate() throws {
+        guard numClasses >= 2 else {
+            throw DeepLabError.invalidConfiguration("numClasses is \(numClasses); it must be at least 2")
+        }
+        guard inputChannels == 1 || inputChannels == 3 else {
+            throw DeepLabError.invalidConfiguration("inputChannels is \(inputChannels); it must be 1 or 3")
+        }
+        guard outputStride == 8 || outputStride == 16 else {
+            throw DeepLabError.invalidConfiguration("outputStride is \(outputStride); it must be 8 or 16")
+        }
+        guard !atrousRates.isEmpty, atrousRates.allSatisfy({ $0 >= 1 && $0 <= 512 }) else {
+            throw DeepLabError.invalidConfiguration("atrousRates \(atrousRates) must be non-empty, each in 1...512")
+        }
+        guard asppChannels >= 1 && asppChannels <= 4096 else {
+            throw DeepLabError.invalidConfiguration("asppChannels is \(asppChannels); it must be in 1...4096")
+        }
+        guard widthMultiplier > 0 && widthMultiplier <= 4 else {
+            throw DeepLabError.invalidConfiguration("widthMultiplier is \(widthMultiplier); it must be in (0, 4]")
+        }
+        if let grid = multiGrid, grid.isEmpty || grid.contains(where: { $0 < 1 || $0 > 16 }) {
+            throw DeepLabError.invalidConfiguration("multiGrid \(grid) must be non-empty, each in 1...16")
+        }
+    }
+}

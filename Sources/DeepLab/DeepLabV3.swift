@@ -1,0 +1,112 @@
+import COneDNN
+
+/// DeepLabV3 as torchvision composes it: a backbone returning named features, `DeepLabHead` on the last one,
+/// an optional `FCNHead` on the auxiliary one, each upsampled bilinearly to the input size.
+/// Parameter names are torchvision's `state_dict` keys.
+///
+/// Reference: Chen et al. 2017 (arXiv:1706.05587); torchvision `models.segmentation.deeplabv3`.
+public final class DeepLabV3: SegmentationNetwork {
+    public let configuration: DeepLabConfiguration
+    public let parameters: [Parameter]
+
+    private enum Backbone {
+        case resNet(ResNet)
+        case mobileNet(MobileNetV2)
+    }
+
+    private let backbone: Backbone
+    private let head: DeepLabHead
+    private let auxiliaryHead: FCNHead?
+
+    /// Auxiliary logits [N, K, H, W] of the last forward, when the model has the auxiliary head.
+    public private(set) var auxiliaryLogits: FloatTensor?
+
+    /// A model with freshly initialised weights (Kaiming normal, seeded by `configuration.seed`).
+    ///
+    /// - Throws: `DeepLabError.invalidConfiguration`.
+    public init(_ configuration: DeepLabConfiguration) throws {
+        try configuration.validate()
+        self.configuration = configuration
+        var generator = SeededGenerator(seed: configuration.seed)
+        let featureChannels: Int, auxiliaryChannels: Int
+        if let depth = configuration.arch.resNetDepth {
+            let net = ResNet(prefix: "backbone", depth: depth, inputChannels: configuration.inputChannels,
+                             outputStride: configuration.outputStride, multiGrid: configuration.multiGrid,
+                             generator: &generator)
+            backbone = .resNet(net)
+            featureChannels = net.outputChannels
+            auxiliaryChannels = net.auxiliaryChannels
+        } else {
+            let net = MobileNetV2(prefix: "backbone", inputChannels: configuration.inputChannels,
+                                  widthMultiplier: configuration.widthMultiplier,
+                                  outputStride: configuration.outputStride, generator: &generator)
+            backbone = .mobileNet(net)
+            featureChannels = net.outputChannels
+            auxiliaryChannels = net.auxiliaryChannels
+        }
+        head = DeepLabHead(prefix: "classifier", inputChannels: featureChannels, classCount: configuration.numClasses,
+                           atrousRates: configuration.atrousRates, channels: configuration.asppChannels,
+                           generator: &generator)
+        auxiliaryHead = configuration.aux
+            ? FCNHead(prefix: "aux_classifier", inputChannels: auxiliaryChannels, classCount: configuration.numClasses,
+                      generator: &generator)
+            : nil
+        var all: [Parameter]
+        switch backbone {
+        case let .resNet(net): all = net.parameters
+        case let .mobileNet(net): all = net.parameters
+        }
+        all += head.parameters
+        all += auxiliaryHead?.parameters ?? []
+        parameters = all
+    }
+
+    /// Parameters by `state_dict` key.
+    public var parametersByName: [String: Parameter] {
+        Dictionary(parameters.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// Logits [N, K, H, W] for input [N, C, H, W], upsampled to the input size (torchvision's `out`).
+    ///
+    /// - Throws: `DeepLabError.invalidInput` for a shape the model cannot take; `.oneDNN` from the engine.
+    public func forward(_ input: FloatTensor, training: Bool) throws -> FloatTensor {
+        try logitsTensor(input, training: training).floatTensor()
+    }
+
+    /// Softmax probabilities [N, K, H, W] for input [N, C, H, W] (eval mode). Rests on oneDNN softmax.
+    public func probabilities(_ input: FloatTensor) throws -> FloatTensor {
+        try Operations.softmax(logitsTensor(input, training: false)).floatTensor()
+    }
+
+    func logitsTensor(_ input: FloatTensor, training: Bool) throws -> Tensor {
+        let s = input.shape
+        guard s.count == 4, s[0] >= 1, s[1] == configuration.inputChannels, s[2] >= 1, s[3] >= 1 else {
+            throw DeepLabError.invalidInput("expected [N, \(configuration.inputChannels), H, W], got \(s)")
+        }
+        let x = try Tensor(input)
+        let features: (auxiliary: Tensor, out: Tensor)
+        switch backbone {
+        case let .resNet(net): features = try net(x, training: training)
+        case let .mobileNet(net): features = try net(x, training: training)
+        }
+        let logits = try head(features.out, training: training)
+        if let auxiliaryHead {
+            let a = try auxiliaryHead(features.auxiliary, training: training)
+            auxiliaryLogits = try Operations.resizeBilinear(a, height: s[2], width: s[3], training: training).0
+                .floatTensor()
+        } else {
+            auxiliaryLogits = nil
+        }
+        return try Operations.resizeBilinear(logits, height: s[2], width: s[3], training: training).0
+    }
+
+    public func backward(_ gradientOfLogits: FloatTensor) throws {
+        throw DeepLabError.invalidBackward("not implemented yet")
+    }
+
+    public func zeroGradients() {
+        for p in parameters where p.isTrainable {
+            for i in p.gradient.indices { p.gradient[i] = 0 }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+import COneDNN
+import Foundation
+
+// MARK: - Random initialisation
+
+/// SplitMix64: a small seeded generator for weight initialisation and dropout masks (seed recorded by callers).
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A standard normal sample (Box–Muller).
+    mutating func normal() -> Float {
+        let u1 = max(Double.random(in: 0..<1, using: &self), 1e-300)
+        let u2 = Double.random(in: 0..<1, using: &self)
+        return Float((-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2))
+    }
+}
+
+// MARK: - Conv2d
+
+/// A 2-D convolution's parameters and geometry, as PyTorch's `Conv2d`: weight [O, I/groups, k, k], optional bias [O].
+final class Conv2d {
+    let weight: Parameter
+    let bias: Parameter?
+    let inputChannels: Int
+    let outputChannels: Int
+    let window: Window
+    let groups: Int
+
+    /// Kaiming-normal (fan-out, ReLU gain) initialised weights, zero bias, as torchvision's ResNet initialises.
+    init(name: String, inputChannels: Int, outputChannels: Int, kernelSize: Int, stride: Int = 1, padding: Int = 0,
+         dilation: Int = 1, groups: Int = 1, bias: Bool = false, generator: inout SeededGenerator) {
+        self.inputChannels = inputChannels
+        self.outputChannels = outputChannels
+        self.window = Window(kernel: kernelSize, stride: stride, padding: padding, dilation: dilation)
+        self.groups = groups
+        let shape = [outputChannels, inputChannels / groups, kernelSize, kernelSize]
+        let fanOut = Float(outputChannels * kernelSize * kernelSize / groups)
+        let std = (2 / fanOut).squareRoot()
+        let count = shape.reduce(1, *)
+        var values = [Float](repeating: 0, count: count)
+        for i in 0..<count { values[i] = generator.normal() * std }
+        weight = Parameter(name: name + ".weight", shape: shape, value: values)
+        self.bias = bias ? Parameter(name: name + ".bias", shape: [outputChannels],
+                                     value: [Float](repeating: 0, count: outputChannels)) : nil
+    }
+
+    var parameters: [Parameter] { [weight] + (bias.map { [$0] } ?? []) }
+
+    /// oneDNN's weight dimensions: [O, I, k, k], or [G, O/G, I/G, k, k] when grouped.
+    var weightDims: [Int] {
+        let k = window.kernel
+        return groups == 1 ? [outputChannels, inputChannels, k, k]
+            : [groups, outputChannels / groups, inputChannels / groups, k, k]
+    }
+
+    /// Output dims for an input of dims `s`.
+    func outputDims(_ s: [Int]) -> [Int] {
+        [s[0], outputChannels, window.outputExtent(s[2]), window.outputExtent(s[3])]
+    }
+
+    /// The convolution operation descriptor for input `x` (layouts left to oneDNN).
+    /// Rests on `dnnl_dilated_convolution_forward_desc_init`.
+    func forwardDescriptor(_ s: [Int], training: Bool, withBias: Bool) throws -> dnnl_convolution_desc_t {
+        let o = outputDims(s)
+        var src = try MemoryDesc.make(s, dnnl_format_tag_any)
+        var weights = try MemoryDesc.make(weightDims, dnnl_format_tag_any)
+        var bias = try MemoryDesc.make([outputChannels], dnnl_a)
+        var dst = try MemoryDesc.make(o, dnnl_format_tag_any)
+        let (st, dil, pl, pr) = geometry(s, o)
+        var op = dnnl_convolution_desc_t()
+        let status = withUnsafePointer(to: &bias) { biasPointer in
+            dnnl_dilated_convolution_forward_desc_init(
+                &op, training ? dnnl_forward_training : dnnl_forward_inference, dnnl_convolution_direct,
+                &src, &weights, withBias ? biasPointer : nil, &dst, st, dil, pl, pr)
+        }
+        try dnnlCheck("dnnl_dilated_convolution_forward_desc_init", status)
+        return op
+    }
+
+    /// Strides, dilations (oneDNN counts from 0), leading and trailing paddings.
+    func geometry(_ s: [Int], _ o: [Int]) -> ([Int64], [Int64], [Int64], [Int64]) {
+        let st = [Int64(window.stride), Int64(window.stride)]
+        let dil = [Int64(window.dilation - 1), Int64(window.dilation - 1)]
+        let pl = [Int64(window.padding), Int64(window.padding)]
+        let pr = [Int64(window.trailingPadding(input: s[2], output: o[2])),
+                  Int64(window.trailingPadding(input: s[3], output: o[3]))]
+        return (st, dil, pl, pr)
+    }
+}
+
+// MARK: - BatchNorm2d
+
+/// Batch normalisation's parameters and buffers, as PyTorch's `BatchNorm2d` (eps 1e-5, momentum 0.1).
+final class BatchNorm2d {
+    let weight: Parameter
+    let bias: Parameter
+    let runningMean: Parameter
+    let runningVariance: Parameter
+    let batchesTracked: Parameter
+    let channels: Int
+    let epsilon: Float = 1e-5
+    let momentum: Float = 0.1
+
+    init(name: String, channels: Int) {
+        self.channels = channels
+        weight = Parameter(name: name + ".weight", shape: [channels], value: [Float](repeating: 1, count: channels))
+        bias = Parameter(name: name + ".bias", shape: [channels], value: [Float](repeating: 0, count: channels))
+        runningMean = Parameter(name: name + ".running_mean", shape: [channels],
+                                value: [Float](repeating: 0, count: channels), isTrainable: false)
+        runningVariance = Parameter(name: name + ".running_var", shape: [channels],
+                                    value: [Float](repeating: 1, count: channels), isTrainable: false)
+        batchesTracked = Parameter(name: name + ".num_batches_tracked", shape: [], value: [0], isTrainable: false)
+    }
+
+    var parameters: [Parameter] { [weight, bias, runningMean, runningVariance, batchesTracked] }
+
+    /// Folds eval-mode normalisation into a preceding convolution's weights (OIHW, `perOutput` values per
+    /// output channel) and bias: w' = w·γ/√(σ²+ε), b' = β + (b − μ)·γ/√(σ²+ε).
+    func fold(weights: [Float], bias: [Float]?) -> ([Float], [Float]) {
+        let perOutput = weights.count / channels
+        var w = weights
+        var b = [Float](repeating: 0, count: channels)
+        for c in 0..<channels {
+            let scale = weight.value[c] / (runningVariance.value[c] + epsilon).squareRoot()
+            for i in 0..<perOutput { w[c * perOutput + i] *= scale }
+            b[c] = self.bias.value[c] + ((bias?[c] ?? 0) - runningMean.value[c]) * scale
+        }
+        return (w, b)
+    }
+
+    /// Updates the running statistics from a batch's mean and biased variance over `count` values per channel,
+    /// as PyTorch does (unbiased variance in the running estimate).
+    func updateRunningStatistics(mean: [Float], variance: [Float], count: Int) {
+        let correction = count > 1 ? Float(count) / Float(count - 1) : 1
+        for c in 0..<channels {
+            runningMean.value[c] = (1 - momentum) * runningMean.value[c] + momentum * mean[c]
+            runningVariance.value[c] = (1 - momentum) * runningVariance.value[c] + momentum * variance[c] * correction
+        }
+        batchesTracked.value[0] += 1
+        runningMean.markUpdated()
+        runningVariance.markUpdated()
+        batchesTracked.markUpdated()
+    }
+}
+
+/// The activation after a convolution unit.
+enum Activation: Hashable {
+    case none, relu, relu6
+
+    var postOp: PrimitiveAttributes.PostOp? {
+        switch self {
+        case .none: return nil
+        case .relu: return .relu
+        case .relu6: return .clip(0, 6)
+        }
+    }
+}

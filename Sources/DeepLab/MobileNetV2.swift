@@ -1,0 +1,108 @@
+/// MobileNetV2's feature extractor in torchvision's layout (`features.0` … `features.18`, here under the
+/// DeepLab prefix as `backbone.0` … as torchvision's DeepLab-MobileNet wraps `features`), with strides
+/// replaced by dilation from the stage that would exceed the output stride.
+///
+/// Reference: Sandler et al. 2018 (arXiv:1801.04381); torchvision `models.mobilenetv2`.
+final class MobileNetV2 {
+    /// (expansion t, channels c, repeats n, stride s), torchvision's `inverted_residual_setting`.
+    static let settings = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                           (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]
+
+    /// Index of the feature whose output feeds the auxiliary head (the last block at stride 8).
+    static let auxiliaryIndex = 6
+
+    let stem: ConvUnit
+    let blocks: [InvertedResidual]
+    let head: ConvUnit
+    let auxiliaryChannels: Int
+    let outputChannels: Int
+
+    /// torchvision's `_make_divisible`: round to a multiple of 8, never below 90 % of `value`.
+    static func makeDivisible(_ value: Double, _ divisor: Int = 8) -> Int {
+        var rounded = max(divisor, Int(value + Double(divisor) / 2) / divisor * divisor)
+        if Double(rounded) < 0.9 * value { rounded += divisor }
+        return rounded
+    }
+
+    init(prefix: String, inputChannels: Int, widthMultiplier: Double, outputStride: Int,
+         generator: inout SeededGenerator) {
+        let p = prefix.isEmpty ? "" : prefix + "."
+        var channels = MobileNetV2.makeDivisible(32 * widthMultiplier)
+        stem = ConvUnit(p + "0.0", p + "0.1", inputChannels: inputChannels, outputChannels: channels, kernelSize: 3,
+                        stride: 2, padding: 1, activation: .relu6, generator: &generator)
+        var currentStride = 2
+        var dilation = 1
+        var blocks: [InvertedResidual] = []
+        var auxiliaryChannels = channels
+        for (t, c, n, s) in MobileNetV2.settings {
+            let output = MobileNetV2.makeDivisible(Double(c) * widthMultiplier)
+            for i in 0..<n {
+                var stride = i == 0 ? s : 1
+                if stride > 1 && currentStride * stride > outputStride {
+                    dilation *= stride
+                    stride = 1
+                } else {
+                    currentStride *= stride
+                }
+                let index = blocks.count + 1
+                blocks.append(InvertedResidual(prefix: "\(p)\(index)", inputChannels: channels, outputChannels: output,
+                                               stride: stride, dilation: dilation, expansion: t, generator: &generator))
+                channels = output
+                if index == MobileNetV2.auxiliaryIndex { auxiliaryChannels = output }
+            }
+        }
+        self.blocks = blocks
+        let last = MobileNetV2.makeDivisible(1280 * max(1, widthMultiplier))
+        head = ConvUnit("\(p)\(blocks.count + 1).0", "\(p)\(blocks.count + 1).1", inputChannels: channels,
+                        outputChannels: last, kernelSize: 1, activation: .relu6, generator: &generator)
+        self.auxiliaryChannels = auxiliaryChannels
+        outputChannels = last
+    }
+
+    var parameters: [Parameter] { stem.parameters + blocks.flatMap(\.parameters) + head.parameters }
+
+    func callAsFunction(_ x: Tensor, training: Bool) throws -> (auxiliary: Tensor, out: Tensor) {
+        var y = try stem(x, training: training)
+        var auxiliary = y
+        for (i, block) in blocks.enumerated() {
+            y = try block(y, training: training)
+            if i + 1 == MobileNetV2.auxiliaryIndex { auxiliary = y }
+        }
+        return (auxiliary, try head(y, training: training))
+    }
+}
+
+/// torchvision's `InvertedResidual`: optional 1×1 expansion (ReLU6), 3×3 depthwise (ReLU6), 1×1 linear
+/// projection, identity added when stride is 1 and channels match.
+final class InvertedResidual {
+    let units: [ConvUnit]
+    let usesResidual: Bool
+
+    init(prefix: String, inputChannels: Int, outputChannels: Int, stride: Int, dilation: Int, expansion: Int,
+         generator: inout SeededGenerator) {
+        let p = prefix + ".conv."
+        let hidden = Int((Double(inputChannels) * Double(expansion)).rounded())
+        var units: [ConvUnit] = []
+        if expansion != 1 {
+            units.append(ConvUnit(p + "0.0", p + "0.1", inputChannels: inputChannels, outputChannels: hidden,
+                                  kernelSize: 1, activation: .relu6, generator: &generator))
+        }
+        let d = units.count
+        units.append(ConvUnit("\(p)\(d).0", "\(p)\(d).1", inputChannels: hidden, outputChannels: hidden, kernelSize: 3,
+                              stride: stride, padding: dilation, dilation: dilation, groups: hidden,
+                              activation: .relu6, generator: &generator))
+        units.append(ConvUnit("\(p)\(d + 1)", "\(p)\(d + 2)", inputChannels: hidden, outputChannels: outputChannels,
+                              kernelSize: 1, activation: .none, generator: &generator))
+        self.units = units
+        usesResidual = stride == 1 && inputChannels == outputChannels
+    }
+
+    var parameters: [Parameter] { units.flatMap(\.parameters) }
+
+    func callAsFunction(_ x: Tensor, training: Bool) throws -> Tensor {
+        var y = x
+        for unit in units.dropLast() { y = try unit(y, training: training) }
+        guard let last = units.last else { return y }
+        return try last(y, residual: usesResidual ? x : nil, training: training)
+    }
+}

@@ -1,0 +1,232 @@
+// Raw oneDNN calls: status checking, the CPU engine and stream, memory descriptors, primitives and their
+// execution. Everything else in the target goes through these few wrappers.
+import COneDNN
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Throws `DeepLabError.oneDNN` naming `call` when `status` is not success.
+@inline(__always)
+func dnnlCheck(_ call: String, _ status: dnnl_status_t) throws {
+    guard status == dnnl_success else {
+        let text = dnnl_status2str(status).map { String(cString: $0) } ?? "status \(status.rawValue)"
+        throw DeepLabError.oneDNN(call: call, status: text)
+    }
+}
+
+/// The process-wide CPU engine and its in-order stream. Rests on `dnnl_engine_create`, `dnnl_stream_create`.
+final class OneDNNEngine {
+    let engine: dnnl_engine_t
+    let stream: dnnl_stream_t
+
+    private init() throws {
+        var engine: dnnl_engine_t?
+        try dnnlCheck("dnnl_engine_create", dnnl_engine_create(&engine, dnnl_cpu, 0))
+        guard let engine else { throw DeepLabError.oneDNN(call: "dnnl_engine_create", status: "no engine") }
+        var stream: dnnl_stream_t?
+        try dnnlCheck("dnnl_stream_create", dnnl_stream_create(&stream, engine, dnnl_stream_default_flags.rawValue))
+        guard let stream else { throw DeepLabError.oneDNN(call: "dnnl_stream_create", status: "no stream") }
+        self.engine = engine
+        self.stream = stream
+    }
+
+    private static let result = Result { try OneDNNEngine() }
+
+    /// The shared engine; creating it fails only when oneDNN cannot use this CPU.
+    static func shared() throws -> OneDNNEngine { try result.get() }
+}
+
+/// Sets the number of compute threads of oneDNN's OpenMP runtime (Debian builds oneDNN with OpenMP).
+/// Found with `dlsym` because libgomp comes in through libdnnl rather than being linked directly.
+/// Rests on `omp_set_num_threads`.
+public func setComputeThreads(_ count: Int) {
+    typealias SetThreads = @convention(c) (Int32) -> Void
+    guard count >= 1, let symbol = dlsym(nil, "omp_set_num_threads") else { return }
+    unsafeBitCast(symbol, to: SetThreads.self)(Int32(count))
+}
+
+/// The number of compute threads oneDNN will use (OpenMP's maximum). Rests on `omp_get_max_threads`.
+public func computeThreads() -> Int {
+    typealias GetThreads = @convention(c) () -> Int32
+    guard let symbol = dlsym(nil, "omp_get_max_threads") else { return 1 }
+    return Int(unsafeBitCast(symbol, to: GetThreads.self)())
+}
+
+// MARK: - Memory descriptors
+
+typealias MemoryDesc = dnnl_memory_desc_t
+
+extension dnnl_memory_desc_t {
+    /// A descriptor with dims and a format tag (`dnnl_nchw`, `dnnl_format_tag_any`, …).
+    /// Rests on `dnnl_memory_desc_init_by_tag`.
+    static func make(_ dims: [Int], _ tag: dnnl_format_tag_t, _ type: dnnl_data_type_t = dnnl_f32) throws -> MemoryDesc {
+        var desc = dnnl_memory_desc_t()
+        let d = dims.map(Int64.init)
+        try dnnlCheck("dnnl_memory_desc_init_by_tag", dnnl_memory_desc_init_by_tag(&desc, Int32(d.count), d, type, tag))
+        return desc
+    }
+
+    /// The plain row-major tag for `rank` dimensions.
+    static func plainTag(rank: Int) -> dnnl_format_tag_t {
+        switch rank {
+        case 1: return dnnl_a
+        case 2: return dnnl_ab
+        case 3: return dnnl_abc
+        case 4: return dnnl_abcd
+        default: return dnnl_abcde
+        }
+    }
+
+    /// The logical dimensions.
+    var shape: [Int] {
+        withUnsafeBytes(of: dims) { raw in
+            Array(raw.bindMemory(to: Int64.self).prefix(Int(ndims))).map(Int.init)
+        }
+    }
+
+    /// Bytes needed by memory of this descriptor. Rests on `dnnl_memory_desc_get_size`.
+    var byteCount: Int { withUnsafePointer(to: self) { dnnl_memory_desc_get_size($0) } }
+
+    /// Whether two descriptors describe the same layout. Rests on `dnnl_memory_desc_equal`.
+    func isEqual(to other: MemoryDesc) -> Bool {
+        withUnsafePointer(to: self) { a in withUnsafePointer(to: other) { b in dnnl_memory_desc_equal(a, b) != 0 } }
+    }
+
+    /// A byte-exact key for caches.
+    var cacheKey: [UInt8] { withUnsafeBytes(of: self) { Array($0) } }
+}
+
+// MARK: - Primitives
+
+/// A primitive descriptor and its primitive, owned together. Rests on `dnnl_primitive_desc_create` (or a
+/// reorder/concat/sum creator) and `dnnl_primitive_create`.
+final class Primitive {
+    let descriptor: dnnl_primitive_desc_t
+    let primitive: dnnl_primitive_t
+    let name: String
+
+    /// Wraps a primitive descriptor made by `create`, taking ownership of it.
+    init(_ name: String, _ create: (inout dnnl_primitive_desc_t?) -> dnnl_status_t) throws {
+        var pd: dnnl_primitive_desc_t?
+        try dnnlCheck("\(name) primitive descriptor", create(&pd))
+        guard let pd else { throw DeepLabError.oneDNN(call: name, status: "no primitive descriptor") }
+        var primitive: dnnl_primitive_t?
+        let status = dnnl_primitive_create(&primitive, pd)
+        guard status == dnnl_success, let primitive else {
+            dnnl_primitive_desc_destroy(pd)
+            try dnnlCheck("\(name) dnnl_primitive_create", status == dnnl_success ? dnnl_runtime_error : status)
+            throw DeepLabError.oneDNN(call: name, status: "no primitive")
+        }
+        self.descriptor = pd
+        self.primitive = primitive
+        self.name = name
+    }
+
+    /// A primitive from an operation descriptor (convolution, pooling, …), with optional attributes and a
+    /// forward hint for backward primitives.
+    convenience init<Op>(_ name: String, op: Op, attributes: PrimitiveAttributes? = nil, hint: Primitive? = nil) throws {
+        let engine = try OneDNNEngine.shared().engine
+        var op = op
+        try self.init(name) { pd in
+            withUnsafePointer(to: &op) { dnnl_primitive_desc_create(&pd, $0, attributes?.handle, engine, hint?.descriptor) }
+        }
+    }
+
+    deinit {
+        dnnl_primitive_destroy(primitive)
+        dnnl_primitive_desc_destroy(descriptor)
+    }
+
+    /// A memory descriptor the primitive expects (`dnnl_query_src_md`, `dnnl_query_weights_md`, …).
+    /// Rests on `dnnl_primitive_desc_query_md`.
+    func desc(_ what: dnnl_query_t, _ index: Int32 = 0) -> MemoryDesc {
+        guard let md = dnnl_primitive_desc_query_md(descriptor, what, index) else { return dnnl_memory_desc_t() }
+        return md.pointee
+    }
+
+    /// Runs the primitive on the shared stream and waits. Rests on `dnnl_primitive_execute`, `dnnl_stream_wait`.
+    func execute(_ arguments: [(Int32, Tensor)]) throws {
+        let stream = try OneDNNEngine.shared().stream
+        let args = arguments.map { dnnl_exec_arg_t(arg: $0.0, memory: $0.1.memory) }
+        try dnnlCheck("\(name) dnnl_primitive_execute",
+                      dnnl_primitive_execute(primitive, stream, Int32(args.count), args))
+        try dnnlCheck("dnnl_stream_wait", dnnl_stream_wait(stream))
+        withExtendedLifetime(arguments) {}
+    }
+}
+
+/// Primitive attributes: post-ops (ReLU, clip, sum). Rests on `dnnl_primitive_attr_create`.
+final class PrimitiveAttributes {
+    let handle: dnnl_primitive_attr_t
+
+    /// Post-operations applied after a convolution's sum.
+    enum PostOp: Hashable {
+        case sum
+        case relu
+        case clip(Float, Float)
+    }
+
+    init(postOps: [PostOp]) throws {
+        var attr: dnnl_primitive_attr_t?
+        try dnnlCheck("dnnl_primitive_attr_create", dnnl_primitive_attr_create(&attr))
+        guard let attr else { throw DeepLabError.oneDNN(call: "dnnl_primitive_attr_create", status: "no attr") }
+        handle = attr
+        var ops: dnnl_post_ops_t?
+        try dnnlCheck("dnnl_post_ops_create", dnnl_post_ops_create(&ops))
+        guard let ops else { return }
+        defer { dnnl_post_ops_destroy(ops) }
+        for op in postOps {
+            switch op {
+            case .sum: try dnnlCheck("dnnl_post_ops_append_sum", dnnl_post_ops_append_sum(ops, 1))
+            case .relu:
+                try dnnlCheck("dnnl_post_ops_append_eltwise", dnnl_post_ops_append_eltwise(ops, 1, dnnl_eltwise_relu, 0, 0))
+            case let .clip(low, high):
+                try dnnlCheck("dnnl_post_ops_append_eltwise",
+                              dnnl_post_ops_append_eltwise(ops, 1, dnnl_eltwise_clip_v2, low, high))
+            }
+        }
+        try dnnlCheck("dnnl_primitive_attr_set_post_ops", dnnl_primitive_attr_set_post_ops(handle, ops))
+    }
+
+    deinit { dnnl_primitive_attr_destroy(handle) }
+}
+
+/// Argument slots of `Primitive.execute`.
+enum Arg {
+    static let src = conednn_arg_src()
+    static let src1 = conednn_arg_src_1()
+    static let dst = conednn_arg_dst()
+    static let weights = conednn_arg_weights()
+    static let bias = conednn_arg_bias()
+    static let mean = conednn_arg_mean()
+    static let variance = conednn_arg_variance()
+    static let scale = conednn_arg_scale()
+    static let shift = conednn_arg_shift()
+    static let workspace = conednn_arg_workspace()
+    static let diffSrc = conednn_arg_diff_src()
+    static let diffDst = conednn_arg_diff_dst()
+    static let diffWeights = conednn_arg_diff_weights()
+    static let diffBias = conednn_arg_diff_bias()
+    static let diffScale = conednn_arg_diff_scale()
+    static let diffShift = conednn_arg_diff_shift()
+    static func multipleSrc(_ i: Int) -> Int32 { conednn_arg_multiple_src() + Int32(i) }
+}
+
+/// A cache of primitives keyed by what determines them (kind, shapes, layouts, hyperparameters).
+final class PrimitiveCache {
+    private var entries: [Key: Primitive] = [:]
+
+    struct Key: Hashable {
+        var parts: [AnyHashable]
+        init(_ parts: AnyHashable...) { self.parts = parts }
+    }
+
+    func primitive(_ key: Key, _ make: () throws -> Primitive) throws -> Primitive {
+        if let p = entries[key] { return p }
+        let p = try make()
+        entries[key] = p
+        return p
+    }
+
+    func removeAll() { entries.removeAll() }
+}

@@ -1,0 +1,134 @@
+/// A ResNet backbone in torchvision's module layout (`conv1`, `bn1`, `layer1`…`layer4`), with strides replaced
+/// by dilation in the last stage(s) for DeepLab's output stride.
+///
+/// Reference: He et al. 2016 (arXiv:1512.03385); torchvision `models.resnet`.
+final class ResNet {
+    /// Depth, with its block type and block counts per stage.
+    enum Depth: String, Codable, CaseIterable {
+        case resNet18, resNet34, resNet50, resNet101
+
+        var blockCounts: [Int] {
+            switch self {
+            case .resNet18: return [2, 2, 2, 2]
+            case .resNet34, .resNet50: return [3, 4, 6, 3]
+            case .resNet101: return [3, 4, 23, 3]
+            }
+        }
+
+        var usesBottleneck: Bool { self == .resNet50 || self == .resNet101 }
+        var expansion: Int { usesBottleneck ? 4 : 1 }
+    }
+
+    let stem: ConvUnit
+    let stages: [[ResidualBlock]]
+    let depth: Depth
+
+    /// Channels of layer3's and layer4's outputs.
+    var auxiliaryChannels: Int { 256 * depth.expansion }
+    var outputChannels: Int { 512 * depth.expansion }
+
+    /// - Parameters:
+    ///   - prefix: the state_dict prefix ("backbone").
+    ///   - outputStride: 8 (layer3 and layer4 dilated) or 16 (layer4 dilated).
+    ///   - multiGrid: layer4's per-block dilation multipliers (Chen et al. 2017, §3.2), or nil.
+    init(prefix: String, depth: Depth, inputChannels: Int, outputStride: Int, multiGrid: [Int]?,
+         generator: inout SeededGenerator) {
+        self.depth = depth
+        let p = prefix.isEmpty ? "" : prefix + "."
+        stem = ConvUnit(p + "conv1", p + "bn1", inputChannels: inputChannels, outputChannels: 64, kernelSize: 7,
+                        stride: 2, padding: 3, activation: .relu, generator: &generator)
+        let replaceStride = [false, outputStride <= 8, outputStride <= 16]
+        var inplanes = 64
+        var dilation = 1
+        var stages: [[ResidualBlock]] = []
+        for (index, planes) in [64, 128, 256, 512].enumerated() {
+            var stride = index == 0 ? 1 : 2
+            let previousDilation = dilation
+            if index > 0, replaceStride[index - 1] {
+                dilation *= stride
+                stride = 1
+            }
+            var blocks: [ResidualBlock] = []
+            for b in 0..<depth.blockCounts[index] {
+                var blockDilation = b == 0 ? previousDilation : dilation
+                if index == 3, let grid = multiGrid, !grid.isEmpty { blockDilation = dilation * grid[b % grid.count] }
+                blocks.append(ResidualBlock(
+                    prefix: "\(p)layer\(index + 1).\(b)", bottleneck: depth.usesBottleneck, inplanes: inplanes,
+                    planes: planes, stride: b == 0 ? stride : 1, dilation: blockDilation,
+                    downsample: b == 0 && (stride != 1 || inplanes != planes * depth.expansion),
+                    generator: &generator))
+                inplanes = planes * depth.expansion
+            }
+            stages.append(blocks)
+        }
+        self.stages = stages
+    }
+
+    var parameters: [Parameter] { stem.parameters + stages.flatMap { $0.flatMap(\.parameters) } }
+
+    private var pooling: PoolingResult?
+
+    /// layer3's and layer4's features for input x [N, C, H, W].
+    func callAsFunction(_ x: Tensor, training: Bool) throws -> (auxiliary: Tensor, out: Tensor) {
+        var y = try stem(x, training: training)
+        let pooled = try Operations.maxPool(y, Window(kernel: 3, stride: 2, padding: 1), training: training)
+        pooling = training ? pooled : nil
+        y = pooled.output
+        var auxiliary = y
+        for (index, stage) in stages.enumerated() {
+            for block in stage { y = try block(y, training: training) }
+            if index == 2 { auxiliary = y }
+        }
+        return (auxiliary, y)
+    }
+}
+
+/// torchvision's `BasicBlock` (two 3×3) or `Bottleneck` (1×1, 3×3, 1×1 with expansion 4), with an optional
+/// 1×1 downsample on the identity path. Dilation applies to every 3×3 convolution of the block (torchvision's
+/// BasicBlock refuses dilation; SliceLab's fixture generator patches it the same way).
+final class ResidualBlock {
+    let units: [ConvUnit]
+    let downsample: ConvUnit?
+
+    init(prefix: String, bottleneck: Bool, inplanes: Int, planes: Int, stride: Int, dilation: Int,
+         downsample hasDownsample: Bool, generator: inout SeededGenerator) {
+        let p = prefix + "."
+        if bottleneck {
+            units = [
+                ConvUnit(p + "conv1", p + "bn1", inputChannels: inplanes, outputChannels: planes, kernelSize: 1,
+                         activation: .relu, generator: &generator),
+                ConvUnit(p + "conv2", p + "bn2", inputChannels: planes, outputChannels: planes, kernelSize: 3,
+                         stride: stride, padding: dilation, dilation: dilation, activation: .relu,
+                         generator: &generator),
+                ConvUnit(p + "conv3", p + "bn3", inputChannels: planes, outputChannels: planes * 4, kernelSize: 1,
+                         activation: .relu, generator: &generator),
+            ]
+        } else {
+            units = [
+                ConvUnit(p + "conv1", p + "bn1", inputChannels: inplanes, outputChannels: planes, kernelSize: 3,
+                         stride: stride, padding: dilation, dilation: dilation, activation: .relu,
+                         generator: &generator),
+                ConvUnit(p + "conv2", p + "bn2", inputChannels: planes, outputChannels: planes, kernelSize: 3,
+                         padding: dilation, dilation: dilation, activation: .relu, generator: &generator),
+            ]
+        }
+        let outputs = planes * (bottleneck ? 4 : 1)
+        downsample = hasDownsample
+            ? ConvUnit(p + "downsample.0", p + "downsample.1", inputChannels: inplanes, outputChannels: outputs,
+                       kernelSize: 1, stride: stride, activation: .none, generator: &generator)
+            : nil
+        // torchvision zero-initialises nothing by default; the last BN starts at γ = 1 like the others.
+    }
+
+    var parameters: [Parameter] {
+        units.flatMap(\.parameters) + (downsample?.parameters ?? [])
+    }
+
+    func callAsFunction(_ x: Tensor, training: Bool) throws -> Tensor {
+        let identity = try downsample.map { try $0(x, training: training) } ?? x
+        var y = x
+        for unit in units.dropLast() { y = try unit(y, training: training) }
+        guard let last = units.last else { return y }
+        return try last(y, residual: identity, training: training)
+    }
+}

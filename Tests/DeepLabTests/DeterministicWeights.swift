@@ -1,0 +1,63 @@
+import DeepLab
+import Foundation
+import ImageIO
+import TestSupport
+
+/// The deterministic weights and inputs that Datasets/goldens/deeplab_goldens.py feeds torchvision: uniforms in
+/// [-1, 1) from a SplitMix64 hash of (flat index, salt), scaled by each tensor's role. Exact integer arithmetic,
+/// so both sides produce the same Float32 values bit for bit.
+enum DeterministicWeights {
+    static func keyHash(_ key: String) -> UInt64 {
+        key.utf8.enumerated().reduce(UInt64(0)) { $0 &+ UInt64($1.offset + 1) &* UInt64($1.element) }
+    }
+
+    static func uniform(_ count: Int, salt: UInt64) -> [Double] {
+        (0..<count).map { i in
+            var z = UInt64(i) &+ salt &* 0x9E37_79B9_7F4A_7C15
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            z = z ^ (z >> 31)
+            return Double(z >> 11) * 0x1p-53 * 2 - 1
+        }
+    }
+
+    static func value(key: String, shape: [Int]) -> [Float] {
+        let n = shape.reduce(1, *)
+        let u = uniform(n, salt: keyHash(key))
+        if key.hasSuffix("num_batches_tracked") { return [Float](repeating: 0, count: n) }
+        if key.hasSuffix("running_var") { return u.map { Float(1 + 0.5 * $0) } }
+        if key.hasSuffix("running_mean") { return u.map { Float(0.2 * $0) } }
+        if shape.count == 4 {
+            let scale = (6.0 / Double(shape[1] * shape[2] * shape[3])).squareRoot()
+            return u.map { Float(scale * $0) }
+        }
+        if key.hasSuffix("weight") { return u.map { Float(1 + 0.25 * $0) } }
+        return u.map { Float(0.1 * $0) }
+    }
+
+    static func input(_ shape: [Int]) -> FloatTensor {
+        FloatTensor(shape: shape, values: uniform(shape.reduce(1, *), salt: 12345).map { Float($0) })
+    }
+
+    /// Fills every parameter and buffer of `network`.
+    static func fill(_ network: SegmentationNetwork) {
+        for p in network.parameters {
+            p.value = value(key: p.name, shape: p.shape)
+            p.markUpdated()
+        }
+    }
+
+    static var goldens: URL {
+        TestSupport.packageRoot.appendingPathComponent("Tests/DeepLabTests/Fixtures/deeplab_goldens.h5")
+    }
+}
+
+/// Largest |a − b| and largest |b|.
+func maxDifference(_ a: [Float], _ b: [Float]) -> (difference: Float, scale: Float) {
+    var d: Float = 0, s: Float = 0
+    for i in 0..<min(a.count, b.count) {
+        d = max(d, abs(a[i] - b[i]))
+        s = max(s, abs(b[i]))
+    }
+    return (d, s)
+}
