@@ -186,6 +186,21 @@ struct TrainerTests {
                 == "6 (2, 3) 6 3 6 ['classifier.bias', 'classifier.weight'] 4 window")
     }
 
+    /// Validation Dice and IoU on a hand-counted case: one true negative, one true positive, one false positive
+    /// and an ignored pixel give Dice 2/3 and IoU 1/2 for both classes.
+    @Test func validationCountsDiceAndIoUOverPixelsNotIgnored() throws {
+        let network = PixelLinearNetwork(inputChannels: 1, classCount: 2, seed: 1)
+        (network.weight.value, network.bias.value) = ([-1, 1], [0.5, -0.5])  // class 1 where x > 0.5
+        let validation = TrainValidation(
+            cases: [.init(name: "c", image: FloatTensor(shape: [1, 2, 2], values: [0, 1, 1, 0]),
+                          labels: LabelTensor(shape: [2, 2], values: [Int32(0), 1, 0, -100]))],
+            classCount: 2, loss: CrossEntropyLoss())
+        let result = try validation.evaluate(network)
+        #expect(result.dice.map { ($0 * 1e9).rounded() } == [666_666_667, 666_666_667])
+        #expect(result.iou == [0.5, 0.5])
+        #expect(abs(result.meanForegroundDice - 2.0 / 3) < 1e-12)
+    }
+
     /// The prefetcher yields exactly the batches of repeated `nextBatch` calls, and a sample that fails to load
     /// surfaces as the error of `next()` instead of hanging.
     @Test func prefetcherMatchesSequentialSamplingAndSurfacesErrors() throws {
