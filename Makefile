@@ -7,10 +7,10 @@ APT_PACKAGES := libdcmtk-dev dcmtk libpng-dev libhdf5-dev libdnnl-dev libopenjp2
 REQUIREMENTS := Tests/requirements.txt $(wildcard Notebooks/requirements.txt)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup apt build release test demo bench clean
+.PHONY: setup apt build release test notebooks demo bench clean corpus
 
 ## setup: install missing Debian packages and the Python virtual environment (idempotent)
-setup: apt $(VENV)/.installed
+setup: apt $(VENV)/.installed corpus
 
 apt:
 	@missing=""; for p in $(APT_PACKAGES); do \
@@ -34,10 +34,16 @@ build: setup
 release: setup
 	$(SWIFT) build -c release
 
-## test: build and run every test
+## test: build and run every test, then execute the notebooks
 test: setup
 	$(SWIFT) build --build-tests
 	SLICELAB_PYTHON=$(abspath $(PYTHON)) $(SWIFT) test --skip-build
+	$(MAKE) --no-print-directory notebooks
+
+## notebooks: execute every notebook headless against the debug build (figures in Notebooks/output/)
+notebooks: setup
+	$(SWIFT) build --product slicelab
+	SLICELAB_BINARY=$${SLICELAB_BINARY:-$(abspath .build/debug/slicelab)} $(PYTHON) Notebooks/run_notebooks.py
 
 ## demo: release build, then the main job on the bundled data
 demo: release
@@ -50,6 +56,11 @@ bench: release
 
 clean:
 	rm -rf .build demo-output
+
+## corpus: the DICOM conformance corpus (every file of the PyPI packages pydicom-data and pydicom), into
+## Datasets/cache/dicom-corpus; idempotent (issue #3, Datasets/dicom/fetch_corpus.sh)
+corpus:
+	@bash Datasets/dicom/fetch_corpus.sh
 
 # --- datasets: labeled sets (Datasets/README.md) built by Python scripts into Datasets/cache/ -----------
 DATASETS_VENV := .venv-datasets

@@ -21,7 +21,7 @@ CASE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 IMAGE_FORMS = (".dcm", ".png", ".h5")
 LABEL_FORMS = (".png", ".h5", ".dcm")
 SEGMENTATION_STORAGE = "1.2.840.10008.5.1.4.1.1.66.4"
-NORMALIZATIONS = {"percentile", "zscore", "minmax", "none"}
+NORMALIZATIONS = {"percentile", "window", "zscore", "minmax", "none"}
 
 
 class SetError(Exception):
@@ -56,8 +56,8 @@ def read_description(folder: Path) -> dict:
     if not description["name"].strip() or not description["modality"].strip():
         raise SetError(f"{path}: 'name' and 'modality' must not be empty")
     classes = description["classes"]
-    if not 2 <= len(classes) <= 256 or not all(isinstance(c, str) and c.strip() for c in classes):
-        raise SetError(f"{path}: 'classes' must hold 2…256 non-empty strings, got {classes!r}")
+    if len(classes) < 2 or not all(isinstance(c, str) and c.strip() for c in classes):
+        raise SetError(f"{path}: 'classes' must hold at least 2 non-empty strings, got {classes!r}")
     if len(set(classes)) != len(classes):
         raise SetError(f"{path}: 'classes' has duplicates: {classes!r}")
     for split, cases in description["splits"].items():
@@ -73,8 +73,13 @@ def read_description(folder: Path) -> dict:
         hint = description["preprocessing"]
         if not isinstance(hint, dict) or hint.get("normalize") not in NORMALIZATIONS:
             raise SetError(f"{path}: 'preprocessing.normalize' must be one of {sorted(NORMALIZATIONS)}")
+        if hint["normalize"] == "window":
+            center, width = hint.get("center"), hint.get("width")
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (center, width)) \
+                    or not width > 0:
+                raise SetError(f"{path}: window normalisation needs a center and a width > 0, got {hint!r}")
         if hint["normalize"] == "percentile":
-            low, high = hint.get("low"), hint.get("high")
+            low, high = hint.get("low", 0.5), hint.get("high", 99.5)
             if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)) \
                     or not 0 <= low < high <= 100:
                 raise SetError(f"{path}: percentile normalisation needs 0 <= low < high <= 100, got {hint!r}")
@@ -88,15 +93,19 @@ def _dicom():
     return pydicom
 
 
-def read_dicom_image(path: Path) -> np.ndarray:
-    pydicom = _dicom()
-    ds = pydicom.dcmread(path)
+def _physical(ds) -> np.ndarray:
+    """Pixels through the Modality LUT (RescaleSlope/Intercept) for grayscale, as stored for colour."""
     if "PixelData" not in ds:
         raise ValueError("no pixel data")
     pixels = ds.pixel_array.astype(np.float64)
     if int(getattr(ds, "SamplesPerPixel", 1)) == 1:
-        pixels = pixels * float(getattr(ds, "RescaleSlope", 1) or 1) + float(getattr(ds, "RescaleIntercept", 0) or 0)
+        slope = float(getattr(ds, "RescaleSlope", 1) or 1)
+        pixels = pixels * slope + float(getattr(ds, "RescaleIntercept", 0) or 0)
     return pixels
+
+
+def read_dicom_image(path: Path) -> np.ndarray:
+    return _physical(_dicom().dcmread(path))
 
 
 def read_series(folder: Path) -> tuple[np.ndarray, list]:
@@ -122,8 +131,7 @@ def read_series(folder: Path) -> tuple[np.ndarray, list]:
         slices.sort(key=lambda ds: float(np.dot(normal, np.array(ds.ImagePositionPatient, dtype=float))))
     else:
         slices.sort(key=lambda ds: int(getattr(ds, "InstanceNumber", 0) or 0))
-    volume = np.stack([ds.pixel_array.astype(np.float64) * float(getattr(ds, "RescaleSlope", 1) or 1)
-                       + float(getattr(ds, "RescaleIntercept", 0) or 0) for ds in slices])
+    volume = np.stack([_physical(ds) for ds in slices])
     return volume, slices
 
 
@@ -198,57 +206,61 @@ def read_segmentation(path: Path, classes: list, image_shape: tuple, series: lis
 
 # MARK: - Cases
 
-def _entries(folder: Path) -> dict:
+def _entries(folder: Path, forms: tuple, folders_allowed: bool) -> dict:
+    """Case name -> its file (or series folder); two forms of one case are a set-level error."""
     found = {}
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith("."):
             continue
         if entry.is_dir():
-            found.setdefault(entry.name, []).append(entry)
+            if not folders_allowed:
+                continue
+            case = entry.name
+        elif entry.suffix.lower() in forms:
+            case = entry.name[:-len(entry.suffix)]
         else:
-            stem, dot, extension = entry.name.rpartition(".")
-            found.setdefault(stem if dot else entry.name, []).append(entry)
+            continue
+        if case in found:
+            raise SetError(f"{folder.parent}: {case}: ambiguous: two files for one case "
+                           f"({found[case].relative_to(folder.parent)}, {entry.relative_to(folder.parent)})")
+        found[case] = entry
     return found
 
 
-def check_case(folder: Path, case: str, images: dict, labels: dict, description: dict) -> dict:
+def check_case(folder: Path, case: str, image_path: Path, label_path: Path, description: dict) -> dict:
     classes = description["classes"]
-    image_entries = [p for p in images.get(case, []) if p.is_dir() or p.suffix in IMAGE_FORMS]
-    label_entries = [p for p in labels.get(case, []) if p.suffix in LABEL_FORMS]
-    if not image_entries and not label_entries:
-        raise CaseError(case, "missing case: no image and no label")
-    if not label_entries:
-        raise CaseError(case, f"unpaired image: {image_entries[0].relative_to(folder)} has no label in labels/")
-    if not image_entries:
-        raise CaseError(case, f"unpaired label: {label_entries[0].relative_to(folder)} has no image in images/")
-    if len(image_entries) > 1 or len(label_entries) > 1:
-        names = ", ".join(str(p.relative_to(folder)) for p in image_entries + label_entries)
-        raise CaseError(case, f"ambiguous: more than one image or label form ({names})")
-    image_path, label_path = image_entries[0], label_entries[0]
     series = None
     try:
         if image_path.is_dir():
             image, series = read_series(image_path)
-        elif image_path.suffix == ".dcm":
+        elif image_path.suffix.lower() == ".dcm":
             image = read_dicom_image(image_path)
-        elif image_path.suffix == ".png":
+        elif image_path.suffix.lower() == ".png":
             image = read_png(image_path, single_channel=False)
         else:
             image, _ = read_h5(image_path, "/image")
-            if image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] not in (1, 3)):
-                raise ValueError(f"/image must be (rows, columns) or (rows, columns, 3), is {image.shape}")
+            if image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[0] not in (1, 3)):
+                raise ValueError(f"/image must be (rows, columns) or (channels, rows, columns) with 1 or 3 "
+                                 f"channels, is {image.shape}")
     except Exception as error:  # any decoder failure is this case's problem
         raise CaseError(case, f"unreadable: {image_path.relative_to(folder)}: {error}") from None
-    rgb = image.ndim == 3 and image_path.suffix in (".png", ".h5") or (
-        image.ndim == 3 and image_path.suffix == ".dcm" and image.shape[-1] == 3 and not image_path.is_dir())
-    plane_shape = image.shape[:2] if rgb else image.shape
+    if image_path.is_dir():
+        plane_shape = image.shape                                   # (slices, rows, columns)
+    elif image_path.suffix.lower() == ".h5":
+        plane_shape = image.shape[-2:]                              # channels first
+    elif image_path.suffix.lower() == ".dcm" and image.ndim == 3 and image.shape[-1] != 3:
+        plane_shape = image.shape                                   # multi-frame
+    else:
+        plane_shape = image.shape[:2]                               # PNG and DICOM RGB: channels last
     try:
-        if label_path.suffix == ".png":
+        if label_path.suffix.lower() == ".png":
             label = read_png(label_path, single_channel=True)
-        elif label_path.suffix == ".h5":
+        elif label_path.suffix.lower() == ".h5":
             label, _ = read_h5(label_path, "/labels")
             if not np.issubdtype(label.dtype, np.integer):
                 raise ValueError(f"/labels must be an integer type, is {label.dtype}")
+            if label.ndim == 3 and label.shape[0] == 1 and len(plane_shape) == 2:
+                label = label[0]
         else:
             label = read_segmentation(label_path, classes, plane_shape, series)
     except Exception as error:
@@ -260,8 +272,8 @@ def check_case(folder: Path, case: str, images: dict, labels: dict, description:
     outside = [(int(v), int(c)) for v, c in zip(values, counts) if v < 0 or v >= len(classes)]
     if outside:
         value, count = outside[0]
-        raise CaseError(case, f"label outside classes: value {value} in {count} pixels "
-                              f"(classes 0…{len(classes) - 1})")
+        raise CaseError(case, f"label outside classes: value {value} in {count} pixels is outside the "
+                              f"{len(classes)} classes (0…{len(classes) - 1})")
     return {"counts": np.bincount(label.astype(np.int64).ravel(), minlength=len(classes)),
             "bytes": sum(p.stat().st_size for p in ([*image_path.rglob("*")] if image_path.is_dir()
                                                      else [image_path]) + [label_path] if p.is_file())}
@@ -272,28 +284,37 @@ def check_set(folder: Path, skip_bad: bool, quiet: bool) -> bool:
     for sub in ("images", "labels"):
         if not (folder / sub).is_dir():
             raise SetError(f"{folder / sub}: missing folder")
-    images, labels = _entries(folder / "images"), _entries(folder / "labels")
+    images = _entries(folder / "images", IMAGE_FORMS, folders_allowed=True)
+    labels = _entries(folder / "labels", LABEL_FORMS, folders_allowed=False)
     problems: list[CaseError] = []
+    bad = set()
+    for case in sorted(set(images) - set(labels)):
+        problems.append(CaseError(case, f"unpaired image: {images[case].relative_to(folder)} has no label in "
+                                        f"labels/"))
+        bad.add(case)
+    for case in sorted(set(labels) - set(images)):
+        problems.append(CaseError(case, f"unpaired label: {labels[case].relative_to(folder)} has no image in "
+                                        f"images/"))
+        bad.add(case)
     membership: dict[str, list[str]] = {}
     for split, cases in description["splits"].items():
         for case in cases:
             membership.setdefault(case, []).append(split)
-    bad = set()
+    warnings = [f"{case}: name has characters other than letters, digits, '.', '_', '-'"
+                for case in membership if not CASE_NAME.match(case)]
     for case, splits in membership.items():
-        if not CASE_NAME.match(case):
-            problems.append(CaseError(case, "bad case name (letters, digits, '.', '_', '-'; starts with a "
-                                            "letter or digit; at most 128 characters)"))
-            bad.add(case)
-        elif len(splits) > 1:
+        if case in bad:
+            continue
+        if len(splits) > 1:
             where = " and ".join(splits)
             problems.append(CaseError(case, f"case in two splits ({where})" if len(set(splits)) > 1
                                       else f"listed {len(splits)} times in split {splits[0]}"))
             bad.add(case)
-    for kind, entries in (("image", images), ("label", labels)):
-        for case in entries:
-            if case not in membership:
-                problems.append(CaseError(case, f"not in any split: {entries[case][0].relative_to(folder)} "
-                                                f"is an {kind} no split lists"))
+        elif case not in images:
+            problems.append(CaseError(case, f"missing case: split {splits[0]} lists it but images/ and labels/ "
+                                            f"hold no file for it"))
+            bad.add(case)
+    unlisted = sorted(set(images) & set(labels) - set(membership))
     totals = {split: np.zeros(len(description["classes"]), dtype=np.int64) for split in description["splits"]}
     kept = {split: 0 for split in description["splits"]}
     total_bytes = 0
@@ -301,13 +322,15 @@ def check_set(folder: Path, skip_bad: bool, quiet: bool) -> bool:
         if case in bad:
             continue
         try:
-            result = check_case(folder, case, images, labels, description)
+            result = check_case(folder, case, images[case], labels[case], description)
         except CaseError as error:
             problems.append(error)
             continue
         kept[splits[0]] += 1
         totals[splits[0]] += result["counts"]
         total_bytes += result["bytes"]
+    for warning in warnings:
+        print(f"{folder}: warning: {warning}", file=sys.stderr)
     for problem in problems:
         print(f"{folder}: {'skipped ' if skip_bad else ''}{problem}", file=sys.stderr)
     if problems and not skip_bad:
@@ -322,8 +345,8 @@ def check_set(folder: Path, skip_bad: bool, quiet: bool) -> bool:
             fractions = totals[split] / max(int(totals[split].sum()), 1)
             print(f"  {split}: {count} cases, class fractions "
                   + ", ".join(f"{name} {f:.4f}" for name, f in zip(description["classes"], fractions)))
-        print(f"  {sum(kept.values())} valid cases, {len(problems)} skipped, {total_bytes / 1e6:.2f} MB of "
-              f"images and labels: OK")
+        print(f"  {sum(kept.values())} valid cases, {len(problems)} skipped, {len(unlisted)} paired cases in no "
+              f"split (ignored), {total_bytes / 1e6:.2f} MB of images and labels: OK")
     return True
 
 

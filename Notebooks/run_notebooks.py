@@ -121,12 +121,14 @@ def main() -> int:
             print("  " + detail.replace("\n", "\n  "), flush=True)
     print(f"notebooks run in {time.monotonic() - started:.1f} s; executed copies and figures in "
           f"{OUTPUT.relative_to(NOTEBOOKS.parent)}/")
-    summary = f"notebooks: {counts['passed']} passed, {counts['failed']} failed"
     if counts["not-available"]:
-        summary += f", {counts['not-available']} skipped"
         print(f"{counts['not-available']} notebook(s) NOT AVAILABLE: their slicelab command has not landed in this "
               "build (see above)")
-    print(summary)
+    if counts["passed"] + counts["failed"] == 0:
+        print(f"notebooks: none executed ({counts['not-available']} not available in this build)")
+    else:
+        skipped = f", {counts['not-available']} skipped" if counts["not-available"] else ""
+        print(f"notebooks: {counts['passed']} passed, {counts['failed']} failed{skipped}")
     return 1 if counts["failed"] else 0
 
 

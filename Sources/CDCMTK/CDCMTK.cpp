@@ -1,18 +1,316 @@
+// The C++ side of CDCMTK.h: the only file of the package that includes DCMTK headers.
 #include "CDCMTK.h"
 #include <dcmtk/config/osconfig.h>
 #include <dcmtk/dcmdata/dctk.h>
+#include <dcmtk/dcmdata/dcpxitem.h>
+#include <dcmtk/dcmdata/dcfcache.h>
 #include <dcmtk/dcmdata/dcrledrg.h>
 #include <dcmtk/dcmjpeg/djdecode.h>
 #include <dcmtk/dcmjpls/djdecode.h>
+#include <cstring>
 #include <mutex>
+#include <new>
+#include <sstream>
+#include <string>
+#include <vector>
+#include <algorithm>
+
+struct cdcmtk_file {
+    DcmFileFormat format;
+    std::string error;
+};
+
+namespace {
+
+DcmItem *asItem(cdcmtk_item *item) { return reinterpret_cast<DcmItem *>(item); }
+cdcmtk_item *asHandle(DcmItem *item) { return reinterpret_cast<cdcmtk_item *>(item); }
+
+int fail(cdcmtk_file *file, const std::string &message, int status = CDCMTK_ERROR) {
+    if (file) file->error = message;
+    return status;
+}
+
+int copyString(const std::string &value, char *buffer, size_t capacity, size_t *needed) {
+    if (needed) *needed = value.size() + 1;
+    if (!buffer || capacity < value.size() + 1) return CDCMTK_BUFFER_TOO_SMALL;
+    std::memcpy(buffer, value.c_str(), value.size() + 1);
+    return CDCMTK_OK;
+}
+
+std::string tagName(uint16_t group, uint16_t element) {
+    char text[16];
+    std::snprintf(text, sizeof text, "(%04x,%04x)", group, element);
+    return text;
+}
+
+/// Finds an element directly in `item`; NOT_FOUND (with message) when absent.
+int findElement(cdcmtk_file *file, cdcmtk_item *item, uint16_t group, uint16_t element, DcmElement *&result) {
+    result = nullptr;
+    if (!item) return fail(file, "no dataset", CDCMTK_ERROR);
+    OFCondition status = asItem(item)->findAndGetElement(DcmTagKey(group, element), result, OFFalse);
+    if (status.bad() || !result) return fail(file, tagName(group, element) + " is absent", CDCMTK_NOT_FOUND);
+    return CDCMTK_OK;
+}
+
+/// The Pixel Data element of the dataset, or nullptr (with the file's message set).
+DcmPixelData *pixelData(cdcmtk_file *file, int *status) {
+    DcmElement *element = nullptr;
+    *status = findElement(file, cdcmtk_dataset(file), 0x7fe0, 0x0010, element);
+    if (*status != CDCMTK_OK) return nullptr;
+    if (element->ident() != EVR_PixelData) {
+        *status = fail(file, "Pixel Data has an unexpected representation");
+        return nullptr;
+    }
+    return OFstatic_cast(DcmPixelData *, element);
+}
+
+/// The fragment sequence of encapsulated Pixel Data, or nullptr.
+DcmPixelSequence *fragments(cdcmtk_file *file, int *status) {
+    DcmPixelData *pixels = pixelData(file, status);
+    if (!pixels) return nullptr;
+    E_TransferSyntax original = EXS_Unknown;
+    const DcmRepresentationParameter *parameter = nullptr;
+    pixels->getOriginalRepresentationKey(original, parameter);
+    DcmPixelSequence *sequence = nullptr;
+    OFCondition condition = pixels->getEncapsulatedRepresentation(original, parameter, sequence);
+    if (condition.bad() || !sequence) {
+        *status = fail(file, std::string("Pixel Data is not encapsulated: ") + condition.text());
+        return nullptr;
+    }
+    *status = CDCMTK_OK;
+    return sequence;
+}
+
+}  // namespace
 
 extern "C" void cdcmtk_register_codecs(void) {
     static std::once_flag once;
     std::call_once(once, [] {
-        DJDecoderRegistration::registerCodecs();
+        // No colour conversion inside the JPEG decoder: YBR_FULL(_422) is converted to RGB by SliceLab with the
+        // same coefficients and rounding as pydicom.
+        DJDecoderRegistration::registerCodecs(EDC_never);
         DJLSDecoderRegistration::registerCodecs();
         DcmRLEDecoderRegistration::registerCodecs();
+        // Read UN elements of known tags with their dictionary VR (as pydicom does), and trust the dataset's
+        // own encoding over a meta header that declares another one.
+        dcmEnableUnknownVRConversion.set(OFTrue);
+        dcmAutoDetectDatasetXfer.set(OFTrue);
+        // Problems reach the caller as status messages; DCMTK's own log would only add noise on stderr.
+        OFLog::configure(OFLogger::FATAL_LOG_LEVEL);
     });
 }
 
 extern "C" const char *cdcmtk_version(void) { return OFFIS_DCMTK_VERSION_STRING; }
+
+extern "C" cdcmtk_file *cdcmtk_open(const char *path, uint32_t max_read_length, char *message,
+                                    size_t message_capacity) {
+    cdcmtk_register_codecs();
+    auto write = [&](const std::string &text) {
+        if (message && message_capacity > 0) {
+            std::strncpy(message, text.c_str(), message_capacity - 1);
+            message[message_capacity - 1] = 0;
+        }
+    };
+    cdcmtk_file *file = new (std::nothrow) cdcmtk_file;
+    if (!file) {
+        write("out of memory");
+        return nullptr;
+    }
+    OFCondition status = file->format.loadFile(path, EXS_Unknown, EGL_noChange, max_read_length, ERM_autoDetect);
+    if (status.bad()) {
+        write(status.text());
+        delete file;
+        return nullptr;
+    }
+    return file;
+}
+
+extern "C" void cdcmtk_close(cdcmtk_file *file) { delete file; }
+
+extern "C" const char *cdcmtk_last_error(const cdcmtk_file *file) { return file ? file->error.c_str() : ""; }
+
+extern "C" cdcmtk_item *cdcmtk_dataset(cdcmtk_file *file) { return asHandle(file->format.getDataset()); }
+
+extern "C" cdcmtk_item *cdcmtk_meta(cdcmtk_file *file) { return asHandle(file->format.getMetaInfo()); }
+
+extern "C" int cdcmtk_transfer_syntax(cdcmtk_file *file, char *buffer, size_t capacity) {
+    DcmXfer xfer(file->format.getDataset()->getOriginalXfer());
+    return copyString(xfer.getXferID(), buffer, capacity, nullptr);
+}
+
+extern "C" int cdcmtk_has(cdcmtk_item *item, uint16_t group, uint16_t element) {
+    return item && asItem(item)->tagExists(DcmTagKey(group, element), OFFalse) ? 1 : 0;
+}
+
+extern "C" int cdcmtk_value_count(cdcmtk_file *file, cdcmtk_item *item, uint16_t group, uint16_t element,
+                                  unsigned long *count) {
+    DcmElement *found = nullptr;
+    int status = findElement(file, item, group, element, found);
+    if (status != CDCMTK_OK) return status;
+    if (found->ident() == EVR_SQ) {
+        *count = OFstatic_cast(DcmSequenceOfItems *, found)->card();
+    } else {
+        *count = found->getLength() == 0 ? 0 : found->getVM();
+    }
+    return CDCMTK_OK;
+}
+
+extern "C" int cdcmtk_get_string(cdcmtk_file *file, cdcmtk_item *item, uint16_t group, uint16_t element,
+                                 long index, char *buffer, size_t capacity, size_t *needed) {
+    DcmElement *found = nullptr;
+    int status = findElement(file, item, group, element, found);
+    if (status != CDCMTK_OK) return status;
+    OFString value;
+    OFCondition condition = index < 0 ? found->getOFStringArray(value)
+                                      : found->getOFString(value, OFstatic_cast(unsigned long, index));
+    if (condition.bad()) {
+        return fail(file, tagName(group, element) + ": " + condition.text(),
+                    condition == EC_IllegalParameter ? CDCMTK_NOT_FOUND : CDCMTK_ERROR);
+    }
+    return copyString(std::string(value.c_str(), value.size()), buffer, capacity, needed);
+}
+
+extern "C" int cdcmtk_get_uint16s(cdcmtk_file *file, cdcmtk_item *item, uint16_t group, uint16_t element,
+                                  uint16_t *buffer, size_t capacity, size_t *count) {
+    DcmElement *found = nullptr;
+    int status = findElement(file, item, group, element, found);
+    if (status != CDCMTK_OK) return status;
+    size_t total = found->getLength() / 2;
+    *count = total;
+    if (total == 0) return CDCMTK_OK;
+    const void *words = nullptr;
+    OFCondition condition;
+    if (found->ident() == EVR_SS) {
+        Sint16 *signedWords = nullptr;
+        condition = found->getSint16Array(signedWords);
+        words = signedWords;
+    } else {
+        Uint16 *unsignedWords = nullptr;
+        condition = found->getUint16Array(unsignedWords);
+        words = unsignedWords;
+    }
+    if (condition.bad() || !words) return fail(file, tagName(group, element) + ": " + condition.text());
+    if (capacity < total) return CDCMTK_BUFFER_TOO_SMALL;
+    std::memcpy(buffer, words, total * 2);
+    return CDCMTK_OK;
+}
+
+extern "C" int cdcmtk_sequence_item(cdcmtk_file *file, cdcmtk_item *item, uint16_t group, uint16_t element,
+                                    unsigned long index, cdcmtk_item **result) {
+    *result = nullptr;
+    DcmElement *found = nullptr;
+    int status = findElement(file, item, group, element, found);
+    if (status != CDCMTK_OK) return status;
+    if (found->ident() != EVR_SQ) return fail(file, tagName(group, element) + " is not a sequence");
+    DcmItem *child = OFstatic_cast(DcmSequenceOfItems *, found)->getItem(index);
+    if (!child) return fail(file, tagName(group, element) + " has no item " + std::to_string(index), CDCMTK_NOT_FOUND);
+    *result = asHandle(child);
+    return CDCMTK_OK;
+}
+
+extern "C" int cdcmtk_dump(cdcmtk_file *file, char *buffer, size_t capacity, size_t *needed) {
+    std::ostringstream stream;
+    file->format.print(stream, DCMTypes::PF_shortenLongTagValues);
+    return copyString(stream.str(), buffer, capacity, needed);
+}
+
+extern "C" int cdcmtk_pixel_info(cdcmtk_file *file, int *encapsulated, uint64_t *length, unsigned long *count) {
+    int status = CDCMTK_OK;
+    DcmPixelData *pixels = pixelData(file, &status);
+    if (!pixels) return status;
+    E_TransferSyntax original = EXS_Unknown;
+    const DcmRepresentationParameter *parameter = nullptr;
+    pixels->getOriginalRepresentationKey(original, parameter);
+    *encapsulated = DcmXfer(original).isEncapsulated() ? 1 : 0;
+    *length = 0;
+    *count = 0;
+    if (*encapsulated) {
+        DcmPixelSequence *sequence = fragments(file, &status);
+        if (!sequence) return status;
+        unsigned long items = sequence->card();
+        *count = items > 0 ? items - 1 : 0;
+    } else {
+        *length = pixels->getLength();
+    }
+    return CDCMTK_OK;
+}
+
+extern "C" int cdcmtk_read_pixels(cdcmtk_file *file, uint64_t offset, uint32_t length, void *buffer) {
+    int status = CDCMTK_OK;
+    DcmPixelData *pixels = pixelData(file, &status);
+    if (!pixels) return status;
+    if (offset + length > pixels->getLength()) return fail(file, "Pixel Data is shorter than the image needs");
+    if (offset > 0xffffffffULL) return fail(file, "Pixel Data offset beyond 4 GB");
+    // DCMTK swaps 16-bit words in place, so it needs an even window starting at an even offset.
+    uint64_t start = offset & ~uint64_t(1);
+    uint64_t end = std::min<uint64_t>((offset + length + 1) & ~uint64_t(1), pixels->getLength());
+    std::vector<Uint8> window(end - start + 1);
+    OFCondition condition = pixels->getPartialValue(window.data(), OFstatic_cast(Uint32, start),
+                                                    OFstatic_cast(Uint32, end - start), nullptr,
+                                                    EBO_LittleEndian);
+    if (condition.bad()) return fail(file, std::string("reading Pixel Data: ") + condition.text());
+    std::memcpy(buffer, window.data() + (offset - start), length);
+    return CDCMTK_OK;
+}
+
+extern "C" int cdcmtk_fragment_length(cdcmtk_file *file, unsigned long index, uint32_t *length) {
+    int status = CDCMTK_OK;
+    DcmPixelSequence *sequence = fragments(file, &status);
+    if (!sequence) return status;
+    DcmPixelItem *item = nullptr;
+    if (sequence->getItem(item, index + 1).bad() || !item) {
+        return fail(file, "no fragment " + std::to_string(index), CDCMTK_NOT_FOUND);
+    }
+    *length = item->getLength();
+    return CDCMTK_OK;
+}
+
+extern "C" int cdcmtk_fragment(cdcmtk_file *file, unsigned long index, void *buffer, uint32_t capacity) {
+    int status = CDCMTK_OK;
+    DcmPixelSequence *sequence = fragments(file, &status);
+    if (!sequence) return status;
+    DcmPixelItem *item = nullptr;
+    if (sequence->getItem(item, index + 1).bad() || !item) {
+        return fail(file, "no fragment " + std::to_string(index), CDCMTK_NOT_FOUND);
+    }
+    Uint32 length = item->getLength();
+    if (capacity < length) return CDCMTK_BUFFER_TOO_SMALL;
+    if (length == 0) return CDCMTK_OK;
+    Uint8 *bytes = nullptr;
+    OFCondition condition = item->getUint8Array(bytes);
+    if (condition.bad() || !bytes) return fail(file, std::string("reading fragment: ") + condition.text());
+    std::memcpy(buffer, bytes, length);
+    return CDCMTK_OK;
+}
+
+extern "C" int cdcmtk_offset_table(cdcmtk_file *file, uint32_t *offsets, size_t capacity, size_t *count) {
+    int status = CDCMTK_OK;
+    DcmPixelSequence *sequence = fragments(file, &status);
+    if (!sequence) return status;
+    *count = 0;
+    DcmPixelItem *table = nullptr;
+    if (sequence->getItem(table, 0).bad() || !table || table->getLength() == 0) return CDCMTK_OK;
+    Uint8 *bytes = nullptr;
+    if (table->getUint8Array(bytes).bad() || !bytes) return fail(file, "unreadable basic offset table");
+    size_t entries = table->getLength() / 4;
+    *count = entries;
+    if (capacity < entries) return CDCMTK_BUFFER_TOO_SMALL;
+    for (size_t i = 0; i < entries; ++i) {
+        const Uint8 *p = bytes + 4 * i;
+        offsets[i] = Uint32(p[0]) | (Uint32(p[1]) << 8) | (Uint32(p[2]) << 16) | (Uint32(p[3]) << 24);
+    }
+    return CDCMTK_OK;
+}
+
+extern "C" int cdcmtk_decode_frame(cdcmtk_file *file, uint32_t frame, void *buffer, uint32_t capacity,
+                                   char *color_model, size_t color_model_capacity) {
+    int status = CDCMTK_OK;
+    DcmPixelData *pixels = pixelData(file, &status);
+    if (!pixels) return status;
+    Uint32 startFragment = 0;
+    OFString model;
+    OFCondition condition = pixels->getUncompressedFrame(file->format.getDataset(), frame, startFragment, buffer,
+                                                         capacity, model, nullptr);
+    if (condition.bad()) return fail(file, std::string("decoding frame: ") + condition.text());
+    return copyString(std::string(model.c_str()), color_model, color_model_capacity, nullptr);
+}

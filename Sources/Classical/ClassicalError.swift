@@ -18,7 +18,7 @@ public enum ClassicalError: Error, CustomStringConvertible, Equatable {
         switch self {
         case let .invalidArgument(message): return message
         case let .nonFiniteValue(index):
-            return "value \(index) is NaN or infinite; mask or replace non-finite values before clustering"
+            return "pixel \(index) (row-major) is NaN or infinite; mask or replace non-finite values first"
         case let .emptyInput(what): return "\(what) is empty: there is nothing to cluster"
         case let .tooFewDistinctValues(classes, distinct):
             return "cannot split into \(classes) classes: the input has only \(distinct) distinct value(s); "

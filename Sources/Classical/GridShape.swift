@@ -32,7 +32,7 @@ public struct GridShape: Equatable, Hashable, Sendable, Codable {
 }
 
 /// A label per pixel (voxel): a class map or a region map.
-public struct LabelMap: Equatable, Sendable {
+public struct LabelGrid: Equatable, Sendable {
     public let shape: GridShape
     public var labels: [Int32]
 

@@ -1,12 +1,52 @@
 import CDCMTK
 
 /// Errors reading or writing DICOM, each naming the file and the cause.
-public enum DICOMError: Error, CustomStringConvertible, Equatable {
+public enum DICOMError: Error, CustomStringConvertible, Equatable, Sendable {
+    /// Not a DICOM file, or DCMTK could not parse it (truncated, corrupt).
     case unreadable(file: String, reason: String)
+    /// A required attribute is missing or has an unusable value.
+    case missingAttribute(file: String, attribute: String)
+    /// The dataset has no Pixel Data element.
+    case noPixelData(file: String)
+    /// Pixel Data holds fewer bytes than rows × columns × samples × frames need.
+    case shortPixelData(file: String, expectedBytes: Int, actualBytes: Int)
+    /// The transfer syntax is one SliceLab cannot decode.
+    case unsupportedTransferSyntax(uid: String, file: String)
+    /// The image uses a pixel layout SliceLab does not support (bits allocated, photometric interpretation…).
+    case unsupportedImage(file: String, reason: String)
+    /// Rows, columns, frames or bits that cannot describe a real image, refused before allocating.
+    case impossibleDimensions(file: String, reason: String)
+    /// A frame number outside 0..<frameCount.
+    case frameOutOfRange(file: String, frame: Int, frameCount: Int)
+    /// A compressed frame that its codec could not decode.
+    case decodeFailed(file: String, frame: Int, reason: String)
+    /// A folder in which no file could be loaded as an image series.
+    case noSeries(folder: String, reasons: [String])
+    /// A segmentation that is malformed or does not match its source images.
+    case invalidSegmentation(file: String, reason: String)
+    /// A file that could not be written.
+    case unwritable(file: String, reason: String)
 
     public var description: String {
         switch self {
         case let .unreadable(file, reason): return "\(file): cannot read DICOM: \(reason)"
+        case let .missingAttribute(file, attribute):
+            return "\(file): missing or invalid \(attribute); the file is not a usable image"
+        case let .noPixelData(file): return "\(file): no Pixel Data (7FE0,0010); it is not an image"
+        case let .shortPixelData(file, expected, actual):
+            return "\(file): Pixel Data holds \(actual) bytes but the image needs \(expected); the file is truncated"
+        case let .unsupportedTransferSyntax(uid, file):
+            return "\(file): transfer syntax \(uid) is not supported; convert it with dcmconv or gdcmconv"
+        case let .unsupportedImage(file, reason): return "\(file): unsupported image: \(reason)"
+        case let .impossibleDimensions(file, reason): return "\(file): impossible image dimensions: \(reason)"
+        case let .frameOutOfRange(file, frame, count):
+            return "\(file): frame \(frame) does not exist (the file has \(count) frame\(count == 1 ? "" : "s"))"
+        case let .decodeFailed(file, frame, reason): return "\(file): cannot decode frame \(frame): \(reason)"
+        case let .noSeries(folder, reasons):
+            return "\(folder): no loadable DICOM image series" + (reasons.isEmpty ? "" : ":\n  "
+                + reasons.prefix(20).joined(separator: "\n  "))
+        case let .invalidSegmentation(file, reason): return "\(file): invalid DICOM SEG: \(reason)"
+        case let .unwritable(file, reason): return "\(file): cannot write DICOM: \(reason)"
         }
     }
 }

@@ -31,7 +31,6 @@ public struct CaseMetrics: Sendable {
     /// - Parameters:
     ///   - voxelVolumeMM3: the voxel volume for the mL volumes; by default the product of the map's spacing
     ///     (for a 2-D map pass the slice thickness times the pixel area).
-    ///   - progress: called after each class's surface distances (class index, class count).
     /// - Throws: `MetricsError.shapeMismatch`, `.labelOutOfRange`, `.invalidArgument`.
     public init(reference: LabelGrid, prediction: LabelGrid, settings: EvaluationSettings,
                 voxelVolumeMM3: Double? = nil) throws {
@@ -59,9 +58,7 @@ public struct CaseMetrics: Sendable {
             values[.volumePredictedML]![c] = overlap.predictedVolumeML
             let distances: SurfaceDistances
             if confusion.truePositives(c) + confusion.falsePositives(c) + confusion.falseNegatives(c) == 0 {
-                distances = try SurfaceDistances(prediction: [false, false, false, false],
-                                                 reference: [false, false, false, false],
-                                                 shape: [2, 2], spacing: [1, 1])
+                distances = .bothEmpty
             } else {
                 distances = try SurfaceDistances(prediction: prediction.mask(of: c), reference: reference.mask(of: c),
                                                  shape: reference.shape, spacing: reference.spacing)

@@ -31,8 +31,8 @@ public struct ConfusionMatrix: Sendable, Equatable {
         try self.init(reference: reference.labels, prediction: prediction.labels, classCount: classCount)
     }
 
-    /// Tallies two label arrays of equal length (multi-threaded over chunks).
-    public init(reference: [UInt16], prediction: [UInt16], classCount: Int) throws {
+    /// Tallies two label arrays of equal length (multi-threaded over chunks unless `workers` is 1).
+    public init(reference: [UInt16], prediction: [UInt16], classCount: Int, workers: Int? = nil) throws {
         guard (1...Self.maximumClassCount).contains(classCount) else {
             throw MetricsError.invalidArgument(
                 "class count \(classCount) outside 1...\(Self.maximumClassCount) for a confusion matrix")
@@ -41,7 +41,7 @@ public struct ConfusionMatrix: Sendable, Equatable {
             throw MetricsError.shapeMismatch(reference: [reference.count], prediction: [prediction.count])
         }
         let count = reference.count
-        let chunkCount = Swift.max(1, Swift.min(parallelWorkers(), count / (1 << 18)))
+        let chunkCount = Swift.max(1, Swift.min(workers ?? parallelWorkers(), count / (1 << 18)))
         let chunk = (count + chunkCount - 1) / Swift.max(chunkCount, 1)
         let k = classCount
         var partial = [[Int64]](repeating: [], count: chunkCount)
@@ -114,4 +114,32 @@ func parallelWorkers() -> Int {
     #else
     return 1
     #endif
+}
+
+extension ConfusionMatrix {
+    /// One confusion matrix per item of a batch (slices of a stack, cases of equal size), items in parallel.
+    ///
+    /// - Parameters:
+    ///   - itemSize: voxels per item; both arrays hold a whole number of items.
+    /// - Throws: as `init(reference:prediction:classCount:)`, for the first failing item.
+    public static func batch(reference: [UInt16], prediction: [UInt16], itemSize: Int,
+                             classCount: Int) throws -> [ConfusionMatrix] {
+        guard itemSize > 0, reference.count == prediction.count, reference.count % itemSize == 0 else {
+            throw MetricsError.shapeMismatch(reference: [reference.count], prediction: [prediction.count])
+        }
+        let items = reference.count / itemSize
+        var results = [Result<ConfusionMatrix, Error>](repeating: .failure(MetricsError.invalidArgument("not run")),
+                                                        count: items)
+        results.withUnsafeMutableBufferPointer { slots in
+            let output = slots
+            DispatchQueue.concurrentPerform(iterations: items) { item in
+                let range = (item * itemSize)..<((item + 1) * itemSize)
+                output[item] = Result {
+                    try ConfusionMatrix(reference: Array(reference[range]), prediction: Array(prediction[range]),
+                                        classCount: classCount, workers: 1)
+                }
+            }
+        }
+        return try results.map { try $0.get() }
+    }
 }

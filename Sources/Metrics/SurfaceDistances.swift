@@ -36,6 +36,13 @@ public struct SurfaceDistances: Sendable {
         referenceToPrediction = Self.directed(from: referenceSurface, to: predictedSurface, box.shape, spacing)
     }
 
+    /// The distances of a class absent from both masks: every distance metric is NaN.
+    public static let bothEmpty = SurfaceDistances(predictionToReference: [], referenceToPrediction: [])
+
+    private init(predictionToReference: [Double], referenceToPrediction: [Double]) {
+        (self.predictionToReference, self.referenceToPrediction) = (predictionToReference, referenceToPrediction)
+    }
+
     private static func directed(from source: [Bool], to target: [Bool], _ shape: [Int],
                                  _ spacing: [Double]) -> [Double] {
         guard source.contains(true) else { return [] }
@@ -116,11 +123,25 @@ struct BoundingBox {
     init?(_ a: [Bool], _ b: [Bool], shape full: [Int]) {
         let extents = full.count == 3 ? full : [1] + full
         var low = extents, high = [-1, -1, -1]
-        let plane = extents[1] * extents[2]
-        for i in 0..<a.count where a[i] || b[i] {
-            let z = i / plane, y = (i % plane) / extents[2], x = i % extents[2]
-            low = [Swift.min(low[0], z), Swift.min(low[1], y), Swift.min(low[2], x)]
-            high = [Swift.max(high[0], z), Swift.max(high[1], y), Swift.max(high[2], x)]
+        a.withUnsafeBufferPointer { a in
+            b.withUnsafeBufferPointer { b in
+                var i = 0
+                for z in 0..<extents[0] {
+                    for y in 0..<extents[1] {
+                        var first = -1, last = -1
+                        for x in 0..<extents[2] {
+                            if a[i] || b[i] {
+                                if first < 0 { first = x }
+                                last = x
+                            }
+                            i += 1
+                        }
+                        guard first >= 0 else { continue }
+                        low = [Swift.min(low[0], z), Swift.min(low[1], y), Swift.min(low[2], first)]
+                        high = [Swift.max(high[0], z), Swift.max(high[1], y), Swift.max(high[2], last)]
+                    }
+                }
+            }
         }
         guard high[0] >= 0 else { return nil }
         let boxShape = (0..<3).map { high[$0] - low[$0] + 1 }

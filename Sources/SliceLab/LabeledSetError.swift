@@ -1,50 +1,64 @@
-/// Errors of a labeled set (issue #8's format): each names the set folder or the case and says what to fix.
+/// Errors of a labeled set (the format of Datasets/README.md): each names the set's `dataset.json` or the case,
+/// and says what to fix.
 public enum LabeledSetError: Error, CustomStringConvertible, Equatable {
-    /// `dataset.json` is missing or not valid.
+    /// `dataset.json` or a folder of the set is missing or not valid (never skippable).
     case invalidDescription(file: String, reason: String)
     /// An image with no label file.
     case unpairedImage(case: String, file: String)
     /// A label file with no image.
     case unpairedLabel(case: String, file: String)
-    /// A case listed in a split has no image.
+    /// A case listed in a split has neither image nor labels.
     case missingCase(case: String, split: String)
-    /// A case listed in two splits.
+    /// More than one image form or label form for one case.
+    case ambiguous(case: String, files: [String])
+    /// A file whose case no split lists.
+    case notInAnySplit(case: String, file: String)
+    /// A case listed in two splits, or twice in one.
     case caseInTwoSplits(case: String, splits: [String])
-    /// Image and labels of a case differ in height or width.
+    /// A case name outside `[A-Za-z0-9][A-Za-z0-9._-]{0,127}`.
+    case badCaseName(case: String)
+    /// Image and labels of a case differ in shape (channels left out).
     case shapeMismatch(case: String, image: [Int], labels: [Int])
-    /// A label value outside the set's classes.
-    case labelOutOfRange(case: String, value: Int, classCount: Int)
+    /// A label value outside the set's classes, with the number of pixels holding it.
+    case labelOutOfRange(case: String, value: Int, pixels: Int, classCount: Int)
     /// A file of a case cannot be read (its reason from the reader).
     case unreadable(case: String, file: String, reason: String)
-    /// A file of a case is of a kind the loader does not take.
-    case unsupported(case: String, file: String, reason: String)
+    /// With `skipBad`, a split that had cases has none left.
+    case emptySplit(split: String)
 
     public var description: String {
         switch self {
         case let .invalidDescription(file, reason): return "\(file): \(reason)"
-        case let .unpairedImage(name, file): return "case \(name): image \(file) has no label file in labels/"
-        case let .unpairedLabel(name, file): return "case \(name): label file \(file) has no image in images/"
+        case let .unpairedImage(name, file): return "case \(name): unpaired image: \(file) has no label in labels/"
+        case let .unpairedLabel(name, file): return "case \(name): unpaired label: \(file) has no image in images/"
         case let .missingCase(name, split):
-            return "case \(name): listed in split \"\(split)\" but images/ has no \(name).png, .h5, .dcm or \(name)/"
+            return "case \(name): missing case: listed in split \"\(split)\" but has no image and no label"
+        case let .ambiguous(name, files):
+            return "case \(name): ambiguous: more than one image or label form (\(files.joined(separator: ", ")))"
+        case let .notInAnySplit(name, file): return "case \(name): not in any split: \(file)"
         case let .caseInTwoSplits(name, splits):
-            return "case \(name): listed in several splits (\(splits.joined(separator: ", "))); a case belongs to one"
+            return "case \(name): listed more than once (splits \(splits.joined(separator: ", "))); a case belongs "
+                + "to one split"
+        case let .badCaseName(name):
+            return "case \(name): bad case name (expected [A-Za-z0-9][A-Za-z0-9._-]{0,127})"
         case let .shapeMismatch(name, image, labels):
-            return "case \(name): image is \(image[0])×\(image[1]) pixels but labels are \(labels[0])×\(labels[1])"
-        case let .labelOutOfRange(name, value, classCount):
-            return "case \(name): label value \(value) is outside the \(classCount) classes of dataset.json "
-                + "(0...\(classCount - 1))"
-        case let .unreadable(name, file, reason): return "case \(name): cannot read \(file): \(reason)"
-        case let .unsupported(name, file, reason): return "case \(name): \(file): \(reason)"
+            return "case \(name): shape mismatch: image \(image), labels \(labels)"
+        case let .labelOutOfRange(name, value, pixels, classCount):
+            return "case \(name): label outside classes: value \(value) in \(pixels) pixels, classes are "
+                + "0…\(classCount - 1)"
+        case let .unreadable(name, file, reason): return "case \(name): unreadable: \(file): \(reason)"
+        case let .emptySplit(split): return "split \"\(split)\" has no usable case left after skipping bad cases"
         }
     }
 
     /// The case the error names, if any.
     public var caseName: String? {
         switch self {
-        case .invalidDescription: return nil
+        case .invalidDescription, .emptySplit: return nil
         case let .unpairedImage(name, _), let .unpairedLabel(name, _), let .missingCase(name, _),
-             let .caseInTwoSplits(name, _), let .shapeMismatch(name, _, _), let .labelOutOfRange(name, _, _),
-             let .unreadable(name, _, _), let .unsupported(name, _, _):
+             let .ambiguous(name, _), let .notInAnySplit(name, _), let .caseInTwoSplits(name, _),
+             let .badCaseName(name), let .shapeMismatch(name, _, _), let .labelOutOfRange(name, _, _, _),
+             let .unreadable(name, _, _):
             return name
         }
     }

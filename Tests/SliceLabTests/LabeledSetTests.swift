@@ -8,8 +8,8 @@ import Testing
 /// The labeled-set loader: PNG and HDF5 cases load with the right shapes and values, and each malformed set
 /// gives one typed error naming the case, or a listed skip with `skipBad`.
 struct LabeledSetTests {
-    /// Writes a set with case a (PNG 8-bit gray image, PNG labels) and case b (HDF5 [1, H, W] image, HDF5
-    /// labels), both 6×5, and returns its folder.
+    /// Writes a set with case a (PNG 8-bit gray image, PNG labels) and case b (HDF5 (rows, columns) image, HDF5
+    /// labels), both 6×5, with copies c (of a, train) and d (of b, val), and returns its folder.
     static func makeSet(json: String? = nil) throws -> URL {
         let folder = try TestSupport.temporaryFolder("labeled-set")
         let fm = FileManager.default
@@ -22,14 +22,21 @@ struct LabeledSetTests {
         try PNGImage(rows: 6, columns: 5, channels: 1, samples: (0..<30).map { UInt8($0 % 3) })
             .write(to: folder.appendingPathComponent("labels/a.png").path)
         try HDF5File.write(to: folder.appendingPathComponent("images/b.h5").path) {
-            try $0.write((0..<30).map { Float($0) - 10 }, shape: [1, 6, 5], to: "/image")
+            try $0.write((0..<30).map { Float($0) - 10 }, shape: [6, 5], to: "/image")
         }
         try HDF5File.write(to: folder.appendingPathComponent("labels/b.h5").path) {
             try $0.write((0..<30).map { UInt16($0 % 2) }, shape: [6, 5], to: "/labels")
         }
+        for (copy, original) in [("c", "a.png"), ("d", "b.h5")] {  // second cases, so skipping one leaves a split
+            let ext = (original as NSString).pathExtension
+            for sub in ["images", "labels"] {
+                try fm.copyItem(at: folder.appendingPathComponent("\(sub)/\(original)"),
+                                to: folder.appendingPathComponent("\(sub)/\(copy).\(ext)"))
+            }
+        }
         let description = json ?? """
             {"name": "tiny", "classes": ["background", "one", "two"], "modality": "MR",
-             "splits": {"train": ["a"], "val": ["b"]},
+             "splits": {"train": ["a", "c"], "val": ["b", "d"]},
              "preprocessing": {"normalize": "percentile", "low": 0.5, "high": 99.5}}
             """
         try Data(description.utf8).write(to: folder.appendingPathComponent("dataset.json"))
@@ -40,11 +47,11 @@ struct LabeledSetTests {
         let folder = try Self.makeSet()
         defer { try? FileManager.default.removeItem(at: folder) }
         let set = try LabeledSet.open(folder.path)
-        #expect(set.cases(in: "train") == ["a"] && set.cases(in: "val") == ["b"] && set.skipped.isEmpty)
+        #expect(set.cases(in: "train") == ["a", "c"] && set.cases(in: "val") == ["b", "d"] && set.skipped.isEmpty)
         #expect(set.description.preprocessing == .percentile(low: 0.5, high: 99.5))
         let a = try set.load("a")
-        #expect(a.image.shape == [1, 6, 5] && a.image.values[7] == 56)
-        #expect(a.labels.shape == [6, 5] && a.labels.values[7] == 1)
+        #expect(a.image.shape == [1, 1, 6, 5] && a.image.values[7] == 56)
+        #expect(a.labels.shape == [1, 6, 5] && a.labels.values[7] == 1)
         let b = try set.load("b")
         #expect(b.image.values.first == -10 && b.labels.values[3] == 1)
     }
@@ -79,7 +86,8 @@ struct LabeledSetTests {
         try HDF5File.write(to: folder.appendingPathComponent("labels/b.h5").path, updating: false) {
             try $0.write([UInt8](repeating: 0, count: 20), shape: [4, 5], to: "/labels")
         }
-        try Self.expectError(.shapeMismatch(case: "b", image: [6, 5], labels: [4, 5]), in: folder, skippedCase: "b")
+        try Self.expectError(.shapeMismatch(case: "b", image: [1, 6, 5], labels: [1, 4, 5]), in: folder,
+                             skippedCase: "b")
     }
 
     @Test func labelValueOutsideTheClassesNamesTheCase() throws {
@@ -87,14 +95,16 @@ struct LabeledSetTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         var labels = [UInt8](repeating: 0, count: 30)
         labels[4] = 7
+        labels[9] = 7
         try PNGImage(rows: 6, columns: 5, channels: 1, samples: labels)
             .write(to: folder.appendingPathComponent("labels/a.png").path)
-        try Self.expectError(.labelOutOfRange(case: "a", value: 7, classCount: 3), in: folder, skippedCase: "a")
+        try Self.expectError(.labelOutOfRange(case: "a", value: 7, pixels: 2, classCount: 3), in: folder,
+                             skippedCase: "a")
     }
 
     @Test func caseInTwoSplitsNamesTheCase() throws {
         let folder = try Self.makeSet(json: """
-            {"name": "tiny", "classes": ["bg", "fg", "x"], "splits": {"train": ["a", "b"], "val": ["b"]}}
+            {"name": "tiny", "classes": ["bg", "fg", "x"], "modality": "OT", "splits": {"train": ["a", "b", "c"], "val": ["b", "d"]}}
             """)
         defer { try? FileManager.default.removeItem(at: folder) }
         try Self.expectError(.caseInTwoSplits(case: "b", splits: ["train", "val"]), in: folder, skippedCase: "b")
@@ -102,7 +112,7 @@ struct LabeledSetTests {
 
     @Test func listedCaseWithoutFilesIsReported() throws {
         let folder = try Self.makeSet(json: """
-            {"name": "tiny", "classes": ["bg", "fg", "x"], "splits": {"train": ["a", "zz"], "val": ["b"]}}
+            {"name": "tiny", "classes": ["bg", "fg", "x"], "modality": "OT", "splits": {"train": ["a", "zz", "c"], "val": ["b", "d"]}}
             """)
         defer { try? FileManager.default.removeItem(at: folder) }
         try Self.expectError(.missingCase(case: "zz", split: "train"), in: folder, skippedCase: "zz")
@@ -118,14 +128,45 @@ struct LabeledSetTests {
         }
     }
 
+    @Test func twoFormsOfOneCaseAreAmbiguous() throws {
+        let folder = try Self.makeSet()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.copyItem(at: folder.appendingPathComponent("images/a.png"),
+                                         to: folder.appendingPathComponent("images/a.h5"))
+        try Self.expectError(.ambiguous(case: "a", files: ["a.h5", "a.png", "a.png"]), in: folder, skippedCase: "a")
+    }
+
+    @Test func fileOfNoSplitIsReported() throws {
+        let folder = try Self.makeSet()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.copyItem(at: folder.appendingPathComponent("labels/a.png"),
+                                         to: folder.appendingPathComponent("labels/stray.png"))
+        try Self.expectError(.notInAnySplit(case: "stray", file: folder.appendingPathComponent("labels/stray.png").path),
+                             in: folder, skippedCase: "stray")
+    }
+
+    @Test func badCaseNamesAndEmptiedSplitsAreReported() throws {
+        #expect(LabeledSet.isValidCaseName("axial019.b-2_x") && !LabeledSet.isValidCaseName("-a")
+                && !LabeledSet.isValidCaseName("a b") && !LabeledSet.isValidCaseName(""))
+        let folder = try Self.makeSet()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.removeItem(at: folder.appendingPathComponent("labels/b.h5"))
+        try FileManager.default.removeItem(at: folder.appendingPathComponent("labels/d.h5"))
+        // b and d were the val cases: skipping them empties the split, which is an error even with skipBad.
+        #expect(throws: LabeledSetError.emptySplit(split: "val")) { try LabeledSet.open(folder.path, skipBad: true) }
+    }
+
     @Test func badDescriptionSaysWhatIsWrong() throws {
-        let folder = try Self.makeSet(json: #"{"name": "x", "splits": {}}"#)
+        let folder = try Self.makeSet(json: #"{"name": "x", "modality": "MR", "splits": {}}"#)
         defer { try? FileManager.default.removeItem(at: folder) }
         #expect { try LabeledSet.open(folder.path) } throws: { error in
             "\(error)".contains("dataset.json") && "\(error)".contains("classes")
         }
-        try Data(#"{"name": "x", "classes": ["a","b"], "splits": {}, "preprocessing": {"normalize": "fancy"}}"#.utf8)
+        try Data(#"{"name": "x", "classes": ["a","b"], "modality": "MR", "splits": {}, "preprocessing": {"normalize": "fancy"}}"#.utf8)
             .write(to: folder.appendingPathComponent("dataset.json"))
         #expect { try LabeledSet.open(folder.path) } throws: { "\($0)".contains("fancy") }
+        try Data(#"{"name": "x", "classes": ["a", "a"], "modality": "MR", "splits": {}}"#.utf8)
+            .write(to: folder.appendingPathComponent("dataset.json"))
+        #expect { try LabeledSet.open(folder.path) } throws: { "\($0)".contains("duplicates") }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import SliceLab
 
 /// `slicelab evaluate --pred PRED --ref REF --out RESULTS.h5` (issue #7).
@@ -21,6 +22,25 @@ enum EvaluateCommand: Command {
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
-        throw notYetAvailable("evaluate", "metrics, issue #7")
+        guard let prediction = arguments.string("pred"), let reference = arguments.string("ref"),
+              let output = arguments.string("out") else {
+            throw UsageError("slicelab evaluate: --pred, --ref and --out are required")
+        }
+        let names = arguments.string("class-names").map {
+            $0.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        if let names, names.contains(where: \.isEmpty) {
+            throw UsageError("slicelab evaluate: --class-names has an empty name")
+        }
+        let options = Evaluate.Options(
+            prediction: prediction, reference: reference, output: output, spacing: arguments.doubles("spacing"),
+            classCount: arguments.int("num-classes"), classNames: names,
+            toleranceMM: arguments.double("tolerance") ?? 1,
+            hd95: Evaluate.HD95Definition(rawValue: arguments.string("hd95") ?? "max") ?? .max,
+            empty: Evaluate.EmptyRule(rawValue: arguments.string("empty") ?? "nan") ?? .nan,
+            runName: arguments.string("run"), overwrite: arguments.flag("overwrite"))
+        let run = try Evaluate.run(options)
+        print(Evaluate.table(run))
+        print("wrote run '\(run.name)' to \(output)")
     }
 }

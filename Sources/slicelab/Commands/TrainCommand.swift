@@ -26,9 +26,38 @@ enum TrainCommand: Command {
             OptionSpec("seed", .int(), help: "Random seed.", default: "0"),
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
             OptionSpec("out", valueName: "MODEL.h5", help: "Checkpoint to write.", required: true),
-        ])
+            OptionSpec("skip-bad", .flag, help: "Skip (and list) invalid cases instead of stopping."),
+        ],
+        discussion: """
+            Writes the best checkpoint (by validation mean foreground Dice) to MODEL.h5 and the last one to
+            MODEL.last.h5; --resume MODEL.last.h5 continues an interrupted run exactly.
+            """)
 
     static func run(_ arguments: ParsedArguments) throws {
-        throw notYetAvailable("train", "training, issue #5")
+        guard let dataset = arguments.positional(0), let architecture = arguments.string("arch"),
+              let classCount = arguments.int("num-classes"), let out = arguments.string("out") else {
+            throw UsageError("slicelab train: DATASET, --arch, --num-classes and --out are required")
+        }
+        if arguments.has("epochs") && arguments.has("steps") {
+            throw UsageError("slicelab train: give --epochs or --steps, not both")
+        }
+        var options = TrainOptions(datasetPath: dataset, architecture: architecture, classCount: classCount,
+                                   outputPath: out)
+        options.inputChannels = arguments.int("in-channels") ?? 1
+        options.epochs = arguments.int("epochs")
+        options.steps = arguments.int("steps")
+        options.batchSize = arguments.int("batch") ?? 8
+        options.cropSize = arguments.int("crop") ?? 256
+        options.learningRate = arguments.double("lr")
+        options.optimizer = arguments.string("optimizer") ?? "adamw"
+        options.loss = arguments.string("loss") ?? "dicece"
+        options.classWeights = arguments.doubles("class-weights")
+        options.initialWeights = arguments.string("init")
+        options.resumePath = arguments.string("resume")
+        options.validateEvery = arguments.int("val-every")
+        options.seed = UInt64(bitPattern: Int64(arguments.int("seed") ?? 0))
+        options.threads = arguments.int("threads")
+        options.skipBad = arguments.flag("skip-bad")
+        try TrainWorkflow.run(options, makeNetwork: TrainWorkflow.makeEngineNetwork)
     }
 }

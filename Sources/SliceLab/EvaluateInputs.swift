@@ -1,0 +1,137 @@
+import Foundation
+import ImageIO
+
+/// Label files for `evaluate`: PNG (8/16-bit gray), HDF5 `/labels`, DICOM SEG; single files or folders
+/// paired by file stem.
+public enum EvaluateInputs {
+    /// The extensions read as label files; extension-less files are tried as DICOM.
+    static let extensions: Set<String> = ["png", "h5", "hdf5", "dcm"]
+
+    /// One case to evaluate: its id (the file stem) and the two files.
+    public struct CasePair: Sendable, Equatable {
+        public let id: String
+        public let prediction: String
+        public let reference: String
+    }
+
+    /// A label map and whether its spacing came from the file.
+    public struct LoadedLabels {
+        public var labels: LabelMap
+        public var hasSpacing: Bool
+    }
+
+    /// Pairs `prediction` with `reference`: two files form one case (named after the reference's stem); two
+    /// folders are paired by stem, sorted by id.
+    ///
+    /// - Throws: `EvaluateError.unpairedFiles` listing every unpaired stem, `.duplicateStem`, `.noLabelFiles`,
+    ///   `.mixedInputs`, `InputError.unsupportedFile` for a missing path.
+    public static func pairs(prediction: String, reference: String) throws -> [CasePair] {
+        let predictionIsFolder = try isFolder(prediction), referenceIsFolder = try isFolder(reference)
+        guard predictionIsFolder == referenceIsFolder else {
+            throw EvaluateError.mixedInputs(prediction: prediction, reference: reference)
+        }
+        guard predictionIsFolder else {
+            return [CasePair(id: stem(reference), prediction: prediction, reference: reference)]
+        }
+        let predictions = try labelFiles(in: prediction), references = try labelFiles(in: reference)
+        let missingReference = predictions.keys.filter { references[$0] == nil }.sorted()
+        let missingPrediction = references.keys.filter { predictions[$0] == nil }.sorted()
+        guard missingReference.isEmpty && missingPrediction.isEmpty else {
+            throw EvaluateError.unpairedFiles(predictionsWithoutReference: missingReference,
+                                              referencesWithoutPrediction: missingPrediction)
+        }
+        return references.keys.sorted().compactMap { id in
+            guard let p = predictions[id], let r = references[id] else { return nil }
+            return CasePair(id: id, prediction: p, reference: r)
+        }
+    }
+
+    static func isFolder(_ path: String) throws -> Bool {
+        var directory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &directory) else {
+            throw InputError.unsupportedFile(file: path, reason: "no such file or folder")
+        }
+        return directory.boolValue
+    }
+
+    static func stem(_ path: String) -> String {
+        URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+    }
+
+    static func labelFiles(in folder: String) throws -> [String: String] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: folder)
+        } catch {
+            throw InputError.unsupportedFile(file: folder, reason: "cannot list: \(error.localizedDescription)")
+        }
+        var files = [String: String]()
+        for name in names.sorted() where !name.hasPrefix(".") {
+            let url = URL(fileURLWithPath: folder).appendingPathComponent(name)
+            let ext = url.pathExtension.lowercased()
+            guard extensions.contains(ext) || ext.isEmpty, try !isFolder(url.path) else { continue }
+            let key = stem(url.path)
+            guard files[key] == nil else { throw EvaluateError.duplicateStem(folder: folder, stem: key) }
+            files[key] = url.path
+        }
+        guard !files.isEmpty else { throw EvaluateError.noLabelFiles(folder: folder) }
+        return files
+    }
+
+    // MARK: - Reading
+
+    /// Reads a label file by its extension: `.png` (one gray channel, 8 or 16 bits), `.h5`/`.hdf5` (dataset
+    /// `/labels` [rows, columns] or [frames, rows, columns], integer, optional attribute `spacing` (slice, row,
+    /// column mm) as `LabelMap.write` stores it), anything else as DICOM SEG.
+    ///
+    /// - Throws: `InputError.invalidContent` naming the file (colour PNG, negative or non-integer labels, bad
+    ///   shape), `ImageIOError` from the readers.
+    public static func load(_ path: String) throws -> LoadedLabels {
+        switch URL(fileURLWithPath: path).pathExtension.lowercased() {
+        case "png": return try loadPNG(path)
+        case "h5", "hdf5": return try loadHDF5(path)
+        default: return try loadDICOMSegmentation(path)
+        }
+    }
+
+    static func loadPNG(_ path: String) throws -> LoadedLabels {
+        let png = try PNGImage.read(path)
+        guard png.channels == 1 else {
+            throw InputError.invalidContent(file: path, reason: "a label PNG must be one gray channel, this one has \(png.channels)")
+        }
+        let labels = png.intSamples.map { Int32($0) }
+        return LoadedLabels(labels: LabelMap(frames: 1, rows: png.rows, columns: png.columns, labels: labels),
+                            hasSpacing: false)
+    }
+
+    static func loadHDF5(_ path: String) throws -> LoadedLabels {
+        let file = try HDF5File.open(path)
+        let shape = try file.shape(of: "/labels")
+        guard (2...3).contains(shape.count), shape.allSatisfy({ $0 > 0 }) else {
+            throw InputError.invalidContent(file: path, reason: "/labels has shape \(shape); expected [rows, columns] "
+                + "or [frames, rows, columns]")
+        }
+        switch try file.elementType(of: "/labels") {
+        case .float32?, .float64?, nil:
+            throw InputError.invalidContent(file: path, reason: "/labels must hold integers")
+        default: break
+        }
+        let values = try file.read("/labels", as: Int64.self).values
+        guard let low = values.min(), let high = values.max(), low >= 0, high <= 65_535 else {
+            throw InputError.invalidContent(file: path, reason: "/labels holds values outside 0...65535")
+        }
+        let frames = shape.count == 3 ? shape[0] : 1
+        var map = LabelMap(frames: frames, rows: shape[shape.count - 2], columns: shape[shape.count - 1],
+                           labels: values.map { Int32($0) })
+        var hasSpacing = false
+        if file.hasAttribute("spacing", at: "/labels"), let spacing = try file.attribute("spacing", at: "/labels").doubleValues {
+            guard spacing.count == 3, spacing.allSatisfy({ $0 > 0 && $0.isFinite }) else {
+                throw InputError.invalidContent(file: path, reason: "/labels spacing \(spacing) must be three positive "
+                    + "values (slice, row, column) in mm")
+            }
+            map.spacing = spacing
+            hasSpacing = true
+        }
+        return LoadedLabels(labels: map, hasSpacing: hasSpacing)
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+
+/// Reports training progress on standard error: on a terminal a bar redrawn in place (step, loss, steps/s,
+/// ETA); otherwise a plain line every `plainInterval` steps. Validation results always get their own line.
+public final class TrainProgress {
+    private let totalSteps: Int
+    private let isTerminal: Bool
+    private let plainInterval: Int
+    private let write: (String) -> Void
+    private var start: Date?
+    private var startStep = 0
+    private var lastDraw = Date.distantPast
+
+    /// - Parameters:
+    ///   - isTerminal: draw a bar (default: whether standard error is a TTY).
+    ///   - write: where text goes (standard error by default; tests capture it).
+    public init(totalSteps: Int, isTerminal: Bool = isatty(2) == 1, plainInterval: Int = 10,
+                write: @escaping (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }) {
+        self.totalSteps = totalSteps
+        self.isTerminal = isTerminal
+        self.plainInterval = max(1, plainInterval)
+        self.write = write
+    }
+
+    /// Records that `step` (1-based) finished with `loss`.
+    public func step(_ step: Int, loss: Double, learningRate: Double) {
+        let now = Date()
+        if start == nil {
+            start = now
+            startStep = step - 1
+        }
+        let elapsed = now.timeIntervalSince(start ?? now)
+        let rate = elapsed > 0 ? Double(step - startStep) / elapsed : 0
+        let eta = rate > 0 ? Double(totalSteps - step) / rate : 0
+        let numbers = String(format: "step %d/%d  loss %.4f  lr %.2e  %.2f steps/s  ETA %@", step, totalSteps, loss,
+                             learningRate, rate, ProgressReporter.clock(eta))
+        if isTerminal {
+            guard now.timeIntervalSince(lastDraw) > 0.1 || step == totalSteps else { return }
+            lastDraw = now
+            let width = 24, filled = totalSteps > 0 ? width * step / totalSteps : width
+            write("\r[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
+                  + "] " + numbers + "\u{1B}[K")
+        } else if step % plainInterval == 0 || step == totalSteps {
+            write(numbers + "\n")
+        }
+    }
+
+    /// A line of its own (validation results, checkpoints, stopping).
+    public func note(_ line: String) {
+        write((isTerminal ? "\r\u{1B}[K" : "") + line + "\n")
+    }
+}

@@ -1,0 +1,173 @@
+import DeepLab
+import Foundation
+
+/// The options of `slicelab train`, with the CLI's names and defaults.
+public struct TrainOptions: Sendable {
+    public var datasetPath: String
+    public var architecture: String
+    public var classCount: Int
+    public var inputChannels: Int = 1
+    public var epochs: Int?
+    public var steps: Int?
+    public var batchSize: Int = 8
+    public var cropSize: Int = 256
+    /// Default 1e-3 for AdamW, 1e-2 for SGD.
+    public var learningRate: Double?
+    /// "sgd" or "adamw".
+    public var optimizer: String = "adamw"
+    /// "ce", "dice", "dicece" or "focal".
+    public var loss: String = "dicece"
+    public var classWeights: [Double]?
+    /// Weights to start from (a torchvision safetensors file or a SliceLab checkpoint), for the engine.
+    public var initialWeights: String?
+    public var resumePath: String?
+    /// Default: once per epoch.
+    public var validateEvery: Int?
+    public var seed: UInt64 = 0
+    public var threads: Int?
+    public var outputPath: String
+    public var skipBad = false
+    public var augmentation: AugmentationConfiguration?
+
+    public init(datasetPath: String, architecture: String, classCount: Int, outputPath: String) {
+        self.datasetPath = datasetPath
+        self.architecture = architecture
+        self.classCount = classCount
+        self.outputPath = outputPath
+    }
+
+    /// Where the last checkpoint goes beside the best one at `outputPath`: `MODEL.last.h5`.
+    public var lastCheckpointPath: String {
+        let url = URL(fileURLWithPath: outputPath)
+        let stem = url.pathExtension.isEmpty ? url.lastPathComponent : url.deletingPathExtension().lastPathComponent
+        return url.deletingLastPathComponent().appendingPathComponent(stem + ".last.h5").path
+    }
+}
+
+/// `slicelab train`: a labeled set → preprocessed, augmented batches → the trainer → checkpoints.
+public enum TrainWorkflow {
+    /// The run's configuration from the options and the set.
+    ///
+    /// - Throws: `TrainingError.invalidConfiguration` for options that do not fit the set.
+    public static func configuration(_ options: TrainOptions, set: LabeledSet) throws -> TrainingConfiguration {
+        guard options.classCount == set.classCount else {
+            throw TrainingError.invalidConfiguration("--num-classes is \(options.classCount) but \(set.folder.path)/"
+                                                     + "dataset.json lists \(set.classCount) classes")
+        }
+        let trainCount = set.cases(in: "train").count
+        guard trainCount > 0 else {
+            throw TrainingError.invalidConfiguration("\(set.folder.path): the train split has no usable cases")
+        }
+        let stepsPerEpoch = (trainCount + options.batchSize - 1) / options.batchSize
+        let steps = options.steps ?? (options.epochs ?? 1) * stepsPerEpoch
+        guard let lossKind = LossConfiguration.Kind(rawValue: options.loss) else {
+            throw TrainingError.invalidConfiguration("unknown loss \(options.loss)")
+        }
+        let isSGD = options.optimizer == "sgd"
+        let rate = options.learningRate ?? (isSGD ? 1e-2 : 1e-3)
+        let warmup = steps >= 100 ? steps / 20 : 0
+        return TrainingConfiguration(
+            classCount: options.classCount, steps: steps, batchSize: options.batchSize,
+            validateEvery: options.validateEvery ?? max(1, min(steps, stepsPerEpoch)),
+            schedule: LearningRateSchedule(baseLearningRate: rate, totalSteps: steps, power: 0.9, warmupSteps: warmup),
+            optimizer: isSGD ? .sgd(SGD.Configuration()) : .adamW(AdamW.Configuration()),
+            loss: LossConfiguration(kind: lossKind, classWeights: options.classWeights),
+            gradientClipNorm: 10, earlyStoppingPatience: nil, seed: options.seed,
+            augmentation: options.augmentation ?? AugmentationConfiguration(cropSize: options.cropSize),
+            preprocessing: set.description.preprocessing ?? .minMax)
+    }
+
+    /// Makes an image [C, H, W] network input: channels converted to `inputChannels` (gray replicated, or
+    /// color averaged), then preprocessed.
+    static func prepare(_ image: FloatTensor, inputChannels: Int, preprocessing: Preprocessing) -> FloatTensor {
+        var image = image
+        let (channels, plane) = (image.shape[0], image.shape[1] * image.shape[2])
+        if channels != inputChannels {
+            var gray = [Float](repeating: 0, count: plane)
+            for c in 0..<channels {
+                for p in 0..<plane { gray[p] += image.values[c * plane + p] / Float(channels) }
+            }
+            image = FloatTensor(shape: [inputChannels, image.shape[1], image.shape[2]],
+                                values: Array((0..<inputChannels).map { _ in gray }.joined()))
+        }
+        preprocessing.apply(to: &image.values)
+        return image
+    }
+
+    /// Every frame of every case of `split`, prepared as network input (a volume gives one frame per slice).
+    static func frames(of set: LabeledSet, split: String, options: TrainOptions,
+                       preprocessing: Preprocessing) throws -> [TrainValidation.Case] {
+        try set.cases(in: split).flatMap { name -> [TrainValidation.Case] in
+            let sample = try set.load(name)
+            return (0..<sample.frameCount).map { index in
+                let (image, labels) = sample.frame(index)
+                return TrainValidation.Case(
+                    name: sample.frameCount == 1 ? name : "\(name)#\(index)",
+                    image: prepare(image, inputChannels: options.inputChannels, preprocessing: preprocessing),
+                    labels: labels)
+            }
+        }
+    }
+
+    /// The DeepLabV3 network for `options`: architecture, classes and input channels as given, weights freshly
+    /// initialised from `--seed` (torchvision layout, so checkpoints keep `state_dict` keys).
+    ///
+    /// - Throws: `TrainingError.networkUnavailable` for `--init` (importing weights is not in this build yet);
+    ///   `DeepLabError.invalidConfiguration` for an architecture the engine cannot build.
+    public static func makeEngineNetwork(_ options: TrainOptions) throws -> SegmentationNetwork {
+        guard let architecture = DeepLabConfiguration.Architecture(rawValue: options.architecture) else {
+            throw TrainingError.invalidConfiguration("unknown architecture \(options.architecture)")
+        }
+        if let initial = options.initialWeights {
+            throw TrainingError.networkUnavailable(
+                architecture: options.architecture,
+                reason: "starting from \(initial) needs the engine's weight import, not in this build yet")
+        }
+        return try DeepLabV3(DeepLabConfiguration(arch: architecture, numClasses: options.classCount,
+                                                  inputChannels: options.inputChannels, seed: options.seed))
+    }
+
+    /// Runs training.
+    ///
+    /// - Parameters:
+    ///   - makeNetwork: builds the network for the options (architecture, classes, channels, initial weights).
+    /// - Throws: `LabeledSetError` for the set, `TrainingError` for the run, and the network's errors.
+    @discardableResult
+    public static func run(_ options: TrainOptions, progress: TrainProgress? = nil,
+                           makeNetwork: (TrainOptions) throws -> SegmentationNetwork) throws -> Trainer.Summary {
+        let set = try LabeledSet.open(options.datasetPath, skipBad: options.skipBad)
+        for skipped in set.skipped { FileHandle.standardError.write(Data("skipping \(skipped.error)\n".utf8)) }
+        let configuration = try configuration(options, set: set)
+        let network = try makeNetwork(options)
+        let preprocessing = configuration.preprocessing
+        let train = try frames(of: set, split: "train", options: options, preprocessing: preprocessing)
+            .map { ($0.image, $0.labels) }
+        let validationCases = try frames(of: set, split: "val", options: options, preprocessing: preprocessing)
+        let sampler = try BatchSampler(sampleCount: train.count, batchSize: configuration.batchSize,
+                                       augmenter: try Augmenter(configuration.augmentation)) { train[$0] }
+        let loss = try configuration.loss.makeLoss(classCount: configuration.classCount)
+        let trainer = try Trainer(network: network, configuration: configuration, sampler: sampler,
+                                  validation: TrainValidation(cases: validationCases, classCount: set.classCount,
+                                                              loss: loss),
+                                  bestCheckpointPath: options.outputPath,
+                                  lastCheckpointPath: options.lastCheckpointPath,
+                                  progress: progress ?? TrainProgress(totalSteps: configuration.steps))
+        if let model = network as? DeepLabV3 {
+            let parameters = model.parameters
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            let json = String(decoding: try encoder.encode(model.configuration), as: UTF8.self)
+            trainer.writeModel = { file in
+                try TrainingCheckpoint.writeParameters(parameters, to: file)
+                try file.setAttribute("deeplab_configuration", .string(json))
+            }
+        }
+        do {
+            return try trainer.run(resumingFrom: options.resumePath)
+        } catch let DeepLabError.invalidBackward(reason) {
+            throw TrainingError.networkUnavailable(
+                architecture: options.architecture,
+                reason: "the engine's backward pass is not in this build yet (\(reason))")
+        }
+    }
+}
