@@ -18,7 +18,6 @@
 struct cdcmtk_file {
     DcmFileFormat format;
     std::string error;
-    DcmFileCache cache;
 };
 
 namespace {
@@ -96,6 +95,8 @@ extern "C" void cdcmtk_register_codecs(void) {
         // own encoding over a meta header that declares another one.
         dcmEnableUnknownVRConversion.set(OFTrue);
         dcmAutoDetectDatasetXfer.set(OFTrue);
+        // Problems reach the caller as status messages; DCMTK's own log would only add noise on stderr.
+        OFLog::configure(OFLogger::FATAL_LOG_LEVEL);
     });
 }
 
@@ -245,7 +246,7 @@ extern "C" int cdcmtk_read_pixels(cdcmtk_file *file, uint64_t offset, uint32_t l
     uint64_t end = std::min<uint64_t>((offset + length + 1) & ~uint64_t(1), pixels->getLength());
     std::vector<Uint8> window(end - start + 1);
     OFCondition condition = pixels->getPartialValue(window.data(), OFstatic_cast(Uint32, start),
-                                                    OFstatic_cast(Uint32, end - start), &file->cache,
+                                                    OFstatic_cast(Uint32, end - start), nullptr,
                                                     EBO_LittleEndian);
     if (condition.bad()) return fail(file, std::string("reading Pixel Data: ") + condition.text());
     std::memcpy(buffer, window.data() + (offset - start), length);
@@ -309,7 +310,7 @@ extern "C" int cdcmtk_decode_frame(cdcmtk_file *file, uint32_t frame, void *buff
     Uint32 startFragment = 0;
     OFString model;
     OFCondition condition = pixels->getUncompressedFrame(file->format.getDataset(), frame, startFragment, buffer,
-                                                         capacity, model, &file->cache);
+                                                         capacity, model, nullptr);
     if (condition.bad()) return fail(file, std::string("decoding frame: ") + condition.text());
     return copyString(std::string(model.c_str()), color_model, color_model_capacity, nullptr);
 }

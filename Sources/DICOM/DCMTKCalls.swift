@@ -1,4 +1,5 @@
 import CDCMTK
+import Foundation
 
 /// Owns one `cdcmtk_file` and frees it in `deinit`. Every raw CDCMTK call of the package sits in this file.
 final class DCMTKHandle: @unchecked Sendable {
@@ -9,13 +10,26 @@ final class DCMTKHandle: @unchecked Sendable {
     init(path: String, maxReadLength: UInt32) throws {
         var message = [CChar](repeating: 0, count: 1024)
         guard let pointer = cdcmtk_open(path, maxReadLength, &message, message.count) else {
-            throw DICOMError.unreadable(file: path, reason: String(cString: message))
+            let reason = String(cString: message)
+            if !Self.hasPreamble(path) {
+                throw DICOMError.unreadable(file: path, reason: "not a DICOM file (no 'DICM' preamble, and DCMTK "
+                                            + "could not parse it as a bare dataset: \(reason))")
+            }
+            throw DICOMError.unreadable(file: path, reason: reason + " (truncated or corrupt)")
         }
         self.pointer = pointer
         self.path = path
     }
 
     deinit { cdcmtk_close(pointer) }
+
+    /// Whether the file starts with the 128-byte preamble and "DICM" (PS3.10 7.1).
+    static func hasPreamble(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let head = handle.readData(ofLength: 132)
+        return head.count == 132 && head.suffix(4).elementsEqual("DICM".utf8)
+    }
 
     var lastError: String { String(cString: cdcmtk_last_error(pointer)) }
     var dataset: OpaquePointer? { cdcmtk_dataset(pointer) }
