@@ -73,7 +73,8 @@ public enum TrainWorkflow {
             optimizer: isSGD ? .sgd(SGD.Configuration()) : .adamW(AdamW.Configuration()),
             loss: LossConfiguration(kind: lossKind, classWeights: options.classWeights),
             gradientClipNorm: 10, earlyStoppingPatience: nil, seed: options.seed,
-            augmentation: options.augmentation ?? AugmentationConfiguration(cropSize: options.cropSize),
+            augmentation: options.augmentation
+                ?? AugmentationConfiguration(cropSize: options.cropSize, classBalancedCropProbability: 1.0 / 3),
             preprocessing: set.description.preprocessing ?? .minMax)
     }
 
