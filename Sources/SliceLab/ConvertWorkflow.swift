@@ -77,7 +77,8 @@ public enum ConvertWorkflow {
         var volumes: [(Series, Volume?)] = []
         var skipped = scan.skipped
         for series in scan.series {
-            if series.first.isColor && series.slices.count == 1 {
+            // A series held in one file (a single image or one multi-frame file) is written as that file is.
+            if Set(series.slices.map(\.file.path)).count == 1 {
                 volumes.append((series, nil))
                 continue
             }
