@@ -5,7 +5,7 @@ Two workloads, each converted to HDF5 by both (same work: decode every frame, mo
      copied flat into one folder;
   2. a generated CT series: 300 slices of 512 x 512 int16, rescale -1024 + 1 x value (seed 20261129).
 Throughput is MB of decoded frames (rows x columns x samples x frames x BitsAllocated/8) per second of wall
-time; peak memory is the child process's maximum resident set size (wait4). Prints SliceLab/pydicom ratios.
+time, with inputs and outputs in /dev/shm; peak memory is the child process's maximum resident set size (wait4). Prints SliceLab/pydicom ratios.
 
 Run: make bench (release build), or .venv/bin/python Benchmarks/bench_dicom.py [--slices N].
 """
@@ -126,7 +126,9 @@ def main():
         sys.exit("the DICOM corpus is missing: run `make corpus`")
     import pydicom
     print(f"peers: pydicom {pydicom.__version__}; seed {SEED}")
-    with tempfile.TemporaryDirectory(prefix="bench-dicom-") as temporary:
+    # Inputs and outputs in RAM (/dev/shm where present), so disk writes of the HDF5 files do not drown decoding.
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(prefix="bench-dicom-", dir=shm) as temporary:
         temporary = pathlib.Path(temporary)
         corpus = temporary / "corpus"
         corpus.mkdir()
