@@ -253,26 +253,34 @@ extern "C" int cdcmtk_read_pixels(cdcmtk_file *file, uint64_t offset, uint32_t l
     return CDCMTK_OK;
 }
 
-extern "C" int cdcmtk_fragment_length(cdcmtk_file *file, unsigned long index, uint32_t *length) {
-    int status = CDCMTK_OK;
-    DcmPixelSequence *sequence = fragments(file, &status);
-    if (!sequence) return status;
+namespace {
+
+/// Fragment `index` (after the basic offset table), or nullptr with `status` set.
+DcmPixelItem *fragmentItem(cdcmtk_file *file, unsigned long index, int *status) {
+    DcmPixelSequence *sequence = fragments(file, status);
+    if (!sequence) return nullptr;
     DcmPixelItem *item = nullptr;
     if (sequence->getItem(item, index + 1).bad() || !item) {
-        return fail(file, "no fragment " + std::to_string(index), CDCMTK_NOT_FOUND);
+        *status = fail(file, "no fragment " + std::to_string(index), CDCMTK_NOT_FOUND);
+        return nullptr;
     }
+    return item;
+}
+
+}  // namespace
+
+extern "C" int cdcmtk_fragment_length(cdcmtk_file *file, unsigned long index, uint32_t *length) {
+    int status = CDCMTK_OK;
+    DcmPixelItem *item = fragmentItem(file, index, &status);
+    if (!item) return status;
     *length = item->getLength();
     return CDCMTK_OK;
 }
 
 extern "C" int cdcmtk_fragment(cdcmtk_file *file, unsigned long index, void *buffer, uint32_t capacity) {
     int status = CDCMTK_OK;
-    DcmPixelSequence *sequence = fragments(file, &status);
-    if (!sequence) return status;
-    DcmPixelItem *item = nullptr;
-    if (sequence->getItem(item, index + 1).bad() || !item) {
-        return fail(file, "no fragment " + std::to_string(index), CDCMTK_NOT_FOUND);
-    }
+    DcmPixelItem *item = fragmentItem(file, index, &status);
+    if (!item) return status;
     Uint32 length = item->getLength();
     if (capacity < length) return CDCMTK_BUFFER_TOO_SMALL;
     if (length == 0) return CDCMTK_OK;
