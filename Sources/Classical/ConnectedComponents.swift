@@ -49,47 +49,63 @@ public enum ConnectedComponents {
         let (slices, rows, columns) = (shape.slices, shape.rows, shape.columns)
         let offsets = precedingOffsets(rank: shape.isVolume ? 3 : 2, connectivity: connectivity)
         let linear = offsets.map { ($0.0 * rows + $0.1) * columns + $0.2 }
+        // What each offset needs to stay inside the grid: bit 0 a previous slice, 1 a previous row, 2 a next
+        // row, 3 a previous column, 4 a next column.
+        let needs = offsets.map { offset -> Int in
+            (offset.0 < 0 ? 1 : 0) | (offset.1 < 0 ? 2 : 0) | (offset.1 > 0 ? 4 : 0)
+                | (offset.2 < 0 ? 8 : 0) | (offset.2 > 0 ? 16 : 0)
+        }
         var parent = [Int32](repeating: -1, count: shape.count)
         parent.withUnsafeMutableBufferPointer { parents in
             map.labels.withUnsafeBufferPointer { values in
-                func root(_ index: Int32) -> Int32 {
-                    var node = index
-                    while parents[Int(node)] != node { node = parents[Int(node)] }
-                    var walk = index
-                    while parents[Int(walk)] != node {
-                        let next = parents[Int(walk)]
-                        parents[Int(walk)] = node
-                        walk = next
-                    }
-                    return node
-                }
-                var index = 0
-                for z in 0..<slices {
-                    for y in 0..<rows {
-                        for x in 0..<columns {
-                            defer { index += 1 }
-                            let value = values[index]
-                            if let background, value == background { continue }
-                            var current: Int32 = -1
-                            for (position, offset) in offsets.enumerated() {
-                                let (nz, ny, nx) = (z + offset.0, y + offset.1, x + offset.2)
-                                guard nz >= 0, ny >= 0, ny < rows, nx >= 0, nx < columns else { continue }
-                                let neighbour = index + linear[position]
-                                guard values[neighbour] == value else { continue }
-                                let neighbourRoot = root(Int32(neighbour))
-                                if current < 0 {
-                                    current = neighbourRoot
-                                } else if neighbourRoot != current {
-                                    // Keep the smaller index as root so roots stay first in raster order.
-                                    if neighbourRoot < current {
-                                        parents[Int(current)] = neighbourRoot
-                                        current = neighbourRoot
-                                    } else {
-                                        parents[Int(neighbourRoot)] = current
+                linear.withUnsafeBufferPointer { linear in
+                    needs.withUnsafeBufferPointer { needs in
+                        @inline(__always) func root(_ index: Int32) -> Int32 {
+                            var node = index
+                            while parents[Int(node)] != node { node = parents[Int(node)] }
+                            var walk = index
+                            while parents[Int(walk)] != node {
+                                let next = parents[Int(walk)]
+                                parents[Int(walk)] = node
+                                walk = next
+                            }
+                            return node
+                        }
+                        let offsetCount = linear.count
+                        var index = 0
+                        for z in 0..<slices {
+                            let slicePart = z > 0 ? 1 : 0
+                            for y in 0..<rows {
+                                let rowPart = slicePart | (y > 0 ? 2 : 0) | (y < rows - 1 ? 4 : 0)
+                                for x in 0..<columns {
+                                    let available = rowPart | (x > 0 ? 8 : 0) | (x < columns - 1 ? 16 : 0)
+                                    let value = values[index]
+                                    if let background, value == background {
+                                        index += 1
+                                        continue
                                     }
+                                    var current: Int32 = -1
+                                    for position in 0..<offsetCount where needs[position] & ~available == 0 {
+                                        let neighbour = index + linear[position]
+                                        guard values[neighbour] == value else { continue }
+                                        if current >= 0, parents[neighbour] == current { continue }
+                                        let neighbourRoot = root(Int32(neighbour))
+                                        if current < 0 {
+                                            current = neighbourRoot
+                                        } else if neighbourRoot != current {
+                                            // The smaller index stays root, so a root is its region's first pixel.
+                                            if neighbourRoot < current {
+                                                parents[Int(current)] = neighbourRoot
+                                                current = neighbourRoot
+                                            } else {
+                                                parents[Int(neighbourRoot)] = current
+                                            }
+                                        }
+                                    }
+                                    parents[index] = current < 0 ? Int32(index) : current
+                                    index += 1
                                 }
                             }
-                            parents[index] = current < 0 ? Int32(index) : current
                         }
                     }
                 }

@@ -20,11 +20,11 @@ public enum Intensities: Sendable, Equatable {
         }
     }
 
-    /// The number of distinct values.
-    public var distinctCount: Int {
+    /// The first value (nil when empty).
+    public var first: Double? {
         switch self {
-        case let .integer(values): return Set(values).count
-        case let .real(values): return Set(values).count
+        case let .integer(values): return values.first.map(Double.init)
+        case let .real(values): return values.first
         }
     }
 

@@ -7,7 +7,8 @@ public enum Thresholding {
     /// - Throws: `ClassicalError.emptyInput`, `.nonFiniteValue`.
     public static func otsu(_ values: Intensities, binCount: Int = 256) throws -> Double {
         let histogram = try Histogram(values, binCount: binCount)
-        if values.distinctCount == 1 { return values.doubles[0] }
+        // One occupied bin only happens for a constant image (min and max fall in the first and last bins).
+        if histogram.occupiedBinCount == 1, let value = values.first { return value }
         return otsu(histogram)
     }
 

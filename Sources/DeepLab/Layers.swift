@@ -15,11 +15,9 @@ struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 
-    /// A standard normal sample (Box–Muller).
-    mutating func normal() -> Float {
-        let u1 = max(Double.random(in: 0..<1, using: &self), 1e-300)
-        let u2 = Double.random(in: 0..<1, using: &self)
-        return Float((-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2))
+    /// A uniform sample in [−1, 1).
+    mutating func symmetricUniform() -> Float {
+        Float(Double(next() >> 11) * 0x1p-53 * 2 - 1)
     }
 }
 
@@ -34,7 +32,8 @@ final class Conv2d {
     let window: Window
     let groups: Int
 
-    /// Kaiming-normal (fan-out, ReLU gain) initialised weights, zero bias, as torchvision's ResNet initialises.
+    /// Kaiming-uniform (fan-out, ReLU gain: bound √(6/fan-out)) initialised weights and zero bias — the variance
+    /// of torchvision's ResNet initialisation (which draws from a normal).
     init(name: String, inputChannels: Int, outputChannels: Int, kernelSize: Int, stride: Int = 1, padding: Int = 0,
          dilation: Int = 1, groups: Int = 1, bias: Bool = false, generator: inout SeededGenerator) {
         self.inputChannels = inputChannels
@@ -43,10 +42,12 @@ final class Conv2d {
         self.groups = groups
         let shape = [outputChannels, inputChannels / groups, kernelSize, kernelSize]
         let fanOut = Float(outputChannels * kernelSize * kernelSize / groups)
-        let std = (2 / fanOut).squareRoot()
+        let bound = (6 / fanOut).squareRoot()
         let count = shape.reduce(1, *)
         var values = [Float](repeating: 0, count: count)
-        for i in 0..<count { values[i] = generator.normal() * std }
+        values.withUnsafeMutableBufferPointer { buffer in
+            for i in 0..<count { buffer[i] = generator.symmetricUniform() * bound }
+        }
         weight = Parameter(name: name + ".weight", shape: shape, value: values)
         self.bias = bias ? Parameter(name: name + ".bias", shape: [outputChannels],
                                      value: [Float](repeating: 0, count: outputChannels)) : nil
@@ -128,10 +129,18 @@ final class BatchNorm2d {
         let perOutput = weights.count / channels
         var w = weights
         var b = [Float](repeating: 0, count: channels)
-        for c in 0..<channels {
-            let scale = weight.value[c] / (runningVariance.value[c] + epsilon).squareRoot()
-            for i in 0..<perOutput { w[c * perOutput + i] *= scale }
-            b[c] = self.bias.value[c] + ((bias?[c] ?? 0) - runningMean.value[c]) * scale
+        let gamma = weight.value, beta = self.bias.value, mean = runningMean.value, variance = runningVariance.value
+        w.withUnsafeMutableBufferPointer { buffer in
+            for c in 0..<channels {
+                let scale = gamma[c] / (variance[c] + epsilon).squareRoot()
+                var i = c * perOutput
+                let end = i + perOutput
+                while i < end {
+                    buffer[i] *= scale
+                    i += 1
+                }
+                b[c] = beta[c] + ((bias?[c] ?? 0) - mean[c]) * scale
+            }
         }
         return (w, b)
     }

@@ -168,9 +168,12 @@ public enum ClusterWorkflow {
         }
         var timings: [(stage: String, seconds: Double)] = []
         var clock = Date()
+        // Volumes take seconds per stage: show progress on stderr (single slices finish at once).
+        let progress = image.frames > 1 ? ProgressReporter("cluster", total: 4) : nil
         func lap(_ stage: String) {
             timings.append((stage, Date().timeIntervalSince(clock)))
             clock = Date()
+            progress?.advance(status: stage)
         }
         let features = try features(image, space: options.space)
         lap("features")
@@ -240,12 +243,14 @@ public enum ClusterWorkflow {
                 .map
         }
         lap("regularize")
+        // --connectivity 2 is the full neighbourhood: 8 in 2-D, 26 in 3-D (skimage's connectivity = ndim).
+        let connectivity = options.connectivity == 1 ? 1 : (features.shape.isVolume ? 3 : 2)
         let regions: LabelGrid
         if options.minRegion > 1 {
             (classMap, regions) = try RegionMerging.mergeSmallRegions(classMap, minimumSize: options.minRegion,
-                                                                      connectivity: options.connectivity)
+                                                                      connectivity: connectivity)
         } else {
-            regions = try ConnectedComponents.label(classMap, connectivity: options.connectivity).regions
+            regions = try ConnectedComponents.label(classMap, connectivity: connectivity).regions
         }
         lap("regions")
         return ClusterOutcome(shape: features.shape, labels: classMap.labels, regions: regions.labels,
@@ -319,6 +324,8 @@ public enum ClusterWorkflow {
             if options.regularize == .mrf { try file.setAttribute("beta", .double(options.beta)) }
             try file.setAttribute("min_region", .int(Int64(options.minRegion)))
             try file.setAttribute("connectivity", .int(Int64(options.connectivity)))
+            try file.setAttribute("neighbourhood", .int(Int64(options.connectivity == 1
+                ? (outcome.shape.isVolume ? 6 : 4) : (outcome.shape.isVolume ? 26 : 8))))
             try file.setAttribute("region_count", .int(Int64(outcome.regionCount)))
             try file.setAttribute("class_order", .string(ClassMapping.Method.intensityOrder.rawValue))
             try file.setAttribute("slicelab_version", .string(sliceLabVersion))

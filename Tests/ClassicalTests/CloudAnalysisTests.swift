@@ -48,6 +48,16 @@ import Testing
         #expect(throws: ClassicalError.emptyInput("the points")) {
             try KMeans(clusterCount: 2).fit(FeatureMatrix(count: 0, dimension: 3, values: []))
         }
+        // An empty region mask selects no points: every method refuses it with the same error.
+        let masked = points.selecting([Bool](repeating: false, count: points.count))
+        #expect(throws: ClassicalError.emptyInput("the points")) { try KMeans(clusterCount: 2).fit(masked) }
+        #expect(throws: ClassicalError.emptyInput("the points")) { try FuzzyCMeans(clusterCount: 2).fit(masked) }
+        #expect(throws: ClassicalError.emptyInput("the points")) {
+            try GaussianMixture(componentCount: 2).fit(masked)
+        }
+        #expect(throws: ClassicalError.emptyInput("the image")) {
+            try Thresholding.multiOtsu(Intensities.real([1, 2, 3]).selecting([false, false, false]), classes: 2)
+        }
     }
 
     /// skfuzzy.cluster.cmeans(m=2, error=1e-6, maxiter=300) from the same initial memberships: memberships

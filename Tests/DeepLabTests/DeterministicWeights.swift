@@ -12,27 +12,43 @@ enum DeterministicWeights {
     }
 
     static func uniform(_ count: Int, salt: UInt64) -> [Double] {
-        (0..<count).map { i in
-            var z = UInt64(i) &+ salt &* 0x9E37_79B9_7F4A_7C15
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            z = z ^ (z >> 31)
-            return Double(z >> 11) * 0x1p-53 * 2 - 1
+        var values = [Double](repeating: 0, count: count)
+        let base = salt &* 0x9E37_79B9_7F4A_7C15
+        values.withUnsafeMutableBufferPointer { buffer in
+            for i in 0..<count {
+                var z = UInt64(i) &+ base
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                z = z ^ (z >> 31)
+                buffer[i] = Double(z >> 11) * 0x1p-53 * 2 - 1
+            }
         }
+        return values
     }
 
     static func value(key: String, shape: [Int]) -> [Float] {
         let n = shape.reduce(1, *)
-        let u = uniform(n, salt: keyHash(key))
         if key.hasSuffix("num_batches_tracked") { return [Float](repeating: 0, count: n) }
-        if key.hasSuffix("running_var") { return u.map { Float(1 + 0.5 * $0) } }
-        if key.hasSuffix("running_mean") { return u.map { Float(0.2 * $0) } }
-        if shape.count == 4 {
-            let scale = (6.0 / Double(shape[1] * shape[2] * shape[3])).squareRoot()
-            return u.map { Float(scale * $0) }
+        let u = uniform(n, salt: keyHash(key))
+        let (offset, scale): (Double, Double)
+        if key.hasSuffix("running_var") {
+            (offset, scale) = (1, 0.5)
+        } else if key.hasSuffix("running_mean") {
+            (offset, scale) = (0, 0.2)
+        } else if shape.count == 4 {
+            (offset, scale) = (0, (6.0 / Double(shape[1] * shape[2] * shape[3])).squareRoot())
+        } else if key.hasSuffix("weight") {
+            (offset, scale) = (1, 0.25)
+        } else {
+            (offset, scale) = (0, 0.1)
         }
-        if key.hasSuffix("weight") { return u.map { Float(1 + 0.25 * $0) } }
-        return u.map { Float(0.1 * $0) }
+        var values = [Float](repeating: 0, count: n)
+        u.withUnsafeBufferPointer { source in
+            values.withUnsafeMutableBufferPointer { target in
+                for i in 0..<n { target[i] = Float(offset + scale * source[i]) }
+            }
+        }
+        return values
     }
 
     static func input(_ shape: [Int]) -> FloatTensor {

@@ -127,6 +127,7 @@ import TestSupport
         let file = try HDF5File.open(out)
         #expect(try file.shape(of: "/labels") == [4, 10, 12])
         #expect(try file.attribute("region_count").doubleValues == [2])
+        #expect(try file.attribute("neighbourhood").doubleValues == [26])  // --connectivity 2 in 3-D
         let png = folder.appendingPathComponent("out.png").path
         let refused = try Self.run([input, "--method", "kmeans", "--classes", "2", "--out", png])
         #expect(refused.status == 1)

@@ -26,6 +26,29 @@ enum SegmentCommand: Command {
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
-        throw notYetAvailable("segment", "DeepLabV3 engine, issue #4")
+        if arguments.string("precision") == "bf16" {
+            throw UsageError("slicelab segment: --precision bf16 is not available in this build yet (issue #4)")
+        }
+        if let weights = arguments.string("weights") {
+            guard let arch = arguments.string("arch"), let classes = arguments.int("num-classes"),
+                  let rawInput = arguments.string("raw-input"), let logits = arguments.string("logits") else {
+                throw UsageError("slicelab segment: parity mode needs --weights, --arch, --num-classes, --raw-input "
+                    + "and --logits")
+            }
+            let notes = try Segment.parity(weights: weights, arch: arch, numClasses: classes,
+                                           inputChannels: arguments.int("in-channels") ?? 3, aux: arguments.flag("aux"),
+                                           rawInput: rawInput, logitsPath: logits, threads: arguments.int("threads"))
+            for note in notes { standardError("slicelab segment: \(note)") }
+            return
+        }
+        guard let input = arguments.positional(0), let model = arguments.string("model"),
+              let out = arguments.string("out") else {
+            throw UsageError("slicelab segment: give INPUT, --model MODEL.h5 and --out OUT.h5|OUT.png "
+                + "(or the parity options --weights … --raw-input … --logits …)")
+        }
+        try Segment.run(Segment.Options(input: input, model: model, output: out, overlay: arguments.string("overlay"),
+                                        probabilities: arguments.flag("probabilities"),
+                                        threads: arguments.int("threads")),
+                        log: standardError)
     }
 }

@@ -1,0 +1,86 @@
+import Foundation
+import ImageIO
+
+/// SliceLab's native model file, in HDF5:
+///
+/// - `/parameters/<state_dict key>`: one float32 dataset per parameter and buffer, with PyTorch's shapes
+///   (the layout `TrainingCheckpoint` reads and writes);
+/// - root attributes `format` ("slicelab-deeplabv3"), `configuration` (JSON of `DeepLabConfiguration`) and
+///   `preprocessing` (JSON of `Preprocessing`), so inference always rebuilds the model and prepares its input
+///   as training did.
+///
+/// The trainer adds its own groups (`/training`, `/optimizer`, `/history`) to the same file.
+public enum DeepLabCheckpoint {
+    public static let format = "slicelab-deeplabv3"
+
+    /// Writes the model's part into an open file (for a trainer composing a larger checkpoint).
+    /// Rests on `HDF5File.write(_:shape:to:)`.
+    public static func write(_ model: DeepLabV3, preprocessing: Preprocessing, into file: HDF5File) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        try file.setAttribute("format", .string(format))
+        try file.setAttribute("configuration", .string(String(decoding: try encoder.encode(model.configuration), as: UTF8.self)))
+        try file.setAttribute("preprocessing", .string(preprocessing.json))
+        for p in model.parameters {
+            try file.write(p.value, shape: p.shape, to: "/parameters/\(p.name)")
+        }
+    }
+
+    /// Saves a checkpoint atomically; `extra` may add groups to the same file before it is closed.
+    public static func save(_ model: DeepLabV3, preprocessing: Preprocessing, to path: String,
+                            extra: ((HDF5File) throws -> Void)? = nil) throws {
+        try HDF5File.write(to: path, updating: false) { file in
+            try write(model, preprocessing: preprocessing, into: file)
+            try extra?(file)
+        }
+    }
+
+    /// Rebuilds the model a checkpoint describes and loads its parameters.
+    ///
+    /// - Throws: `DeepLabError.invalidCheckpoint` for a file without the configuration or a parameter of the
+    ///   wrong shape, `ImageIOError` when the file cannot be read.
+    public static func load(_ path: String) throws -> (model: DeepLabV3, preprocessing: Preprocessing) {
+        try read(from: HDF5File.open(path))
+    }
+
+    /// Reads from an open file (see `load`).
+    public static func read(from file: HDF5File) throws -> (model: DeepLabV3, preprocessing: Preprocessing) {
+        func bad(_ reason: String) -> DeepLabError { .invalidCheckpoint(file: file.path, reason: reason) }
+        guard file.hasAttribute("configuration"),
+              let json = try file.attribute("configuration").stringValue else {
+            throw bad("no 'configuration' attribute (was it written by slicelab train or segment?)")
+        }
+        let configuration: DeepLabConfiguration
+        do {
+            configuration = try JSONDecoder().decode(DeepLabConfiguration.self, from: Data(json.utf8))
+        } catch {
+            throw bad("the configuration attribute is not a DeepLabV3 configuration: \(error)")
+        }
+        var preprocessing = Preprocessing.none
+        if file.hasAttribute("preprocessing"), let text = try file.attribute("preprocessing").stringValue {
+            do {
+                preprocessing = try JSONDecoder().decode(Preprocessing.self, from: Data(text.utf8))
+            } catch {
+                throw bad("the preprocessing attribute cannot be read: \(error)")
+            }
+        }
+        let model = try DeepLabV3(configuration)
+        var problems: [String] = []
+        for p in model.parameters {
+            let path = "/parameters/\(p.name)"
+            guard file.exists(path) else {
+                problems.append("\(p.name) missing")
+                continue
+            }
+            let array = try file.read(path, as: Float.self)
+            guard array.shape == p.shape else {
+                problems.append("\(p.name) is \(array.shape), expected \(p.shape)")
+                continue
+            }
+            p.value = array.values
+            p.markUpdated()
+        }
+        guard problems.isEmpty else { throw bad(problems.joined(separator: "; ")) }
+        return (model, preprocessing)
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+
+/// Eval-mode logits for images larger than a tile: overlapping tiles, each tile's logits weighted by a
+/// Gaussian centred on the tile (σ = tile/8, as nnU-Net blends), summed and normalised by the summed weights.
+public struct SlidingWindow: Sendable {
+    /// Tile height and width in pixels.
+    public var tileSize: Int
+    /// Fraction of a tile shared with its neighbour (0 ≤ overlap < 1).
+    public var overlap: Double
+
+    public init(tileSize: Int = 512, overlap: Double = 0.25) {
+        self.tileSize = max(8, tileSize)
+        self.overlap = min(max(overlap, 0), 0.9)
+    }
+
+    /// Tile origins along an axis of `extent` pixels for tiles of `tile` pixels.
+    func origins(_ extent: Int, _ tile: Int) -> [Int] {
+        guard extent > tile else { return [0] }
+        let step = max(1, Int(Double(tile) * (1 - overlap)))
+        var origins = Array(stride(from: 0, to: extent - tile, by: step))
+        origins.append(extent - tile)
+        return origins
+    }
+
+    /// Logits [1, K, H, W] for `image` [1, C, H, W]; a single pass when the image fits in one tile.
+    ///
+    /// - Throws: what the model's forward throws.
+    public func logits(_ model: DeepLabV3, _ image: FloatTensor, progress: ((Int, Int) -> Void)? = nil) throws -> FloatTensor {
+        let s = image.shape
+        guard s.count == 4, s[0] == 1 else {
+            throw DeepLabError.invalidInput("sliding window takes one image [1, C, H, W], got \(s)")
+        }
+        let (c, h, w) = (s[1], s[2], s[3])
+        if h <= tileSize && w <= tileSize { return try model.forward(image, training: false) }
+        let th = min(tileSize, h), tw = min(tileSize, w)
+        let k = model.configuration.numClasses
+        let sigma = Double(tileSize) / 8
+        var weight = [Float](repeating: 0, count: th * tw)
+        for y in 0..<th {
+            for x in 0..<tw {
+                let dy = Double(y) - Double(th - 1) / 2, dx = Double(x) - Double(tw - 1) / 2
+                weight[y * tw + x] = Float(max(exp(-(dy * dy + dx * dx) / (2 * sigma * sigma)), 1e-4))
+            }
+        }
+        var sum = [Float](repeating: 0, count: k * h * w)
+        var total = [Float](repeating: 0, count: h * w)
+        let rows = origins(h, th), columns = origins(w, tw)
+        var done = 0
+        for y0 in rows {
+            for x0 in columns {
+                var tile = [Float](repeating: 0, count: c * th * tw)
+                for ch in 0..<c {
+                    for y in 0..<th {
+                        let source = (ch * h + y0 + y) * w + x0
+                        for x in 0..<tw { tile[(ch * th + y) * tw + x] = image.values[source + x] }
+                    }
+                }
+                let out = try model.forward(FloatTensor(shape: [1, c, th, tw], values: tile), training: false)
+                for y in 0..<th {
+                    for x in 0..<tw {
+                        let g = weight[y * tw + x]
+                        let p = (y0 + y) * w + x0 + x
+                        total[p] += g
+                        for kk in 0..<k { sum[kk * h * w + p] += g * out.values[(kk * th + y) * tw + x] }
+                    }
+                }
+                done += 1
+                progress?(done, rows.count * columns.count)
+            }
+        }
+        for kk in 0..<k {
+            for p in 0..<(h * w) { sum[kk * h * w + p] /= total[p] }
+        }
+        return FloatTensor(shape: [1, k, h, w], values: sum)
+    }
+}
+
+/// Softmax over the class axis of logits [N, K, H, W].
+public func softmaxOverClasses(_ logits: FloatTensor) -> FloatTensor {
+    let (n, k) = (logits.shape[0], logits.shape[1])
+    let plane = logits.shape[2] * logits.shape[3]
+    var out = logits.values
+    for b in 0..<n {
+        for p in 0..<plane {
+            var m = -Float.infinity
+            for c in 0..<k { m = max(m, out[(b * k + c) * plane + p]) }
+            var total: Float = 0
+            for c in 0..<k {
+                let e = exp(out[(b * k + c) * plane + p] - m)
+                out[(b * k + c) * plane + p] = e
+                total += e
+            }
+            for c in 0..<k { out[(b * k + c) * plane + p] /= total }
+        }
+    }
+    return FloatTensor(shape: logits.shape, values: out)
+}
+
+/// The arg-max class of logits [N, K, H, W] as [N, H, W] (the first class on ties).
+public func argmaxOverClasses(_ logits: FloatTensor) -> [Int32] {
+    let (n, k) = (logits.shape[0], logits.shape[1])
+    let plane = logits.shape[2] * logits.shape[3]
+    var labels = [Int32](repeating: 0, count: n * plane)
+    for b in 0..<n {
+        for p in 0..<plane {
+            var best = 0
+            var bestValue = logits.values[b * k * plane + p]
+            for c in 1..<k where logits.values[(b * k + c) * plane + p] > bestValue {
+                best = c
+                bestValue = logits.values[(b * k + c) * plane + p]
+            }
+            labels[b * plane + p] = Int32(best)
+        }
+    }
+    return labels
+}

@@ -1,0 +1,141 @@
+import DeepLab
+import Foundation
+import ImageIO
+
+/// `slicelab segment`: a DeepLabV3 checkpoint applied to an image or series, and the torchvision parity entry
+/// point (raw tensors in, logits out).
+public enum Segment {
+    /// Options of a segmentation run.
+    public struct Options: Sendable {
+        public var input: String
+        public var model: String
+        public var output: String
+        public var overlay: String?
+        public var probabilities: Bool
+        public var threads: Int?
+        public var tileSize: Int
+
+        public init(input: String, model: String, output: String, overlay: String? = nil, probabilities: Bool = false,
+                    threads: Int? = nil, tileSize: Int = 512) {
+            self.input = input
+            self.model = model
+            self.output = output
+            self.overlay = overlay
+            self.probabilities = probabilities
+            self.threads = threads
+            self.tileSize = tileSize
+        }
+    }
+
+    /// Segments every frame of the input with the checkpoint's model and preprocessing; writes the label map
+    /// (`/labels` UInt8, or UInt16 above 256 classes, [frames, H, W], or a one-frame PNG), optionally
+    /// `/probabilities` Float32 [frames, K, H, W] and an overlay PNG of the first frame.
+    ///
+    /// - Throws: `InputError`, `DeepLabError`, `ImageIOError`, each naming the file and cause.
+    public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws {
+        let ext = URL(fileURLWithPath: options.output).pathExtension.lowercased()
+        guard ["h5", "hdf5", "png"].contains(ext) else {
+            throw InputError.unsupportedOutput(file: options.output, reason: "expected .h5 or .png")
+        }
+        if options.probabilities && ext == "png" {
+            throw InputError.unsupportedOutput(file: options.output, reason: "--probabilities needs an .h5 output")
+        }
+        if let threads = options.threads { setComputeThreads(threads) }
+        let (model, preprocessing) = try DeepLabCheckpoint.load(options.model)
+        let image = try ImageLoader.load(options.input)
+        if ext == "png" && image.frames > 1 {
+            throw InputError.unsupportedOutput(file: options.output, reason: "the input has \(image.frames) frames; "
+                + "a PNG holds one, write .h5 instead")
+        }
+        let k = model.configuration.numClasses
+        let c = model.configuration.inputChannels
+        let plane = image.rows * image.columns
+        var labels = [Int32](repeating: 0, count: image.frames * plane)
+        var probabilities: [Float] = options.probabilities ? [Float](repeating: 0, count: image.frames * k * plane) : []
+        let window = SlidingWindow(tileSize: options.tileSize)
+        for frame in 0..<image.frames {
+            let logits = try frameLogits(model: model, preprocessing: preprocessing, image: image, frame: frame,
+                                         window: window)
+            labels.replaceSubrange((frame * plane)..<((frame + 1) * plane), with: argmaxOverClasses(logits))
+            if options.probabilities {
+                let p = softmaxOverClasses(logits).values
+                probabilities.replaceSubrange((frame * k * plane)..<((frame + 1) * k * plane), with: p)
+            }
+            if image.frames > 1 { log("segment: frame \(frame + 1)/\(image.frames)") }
+        }
+        let map = LabelMap(frames: image.frames, rows: image.rows, columns: image.columns, labels: labels,
+                           spacing: image.spacing)
+        try map.write(to: options.output, elementType: k <= 256 ? .uint8 : .uint16) { file in
+            if options.probabilities {
+                try file.write(probabilities, shape: [image.frames, k, image.rows, image.columns], to: "/probabilities",
+                               chunks: [1, 1, image.rows, image.columns], deflate: 4)
+            }
+        }
+        if let overlay = options.overlay { try Overlay.write(image: image, labels: map, frame: 0, to: overlay) }
+    }
+
+    /// The logits [1, K, H, W] of one frame, tiled by `window` when the frame is larger than a tile.
+    static func frameLogits(model: DeepLabV3, preprocessing: Preprocessing, image: ScanImage, frame: Int,
+                            window: SlidingWindow = SlidingWindow()) throws -> FloatTensor {
+        let input = networkInput(image, frame: frame, channels: model.configuration.inputChannels,
+                                 preprocessing: preprocessing)
+        return try window.logits(model, input)
+    }
+
+    /// The argmax label map of every frame, [frames, H, W] row-major.
+    public static func labels(model: DeepLabV3, preprocessing: Preprocessing, image: ScanImage) throws -> [Int32] {
+        try (0..<image.frames).flatMap { frame in
+            argmaxOverClasses(try frameLogits(model: model, preprocessing: preprocessing, image: image, frame: frame))
+        }
+    }
+
+    /// One frame as the network's input [1, C, H, W]: channels matched (RGB averaged to gray, gray repeated to
+    /// RGB), then the checkpoint's preprocessing.
+    static func networkInput(_ image: ScanImage, frame: Int, channels: Int, preprocessing: Preprocessing) -> FloatTensor {
+        let plane = image.rows * image.columns
+        var values: [Float]
+        if channels == 1 {
+            values = image.intensity(frame: frame)
+        } else {
+            let pixels = Array(image.frame(frame))
+            values = [Float](repeating: 0, count: 3 * plane)
+            for p in 0..<plane {
+                for ch in 0..<3 { values[ch * plane + p] = pixels[p * image.channels + (image.channels == 1 ? 0 : ch)] }
+            }
+        }
+        preprocessing.apply(to: &values)
+        return FloatTensor(shape: [1, channels, image.rows, image.columns], values: values)
+    }
+
+    /// The parity entry point: loads a torchvision `state_dict` (safetensors) into `arch` with torchvision's
+    /// DeepLabV3 layout, feeds `/image` Float32 [N, C, H, W] from `rawInput` untouched (eval mode) and writes
+    /// `/logits` Float32 [N, K, H, W] to `logitsPath`.
+    ///
+    /// - Returns: notes from the weight import.
+    /// - Throws: `DeepLabError`, `InputError`, `ImageIOError`.
+    @discardableResult
+    public static func parity(weights: String, arch: String, numClasses: Int, inputChannels: Int, aux: Bool,
+                              rawInput: String, logitsPath: String, threads: Int? = nil) throws -> [String] {
+        guard let architecture = DeepLabConfiguration.Architecture(rawValue: arch) else {
+            throw DeepLabError.invalidConfiguration("unknown architecture \(arch)")
+        }
+        if let threads { setComputeThreads(threads) }
+        let model = try DeepLabV3(DeepLabConfiguration(arch: architecture, numClasses: numClasses,
+                                                       inputChannels: inputChannels, aux: aux))
+        let notes = try model.loadSafetensors(weights)
+        let file = try HDF5File.open(rawInput)
+        guard file.exists("/image") else {
+            throw InputError.invalidContent(file: rawInput, reason: "no /image dataset")
+        }
+        let image = try file.read("/image", as: Float.self)
+        guard image.shape.count == 4, image.shape[1] == inputChannels else {
+            throw InputError.invalidContent(file: rawInput, reason: "/image has shape \(image.shape); expected "
+                + "[N, \(inputChannels), H, W]")
+        }
+        let logits = try model.forward(FloatTensor(shape: image.shape, values: image.values), training: false)
+        try HDF5File.write(to: logitsPath, updating: false) { out in
+            try out.write(logits.values, shape: logits.shape, to: "/logits")
+        }
+        return notes
+    }
+}
