@@ -171,3 +171,53 @@ final class DCMTKHandle: @unchecked Sendable {
         return String(cString: model)
     }
 }
+
+/// Owns one `cdcmtk_seg` (a binary DICOM SEG being built with DCMTK's dcmseg) and frees it in `deinit`.
+final class DCMTKSegmentationHandle {
+    let pointer: OpaquePointer
+    let destination: String
+
+    /// Rests on `cdcmtk_seg_create` (DcmSegmentation::createBinarySegmentation, importFromSourceImage).
+    init(source: String, rows: Int, columns: Int, seriesDescription: String, seriesNumber: Int,
+         destination: String) throws {
+        var message = [CChar](repeating: 0, count: 1024)
+        guard rows > 0, rows <= Int(UInt16.max), columns > 0, columns <= Int(UInt16.max),
+              let pointer = cdcmtk_seg_create(source, UInt16(rows), UInt16(columns), seriesDescription,
+                                               Int32(clamping: seriesNumber), &message, message.count) else {
+            throw DICOMError.unwritable(file: destination, reason: String(cString: message))
+        }
+        self.pointer = pointer
+        self.destination = destination
+    }
+
+    deinit { cdcmtk_seg_free(pointer) }
+
+    private func check(_ status: Int32) throws {
+        guard status == Int32(CDCMTK_OK) else {
+            throw DICOMError.unwritable(file: destination, reason: String(cString: cdcmtk_seg_error(pointer)))
+        }
+    }
+
+    /// Rests on `cdcmtk_seg_add_segment` (DcmSegment::create, DcmSegmentation::addSegment).
+    func addSegment(label: String) throws -> Int {
+        var number: UInt16 = 0
+        try check(cdcmtk_seg_add_segment(pointer, label, &number))
+        return Int(number)
+    }
+
+    /// Rests on `cdcmtk_seg_set_geometry` (FGPlaneOrientationPatient, FGPixelMeasures).
+    func setGeometry(orientation: [Double], rowSpacing: Double, columnSpacing: Double, thickness: Double) throws {
+        try check(cdcmtk_seg_set_geometry(pointer, orientation, rowSpacing, columnSpacing, thickness))
+    }
+
+    /// Rests on `cdcmtk_seg_add_frame` (DcmSegmentation::addFrame with plane position, frame content and
+    /// derivation image groups).
+    func addFrame(_ mask: [UInt8], segment: Int, position: [Double], sourceClassUID: String,
+                  sourceInstanceUID: String, sourcePath: String, stackPosition: Int) throws {
+        try check(cdcmtk_seg_add_frame(pointer, mask, UInt16(segment), position, sourceClassUID, sourceInstanceUID,
+                                       sourcePath, UInt32(stackPosition)))
+    }
+
+    /// Rests on `cdcmtk_seg_save` (DcmSegmentation::saveFile).
+    func save(to path: String) throws { try check(cdcmtk_seg_save(pointer, path)) }
+}
