@@ -80,3 +80,34 @@ struct SeriesTests {
         #expect(throws: DICOMError.self) { try Series.load(folder: folder.path) }
     }
 }
+
+/// Enhanced multi-frame geometry: per-frame Plane Position and shared Pixel Measures from the functional groups.
+struct EnhancedGeometryTests {
+    @Test func framesOfAnEnhancedFileAreSortedByTheirOwnPositions() throws {
+        let folder = try TestSupport.temporaryFolder("dicom-enhanced")
+        // Three frames stored at z = 4, 0, 2 with values 40, 0, 20.
+        let stored = [Int16](repeating: 40, count: 20) + [Int16](repeating: 0, count: 20)
+            + [Int16](repeating: 20, count: 20)
+        var writer = TestDicomWriter.ctSlice(stored: stored, position: [0, 0, 0], slope: 1, intercept: 0)
+        writer.remove(.imagePositionPatient)
+        writer.remove(.pixelSpacing)
+        writer.set(.numberOfFrames, "IS", "3")
+        func group(_ sequence: DicomTag, _ element: TestDicomWriter.Element) -> TestDicomWriter.Element {
+            var holder = TestDicomWriter()
+            holder.setSequence(sequence, items: [[element]])
+            return holder.elements[0]
+        }
+        writer.setSequence(.sharedFunctionalGroupsSequence, items: [[
+            group(.pixelMeasuresSequence, TestDicomWriter.element(.pixelSpacing, "DS", "0.5\\0.6")),
+        ]])
+        writer.setSequence(.perFrameFunctionalGroupsSequence, items: [4.0, 0, 2].map { z in
+            [group(.planePositionSequence, TestDicomWriter.element(.imagePositionPatient, "DS", "0\\0\\\(Int(z))"))]
+        })
+        try writer.write(to: folder.appendingPathComponent("enhanced.dcm"))
+        let volume = try #require(try Series.load(folder: folder.path).volumes.first)
+        #expect(volume.slices == 3)
+        #expect([0, 1, 2].map { volume.slice($0).first } == [0, 20, 40])
+        #expect(volume.spacing.slice == 2 && volume.spacing.row == 0.5 && volume.spacing.column == 0.6)
+        #expect(volume.origin == [0, 0, 0])
+    }
+}
