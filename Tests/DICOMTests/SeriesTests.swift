@@ -111,3 +111,30 @@ struct EnhancedGeometryTests {
         #expect(volume.origin == [0, 0, 0])
     }
 }
+
+/// A file whose pixels fail is skipped from its series with the reason; the other slices still load.
+struct SeriesFailureTests {
+    @Test func sliceThatFailsToDecodeIsSkippedAndTheRestLoads() throws {
+        let folder = try TestSupport.temporaryFolder("dicom-partial")
+        for k in 0..<3 {
+            var writer = TestDicomWriter.ctSlice(stored: Array(repeating: Int16(k), count: 20),
+                                                 position: [0, 0, Double(k)], instance: k + 1)
+            if k == 1 {
+                // Claims JPEG 2000, holds a fragment that is not a codestream.
+                writer.transferSyntaxUID = "1.2.840.10008.1.2.4.90"
+                let fragment: [UInt8] = [1, 2, 3, 4]
+                let items = TestDicomWriter.uint16([0xFFFE, 0xE000]) + TestDicomWriter.uint32(0)
+                    + TestDicomWriter.uint16([0xFFFE, 0xE000]) + TestDicomWriter.uint32(4) + fragment
+                    + TestDicomWriter.uint16([0xFFFE, 0xE0DD]) + TestDicomWriter.uint32(0)
+                writer.set(.pixelData, "OB", items, claimedLength: 0xFFFF_FFFF)
+            }
+            try writer.write(to: folder.appendingPathComponent("\(k).dcm"))
+        }
+        let (volumes, skipped) = try Series.load(folder: folder.path)
+        let volume = try #require(volumes.first)
+        #expect(volume.slices == 2)
+        #expect(volume.spacing.slice == 2)
+        #expect(skipped.count == 1 && skipped[0].file.hasSuffix("1.dcm"))
+        #expect(skipped.first?.reason.contains("JPEG 2000") == true)
+    }
+}
