@@ -10,7 +10,8 @@
 SliceLab is timed by Benchmarks/metrics_driver (compiled here with `swiftc -O` from Sources/Metrics); the peers
 with time.perf_counter around their calls. Best of REPEATS runs each (MONAI Dice/IoU once: it takes minutes). Needs numpy, scipy, torch, monai, medpy:
 run with the goldens venv,  /work/goldens-venv/bin/python Benchmarks/bench_metrics.py  (`make bench` runs it with
-.venv, which must then hold the peers from Benchmarks/requirements.txt). Set BENCH_QUICK=1 for smaller sizes.
+.venv, which lacks torch: set SLICELAB_PEER_PYTHON=/work/goldens-venv/bin/python and it re-runs itself with that
+interpreter). Set BENCH_QUICK=1 for smaller sizes.
 """
 import json
 import os
@@ -38,8 +39,12 @@ try:
     from medpy.metric import binary as medpy_binary
     import medpy
     from importlib.metadata import version
-except ImportError as error:  # the peers are not in this interpreter
-    print(f"bench_metrics: skipped, peer missing ({error}); run with /work/goldens-venv/bin/python")
+except ImportError as error:  # the peers are not in this interpreter: use SLICELAB_PEER_PYTHON if given
+    peer_python = os.environ.get("SLICELAB_PEER_PYTHON")
+    if peer_python and os.path.realpath(peer_python) != os.path.realpath(sys.executable):
+        sys.exit(subprocess.call([peer_python, __file__]))
+    print(f"bench_metrics: skipped, peer missing ({error}); set SLICELAB_PEER_PYTHON to an interpreter with "
+          "torch, monai, medpy and scipy (e.g. /work/goldens-venv/bin/python)")
     sys.exit(0)
 
 

@@ -9,18 +9,13 @@ contrast and resolution changes). Deterministic for a given --seed.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-from pathlib import Path
 
 from datasetlib.dicomio import SeriesIdentity
-from datasetlib.labeledset import SetSpec, build_set, versions
-from datasetlib.preview import render
+from datasetlib.cli import builder_main
+from datasetlib.labeledset import SetSpec
 from datasetlib.seeding import uid
-from datasetlib.template import load_template
 
-HERE = Path(__file__).resolve().parent
 DEFAULT_SEED = 20260401
 CLASSES = ["background", "gray matter", "white matter"]
 SERIES_NUMBERS = {"train": 1, "val": 2, "test": 3}
@@ -42,24 +37,7 @@ def spec(seed: int) -> SetSpec:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=HERE / "cache" / "mni-brain")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    parser.add_argument("--wheels", type=Path, default=HERE / "cache" / "wheels")
-    parser.add_argument("--previews", default=str(HERE / "cache" / "previews"),
-                        help="folder for a few rendered image|overlay PNGs ('' for none)")
-    args = parser.parse_args(argv)
-    template = load_template(args.wheels)
-    stats = build_set(spec(args.seed), template, args.out, versions())
-    print(json.dumps(stats, indent=2))
-    if args.previews:
-        previews = Path(args.previews)
-        splits = json.loads((args.out / "dataset.json").read_text())["splits"]
-        for split in ("train", "test"):
-            for case in (splits[split][len(splits[split]) // 3], splits[split][2 * len(splits[split]) // 3]):
-                render(args.out, case, previews / args.out.name / f"{split}-{case}.png")
-        print(f"previews in {previews / args.out.name}")
-    return 0
+    return builder_main(argv, __doc__, "mni-brain", DEFAULT_SEED, spec)
 
 
 if __name__ == "__main__":

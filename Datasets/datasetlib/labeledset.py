@@ -69,7 +69,7 @@ def _write_png_labels(path: Path, labels: np.ndarray) -> None:
     Image.fromarray(labels.astype(np.uint8), mode="L").save(path, format="PNG", optimize=False)
 
 
-def _lps_position(template: Template, k: int, rows: int, cols: int) -> tuple:
+def _lps_position(template: Template, k: int) -> tuple:
     """Centre of the first transmitted pixel (row 0 = most anterior, column 0 = patient right) in LPS mm."""
     i, j = template.t1.shape[0] - 1, template.t1.shape[1] - 1
     x, y, z, _ = template.affine @ np.array([i, j, k, 1.0])
@@ -117,7 +117,7 @@ def build_set(spec: SetSpec, template: Template, out_dir: Path, versions: dict) 
         write_mr_slice(staging / "images" / f"{case.name}.dcm", physical, scanner, identity,
                        sop_instance_uid=uid(spec.seed, spec.name, "instance", case.name),
                        instance_number=1 if identity.single_instance else instance_numbers[case.split],
-                       position_lps=_lps_position(template, case.k, *physical.shape), pixel_spacing=(1.0, 1.0),
+                       position_lps=_lps_position(template, case.k), pixel_spacing=(1.0, 1.0),
                        image_comments=f"SliceLab {spec.name} {case.split} {case.name}: MNI ICBM152 2009a "
                                       f"axial slice k={case.k}, simulated scanner {scanner.name}")
         _write_png_labels(staging / "labels" / f"{case.name}.png", labels)

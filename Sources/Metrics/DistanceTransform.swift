@@ -73,30 +73,40 @@ public enum DistanceTransform {
         let workers = Swift.min(parallelWorkers(), tasks)
         let weight = step * step
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            var line = [Double](repeating: 0, count: length)
-            var result = [Double](repeating: 0, count: length)
-            var vertices = [Int](repeating: 0, count: length)
-            var boundaries = [Double](repeating: 0, count: length + 1)
+            let line = UnsafeMutablePointer<Double>.allocate(capacity: length)
+            let result = UnsafeMutablePointer<Double>.allocate(capacity: length)
+            let vertices = UnsafeMutablePointer<Int>.allocate(capacity: length)
+            let boundaries = UnsafeMutablePointer<Double>.allocate(capacity: length + 1)
+            // A tile of `columnsPerTask` neighbouring lines, copied row by row so strided reads stay few.
+            let tile = UnsafeMutablePointer<Double>.allocate(capacity: length * columnsPerTask)
+            defer {
+                line.deallocate(); result.deallocate(); vertices.deallocate(); boundaries.deallocate()
+                tile.deallocate()
+            }
+            guard let base = data.baseAddress else { return }
             var task = worker
             while task < tasks {
                 let block = task / tasksPerBlock
                 let firstColumn = (task % tasksPerBlock) * columnsPerTask
-                let lastColumn = Swift.min(inner, firstColumn + columnsPerTask)
-                for column in firstColumn..<lastColumn {
-                    let base = block * length * inner + column
-                    for i in 0..<length { line[i] = data[base + i * inner] }
-                    lowerEnvelope(line, &result, &vertices, &boundaries, weight: weight)
-                    for i in 0..<length { data[base + i * inner] = result[i] }
+                let width = Swift.min(inner, firstColumn + columnsPerTask) - firstColumn
+                let start = base + block * length * inner + firstColumn
+                for i in 0..<length { (tile + i * width).update(from: start + i * inner, count: width) }
+                for column in 0..<width {
+                    for i in 0..<length { line[i] = tile[i * width + column] }
+                    lowerEnvelope(line, result, vertices, boundaries, count: length, weight: weight)
+                    for i in 0..<length { tile[i * width + column] = result[i] }
                 }
+                for i in 0..<length { (start + i * inner).update(from: tile + i * width, count: width) }
                 task += workers
             }
         }
     }
 
-    /// d(q) = min_p f(p) + w(q−p)², over the finite entries of f (all +∞ when none is finite).
-    static func lowerEnvelope(_ f: [Double], _ d: inout [Double], _ v: inout [Int], _ z: inout [Double],
-                              weight w: Double) {
-        let n = f.count
+    /// d(q) = min_p f(p) + w(q−p)², over the finite entries of f (all +∞ when none is finite); `v` and `z` are
+    /// scratch of `count` and `count + 1` elements.
+    static func lowerEnvelope(_ f: UnsafePointer<Double>, _ d: UnsafeMutablePointer<Double>,
+                              _ v: UnsafeMutablePointer<Int>, _ z: UnsafeMutablePointer<Double>,
+                              count n: Int, weight w: Double) {
         var k = -1
         for q in 0..<n where f[q].isFinite {
             let fq = f[q] + w * Double(q) * Double(q)
@@ -117,7 +127,8 @@ public enum DistanceTransform {
         }
         k = 0
         for q in 0..<n {
-            while z[k + 1] < Double(q) { k += 1 }
+            let position = Double(q)
+            while z[k + 1] < position { k += 1 }
             let offset = Double(q - v[k])
             d[q] = w * offset * offset + f[v[k]]
         }

@@ -1,8 +1,10 @@
+import Dispatch
+
 /// Surface voxels of a binary mask: the mask XOR its erosion by the cross (connectivity 1), with voxels outside
 /// the image counting as background, as `scipy.ndimage.binary_erosion` (MONAI `get_mask_edges`, medpy
 /// `__surface_distances`).
 public enum Surface {
-    /// The surface of `mask` over `shape` (2 or 3 axes, row-major).
+    /// The surface of `mask` over `shape` (2 or 3 axes, row-major); slices in parallel for large volumes.
     public static func of(_ mask: [Bool], shape: [Int]) -> [Bool] {
         let extents = shape.count == 3 ? shape : [1] + shape
         let (slices, rows, columns) = (extents[0], extents[1], extents[2])
@@ -10,8 +12,9 @@ public enum Surface {
         let plane = rows * columns
         var surface = [Bool](repeating: false, count: mask.count)
         mask.withUnsafeBufferPointer { m in
-            surface.withUnsafeMutableBufferPointer { s in
-                for z in 0..<slices {
+            surface.withUnsafeMutableBufferPointer { buffer in
+                let s = buffer
+                func scan(slice z: Int) {
                     for y in 0..<rows {
                         let rowBase = z * plane + y * columns
                         for x in 0..<columns where m[rowBase + x] {
@@ -24,6 +27,11 @@ public enum Surface {
                             s[i] = !interior
                         }
                     }
+                }
+                if slices >= 4 && mask.count >= 1 << 20 {
+                    DispatchQueue.concurrentPerform(iterations: slices) { scan(slice: $0) }
+                } else {
+                    for z in 0..<slices { scan(slice: z) }
                 }
             }
         }

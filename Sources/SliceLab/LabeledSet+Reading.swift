@@ -5,8 +5,9 @@ import ImageIO
 // Reading one case's files. Images go through the shared `ImageLoader` (PNG, HDF5 `/image`, DICOM file or
 // series folder); label maps are read here.
 
-/// Reads an image as [F, C, H, W] Float32 (channels first, as the network takes them).
-func readCaseImage(_ url: URL, case name: String) throws -> FloatTensor {
+/// Reads an image as [F, C, H, W] Float32 (channels first, as the network takes them), with its spacing
+/// (slice, row, column) in mm when the file carries one.
+func readCaseImage(_ url: URL, case name: String) throws -> (image: FloatTensor, spacing: [Double]?) {
     let scan = try wrapped(name, url.path) { try ImageLoader.load(url.path) }
     let (frames, channels, plane) = (scan.frames, scan.channels, scan.rows * scan.columns)
     var values = [Float](repeating: 0, count: scan.values.count)
@@ -17,7 +18,8 @@ func readCaseImage(_ url: URL, case name: String) throws -> FloatTensor {
             }
         }
     }
-    return FloatTensor(shape: [frames, channels, scan.rows, scan.columns], values: values)
+    return (FloatTensor(shape: [frames, channels, scan.rows, scan.columns], values: values),
+            scan.hasSpacing ? scan.spacing : nil)
 }
 
 /// Reads a label map as [H, W] or [F, H, W]: a 1-channel PNG (8 or 16 bits), an HDF5 file's integer `/labels`,

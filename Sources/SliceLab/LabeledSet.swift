@@ -36,6 +36,8 @@ public struct LabeledSample: Sendable {
     public let name: String
     public var image: FloatTensor
     public var labels: LabelTensor
+    /// Voxel spacing in mm (slice, row, column): the image's own, else `dataset.json`'s, else 1.
+    public var spacing: [Double] = [1, 1, 1]
 
     public var frameCount: Int { image.shape[0] }
 
@@ -148,7 +150,8 @@ public final class LabeledSet: @unchecked Sendable {
         guard let (imageURL, labelURL) = files[name] else {
             throw LabeledSetError.missingCase(case: name, split: "any")
         }
-        let image = try readCaseImage(imageURL, case: name)
+        let (image, fileSpacing) = try readCaseImage(imageURL, case: name)
+        let spacing = fileSpacing ?? description.spacing.map { [1] + $0 } ?? [1, 1, 1]
         var labels = try readCaseLabels(labelURL, case: name)
         let imageShape = [image.shape[0], image.shape[2], image.shape[3]]
         if labels.shape.count == 2 { labels.shape = [1] + labels.shape }
@@ -160,7 +163,7 @@ public final class LabeledSet: @unchecked Sendable {
                                                   pixels: labels.values.lazy.filter { $0 == bad }.count,
                                                   classCount: classCount)
         }
-        return LabeledSample(name: name, image: image, labels: labels)
+        return LabeledSample(name: name, image: image, labels: labels, spacing: spacing)
     }
 
     private static func readDescription(_ url: URL) throws -> LabeledSetDescription {

@@ -60,8 +60,17 @@ public enum Overlay {
     /// Blends `labels` (one frame) over the display image of `image`'s frame and writes an RGB PNG.
     /// - Throws: `InputError.invalidContent` when the shapes differ; I/O errors naming `path`.
     public static func write(image: ScanImage, labels: LabelMap, frame: Int = 0, to path: String) throws {
+        do {
+            try render(image: image, labels: labels, frame: frame).write(to: path)
+        } catch let InputError.invalidContent(_, reason) {
+            throw InputError.invalidContent(file: path, reason: reason)
+        }
+    }
+
+    /// Blends `labels` (one frame) over the display image of `image`'s frame as an RGB image.
+    public static func render(image: ScanImage, labels: LabelMap, frame: Int = 0) throws -> PNGImage {
         guard labels.rows == image.rows, labels.columns == image.columns, frame < min(image.frames, labels.frames) else {
-            throw InputError.invalidContent(file: path, reason: "overlay: label map \(labels.rows)x\(labels.columns) "
+            throw InputError.invalidContent(file: image.source, reason: "overlay: label map \(labels.rows)x\(labels.columns) "
                 + "does not match image \(image.rows)x\(image.columns)")
         }
         var rgb = displayRGB(image, frame: frame)
@@ -73,6 +82,6 @@ public enum Overlay {
                 rgb[pixel * 3 + channel] = UInt8((0.5 * base + 0.5 * Double(value)).rounded())
             }
         }
-        try PNGImage(rows: image.rows, columns: image.columns, channels: 3, samples: rgb).write(to: path)
+        return try PNGImage(rows: image.rows, columns: image.columns, channels: 3, samples: rgb)
     }
 }

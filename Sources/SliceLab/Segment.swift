@@ -54,8 +54,8 @@ public enum Segment {
         var probabilities: [Float] = options.probabilities ? [Float](repeating: 0, count: image.frames * k * plane) : []
         let window = SlidingWindow(tileSize: options.tileSize)
         for frame in 0..<image.frames {
-            let input = networkInput(image, frame: frame, channels: c, preprocessing: preprocessing)
-            let logits = try window.logits(model, input)
+            let logits = try frameLogits(model: model, preprocessing: preprocessing, image: image, frame: frame,
+                                         window: window)
             labels.replaceSubrange((frame * plane)..<((frame + 1) * plane), with: argmaxOverClasses(logits))
             if options.probabilities {
                 let p = softmaxOverClasses(logits).values
@@ -72,6 +72,21 @@ public enum Segment {
             }
         }
         if let overlay = options.overlay { try Overlay.write(image: image, labels: map, frame: 0, to: overlay) }
+    }
+
+    /// The logits [1, K, H, W] of one frame, tiled by `window` when the frame is larger than a tile.
+    static func frameLogits(model: DeepLabV3, preprocessing: Preprocessing, image: ScanImage, frame: Int,
+                            window: SlidingWindow = SlidingWindow()) throws -> FloatTensor {
+        let input = networkInput(image, frame: frame, channels: model.configuration.inputChannels,
+                                 preprocessing: preprocessing)
+        return try window.logits(model, input)
+    }
+
+    /// The argmax label map of every frame, [frames, H, W] row-major.
+    public static func labels(model: DeepLabV3, preprocessing: Preprocessing, image: ScanImage) throws -> [Int32] {
+        try (0..<image.frames).flatMap { frame in
+            argmaxOverClasses(try frameLogits(model: model, preprocessing: preprocessing, image: image, frame: frame))
+        }
     }
 
     /// One frame as the network's input [1, C, H, W]: channels matched (RGB averaged to gray, gray repeated to

@@ -1,7 +1,8 @@
 import DeepLab
+import Metrics
 
-/// Validation of a network on preprocessed cases: mean loss, and per-class Dice and IoU from the confusion
-/// counts summed over all validation pixels.
+/// Validation of a network on preprocessed cases: mean loss, and per-class Dice and IoU (the Metrics module's
+/// `OverlapMetrics`, empty rule `.one`) of the confusion matrix summed over all validation pixels not ignored.
 public struct TrainValidation {
     /// A validation case: image [C, H, W] (preprocessed) and labels [H, W].
     public struct Case: Sendable {
@@ -40,8 +41,7 @@ public struct TrainValidation {
     ///
     /// - Throws: what the network or the loss throws.
     public func evaluate(_ network: SegmentationNetwork) throws -> Result {
-        var truePositives = [Int](repeating: 0, count: classCount)
-        var falsePositives = truePositives, falseNegatives = truePositives
+        var counts = [Int64](repeating: 0, count: classCount * classCount)
         var totalLoss = 0.0
         for sample in cases {
             let input = FloatTensor(shape: [1] + sample.image.shape, values: sample.image.values)
@@ -56,22 +56,14 @@ public struct TrainValidation {
                 for k in 1..<classCount where logits.values[k * pixels + p] > logits.values[predicted * pixels + p] {
                     predicted = k
                 }
-                if predicted == truth {
-                    truePositives[truth] += 1
-                } else {
-                    falsePositives[predicted] += 1
-                    falseNegatives[truth] += 1
-                }
+                counts[truth * classCount + predicted] += 1
             }
         }
-        let dice = (0..<classCount).map { k -> Double in
-            let denominator = 2 * truePositives[k] + falsePositives[k] + falseNegatives[k]
-            return denominator == 0 ? 1 : Double(2 * truePositives[k]) / Double(denominator)
+        let confusion = try ConfusionMatrix(classCount: classCount, counts: counts)
+        let overlaps = (0..<classCount).map {
+            OverlapMetrics(confusion, classIndex: $0, voxelVolumeMM3: 1, empty: .one)
         }
-        let iou = (0..<classCount).map { k -> Double in
-            let denominator = truePositives[k] + falsePositives[k] + falseNegatives[k]
-            return denominator == 0 ? 1 : Double(truePositives[k]) / Double(denominator)
-        }
+        let dice = overlaps.map(\.dice), iou = overlaps.map(\.iou)
         return Result(loss: cases.isEmpty ? 0 : totalLoss / Double(cases.count), dice: dice, iou: iou)
     }
 }

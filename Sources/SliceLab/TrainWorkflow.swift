@@ -7,6 +7,9 @@ public struct TrainOptions: Sendable {
     public var architecture: String
     public var classCount: Int
     public var inputChannels: Int = 1
+    /// The backbone's output stride (8 or 16) and the ASPP width; the architecture's defaults when nil.
+    public var outputStride: Int?
+    public var asppChannels: Int?
     public var epochs: Int?
     public var steps: Int?
     public var batchSize: Int = 8
@@ -73,7 +76,8 @@ public enum TrainWorkflow {
             optimizer: isSGD ? .sgd(SGD.Configuration()) : .adamW(AdamW.Configuration()),
             loss: LossConfiguration(kind: lossKind, classWeights: options.classWeights),
             gradientClipNorm: 10, earlyStoppingPatience: nil, seed: options.seed,
-            augmentation: options.augmentation ?? AugmentationConfiguration(cropSize: options.cropSize),
+            augmentation: options.augmentation
+                ?? AugmentationConfiguration(cropSize: options.cropSize, classBalancedCropProbability: 1.0 / 3),
             preprocessing: set.description.preprocessing ?? .minMax)
     }
 
@@ -109,13 +113,28 @@ public enum TrainWorkflow {
         }
     }
 
-    /// The DeepLabV3 network the engine builds for `options` (architecture, classes, input channels, initial
-    /// weights, threads). The engine's trainable model (issue #4's layers with issue #5's backward passes) is not
-    /// in this build yet, so this says so; everything before it (the set, the configuration) has been checked.
+    /// The DeepLabV3 network for `options`: architecture, classes and input channels as given, weights freshly
+    /// initialised from `--seed` (torchvision layout, so checkpoints keep `state_dict` keys).
+    ///
+    /// - Throws: `TrainingError.networkUnavailable` for `--init` (importing weights is not in this build yet);
+    ///   `DeepLabError.invalidConfiguration` for an architecture the engine cannot build.
     public static func makeEngineNetwork(_ options: TrainOptions) throws -> SegmentationNetwork {
-        throw TrainingError.networkUnavailable(
-            architecture: options.architecture,
-            reason: "the DeepLabV3 engine with backward passes is not in this build yet (issues #4 and #5)")
+        guard let architecture = DeepLabConfiguration.Architecture(rawValue: options.architecture) else {
+            throw TrainingError.invalidConfiguration("unknown architecture \(options.architecture)")
+        }
+        if let initial = options.initialWeights {
+            throw TrainingError.networkUnavailable(
+                architecture: options.architecture,
+                reason: "starting from \(initial) needs the engine's weight import, not in this build yet")
+        }
+        var configuration = DeepLabConfiguration(arch: architecture, numClasses: options.classCount,
+                                                 inputChannels: options.inputChannels, seed: options.seed)
+        if let stride = options.outputStride {
+            configuration.outputStride = stride
+            configuration.atrousRates = stride == 16 ? [6, 12, 18] : [12, 24, 36]
+        }
+        if let channels = options.asppChannels { configuration.asppChannels = channels }
+        return try DeepLabV3(configuration)
     }
 
     /// Runs training.
@@ -143,6 +162,22 @@ public enum TrainWorkflow {
                                   bestCheckpointPath: options.outputPath,
                                   lastCheckpointPath: options.lastCheckpointPath,
                                   progress: progress ?? TrainProgress(totalSteps: configuration.steps))
-        return try trainer.run(resumingFrom: options.resumePath)
+        if let model = network as? DeepLabV3 {
+            let parameters = model.parameters
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            let json = String(decoding: try encoder.encode(model.configuration), as: UTF8.self)
+            trainer.writeModel = { file in
+                try TrainingCheckpoint.writeParameters(parameters, to: file)
+                try file.setAttribute("deeplab_configuration", .string(json))
+            }
+        }
+        do {
+            return try trainer.run(resumingFrom: options.resumePath)
+        } catch let DeepLabError.invalidBackward(reason) {
+            throw TrainingError.networkUnavailable(
+                architecture: options.architecture,
+                reason: "the engine's backward pass is not in this build yet (\(reason))")
+        }
     }
 }

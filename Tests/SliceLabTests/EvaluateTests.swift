@@ -1,5 +1,6 @@
 import Foundation
 import ImageIO
+import Metrics
 import SliceLab
 import Testing
 import TestSupport
@@ -169,5 +170,40 @@ import TestSupport
             print("ok")
             """, arguments: [out, TestSupport.packageRoot.appendingPathComponent("Notebooks").path])
         #expect(report.hasPrefix("ok"))
+    }
+
+    @Test func predictedLabelMapsAreStoredChunkedAndCompressedAndRunNamesAreChecked() throws {
+        let folder = try TestSupport.temporaryFolder("slicelab-results")
+        let out = folder.appendingPathComponent("results.h5").path
+        let reference = LabelMap(frames: 2, rows: 3, columns: 4, labels: (0..<24).map { Int32($0 % 3) },
+                                 spacing: [2, 0.5, 0.5])
+        let prediction = LabelMap(frames: 2, rows: 3, columns: 4, labels: (0..<24).map { Int32(($0 + 1) % 3) },
+                                  spacing: [2, 0.5, 0.5])
+        let settings = EvaluationSettings(classCount: 3)
+        let metrics = try CaseMetrics(reference: LabelGrid(shape: [2, 3, 4], spacing: [2, 0.5, 0.5],
+                                                           labels: reference.labels.map { UInt16($0) }),
+                                      prediction: LabelGrid(shape: [2, 3, 4], spacing: [2, 0.5, 0.5],
+                                                            labels: prediction.labels.map { UInt16($0) }),
+                                      settings: settings)
+        let run = try ResultsRun(name: "model", method: "deeplabv3", model: "m.h5", dataset: "set", settings: settings,
+                                 classNames: ["bg", "a", "b"], cases: [("c1", [2, 0.5, 0.5], metrics)],
+                                 labels: ["c1": prediction], bootstrapSeed: 42)
+        try ResultsFile.write(runs: [run], to: out)
+        let report = try TestSupport.runPython("""
+            import sys, h5py, numpy as np
+            f = h5py.File(sys.argv[1], "r")
+            d = f["runs/model/labels/c1"]
+            assert d.dtype == np.uint8 and d.shape == (2, 3, 4) and d.chunks is not None and d.compression == "gzip"
+            assert (d[()].ravel() == (np.arange(24) + 1) % 3).all()
+            assert f["runs/model"].attrs["bootstrap_seed"] == 42
+            print("ok")
+            """, arguments: [out])
+        #expect(report.hasPrefix("ok"))
+        #expect(try ResultsFile.readRun("model", from: out).bootstrapSeed == 42)
+        #expect(throws: ResultsError.invalidRunName("a/b")) {
+            try ResultsRun(name: "a/b", method: "m", dataset: "d", settings: settings, classNames: ["bg", "a", "b"],
+                           cases: [])
+        }
+        #expect(throws: ResultsError.missingRun(file: out, run: "other")) { try ResultsFile.readRun("other", from: out) }
     }
 }

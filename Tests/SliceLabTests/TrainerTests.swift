@@ -186,6 +186,47 @@ struct TrainerTests {
                 == "6 (2, 3) 6 3 6 ['classifier.bias', 'classifier.weight'] 4 window")
     }
 
+    /// The test network's backward (which the loop tests rely on) matches central differences of the
+    /// cross-entropy through its forward, within 1e-3 of the largest gradient entry (Float32 logits, h = 1e-2).
+    @Test func testNetworkBackwardMatchesFiniteDifferences() throws {
+        let network = PixelLinearNetwork(inputChannels: 2, classCount: 3, seed: 4)
+        let input = FloatTensor(shape: [2, 2, 3, 3], values: (0..<36).map { sin(Float($0) * 0.7) })
+        let labels = LabelTensor(shape: [2, 3, 3], values: (0..<18).map { Int32($0 % 3) })
+        let loss = CrossEntropyLoss()
+        network.zeroGradients()
+        let result = try loss.evaluate(logits: network.forward(input, training: true), labels: labels)
+        try network.backward(result.gradient)
+        let scale = Double((network.weight.gradient + network.bias.gradient).map(abs).max() ?? 1)
+        for parameter in [network.weight, network.bias] {
+            let analytic = parameter.gradient
+            for index in parameter.value.indices {
+                let original = parameter.value[index]
+                parameter.value[index] = original + 1e-2
+                let up = try loss.evaluate(logits: network.forward(input, training: false), labels: labels).loss
+                parameter.value[index] = original - 1e-2
+                let down = try loss.evaluate(logits: network.forward(input, training: false), labels: labels).loss
+                parameter.value[index] = original
+                let numeric = (up - down) / 2e-2
+                #expect(abs(numeric - Double(analytic[index])) <= 1e-3 * scale, "\(parameter.name)[\(index)]")
+            }
+        }
+    }
+
+    /// Validation Dice and IoU on a hand-counted case: one true negative, one true positive, one false positive
+    /// and an ignored pixel give Dice 2/3 and IoU 1/2 for both classes.
+    @Test func validationCountsDiceAndIoUOverPixelsNotIgnored() throws {
+        let network = PixelLinearNetwork(inputChannels: 1, classCount: 2, seed: 1)
+        (network.weight.value, network.bias.value) = ([-1, 1], [0.5, -0.5])  // class 1 where x > 0.5
+        let validation = TrainValidation(
+            cases: [.init(name: "c", image: FloatTensor(shape: [1, 2, 2], values: [0, 1, 1, 0]),
+                          labels: LabelTensor(shape: [2, 2], values: [Int32(0), 1, 0, -100]))],
+            classCount: 2, loss: CrossEntropyLoss())
+        let result = try validation.evaluate(network)
+        #expect(result.dice.map { ($0 * 1e9).rounded() } == [666_666_667, 666_666_667])
+        #expect(result.iou == [0.5, 0.5])
+        #expect(abs(result.meanForegroundDice - 2.0 / 3) < 1e-12)
+    }
+
     /// The prefetcher yields exactly the batches of repeated `nextBatch` calls, and a sample that fails to load
     /// surfaces as the error of `next()` instead of hanging.
     @Test func prefetcherMatchesSequentialSamplingAndSurfacesErrors() throws {

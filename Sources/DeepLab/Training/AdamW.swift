@@ -41,15 +41,24 @@ public final class AdamW: Optimizer {
         let epsilon = Float(configuration.epsilon)
         for parameter in parameters where parameter.isTrainable {
             let count = parameter.value.count
-            var m = firstMoments[parameter.name] ?? [Float](repeating: 0, count: count)
-            var v = secondMoments[parameter.name] ?? [Float](repeating: 0, count: count)
-            for i in 0..<count {
-                let g = parameter.gradient[i]
-                parameter.value[i] *= decay
-                m[i] += oneMinusBeta1 * (g - m[i])
-                v[i] = v[i] * beta2 + oneMinusBeta2 * (g * g)
-                let denominator = v[i].squareRoot() / correction2 + epsilon
-                parameter.value[i] += -stepSize * (m[i] / denominator)
+            // Taken out of the dictionaries while updated, so the arrays are uniquely referenced (no copy).
+            var m = firstMoments.removeValue(forKey: parameter.name) ?? [Float](repeating: 0, count: count)
+            var v = secondMoments.removeValue(forKey: parameter.name) ?? [Float](repeating: 0, count: count)
+            m.withUnsafeMutableBufferPointer { m in
+                v.withUnsafeMutableBufferPointer { v in
+                    parameter.gradient.withUnsafeBufferPointer { gradient in
+                        parameter.value.withUnsafeMutableBufferPointer { value in
+                            for i in 0..<count {
+                                let g = gradient[i]
+                                value[i] *= decay
+                                m[i] += oneMinusBeta1 * (g - m[i])
+                                v[i] = v[i] * beta2 + oneMinusBeta2 * (g * g)
+                                let denominator = v[i].squareRoot() / correction2 + epsilon
+                                value[i] += -stepSize * (m[i] / denominator)
+                            }
+                        }
+                    }
+                }
             }
             firstMoments[parameter.name] = m
             secondMoments[parameter.name] = v

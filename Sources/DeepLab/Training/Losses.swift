@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 /// A loss value and its gradient with respect to the logits, which `SegmentationNetwork.backward` takes.
@@ -47,13 +48,14 @@ struct LossGeometry {
     }
 }
 
-/// Per-pixel softmax over the class axis of logits [N, K, H, W], in Float64, same layout.
+/// Per-pixel softmax over the class axis of logits [N, K, H, W], in Float64, same layout; images in parallel.
 func softmaxProbabilities(_ logits: FloatTensor, _ geometry: LossGeometry) -> [Double] {
     let (classes, pixels) = (geometry.classes, geometry.pixels)
     var probabilities = [Double](repeating: 0, count: logits.values.count)
     logits.values.withUnsafeBufferPointer { z in
-        probabilities.withUnsafeMutableBufferPointer { out in
-            for n in 0..<geometry.batch {
+        probabilities.withUnsafeMutableBufferPointer { buffer in
+            let out = buffer
+            DispatchQueue.concurrentPerform(iterations: geometry.batch) { n in
                 let base = n * classes * pixels
                 for p in 0..<pixels {
                     var largest = -Double.infinity
@@ -64,12 +66,26 @@ func softmaxProbabilities(_ logits: FloatTensor, _ geometry: LossGeometry) -> [D
                         out[base + k * pixels + p] = e
                         sum += e
                     }
-                    for k in 0..<classes { out[base + k * pixels + p] /= sum }
+                    let inverse = 1 / sum
+                    for k in 0..<classes { out[base + k * pixels + p] *= inverse }
                 }
             }
         }
     }
     return probabilities
+}
+
+/// Logits with their checked geometry and softmax, computed once for losses that share them (Dice + CE).
+struct SoftmaxedLogits {
+    let shape: [Int]
+    let geometry: LossGeometry
+    let probabilities: [Double]
+
+    init(_ logits: FloatTensor, _ labels: LabelTensor) throws {
+        shape = logits.shape
+        geometry = try LossGeometry(logits, labels)
+        probabilities = softmaxProbabilities(logits, geometry)
+    }
 }
 
 /// Pixel-wise cross-entropy with optional class weights and an ignore label.
@@ -89,7 +105,11 @@ public struct CrossEntropyLoss: SegmentationLoss, Equatable {
     }
 
     public func evaluate(logits: FloatTensor, labels: LabelTensor) throws -> LossResult {
-        try pixelwiseLoss(logits, labels, classWeights: classWeights, ignoreLabel: ignoreLabel,
+        try evaluate(SoftmaxedLogits(logits, labels), labels: labels)
+    }
+
+    func evaluate(_ input: SoftmaxedLogits, labels: LabelTensor) throws -> LossResult {
+        try pixelwiseLoss(input, labels, classWeights: classWeights, ignoreLabel: ignoreLabel,
                           what: "cross-entropy", normalizeByWeights: true) { q, weight in
             // −w·log q, and dLoss/dz_k = −w·(δ_ky − p_k)
             (-weight * log(q), -weight)
@@ -125,7 +145,11 @@ public struct DiceLoss: SegmentationLoss, Equatable {
     }
 
     public func evaluate(logits: FloatTensor, labels: LabelTensor) throws -> LossResult {
-        let geometry = try LossGeometry(logits, labels)
+        try evaluate(SoftmaxedLogits(logits, labels), labels: labels)
+    }
+
+    func evaluate(_ input: SoftmaxedLogits, labels: LabelTensor) throws -> LossResult {
+        let geometry = input.geometry
         let (classes, pixels) = (geometry.classes, geometry.pixels)
         let firstClass = includeBackground ? 0 : 1
         guard firstClass < classes else {
@@ -135,7 +159,7 @@ public struct DiceLoss: SegmentationLoss, Equatable {
             throw TrainingError.shapeMismatch(what: "Dice class weights", expected: [classes],
                                               actual: [classWeights.count])
         }
-        let probabilities = softmaxProbabilities(logits, geometry)
+        let probabilities = input.probabilities
         var label = [Int](repeating: -1, count: geometry.batch * pixels)  // -1: ignored
         for n in 0..<geometry.batch {
             for p in 0..<pixels { label[n * pixels + p] = try geometry.label(labels, n, p, ignoreLabel: ignoreLabel) ?? -1 }
@@ -185,7 +209,7 @@ public struct DiceLoss: SegmentationLoss, Equatable {
                 }
             }
         }
-        return LossResult(loss: loss / terms, gradient: FloatTensor(shape: logits.shape, values: gradient))
+        return LossResult(loss: loss / terms, gradient: FloatTensor(shape: input.shape, values: gradient))
     }
 }
 
@@ -217,8 +241,9 @@ public struct DiceCELoss: SegmentationLoss, Equatable {
     }
 
     public func evaluate(logits: FloatTensor, labels: LabelTensor) throws -> LossResult {
-        let d = try dice.evaluate(logits: logits, labels: labels)
-        let c = try crossEntropy.evaluate(logits: logits, labels: labels)
+        let input = try SoftmaxedLogits(logits, labels)
+        let d = try dice.evaluate(input, labels: labels)
+        let c = try crossEntropy.evaluate(input, labels: labels)
         let (a, b) = (Float(diceWeight), Float(crossEntropyWeight))
         let gradient = zip(d.gradient.values, c.gradient.values).map { a * $0 + b * $1 }
         return LossResult(loss: diceWeight * d.loss + crossEntropyWeight * c.loss,
@@ -241,8 +266,8 @@ public struct FocalLoss: SegmentationLoss, Equatable {
     }
 
     public func evaluate(logits: FloatTensor, labels: LabelTensor) throws -> LossResult {
-        try pixelwiseLoss(logits, labels, classWeights: classWeights, ignoreLabel: ignoreLabel,
-                          what: "focal", normalizeByWeights: false) { q, weight in
+        try pixelwiseLoss(SoftmaxedLogits(logits, labels), labels, classWeights: classWeights,
+                          ignoreLabel: ignoreLabel, what: "focal", normalizeByWeights: false) { q, weight in
             // −w·(1−q)^γ·log q, and dLoss/dz_k = w·[γ(1−q)^(γ−1)·q·log q − (1−q)^γ]·(δ_ky − p_k)
             let logQ = log(q), rest = 1 - q
             let modulation = gamma == 0 || rest == 0 ? 0 : gamma * pow(rest, gamma - 1) * q * logQ
@@ -257,17 +282,17 @@ public struct FocalLoss: SegmentationLoss, Equatable {
 ///   - normalizeByWeights: divide by the sum of the pixels' class weights (PyTorch's weighted mean) rather
 ///     than by the number of pixels not ignored.
 ///   - term: for p_y and the class weight, the pixel's loss and the factor f with dLoss/dz_k = f·(δ_ky − p_k).
-func pixelwiseLoss(_ logits: FloatTensor, _ labels: LabelTensor, classWeights: [Double]?, ignoreLabel: Int32?,
+func pixelwiseLoss(_ input: SoftmaxedLogits, _ labels: LabelTensor, classWeights: [Double]?, ignoreLabel: Int32?,
                    what: String, normalizeByWeights: Bool,
                    term: (_ probability: Double, _ weight: Double) -> (loss: Double, factor: Double)) throws
     -> LossResult {
-    let geometry = try LossGeometry(logits, labels)
+    let geometry = input.geometry
     if let classWeights, classWeights.count != geometry.classes {
         throw TrainingError.shapeMismatch(what: "\(what) class weights", expected: [geometry.classes],
                                           actual: [classWeights.count])
     }
     let (classes, pixels) = (geometry.classes, geometry.pixels)
-    let probabilities = softmaxProbabilities(logits, geometry)
+    let probabilities = input.probabilities
     var gradient = [Double](repeating: 0, count: probabilities.count)
     var total = 0.0, normalizer = 0.0
     for n in 0..<geometry.batch {
@@ -286,5 +311,5 @@ func pixelwiseLoss(_ logits: FloatTensor, _ labels: LabelTensor, classWeights: [
     }
     let scale = normalizer > 0 ? 1 / normalizer : 0
     return LossResult(loss: total * scale,
-                      gradient: FloatTensor(shape: logits.shape, values: gradient.map { Float($0 * scale) }))
+                      gradient: FloatTensor(shape: input.shape, values: gradient.map { Float($0 * scale) }))
 }

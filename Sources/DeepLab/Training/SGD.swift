@@ -30,27 +30,36 @@ public final class SGD: Optimizer {
     public func step(learningRate: Double) {
         let (momentum, dampening) = (Float(configuration.momentum), Float(1 - configuration.dampening))
         let (weightDecay, rate) = (Float(configuration.weightDecay), Float(-learningRate))
+        let nesterov = configuration.nesterov
         for parameter in parameters where parameter.isTrainable {
+            let count = parameter.value.count
             var direction = parameter.gradient
-            if weightDecay != 0 {
-                for i in direction.indices { direction[i] += weightDecay * parameter.value[i] }
-            }
-            if momentum != 0 {
-                var buffer: [Float]
-                if let previous = momentumBuffers[parameter.name] {
-                    buffer = previous
-                    for i in buffer.indices { buffer[i] = buffer[i] * momentum + dampening * direction[i] }
-                } else {
-                    buffer = direction
+            // Taken out of the dictionary while updated, so the array is uniquely referenced (no copy).
+            let previous = momentumBuffers.removeValue(forKey: parameter.name)
+            var buffer = previous ?? []
+            direction.withUnsafeMutableBufferPointer { direction in
+                parameter.value.withUnsafeMutableBufferPointer { value in
+                    if weightDecay != 0 {
+                        for i in 0..<count { direction[i] += weightDecay * value[i] }
+                    }
+                    if momentum != 0 {
+                        if previous == nil {
+                            buffer = Array(direction)
+                        } else {
+                            buffer.withUnsafeMutableBufferPointer { buffer in
+                                for i in 0..<count { buffer[i] = buffer[i] * momentum + dampening * direction[i] }
+                            }
+                        }
+                        buffer.withUnsafeBufferPointer { buffer in
+                            for i in 0..<count {
+                                direction[i] = nesterov ? direction[i] + momentum * buffer[i] : buffer[i]
+                            }
+                        }
+                    }
+                    for i in 0..<count { value[i] += rate * direction[i] }
                 }
-                momentumBuffers[parameter.name] = buffer
-                if configuration.nesterov {
-                    for i in direction.indices { direction[i] += momentum * buffer[i] }
-                } else {
-                    direction = buffer
-                }
             }
-            for i in direction.indices { parameter.value[i] += rate * direction[i] }
+            if momentum != 0 { momentumBuffers[parameter.name] = buffer }
             parameter.markUpdated()
         }
         stepCount += 1

@@ -1,3 +1,4 @@
+import Foundation
 import SliceLab
 
 /// `slicelab compare DATASET --model MODEL.h5 [--classical SPEC]… --out RESULTS.h5` (issue #8).
@@ -16,9 +17,40 @@ enum CompareCommand: Command {
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
             OptionSpec("timings", .flag, help: "Print a timing breakdown."),
             OptionSpec("skip-bad", .flag, help: "Skip and list invalid cases instead of failing."),
-        ])
+            OptionSpec("overwrite", .flag, help: "Replace runs of the same names in RESULTS.h5."),
+        ],
+        discussion: """
+            SPEC is METHOD[:key=value,…] with METHOD one of otsu, multiotsu, histogram, kmeans, fcm, gmm and keys
+            space, classes, map (train-vote: majority vote learned on the train split, the default;
+            intensity: cluster i is class i; oracle: Hungarian matching on each evaluated case, an upper bound),
+            seed, n-init, regularize, min-region, connectivity, name.
+            Without --classical: \(Compare.defaultClassical.joined(separator: " and ")).
+            """)
 
     static func run(_ arguments: ParsedArguments) throws {
-        throw notYetAvailable("compare", "labeled sets and comparison, issue #8")
+        guard let dataset = arguments.positional(0), let model = arguments.string("model"),
+              let output = arguments.string("out") else {
+            throw UsageError("slicelab compare: give DATASET, --model MODEL.h5 and --out RESULTS.h5")
+        }
+        let specs = arguments.strings("classical").isEmpty ? Compare.defaultClassical : arguments.strings("classical")
+        let options = Compare.Options(dataset: dataset, model: model, classical: try specs.map(ClassicalSpec.init),
+                                      split: arguments.string("split") ?? "test", output: output,
+                                      report: arguments.string("report"), threads: arguments.int("threads"),
+                                      skipBad: arguments.flag("skip-bad"), overwrite: arguments.flag("overwrite"))
+        try runCompare(options, timings: arguments.flag("timings"))
+    }
+
+    /// Runs a comparison and prints its table, skips, timings and outputs (shared with `demo`).
+    static func runCompare(_ options: Compare.Options, timings: Bool) throws {
+        let outcome = try Compare.run(options)
+        for skipped in outcome.skipped { standardError("slicelab compare: skipped \(skipped.name): \(skipped.error)") }
+        print(Compare.table(outcome), terminator: "")
+        if timings {
+            let total = outcome.timings.map(\.seconds).reduce(0, +)
+            for (stage, seconds) in outcome.timings {
+                print(String(format: "  %-36@ %8.2f s  %5.1f %%", stage as NSString, seconds, 100 * seconds / max(total, 1e-9)))
+            }
+        }
+        print("wrote \(outcome.runs.count) runs to \(options.output)" + (options.report.map { ", report in \($0)/index.html" } ?? ""))
     }
 }

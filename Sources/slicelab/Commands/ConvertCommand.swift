@@ -17,6 +17,13 @@ enum ConvertCommand: Command {
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
-        throw notYetAvailable("convert", "DICOM reader, issue #3")
+        let window: ConvertWorkflow.WindowChoice
+        do { window = try ConvertWorkflow.WindowChoice(arguments.string("window")) } catch {
+            throw UsageError("slicelab convert: \(error)")
+        }
+        let lines = try ConvertWorkflow.run(
+            source: arguments.positional(0) ?? "", output: arguments.positional(1) ?? "", window: window,
+            frame: arguments.int("frame") ?? 0, bits: Int(arguments.string("bits") ?? "8") ?? 8)
+        lines.forEach { print($0) }
     }
 }

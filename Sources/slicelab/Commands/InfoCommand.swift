@@ -9,6 +9,8 @@ enum InfoCommand: Command {
         options: [OptionSpec("json", .flag, help: "Print JSON for machines instead of text.")])
 
     static func run(_ arguments: ParsedArguments) throws {
-        throw notYetAvailable("info", "DICOM reader, issue #3")
+        let path = arguments.positional(0) ?? ""
+        let report = try InfoWorkflow.report(path)
+        print(arguments.flag("json") ? try InfoWorkflow.json(report) : InfoWorkflow.text(report))
     }
 }

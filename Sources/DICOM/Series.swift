@@ -1,0 +1,238 @@
+import Foundation
+
+/// A series found in a folder: its files and frames sorted into slices, with geometry, before any pixel is
+/// decoded. `load()` decodes it into a `Volume`.
+public struct Series: @unchecked Sendable {
+    /// One slice: a frame of a file and where it lies.
+    public struct Slice: @unchecked Sendable {
+        public let file: DicomFile
+        public let frame: Int
+        /// ImagePositionPatient projected on the slice normal, millimetres (nil without geometry).
+        public let location: Double?
+        public let instanceNumber: Int?
+    }
+
+    public let seriesInstanceUID: String
+    /// Sorted by location along the normal (else by Instance Number, then frame).
+    public let slices: [Slice]
+    /// Spacing between slices from positions (millimetres); nil with a single slice or no geometry.
+    public let sliceSpacing: Double?
+    public let warnings: [String]
+    public var first: DicomFile { slices[0].file }
+
+    // MARK: - Scanning folders
+
+    /// The result of scanning a folder: series, and the files that were skipped with their reasons.
+    public struct Scan: Sendable {
+        public let series: [Series]
+        public let skipped: [(file: String, reason: String)]
+    }
+
+    /// Scans a file or a folder (recursively), opens every DICOM image, groups by SeriesInstanceUID and sorts
+    /// each series. Files that are not images, or cannot be read, are skipped with a reason.
+    ///
+    /// - Throws: `DICOMError.noSeries` when nothing loadable was found (with the reasons).
+    public static func scan(_ path: String) throws -> Scan {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw DICOMError.unreadable(file: path, reason: "no such file or folder")
+        }
+        let paths = isDirectory.boolValue ? files(under: path) : [path]
+        var skipped: [(file: String, reason: String)] = []
+        var groups: [String: [DicomFile]] = [:]
+        var order: [String] = []
+        for file in paths {
+            do {
+                let dicom = try DicomFile(path: file)
+                guard dicom.hasPixelData else {
+                    skipped.append((file, "no Pixel Data (not an image)"))
+                    continue
+                }
+                let uid = dicom.dataset.string(.seriesInstanceUID).flatMap { $0.isEmpty ? nil : $0 }
+                    ?? "no-series-uid:\(file)"
+                if groups[uid] == nil { order.append(uid) }
+                groups[uid, default: []].append(dicom)
+            } catch {
+                skipped.append((file, reason(error, file: file)))
+            }
+        }
+        var series: [Series] = []
+        for uid in order {
+            guard let members = groups[uid] else { continue }
+            // Files of one series must share rows and columns; the odd ones out are skipped.
+            let sizes = Dictionary(grouping: members) { "\($0.rows)x\($0.columns)" }
+            let common = sizes.max { $0.value.count < $1.value.count }?.key
+            for (size, files) in sizes where size != common {
+                for file in files {
+                    skipped.append((file.path, "\(size) differs from the series' \(common ?? "")"))
+                }
+            }
+            series.append(Series(uid: uid, files: sizes[common ?? ""] ?? members))
+        }
+        guard !series.isEmpty else {
+            throw DICOMError.noSeries(folder: path, reasons: skipped.map { "\($0.file): \($0.reason)" })
+        }
+        return Scan(series: series, skipped: skipped)
+    }
+
+    /// An error's message without the leading "file: " it already carries.
+    public static func reason(_ error: Error, file: String) -> String {
+        let text = "\(error)"
+        return text.hasPrefix(file + ": ") ? String(text.dropFirst(file.count + 2)) : text
+    }
+
+    /// Regular files under `folder`, recursively, sorted by path.
+    static func files(under folder: String) -> [String] {
+        guard let enumerator = FileManager.default.enumerator(atPath: folder) else { return [] }
+        var result: [String] = []
+        while let relative = enumerator.nextObject() as? String {
+            let full = (folder as NSString).appendingPathComponent(relative)
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue,
+               !(relative as NSString).lastPathComponent.hasPrefix(".") {
+                result.append(full)
+            }
+        }
+        return result.sorted()
+    }
+
+    /// Sorts the frames of `files` into slices and derives spacing and warnings.
+    init(uid: String, files: [DicomFile]) {
+        seriesInstanceUID = uid
+        var warnings: [String] = []
+        let orientation = files.first?.imageOrientation(frame: 0)
+        let normal = orientation.map { o in
+            [o[1] * o[5] - o[2] * o[4], o[2] * o[3] - o[0] * o[5], o[0] * o[4] - o[1] * o[3]]
+        }
+        var slices: [Slice] = []
+        var orientations: Set<String> = []
+        for file in files {
+            for frame in 0..<file.frameCount {
+                let position = file.imagePosition(frame: frame)
+                if let o = file.imageOrientation(frame: frame) {
+                    orientations.insert(o.map { String(format: "%.4f", $0) }.joined(separator: ","))
+                }
+                let location = zip(position ?? [], normal ?? []).map(*).reduce(0, +)
+                let hasGeometry = position != nil && normal != nil
+                slices.append(Slice(file: file, frame: frame, location: hasGeometry ? location : nil,
+                                    instanceNumber: file.dataset.int(.instanceNumber)))
+            }
+        }
+        if orientations.count > 1 { warnings.append("slices have \(orientations.count) different orientations") }
+        if slices.allSatisfy({ $0.location != nil }) {
+            slices.sort { ($0.location ?? 0, $0.instanceNumber ?? 0, $0.frame) < ($1.location ?? 0, $1.instanceNumber ?? 0, $1.frame) }
+        } else {
+            if slices.count > 1 { warnings.append("no ImagePositionPatient/ImageOrientationPatient: sorted by InstanceNumber") }
+            slices.sort { ($0.instanceNumber ?? 0, $0.file.path, $0.frame) < ($1.instanceNumber ?? 0, $1.file.path, $1.frame) }
+        }
+        var spacing: Double?
+        let locations = slices.compactMap(\.location)
+        if locations.count == slices.count, locations.count > 1 {
+            let steps = zip(locations.dropFirst(), locations).map { $0 - $1 }
+            let duplicates = steps.filter { abs($0) < 1e-3 }.count
+            if duplicates > 0 { warnings.append("\(duplicates) duplicate slice position(s)") }
+            let distinct = steps.filter { abs($0) >= 1e-3 }.sorted()
+            if !distinct.isEmpty {
+                let median = distinct[distinct.count / 2]
+                spacing = median
+                let gaps = distinct.filter { $0 > 1.5 * median }.count
+                if gaps > 0 { warnings.append("\(gaps) gap(s) larger than 1.5 × the slice spacing \(median) mm") }
+                if let low = distinct.first, let high = distinct.last, high - low > max(0.01 * median, 1e-3),
+                   gaps == 0 {
+                    warnings.append(String(format: "non-uniform slice spacing (%.4g to %.4g mm)", low, high))
+                }
+            }
+            // Gantry tilt: successive positions not along the normal.
+            if let normal, let firstPosition = slices.first.flatMap({ $0.file.imagePosition(frame: $0.frame) }),
+               let lastSlice = slices.last, let lastPosition = lastSlice.file.imagePosition(frame: lastSlice.frame) {
+                let delta = zip(lastPosition, firstPosition).map { $0 - $1 }
+                let along = zip(delta, normal).map(*).reduce(0, +)
+                let length = sqrt(delta.map { $0 * $0 }.reduce(0, +))
+                if length > 1e-6, abs(along) / length < 0.9999 {
+                    let angle = acos(min(abs(along) / length, 1)) * 180 / .pi
+                    warnings.append(String(format: "slices are tilted by %.2f° from the normal (gantry tilt)", angle))
+                }
+            }
+        }
+        self.slices = slices
+        self.sliceSpacing = spacing
+        self.warnings = warnings
+    }
+
+    // MARK: - Loading
+
+    /// Loads a folder: every series as a `Volume`, files that failed skipped with reasons.
+    public static func load(folder: String) throws -> (volumes: [Volume], skipped: [(file: String, reason: String)]) {
+        let scan = try scan(folder)
+        var volumes: [Volume] = []
+        var skipped = scan.skipped
+        for series in scan.series {
+            let (volume, failed) = series.loadSkippingFailures()
+            skipped += failed
+            if let volume { volumes.append(volume) }
+        }
+        guard !volumes.isEmpty else {
+            throw DICOMError.noSeries(folder: folder, reasons: skipped.map { "\($0.file): \($0.reason)" })
+        }
+        return (volumes, skipped)
+    }
+
+    /// Loads the series; files whose pixels fail to decode are left out (with their reasons) and the rest is
+    /// sorted and loaded again. Nil when no file of the series decodes.
+    public func loadSkippingFailures() -> (volume: Volume?, skipped: [(file: String, reason: String)]) {
+        var skipped: [(file: String, reason: String)] = []
+        var series = self
+        while true {
+            do { return (try series.load(), skipped) } catch {
+                // Find the files that fail, drop them, and try the rest.
+                var failing: Set<String> = []
+                for slice in series.slices where !failing.contains(slice.file.path) {
+                    do { _ = try slice.file.isColor ? [] : slice.file.modalityFrame(slice.frame) } catch {
+                        failing.insert(slice.file.path)
+                        skipped.append((slice.file.path, Self.reason(error, file: slice.file.path)))
+                    }
+                }
+                let remaining = Dictionary(grouping: series.slices.map(\.file), by: \.path)
+                    .filter { !failing.contains($0.key) }.compactMap(\.value.first)
+                guard !failing.isEmpty, !remaining.isEmpty else {
+                    if failing.isEmpty { skipped.append((series.first.path, Self.reason(error, file: series.first.path))) }
+                    return (nil, skipped)
+                }
+                series = Series(uid: seriesInstanceUID, files: remaining.sorted { $0.path < $1.path })
+            }
+        }
+    }
+
+    /// Decodes every slice into one Float32 volume of modality values, allocated once.
+    ///
+    /// - Throws: `DICOMError.unsupportedImage` for colour series, or the first slice's decoding error.
+    public func load() throws -> Volume {
+        let file = first
+        guard !file.isColor else {
+            throw DICOMError.unsupportedImage(file: file.path, reason: "colour series are not loaded as volumes")
+        }
+        let plane = file.rows * file.columns
+        var values = [Float](repeating: 0, count: slices.count * plane)
+        for (index, slice) in slices.enumerated() {
+            let frame = try slice.file.modalityFrame(slice.frame)
+            values.withUnsafeMutableBufferPointer { buffer in
+                frame.withUnsafeBufferPointer { source in
+                    guard let destination = buffer.baseAddress, let from = source.baseAddress else { return }
+                    (destination + index * plane).update(from: from, count: plane)
+                }
+            }
+        }
+        let pixel = file.pixelSpacing(frame: slices[0].frame)
+        let thickness = file.sliceThickness(frame: slices[0].frame)
+        let orientation = file.imageOrientation(frame: slices[0].frame) ?? [1, 0, 0, 0, 1, 0]
+        let rowDirection = Array(orientation[0..<3]), columnDirection = Array(orientation[3..<6])
+        let normal = [rowDirection[1] * columnDirection[2] - rowDirection[2] * columnDirection[1],
+                      rowDirection[2] * columnDirection[0] - rowDirection[0] * columnDirection[2],
+                      rowDirection[0] * columnDirection[1] - rowDirection[1] * columnDirection[0]]
+        return Volume(slices: slices.count, rows: file.rows, columns: file.columns, values: values,
+                      spacing: (sliceSpacing ?? thickness ?? 1, pixel?.row ?? 1, pixel?.column ?? 1),
+                      origin: file.imagePosition(frame: slices[0].frame) ?? [0, 0, 0],
+                      direction: [rowDirection, columnDirection, normal], seriesInstanceUID: seriesInstanceUID,
+                      sourceFiles: slices.map(\.file.path), warnings: warnings)
+    }
+}

@@ -1,0 +1,20 @@
+/// Errors of `slicelab compare` that are not the errors of the data set, the model or the methods.
+public enum CompareError: Error, CustomStringConvertible, Equatable {
+    case emptySplit(dataset: String, split: String, available: [String])
+    case classCountMismatch(model: String, modelClasses: Int, dataset: String, datasetClasses: Int)
+    case invalidMapping(spec: String, reason: String)
+    case duplicateRun(name: String)
+    case internalInconsistency(String)
+
+    public var description: String {
+        switch self {
+        case let .emptySplit(dataset, split, available):
+            return "\(dataset): split '\(split)' has no cases (splits: \(available.joined(separator: ", ")))"
+        case let .classCountMismatch(model, modelClasses, dataset, datasetClasses):
+            return "\(model): the model has \(modelClasses) classes but \(dataset) has \(datasetClasses)"
+        case let .invalidMapping(spec, reason): return "--classical '\(spec)': \(reason)"
+        case let .duplicateRun(name): return "two runs are named '\(name)'; give one a name=… in its --classical spec"
+        case let .internalInconsistency(message): return "internal error: \(message)"
+        }
+    }
+}
