@@ -100,29 +100,42 @@ public enum ConnectedComponents {
                             parents[index] = current < 0 ? Int32(index) : current
                         }
                         let full = shape.isVolume ? 31 : 30
-                        if !shape.isVolume, connectivity == 1, !hasBackground {
-                            // The common 4-connected 2-D case, specialised: the left pixel's parent is already a
-                            // root (nothing has been joined since it was set), and when the up-left pixel equals
-                            // both the left and the up pixel, those two are already joined through it.
-                            for y in 0..<rows {
-                                for x in 0..<columns {
-                                    let index = y * columns + x
-                                    let value = values[index]
-                                    let left = x > 0 && values[index - 1] == value
-                                    var current: Int32 = left ? parents[index - 1] : -1
-                                    if y > 0, values[index - columns] == value,
-                                       !(left && values[index - columns - 1] == value) {
-                                        let upRoot = root(Int32(index - columns))
-                                        if current < 0 {
-                                            current = upRoot
-                                        } else if upRoot < current {
-                                            parents[Int(current)] = upRoot
-                                            current = upRoot
-                                        } else if upRoot > current {
-                                            parents[Int(upRoot)] = current
+                        if connectivity == 1, !hasBackground {
+                            // The common 4-/6-connected case, specialised. The left pixel's parent is already a
+                            // root (nothing has been joined since it was set). A neighbour already joined through
+                            // a shared equal pixel is skipped: up when up-left equals left and up; the previous
+                            // slice's pixel when it and the left (or up) pixel share an equal corner pixel.
+                            let plane = rows * columns
+                            @inline(__always) func join(_ other: Int, _ current: inout Int32) {
+                                let otherRoot = root(Int32(other))
+                                if current < 0 {
+                                    current = otherRoot
+                                } else if otherRoot < current {
+                                    parents[Int(current)] = otherRoot
+                                    current = otherRoot
+                                } else if otherRoot > current {
+                                    parents[Int(otherRoot)] = current
+                                }
+                            }
+                            var index = 0
+                            for z in 0..<slices {
+                                for y in 0..<rows {
+                                    for x in 0..<columns {
+                                        let value = values[index]
+                                        let left = x > 0 && values[index - 1] == value
+                                        var current: Int32 = left ? parents[index - 1] : -1
+                                        let up = y > 0 && values[index - columns] == value
+                                        if up, !(left && values[index - columns - 1] == value) {
+                                            join(index - columns, &current)
                                         }
+                                        if z > 0, values[index - plane] == value,
+                                           !(left && values[index - plane - 1] == value),
+                                           !(up && values[index - plane - columns] == value) {
+                                            join(index - plane, &current)
+                                        }
+                                        parents[index] = current < 0 ? Int32(index) : current
+                                        index += 1
                                     }
-                                    parents[index] = current < 0 ? Int32(index) : current
                                 }
                             }
                             return
