@@ -5,7 +5,7 @@ Two workloads, each converted to HDF5 by both (same work: decode every frame, mo
      copied flat into one folder;
   2. a generated CT series: 300 slices of 512 x 512 int16, rescale -1024 + 1 x value (seed 20261129).
 Throughput is MB of decoded frames (rows x columns x samples x frames x BitsAllocated/8) per second of wall
-time, with inputs and outputs in /dev/shm; peak memory is the child process's maximum resident set size (wait4). Prints SliceLab/pydicom ratios.
+time (and CPU time, user + system, which a loaded machine disturbs less), with inputs and outputs in /dev/shm; peak memory is the child process's maximum resident set size (wait4). Prints SliceLab/pydicom ratios.
 
 Run: make bench (release build), or .venv/bin/python Benchmarks/bench_dicom.py [--slices N].
 """
@@ -65,7 +65,7 @@ def run(command):
         output, error = out.read().decode(errors="replace"), err.read().decode(errors="replace")
     if status != 0:
         sys.exit(f"{command[0]} failed ({status}): {error[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024, output
+    return elapsed, usage.ru_maxrss / 1024, output, usage.ru_utime + usage.ru_stime
 
 
 def decoded_megabytes(paths):
@@ -110,18 +110,21 @@ def make_series(folder, slices):
 
 
 def compare(name, folder, mode, slicelab, output):
-    ours_time, ours_peak, printed = run([slicelab, "convert", str(folder), str(output / "slicelab.h5")])
+    ours_time, ours_peak, printed, ours_cpu = run([slicelab, "convert", str(folder), str(output / "slicelab.h5")])
     # Files SliceLab skipped (a size that differs from the rest of their series) leave both workloads, so both
     # decode the same files; the time SliceLab spent opening them stays in its total.
     for line in printed.splitlines():
         if line.startswith("skipped "):
             pathlib.Path(line[len("skipped "):].split(": ", 1)[0]).unlink(missing_ok=True)
     megabytes = decoded_megabytes(sorted(folder.iterdir()))
-    peer_time, peer_peak, _ = run([sys.executable, "-c", PEER, str(folder), str(output / "pydicom.h5"), mode])
+    peer_time, peer_peak, _, peer_cpu = run([sys.executable, "-c", PEER, str(folder), str(output / "pydicom.h5"), mode])
     print(f"{name}: {megabytes:.1f} MB decoded ({len(list(folder.iterdir()))} files)")
-    print(f"  SliceLab {ours_time:7.2f} s  {megabytes / ours_time:8.1f} MB/s  peak {ours_peak:7.0f} MB")
-    print(f"  pydicom  {peer_time:7.2f} s  {megabytes / peer_time:8.1f} MB/s  peak {peer_peak:7.0f} MB")
-    print(f"  throughput ratio SliceLab/pydicom: {peer_time / ours_time:.2f}x")
+    print(f"  SliceLab {ours_time:7.2f} s wall {ours_cpu:7.2f} s CPU  {megabytes / ours_time:8.1f} MB/s  "
+          f"peak {ours_peak:7.0f} MB")
+    print(f"  pydicom  {peer_time:7.2f} s wall {peer_cpu:7.2f} s CPU  {megabytes / peer_time:8.1f} MB/s  "
+          f"peak {peer_peak:7.0f} MB")
+    print(f"  throughput ratio SliceLab/pydicom: {peer_time / ours_time:.2f}x wall, {peer_cpu / ours_cpu:.2f}x CPU "
+          f"(load average {os.getloadavg()[0]:.1f})")
     return ours_peak
 
 
