@@ -31,7 +31,8 @@ let package = Package(
         .target(name: "DeepLab", dependencies: ["COneDNN", "ImageIO"]),
         .target(name: "Classical"),
         .target(name: "Metrics"),
-        .target(name: "SliceLab", dependencies: ["ImageIO", "DICOM", "DeepLab", "Classical", "Metrics"]),
+        .target(name: "SliceLab", dependencies: ["ImageIO", "DICOM", "DeepLab", "Classical", "Metrics"],
+                resources: [.copy("Resources/Demo")]),
 
         // MARK: - The executable
         .executableTarget(name: "slicelab", dependencies: ["SliceLab"]),

@@ -31,15 +31,30 @@ final class ASPP {
 
     var parameters: [Parameter] { branches.flatMap(\.parameters) + pooling.parameters + projection.parameters }
 
+    /// What backward needs from the last training forward.
+    struct State {
+        let inputShape: [Int]
+        let pooled: PoolingResult
+        let poolingOutputShape: [Int]
+        let resize: Primitive
+        let projectionOutput: MemoryDesc
+    }
+
+    private(set) var state: State?
+
     func callAsFunction(_ x: Tensor, training: Bool) throws -> Tensor {
         let s = x.shape
         var outputs = try branches.map { try $0(x, training: training) }
         let pooled = try Operations.globalAveragePool(x, training: training)
         let y = try pooling(pooled.output, training: training)
-        outputs.append(try Operations.resizeBilinear(y, height: s[2], width: s[3], training: training).0)
+        let (resized, resize) = try Operations.resizeBilinear(y, height: s[2], width: s[3], training: training)
+        outputs.append(resized)
         let target = outputs[0].desc
         let joined = try Operations.concatenate(outputs.map { try $0.reordered(to: target) })
-        return try dropout(projection(joined, training: training), training: training)
+        let projected = try projection(joined, training: training)
+        state = training ? State(inputShape: s, pooled: pooled, poolingOutputShape: y.shape, resize: resize,
+                                 projectionOutput: projected.desc) : nil
+        return try dropout(projected, training: training)
     }
 }
 
@@ -48,6 +63,8 @@ final class Dropout {
     let probability: Float
     private var generator: SeededGenerator
     private(set) var mask: [Float] = []
+    /// False switches dropout off in training too (gradient checks need a deterministic forward).
+    var isEnabled = true
 
     init(probability: Float, seed: UInt64) {
         self.probability = probability
@@ -56,7 +73,10 @@ final class Dropout {
 
     /// Works on the tensor's storage in whatever layout it has: the mask is per stored element.
     func callAsFunction(_ x: Tensor, training: Bool) throws -> Tensor {
-        guard training, probability > 0 else { return x }
+        guard training, probability > 0, isEnabled else {
+            mask = []
+            return x
+        }
         let output = try Tensor(desc: x.desc)
         let source = x.storage, target = output.storage
         let keep = 1 / (1 - probability)

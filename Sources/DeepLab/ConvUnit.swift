@@ -48,6 +48,7 @@ final class ConvUnit {
         let mean: Tensor?
         let variance: Tensor?
         let activationPrimitive: Primitive?
+        let preActivation: Tensor
         let output: Tensor
         let hasResidual: Bool
     }
@@ -149,6 +150,7 @@ final class ConvUnit {
             current = out
         }
         if let residual { current = try Operations.sum([current, residual]) }
+        let preActivation = current
         var activationPrimitive: Primitive?
         switch activation {
         case .none: break
@@ -163,7 +165,111 @@ final class ConvUnit {
         }
         saved = Saved(input: input, convPrimitive: convPrimitive, convOutput: convOutput, weights: weights,
                       normPrimitive: normPrimitive, normOutput: normOutput, mean: mean, variance: variance,
-                      activationPrimitive: activationPrimitive, output: current, hasResidual: residual != nil)
+                      activationPrimitive: activationPrimitive, preActivation: preActivation, output: current,
+                      hasResidual: residual != nil)
         return current
+    }
+
+    // MARK: Backward
+
+    /// Backpropagates dLoss/dOutput through activation, residual sum, batch norm and convolution, accumulating
+    /// the weight, bias, γ and β gradients into their parameters.
+    ///
+    /// - Parameters:
+    ///   - dy: dLoss/dOutput, in any layout.
+    ///   - needsInputGradient: false for the network's first layer, whose input needs no gradient.
+    /// - Returns: dLoss/dInput (nil when not needed) and dLoss/dResidual (nil without a residual).
+    /// - Throws: `DeepLabError.invalidBackward` without a preceding training forward. Rests on oneDNN's
+    ///   eltwise, batch-normalisation and convolution backward primitives.
+    func backward(_ dy: Tensor, needsInputGradient: Bool = true) throws -> (input: Tensor?, residual: Tensor?) {
+        guard let saved else {
+            throw DeepLabError.invalidBackward("no training-mode forward to backpropagate through")
+        }
+        var gradient = try dy.reordered(to: saved.output.desc)
+        if let forward = saved.activationPrimitive {
+            gradient = try Operations.eltwiseBackward(gradient, source: saved.preActivation, forward: forward,
+                                                      primitives: primitives)
+        }
+        let residualGradient: Tensor? = saved.hasResidual ? gradient : nil
+        if let norm, let normPrimitive = saved.normPrimitive, let mean = saved.mean, let variance = saved.variance {
+            let p = try primitives.primitive(PrimitiveCache.Key("bn-backward", saved.convOutput.desc.cacheKey)) {
+                var data = saved.convOutput.desc
+                var op = dnnl_batch_normalization_desc_t()
+                try dnnlCheck("dnnl_batch_normalization_backward_desc_init", dnnl_batch_normalization_backward_desc_init(
+                    &op, dnnl_backward, &data, &data, norm.epsilon, dnnl_use_scale.rawValue | dnnl_use_shift.rawValue))
+                return try Primitive("batch normalization backward", op: op, hint: normPrimitive)
+            }
+            let diffSource = try Tensor(desc: saved.convOutput.desc)
+            let scale = try Tensor(plain: [norm.channels], values: norm.weight.value)
+            let shift = try Tensor(plain: [norm.channels], values: norm.bias.value)
+            let diffScale = try Tensor(plain: [norm.channels], values: [Float](repeating: 0, count: norm.channels))
+            let diffShift = try Tensor(plain: [norm.channels], values: [Float](repeating: 0, count: norm.channels))
+            let g = try gradient.reordered(to: saved.convOutput.desc)
+            try p.execute([(Arg.src, saved.convOutput), (Arg.mean, mean), (Arg.variance, variance), (Arg.diffDst, g),
+                           (Arg.scale, scale), (Arg.shift, shift), (Arg.diffSrc, diffSource),
+                           (Arg.diffScale, diffScale), (Arg.diffShift, diffShift)])
+            accumulate(norm.weight, diffScale.storage)
+            accumulate(norm.bias, diffShift.storage)
+            gradient = diffSource
+        }
+        let s = saved.input.shape
+        let o = saved.convOutput.shape
+        let (st, dil, pl, pr) = conv.geometry(s, o)
+        let hasBias = conv.bias != nil
+
+        // Weights (and bias) gradients.
+        let weightsPrimitive = try primitives.primitive(PrimitiveCache.Key("conv-backward-weights", s)) {
+            var src = try MemoryDesc.make(s, dnnl_format_tag_any)
+            var diffWeights = try MemoryDesc.make(conv.weightDims, dnnl_format_tag_any)
+            var diffBias = try MemoryDesc.make([conv.outputChannels], dnnl_a)
+            var diffDst = try MemoryDesc.make(o, dnnl_format_tag_any)
+            var op = dnnl_convolution_desc_t()
+            let status = withUnsafePointer(to: &diffBias) { biasPointer in
+                dnnl_dilated_convolution_backward_weights_desc_init(&op, dnnl_convolution_direct, &src, &diffWeights,
+                                                                    hasBias ? biasPointer : nil, &diffDst, st, dil, pl, pr)
+            }
+            try dnnlCheck("dnnl_dilated_convolution_backward_weights_desc_init", status)
+            return try Primitive("convolution backward weights", op: op, hint: saved.convPrimitive)
+        }
+        let diffDst = try gradient.reordered(to: weightsPrimitive.desc(dnnl_query_diff_dst_md))
+        let source = try saved.input.reordered(to: weightsPrimitive.desc(dnnl_query_src_md))
+        let diffWeights = try Tensor(desc: weightsPrimitive.desc(dnnl_query_diff_weights_md))
+        var arguments: [(Int32, Tensor)] = [(Arg.src, source), (Arg.diffDst, diffDst), (Arg.diffWeights, diffWeights)]
+        var diffBias: Tensor?
+        if hasBias {
+            let b = try Tensor(desc: weightsPrimitive.desc(dnnl_query_diff_weights_md, 1))
+            arguments.append((Arg.diffBias, b))
+            diffBias = b
+        }
+        try weightsPrimitive.execute(arguments)
+        let plainWeights = try diffWeights.reordered(to: .make(conv.weightDims, MemoryDesc.plainTag(rank: conv.weightDims.count)))
+        accumulate(conv.weight, plainWeights.storage)
+        if let bias = conv.bias, let diffBias { accumulate(bias, diffBias.storage) }
+
+        guard needsInputGradient else { return (nil, residualGradient) }
+        let dataPrimitive = try primitives.primitive(PrimitiveCache.Key("conv-backward-data", s)) {
+            var diffSrc = try MemoryDesc.make(s, dnnl_format_tag_any)
+            var weights = try MemoryDesc.make(conv.weightDims, dnnl_format_tag_any)
+            var diffDst = try MemoryDesc.make(o, dnnl_format_tag_any)
+            var op = dnnl_convolution_desc_t()
+            try dnnlCheck("dnnl_dilated_convolution_backward_data_desc_init",
+                          dnnl_dilated_convolution_backward_data_desc_init(&op, dnnl_convolution_direct, &diffSrc,
+                                                                           &weights, &diffDst, st, dil, pl, pr))
+            return try Primitive("convolution backward data", op: op, hint: saved.convPrimitive)
+        }
+        let weights = try saved.weights.reordered(to: dataPrimitive.desc(dnnl_query_weights_md))
+        let diffInput = try Tensor(desc: dataPrimitive.desc(dnnl_query_diff_src_md))
+        try dataPrimitive.execute([(Arg.diffDst, try gradient.reordered(to: dataPrimitive.desc(dnnl_query_diff_dst_md))),
+                                   (Arg.weights, weights), (Arg.diffSrc, diffInput)])
+        return (diffInput, residualGradient)
+    }
+}
+
+/// Adds `values` (at least `parameter.value.count` of them) to the parameter's gradient.
+func accumulate(_ parameter: Parameter, _ values: UnsafeMutableBufferPointer<Float>) {
+    let count = parameter.gradient.count
+    precondition(values.count >= count, "gradient of \(parameter.name): \(values.count) values for \(count)")
+    parameter.gradient.withUnsafeMutableBufferPointer { g in
+        for i in 0..<count { g[i] += values[i] }
     }
 }

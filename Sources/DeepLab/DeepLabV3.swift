@@ -90,18 +90,68 @@ public final class DeepLabV3: SegmentationNetwork {
         case let .mobileNet(net): features = try net(x, training: training)
         }
         let logits = try head(features.out, training: training)
+        var auxiliaryState: (shape: [Int], resize: Primitive)?
         if let auxiliaryHead {
             let a = try auxiliaryHead(features.auxiliary, training: training)
-            auxiliaryLogits = try Operations.resizeBilinear(a, height: s[2], width: s[3], training: training).0
-                .floatTensor()
+            let (resized, resize) = try Operations.resizeBilinear(a, height: s[2], width: s[3], training: training)
+            auxiliaryLogits = try resized.floatTensor()
+            auxiliaryState = (a.shape, resize)
         } else {
             auxiliaryLogits = nil
         }
-        return try Operations.resizeBilinear(logits, height: s[2], width: s[3], training: training).0
+        let (output, resize) = try Operations.resizeBilinear(logits, height: s[2], width: s[3], training: training)
+        saved = training ? Saved(outputShape: output.shape, headShape: logits.shape, resize: resize,
+                                 auxiliary: auxiliaryState) : nil
+        return output
+    }
+
+    private struct Saved {
+        let outputShape: [Int]
+        let headShape: [Int]
+        let resize: Primitive
+        let auxiliary: (shape: [Int], resize: Primitive)?
+    }
+
+    private var saved: Saved?
+
+    /// Backpropagates dLoss/dLogits (and, with the auxiliary head, optionally dLoss/dAuxiliaryLogits) from the
+    /// last training-mode forward, accumulating into every trainable parameter's gradient.
+    ///
+    /// - Throws: `DeepLabError.invalidBackward` without a training forward or for a gradient of the wrong shape.
+    public func backward(_ gradientOfLogits: FloatTensor, auxiliary gradientOfAuxiliaryLogits: FloatTensor?) throws {
+        guard let saved else {
+            throw DeepLabError.invalidBackward("call forward(_:training: true) before backward")
+        }
+        guard gradientOfLogits.shape == saved.outputShape else {
+            throw DeepLabError.invalidBackward("gradient shape \(gradientOfLogits.shape) differs from the logits' "
+                + "\(saved.outputShape)")
+        }
+        let dLogits = try Operations.resizeBackward(Tensor(gradientOfLogits), forward: saved.resize,
+                                                    sourceShape: saved.headShape)
+        let dOut = try head.backward(dLogits)
+        var dAuxiliary: Tensor?
+        if let auxiliaryHead, let state = saved.auxiliary, let g = gradientOfAuxiliaryLogits {
+            guard g.shape == saved.outputShape else {
+                throw DeepLabError.invalidBackward("auxiliary gradient shape \(g.shape) differs from \(saved.outputShape)")
+            }
+            let d = try Operations.resizeBackward(Tensor(g), forward: state.resize, sourceShape: state.shape)
+            dAuxiliary = try auxiliaryHead.backward(d)
+        }
+        switch backbone {
+        case let .resNet(net): try net.backward(out: dOut, auxiliary: dAuxiliary)
+        case let .mobileNet(net): try net.backward(out: dOut, auxiliary: dAuxiliary)
+        }
     }
 
     public func backward(_ gradientOfLogits: FloatTensor) throws {
-        throw DeepLabError.invalidBackward("not implemented yet")
+        try backward(gradientOfLogits, auxiliary: nil)
+    }
+
+    /// Switches dropout on or off in training mode (off makes training forwards deterministic, e.g. for
+    /// gradient checks).
+    func setDropout(enabled: Bool) {
+        head.aspp.dropout.isEnabled = enabled
+        auxiliaryHead?.dropout.isEnabled = enabled
     }
 
     public func zeroGradients() {

@@ -66,7 +66,7 @@ final class ResNet {
 
     var parameters: [Parameter] { stem.parameters + stages.flatMap { $0.flatMap(\.parameters) } }
 
-    private var pooling: PoolingResult?
+    private(set) var pooling: PoolingResult?
 
     /// layer3's and layer4's features for input x [N, C, H, W].
     func callAsFunction(_ x: Tensor, training: Bool) throws -> (auxiliary: Tensor, out: Tensor) {
