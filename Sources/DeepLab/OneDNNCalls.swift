@@ -1,6 +1,7 @@
 // Raw oneDNN calls: status checking, the CPU engine and stream, memory descriptors, primitives and their
 // execution. Everything else in the target goes through these few wrappers.
 import COneDNN
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -212,9 +213,11 @@ enum Arg {
     static func multipleSrc(_ i: Int) -> Int32 { conednn_arg_multiple_src() + Int32(i) }
 }
 
-/// A cache of primitives keyed by what determines them (kind, shapes, layouts, hyperparameters).
+/// A cache of primitives keyed by what determines them (kind, shapes, layouts, hyperparameters). Safe to share
+/// between threads (models on different threads share the stateless operations' cache).
 final class PrimitiveCache {
     private var entries: [Key: Primitive] = [:]
+    private let lock = NSLock()
 
     struct Key: Hashable {
         var parts: [AnyHashable]
@@ -222,11 +225,11 @@ final class PrimitiveCache {
     }
 
     func primitive(_ key: Key, _ make: () throws -> Primitive) throws -> Primitive {
+        lock.lock()
+        defer { lock.unlock() }
         if let p = entries[key] { return p }
         let p = try make()
         entries[key] = p
         return p
     }
-
-    func removeAll() { entries.removeAll() }
 }
