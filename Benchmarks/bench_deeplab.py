@@ -19,12 +19,23 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 REPEATS = 3 if QUICK else 5
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
-PEAK_GFLOPS = 2 * 2 * 16 * 2 * 2.0  # 2 cores x 2 FMA units x 16 float32 lanes x 2 FLOPs x ~2.0 GHz (AVX-512)
+
+
+def machine_peak_gflops():
+    """Cores used x 2 FMA units x float32 lanes (16 with AVX-512, else 8) x 2 FLOPs x the clock /proc/cpuinfo reports."""
+    text = pathlib.Path("/proc/cpuinfo").read_text()
+    lanes = 16 if " avx512f" in text else 8
+    mhz = [float(l.split(":")[1]) for l in text.splitlines() if l.startswith("cpu MHz")]
+    return THREADS * 2 * lanes * 2 * (max(mhz) / 1000 if mhz else 2.0), "AVX-512" if lanes == 16 else "AVX2"
+
+
+PEAK_GFLOPS, ISA = machine_peak_gflops()
 
 try:
     import h5py
@@ -124,7 +135,8 @@ def main():
     binary = ROOT / ".build/release/slicelab"
     if not binary.exists():
         raise SystemExit("bench_deeplab: build first: swift build -c release")
-    print(f"torch {torch.__version__}, torchvision {torchvision.__version__}, threads {THREADS}, repeats {REPEATS}")
+    print(f"torch {torch.__version__}, torchvision {torchvision.__version__}, threads {THREADS}, repeats {REPEATS}, "
+          f"machine peak ~{PEAK_GFLOPS:.0f} GFLOP/s ({ISA})")
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as work:
         for arch, k, c, size in CASES:
@@ -139,8 +151,10 @@ def main():
                 f["image"] = x.numpy()
             onnx_error = None
             try:
-                torch.onnx.export(model, x, base + ".onnx", input_names=["image"], output_names=["out"],
-                                  dynamo=False)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    torch.onnx.export(model, x, base + ".onnx", input_names=["image"], output_names=["out"],
+                                      dynamo=False)
             except Exception as error:  # the exporter needs the onnx package
                 onnx_error = f"{type(error).__name__}: {error}"[:120]
             ours, ours_rss = run_slicelab(str(binary), arch, k, c, base + ".safetensors", base + "_in.h5",
@@ -155,7 +169,7 @@ def main():
             t_ours = median(ours)
             print(f"{arch} {c}x{size}x{size} K={k}: {flops / 1e9:.1f} GFLOP, max|Δ|/max|logit| {error:.1e}")
             print(f"  SliceLab   median {t_ours:8.1f} ms  {flops / t_ours / 1e6:6.1f} GFLOP/s "
-                  f"(peak ~{PEAK_GFLOPS:.0f})  peak RSS {ours_rss:7.0f} MB")
+                  f"(machine peak ~{PEAK_GFLOPS:.0f})  peak RSS {ours_rss:7.0f} MB")
             if torch_result:
                 t = median(torch_result["times"])
                 print(f"  PyTorch    median {t:8.1f} ms  {flops / t / 1e6:6.1f} GFLOP/s  peak RSS "
