@@ -145,9 +145,14 @@ final class Primitive {
         return md.pointee
     }
 
+    /// Serialises use of the shared stream across threads (a oneDNN stream is not meant to be shared).
+    private static let streamLock = NSLock()
+
     /// Runs the primitive on the shared stream and waits. Rests on `dnnl_primitive_execute`, `dnnl_stream_wait`.
     func execute(_ arguments: [(Int32, Tensor)]) throws {
         let stream = try OneDNNEngine.shared().stream
+        Primitive.streamLock.lock()
+        defer { Primitive.streamLock.unlock() }
         let args = arguments.map { dnnl_exec_arg_t(arg: $0.0, memory: $0.1.memory) }
         try dnnlCheck("\(name) dnnl_primitive_execute",
                       dnnl_primitive_execute(primitive, stream, Int32(args.count), args))
