@@ -31,7 +31,8 @@ let package = Package(
         .target(name: "DeepLab", dependencies: ["COneDNN", "ImageIO"]),
         .target(name: "Classical"),
         .target(name: "Metrics"),
-        .target(name: "SliceLab", dependencies: ["ImageIO", "DICOM", "DeepLab", "Classical", "Metrics"]),
+        .target(name: "SliceLab", dependencies: ["ImageIO", "DICOM", "DeepLab", "Classical", "Metrics"],
+                resources: [.copy("Resources/Demo")]),
 
         // MARK: - The executable
         .executableTarget(name: "slicelab", dependencies: ["SliceLab"]),
@@ -44,6 +45,6 @@ let package = Package(
         .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "ClassicalTests", dependencies: ["Classical", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics", "TestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "SliceLabTests", dependencies: ["SliceLab", "TestSupport"]),
+        .testTarget(name: "SliceLabTests", dependencies: ["SliceLab", "DICOM", "ImageIO", "TestSupport"]),
     ]
 )

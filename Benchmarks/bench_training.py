@@ -9,8 +9,8 @@
 
 The whole training step (forward, backward, update of deeplabv3_resnet50, batch 4 x 3 x 256 x 256) is the issue's
 target; it needs the engine's backward passes, which are not in this build, so it is reported as not available.
-SliceLab is timed by Benchmarks/training_driver (compiled here with `swiftc -O -wmo`), single-threaded; the peers
-with torch.set_num_threads(2). Median of REPEATS runs each. Needs torch, torchvision, monai: run with the goldens venv,
+SliceLab is timed by Benchmarks/training_driver (compiled here with `swiftc -O -wmo`): the loss spreads the batch's
+images over the cores, the optimizers and the augmenter run on one thread; the peers with torch.set_num_threads(2). Median of REPEATS runs each. Needs torch, torchvision, monai: run with the goldens venv,
     /work/goldens-venv/bin/python Benchmarks/bench_training.py
 (`make bench` runs it with .venv; without the peers it says so and exits 0). BENCH_QUICK=1 for smaller sizes.
 """
@@ -110,7 +110,7 @@ def main():
     theirs = peers(shapes)
     b, k, s = SPEC["batch"], SPEC["classes"], SPEC["size"]
     print(f"torch {torch.__version__}, torchvision {torchvision.__version__}, MONAI {monai.__version__}; "
-          f"median of {REPEATS}; SliceLab 1 thread, peers 2 threads")
+          f"median of {REPEATS}; peers on 2 threads")
     rows = [("DiceCE loss + gradient, logits %dx%dx%dx%d" % (b, k, s, s), "dicece_ms", "MONAI DiceCELoss"),
             ("AdamW step, deeplabv3_resnet50 (%.1fM parameters)" % (count / 1e6), "adamw_ms", "torch.optim.AdamW"),
             ("SGD momentum step, same parameters", "sgd_ms", "torch.optim.SGD"),

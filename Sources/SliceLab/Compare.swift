@@ -21,13 +21,18 @@ public enum Compare {
         /// Cases used to learn the `train-vote` mapping, evenly spaced over the training split.
         public var voteCases: Int
         public var overwrite: Bool
+        /// Prepended to every run name (the demo puts two sets into one file).
+        public var runPrefix: String
+        /// A folder for overlay PNGs `<case>_<run>.png` (middle frame), or nil.
+        public var overlays: String?
 
         public init(dataset: String, model: String, classical: [ClassicalSpec], split: String = "test", output: String,
                     report: String? = nil, threads: Int? = nil, skipBad: Bool = false, voteCases: Int = 16,
-                    overwrite: Bool = true) {
+                    overwrite: Bool = false, runPrefix: String = "", overlays: String? = nil) {
             (self.dataset, self.model, self.classical, self.split, self.output) = (dataset, model, classical, split, output)
             (self.report, self.threads, self.skipBad, self.voteCases, self.overwrite) = (report, threads, skipBad,
                                                                                          voteCases, overwrite)
+            (self.runPrefix, self.overlays) = (runPrefix, overlays)
         }
     }
 
@@ -89,14 +94,14 @@ public enum Compare {
 
         // Each classical configuration, cases in parallel.
         var predictions: [(name: String, method: String, model: String, config: String, maps: [LabelMap])] = [
-            ("deeplabv3", "deeplabv3", options.model, configurationJSON(model.configuration), deep),
+            (options.runPrefix + "deeplabv3", "deeplabv3", options.model, configurationJSON(model.configuration), deep),
         ]
         for spec in options.classical {
             let maps = try timed("segment \(spec.runName)") {
                 try classicalPredictions(spec, set: set, samples: samples, images: images, options: options,
                                          progress: progress)
             }
-            predictions.append((spec.runName, spec.method.rawValue, spec.text, classicalConfigJSON(spec, set), maps))
+            predictions.append((options.runPrefix + spec.runName, spec.method.rawValue, spec.text, classicalConfigJSON(spec, set), maps))
         }
         let names = predictions.map(\.name)
         if let duplicate = names.first(where: { name in names.filter { $0 == name }.count > 1 }) {
@@ -121,6 +126,10 @@ public enum Compare {
         let comparisons = try timed("evaluate") { try runs.dropFirst().map { try ResultsComparison(runs[0], $0) } }
         try timed("write") {
             try ResultsFile.write(runs: runs, comparisons: comparisons, to: options.output, overwrite: options.overwrite)
+            if let folder = options.overlays {
+                try writeOverlays(to: folder, names: predictions.map(\.name), maps: predictions.map(\.maps),
+                                  images: images, references: references, caseNames: caseNames)
+            }
             if let folder = options.report {
                 try report(runs: runs, comparisons: comparisons, images: images, references: references,
                            predictions: predictions.map(\.maps), set: set).write(to: folder)
@@ -252,7 +261,8 @@ public enum Compare {
     public static func table(_ outcome: Outcome) -> String {
         guard let first = outcome.runs.first else { return "" }
         var lines = [String(format: "%-16@ %-34@ %-15@ %-15@ %-15@ %@", "class" as NSString, "run" as NSString,
-                            "Dice" as NSString, "IoU" as NSString, "HD95 mm" as NSString, "p vs deeplabv3" as NSString)]
+                            "Dice" as NSString, "IoU" as NSString, "HD95 mm" as NSString,
+                            "p (Wilcoxon) vs \(first.name)" as NSString)]
         func cell(_ run: ResultsRun, _ metric: MetricName, _ c: Int) -> String {
             let summary = run.summaries(metric)[c]
             return summary.validCount == 0 ? "—" : String(format: "%.3f ± %.3f", summary.mean, summary.standardDeviation)
@@ -266,6 +276,23 @@ public enum Compare {
             }
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func writeOverlays(to folder: String, names: [String], maps: [[LabelMap]], images: [ScanImage],
+                              references: [LabelMap], caseNames: [String]) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw InputError.unsupportedOutput(file: folder, reason: "cannot create the folder: \(error.localizedDescription)")
+        }
+        for (index, image) in images.enumerated() {
+            let frame = image.frames / 2
+            try Overlay.write(image: image, labels: references[index], frame: frame,
+                              to: "\(folder)/\(caseNames[index])_reference.png")
+            for (name, runMaps) in zip(names, maps) {
+                try Overlay.write(image: image, labels: runMaps[index], frame: frame, to: "\(folder)/\(caseNames[index])_\(name).png")
+            }
+        }
     }
 
     static func report(runs: [ResultsRun], comparisons: [ResultsComparison], images: [ScanImage],

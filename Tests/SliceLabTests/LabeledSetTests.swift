@@ -170,3 +170,23 @@ struct LabeledSetTests {
         #expect { try LabeledSet.open(folder.path) } throws: { "\($0)".contains("duplicates") }
     }
 }
+
+/// The committed demo sets (DICOM MR images, PNG label maps, built by Datasets/build_*.py) open under every rule
+/// and load as 1-channel frames whose labels fit the image and the classes.
+struct LabeledSetDemoTests {
+    @Test(arguments: ["mni-brain", "brain-lesion"])
+    func demoSetLoadsEveryCase(name: String) throws {
+        let folder = TestSupport.packageRoot.appendingPathComponent("Datasets/demo/\(name)")
+        let set = try LabeledSet.open(folder.path)
+        #expect(set.skipped.isEmpty && set.cases(in: "test").count == 6)
+        #expect(set.description.preprocessing == .percentile(low: 0.5, high: 99.5))
+        for caseName in set.cases(in: "test") {
+            let sample = try set.load(caseName)
+            #expect(sample.frameCount == 1 && sample.image.shape[1] == 1)
+            #expect(Array(sample.image.shape.suffix(2)) == Array(sample.labels.shape.suffix(2)))
+            #expect(Set(sample.labels.values).isSubset(of: Set((0..<Int32(set.classCount)))))
+            #expect(sample.labels.values.contains(1), "\(caseName) has foreground")
+            #expect((sample.image.values.max() ?? 0) > (sample.image.values.min() ?? 0))
+        }
+    }
+}

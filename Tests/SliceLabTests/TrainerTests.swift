@@ -186,6 +186,32 @@ struct TrainerTests {
                 == "6 (2, 3) 6 3 6 ['classifier.bias', 'classifier.weight'] 4 window")
     }
 
+    /// The test network's backward (which the loop tests rely on) matches central differences of the
+    /// cross-entropy through its forward, within 1e-3 of the largest gradient entry (Float32 logits, h = 1e-2).
+    @Test func testNetworkBackwardMatchesFiniteDifferences() throws {
+        let network = PixelLinearNetwork(inputChannels: 2, classCount: 3, seed: 4)
+        let input = FloatTensor(shape: [2, 2, 3, 3], values: (0..<36).map { sin(Float($0) * 0.7) })
+        let labels = LabelTensor(shape: [2, 3, 3], values: (0..<18).map { Int32($0 % 3) })
+        let loss = CrossEntropyLoss()
+        network.zeroGradients()
+        let result = try loss.evaluate(logits: network.forward(input, training: true), labels: labels)
+        try network.backward(result.gradient)
+        let scale = Double((network.weight.gradient + network.bias.gradient).map(abs).max() ?? 1)
+        for parameter in [network.weight, network.bias] {
+            let analytic = parameter.gradient
+            for index in parameter.value.indices {
+                let original = parameter.value[index]
+                parameter.value[index] = original + 1e-2
+                let up = try loss.evaluate(logits: network.forward(input, training: false), labels: labels).loss
+                parameter.value[index] = original - 1e-2
+                let down = try loss.evaluate(logits: network.forward(input, training: false), labels: labels).loss
+                parameter.value[index] = original
+                let numeric = (up - down) / 2e-2
+                #expect(abs(numeric - Double(analytic[index])) <= 1e-3 * scale, "\(parameter.name)[\(index)]")
+            }
+        }
+    }
+
     /// Validation Dice and IoU on a hand-counted case: one true negative, one true positive, one false positive
     /// and an ignored pixel give Dice 2/3 and IoU 1/2 for both classes.
     @Test func validationCountsDiceAndIoUOverPixelsNotIgnored() throws {

@@ -1,3 +1,4 @@
+import Foundation
 import SliceLab
 
 /// `slicelab demo`: the main job on the embedded data (issue #8).
@@ -5,9 +6,23 @@ enum DemoCommand: Command {
     static let spec = CommandSpec(
         name: "demo",
         summary: "Run the main job on the bundled data: segment, cluster, evaluate, compare, report.",
-        options: [OptionSpec("out", valueName: "DIR", help: "Output folder.", default: "demo-output")])
+        options: [
+            OptionSpec("out", valueName: "DIR", help: "Output folder.", default: "demo-output"),
+            OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
+        ],
+        discussion: """
+            Writes DIR/results.h5 (every run of both bundled sets), DIR/<set>/index.html (the report) and
+            DIR/<set>/overlays/*.png, and prints the comparison table of each set.
+            """)
 
     static func run(_ arguments: ParsedArguments) throws {
-        throw notYetAvailable("demo", "issue #8")
+        let output = arguments.string("out") ?? "demo-output"
+        let start = Date()
+        for (set, outcome) in try Demo.run(output: output, threads: arguments.int("threads"), log: standardError) {
+            print("\n== \(set): \(outcome.runs.first?.caseIDs.count ?? 0) test cases")
+            print(Compare.table(outcome), terminator: "")
+        }
+        print(String(format: "\nwrote %@/results.h5, %@/<set>/index.html and overlays in %.1f s", output, output,
+                     Date().timeIntervalSince(start)))
     }
 }
