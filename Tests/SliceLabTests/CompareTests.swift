@@ -86,6 +86,31 @@ import TestSupport
         #expect(html.contains("<table id=\"summary\">"))
         #expect(html.components(separatedBy: "data:image/png;base64,").count - 1 == 3 * 5)
         #expect(html.components(separatedBy: "<svg class=\"boxplot\"").count - 1 == 2)
+        try Self.checkRenderedInChromium(report + "/index.html", images: 15, folder: folder)
+    }
+
+    /// Opens the report in headless Chromium (installed by `make setup`): the DOM it builds has the table, the
+    /// box plots and every image, and its screenshot shows the tinted overlays.
+    static func checkRenderedInChromium(_ page: String, images: Int, folder: URL) throws {
+        let chromium = "/usr/bin/chromium"
+        let flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+        let dom = try TestSupport.run(chromium, flags + ["--dump-dom", "file://" + page])
+        #expect(dom.status == 0, "\(dom.standardError)")
+        #expect(dom.standardOutput.contains("<table id=\"summary\">"))
+        #expect(dom.standardOutput.components(separatedBy: "<img ").count - 1 == images)
+        #expect(dom.standardOutput.contains("<svg class=\"boxplot\""))
+        let screenshot = folder.appendingPathComponent("report.png").path
+        let shot = try TestSupport.run(chromium, flags + ["--window-size=1400,2400", "--screenshot=" + screenshot,
+                                                          "file://" + page])
+        #expect(shot.status == 0, "\(shot.standardError)")
+        let picture = try PNGImage.read(screenshot)
+        let samples = picture.intSamples
+        var tinted = 0
+        for pixel in 0..<(picture.rows * picture.columns) {
+            let rgb = (0..<3).map { samples[pixel * picture.channels + $0] }
+            if rgb.max()! - rgb.min()! > 60 { tinted += 1 }
+        }
+        #expect(tinted > 500, "the screenshot shows \(tinted) tinted pixels: the overlays did not render")
     }
 
     @Test func badSpecsAndSetsAreClearErrors() throws {
