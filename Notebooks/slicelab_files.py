@@ -431,29 +431,26 @@ def srgb_to_lab(rgb) -> np.ndarray:
 
 # MARK: - The bundled demo data
 
-def demo_dataset(hint: str = "lesion") -> Path:
-    """The labeled set to run on: `SLICELAB_DATASET`, else the bundled demo set under `Datasets/demo/` whose
-    `dataset.json` name contains `hint` (else the first one)."""
-    if "SLICELAB_DATASET" in os.environ:
-        folder = Path(os.environ["SLICELAB_DATASET"])
-        if not (folder / "dataset.json").is_file():
-            raise FileNotFoundError(f"SLICELAB_DATASET={folder} has no dataset.json")
-        return folder
-    sets = sorted(path.parent for path in (ROOT / "Datasets" / "demo").rglob("dataset.json"))
-    if not sets:
-        raise FileNotFoundError(f"no labeled set (dataset.json) under {ROOT / 'Datasets' / 'demo'}; "
-                                "set SLICELAB_DATASET")
-    named = [folder for folder in sets if hint in json.loads((folder / "dataset.json").read_text()).get("name", "")]
-    return (named or sets)[0]
+DEMO = ROOT / "Sources" / "SliceLab" / "Resources" / "Demo"
 
 
-def demo_model(dataset: Path) -> Path:
-    """The model to compare with: `SLICELAB_MODEL`, else the bundled checkpoint named after the set."""
+def demo_dataset(name: str = "brain-lesion") -> Path:
+    """The labeled set to run on: `SLICELAB_DATASET`, else the bundled demo set `name` (the `slicelab demo` data,
+    `Sources/SliceLab/Resources/Demo/<name>/`)."""
+    folder = Path(os.environ.get("SLICELAB_DATASET", DEMO / name))
+    if not (folder / "dataset.json").is_file():
+        raise FileNotFoundError(f"{folder} is not a labeled set (no dataset.json); set SLICELAB_DATASET")
+    return folder
+
+
+def demo_model(dataset: Path) -> Path | None:
+    """The model to compare with: `SLICELAB_MODEL`, else the bundled checkpoint `Demo/models/<set name>.h5` that
+    `slicelab demo` uses, or None while it is not in this checkout."""
     if "SLICELAB_MODEL" in os.environ:
-        return Path(os.environ["SLICELAB_MODEL"])
+        path = Path(os.environ["SLICELAB_MODEL"])
+        if not path.is_file():
+            raise FileNotFoundError(f"SLICELAB_MODEL={path} does not exist")
+        return path
     name = json.loads((dataset / "dataset.json").read_text())["name"]
-    candidates = sorted((ROOT / "Models").glob(f"*{name}*.h5")) + sorted(dataset.glob("*.h5"))
-    if not candidates:
-        raise FileNotFoundError(f"no bundled model for {name!r} (looked for Models/*{name}*.h5 and "
-                                f"{dataset}/*.h5); set SLICELAB_MODEL")
-    return candidates[0]
+    path = DEMO / "models" / f"{name}.h5"
+    return path if path.is_file() else None
