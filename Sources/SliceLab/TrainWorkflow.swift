@@ -7,6 +7,9 @@ public struct TrainOptions: Sendable {
     public var architecture: String
     public var classCount: Int
     public var inputChannels: Int = 1
+    /// The backbone's output stride (8 or 16) and the ASPP width; the architecture's defaults when nil.
+    public var outputStride: Int?
+    public var asppChannels: Int?
     public var epochs: Int?
     public var steps: Int?
     public var batchSize: Int = 8
@@ -124,8 +127,14 @@ public enum TrainWorkflow {
                 architecture: options.architecture,
                 reason: "starting from \(initial) needs the engine's weight import, not in this build yet")
         }
-        return try DeepLabV3(DeepLabConfiguration(arch: architecture, numClasses: options.classCount,
-                                                  inputChannels: options.inputChannels, seed: options.seed))
+        var configuration = DeepLabConfiguration(arch: architecture, numClasses: options.classCount,
+                                                 inputChannels: options.inputChannels, seed: options.seed)
+        if let stride = options.outputStride {
+            configuration.outputStride = stride
+            configuration.atrousRates = stride == 16 ? [6, 12, 18] : [12, 24, 36]
+        }
+        if let channels = options.asppChannels { configuration.asppChannels = channels }
+        return try DeepLabV3(configuration)
     }
 
     /// Runs training.

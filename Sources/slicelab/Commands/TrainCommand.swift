@@ -12,6 +12,9 @@ enum TrainCommand: Command {
                        help: "Architecture.", required: true),
             OptionSpec("num-classes", .int(2...65535), help: "Classes K.", required: true),
             OptionSpec("in-channels", .choice(["1", "3"]), help: "Input channels.", default: "1"),
+            OptionSpec("output-stride", .choice(["8", "16"]), help: "Backbone output stride (atrous rates 12,24,36 at 8; "
+                       + "6,12,18 at 16).", default: "8"),
+            OptionSpec("aspp-channels", .int(8...4096), help: "ASPP and head width.", default: "256"),
             OptionSpec("epochs", .int(1...Int.max), help: "Epochs."),
             OptionSpec("steps", .int(1...Int.max), help: "Steps (instead of epochs)."),
             OptionSpec("batch", .int(1...Int.max), help: "Batch size.", default: "8"),
@@ -44,6 +47,8 @@ enum TrainCommand: Command {
         var options = TrainOptions(datasetPath: dataset, architecture: architecture, classCount: classCount,
                                    outputPath: out)
         options.inputChannels = arguments.int("in-channels") ?? 1
+        options.outputStride = arguments.int("output-stride")
+        options.asppChannels = arguments.int("aspp-channels")
         options.epochs = arguments.int("epochs")
         options.steps = arguments.int("steps")
         options.batchSize = arguments.int("batch") ?? 8
