@@ -7,7 +7,16 @@
 #include <dcmtk/dcmdata/dcrledrg.h>
 #include <dcmtk/dcmjpeg/djdecode.h>
 #include <dcmtk/dcmjpls/djdecode.h>
+#include <dcmtk/dcmfg/fgderimg.h>
+#include <dcmtk/dcmfg/fgfracon.h>
+#include <dcmtk/dcmfg/fgpixmsr.h>
+#include <dcmtk/dcmfg/fgplanor.h>
+#include <dcmtk/dcmfg/fgplanpo.h>
+#include <dcmtk/dcmiod/iodreferences.h>
+#include <dcmtk/dcmseg/segdoc.h>
+#include <dcmtk/dcmseg/segment.h>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <sstream>
@@ -253,26 +262,34 @@ extern "C" int cdcmtk_read_pixels(cdcmtk_file *file, uint64_t offset, uint32_t l
     return CDCMTK_OK;
 }
 
-extern "C" int cdcmtk_fragment_length(cdcmtk_file *file, unsigned long index, uint32_t *length) {
-    int status = CDCMTK_OK;
-    DcmPixelSequence *sequence = fragments(file, &status);
-    if (!sequence) return status;
+namespace {
+
+/// Fragment `index` (after the basic offset table), or nullptr with `status` set.
+DcmPixelItem *fragmentItem(cdcmtk_file *file, unsigned long index, int *status) {
+    DcmPixelSequence *sequence = fragments(file, status);
+    if (!sequence) return nullptr;
     DcmPixelItem *item = nullptr;
     if (sequence->getItem(item, index + 1).bad() || !item) {
-        return fail(file, "no fragment " + std::to_string(index), CDCMTK_NOT_FOUND);
+        *status = fail(file, "no fragment " + std::to_string(index), CDCMTK_NOT_FOUND);
+        return nullptr;
     }
+    return item;
+}
+
+}  // namespace
+
+extern "C" int cdcmtk_fragment_length(cdcmtk_file *file, unsigned long index, uint32_t *length) {
+    int status = CDCMTK_OK;
+    DcmPixelItem *item = fragmentItem(file, index, &status);
+    if (!item) return status;
     *length = item->getLength();
     return CDCMTK_OK;
 }
 
 extern "C" int cdcmtk_fragment(cdcmtk_file *file, unsigned long index, void *buffer, uint32_t capacity) {
     int status = CDCMTK_OK;
-    DcmPixelSequence *sequence = fragments(file, &status);
-    if (!sequence) return status;
-    DcmPixelItem *item = nullptr;
-    if (sequence->getItem(item, index + 1).bad() || !item) {
-        return fail(file, "no fragment " + std::to_string(index), CDCMTK_NOT_FOUND);
-    }
+    DcmPixelItem *item = fragmentItem(file, index, &status);
+    if (!item) return status;
     Uint32 length = item->getLength();
     if (capacity < length) return CDCMTK_BUFFER_TOO_SMALL;
     if (length == 0) return CDCMTK_OK;
@@ -314,3 +331,153 @@ extern "C" int cdcmtk_decode_frame(cdcmtk_file *file, uint32_t frame, void *buff
     if (condition.bad()) return fail(file, std::string("decoding frame: ") + condition.text());
     return copyString(std::string(model.c_str()), color_model, color_model_capacity, nullptr);
 }
+
+// MARK: - Writing binary DICOM SEG
+
+struct cdcmtk_seg {
+    DcmSegmentation *segmentation = nullptr;
+    std::string error;
+    OFVector<OFString> sources;
+    ~cdcmtk_seg() { delete segmentation; }
+};
+
+namespace {
+
+int segFail(cdcmtk_seg *seg, const std::string &what, const OFCondition &condition) {
+    seg->error = what + ": " + condition.text();
+    return CDCMTK_ERROR;
+}
+
+std::string decimal(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.10g", value);
+    std::string result(text);
+    return result.size() > 16 ? result.substr(0, 16) : result;  // DS holds 16 characters
+}
+
+}  // namespace
+
+extern "C" cdcmtk_seg *cdcmtk_seg_create(const char *source_path, uint16_t rows, uint16_t columns,
+                                         const char *series_description, int series_number, char *message,
+                                         size_t message_capacity) {
+    cdcmtk_register_codecs();
+    auto write = [&](const std::string &text) {
+        if (message && message_capacity > 0) {
+            std::strncpy(message, text.c_str(), message_capacity - 1);
+            message[message_capacity - 1] = 0;
+        }
+    };
+    auto seg = std::make_unique<cdcmtk_seg>();
+    IODGeneralEquipmentModule::EquipmentInfo equipment("SliceLab", "SliceLab", "0", "SliceLab");
+    ContentIdentificationMacro content("1", "SLICELAB", series_description ? series_description : "", "SliceLab");
+    OFCondition status = DcmSegmentation::createBinarySegmentation(seg->segmentation, rows, columns, equipment, content);
+    if (status.bad() || !seg->segmentation) {
+        write(std::string("creating the segmentation: ") + status.text());
+        return nullptr;
+    }
+    status = seg->segmentation->importFromSourceImage(OFString(source_path));
+    if (status.bad()) {
+        write(std::string("importing patient and study from ") + source_path + ": " + status.text());
+        return nullptr;
+    }
+    if (series_description) seg->segmentation->getSeries().setSeriesDescription(series_description);
+    seg->segmentation->getSeries().setSeriesNumber(std::to_string(series_number).c_str());
+    char uid[100];
+    dcmGenerateUniqueIdentifier(uid, SITE_INSTANCE_UID_ROOT);
+    IODMultiframeDimensionModule &dimensions = seg->segmentation->getDimensions();
+    status = dimensions.addDimensionIndex(DCM_ReferencedSegmentNumber, uid, DCM_SegmentIdentificationSequence,
+                                          "ReferencedSegmentNumber");
+    if (status.good()) {
+        status = dimensions.addDimensionIndex(DCM_ImagePositionPatient, uid, DCM_PlanePositionSequence,
+                                              "ImagePositionPatient");
+    }
+    if (status.bad()) {
+        write(std::string("adding dimensions: ") + status.text());
+        return nullptr;
+    }
+    return seg.release();
+}
+
+extern "C" const char *cdcmtk_seg_error(const cdcmtk_seg *seg) { return seg ? seg->error.c_str() : ""; }
+
+extern "C" int cdcmtk_seg_add_segment(cdcmtk_seg *seg, const char *label, uint16_t *number) {
+    DcmSegment *segment = nullptr;
+    CodeSequenceMacro category("85756007", "SCT", "Tissue");
+    CodeSequenceMacro type("85756007", "SCT", "Tissue");
+    OFCondition status = DcmSegment::create(segment, label, category, type, DcmSegTypes::SAT_AUTOMATIC, "SliceLab");
+    if (status.bad() || !segment) return segFail(seg, "creating segment", status);
+    Uint16 assigned = 0;
+    status = seg->segmentation->addSegment(segment, assigned);
+    if (status.bad()) {
+        delete segment;
+        return segFail(seg, "adding segment", status);
+    }
+    *number = assigned;
+    return CDCMTK_OK;
+}
+
+extern "C" int cdcmtk_seg_set_geometry(cdcmtk_seg *seg, const double *o, double row_spacing, double column_spacing,
+                                       double slice_thickness) {
+    std::unique_ptr<FGPlaneOrientationPatient> orientation(FGPlaneOrientationPatient::createMinimal(
+        decimal(o[0]).c_str(), decimal(o[1]).c_str(), decimal(o[2]).c_str(), decimal(o[3]).c_str(),
+        decimal(o[4]).c_str(), decimal(o[5]).c_str()));
+    if (!orientation) return segFail(seg, "plane orientation", EC_MemoryExhausted);
+    OFCondition status = seg->segmentation->addForAllFrames(*orientation);
+    if (status.bad()) return segFail(seg, "plane orientation", status);
+    FGPixelMeasures measures;
+    std::string spacing = decimal(row_spacing) + "\\" + decimal(column_spacing);
+    status = measures.setPixelSpacing(spacing.c_str());
+    if (status.good()) status = measures.setSliceThickness(decimal(slice_thickness).c_str());
+    if (status.good()) status = seg->segmentation->addForAllFrames(measures);
+    if (status.bad()) return segFail(seg, "pixel measures", status);
+    return CDCMTK_OK;
+}
+
+extern "C" int cdcmtk_seg_add_frame(cdcmtk_seg *seg, const uint8_t *pixels, uint16_t segment, const double *p,
+                                    const char *source_sop_class_uid, const char *source_sop_instance_uid,
+                                    const char *source_path, uint32_t stack_position) {
+    std::unique_ptr<FGPlanePosPatient> position(
+        FGPlanePosPatient::createMinimal(decimal(p[0]).c_str(), decimal(p[1]).c_str(), decimal(p[2]).c_str()));
+    FGFrameContent content;
+    OFCondition status = content.setDimensionIndexValues(segment, 0);
+    if (status.good()) status = content.setDimensionIndexValues(stack_position, 1);
+    if (status.bad()) return segFail(seg, "frame content", status);
+    ImageSOPInstanceReferenceMacro reference;
+    status = reference.setReferencedSOPClassUID(source_sop_class_uid);
+    if (status.good()) status = reference.setReferencedSOPInstanceUID(source_sop_instance_uid);
+    if (status.bad()) return segFail(seg, "source reference", status);
+    OFVector<ImageSOPInstanceReferenceMacro> references;
+    references.push_back(reference);
+    std::unique_ptr<FGDerivationImage> derivation(FGDerivationImage::createMinimal(
+        references, "Segmentation", CodeSequenceMacro("113076", "DCM", "Segmentation"),
+        CodeSequenceMacro("121322", "DCM", "Source image for image processing operation")));
+    if (!position || !derivation) return segFail(seg, "frame groups", EC_MemoryExhausted);
+    OFVector<FGBase *> groups;
+    groups.push_back(position.get());
+    groups.push_back(&content);
+    groups.push_back(derivation.get());
+    status = seg->segmentation->addFrame(const_cast<Uint8 *>(pixels), segment, groups);
+    if (status.bad()) return segFail(seg, "adding frame " + std::to_string(stack_position), status);
+    seg->sources.push_back(source_path);
+    return CDCMTK_OK;
+}
+
+extern "C" int cdcmtk_seg_save(cdcmtk_seg *seg, const char *path) {
+    IODReferences references;
+    OFVector<OFString> unique;
+    for (const OFString &source : seg->sources) {
+        bool seen = false;
+        for (const OFString &known : unique) seen = seen || known == source;
+        if (!seen) unique.push_back(source);
+    }
+    if (references.addFromFiles(unique) != unique.size()) {
+        seg->error = "some source images could not be read for the references";
+        return CDCMTK_ERROR;
+    }
+    seg->segmentation->getCommonInstanceReference().addReferences(references);
+    OFCondition status = seg->segmentation->saveFile(path);
+    if (status.bad()) return segFail(seg, std::string("writing ") + path, status);
+    return CDCMTK_OK;
+}
+
+extern "C" void cdcmtk_seg_free(cdcmtk_seg *seg) { delete seg; }

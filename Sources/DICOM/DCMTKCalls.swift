@@ -5,6 +5,14 @@ import Foundation
 final class DCMTKHandle: @unchecked Sendable {
     let pointer: OpaquePointer
     let path: String
+    /// DCMTK loads deferred values on first access, so even reads change the dataset: one caller at a time.
+    private let lock = NSRecursiveLock()
+
+    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
 
     /// Opens `path`; element values above `maxReadLength` bytes stay on disk until read.
     init(path: String, maxReadLength: UInt32) throws {
@@ -37,62 +45,76 @@ final class DCMTKHandle: @unchecked Sendable {
 
     /// Rests on `cdcmtk_transfer_syntax`.
     var transferSyntaxUID: String {
-        var buffer = [CChar](repeating: 0, count: 128)
-        guard cdcmtk_transfer_syntax(pointer, &buffer, buffer.count) == Int32(CDCMTK_OK) else { return "" }
-        return String(cString: buffer)
+        locked {
+            var buffer = [CChar](repeating: 0, count: 128)
+            guard cdcmtk_transfer_syntax(pointer, &buffer, buffer.count) == Int32(CDCMTK_OK) else { return "" }
+            return String(cString: buffer)
+        }
     }
 
     /// Rests on `cdcmtk_has`.
-    func has(_ tag: DicomTag, in item: OpaquePointer?) -> Bool { cdcmtk_has(item, tag.group, tag.element) != 0 }
+    func has(_ tag: DicomTag, in item: OpaquePointer?) -> Bool {
+        locked { cdcmtk_has(item, tag.group, tag.element) != 0 }
+    }
 
     /// Rests on `cdcmtk_value_count`.
     func valueCount(_ tag: DicomTag, in item: OpaquePointer?) -> Int {
-        var count: UInt = 0
-        guard cdcmtk_value_count(pointer, item, tag.group, tag.element, &count) == Int32(CDCMTK_OK) else { return 0 }
-        return Int(count)
+        locked {
+            var count: UInt = 0
+            guard cdcmtk_value_count(pointer, item, tag.group, tag.element, &count) == Int32(CDCMTK_OK) else { return 0 }
+            return Int(count)
+        }
     }
 
     /// The value at `index` (or all values joined by "\" when `index` is nil); nil when absent.
     /// Rests on `cdcmtk_get_string`.
     func string(_ tag: DicomTag, index: Int?, in item: OpaquePointer?) -> String? {
-        var needed = 0
-        var buffer = [CChar](repeating: 0, count: 256)
-        let position = index.map { $0 } ?? -1
-        var status = cdcmtk_get_string(pointer, item, tag.group, tag.element, position, &buffer, buffer.count, &needed)
-        if status == Int32(CDCMTK_BUFFER_TOO_SMALL) {
-            buffer = [CChar](repeating: 0, count: needed)
-            status = cdcmtk_get_string(pointer, item, tag.group, tag.element, position, &buffer, buffer.count, &needed)
+        locked {
+            var needed = 0
+            var buffer = [CChar](repeating: 0, count: 256)
+            let position = index.map { $0 } ?? -1
+            var status = cdcmtk_get_string(pointer, item, tag.group, tag.element, position, &buffer, buffer.count, &needed)
+            if status == Int32(CDCMTK_BUFFER_TOO_SMALL) {
+                buffer = [CChar](repeating: 0, count: needed)
+                status = cdcmtk_get_string(pointer, item, tag.group, tag.element, position, &buffer, buffer.count, &needed)
+            }
+            guard status == Int32(CDCMTK_OK) else { return nil }
+            return String(cString: buffer)
         }
-        guard status == Int32(CDCMTK_OK) else { return nil }
-        return String(cString: buffer)
     }
 
     /// All 16-bit words of an element; nil when absent. Rests on `cdcmtk_get_uint16s`.
     func words(_ tag: DicomTag, in item: OpaquePointer?) -> [UInt16]? {
-        var count = 0
-        var status = cdcmtk_get_uint16s(pointer, item, tag.group, tag.element, nil, 0, &count)
-        if status == Int32(CDCMTK_OK) { return [] }
-        guard status == Int32(CDCMTK_BUFFER_TOO_SMALL) else { return nil }
-        var words = [UInt16](repeating: 0, count: count)
-        status = cdcmtk_get_uint16s(pointer, item, tag.group, tag.element, &words, words.count, &count)
-        return status == Int32(CDCMTK_OK) ? words : nil
+        locked {
+            var count = 0
+            var status = cdcmtk_get_uint16s(pointer, item, tag.group, tag.element, nil, 0, &count)
+            if status == Int32(CDCMTK_OK) { return [] }
+            guard status == Int32(CDCMTK_BUFFER_TOO_SMALL) else { return nil }
+            var words = [UInt16](repeating: 0, count: count)
+            status = cdcmtk_get_uint16s(pointer, item, tag.group, tag.element, &words, words.count, &count)
+            return status == Int32(CDCMTK_OK) ? words : nil
+        }
     }
 
     /// Item `index` of a sequence; nil when absent. Rests on `cdcmtk_sequence_item`.
     func sequenceItem(_ tag: DicomTag, index: Int, in item: OpaquePointer?) -> OpaquePointer? {
-        var result: OpaquePointer?
-        guard cdcmtk_sequence_item(pointer, item, tag.group, tag.element, UInt(index), &result) == Int32(CDCMTK_OK)
-        else { return nil }
-        return result
+        locked {
+            var result: OpaquePointer?
+            guard cdcmtk_sequence_item(pointer, item, tag.group, tag.element, UInt(index), &result) == Int32(CDCMTK_OK)
+            else { return nil }
+            return result
+        }
     }
 
     /// Rests on `cdcmtk_dump`.
     func dump() -> String {
-        var needed = 0
-        _ = cdcmtk_dump(pointer, nil, 0, &needed)
-        var buffer = [CChar](repeating: 0, count: max(needed, 1))
-        guard cdcmtk_dump(pointer, &buffer, buffer.count, &needed) == Int32(CDCMTK_OK) else { return "" }
-        return String(cString: buffer)
+        locked {
+            var needed = 0
+            _ = cdcmtk_dump(pointer, nil, 0, &needed)
+            var buffer = [CChar](repeating: 0, count: max(needed, 1))
+            guard cdcmtk_dump(pointer, &buffer, buffer.count, &needed) == Int32(CDCMTK_OK) else { return "" }
+            return String(cString: buffer)
+        }
     }
 
     // MARK: - Pixel Data
@@ -105,69 +127,131 @@ final class DCMTKHandle: @unchecked Sendable {
 
     /// Nil when there is no Pixel Data. Rests on `cdcmtk_pixel_info`.
     func pixelInfo() throws -> PixelInfo? {
-        var encapsulated: Int32 = 0
-        var length: UInt64 = 0
-        var fragments: UInt = 0
-        let status = cdcmtk_pixel_info(pointer, &encapsulated, &length, &fragments)
-        if status == Int32(CDCMTK_NOT_FOUND) { return nil }
-        guard status == Int32(CDCMTK_OK) else { throw DICOMError.unreadable(file: path, reason: lastError) }
-        return PixelInfo(encapsulated: encapsulated != 0, length: Int(length), fragmentCount: Int(fragments))
+        try locked {
+            var encapsulated: Int32 = 0
+            var length: UInt64 = 0
+            var fragments: UInt = 0
+            let status = cdcmtk_pixel_info(pointer, &encapsulated, &length, &fragments)
+            if status == Int32(CDCMTK_NOT_FOUND) { return nil }
+            guard status == Int32(CDCMTK_OK) else { throw DICOMError.unreadable(file: path, reason: lastError) }
+            return PixelInfo(encapsulated: encapsulated != 0, length: Int(length), fragmentCount: Int(fragments))
+        }
     }
 
     /// Native Pixel Data bytes `offset..<offset+count`, 16-bit words little endian. Rests on `cdcmtk_read_pixels`.
     func readPixels(offset: Int, count: Int, into buffer: UnsafeMutableRawPointer) throws {
-        guard count <= Int(UInt32.max) else {
-            throw DICOMError.impossibleDimensions(file: path, reason: "a frame larger than 4 GB")
-        }
-        guard cdcmtk_read_pixels(pointer, UInt64(offset), UInt32(count), buffer) == Int32(CDCMTK_OK) else {
-            throw DICOMError.unreadable(file: path, reason: lastError)
+        try locked {
+            guard count <= Int(UInt32.max) else {
+                throw DICOMError.impossibleDimensions(file: path, reason: "a frame larger than 4 GB")
+            }
+            guard cdcmtk_read_pixels(pointer, UInt64(offset), UInt32(count), buffer) == Int32(CDCMTK_OK) else {
+                throw DICOMError.unreadable(file: path, reason: lastError)
+            }
         }
     }
 
     /// Encapsulated fragment `index` (0 is the first after the offset table). Rests on `cdcmtk_fragment`.
     func fragment(_ index: Int) throws -> [UInt8] {
-        var length: UInt32 = 0
-        guard cdcmtk_fragment_length(pointer, UInt(index), &length) == Int32(CDCMTK_OK) else {
-            throw DICOMError.unreadable(file: path, reason: lastError)
+        try locked {
+            var length: UInt32 = 0
+            guard cdcmtk_fragment_length(pointer, UInt(index), &length) == Int32(CDCMTK_OK) else {
+                throw DICOMError.unreadable(file: path, reason: lastError)
+            }
+            var bytes = [UInt8](repeating: 0, count: Int(length))
+            let status = bytes.withUnsafeMutableBytes { cdcmtk_fragment(pointer, UInt(index), $0.baseAddress, length) }
+            guard status == Int32(CDCMTK_OK) else { throw DICOMError.unreadable(file: path, reason: lastError) }
+            return bytes
         }
-        var bytes = [UInt8](repeating: 0, count: Int(length))
-        let status = bytes.withUnsafeMutableBytes { cdcmtk_fragment(pointer, UInt(index), $0.baseAddress, length) }
-        guard status == Int32(CDCMTK_OK) else { throw DICOMError.unreadable(file: path, reason: lastError) }
-        return bytes
     }
 
     /// The basic offset table (empty when absent). Rests on `cdcmtk_offset_table`.
     func offsetTable() throws -> [UInt32] {
-        var count = 0
-        var status = cdcmtk_offset_table(pointer, nil, 0, &count)
-        if status == Int32(CDCMTK_OK) { return [] }
-        guard status == Int32(CDCMTK_BUFFER_TOO_SMALL) else {
-            throw DICOMError.unreadable(file: path, reason: lastError)
+        try locked {
+            var count = 0
+            var status = cdcmtk_offset_table(pointer, nil, 0, &count)
+            if status == Int32(CDCMTK_OK) { return [] }
+            guard status == Int32(CDCMTK_BUFFER_TOO_SMALL) else {
+                throw DICOMError.unreadable(file: path, reason: lastError)
+            }
+            var offsets = [UInt32](repeating: 0, count: count)
+            status = cdcmtk_offset_table(pointer, &offsets, offsets.count, &count)
+            guard status == Int32(CDCMTK_OK) else { throw DICOMError.unreadable(file: path, reason: lastError) }
+            return offsets
         }
-        var offsets = [UInt32](repeating: 0, count: count)
-        status = cdcmtk_offset_table(pointer, &offsets, offsets.count, &count)
-        guard status == Int32(CDCMTK_OK) else { throw DICOMError.unreadable(file: path, reason: lastError) }
-        return offsets
     }
 
     /// Fragment lengths, used to map frames to fragments. Rests on `cdcmtk_fragment_length`.
     func fragmentLength(_ index: Int) throws -> Int {
-        var length: UInt32 = 0
-        guard cdcmtk_fragment_length(pointer, UInt(index), &length) == Int32(CDCMTK_OK) else {
-            throw DICOMError.unreadable(file: path, reason: lastError)
+        try locked {
+            var length: UInt32 = 0
+            guard cdcmtk_fragment_length(pointer, UInt(index), &length) == Int32(CDCMTK_OK) else {
+                throw DICOMError.unreadable(file: path, reason: lastError)
+            }
+            return Int(length)
         }
-        return Int(length)
     }
 
     /// Decodes one RLE/JPEG/JPEG-LS frame with DCMTK's codecs into `buffer`; returns the decoded colour model.
     /// Rests on `cdcmtk_decode_frame` (DcmPixelData::getUncompressedFrame).
     func decodeFrame(_ frame: Int, into buffer: UnsafeMutableRawBufferPointer) throws -> String {
-        var model = [CChar](repeating: 0, count: 64)
-        let status = cdcmtk_decode_frame(pointer, UInt32(frame), buffer.baseAddress, UInt32(buffer.count),
-                                         &model, model.count)
-        guard status == Int32(CDCMTK_OK) else {
-            throw DICOMError.decodeFailed(file: path, frame: frame, reason: lastError)
+        try locked {
+            var model = [CChar](repeating: 0, count: 64)
+            let status = cdcmtk_decode_frame(pointer, UInt32(frame), buffer.baseAddress, UInt32(buffer.count),
+                                             &model, model.count)
+            guard status == Int32(CDCMTK_OK) else {
+                throw DICOMError.decodeFailed(file: path, frame: frame, reason: lastError)
+            }
+            return String(cString: model)
         }
-        return String(cString: model)
     }
+}
+
+/// Owns one `cdcmtk_seg` (a binary DICOM SEG being built with DCMTK's dcmseg) and frees it in `deinit`.
+final class DCMTKSegmentationHandle {
+    let pointer: OpaquePointer
+    let destination: String
+
+    /// Rests on `cdcmtk_seg_create` (DcmSegmentation::createBinarySegmentation, importFromSourceImage).
+    init(source: String, rows: Int, columns: Int, seriesDescription: String, seriesNumber: Int,
+         destination: String) throws {
+        var message = [CChar](repeating: 0, count: 1024)
+        guard rows > 0, rows <= Int(UInt16.max), columns > 0, columns <= Int(UInt16.max),
+              let pointer = cdcmtk_seg_create(source, UInt16(rows), UInt16(columns), seriesDescription,
+                                               Int32(clamping: seriesNumber), &message, message.count) else {
+            throw DICOMError.unwritable(file: destination, reason: String(cString: message))
+        }
+        self.pointer = pointer
+        self.destination = destination
+    }
+
+    deinit { cdcmtk_seg_free(pointer) }
+
+    private func check(_ status: Int32) throws {
+        guard status == Int32(CDCMTK_OK) else {
+            throw DICOMError.unwritable(file: destination, reason: String(cString: cdcmtk_seg_error(pointer)))
+        }
+    }
+
+    /// Rests on `cdcmtk_seg_add_segment` (DcmSegment::create, DcmSegmentation::addSegment).
+    func addSegment(label: String) throws -> Int {
+        var number: UInt16 = 0
+        try check(cdcmtk_seg_add_segment(pointer, label, &number))
+        return Int(number)
+    }
+
+    /// Rests on `cdcmtk_seg_set_geometry` (FGPlaneOrientationPatient, FGPixelMeasures).
+    func setGeometry(orientation: [Double], rowSpacing: Double, columnSpacing: Double, thickness: Double) throws {
+        try check(cdcmtk_seg_set_geometry(pointer, orientation, rowSpacing, columnSpacing, thickness))
+    }
+
+    /// Rests on `cdcmtk_seg_add_frame` (DcmSegmentation::addFrame with plane position, frame content and
+    /// derivation image groups).
+    func addFrame(_ mask: [UInt8], segment: Int, position: [Double], sourceClassUID: String,
+                  sourceInstanceUID: String, sourcePath: String, stackPosition: Int) throws {
+        try check(cdcmtk_seg_add_frame(pointer, mask, UInt16(segment), position, sourceClassUID, sourceInstanceUID,
+                                       sourcePath, UInt32(stackPosition)))
+    }
+
+    /// Rests on `cdcmtk_seg_save` (DcmSegmentation::saveFile).
+    func save(to path: String) throws { try check(cdcmtk_seg_save(pointer, path)) }
 }

@@ -69,7 +69,16 @@ public final class DicomFile: @unchecked Sendable {
         if pixelInfo == nil {
             frameCount = 0
         } else {
-            // Number of Frames is IS; a missing, empty or zero value means one frame.
+            for (tag, name) in [(DicomTag.rows, "Rows"), (.columns, "Columns"), (.bitsAllocated, "Bits Allocated")]
+            where dataset.int(tag) == nil {
+                throw DICOMError.missingAttribute(file: path, attribute: "\(name) \(tag)")
+            }
+            // Number of Frames is IS; a missing, empty or zero value means one frame, anything else non-numeric
+            // makes the frame layout unknowable.
+            let text = dataset.string(.numberOfFrames) ?? ""
+            guard text.isEmpty || dataset.int(.numberOfFrames) != nil else {
+                throw DICOMError.missingAttribute(file: path, attribute: "Number of Frames (0028,0008) '\(text)'")
+            }
             let declaredFrames = dataset.int(.numberOfFrames) ?? 1
             frameCount = declaredFrames == 0 ? 1 : declaredFrames
             try validateImage()

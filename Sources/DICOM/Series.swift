@@ -167,14 +167,40 @@ public struct Series: @unchecked Sendable {
         var volumes: [Volume] = []
         var skipped = scan.skipped
         for series in scan.series {
-            do { volumes.append(try series.load()) } catch {
-                skipped.append((series.first.path, reason(error, file: series.first.path)))
-            }
+            let (volume, failed) = series.loadSkippingFailures()
+            skipped += failed
+            if let volume { volumes.append(volume) }
         }
         guard !volumes.isEmpty else {
             throw DICOMError.noSeries(folder: folder, reasons: skipped.map { "\($0.file): \($0.reason)" })
         }
         return (volumes, skipped)
+    }
+
+    /// Loads the series; files whose pixels fail to decode are left out (with their reasons) and the rest is
+    /// sorted and loaded again. Nil when no file of the series decodes.
+    public func loadSkippingFailures() -> (volume: Volume?, skipped: [(file: String, reason: String)]) {
+        var skipped: [(file: String, reason: String)] = []
+        var series = self
+        while true {
+            do { return (try series.load(), skipped) } catch {
+                // Find the files that fail, drop them, and try the rest.
+                var failing: Set<String> = []
+                for slice in series.slices where !failing.contains(slice.file.path) {
+                    do { _ = try slice.file.isColor ? [] : slice.file.modalityFrame(slice.frame) } catch {
+                        failing.insert(slice.file.path)
+                        skipped.append((slice.file.path, Self.reason(error, file: slice.file.path)))
+                    }
+                }
+                let remaining = Dictionary(grouping: series.slices.map(\.file), by: \.path)
+                    .filter { !failing.contains($0.key) }.compactMap(\.value.first)
+                guard !failing.isEmpty, !remaining.isEmpty else {
+                    if failing.isEmpty { skipped.append((series.first.path, Self.reason(error, file: series.first.path))) }
+                    return (nil, skipped)
+                }
+                series = Series(uid: seriesInstanceUID, files: remaining.sorted { $0.path < $1.path })
+            }
+        }
     }
 
     /// Decodes every slice into one Float32 volume of modality values, allocated once.

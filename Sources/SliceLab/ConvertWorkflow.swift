@@ -77,13 +77,15 @@ public enum ConvertWorkflow {
         var volumes: [(Series, Volume?)] = []
         var skipped = scan.skipped
         for series in scan.series {
-            if series.first.isColor && series.slices.count == 1 {
+            // A series held in one file (a single image or one multi-frame file) is written as that file is;
+            // colour series are written slice by slice as RGB.
+            if Set(series.slices.map(\.file.path)).count == 1 || series.first.isColor {
                 volumes.append((series, nil))
                 continue
             }
-            do { volumes.append((series, try series.load())) } catch {
-                skipped.append((series.first.path, Series.reason(error, file: series.first.path)))
-            }
+            let (volume, failed) = series.loadSkippingFailures()
+            skipped += failed
+            if let volume { volumes.append((series, volume)) }
         }
         guard !volumes.isEmpty else {
             throw DICOMError.noSeries(folder: source, reasons: skipped.map { "\($0.file): \($0.reason)" })
@@ -94,11 +96,13 @@ public enum ConvertWorkflow {
                 for path in paths {
                     if let volume {
                         try writeVolume(volume, series: series, to: h5, at: path)
-                    } else {
+                    } else if Set(series.slices.map(\.file.path)).count == 1 {
                         try writeFile(series.first, to: h5, at: path)
+                    } else {
+                        try writeColorSeries(series, to: h5, at: path)
                     }
                 }
-                lines.append("series \(series.seriesInstanceUID): \(series.slices.count) slice(s)"
+                lines.append("series \(series.seriesInstanceUID): \(volume?.slices ?? series.slices.count) slice(s)"
                              + (volume?.warnings.isEmpty == false ? "; warnings: " + (volume?.warnings ?? []).joined(separator: "; ") : ""))
             }
         }
@@ -148,6 +152,26 @@ public enum ConvertWorkflow {
             try h5.write(values, shape: [file.frameCount, file.rows, file.columns], to: path)
         }
         try attributes(file, spacing: spacing, source: file.path, on: h5, at: path)
+    }
+
+    /// A colour series in slice order: [slices, rows, columns, 3], UInt8 or UInt16 (the widest slice decides).
+    private static func writeColorSeries(_ series: Series, to h5: HDF5File, at path: String) throws {
+        var frames: [RGBFrame] = []
+        for slice in series.slices { frames.append(try slice.file.rgbFrame(slice.frame)) }
+        let bits = frames.map(\.bitsPerSample).max() ?? 8
+        let shape = [frames.count, series.first.rows, series.first.columns, 3]
+        if bits <= 8 {
+            try h5.write(frames.flatMap { $0.samples.map { UInt8(truncatingIfNeeded: $0) } }, shape: shape, to: path)
+        } else {
+            try h5.write(frames.flatMap { frame in
+                frame.samples.map { UInt16(truncatingIfNeeded: $0 >> UInt32(max(frame.bitsPerSample - 16, 0))) }
+            }, shape: shape, to: path)
+        }
+        let pixel = series.first.pixelSpacing
+        var spacing = pixel.map { [$0.row, $0.column] } ?? []
+        if let slice = series.sliceSpacing, !spacing.isEmpty { spacing.append(slice) }
+        try attributes(series.first, spacing: spacing, source: (series.first.path as NSString).deletingLastPathComponent,
+                       on: h5, at: path)
     }
 
     private static func writeVolume(_ volume: Volume, series: Series, to h5: HDF5File, at path: String) throws {

@@ -1,10 +1,19 @@
 import DICOM
 
 extension EvaluateInputs {
-    /// Reads a DICOM SEG as a label map with its spacing (segment number = label). Isolated here so the DICOM
-    /// reader (issue #3) plugs in without touching the rest of `evaluate`.
+    /// Reads a DICOM SEG as a label map with its spacing (segment number = label), one slice per source frame
+    /// sorted along the slice normal.
     static func loadDICOMSegmentation(_ path: String) throws -> LoadedLabels {
-        throw InputError.unsupportedFile(file: path, reason: "DICOM SEG labels are not available in this build yet "
-            + "(issue #3); use .png or .h5 label files")
+        let seg = try Segmentation(path: path)
+        let volume = seg.labelVolume()
+        var sliceSpacing = 1.0
+        if let normal = seg.normal, volume.slices > 1, let first = volume.positions.first ?? nil,
+           let second = volume.positions[1] {
+            sliceSpacing = abs(zip(second, first).map { $0 - $1 }.enumerated().map { $1 * normal[$0] }.reduce(0, +))
+        }
+        let labels = LabelMap(frames: volume.slices, rows: seg.rows, columns: seg.columns, labels: volume.labels,
+                              spacing: [sliceSpacing > 0 ? sliceSpacing : 1, seg.pixelSpacing?.row ?? 1,
+                                        seg.pixelSpacing?.column ?? 1])
+        return LoadedLabels(labels: labels, hasSpacing: seg.pixelSpacing != nil)
     }
 }

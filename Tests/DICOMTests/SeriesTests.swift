@@ -80,3 +80,61 @@ struct SeriesTests {
         #expect(throws: DICOMError.self) { try Series.load(folder: folder.path) }
     }
 }
+
+/// Enhanced multi-frame geometry: per-frame Plane Position and shared Pixel Measures from the functional groups.
+struct EnhancedGeometryTests {
+    @Test func framesOfAnEnhancedFileAreSortedByTheirOwnPositions() throws {
+        let folder = try TestSupport.temporaryFolder("dicom-enhanced")
+        // Three frames stored at z = 4, 0, 2 with values 40, 0, 20.
+        let stored = [Int16](repeating: 40, count: 20) + [Int16](repeating: 0, count: 20)
+            + [Int16](repeating: 20, count: 20)
+        var writer = TestDicomWriter.ctSlice(stored: stored, position: [0, 0, 0], slope: 1, intercept: 0)
+        writer.remove(.imagePositionPatient)
+        writer.remove(.pixelSpacing)
+        writer.set(.numberOfFrames, "IS", "3")
+        func group(_ sequence: DicomTag, _ element: TestDicomWriter.Element) -> TestDicomWriter.Element {
+            var holder = TestDicomWriter()
+            holder.setSequence(sequence, items: [[element]])
+            return holder.elements[0]
+        }
+        writer.setSequence(.sharedFunctionalGroupsSequence, items: [[
+            group(.pixelMeasuresSequence, TestDicomWriter.element(.pixelSpacing, "DS", "0.5\\0.6")),
+        ]])
+        writer.setSequence(.perFrameFunctionalGroupsSequence, items: [4.0, 0, 2].map { z in
+            [group(.planePositionSequence, TestDicomWriter.element(.imagePositionPatient, "DS", "0\\0\\\(Int(z))"))]
+        })
+        try writer.write(to: folder.appendingPathComponent("enhanced.dcm"))
+        let volume = try #require(try Series.load(folder: folder.path).volumes.first)
+        #expect(volume.slices == 3)
+        #expect([0, 1, 2].map { volume.slice($0).first } == [0, 20, 40])
+        #expect(volume.spacing.slice == 2 && volume.spacing.row == 0.5 && volume.spacing.column == 0.6)
+        #expect(volume.origin == [0, 0, 0])
+    }
+}
+
+/// A file whose pixels fail is skipped from its series with the reason; the other slices still load.
+struct SeriesFailureTests {
+    @Test func sliceThatFailsToDecodeIsSkippedAndTheRestLoads() throws {
+        let folder = try TestSupport.temporaryFolder("dicom-partial")
+        for k in 0..<3 {
+            var writer = TestDicomWriter.ctSlice(stored: Array(repeating: Int16(k), count: 20),
+                                                 position: [0, 0, Double(k)], instance: k + 1)
+            if k == 1 {
+                // Claims JPEG 2000, holds a fragment that is not a codestream.
+                writer.transferSyntaxUID = "1.2.840.10008.1.2.4.90"
+                let fragment: [UInt8] = [1, 2, 3, 4]
+                let items = TestDicomWriter.uint16([0xFFFE, 0xE000]) + TestDicomWriter.uint32(0)
+                    + TestDicomWriter.uint16([0xFFFE, 0xE000]) + TestDicomWriter.uint32(4) + fragment
+                    + TestDicomWriter.uint16([0xFFFE, 0xE0DD]) + TestDicomWriter.uint32(0)
+                writer.set(.pixelData, "OB", items, claimedLength: 0xFFFF_FFFF)
+            }
+            try writer.write(to: folder.appendingPathComponent("\(k).dcm"))
+        }
+        let (volumes, skipped) = try Series.load(folder: folder.path)
+        let volume = try #require(volumes.first)
+        #expect(volume.slices == 2)
+        #expect(volume.spacing.slice == 2)
+        #expect(skipped.count == 1 && skipped[0].file.hasSuffix("1.dcm"))
+        #expect(skipped.first?.reason.contains("JPEG 2000") == true)
+    }
+}

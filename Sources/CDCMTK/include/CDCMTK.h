@@ -78,6 +78,33 @@ int cdcmtk_offset_table(cdcmtk_file *file, uint32_t *offsets, size_t capacity, s
 int cdcmtk_decode_frame(cdcmtk_file *file, uint32_t frame, void *buffer, uint32_t capacity,
                         char *color_model, size_t color_model_capacity);
 
+// MARK: - Writing binary DICOM SEG (dcmseg)
+
+/// A binary segmentation being built (DcmSegmentation); freed with `cdcmtk_seg_free`.
+typedef struct cdcmtk_seg cdcmtk_seg;
+
+/// Starts a binary SEG of `rows` × `columns` frames whose patient, study and frame of reference come from
+/// `source_path` (one image of the source series), as series `series_number`. NULL on failure with the reason in
+/// `message`.
+cdcmtk_seg *cdcmtk_seg_create(const char *source_path, uint16_t rows, uint16_t columns, const char *series_description,
+                              int series_number, char *message, size_t message_capacity);
+/// The message of the last failed call on `seg`.
+const char *cdcmtk_seg_error(const cdcmtk_seg *seg);
+/// Adds a segment (category and type "Tissue", algorithm AUTOMATIC "SliceLab"); `number` receives its number.
+int cdcmtk_seg_add_segment(cdcmtk_seg *seg, const char *label, uint16_t *number);
+/// Shared geometry: Image Orientation (Patient) (6 values) and Pixel Measures (mm).
+int cdcmtk_seg_set_geometry(cdcmtk_seg *seg, const double *orientation, double row_spacing, double column_spacing,
+                            double slice_thickness);
+/// Adds one frame (rows × columns bytes, non-zero = inside) of segment `segment`, lying at `position` (3 values),
+/// derived from the source image `source_path` (its SOP class and instance are referenced); `stack_position`
+/// is the 1-based slice index.
+int cdcmtk_seg_add_frame(cdcmtk_seg *seg, const uint8_t *pixels, uint16_t segment, const double *position,
+                         const char *source_sop_class_uid, const char *source_sop_instance_uid,
+                         const char *source_path, uint32_t stack_position);
+/// Writes the SEG (explicit VR little endian). The file is written where asked; callers write to a temporary.
+int cdcmtk_seg_save(cdcmtk_seg *seg, const char *path);
+void cdcmtk_seg_free(cdcmtk_seg *seg);
+
 #ifdef __cplusplus
 }
 #endif

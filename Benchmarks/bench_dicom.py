@@ -1,0 +1,153 @@
+"""DICOM decoding: SliceLab (`slicelab convert`) against pydicom 3 (+ pylibjpeg) in the same run.
+
+Two workloads, each converted to HDF5 by both (same work: decode every frame, modality LUT or RGB, write):
+  1. the conformance corpus (Datasets/cache/dicom-corpus, `make corpus`): every file pydicom decodes,
+     copied flat into one folder;
+  2. a generated CT series: 300 slices of 512 x 512 int16, rescale -1024 + 1 x value (seed 20261129).
+Throughput is MB of decoded frames (rows x columns x samples x frames x BitsAllocated/8) per second of wall
+time, with inputs and outputs in /dev/shm; peak memory is the child process's maximum resident set size (wait4). Prints SliceLab/pydicom ratios.
+
+Run: make bench (release build), or .venv/bin/python Benchmarks/bench_dicom.py [--slices N].
+"""
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "Datasets" / "cache" / "dicom-corpus"
+GOLDENS = ROOT / "Tests" / "DICOMTests" / "Fixtures" / "dicom_goldens.json"
+SEED = 20261129
+
+PEER = r'''
+import sys, pathlib, warnings
+import numpy as np, h5py, pydicom
+from pydicom.pixels import apply_modality_lut, apply_color_lut
+warnings.simplefilter("ignore")
+folder, out = pathlib.Path(sys.argv[1]), sys.argv[2]
+files = sorted(p for p in folder.iterdir() if p.is_file())
+datasets = [pydicom.dcmread(p) for p in files]
+with h5py.File(out, "w") as h5:
+    if sys.argv[3] == "series":
+        normal = np.cross(*np.reshape(np.asarray(datasets[0].ImageOrientationPatient, float), (2, 3)))
+        datasets.sort(key=lambda d: float(np.dot(np.asarray(d.ImagePositionPatient, float), normal)))
+        volume = np.empty((len(datasets), datasets[0].Rows, datasets[0].Columns), np.float32)
+        for k, d in enumerate(datasets):
+            volume[k] = apply_modality_lut(d.pixel_array, d)
+        # The same contract as `slicelab convert`: /image and /series/<uid>/image.
+        h5["image"] = volume
+        h5[f"series/{datasets[0].SeriesInstanceUID}/image"] = volume
+    else:
+        for k, d in enumerate(datasets):
+            array = d.pixel_array
+            if d.get("PhotometricInterpretation") == "PALETTE COLOR":
+                array = apply_color_lut(array, d)
+            elif int(d.get("SamplesPerPixel", 1)) == 1:
+                array = apply_modality_lut(array, d).astype(np.float32)
+            h5[f"image{k}"] = array
+'''
+
+
+def run(command):
+    """Wall seconds and peak RSS (MB) of a child process."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - start
+    error = process.stderr.read().decode(errors="replace")
+    process.stderr.close()
+    if status != 0:
+        sys.exit(f"{command[0]} failed ({status}): {error[-2000:]}")
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def decoded_megabytes(paths):
+    import pydicom
+    total = 0
+    for path in paths:
+        d = pydicom.dcmread(path, stop_before_pixels=True)
+        total += (d.Rows * d.Columns * int(d.get("SamplesPerPixel", 1)) * int(d.get("NumberOfFrames", 1) or 1)
+                  * max(int(d.BitsAllocated) // 8, 1))
+    return total / 1e6
+
+
+def make_series(folder, slices):
+    import numpy as np
+    import pydicom
+    from pydicom.dataset import FileMetaDataset
+    from pydicom.uid import ExplicitVRLittleEndian
+
+    rng = np.random.default_rng(SEED)
+    series_uid = f"1.2.826.0.1.3680043.8.498.{SEED}"
+    for k in range(slices):
+        ds = pydicom.Dataset()
+        ds.file_meta = FileMetaDataset()
+        ds.file_meta.TransferSyntaxUID = ExplicitVRLittleEndian
+        ds.file_meta.MediaStorageSOPClassUID = "1.2.840.10008.5.1.4.1.1.2"
+        ds.file_meta.MediaStorageSOPInstanceUID = f"{series_uid}.{k + 1}"
+        ds.SOPClassUID = "1.2.840.10008.5.1.4.1.1.2"
+        ds.SOPInstanceUID = f"{series_uid}.{k + 1}"
+        ds.Modality = "CT"
+        ds.SeriesInstanceUID = series_uid
+        ds.InstanceNumber = k + 1
+        ds.ImagePositionPatient = [0, 0, -1.25 * k]
+        ds.ImageOrientationPatient = [1, 0, 0, 0, 1, 0]
+        ds.PixelSpacing = [0.7, 0.7]
+        ds.Rows = ds.Columns = 512
+        ds.SamplesPerPixel = 1
+        ds.PhotometricInterpretation = "MONOCHROME2"
+        ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 16, 15, 1
+        ds.RescaleSlope, ds.RescaleIntercept = 1, -1024
+        ds.PixelData = rng.integers(-1024, 3072, (512, 512), dtype=np.int16).tobytes()
+        ds.save_as(folder / f"slice{(k * 7919) % slices:04d}.dcm", enforce_file_format=True)
+
+
+def compare(name, folder, mode, slicelab, megabytes, output):
+    ours_time, ours_peak = run([slicelab, "convert", str(folder), str(output / "slicelab.h5")])
+    peer_time, peer_peak = run([sys.executable, "-c", PEER, str(folder), str(output / "pydicom.h5"), mode])
+    print(f"{name}: {megabytes:.1f} MB decoded")
+    print(f"  SliceLab {ours_time:7.2f} s  {megabytes / ours_time:8.1f} MB/s  peak {ours_peak:7.0f} MB")
+    print(f"  pydicom  {peer_time:7.2f} s  {megabytes / peer_time:8.1f} MB/s  peak {peer_peak:7.0f} MB")
+    print(f"  throughput ratio SliceLab/pydicom: {peer_time / ours_time:.2f}x")
+    return ours_peak
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--slices", type=int, default=300)
+    parser.add_argument("--slicelab", default=str(ROOT / ".build" / "release" / "slicelab"))
+    arguments = parser.parse_args()
+    if not CORPUS.is_dir():
+        sys.exit("the DICOM corpus is missing: run `make corpus`")
+    import pydicom
+    print(f"peers: pydicom {pydicom.__version__}; seed {SEED}")
+    # Inputs and outputs in RAM (/dev/shm where present), so disk writes of the HDF5 files do not drown decoding.
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(prefix="bench-dicom-", dir=shm) as temporary:
+        temporary = pathlib.Path(temporary)
+        corpus = temporary / "corpus"
+        corpus.mkdir()
+        goldens = json.loads(GOLDENS.read_text())
+        ok = [CORPUS / f["file"] for f in goldens["files"] if f["status"] == "ok"
+              and not f["file"].endswith("SC_rgb_jpeg.dcm")]
+        for index, path in enumerate(ok):
+            shutil.copy(path, corpus / f"{index:03d}_{path.name}")
+        compare(f"corpus ({len(ok)} files)", corpus, "corpus", arguments.slicelab,
+                decoded_megabytes(sorted(corpus.iterdir())), temporary)
+
+        series = temporary / "series"
+        series.mkdir()
+        make_series(series, arguments.slices)
+        volume_mb = arguments.slices * 512 * 512 * 4 / 1e6
+        peak = compare(f"CT series ({arguments.slices} x 512 x 512)", series, "series", arguments.slicelab,
+                       decoded_megabytes(sorted(series.iterdir())), temporary)
+        print(f"  SliceLab peak / Float32 volume ({volume_mb:.0f} MB): {peak / volume_mb:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+import Foundation
+import ImageIO
+
+extension Segmentation {
+    /// Writes a label map as a binary DICOM SEG that references the source series, so viewers (3D Slicer, OHIF)
+    /// overlay it on the images: one segment per label value above 0 (named from `segmentLabels`, else
+    /// "Label N"), one frame per segment and slice where that label occurs, as series number source + 1000.
+    /// The file appears only when complete.
+    ///
+    /// - Parameters:
+    ///   - labels: [slices, rows, columns] in the series' slice order (`Series.slices`).
+    ///   - series: the source series (single-frame images; their SOP instances are referenced).
+    ///   - segmentLabels: names per label value.
+    ///   - path: the SEG file to write.
+    /// - Throws: `DICOMError.invalidSegmentation` when the labels do not match the series, `.unwritable` when
+    ///   DCMTK refuses. Rests on `cdcmtk_seg_create`, `cdcmtk_seg_add_frame`, `cdcmtk_seg_save`.
+    public static func write(labels: [Int32], series: Series, segmentLabels: [Int: String] = [:],
+                             seriesDescription: String = "SliceLab segmentation", to path: String) throws {
+        let first = series.first
+        let plane = first.rows * first.columns
+        guard labels.count == series.slices.count * plane else {
+            throw DICOMError.invalidSegmentation(
+                file: path, reason: "\(labels.count) labels for \(series.slices.count) slices of \(first.rows)×\(first.columns)")
+        }
+        let values = Set(labels.filter { $0 > 0 }).sorted()
+        guard !values.isEmpty else {
+            throw DICOMError.invalidSegmentation(file: path, reason: "the label map has no label above 0")
+        }
+        let writer = try DCMTKSegmentationHandle(source: first.path, rows: first.rows, columns: first.columns,
+                                                 seriesDescription: seriesDescription,
+                                                 seriesNumber: (first.dataset.int(.seriesNumber) ?? 0) + 1000,
+                                                 destination: path)
+        var numbers: [Int32: Int] = [:]
+        for value in values {
+            numbers[value] = try writer.addSegment(label: segmentLabels[Int(value)] ?? "Label \(value)")
+        }
+        let pixel = first.pixelSpacing(frame: series.slices[0].frame)
+        try writer.setGeometry(orientation: first.imageOrientation(frame: series.slices[0].frame) ?? [1, 0, 0, 0, 1, 0],
+                               rowSpacing: pixel?.row ?? 1, columnSpacing: pixel?.column ?? 1,
+                               thickness: series.sliceSpacing ?? first.sliceThickness() ?? 1)
+        for value in values {
+            for (index, slice) in series.slices.enumerated() {
+                let mask = labels[(index * plane)..<((index + 1) * plane)].map { $0 == value ? UInt8(1) : 0 }
+                guard mask.contains(1) else { continue }
+                guard let classUID = slice.file.dataset.string(.sopClassUID),
+                      let instanceUID = slice.file.dataset.string(.sopInstanceUID) else {
+                    throw DICOMError.missingAttribute(file: slice.file.path, attribute: "SOP Class/Instance UID")
+                }
+                try writer.addFrame(mask, segment: numbers[value] ?? 1,
+                                    position: slice.file.imagePosition(frame: slice.frame) ?? [0, 0, Double(index)],
+                                    sourceClassUID: classUID, sourceInstanceUID: instanceUID,
+                                    sourcePath: slice.file.path, stackPosition: index + 1)
+            }
+        }
+        try writeAtomically(to: path) { temporary in try writer.save(to: temporary) }
+    }
+}
