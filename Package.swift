@@ -45,6 +45,6 @@ let package = Package(
         .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "ClassicalTests", dependencies: ["Classical", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics", "TestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "SliceLabTests", dependencies: ["SliceLab", "TestSupport"]),
+        .testTarget(name: "SliceLabTests", dependencies: ["SliceLab", "DICOM", "ImageIO", "TestSupport"]),
     ]
 )

@@ -46,6 +46,14 @@ int copyString(const std::string &value, char *buffer, size_t capacity, size_t *
     return CDCMTK_OK;
 }
 
+/// Copies `text` into a caller's message buffer, truncated and zero-terminated.
+void copyMessage(const std::string &text, char *message, size_t capacity) {
+    if (message && capacity > 0) {
+        std::strncpy(message, text.c_str(), capacity - 1);
+        message[capacity - 1] = 0;
+    }
+}
+
 std::string tagName(uint16_t group, uint16_t element) {
     char text[16];
     std::snprintf(text, sizeof text, "(%04x,%04x)", group, element);
@@ -114,12 +122,7 @@ extern "C" const char *cdcmtk_version(void) { return OFFIS_DCMTK_VERSION_STRING;
 extern "C" cdcmtk_file *cdcmtk_open(const char *path, uint32_t max_read_length, char *message,
                                     size_t message_capacity) {
     cdcmtk_register_codecs();
-    auto write = [&](const std::string &text) {
-        if (message && message_capacity > 0) {
-            std::strncpy(message, text.c_str(), message_capacity - 1);
-            message[message_capacity - 1] = 0;
-        }
-    };
+    auto write = [&](const std::string &text) { copyMessage(text, message, message_capacity); };
     cdcmtk_file *file = new (std::nothrow) cdcmtk_file;
     if (!file) {
         write("out of memory");
@@ -361,12 +364,7 @@ extern "C" cdcmtk_seg *cdcmtk_seg_create(const char *source_path, uint16_t rows,
                                          const char *series_description, int series_number, char *message,
                                          size_t message_capacity) {
     cdcmtk_register_codecs();
-    auto write = [&](const std::string &text) {
-        if (message && message_capacity > 0) {
-            std::strncpy(message, text.c_str(), message_capacity - 1);
-            message[message_capacity - 1] = 0;
-        }
-    };
+    auto write = [&](const std::string &text) { copyMessage(text, message, message_capacity); };
     auto seg = std::make_unique<cdcmtk_seg>();
     IODGeneralEquipmentModule::EquipmentInfo equipment("SliceLab", "SliceLab", "0", "SliceLab");
     ContentIdentificationMacro content("1", "SLICELAB", series_description ? series_description : "", "SliceLab");

@@ -9,16 +9,20 @@ enum ColorSpace {
         let cbToGreen: Float = -0.114 * 1.772 / 0.587
         let crToGreen: Float = -0.299 * 1.402 / 0.587
         let cbToBlue: Float = 1.772
+        @inline(__always) func clipped(_ value: Float) -> UInt32 {
+            UInt32(min(max((value + 0.5).rounded(.down), 0), maximum))
+        }
         var out = [UInt32](repeating: 0, count: samples.count)
-        for pixel in 0..<(samples.count / 3) {
-            let y = Float(samples[3 * pixel])
-            let cb = Float(samples[3 * pixel + 1]) - half
-            let cr = Float(samples[3 * pixel + 2]) - half
-            let red = y + cr * crToRed
-            let green = y + cb * cbToGreen + cr * crToGreen
-            let blue = y + cb * cbToBlue
-            for (k, value) in [red, green, blue].enumerated() {
-                out[3 * pixel + k] = UInt32(min(max((value + 0.5).rounded(.down), 0), maximum))
+        out.withUnsafeMutableBufferPointer { out in
+            samples.withUnsafeBufferPointer { samples in
+                for pixel in 0..<(samples.count / 3) {
+                    let y = Float(samples[3 * pixel])
+                    let cb = Float(samples[3 * pixel + 1]) - half
+                    let cr = Float(samples[3 * pixel + 2]) - half
+                    out[3 * pixel] = clipped(y + cr * crToRed)
+                    out[3 * pixel + 1] = clipped(y + cb * cbToGreen + cr * crToGreen)
+                    out[3 * pixel + 2] = clipped(y + cb * cbToBlue)
+                }
             }
         }
         return out

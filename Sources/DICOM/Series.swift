@@ -61,7 +61,10 @@ public struct Series: @unchecked Sendable {
             guard let members = groups[uid] else { continue }
             // Files of one series must share rows and columns; the odd ones out are skipped.
             let sizes = Dictionary(grouping: members) { "\($0.rows)x\($0.columns)" }
-            let common = sizes.max { $0.value.count < $1.value.count }?.key
+            // The size most files have; on a tie, the size of the first file in path order (deterministic).
+            let common = sizes.max {
+                ($0.value.count, $1.value.map(\.path).min() ?? "") < ($1.value.count, $0.value.map(\.path).min() ?? "")
+            }?.key
             for (size, files) in sizes where size != common {
                 for file in files {
                     skipped.append((file.path, "\(size) differs from the series' \(common ?? "")"))

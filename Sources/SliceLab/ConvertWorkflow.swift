@@ -130,20 +130,26 @@ public enum ConvertWorkflow {
             spacing.append(slice)
         }
         if file.isColor {
-            var samples: [UInt32] = []
-            var bitsPerSample = 8
-            for frame in 0..<file.frameCount {
-                let rgb = try file.rgbFrame(frame)
-                bitsPerSample = rgb.bitsPerSample
-                samples += rgb.samples
-            }
             let shape = [file.frameCount, file.rows, file.columns, 3]
-            if bitsPerSample <= 8 {
-                try h5.write(samples.map { UInt8(truncatingIfNeeded: $0) }, shape: shape, to: path)
+            let first = try file.rgbFrame(0)
+            if first.bitsPerSample <= 8 {
+                var samples = [UInt8]()
+                samples.reserveCapacity(shape.reduce(1, *))
+                for frame in 0..<file.frameCount {
+                    let rgb = frame == 0 ? first : try file.rgbFrame(frame)
+                    samples.append(contentsOf: rgb.samples.lazy.map { UInt8(truncatingIfNeeded: $0) })
+                }
+                try h5.write(samples, shape: shape, to: path)
             } else {
                 // 32-bit RGB keeps its top 16 bits: the contract stores UInt8 or UInt16.
-                let shift = UInt32(max(bitsPerSample - 16, 0))
-                try h5.write(samples.map { UInt16(truncatingIfNeeded: $0 >> shift) }, shape: shape, to: path)
+                let shift = UInt32(max(first.bitsPerSample - 16, 0))
+                var samples = [UInt16]()
+                samples.reserveCapacity(shape.reduce(1, *))
+                for frame in 0..<file.frameCount {
+                    let rgb = frame == 0 ? first : try file.rgbFrame(frame)
+                    samples.append(contentsOf: rgb.samples.lazy.map { UInt16(truncatingIfNeeded: $0 >> shift) })
+                }
+                try h5.write(samples, shape: shape, to: path)
             }
         } else {
             var values: [Float] = []

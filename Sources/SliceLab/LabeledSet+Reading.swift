@@ -52,11 +52,12 @@ func readCaseLabels(_ url: URL, case name: String) throws -> LabelTensor {
     }
 }
 
-/// A DICOM Segmentation (`<case>.dcm`) as [F, H, W] class indices. The DICOM target's SEG reader is not in
-/// this build yet: this is the one function to fill when it lands.
+/// A DICOM Segmentation (`<case>.dcm`) as [H, W] or [F, H, W] class indices (segment number = class), read
+/// by the DICOM target's SEG reader as `slicelab evaluate` reads it.
 func readDICOMLabels(_ url: URL, case name: String) throws -> LabelTensor {
-    throw LabeledSetError.unreadable(case: name, file: url.path,
-                                     reason: "DICOM Segmentation labels need the DICOM SEG reader, not in this build yet")
+    let map = try wrapped(name, url.path) { try EvaluateInputs.loadDICOMSegmentation(url.path).labels }
+    return LabelTensor(shape: map.frames == 1 ? [map.rows, map.columns] : [map.frames, map.rows, map.columns],
+                       values: map.labels)
 }
 
 /// Runs `body`, turning a reader's error into `LabeledSetError.unreadable` naming the case and file.
