@@ -3,6 +3,8 @@
   1. k-means K=4 on a 512x512 RGB image (space rgb, features in [0, 1]) vs sklearn KMeans(n_init=1)
   2. multi-Otsu K=4 on a 512x512 16-bit CT-like slice vs skimage.filters.threshold_multiotsu
   3. connected components of a 512x512 class map and a 256^3 class volume vs skimage.measure.label
+  4. (informative) fuzzy c-means and the Gaussian mixture, K=4 in L*a*b* on the same RGB image, vs
+     skfuzzy.cluster.cmeans (m=2, error=1e-5, maxiter=300) and sklearn GaussianMixture(n_init=1)
 
 How SliceLab is timed: the release `slicelab cluster` is run end to end (process wall time, including
 loading the PNG/HDF5 and writing the HDF5) AND, from the same runs, the per-stage seconds it prints on stderr
@@ -27,10 +29,12 @@ root = pathlib.Path(__file__).resolve().parents[1]
 binary = os.environ.get("SLICELAB_BINARY", str(root / ".build/release/slicelab"))
 
 try:
+    import skfuzzy
     import skimage
     import sklearn
-    from skimage import filters, measure
+    from skimage import color, filters, measure
     from sklearn.cluster import KMeans
+    from sklearn.mixture import GaussianMixture
 except ImportError as error:  # the peers are installed by `make bench` from Benchmarks/requirements.txt
     print(f"bench_classical: peer missing ({error}); install Benchmarks/requirements.txt")
     sys.exit(1)
@@ -75,8 +79,9 @@ def write_png(path, array):
 def main():
     if not pathlib.Path(binary).exists():
         raise SystemExit(f"no release build at {binary}; run `swift build -c release`")
-    print(f"peers: scikit-image {skimage.__version__}, scikit-learn {sklearn.__version__}, numpy {np.__version__}; "
-          f"cores {os.cpu_count()}; best of {REPEATS}")
+    print(f"peers: scikit-image {skimage.__version__}, scikit-learn {sklearn.__version__}, "
+          f"scikit-fuzzy {skfuzzy.__version__}, numpy {np.__version__}; "
+          f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}; best of {REPEATS}")
     rng = np.random.default_rng(SEED)
     work = pathlib.Path(tempfile.mkdtemp(prefix="bench-classical-"))
 
@@ -100,6 +105,26 @@ def main():
     print(f"kmeans K=4 512x512 RGB: slicelab {stages['cluster']:.3f} s (end to end {wall:.3f} s), "
           f"sklearn {peer_time:.3f} s, ratio {peer_time / stages['cluster']:.2f}x; "
           f"inertia slicelab {ours:.4f} vs sklearn {model.inertia_:.4f} ({(ours / model.inertia_ - 1) * 100:+.3f} %)")
+
+    # 4. fuzzy c-means and the Gaussian mixture in L*a*b* (single runs: each takes seconds).
+    lab = color.rgb2lab(rgb).reshape(-1, 3)
+    for method in ["fcm", "gmm"]:
+        out = work / f"{method}.h5"
+        wall, stages = slicelab([str(png), "--method", method, "--classes", "4", "--space", "lab", "--n-init", "1",
+                                 "--out", str(out)])
+        with h5py.File(out) as f:
+            iterations = int(f.attrs["iterations"])
+        start = time.perf_counter()
+        if method == "fcm":
+            *_, peer_iterations, _ = skfuzzy.cluster.cmeans(lab.T, 4, 2.0, error=1e-5, maxiter=300, seed=0)
+            peer = "skfuzzy cmeans"
+        else:
+            peer_iterations = GaussianMixture(4, n_init=1, random_state=0).fit(lab).n_iter_
+            peer = "sklearn GaussianMixture"
+        peer_time = time.perf_counter() - start
+        print(f"{method} K=4 512x512 lab: slicelab {stages['cluster']:.3f} s ({iterations} iterations; end to end "
+              f"{wall:.3f} s), {peer} {peer_time:.3f} s ({peer_iterations} iterations), "
+              f"ratio {peer_time / stages['cluster']:.2f}x")
 
     # 2. multi-Otsu K=4 on a 512x512 16-bit slice: tissue classes over ~1000 gray levels.
     slice16 = np.full((512, 512), 1000.0)
@@ -132,7 +157,7 @@ def main():
             out = work / f"cc{len(shape)}_{connectivity}.h5"
             flag = "1" if connectivity == 1 else "2"
             # Millisecond timings on a shared machine are noisy: more repeats for the 2-D map.
-            repeats = 9 if len(shape) == 2 else REPEATS
+            repeats = 15 if len(shape) == 2 else REPEATS
             wall, stages = best_slicelab([str(path), "--method", "otsu", "--classes", "2", "--connectivity", flag,
                                           "--out", str(out)], repeats)
             with h5py.File(out) as f:

@@ -72,38 +72,84 @@ public enum ConnectedComponents {
                             return node
                         }
                         let offsetCount = linear.count
-                        var index = 0
+                        let hasBackground = background != nil
+                        let backgroundValue = background ?? 0
+                        // Joins pixel `index` to its equal preceding neighbours; `all` skips the bounds mask
+                        // (interior pixels, where every preceding neighbour exists).
+                        @inline(__always) func visit(_ index: Int, available: Int, all: Bool) {
+                            let value = values[index]
+                            if hasBackground, value == backgroundValue { return }
+                            var current: Int32 = -1
+                            for position in 0..<offsetCount where all || needs[position] & ~available == 0 {
+                                let neighbour = index + linear[position]
+                                guard values[neighbour] == value else { continue }
+                                if current >= 0, parents[neighbour] == current { continue }
+                                let neighbourRoot = root(Int32(neighbour))
+                                if current < 0 {
+                                    current = neighbourRoot
+                                } else if neighbourRoot != current {
+                                    // The smaller index stays root, so a root is its region's first pixel.
+                                    if neighbourRoot < current {
+                                        parents[Int(current)] = neighbourRoot
+                                        current = neighbourRoot
+                                    } else {
+                                        parents[Int(neighbourRoot)] = current
+                                    }
+                                }
+                            }
+                            parents[index] = current < 0 ? Int32(index) : current
+                        }
+                        let full = shape.isVolume ? 31 : 30
+                        if connectivity == 1, !hasBackground {
+                            // The common 4-/6-connected case, specialised. The left pixel's parent is already a
+                            // root (nothing has been joined since it was set). A neighbour already joined through
+                            // a shared equal pixel is skipped: up when up-left equals left and up; the previous
+                            // slice's pixel when it and the left (or up) pixel share an equal corner pixel.
+                            let plane = rows * columns
+                            @inline(__always) func join(_ other: Int, _ current: inout Int32) {
+                                let otherRoot = root(Int32(other))
+                                if current < 0 {
+                                    current = otherRoot
+                                } else if otherRoot < current {
+                                    parents[Int(current)] = otherRoot
+                                    current = otherRoot
+                                } else if otherRoot > current {
+                                    parents[Int(otherRoot)] = current
+                                }
+                            }
+                            var index = 0
+                            for z in 0..<slices {
+                                for y in 0..<rows {
+                                    for x in 0..<columns {
+                                        let value = values[index]
+                                        let left = x > 0 && values[index - 1] == value
+                                        var current: Int32 = left ? parents[index - 1] : -1
+                                        let up = y > 0 && values[index - columns] == value
+                                        if up, !(left && values[index - columns - 1] == value) {
+                                            join(index - columns, &current)
+                                        }
+                                        if z > 0, values[index - plane] == value,
+                                           !(left && values[index - plane - 1] == value),
+                                           !(up && values[index - plane - columns] == value) {
+                                            join(index - plane, &current)
+                                        }
+                                        parents[index] = current < 0 ? Int32(index) : current
+                                        index += 1
+                                    }
+                                }
+                            }
+                            return
+                        }
                         for z in 0..<slices {
                             let slicePart = z > 0 ? 1 : 0
                             for y in 0..<rows {
                                 let rowPart = slicePart | (y > 0 ? 2 : 0) | (y < rows - 1 ? 4 : 0)
+                                let rowStart = (z * rows + y) * columns
+                                let interiorRow = rowPart | 24 == full
                                 for x in 0..<columns {
                                     let available = rowPart | (x > 0 ? 8 : 0) | (x < columns - 1 ? 16 : 0)
-                                    let value = values[index]
-                                    if let background, value == background {
-                                        index += 1
-                                        continue
-                                    }
-                                    var current: Int32 = -1
-                                    for position in 0..<offsetCount where needs[position] & ~available == 0 {
-                                        let neighbour = index + linear[position]
-                                        guard values[neighbour] == value else { continue }
-                                        if current >= 0, parents[neighbour] == current { continue }
-                                        let neighbourRoot = root(Int32(neighbour))
-                                        if current < 0 {
-                                            current = neighbourRoot
-                                        } else if neighbourRoot != current {
-                                            // The smaller index stays root, so a root is its region's first pixel.
-                                            if neighbourRoot < current {
-                                                parents[Int(current)] = neighbourRoot
-                                                current = neighbourRoot
-                                            } else {
-                                                parents[Int(neighbourRoot)] = current
-                                            }
-                                        }
-                                    }
-                                    parents[index] = current < 0 ? Int32(index) : current
-                                    index += 1
+                                    visit(rowStart + x, available: available,
+                                          all: interiorRow && x > 0 && x < columns - 1)
                                 }
                             }
                         }

@@ -97,7 +97,7 @@ public struct FuzzyCMeans: Sendable {
         var powered = memberships
         for index in powered.indices {
             memberships[index] = max(memberships[index], epsilon)
-            powered[index] = pow(memberships[index], m)
+            powered[index] = m == 2 ? memberships[index] * memberships[index] : pow(memberships[index], m)
         }
         // Centres: Σ_j u_ij^m x_j / Σ_j u_ij^m.
         for cluster in 0..<c {
@@ -117,7 +117,7 @@ public struct FuzzyCMeans: Sendable {
                 points.values.withUnsafeBufferPointer { values in
                     centers.withUnsafeBufferPointer { centerBuffer in
                         _ = Parallel.forEachChunk(n, minimumChunk: 2048) { chunk, range in
-                            var distances = [Double](repeating: 0, count: c)
+                            var distances = [Double](repeating: 0, count: c), scaled = distances
                             var objective = 0.0
                             for point in range {
                                 for cluster in 0..<c {
@@ -132,11 +132,15 @@ public struct FuzzyCMeans: Sendable {
                                 }
                                 // normalize_power_columns: scale to [eps, 1], then by the minimum, power, normalise.
                                 let largest = distances.max() ?? 1
-                                var scaled = distances.map { max($0 / largest, epsilon) }
-                                let smallest = scaled.min() ?? 1
+                                var smallest = Double.infinity
+                                for cluster in 0..<c {
+                                    scaled[cluster] = max(distances[cluster] / largest, epsilon)
+                                    smallest = min(smallest, scaled[cluster])
+                                }
                                 var total = 0.0
                                 for cluster in 0..<c {
-                                    scaled[cluster] = pow(scaled[cluster] / smallest, exponent)
+                                    let ratio = scaled[cluster] / smallest
+                                    scaled[cluster] = exponent == -2 ? 1 / (ratio * ratio) : pow(ratio, exponent)
                                     total += scaled[cluster]
                                 }
                                 for cluster in 0..<c { output[cluster * n + point] = scaled[cluster] / total }

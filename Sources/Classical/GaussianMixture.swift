@@ -132,7 +132,7 @@ public struct GaussianMixture: Sendable {
                 model.meanLogLikelihood = bound
                 if abs(bound - previous) < tolerance { model.converged = true; break }
             }
-            if best == nil || model.meanLogLikelihood > best!.meanLogLikelihood { best = model }
+            if model.meanLogLikelihood > best?.meanLogLikelihood ?? -.infinity || best == nil { best = model }
         }
         guard let model = best else { throw ClassicalError.invalidArgument("no restart ran") }
         let labels = try DecisionRules.maximumPosterior(model, points)

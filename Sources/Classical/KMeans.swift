@@ -57,16 +57,19 @@ public struct KMeans: Sendable {
         }
         let variance = points.columnMoments().variance
         let scaledTolerance = tolerance * variance.reduce(0, +) / Double(variance.count)
-        var best: Clustering?
-        for restart in 0..<initCount {
+        func run(_ restart: Int) -> Clustering {
             var generator = SeededGenerator.stream(seed: seed, index: restart)
             let initial = Self.plusPlusCenters(points, clusterCount: clusterCount, generator: &generator)
-            let result = algorithm == .lloyd
+            return algorithm == .lloyd
                 ? lloyd(points, centers: initial, tolerance: scaledTolerance)
                 : elkan(points, centers: initial, tolerance: scaledTolerance)
-            if best == nil || result.inertia < best!.inertia { best = result }
         }
-        return best!
+        var best = run(0)
+        for restart in 1..<max(initCount, 1) {
+            let result = run(restart)
+            if result.inertia < best.inertia { best = result }
+        }
+        return best
     }
 
     /// Counts distinct rows, stopping once `atLeast` are found.

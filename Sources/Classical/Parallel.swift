@@ -1,13 +1,14 @@
 import Dispatch
-import Foundation
 
 /// Splits index ranges across the machine's cores (`DispatchQueue.concurrentPerform`) when the work is large
 /// enough to pay for it; small inputs run inline.
 enum Parallel {
     /// The number of chunks for `count` items of which each chunk should hold at least `minimumChunk`.
+    ///
+    /// It does not depend on the machine's core count, so sums combined per chunk (k-means centres, inertia)
+    /// round the same way everywhere and a seed reproduces a run bit for bit on any machine.
     static func chunkCount(_ count: Int, minimumChunk: Int) -> Int {
-        let cores = ProcessInfo.processInfo.activeProcessorCount
-        return max(1, min(cores * 4, count / max(minimumChunk, 1)))
+        max(1, min(64, count / max(minimumChunk, 1)))
     }
 
     /// Calls `body(chunk, range)` for every chunk of `0..<count`, concurrently when there is more than one.

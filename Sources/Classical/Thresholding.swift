@@ -105,6 +105,8 @@ public enum Thresholding {
     /// skimage's `_set_var_btwcls_lut`: the between-class term S²/P of every bin interval [i, j] in float32,
     /// including its quirks (the term of [0, 0] is 0; the first moment starts at prob[0]).
     struct BetweenClassTable {
+        /// Above this many bins the table (n(n+1)/2 floats: 32 MB at 4096) is not built.
+        static let maximumBins = 4096
         let bins: Int
         var terms: [Float]
         init(_ probabilities: [Float]) {
@@ -135,6 +137,9 @@ public enum Thresholding {
     /// skimage's `_set_thresh_indices_lut`: every ascending combination in lexicographic order, the first
     /// maximum kept, sigma summed in skimage's order ((first + last) + the middle classes in turn) in float32.
     static func exhaustiveIndices(_ probabilities: [Float], thresholdCount: Int) -> [Int] {
+        guard probabilities.count <= BetweenClassTable.maximumBins else {
+            return exhaustiveIndicesWithoutTable(probabilities, thresholdCount: thresholdCount)
+        }
         let table = BetweenClassTable(probabilities)
         let bins = probabilities.count
         return table.terms.withUnsafeBufferPointer { terms in
@@ -184,23 +189,53 @@ public enum Thresholding {
                     }
                 }
             default:
-                var current = Array(0..<thresholdCount)
-                while true {
-                    var sigma = terms[current[0]] + terms[rowStart[current[thresholdCount - 1] + 1] + last]
-                    for index in 0..<(thresholdCount - 1) {
-                        sigma += terms[rowStart[current[index] + 1] + current[index + 1]]
-                    }
-                    if sigma > bestSigma { (bestSigma, best) = (sigma, current) }
-                    // Advance the odometer: position p runs up to bins - thresholdCount + p - 1.
-                    var position = thresholdCount - 1
-                    while position >= 0, current[position] == bins - thresholdCount + position - 1 { position -= 1 }
-                    if position < 0 { break }
-                    current[position] += 1
-                    for later in (position + 1)..<thresholdCount { current[later] = current[later - 1] + 1 }
-                }
+                best = odometerSearch(bins: bins, thresholdCount: thresholdCount) { terms[rowStart[$0] + $1] }
             }
             return best
         }
+    }
+
+    /// The same search for histograms too wide for the n(n+1)/2 table (16-bit ranges): each between-class term
+    /// is computed from the float32 cumulative moments exactly as the table would hold it.
+    static func exhaustiveIndicesWithoutTable(_ probabilities: [Float], thresholdCount: Int) -> [Int] {
+        let bins = probabilities.count
+        var zeroth = [Float](repeating: 0, count: bins), first = zeroth
+        zeroth[0] = probabilities[0]
+        first[0] = probabilities[0]
+        for i in 1..<bins {
+            zeroth[i] = zeroth[i - 1] + probabilities[i]
+            first[i] = first[i - 1] + Float(i) * probabilities[i]
+        }
+        func term(_ i: Int, _ j: Int) -> Float {
+            if i == 0 {
+                guard j > 0, zeroth[j] > 0 else { return 0 }
+                return (first[j] * first[j]) / zeroth[j]
+            }
+            let zerothIJ = zeroth[j] - zeroth[i - 1]
+            guard zerothIJ > 0 else { return 0 }
+            let firstIJ = first[j] - first[i - 1]
+            return (firstIJ * firstIJ) / zerothIJ
+        }
+        return odometerSearch(bins: bins, thresholdCount: thresholdCount, term: term)
+    }
+
+    /// Every ascending combination of `thresholdCount` bins in lexicographic order (position p runs up to
+    /// bins − thresholdCount + p − 1), sigma summed in skimage's order in float32, the first maximum kept.
+    static func odometerSearch(bins: Int, thresholdCount: Int, term: (Int, Int) -> Float) -> [Int] {
+        var current = Array(0..<thresholdCount)
+        var best = current
+        var bestSigma: Float = 0
+        while true {
+            var sigma = term(0, current[0]) + term(current[thresholdCount - 1] + 1, bins - 1)
+            for index in 0..<(thresholdCount - 1) { sigma += term(current[index] + 1, current[index + 1]) }
+            if sigma > bestSigma { (bestSigma, best) = (sigma, current) }
+            var position = thresholdCount - 1
+            while position >= 0, current[position] == bins - thresholdCount + position - 1 { position -= 1 }
+            if position < 0 { break }
+            current[position] += 1
+            for later in (position + 1)..<thresholdCount { current[later] = current[later - 1] + 1 }
+        }
+        return best
     }
 
     /// The exact maximiser of Σ S²/P over classes by dynamic programming in float64 (O(K·n²)).

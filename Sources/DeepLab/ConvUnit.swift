@@ -60,14 +60,18 @@ final class ConvUnit {
     /// - Parameters:
     ///   - x: [N, inputChannels, H, W] in any layout.
     ///   - residual: a tensor of the output's shape added before the activation, or nil.
+    ///   - consumingResidual: the caller no longer needs `residual`, so eval mode may write the output into it
+    ///     (saving a copy) when its layout is the convolution's.
     ///   - training: batch statistics and saved state for backward, instead of folded eval arithmetic.
-    func callAsFunction(_ x: Tensor, residual: Tensor? = nil, training: Bool) throws -> Tensor {
-        training ? try trainingForward(x, residual: residual) : try inferenceForward(x, residual: residual)
+    func callAsFunction(_ x: Tensor, residual: Tensor? = nil, consumingResidual: Bool = false,
+                        training: Bool) throws -> Tensor {
+        training ? try trainingForward(x, residual: residual)
+            : try inferenceForward(x, residual: residual, consumingResidual: consumingResidual)
     }
 
     // MARK: Eval
 
-    private func inferenceForward(_ x: Tensor, residual: Tensor?) throws -> Tensor {
+    private func inferenceForward(_ x: Tensor, residual: Tensor?, consumingResidual: Bool) throws -> Tensor {
         saved = nil
         let key = PrimitiveCache.Key("eval", x.shape, residual != nil)
         let primitive = try primitives.primitive(key) {
@@ -79,8 +83,13 @@ final class ConvUnit {
         let (weights, bias) = try preparedInferenceWeights(primitive)
         let input = try x.reordered(to: primitive.desc(dnnl_query_src_md))
         let dstDesc = primitive.desc(dnnl_query_dst_md)
-        let output = try Tensor(desc: dstDesc)
-        if let residual { try residual.reorder(into: output) }
+        let output: Tensor
+        if let residual, consumingResidual, residual.desc.isEqual(to: dstDesc) {
+            output = residual
+        } else {
+            output = try Tensor(desc: dstDesc)
+            if let residual { try residual.reorder(into: output) }
+        }
         try primitive.execute([(Arg.src, input), (Arg.weights, weights), (Arg.bias, bias), (Arg.dst, output)])
         return output
     }

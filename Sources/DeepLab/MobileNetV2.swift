@@ -65,7 +65,8 @@ final class MobileNetV2 {
         var y = try stem(x, training: training)
         var auxiliary = y
         for (i, block) in blocks.enumerated() {
-            y = try block(y, training: training)
+            // The auxiliary feature must survive the block that reads it.
+            y = try block(y, inputIsConsumable: i != MobileNetV2.auxiliaryIndex, training: training)
             if i + 1 == MobileNetV2.auxiliaryIndex { auxiliary = y }
         }
         return (auxiliary, try head(y, training: training))
@@ -99,10 +100,11 @@ final class InvertedResidual {
 
     var parameters: [Parameter] { units.flatMap(\.parameters) }
 
-    func callAsFunction(_ x: Tensor, training: Bool) throws -> Tensor {
+    /// - Parameter inputIsConsumable: the caller no longer needs `x`, so eval mode may add into it in place.
+    func callAsFunction(_ x: Tensor, inputIsConsumable: Bool = false, training: Bool) throws -> Tensor {
         var y = x
         for unit in units.dropLast() { y = try unit(y, training: training) }
         guard let last = units.last else { return y }
-        return try last(y, residual: usesResidual ? x : nil, training: training)
+        return try last(y, residual: usesResidual ? x : nil, consumingResidual: inputIsConsumable, training: training)
     }
 }

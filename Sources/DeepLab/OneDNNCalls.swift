@@ -1,6 +1,7 @@
 // Raw oneDNN calls: status checking, the CPU engine and stream, memory descriptors, primitives and their
 // execution. Everything else in the target goes through these few wrappers.
 import COneDNN
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -144,9 +145,14 @@ final class Primitive {
         return md.pointee
     }
 
+    /// Serialises use of the shared stream across threads (a oneDNN stream is not meant to be shared).
+    private static let streamLock = NSLock()
+
     /// Runs the primitive on the shared stream and waits. Rests on `dnnl_primitive_execute`, `dnnl_stream_wait`.
     func execute(_ arguments: [(Int32, Tensor)]) throws {
         let stream = try OneDNNEngine.shared().stream
+        Primitive.streamLock.lock()
+        defer { Primitive.streamLock.unlock() }
         let args = arguments.map { dnnl_exec_arg_t(arg: $0.0, memory: $0.1.memory) }
         try dnnlCheck("\(name) dnnl_primitive_execute",
                       dnnl_primitive_execute(primitive, stream, Int32(args.count), args))
@@ -212,9 +218,11 @@ enum Arg {
     static func multipleSrc(_ i: Int) -> Int32 { conednn_arg_multiple_src() + Int32(i) }
 }
 
-/// A cache of primitives keyed by what determines them (kind, shapes, layouts, hyperparameters).
+/// A cache of primitives keyed by what determines them (kind, shapes, layouts, hyperparameters). Safe to share
+/// between threads (models on different threads share the stateless operations' cache).
 final class PrimitiveCache {
     private var entries: [Key: Primitive] = [:]
+    private let lock = NSLock()
 
     struct Key: Hashable {
         var parts: [AnyHashable]
@@ -222,11 +230,11 @@ final class PrimitiveCache {
     }
 
     func primitive(_ key: Key, _ make: () throws -> Primitive) throws -> Primitive {
+        lock.lock()
+        defer { lock.unlock() }
         if let p = entries[key] { return p }
         let p = try make()
         entries[key] = p
         return p
     }
-
-    func removeAll() { entries.removeAll() }
 }

@@ -76,7 +76,10 @@ final class ResNet {
         y = pooled.output
         var auxiliary = y
         for (index, stage) in stages.enumerated() {
-            for block in stage { y = try block(y, training: training) }
+            for (b, block) in stage.enumerated() {
+                // layer3's output is also the auxiliary feature: the block reading it must not overwrite it.
+                y = try block(y, inputIsConsumable: !(index == 3 && b == 0), training: training)
+            }
             if index == 2 { auxiliary = y }
         }
         return (auxiliary, y)
@@ -124,11 +127,13 @@ final class ResidualBlock {
         units.flatMap(\.parameters) + (downsample?.parameters ?? [])
     }
 
-    func callAsFunction(_ x: Tensor, training: Bool) throws -> Tensor {
+    /// - Parameter inputIsConsumable: the caller no longer needs `x`, so eval mode may add into it in place.
+    func callAsFunction(_ x: Tensor, inputIsConsumable: Bool = false, training: Bool) throws -> Tensor {
         let identity = try downsample.map { try $0(x, training: training) } ?? x
         var y = x
         for unit in units.dropLast() { y = try unit(y, training: training) }
         guard let last = units.last else { return y }
-        return try last(y, residual: identity, training: training)
+        return try last(y, residual: identity, consumingResidual: downsample != nil || inputIsConsumable,
+                        training: training)
     }
 }

@@ -17,10 +17,14 @@ final class HDF5Handle {
     deinit { _ = close(id) }
 }
 
-let hdf5Initialised: Void = {
-    H5open()
+let hdf5Initialised: Void = { H5open() }()
+
+/// Prepares the calling thread for HDF5 calls: the thread-safe library keeps its error-printing setting per
+/// thread, so each thread silences it (SliceLab reports HDF5's messages itself).
+func hdf5PrepareThread() {
+    _ = hdf5Initialised
     chdf5_silence_errors()
-}()
+}
 
 /// The messages on HDF5's error stack, most specific last; clears the stack.
 @discardableResult
@@ -34,7 +38,7 @@ func hdf5Message() -> String {
 /// Runs an HDF5 call returning an identifier; throws with the file and HDF5's message when it is negative.
 func hdf5Open(_ file: String, _ what: String, close: @escaping (hid_t) -> herr_t,
               _ call: () -> hid_t) throws -> HDF5Handle {
-    _ = hdf5Initialised
+    hdf5PrepareThread()
     let id = call()
     guard id >= 0 else { throw ImageIOError.unreadable(file: file, reason: "\(what): \(hdf5Message())") }
     return HDF5Handle(id, close: close)
@@ -42,7 +46,7 @@ func hdf5Open(_ file: String, _ what: String, close: @escaping (hid_t) -> herr_t
 
 /// Runs an HDF5 call returning a status; throws with the file and HDF5's message when it is negative.
 func hdf5Check(_ file: String, _ what: String, writing: Bool = false, _ call: () -> herr_t) throws {
-    _ = hdf5Initialised
+    hdf5PrepareThread()
     guard call() >= 0 else {
         let reason = "\(what): \(hdf5Message())"
         throw writing ? ImageIOError.unwritable(file: file, reason: reason)

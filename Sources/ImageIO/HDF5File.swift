@@ -96,7 +96,7 @@ public final class HDF5File {
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw ImageIOError.unreadable(file: path, reason: "no such readable file")
         }
-        _ = hdf5Initialised
+        hdf5PrepareThread()
         guard H5Fis_hdf5(path) > 0 else {
             hdf5Message()
             throw ImageIOError.unreadable(file: path, reason: "not an HDF5 file")
@@ -140,6 +140,7 @@ public final class HDF5File {
 
     /// Whether `path` names an object (every intermediate group must exist too).
     public func exists(_ path: String) -> Bool {
+        hdf5PrepareThread()
         let parts = components(path)
         var prefix = ""
         for part in parts {

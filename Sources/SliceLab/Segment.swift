@@ -115,7 +115,8 @@ public enum Segment {
     /// - Throws: `DeepLabError`, `InputError`, `ImageIOError`.
     @discardableResult
     public static func parity(weights: String, arch: String, numClasses: Int, inputChannels: Int, aux: Bool,
-                              rawInput: String, logitsPath: String, threads: Int? = nil) throws -> [String] {
+                              rawInput: String, logitsPath: String, threads: Int? = nil,
+                              log: (String) -> Void = { _ in }) throws -> [String] {
         guard let architecture = DeepLabConfiguration.Architecture(rawValue: arch) else {
             throw DeepLabError.invalidConfiguration("unknown architecture \(arch)")
         }
@@ -132,7 +133,18 @@ public enum Segment {
             throw InputError.invalidContent(file: rawInput, reason: "/image has shape \(image.shape); expected "
                 + "[N, \(inputChannels), H, W]")
         }
-        let logits = try model.forward(FloatTensor(shape: image.shape, values: image.values), training: false)
+        let input = FloatTensor(shape: image.shape, values: image.values)
+        var logits = try model.forward(input, training: false)
+        // Benchmarks: SLICELAB_PARITY_REPEAT=R repeats the (warm) forward R times and prints each latency.
+        if let text = ProcessInfo.processInfo.environment["SLICELAB_PARITY_REPEAT"], let repeats = Int(text), repeats > 0 {
+            var latencies: [Double] = []
+            for _ in 0..<min(repeats, 1000) {
+                let start = DispatchTime.now().uptimeNanoseconds
+                logits = try model.forward(input, training: false)
+                latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+            }
+            log("latencies_ms " + latencies.map { String(format: "%.2f", $0) }.joined(separator: " "))
+        }
         try HDF5File.write(to: logitsPath, updating: false) { out in
             try out.write(logits.values, shape: logits.shape, to: "/logits")
         }

@@ -25,12 +25,12 @@ public final class TrainProgress {
     /// Records that `step` (1-based) finished with `loss`.
     public func step(_ step: Int, loss: Double, learningRate: Double) {
         let now = Date()
-        if start == nil {
+        if start == nil {  // the rate counts from the end of the first step, so it leaves out warm-up
             start = now
-            startStep = step - 1
+            startStep = step
         }
         let elapsed = now.timeIntervalSince(start ?? now)
-        let rate = elapsed > 0 ? Double(step - startStep) / elapsed : 0
+        let rate = elapsed > 0 && step > startStep ? Double(step - startStep) / elapsed : 0
         let eta = rate > 0 ? Double(totalSteps - step) / rate : 0
         let numbers = String(format: "step %d/%d  loss %.4f  lr %.2e  %.2f steps/s  ETA %@", step, totalSteps, loss,
                              learningRate, rate, ProgressReporter.clock(eta))

@@ -46,6 +46,11 @@ public struct TrainValidation {
         for sample in cases {
             let input = FloatTensor(shape: [1] + sample.image.shape, values: sample.image.values)
             let logits = try network.forward(input, training: false)
+            let expected = [1, classCount] + Array(sample.image.shape.suffix(2))
+            guard logits.shape == expected else {
+                throw TrainingError.shapeMismatch(what: "validation logits of case \(sample.name)", expected: expected,
+                                                  actual: logits.shape)
+            }
             let labels = LabelTensor(shape: [1] + sample.labels.shape, values: sample.labels.values)
             totalLoss += try loss.evaluate(logits: logits, labels: labels).loss
             let pixels = sample.labels.values.count

@@ -1,5 +1,6 @@
 import DeepLab
 import Foundation
+import ImageIO
 
 /// The options of `slicelab train`, with the CLI's names and defaults.
 public struct TrainOptions: Sendable {
@@ -114,27 +115,36 @@ public enum TrainWorkflow {
     }
 
     /// The DeepLabV3 network for `options`: architecture, classes and input channels as given, weights freshly
-    /// initialised from `--seed` (torchvision layout, so checkpoints keep `state_dict` keys).
+    /// initialised from `--seed`, or taken from `--init` (a torchvision `state_dict` as `.safetensors`, or a SliceLab
+    /// checkpoint's `/parameters`) with the engine's conversions: RGB first-layer filters summed for 1 channel, the
+    /// classifiers' last layers left fresh for another class count. The conversion notes go to standard error.
     ///
-    /// - Throws: `TrainingError.networkUnavailable` for `--init` (importing weights is not in this build yet);
-    ///   `DeepLabError.invalidConfiguration` for an architecture the engine cannot build.
+    /// - Throws: `DeepLabError.invalidConfiguration`, `.malformedWeights`, `.mismatchedWeights`; `ImageIOError`
+    ///   for an unreadable checkpoint.
     public static func makeEngineNetwork(_ options: TrainOptions) throws -> SegmentationNetwork {
         guard let architecture = DeepLabConfiguration.Architecture(rawValue: options.architecture) else {
             throw TrainingError.invalidConfiguration("unknown architecture \(options.architecture)")
         }
-        if let initial = options.initialWeights {
-            throw TrainingError.networkUnavailable(
-                architecture: options.architecture,
-                reason: "starting from \(initial) needs the engine's weight import, not in this build yet")
+        let model = try DeepLabV3(DeepLabConfiguration(arch: architecture, numClasses: options.classCount,
+                                                       inputChannels: options.inputChannels, seed: options.seed))
+        guard let initial = options.initialWeights else { return model }
+        let notes: [String]
+        if initial.lowercased().hasSuffix(".safetensors") {
+            notes = try model.loadSafetensors(initial)
+        } else {
+            let file = try HDF5File.open(initial)
+            guard file.exists(TrainingCheckpoint.parameterGroup) else {
+                throw DeepLabError.invalidCheckpoint(file: initial, reason: "no /parameters group to start from")
+            }
+            var tensors: [String: FloatTensor] = [:]
+            for name in try file.children(of: TrainingCheckpoint.parameterGroup) {
+                let array = try file.read("\(TrainingCheckpoint.parameterGroup)/\(name)", as: Float.self)
+                tensors[name] = FloatTensor(shape: array.shape, values: array.values)
+            }
+            notes = try model.load(stateDict: tensors, source: initial)
         }
-        var configuration = DeepLabConfiguration(arch: architecture, numClasses: options.classCount,
-                                                 inputChannels: options.inputChannels, seed: options.seed)
-        if let stride = options.outputStride {
-            configuration.outputStride = stride
-            configuration.atrousRates = stride == 16 ? [6, 12, 18] : [12, 24, 36]
-        }
-        if let channels = options.asppChannels { configuration.asppChannels = channels }
-        return try DeepLabV3(configuration)
+        for note in notes { FileHandle.standardError.write(Data("init: \(note)\n".utf8)) }
+        return model
     }
 
     /// Runs training.
@@ -162,22 +172,9 @@ public enum TrainWorkflow {
                                   bestCheckpointPath: options.outputPath,
                                   lastCheckpointPath: options.lastCheckpointPath,
                                   progress: progress ?? TrainProgress(totalSteps: configuration.steps))
-        if let model = network as? DeepLabV3 {
-            let parameters = model.parameters
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = .sortedKeys
-            let json = String(decoding: try encoder.encode(model.configuration), as: UTF8.self)
-            trainer.writeModel = { file in
-                try TrainingCheckpoint.writeParameters(parameters, to: file)
-                try file.setAttribute("deeplab_configuration", .string(json))
-            }
+        if let model = network as? DeepLabV3 {  // the engine's model file, which `segment --model` loads
+            trainer.writeModel = { try DeepLabCheckpoint.write(model, preprocessing: preprocessing, into: $0) }
         }
-        do {
-            return try trainer.run(resumingFrom: options.resumePath)
-        } catch let DeepLabError.invalidBackward(reason) {
-            throw TrainingError.networkUnavailable(
-                architecture: options.architecture,
-                reason: "the engine's backward pass is not in this build yet (\(reason))")
-        }
+        return try trainer.run(resumingFrom: options.resumePath)
     }
 }

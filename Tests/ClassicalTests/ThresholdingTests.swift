@@ -62,6 +62,24 @@ import Testing
         }
     }
 
+    /// Wide 16-bit histograms skip the n(n+1)/2 table; the terms computed on the fly are the table's.
+    @Test func searchWithoutTheTableMatchesTheTable() throws {
+        let histogram = try Histogram(Self.intensities("uint16"))
+        let total = Double(histogram.counts.reduce(0, +))
+        let probabilities = histogram.counts.map { Float(Double($0) / total) }
+        for thresholds in 1...3 {
+            #expect(Thresholding.exhaustiveIndicesWithoutTable(probabilities, thresholdCount: thresholds)
+                == Thresholding.exhaustiveIndices(probabilities, thresholdCount: thresholds))
+        }
+        // More than five classes take the generic search: the same answer with and without the table, and the
+        // dynamic programme's optimum.
+        let counts = [5, 9, 2, 0, 7, 13, 1, 4, 4, 8, 0, 3, 12, 6, 2, 9, 1, 5, 7, 3]
+        let small = counts.map { Float(Double($0) / Double(counts.reduce(0, +))) }
+        let generic = Thresholding.exhaustiveIndices(small, thresholdCount: 6)
+        #expect(generic == Thresholding.exhaustiveIndicesWithoutTable(small, thresholdCount: 6))
+        #expect(generic == Thresholding.dynamicProgrammingIndices(small, thresholdCount: 6))
+    }
+
     @Test func digitizePutsValuesOnAThresholdInTheUpperClass() {
         #expect(Thresholding.digitize([0, 1, 1.5, 2, 3], thresholds: [1, 2]) == [0, 1, 1, 2, 2])
     }

@@ -171,16 +171,16 @@ struct LabeledSetTests {
     }
 }
 
-/// The committed demo sets (DICOM MR images, PNG label maps, built by Datasets/build_*.py) open under every rule
+/// The bundled demo sets (DICOM MR images, PNG label maps, built by Datasets/build_*.py) open under every rule
 /// and load as 1-channel frames whose labels fit the image and the classes.
 struct LabeledSetDemoTests {
     @Test(arguments: ["mni-brain", "brain-lesion"])
     func demoSetLoadsEveryCase(name: String) throws {
-        let folder = TestSupport.packageRoot.appendingPathComponent("Datasets/demo/\(name)")
+        let folder = TestSupport.packageRoot.appendingPathComponent("Sources/SliceLab/Resources/Demo/\(name)")
         let set = try LabeledSet.open(folder.path)
-        #expect(set.skipped.isEmpty && set.cases(in: "test").count == 6)
+        #expect(set.skipped.isEmpty && set.cases(in: "test").count == 6 && set.cases(in: "train").count == 4)
         #expect(set.description.preprocessing == .percentile(low: 0.5, high: 99.5))
-        for caseName in set.cases(in: "test") {
+        for caseName in set.cases(in: "test") + set.cases(in: "train") {
             let sample = try set.load(caseName)
             #expect(sample.frameCount == 1 && sample.image.shape[1] == 1)
             #expect(Array(sample.image.shape.suffix(2)) == Array(sample.labels.shape.suffix(2)))

@@ -1,10 +1,11 @@
+import DeepLab
 import Foundation
 import ImageIO
 import TestSupport
 import Testing
 
 /// `slicelab train` end to end: the set is validated before anything else, errors are one line naming the
-/// case, and until the engine's trainable model lands the command says so plainly (exit 1).
+/// case, and the engine's DeepLabV3 trains and writes a model file.
 struct TrainCommandTests {
     @Test func invalidSetIsOneErrorLineNamingTheCase() throws {
         let folder = try TestSupport.temporaryFolder("train-cli")
@@ -27,32 +28,45 @@ struct TrainCommandTests {
         #expect(result.status == 1 && result.standardError.contains("lists 3 classes"))
     }
 
-    /// The real DeepLabV3 runs a training forward; until the engine's backward lands the command stops with a
-    /// clear line and writes nothing; once it lands, two steps write a checkpoint with its history.
-    @Test func validSetTrainsTheEngineOrSaysItsBackwardIsMissing() throws {
+    /// Two steps of the real DeepLabV3 write a model file the engine loads (with the history beside it); a
+    /// second run starts from it with `--init` for another class count, which re-initialises the classifier.
+    @Test func trainsTheEngineAndStartsAnotherRunFromItsCheckpoint() throws {
         let folder = try TestSupport.temporaryFolder("train-cli")
         defer { try? FileManager.default.removeItem(at: folder) }
         try TrainToySet.write(to: folder, trainCases: 2, validationCases: 1, size: 32)
         let out = folder.appendingPathComponent("m.h5").path
-        let result = try TestSupport.slicelab(["train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3",
-                                               "--steps", "2", "--batch", "2", "--crop", "32", "--out", out])
-        if result.status == 0 {
-            #expect(try HDF5File.open(out).shape(of: "/history/train_loss") == [2])
-        } else {
-            #expect(result.status == 1, "\(result.standardError)")
-            #expect(result.standardError.contains("cannot train deeplabv3_resnet18: the engine's backward pass"))
-            #expect(!FileManager.default.fileExists(atPath: out))
-        }
+        let result = try TestSupport.slicelab(["train", folder.path, "--arch", "deeplabv3_mobilenet_v2",
+                                               "--num-classes", "3", "--steps", "2", "--batch", "2", "--crop", "32",
+                                               "--out", out])
+        #expect(result.status == 0, "\(result.standardError)")
+        let last = try HDF5File.open(folder.appendingPathComponent("m.last.h5").path)
+        #expect(try last.shape(of: "/history/train_loss") == [2])
+        let file = try HDF5File.open(out)
+        #expect(try file.attribute("format").stringValue == "slicelab-deeplabv3")
+        let (model, preprocessing) = try DeepLabCheckpoint.load(out)
+        #expect(model.configuration.numClasses == 3 && preprocessing == .window(center: 127.5, width: 255))
+
+        let other = try TestSupport.temporaryFolder("train-cli")
+        defer { try? FileManager.default.removeItem(at: other) }
+        try TrainToySet.write(to: other, trainCases: 2, validationCases: 1, size: 32)
+        var description = try String(contentsOf: other.appendingPathComponent("dataset.json"), encoding: .utf8)
+        description = description.replacingOccurrences(of: #""square"]"#, with: #""square", "unused"]"#)
+        try description.write(to: other.appendingPathComponent("dataset.json"), atomically: true, encoding: .utf8)
+        let second = try TestSupport.slicelab(["train", other.path, "--arch", "deeplabv3_mobilenet_v2",
+                                               "--num-classes", "4", "--steps", "1", "--batch", "2", "--crop", "32",
+                                               "--init", out, "--out", other.appendingPathComponent("n.h5").path])
+        #expect(second.status == 0, "\(second.standardError)")
+        #expect(second.standardError.contains("init: "), "\(second.standardError)")
     }
 
-    @Test func initialWeightsAreRefusedUntilTheEngineImportsThem() throws {
+    @Test func initialWeightsThatDoNotExistAreAnErrorNamingTheFile() throws {
         let folder = try TestSupport.temporaryFolder("train-cli")
         defer { try? FileManager.default.removeItem(at: folder) }
         try TrainToySet.write(to: folder, trainCases: 2, validationCases: 1, size: 16)
         let result = try TestSupport.slicelab(["train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3",
                                                "--init", "/nonexistent.safetensors",
                                                "--out", folder.appendingPathComponent("m.h5").path])
-        #expect(result.status == 1 && result.standardError.contains("weight import"))
+        #expect(result.status == 1 && result.standardError.contains("/nonexistent.safetensors"))
     }
 
     @Test func epochsAndStepsTogetherIsAUsageError() throws {

@@ -56,11 +56,15 @@ public enum Preprocessing: Codable, Equatable, Sendable {
         }
     }
 
-    /// The JSON form, as stored in checkpoints.
+    /// The JSON form, as stored in checkpoints (keys sorted, the form `init(from:)` reads).
     public var json: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{\"normalize\":\"none\"}"
+        switch self {
+        case .none: return #"{"normalize":"none"}"#
+        case let .window(center, width): return #"{"center":\#(center),"normalize":"window","width":\#(width)}"#
+        case let .percentile(low, high): return #"{"high":\#(high),"low":\#(low),"normalize":"percentile"}"#
+        case .zScore: return #"{"normalize":"zscore"}"#
+        case .minMax: return #"{"normalize":"minmax"}"#
+        }
     }
 
     /// Checks the parameters.
@@ -69,8 +73,9 @@ public enum Preprocessing: Codable, Equatable, Sendable {
     ///   0 ≤ low < high ≤ 100.
     public func validate() throws {
         switch self {
-        case let .window(_, width) where !(width > 0):
-            throw TrainingError.invalidConfiguration("preprocessing: the window width \(width) must be positive")
+        case let .window(center, width) where !(width > 0 && width.isFinite && center.isFinite):
+            throw TrainingError.invalidConfiguration(
+                "preprocessing: the window needs a finite center and a positive width, not \(center) and \(width)")
         case let .percentile(low, high) where !(0 <= low && low < high && high <= 100):
             throw TrainingError.invalidConfiguration(
                 "preprocessing: percentiles must satisfy 0 ≤ low < high ≤ 100, not \(low) and \(high)")

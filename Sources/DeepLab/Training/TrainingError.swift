@@ -11,8 +11,6 @@ public enum TrainingError: Error, CustomStringConvertible, Equatable {
     case divergedLoss(step: Int, loss: Double, checkpoint: String?)
     /// A checkpoint's training state is missing or inconsistent.
     case invalidState(file: String, reason: String)
-    /// The network cannot be trained in this build (the architecture lacks a backward pass, for example).
-    case networkUnavailable(architecture: String, reason: String)
 
     public var description: String {
         switch self {
@@ -29,8 +27,6 @@ public enum TrainingError: Error, CustomStringConvertible, Equatable {
                 + "Lower the learning rate or enable gradient clipping."
         case let .invalidState(file, reason):
             return "\(file): cannot resume: \(reason)"
-        case let .networkUnavailable(architecture, reason):
-            return "cannot train \(architecture): \(reason)"
         }
     }
 }

@@ -37,7 +37,8 @@ enum SegmentCommand: Command {
             }
             let notes = try Segment.parity(weights: weights, arch: arch, numClasses: classes,
                                            inputChannels: arguments.int("in-channels") ?? 3, aux: arguments.flag("aux"),
-                                           rawInput: rawInput, logitsPath: logits, threads: arguments.int("threads"))
+                                           rawInput: rawInput, logitsPath: logits, threads: arguments.int("threads"),
+                                           log: standardError)
             for note in notes { standardError("slicelab segment: \(note)") }
             return
         }
