@@ -8,8 +8,8 @@ working folder and matplotlib's Agg backend. The executed copies (with outputs) 
 `Notebooks/output/` (git-ignored); the notebooks in git carry no outputs, and a notebook that does is an error
 here (`--strip` removes them in place).
 
-A notebook stopped by `CommandNotAvailable` (the built `slicelab` says the subcommand has not landed yet) is
-reported as NOT AVAILABLE with the reason; it counts as failed with `--require-all` (or SLICELAB_NOTEBOOKS_STRICT=1).
+A notebook stopped by `CommandNotAvailable` (the built `slicelab` says a subcommand has not landed yet, or a
+bundled file such as the demo model is not in the checkout) is reported as NOT AVAILABLE with the reason; it counts as failed with `--require-all` (or SLICELAB_NOTEBOOKS_STRICT=1).
 Exit status: 0 when every notebook passed (or was not available, unless required), 1 otherwise.
 """
 
@@ -122,8 +122,8 @@ def main() -> int:
     print(f"notebooks run in {time.monotonic() - started:.1f} s; executed copies and figures in "
           f"{OUTPUT.relative_to(NOTEBOOKS.parent)}/")
     if counts["not-available"]:
-        print(f"{counts['not-available']} notebook(s) NOT AVAILABLE: their slicelab command has not landed in this "
-              "build (see above)")
+        print(f"{counts['not-available']} notebook(s) NOT AVAILABLE: a slicelab command or bundled file they need is "
+              "not in this checkout yet (see above)")
     if counts["passed"] + counts["failed"] == 0:
         print(f"notebooks: none executed ({counts['not-available']} not available in this build)")
     else:

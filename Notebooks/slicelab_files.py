@@ -234,6 +234,7 @@ def check_results_file(path) -> dict:
             if (confusion < 0).any():
                 _fail(h5, f"{where}/confusion", "negative counts")
             _check_overlap_against_confusion(h5, where, confusion, values)
+            _check_volumes_against_confusion(h5, where, confusion, values)
             for name in METRICS:
                 summary = _require_type(h5, f"{where}/summary/{name}", ("float64",))
                 if summary.shape != (k, len(SUMMARY_COLUMNS)):
@@ -291,6 +292,30 @@ def _check_overlap_against_confusion(h5, where, confusion, values):
             _fail(h5, f"{where}/metrics/{name}", "empty_rule is 'one' but a case with both masks empty is not 1")
         if rule not in ("nan", "one"):
             _fail(h5, where, f"empty_rule must be 'nan' or 'one', found {rule!r}")
+
+
+def _check_volumes_against_confusion(h5, where, confusion, values):
+    """volume_ref_ml and volume_pred_ml are voxel counts (confusion row and column sums) times one voxel volume
+    per case, the same for every class and both volumes; an empty mask has volume 0."""
+    counts = {"volume_ref_ml": confusion.sum(axis=2), "volume_pred_ml": confusion.sum(axis=1)}
+    for name, count in counts.items():
+        if not (values[name][count == 0] == 0).all():
+            _fail(h5, f"{where}/metrics/{name}", "an empty mask has a non-zero volume")
+    for case in range(confusion.shape[0]):
+        ratios = np.concatenate([values[name][case][counts[name][case] > 0] / counts[name][case][counts[name][case] > 0]
+                                 for name in counts])
+        if ratios.size and not np.allclose(ratios, ratios[0], rtol=1e-9, atol=0):
+            _fail(h5, f"{where}/metrics/volume_*_ml", f"case {case}: the volumes are not voxel counts times one voxel "
+                  f"volume (mL per voxel: {ratios})")
+
+
+def voxel_volume_mm3(path, run: str) -> np.ndarray:
+    """Per case, the voxel volume in mm³ that the run's volume_ref_ml rests on (volume / voxel count × 1000)."""
+    with h5py.File(path, "r") as h5:
+        confusion = h5[f"runs/{run}/confusion"][()]
+        volume = h5[f"runs/{run}/metrics/volume_ref_ml"][()] + h5[f"runs/{run}/metrics/volume_pred_ml"][()]
+    count = confusion.sum(axis=2) + confusion.sum(axis=1)
+    return 1000 * volume.sum(axis=1) / np.maximum(count.sum(axis=1), 1)
 
 
 def _check_dice_summary(h5, where, dice, summary):
@@ -431,29 +456,61 @@ def srgb_to_lab(rgb) -> np.ndarray:
 
 # MARK: - The bundled demo data
 
-def demo_dataset(hint: str = "lesion") -> Path:
-    """The labeled set to run on: `SLICELAB_DATASET`, else the bundled demo set under `Datasets/demo/` whose
-    `dataset.json` name contains `hint` (else the first one)."""
-    if "SLICELAB_DATASET" in os.environ:
-        folder = Path(os.environ["SLICELAB_DATASET"])
-        if not (folder / "dataset.json").is_file():
-            raise FileNotFoundError(f"SLICELAB_DATASET={folder} has no dataset.json")
-        return folder
-    sets = sorted(path.parent for path in (ROOT / "Datasets" / "demo").rglob("dataset.json"))
-    if not sets:
-        raise FileNotFoundError(f"no labeled set (dataset.json) under {ROOT / 'Datasets' / 'demo'}; "
-                                "set SLICELAB_DATASET")
-    named = [folder for folder in sets if hint in json.loads((folder / "dataset.json").read_text()).get("name", "")]
-    return (named or sets)[0]
+DEMO = ROOT / "Sources" / "SliceLab" / "Resources" / "Demo"
 
 
-def demo_model(dataset: Path) -> Path:
-    """The model to compare with: `SLICELAB_MODEL`, else the bundled checkpoint named after the set."""
+def demo_dataset(name: str = "brain-lesion") -> Path:
+    """The labeled set to run on: `SLICELAB_DATASET`, else the bundled demo set `name` (the `slicelab demo` data,
+    `Sources/SliceLab/Resources/Demo/<name>/`)."""
+    folder = Path(os.environ.get("SLICELAB_DATASET", DEMO / name))
+    if not (folder / "dataset.json").is_file():
+        raise FileNotFoundError(f"{folder} is not a labeled set (no dataset.json); set SLICELAB_DATASET")
+    return folder
+
+
+def demo_model(dataset: Path) -> Path | None:
+    """The model to compare with: `SLICELAB_MODEL`, else the bundled checkpoint `Demo/models/<set name>.h5` that
+    `slicelab demo` uses, or None while it is not in this checkout."""
     if "SLICELAB_MODEL" in os.environ:
-        return Path(os.environ["SLICELAB_MODEL"])
+        path = Path(os.environ["SLICELAB_MODEL"])
+        if not path.is_file():
+            raise FileNotFoundError(f"SLICELAB_MODEL={path} does not exist")
+        return path
     name = json.loads((dataset / "dataset.json").read_text())["name"]
-    candidates = sorted((ROOT / "Models").glob(f"*{name}*.h5")) + sorted(dataset.glob("*.h5"))
-    if not candidates:
-        raise FileNotFoundError(f"no bundled model for {name!r} (looked for Models/*{name}*.h5 and "
-                                f"{dataset}/*.h5); set SLICELAB_MODEL")
-    return candidates[0]
+    path = DEMO / "models" / f"{name}.h5"
+    return path if path.is_file() else None
+
+
+DEMO_CLASSICAL = ("kmeans:space=gray,map=train-vote",)
+
+
+def demo_comparison(classical=DEMO_CLASSICAL) -> Path:
+    """`slicelab compare` on the bundled demo lesion set with its bundled model and the `classical` specs, into
+    `Notebooks/output/demo-compare/results.h5`.
+
+    Notebooks 01 and 02 both read it, so it is made once: the file is reused while the binary, the set's files,
+    the model and the arguments are the same as when it was written (recorded beside it in `key.json`).
+    Raises `CommandNotAvailable` while the bundled model is not in this checkout.
+    """
+    dataset = demo_dataset()
+    model = demo_model(dataset)
+    if model is None:
+        raise CommandNotAvailable(f"the bundled model for {dataset.name!r} (issue #8) is not in this checkout "
+                                  f"({DEMO / 'models'}); set SLICELAB_MODEL to a checkpoint")
+    def stamp(path: Path) -> list:
+        return [str(path), path.stat().st_size, path.stat().st_mtime_ns]
+    key = json.dumps({"binary": stamp(binary()), "model": stamp(model), "classical": list(classical),
+                      "dataset": sorted(stamp(path) for path in dataset.rglob("*") if path.is_file())})
+    folder = OUTPUT / "demo-compare"
+    results, recorded = folder / "results.h5", folder / "key.json"
+    if results.is_file() and recorded.is_file() and recorded.read_text() == key:
+        print(f"reusing {results.relative_to(ROOT)}: made by the same slicelab from the same set, model and arguments")
+        return results
+    folder = output_folder("demo-compare")
+    arguments = [dataset, "--model", model]
+    for spec in classical:
+        arguments += ["--classical", spec]
+    process = slicelab("compare", *arguments, "--out", results, "--timings")
+    print(process.stdout)
+    recorded.write_text(key)
+    return results
