@@ -260,22 +260,21 @@ public enum Compare {
     /// Per class and run: mean ± std of Dice, IoU and HD95, and the paired Wilcoxon p-value against DeepLabV3.
     public static func table(_ outcome: Outcome) -> String {
         guard let first = outcome.runs.first else { return "" }
-        var lines = [String(format: "%-16@ %-34@ %-15@ %-15@ %-15@ %@", "class" as NSString, "run" as NSString,
-                            "Dice" as NSString, "IoU" as NSString, "HD95 mm" as NSString,
-                            "p (Wilcoxon) vs \(first.name)" as NSString)]
-        func cell(_ run: ResultsRun, _ metric: MetricName, _ c: Int) -> String {
-            let summary = run.summaries(metric)[c]
-            return summary.validCount == 0 ? "—" : String(format: "%.3f ± %.3f", summary.mean, summary.standardDeviation)
-        }
+        let classWidth = max(8, (first.classNames.map(\.count).max() ?? 0) + 1)
+        let runWidth = max(6, (outcome.runs.map(\.name.count).max() ?? 0) + 1)
+        let pad = TableText.pad
+        var lines = [pad("class", classWidth) + pad("run", runWidth) + pad("Dice", 16) + pad("IoU", 16)
+                     + pad("HD95 mm", 28) + "p (Wilcoxon, Dice) vs \(first.name)"]
         for c in 1..<first.classNames.count {
             for (index, run) in outcome.runs.enumerated() {
                 let p = index == 0 ? "" : String(format: "%.2g", outcome.comparisons[index - 1].rows[.dice]![c].wilcoxon.pValue)
-                lines.append(String(format: "%-16@ %-34@ %-15@ %-15@ %-15@ %@", first.classNames[c] as NSString,
-                                    run.name as NSString, cell(run, .dice, c) as NSString, cell(run, .iou, c) as NSString,
-                                    cell(run, .hd95, c) as NSString, p as NSString))
+                lines.append(pad(first.classNames[c], classWidth) + pad(run.name, runWidth)
+                             + pad(TableText.cell(run.summaries(.dice)[c], digits: 3), 16)
+                             + pad(TableText.cell(run.summaries(.iou)[c], digits: 3), 16)
+                             + pad(TableText.cell(run.summaries(.hd95)[c], digits: 2), 28) + p)
             }
         }
-        return lines.joined(separator: "\n") + "\n"
+        return lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "\n") + "\n"
     }
 
     static func writeOverlays(to folder: String, names: [String], maps: [[LabelMap]], images: [ScanImage],

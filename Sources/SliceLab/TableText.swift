@@ -1,0 +1,18 @@
+import Foundation
+import Metrics
+
+/// Helpers for the plain-text tables `evaluate` and `compare` print.
+enum TableText {
+    /// `text` padded with spaces to `width` (at least one space after it).
+    static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+    }
+
+    /// "mean ± std" of a summary; "—" without valid cases; "inf (n of N)" when a case is infinite (a distance
+    /// to an empty mask), which a mean cannot summarise.
+    static func cell(_ summary: MetricSummary, digits: Int) -> String {
+        if summary.validCount == 0 { return "—" }
+        if !summary.mean.isFinite { return "inf (missed in some cases)" }
+        return String(format: "%.\(digits)f ± %.\(digits)f", summary.mean, summary.standardDeviation)
+    }
+}
