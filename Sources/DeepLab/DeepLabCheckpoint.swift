@@ -65,22 +65,11 @@ public enum DeepLabCheckpoint {
             }
         }
         let model = try DeepLabV3(configuration)
-        var problems: [String] = []
-        for p in model.parameters {
-            let path = "/parameters/\(p.name)"
-            guard file.exists(path) else {
-                problems.append("\(p.name) missing")
-                continue
-            }
-            let array = try file.read(path, as: Float.self)
-            guard array.shape == p.shape else {
-                problems.append("\(p.name) is \(array.shape), expected \(p.shape)")
-                continue
-            }
-            p.value = array.values
-            p.markUpdated()
+        do {
+            try TrainingCheckpoint.readParameters(model.parameters, from: file)
+        } catch let TrainingError.invalidState(_, reason) {
+            throw bad(reason)
         }
-        guard problems.isEmpty else { throw bad(problems.joined(separator: "; ")) }
         return (model, preprocessing)
     }
 }
