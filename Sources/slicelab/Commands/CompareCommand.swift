@@ -48,7 +48,8 @@ enum CompareCommand: Command {
         if timings {
             let total = outcome.timings.map(\.seconds).reduce(0, +)
             for (stage, seconds) in outcome.timings {
-                print(String(format: "  %-36@ %8.2f s  %5.1f %%", stage as NSString, seconds, 100 * seconds / max(total, 1e-9)))
+                let label = stage.padding(toLength: max(36, stage.count + 1), withPad: " ", startingAt: 0)
+                print("  " + label + String(format: "%8.2f s  %5.1f %%", seconds, 100 * seconds / max(total, 1e-9)))
             }
         }
         print("wrote \(outcome.runs.count) runs to \(options.output)" + (options.report.map { ", report in \($0)/index.html" } ?? ""))
