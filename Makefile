@@ -43,7 +43,7 @@ test: setup
 ## notebooks: execute every notebook headless against the debug build (figures in Notebooks/output/)
 notebooks: setup
 	$(SWIFT) build --product slicelab
-	SLICELAB_BINARY=$${SLICELAB_BINARY:-$(abspath .build/debug/slicelab)} $(PYTHON) Notebooks/run_notebooks.py
+	SLICELAB_BINARY=$${SLICELAB_BINARY:-$(abspath .build/debug/slicelab)} $(PYTHON) Notebooks/run_notebooks.py --require-all
 
 ## demo: release build, then the main job on the bundled data
 demo: release
