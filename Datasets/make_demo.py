@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Copies a handful of test cases of built sets into the committed demo sets `Datasets/demo/<set>/`:
-images, labels and a dataset.json whose `test` split lists them (`train` and `val` empty), keeping the
+"""Copies a handful of test and training cases of built sets into the bundled demo sets
+`Sources/SliceLab/Resources/Demo/<set>/`:
+images, labels and a dataset.json whose `test` and `train` splits list them (`val` empty), keeping the
 provenance of the full set. Run after `make datasets`:
 
     python Datasets/make_demo.py [--count 6] [--train-count 4] [--sets mni-brain brain-lesion]
