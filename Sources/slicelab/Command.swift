@@ -13,7 +13,3 @@ let commands: [Command.Type] = [
     EvaluateCommand.self, CompareCommand.self, TrainCommand.self, DemoCommand.self,
 ]
 
-/// The error for a subcommand whose implementation has not landed yet.
-func notYetAvailable(_ command: String, _ issue: String) -> UsageError {
-    UsageError("slicelab \(command): not available in this build yet (\(issue))")
-}
