@@ -131,8 +131,9 @@ public struct HTMLReport {
             let x = 80.0 + 90.0 * Double(index)
             svg += "<text x=\"\(x - 25)\" y=\"\(height - 20)\" font-size=\"10\">\(escape(String(method.name.prefix(14))))</text>"
             guard !values.isEmpty else { continue }
-            let q1 = Overlay.percentile(values.map(Float.init), 0.25), q2 = Overlay.percentile(values.map(Float.init), 0.5)
-            let q3 = Overlay.percentile(values.map(Float.init), 0.75)
+            let floats = values.map(Float.init)
+            let (q1, q2, q3) = (Overlay.percentile(floats, 0.25), Overlay.percentile(floats, 0.5),
+                                Overlay.percentile(floats, 0.75))
             let iqr = Double(q3 - q1)
             let low = values.first { $0 >= Double(q1) - 1.5 * iqr } ?? values[0]
             let high = values.last { $0 <= Double(q3) + 1.5 * iqr } ?? values[values.count - 1]
