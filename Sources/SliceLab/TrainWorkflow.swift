@@ -125,8 +125,14 @@ public enum TrainWorkflow {
         guard let architecture = DeepLabConfiguration.Architecture(rawValue: options.architecture) else {
             throw TrainingError.invalidConfiguration("unknown architecture \(options.architecture)")
         }
-        let model = try DeepLabV3(DeepLabConfiguration(arch: architecture, numClasses: options.classCount,
-                                                       inputChannels: options.inputChannels, seed: options.seed))
+        var configuration = DeepLabConfiguration(arch: architecture, numClasses: options.classCount,
+                                                 inputChannels: options.inputChannels, seed: options.seed)
+        if let stride = options.outputStride {
+            configuration.outputStride = stride
+            configuration.atrousRates = stride == 16 ? [6, 12, 18] : [12, 24, 36]
+        }
+        if let channels = options.asppChannels { configuration.asppChannels = channels }
+        let model = try DeepLabV3(configuration)
         guard let initial = options.initialWeights else { return model }
         let notes: [String]
         if initial.lowercased().hasSuffix(".safetensors") {
