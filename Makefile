@@ -7,7 +7,7 @@ APT_PACKAGES := libdcmtk-dev dcmtk libpng-dev libhdf5-dev libdnnl-dev libopenjp2
 REQUIREMENTS := Tests/requirements.txt $(wildcard Notebooks/requirements.txt)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup apt build release test notebooks demo bench clean corpus
+.PHONY: setup apt build release test notebooks demo bench clean corpus fuzz
 
 ## setup: install missing Debian packages and the Python virtual environment (idempotent)
 setup: apt $(VENV)/.installed corpus
@@ -55,7 +55,18 @@ bench: release
 	$(PYTHON) Benchmarks/run.py
 
 clean:
-	rm -rf .build demo-output
+	rm -rf .build demo-output Fuzz/.build
+
+## fuzz: libFuzzer + AddressSanitizer on every reader of outside files (Fuzz/, issue #10), FUZZ_SECONDS each
+## (default 60; FUZZ_TARGETS picks runs). Any crash, leak, timeout (> 2 s) or allocation (> 2 GB) fails.
+## swiftc keeps only the last -sanitize= it is given, so the fuzzer and address sanitizers go in one flag.
+FUZZ_SECONDS ?= 60
+fuzz: setup
+	cd Fuzz && $(SWIFT) build -c release --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer,address
+	$(PYTHON) Fuzz/make_seeds.py . Fuzz/work/seeds
+	@mkdir -p Fuzz/work/seeds/checkpoint
+	SLICELAB_FUZZ_WRITE_SEED=Fuzz/work/seeds/checkpoint/mobilenet-tiny.h5 Fuzz/.build/release/fuzz-checkpoint
+	FUZZ_SECONDS=$(FUZZ_SECONDS) Fuzz/run.sh $(FUZZ_TARGETS)
 
 ## corpus: the DICOM conformance corpus (every file of the PyPI packages pydicom-data and pydicom), into
 ## Datasets/cache/dicom-corpus; idempotent (issue #3, Datasets/dicom/fetch_corpus.sh)
