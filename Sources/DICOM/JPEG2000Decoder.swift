@@ -12,12 +12,21 @@ enum JPEG2000Decoder {
         init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
     }
 
+    /// SOC (2 bytes) and the smallest SIZ segment (marker 2, Lsiz 38 + 3 for one component): ISO/IEC 15444-1 A.5.1.
+    static let minimumCodestreamBytes = 45
+
     /// Decodes one frame's codestream (raw J2K or a JP2 file) into stored values interleaved per pixel.
     /// The inverse multi-component transform (YBR_ICT, YBR_RCT) is applied by OpenJPEG, so colour arrives as RGB.
     /// Rests on `opj_read_header`, `opj_decode`, `opj_end_decompress`.
     static func decode(_ data: [UInt8], file: DicomFile, frame: Int) throws -> DicomFile.DecodedFrame {
         // A JP2 file (which some writers put in DICOM) is decoded from its contiguous codestream box.
         let codestream = contiguousCodestream(data) ?? data
+        // OpenJPEG 2.5.0 reads past its own stream buffer when a codestream ends right after its SOC marker; no
+        // codestream shorter than SOC and the smallest SIZ segment can be decoded, so those stop here.
+        guard codestream.count >= minimumCodestreamBytes else {
+            throw DICOMError.decodeFailed(file: file.path, frame: frame, reason: "JPEG 2000 codestream of "
+                + "\(codestream.count) bytes is shorter than the smallest main header (\(minimumCodestreamBytes) bytes)")
+        }
         return try codestream.withUnsafeBytes { bytes -> DicomFile.DecodedFrame in
             let context = Context(bytes: bytes)
             let unmanaged = Unmanaged.passRetained(context)
@@ -114,22 +123,27 @@ enum JPEG2000Decoder {
         }
     }
 
-    /// The payload of the 'jp2c' box of a JP2 file, or nil when `data` is not JP2 (ISO/IEC 15444-1 Annex I).
+    /// The payload of the 'jp2c' box of a JP2 file, or nil when `data` is not JP2 or its boxes do not fit
+    /// (ISO/IEC 15444-1 Annex I). A box length of 0, or one beyond the data, runs to the end of the data.
     static func contiguousCodestream(_ data: [UInt8]) -> [UInt8]? {
         guard data.starts(with: [0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20]) else { return nil }
         var offset = 0
         while offset + 8 <= data.count {
+            let remaining = data.count - offset
             var length = Int(data[offset]) << 24 | Int(data[offset + 1]) << 16 | Int(data[offset + 2]) << 8
                 | Int(data[offset + 3])
             let type = Array(data[(offset + 4)..<(offset + 8)])
             var header = 8
-            if length == 1, offset + 16 <= data.count {
-                length = (8..<16).reduce(0) { $0 << 8 | Int(data[offset + $1]) }
+            if length == 1 {
+                // The 64-bit (XL) length follows the type.
+                guard remaining >= 16 else { return nil }
+                let extended = (8..<16).reduce(UInt64(0)) { $0 << 8 | UInt64(data[offset + $1]) }
+                length = extended > UInt64(remaining) ? remaining : Int(extended)
                 header = 16
             }
-            if length == 0 || offset + length > data.count { length = data.count - offset }
-            if type == [0x6A, 0x70, 0x32, 0x63] { return Array(data[(offset + header)..<(offset + length)]) }
+            if length == 0 || length > remaining { length = remaining }
             guard length >= header else { return nil }
+            if type == [0x6A, 0x70, 0x32, 0x63] { return Array(data[(offset + header)..<(offset + length)]) }
             offset += length
         }
         return nil
