@@ -79,8 +79,10 @@ public struct SafetensorsFile {
             guard let size = elementSize(dtype) else {
                 throw bad("tensor \"\(name)\" has unsupported dtype \(dtype) (F32, F16, BF16, F64, I64, I32 are read)")
             }
-            guard !overflow, count * size == end - begin else {
-                throw bad("tensor \"\(name)\": shape \(shape) of \(dtype) needs \(count * size) bytes, offsets give \(end - begin)")
+            let (bytes, bytesOverflow) = count.multipliedReportingOverflow(by: size)
+            guard !overflow, !bytesOverflow, bytes == end - begin else {
+                let needed = overflow || bytesOverflow ? "more than \(Int.max)" : "\(bytes)"
+                throw bad("tensor \"\(name)\": shape \(shape) of \(dtype) needs \(needed) bytes, offsets give \(end - begin)")
             }
             let start = data.startIndex + headerEnd + begin
             let values = convert(data[start..<(start + end - begin)], dtype: dtype, count: count)
