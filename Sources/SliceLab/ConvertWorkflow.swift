@@ -6,13 +6,18 @@ import ImageIO
 public enum ConvertWorkflow {
     /// Errors in the conversion request itself.
     public enum ConvertError: Error, CustomStringConvertible {
-        case unsupportedOutput(String)
+        case unsupportedOutput(String, withReference: Bool = false)
         case badWindow(String)
         case frameOutOfRange(frame: Int, count: Int, source: String)
 
         public var description: String {
             switch self {
-            case let .unsupportedOutput(path): return "\(path): output must end in .h5 or .png"
+            case let .unsupportedOutput(path, withReference):
+                if withReference { return "\(path): with --reference the output is a DICOM SEG and must end in .dcm" }
+                if path.lowercased().hasSuffix(".dcm") {
+                    return "\(path): a .dcm output is a DICOM SEG: give a label file as PATH and --reference SERIES"
+                }
+                return "\(path): output must end in .h5 or .png"
             case let .badWindow(text): return "--window \(text): expected CENTER,WIDTH with WIDTH > 0, or 'auto'"
             case let .frameOutOfRange(frame, count, source):
                 return "\(source): --frame \(frame) does not exist (\(count) frame\(count == 1 ? "" : "s"))"
@@ -43,10 +48,18 @@ public enum ConvertWorkflow {
         }
     }
 
-    /// Converts `source` (a file or a folder) to `output` (.h5 or .png). Returns lines for the user.
-    public static func run(source: String, output: String, window: WindowChoice, frame: Int, bits: Int) throws
-        -> [String] {
+    /// Converts `source` (a file or a folder) to `output` (.h5 or .png), or with `reference` a label file to a
+    /// DICOM SEG (`output` .dcm) over that series. Returns lines for the user.
+    public static func run(source: String, output: String, window: WindowChoice, frame: Int, bits: Int,
+                           reference: String? = nil) throws -> [String] {
         let lowered = output.lowercased()
+        if let reference {
+            guard lowered.hasSuffix(".dcm") else {
+                throw ConvertError.unsupportedOutput(output, withReference: true)
+            }
+            return try SegmentationExport.convert(labels: source, reference: reference, to: output)
+        }
+        if lowered.hasSuffix(".dcm") { throw ConvertError.unsupportedOutput(output, withReference: false) }
         if lowered.hasSuffix(".h5") || lowered.hasSuffix(".hdf5") { return try writeHDF5(source: source, to: output) }
         if lowered.hasSuffix(".png") {
             return try writePNG(source: source, to: output, window: window, frame: frame, bits: bits)
