@@ -226,6 +226,18 @@ public final class DicomFile: @unchecked Sendable {
     ///
     /// - Throws: `DICOMError.unsupportedImage` for colour images, and what `storedFrame` throws.
     public func modalityFrame(_ index: Int) throws -> [Float] {
+        let count = rows * columns
+        return try [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
+            // Zero first, so an error half way leaves no uninitialised Float behind.
+            buffer.initialize(repeating: 0)
+            initialized = count
+            try modalityFrame(index, into: buffer)
+        }
+    }
+
+    /// `modalityFrame` through the general decoder (stored values as Int64, then the modality LUT): every
+    /// photometric interpretation, transfer syntax and Bits Allocated.
+    func modalityFrameThroughStoredValues(_ index: Int) throws -> [Float] {
         guard !isColor else {
             throw DICOMError.unsupportedImage(
                 file: path, reason: "\(photometricInterpretation) is colour; use rgbFrame for its pixels")
