@@ -43,9 +43,9 @@ with h5py.File(out, "w") as h5:
         volume = np.empty((len(datasets), datasets[0].Rows, datasets[0].Columns), np.float32)
         for k, d in enumerate(datasets):
             volume[k] = apply_modality_lut(d.pixel_array, d)
-        # The same contract as `slicelab convert`: /image and /series/<uid>/image.
-        h5["image"] = volume
+        # The same contract as `slicelab convert`: /series/<uid>/image, and /image a hard link to it (stored once).
         h5[f"series/{datasets[0].SeriesInstanceUID}/image"] = volume
+        h5["image"] = h5[f"series/{datasets[0].SeriesInstanceUID}/image"]
     else:
         for k, d in enumerate(datasets):
             array = d.pixel_array

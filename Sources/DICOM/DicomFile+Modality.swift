@@ -35,6 +35,17 @@ extension DicomFile {
             throw DICOMError.frameOutOfRange(file: path, frame: index, frameCount: frameCount)
         }
         let syntax = TransferSyntax(uid: transferSyntaxUID)
+        if info.encapsulated && syntax.codec == .jpeg2000 && samplesPerPixel == 1 {
+            // OpenJPEG's Int32 samples straight to Float32.
+            let transform = try modalityTransform(frame: index)
+            let codestream = try frameLock.withLock { try frameCodestream(index, fragmentCount: info.fragmentCount) }
+            try JPEG2000Decoder.withDecodedImage(codestream, file: self, frame: index) { components, _ in
+                let samples = components[0]
+                Self.convert(count: destination.count, bitsStored: bitsStored, signed: isSigned, transform: transform,
+                             into: destination) { Int64(samples[$0]) }
+            }
+            return
+        }
         let direct = [8, 16, 32].contains(bitsAllocated) && samplesPerPixel == 1
             && (!info.encapsulated || syntax.codec == .dcmtk)
         guard direct else {
@@ -87,19 +98,27 @@ extension DicomFile {
         into out: UnsafeMutableBufferPointer<Float>
     ) {
         let size = MemoryLayout<Raw>.size
+        convert(count: out.count, bitsStored: bitsStored, signed: signed, transform: transform, into: out) {
+            Int64(Raw(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * size, as: Raw.self)))
+        }
+    }
+
+    /// Sample `i` = `stored(i)` → its low `bitsStored` bits, sign-extended when `signed` → the transform → Float32.
+    @inline(__always)
+    static func convert(count: Int, bitsStored: Int, signed: Bool, transform: ModalityTransform,
+                        into out: UnsafeMutableBufferPointer<Float>, _ stored: (Int) -> Int64) {
         let shift = Int64(64 - bitsStored)
         let mask = bitsStored >= 64 ? Int64(-1) : (Int64(1) << Int64(bitsStored)) - 1
         @inline(__always) func value(_ i: Int) -> Int64 {
-            let stored = Int64(Raw(littleEndian: raw.loadUnaligned(fromByteOffset: i * size, as: Raw.self)))
-            return signed ? (stored << shift) >> shift : stored & mask
+            signed ? (stored(i) << shift) >> shift : stored(i) & mask
         }
         switch transform {
         case .identity:
-            for i in 0..<out.count { out[i] = Float(value(i)) }
+            for i in 0..<count { out[i] = Float(value(i)) }
         case let .rescale(slope, intercept):
-            for i in 0..<out.count { out[i] = Float(Double(value(i)) * slope + intercept) }
+            for i in 0..<count { out[i] = Float(Double(value(i)) * slope + intercept) }
         case let .lookup(lut):
-            for i in 0..<out.count { out[i] = Float(lut.apply(Int(value(i)))) }
+            for i in 0..<count { out[i] = Float(lut.apply(Int(value(i)))) }
         }
     }
 }

@@ -29,7 +29,7 @@ public final class DicomFile: @unchecked Sendable {
 
     let handle: DCMTKHandle
     let pixelInfo: DCMTKHandle.PixelInfo?
-    private let frameLock = NSLock()
+    let frameLock = NSLock()
     var fragmentMap: [[Int]]?
 
     /// Element values longer than this stay on disk until read, so a file cannot make the reader allocate more
@@ -228,10 +228,8 @@ public final class DicomFile: @unchecked Sendable {
     public func modalityFrame(_ index: Int) throws -> [Float] {
         let count = rows * columns
         return try [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
-            // Zero first, so an error half way leaves no uninitialised Float behind.
-            buffer.initialize(repeating: 0)
-            initialized = count
             try modalityFrame(index, into: buffer)
+            initialized = count
         }
     }
 

@@ -105,16 +105,16 @@ public enum ConvertWorkflow {
         }
         try HDF5File.write(to: output, updating: false) { h5 in
             for (index, (series, volume)) in volumes.enumerated() {
-                let paths = (index == 0 ? ["/image"] : []) + ["/series/\(series.seriesInstanceUID)/image"]
-                for path in paths {
-                    if let volume {
-                        try writeVolume(volume, series: series, to: h5, at: path)
-                    } else if Set(series.slices.map(\.file.path)).count == 1 {
-                        try writeFile(series.first, to: h5, at: path)
-                    } else {
-                        try writeColorSeries(series, to: h5, at: path)
-                    }
+                let path = "/series/\(series.seriesInstanceUID)/image"
+                if let volume {
+                    try writeVolume(volume, series: series, to: h5, at: path)
+                } else if Set(series.slices.map(\.file.path)).count == 1 {
+                    try writeFile(series.first, to: h5, at: path)
+                } else {
+                    try writeColorSeries(series, to: h5, at: path)
                 }
+                // /image names the first series' dataset (a hard link: the same values and attributes, stored once).
+                if index == 0 { try h5.link("/image", to: path) }
                 lines.append("series \(series.seriesInstanceUID): \(volume?.slices ?? series.slices.count) slice(s)"
                              + (volume?.warnings.isEmpty == false ? "; warnings: " + (volume?.warnings ?? []).joined(separator: "; ") : ""))
             }
@@ -165,9 +165,15 @@ public enum ConvertWorkflow {
                 try h5.write(samples, shape: shape, to: path)
             }
         } else {
-            var values: [Float] = []
-            values.reserveCapacity(file.frameCount * file.rows * file.columns)
-            for frame in 0..<file.frameCount { values += try file.modalityFrame(frame) }
+            // Every frame decoded into its place in one array.
+            let plane = file.rows * file.columns
+            let values = try [Float](unsafeUninitializedCapacity: file.frameCount * plane) { buffer, initialized in
+                for frame in 0..<file.frameCount {
+                    try file.modalityFrame(frame, into: UnsafeMutableBufferPointer(
+                        rebasing: buffer[(frame * plane)..<((frame + 1) * plane)]))
+                }
+                initialized = file.frameCount * plane
+            }
             try h5.write(values, shape: [file.frameCount, file.rows, file.columns], to: path)
         }
         try attributes(file, spacing: spacing, source: file.path, on: h5, at: path)
