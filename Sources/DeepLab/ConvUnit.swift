@@ -49,11 +49,10 @@ final class ConvUnit {
         let convOutput: Tensor
         let weights: Tensor
         let normPrimitive: Primitive?
-        let normOutput: Tensor?
         let mean: Tensor?
         let variance: Tensor?
+        /// A `*_use_dst_for_bwd` activation, whose backward reads `output`.
         let activationPrimitive: Primitive?
-        let preActivation: Tensor
         let output: Tensor
         let hasResidual: Bool
     }
@@ -146,7 +145,6 @@ final class ConvUnit {
 
         var current = convOutput
         var normPrimitive: Primitive?
-        var normOutput: Tensor?
         var mean: Tensor?, variance: Tensor?
         if let norm {
             let p = try primitives.primitive(PrimitiveCache.Key("bn", convOutput.desc.cacheKey)) {
@@ -167,29 +165,31 @@ final class ConvUnit {
             norm.updateRunningStatistics(mean: Array(m.storage.prefix(norm.channels)),
                                          variance: Array(v.storage.prefix(norm.channels)), count: s[0] * s[2] * s[3])
             normPrimitive = p
-            normOutput = out
             mean = m
             variance = v
             current = out
         }
         if let residual { current = try Operations.sum([current, residual]) }
-        let preActivation = current
+        // The activation runs in place (on the normalised output or the residual sum; on the convolution's output
+        // only without batch norm, whose backward would need it), and its backward reads the output, as PyTorch's
+        // in-place ReLU does: one activation fewer kept per unit.
         var activationPrimitive: Primitive?
         switch activation {
         case .none: break
         case .relu:
-            let (y, p) = try Operations.eltwise(current, dnnl_eltwise_relu, training: true)
+            let (y, p) = try Operations.eltwise(current, dnnl_eltwise_relu_use_dst_for_bwd, training: true,
+                                                inPlace: true)
             current = y
             activationPrimitive = p
         case .relu6:
-            let (y, p) = try Operations.eltwise(current, dnnl_eltwise_clip_v2, alpha: 0, beta: 6, training: true)
+            let (y, p) = try Operations.eltwise(current, dnnl_eltwise_clip_v2_use_dst_for_bwd, alpha: 0, beta: 6,
+                                                training: true, inPlace: true)
             current = y
             activationPrimitive = p
         }
         saved = Saved(input: input, convPrimitive: convPrimitive, convOutput: convOutput, weights: weights,
-                      normPrimitive: normPrimitive, normOutput: normOutput, mean: mean, variance: variance,
-                      activationPrimitive: activationPrimitive, preActivation: preActivation, output: current,
-                      hasResidual: residual != nil)
+                      normPrimitive: normPrimitive, mean: mean, variance: variance,
+                      activationPrimitive: activationPrimitive, output: current, hasResidual: residual != nil)
         return current
     }
 
@@ -210,7 +210,7 @@ final class ConvUnit {
         }
         var gradient = try dy.reordered(to: saved.output.desc)
         if let forward = saved.activationPrimitive {
-            gradient = try Operations.eltwiseBackward(gradient, source: saved.preActivation, forward: forward,
+            gradient = try Operations.eltwiseBackward(gradient, destination: saved.output, forward: forward,
                                                       primitives: primitives)
         }
         let residualGradient: Tensor? = saved.hasResidual ? gradient : nil
