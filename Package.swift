@@ -28,7 +28,9 @@ let package = Package(
         // Pixel loops run optimised even in debug builds, so the corpus conformance tests stay within minutes.
         .target(name: "DICOM", dependencies: ["CDCMTK", "COpenJPEG", "ImageIO"],
                 swiftSettings: [.unsafeFlags(["-O"])]),
-        .target(name: "DeepLab", dependencies: ["COneDNN", "ImageIO"]),
+        // Training's per-parameter loops (optimizers, gradients, clipping, augmentation) likewise, so the engine's
+        // training tests fit the debug `make test`.
+        .target(name: "DeepLab", dependencies: ["COneDNN", "ImageIO"], swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "Classical"),
         .target(name: "Metrics"),
         .target(name: "SliceLab", dependencies: ["ImageIO", "DICOM", "DeepLab", "Classical", "Metrics"],

@@ -12,7 +12,8 @@
    SliceLab: `slicelab train` (release build) on a synthetic labeled set for STEPS steps without validation, its
    mean step time over steps 2..STEPS read from its progress line (steps/s); data loading runs on its background
    thread. PyTorch: torchvision's model in train mode, MONAI DiceCELoss, torch.optim.AdamW, mean of steps 2..STEPS.
-   Peak RSS of each (SliceLab from /usr/bin/time, PyTorch from resource.getrusage in a subprocess).
+   Peak RSS of each (SliceLab from /usr/bin/time, PyTorch from resource.getrusage in a subprocess). The two run
+   alternately BENCH_FULL_REPEATS times (default 3) and the medians are compared, so a busy machine slows both.
 SliceLab is timed by Benchmarks/training_driver (compiled here with `swiftc -O -wmo`): the loss spreads the batch's
 images over the cores, the optimizers and the augmenter run on one thread; the peers with torch.set_num_threads(2). Median of REPEATS runs each. Needs torch, torchvision, monai: run with the goldens venv,
     /work/goldens-venv/bin/python Benchmarks/bench_training.py
@@ -101,6 +102,7 @@ def peers(shapes):
 
 
 STEPS = 4 if QUICK else 8
+FULL_REPEATS = int(os.environ.get("BENCH_FULL_REPEATS", "1" if QUICK else "3"))
 FULL_STEP = ([("deeplabv3_resnet18", 2, 1, 64)] if QUICK
              else [("deeplabv3_resnet50", 4, 3, 256), ("deeplabv3_resnet18", 8, 1, 128)])
 
@@ -209,12 +211,18 @@ def main():
             ("augment 8 x 512^2 -> 256^2 crops", "augment_ms", "torchvision v2")]
     for label, key, peer in rows:
         print(f"{label:55s} SliceLab {ours[key]:9.2f} ms  {peer} {theirs[key]:9.2f} ms  "
-              f"ratio {ours[key] / theirs[key]:.2f}x")
+              f"ratio {ours[key] / theirs[key]:.2f}x", flush=True)
     for arch, batch, channels, size in FULL_STEP:
-        ours_ms, ours_rss = slicelab_step(arch, batch, channels, size)
-        theirs_ms, theirs_rss = torch_step(arch, batch, channels, size)
-        print(f"training step {arch} {batch}x{channels}x{size}^2: SliceLab {ours_ms:9.1f} ms ({ours_rss:.0f} MB)  "
-              f"PyTorch {theirs_ms:9.1f} ms ({theirs_rss:.0f} MB)  ratio {ours_ms / theirs_ms:.2f}x")
+        runs = []  # SliceLab and PyTorch alternate, so load on the shared machine falls on both alike
+        for _ in range(FULL_REPEATS):
+            runs.append((*slicelab_step(arch, batch, channels, size), *torch_step(arch, batch, channels, size)))
+            print(f"  run {len(runs)}: {arch} SliceLab {runs[-1][0]:.1f} ms ({runs[-1][1]:.0f} MB), "
+                  f"PyTorch {runs[-1][2]:.1f} ms ({runs[-1][3]:.0f} MB)", flush=True)
+        ours_ms, ours_rss, theirs_ms, theirs_rss = (sorted(column)[len(column) // 2] for column in zip(*runs))
+        print(f"training step {arch} {batch}x{channels}x{size}^2 (median of {FULL_REPEATS} interleaved runs, "
+              f"each the mean of steps 2..{STEPS}): SliceLab {ours_ms:9.1f} ms ({ours_rss:.0f} MB)  "
+              f"PyTorch {theirs_ms:9.1f} ms ({theirs_rss:.0f} MB)  time ratio {ours_ms / theirs_ms:.2f}x  "
+              f"RSS ratio {ours_rss / theirs_rss:.2f}x", flush=True)
 
 
 if __name__ == "__main__":

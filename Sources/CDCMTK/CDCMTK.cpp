@@ -4,6 +4,7 @@
 #include <dcmtk/dcmdata/dctk.h>
 #include <dcmtk/dcmdata/dcpxitem.h>
 #include <dcmtk/dcmdata/dcfcache.h>
+#include <dcmtk/dcmdata/dcistrmf.h>
 #include <dcmtk/dcmdata/dcrledrg.h>
 #include <dcmtk/dcmjpeg/djdecode.h>
 #include <dcmtk/dcmjpls/djdecode.h>
@@ -119,6 +120,52 @@ extern "C" void cdcmtk_register_codecs(void) {
 
 extern "C" const char *cdcmtk_version(void) { return OFFIS_DCMTK_VERSION_STRING; }
 
+namespace {
+
+/// Reads the dataset of a file whose meta header declares an encapsulated (JPEG, RLE, …) transfer syntax but whose
+/// dataset is written in Implicit VR Little Endian (seen in pydicom's SC_rgb_jpeg.dcm; pydicom reads such files
+/// with a warning): the dataset is read as implicit VR from just after the meta header, and the encapsulated Pixel
+/// Data is re-keyed under the declared syntax so DCMTK's codecs decode it. False when the file is not such a case.
+bool loadImplicitDatasetWithEncapsulatedPixels(cdcmtk_file *file, const char *path, uint32_t max_read_length) {
+    DcmFileFormat &format = file->format;
+    if (format.loadFile(path, EXS_Unknown, EGL_noChange, max_read_length, ERM_metaOnly).bad()) return false;
+    OFString uid;
+    Uint32 groupLength = 0;
+    DcmMetaInfo *meta = format.getMetaInfo();
+    if (!meta || meta->findAndGetOFString(DCM_TransferSyntaxUID, uid).bad() ||
+        meta->findAndGetUint32(DCM_FileMetaInformationGroupLength, groupLength).bad()) {
+        return false;
+    }
+    DcmXfer declared(uid.c_str());
+    if (!declared.isEncapsulated()) return false;
+    // Preamble and "DICM" (132 bytes), the group length element (12 bytes), then the rest of group 0002.
+    DcmInputFileStream stream(path, 132 + 12 + offile_off_t(groupLength));
+    if (stream.status().bad()) return false;
+    DcmDataset *dataset = format.getDataset();
+    dataset->clear();
+    dataset->transferInit();
+    OFCondition status = dataset->read(stream, EXS_LittleEndianImplicit, EGL_noChange, max_read_length);
+    dataset->transferEnd();
+    if (status.bad()) return false;
+    DcmElement *element = nullptr;
+    if (dataset->findAndGetElement(DCM_PixelData, element, OFFalse).bad() || !element ||
+        element->ident() != EVR_PixelData) {
+        return false;
+    }
+    DcmPixelData *pixels = OFstatic_cast(DcmPixelData *, element);
+    E_TransferSyntax original = EXS_Unknown;
+    const DcmRepresentationParameter *parameter = nullptr;
+    pixels->getOriginalRepresentationKey(original, parameter);
+    DcmPixelSequence *sequence = nullptr;
+    if (pixels->getEncapsulatedRepresentation(original, parameter, sequence).bad() || !sequence) return false;
+    DcmPixelSequence *copy = new (std::nothrow) DcmPixelSequence(*sequence);
+    if (!copy) return false;
+    pixels->putOriginalRepresentation(declared.getXfer(), nullptr, copy);
+    return true;
+}
+
+}  // namespace
+
 extern "C" cdcmtk_file *cdcmtk_open(const char *path, uint32_t max_read_length, char *message,
                                     size_t message_capacity) {
     cdcmtk_register_codecs();
@@ -130,6 +177,13 @@ extern "C" cdcmtk_file *cdcmtk_open(const char *path, uint32_t max_read_length, 
     }
     OFCondition status = file->format.loadFile(path, EXS_Unknown, EGL_noChange, max_read_length, ERM_autoDetect);
     if (status.bad()) {
+        // A second reading for one known inconsistency; when it does not apply, the first error stands.
+        cdcmtk_file *retry = new (std::nothrow) cdcmtk_file;
+        if (retry && loadImplicitDatasetWithEncapsulatedPixels(retry, path, max_read_length)) {
+            delete file;
+            return retry;
+        }
+        delete retry;
         write(status.text());
         delete file;
         return nullptr;
@@ -253,7 +307,14 @@ extern "C" int cdcmtk_read_pixels(cdcmtk_file *file, uint64_t offset, uint32_t l
     if (!pixels) return status;
     if (offset + length > pixels->getLength()) return fail(file, "Pixel Data is shorter than the image needs");
     if (offset > 0xffffffffULL) return fail(file, "Pixel Data offset beyond 4 GB");
-    // DCMTK swaps 16-bit words in place, so it needs an even window starting at an even offset.
+    // DCMTK swaps 16-bit words in place, so it needs an even window starting at an even offset: an even request
+    // is read straight into the caller's buffer, an odd one through a window.
+    if (offset % 2 == 0 && length % 2 == 0) {
+        OFCondition direct = pixels->getPartialValue(buffer, OFstatic_cast(Uint32, offset), length, nullptr,
+                                                     EBO_LittleEndian);
+        if (direct.bad()) return fail(file, std::string("reading Pixel Data: ") + direct.text());
+        return CDCMTK_OK;
+    }
     uint64_t start = offset & ~uint64_t(1);
     uint64_t end = std::min<uint64_t>((offset + length + 1) & ~uint64_t(1), pixels->getLength());
     std::vector<Uint8> window(end - start + 1);
@@ -341,6 +402,9 @@ struct cdcmtk_seg {
     DcmSegmentation *segmentation = nullptr;
     std::string error;
     OFVector<OFString> sources;
+    /// Every frame's mask (rows × columns bytes, non-zero = inside) in the order added, to pack Pixel Data.
+    std::vector<std::vector<Uint8>> masks;
+    size_t pixelsPerFrame = 0;
     ~cdcmtk_seg() { delete segmentation; }
 };
 
@@ -373,6 +437,7 @@ extern "C" cdcmtk_seg *cdcmtk_seg_create(const char *source_path, uint16_t rows,
         write(std::string("creating the segmentation: ") + status.text());
         return nullptr;
     }
+    seg->pixelsPerFrame = size_t(rows) * columns;
     status = seg->segmentation->importFromSourceImage(OFString(source_path));
     if (status.bad()) {
         write(std::string("importing patient and study from ") + source_path + ": " + status.text());
@@ -456,6 +521,7 @@ extern "C" int cdcmtk_seg_add_frame(cdcmtk_seg *seg, const uint8_t *pixels, uint
     groups.push_back(derivation.get());
     status = seg->segmentation->addFrame(const_cast<Uint8 *>(pixels), segment, groups);
     if (status.bad()) return segFail(seg, "adding frame " + std::to_string(stack_position), status);
+    seg->masks.emplace_back(pixels, pixels + seg->pixelsPerFrame);
     seg->sources.push_back(source_path);
     return CDCMTK_OK;
 }
@@ -473,7 +539,24 @@ extern "C" int cdcmtk_seg_save(cdcmtk_seg *seg, const char *path) {
         return CDCMTK_ERROR;
     }
     seg->segmentation->getCommonInstanceReference().addReferences(references);
-    OFCondition status = seg->segmentation->saveFile(path);
+    // DcmSegmentation::saveFile is writeDataset + saveFile in explicit VR little endian; done here in two steps
+    // because DCMTK 3.6.7 packs binary frames wrongly when a frame's pixel count is not a multiple of 8 (from
+    // the third frame on, every frame starts a byte early). Pixel Data is packed again as PS3.5 8.1.1 says:
+    // frames back to back, bit k of the value is pixel k, least significant bit first, padded to even length.
+    DcmFileFormat format;
+    OFCondition status = seg->segmentation->writeDataset(*format.getDataset());
+    if (status.bad()) return segFail(seg, std::string("building ") + path, status);
+    size_t bits = seg->masks.size() * seg->pixelsPerFrame;
+    std::vector<Uint8> packed(((bits + 7) / 8 + 1) & ~size_t(1), 0);
+    size_t bit = 0;
+    for (const std::vector<Uint8> &mask : seg->masks) {
+        for (Uint8 value : mask) {
+            if (value) packed[bit >> 3] |= Uint8(1u << (bit & 7));
+            ++bit;
+        }
+    }
+    status = format.getDataset()->putAndInsertUint8Array(DCM_PixelData, packed.data(), Uint32(packed.size()));
+    if (status.good()) status = format.saveFile(path, EXS_LittleEndianExplicit);
     if (status.bad()) return segFail(seg, std::string("writing ") + path, status);
     return CDCMTK_OK;
 }

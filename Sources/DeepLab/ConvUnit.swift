@@ -31,6 +31,11 @@ final class ConvUnit {
     var parameters: [Parameter] { conv.parameters + (norm?.parameters ?? []) }
 
     private let primitives = PrimitiveCache()
+    /// Eval mode skips the taps of dilated 3×3 convolutions that read only padding (see `TapInterval`); false
+    /// runs the whole convolution (tests compare the two).
+    var skipsPaddingTaps = true
+    let zonePrimitives = PrimitiveCache()
+    var zoneWeightCache: [PrimitiveCache.Key: (version: Int, weights: Tensor)] = [:]
     /// Eval-mode weights and bias in the primitive's layout, with the parameter versions they were made from.
     private var foldedWeights: (key: [UInt8], version: Int, weights: Tensor, bias: Tensor)?
     /// Training-mode weights in the primitive's layout.
@@ -44,16 +49,15 @@ final class ConvUnit {
         let convOutput: Tensor
         let weights: Tensor
         let normPrimitive: Primitive?
-        let normOutput: Tensor?
         let mean: Tensor?
         let variance: Tensor?
+        /// A `*_use_dst_for_bwd` activation, whose backward reads `output`.
         let activationPrimitive: Primitive?
-        let preActivation: Tensor
         let output: Tensor
         let hasResidual: Bool
     }
 
-    private var parameterVersion: Int { parameters.reduce(0) { $0 &+ $1.version } }
+    var parameterVersion: Int { parameters.reduce(0) { $0 &+ $1.version } }
 
     /// Applies the unit: act(bn(conv(x)) + residual).
     ///
@@ -80,6 +84,9 @@ final class ConvUnit {
             if let p = activation.postOp { postOps.append(p) }
             return try Primitive("convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
         }
+        if residual == nil, let plan = paddingFreePlan(x.shape) {
+            return try paddingFreeForward(x, full: primitive, plan: plan)
+        }
         let (weights, bias) = try preparedInferenceWeights(primitive)
         let input = try x.reordered(to: primitive.desc(dnnl_query_src_md))
         let dstDesc = primitive.desc(dnnl_query_dst_md)
@@ -98,14 +105,20 @@ final class ConvUnit {
         let desc = primitive.desc(dnnl_query_weights_md)
         let version = parameterVersion
         if let f = foldedWeights, f.version == version, f.key == desc.cacheKey { return (f.weights, f.bias) }
-        var w = conv.weight.value
-        var b = conv.bias?.value ?? [Float](repeating: 0, count: conv.outputChannels)
-        if let norm { (w, b) = norm.fold(weights: w, bias: conv.bias?.value) }
+        let (w, b) = foldedPlainWeights()
         let plain = try Tensor(plain: conv.weightDims, values: w)
         let weights = try plain.reordered(to: desc)
         let bias = try Tensor(plain: [conv.outputChannels], values: b)
         foldedWeights = (desc.cacheKey, version, weights, bias)
         return (weights, bias)
+    }
+
+    /// The weights and bias with batch norm folded in, in PyTorch's plain [O, I, k, k] order.
+    func foldedPlainWeights() -> (weights: [Float], bias: [Float]) {
+        guard let norm else {
+            return (conv.weight.value, conv.bias?.value ?? [Float](repeating: 0, count: conv.outputChannels))
+        }
+        return norm.fold(weights: conv.weight.value, bias: conv.bias?.value)
     }
 
     // MARK: Training
@@ -132,7 +145,6 @@ final class ConvUnit {
 
         var current = convOutput
         var normPrimitive: Primitive?
-        var normOutput: Tensor?
         var mean: Tensor?, variance: Tensor?
         if let norm {
             let p = try primitives.primitive(PrimitiveCache.Key("bn", convOutput.desc.cacheKey)) {
@@ -153,29 +165,31 @@ final class ConvUnit {
             norm.updateRunningStatistics(mean: Array(m.storage.prefix(norm.channels)),
                                          variance: Array(v.storage.prefix(norm.channels)), count: s[0] * s[2] * s[3])
             normPrimitive = p
-            normOutput = out
             mean = m
             variance = v
             current = out
         }
         if let residual { current = try Operations.sum([current, residual]) }
-        let preActivation = current
+        // The activation runs in place (on the normalised output or the residual sum; on the convolution's output
+        // only without batch norm, whose backward would need it), and its backward reads the output, as PyTorch's
+        // in-place ReLU does: one activation fewer kept per unit.
         var activationPrimitive: Primitive?
         switch activation {
         case .none: break
         case .relu:
-            let (y, p) = try Operations.eltwise(current, dnnl_eltwise_relu, training: true)
+            let (y, p) = try Operations.eltwise(current, dnnl_eltwise_relu_use_dst_for_bwd, training: true,
+                                                inPlace: true)
             current = y
             activationPrimitive = p
         case .relu6:
-            let (y, p) = try Operations.eltwise(current, dnnl_eltwise_clip_v2, alpha: 0, beta: 6, training: true)
+            let (y, p) = try Operations.eltwise(current, dnnl_eltwise_clip_v2_use_dst_for_bwd, alpha: 0, beta: 6,
+                                                training: true, inPlace: true)
             current = y
             activationPrimitive = p
         }
         saved = Saved(input: input, convPrimitive: convPrimitive, convOutput: convOutput, weights: weights,
-                      normPrimitive: normPrimitive, normOutput: normOutput, mean: mean, variance: variance,
-                      activationPrimitive: activationPrimitive, preActivation: preActivation, output: current,
-                      hasResidual: residual != nil)
+                      normPrimitive: normPrimitive, mean: mean, variance: variance,
+                      activationPrimitive: activationPrimitive, output: current, hasResidual: residual != nil)
         return current
     }
 
@@ -196,7 +210,7 @@ final class ConvUnit {
         }
         var gradient = try dy.reordered(to: saved.output.desc)
         if let forward = saved.activationPrimitive {
-            gradient = try Operations.eltwiseBackward(gradient, source: saved.preActivation, forward: forward,
+            gradient = try Operations.eltwiseBackward(gradient, destination: saved.output, forward: forward,
                                                       primitives: primitives)
         }
         let residualGradient: Tensor? = saved.hasResidual ? gradient : nil

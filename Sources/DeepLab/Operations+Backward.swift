@@ -3,8 +3,9 @@ import COneDNN
 // Backward passes of the stateless operations, each given the forward primitive as its hint.
 
 extension Operations {
-    /// dLoss/dSource of an element-wise function from dLoss/dDestination. Rests on `dnnl_eltwise_backward_desc_init`.
-    static func eltwiseBackward(_ dy: Tensor, source: Tensor, forward: Primitive,
+    /// dLoss/dSource of a `*_use_dst_for_bwd` element-wise function from dLoss/dDestination and the forward's
+    /// `destination`. Rests on `dnnl_eltwise_backward_desc_init`.
+    static func eltwiseBackward(_ dy: Tensor, destination: Tensor, forward: Primitive,
                                 primitives: PrimitiveCache = operationCache) throws -> Tensor {
         var algorithm = dnnl_alg_kind_undef
         var alpha: Float = 0, beta: Float = 0
@@ -15,16 +16,17 @@ extension Operations {
             alpha = d.alpha
             beta = d.beta
         }
-        let key = PrimitiveCache.Key("eltwise-backward", source.desc.cacheKey, algorithm.rawValue, alpha, beta)
+        let key = PrimitiveCache.Key("eltwise-backward", destination.desc.cacheKey, algorithm.rawValue, alpha, beta)
         let primitive = try primitives.primitive(key) {
-            var data = source.desc
+            var data = destination.desc
             var op = dnnl_eltwise_desc_t()
             try dnnlCheck("dnnl_eltwise_backward_desc_init",
                           dnnl_eltwise_backward_desc_init(&op, algorithm, &data, &data, alpha, beta))
             return try Primitive("eltwise backward", op: op, hint: forward)
         }
-        let output = try Tensor(desc: source.desc)
-        try primitive.execute([(Arg.src, source), (Arg.diffDst, try dy.reordered(to: source.desc)), (Arg.diffSrc, output)])
+        let output = try Tensor(desc: destination.desc)
+        try primitive.execute([(Arg.dst, destination), (Arg.diffDst, try dy.reordered(to: destination.desc)),
+                               (Arg.diffSrc, output)])
         return output
     }
 

@@ -146,10 +146,11 @@ enum Operations {
         return output
     }
 
-    /// An element-wise function (`dnnl_eltwise_relu`, `dnnl_eltwise_clip_v2` with bounds, …).
+    /// An element-wise function (`dnnl_eltwise_relu`, `dnnl_eltwise_clip_v2` with bounds, …), into a new tensor
+    /// or, `inPlace`, into `x` itself (which is returned).
     /// Rests on `dnnl_eltwise_forward_desc_init`.
     static func eltwise(_ x: Tensor, _ algorithm: dnnl_alg_kind_t, alpha: Float = 0, beta: Float = 0,
-                        training: Bool) throws -> (Tensor, Primitive) {
+                        training: Bool, inPlace: Bool = false) throws -> (Tensor, Primitive) {
         let key = PrimitiveCache.Key("eltwise", x.desc.cacheKey, algorithm.rawValue, alpha, beta, training)
         let primitive = try operationCache.primitive(key) {
             var data = x.desc
@@ -158,7 +159,7 @@ enum Operations {
                 &op, training ? dnnl_forward_training : dnnl_forward_inference, algorithm, &data, alpha, beta))
             return try Primitive("eltwise", op: op)
         }
-        let output = try Tensor(desc: x.desc)
+        let output = inPlace ? x : try Tensor(desc: x.desc)
         try primitive.execute([(Arg.src, x), (Arg.dst, output)])
         return (output, primitive)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import ImageIO
 import Metrics
 
 /// `slicelab evaluate`: metrics of predicted label maps against references, written as one run of a results
@@ -50,6 +51,7 @@ public enum Evaluate {
     public static func run(_ options: Options, showProgress: Bool = true) throws -> ResultsRun {
         let runName = options.resolvedRunName
         try ResultsRun.validate(name: runName)
+        try prepareOutputLocation(options.output)
         if !options.overwrite, FileManager.default.fileExists(atPath: options.output),
            try ResultsFile.runNames(in: options.output).contains(runName) {
             throw ResultsError.runExists(file: options.output, run: runName)

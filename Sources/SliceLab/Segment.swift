@@ -1,4 +1,5 @@
 import DeepLab
+import DICOM
 import Foundation
 import ImageIO
 
@@ -28,21 +29,33 @@ public enum Segment {
     }
 
     /// Segments every frame of the input with the checkpoint's model and preprocessing; writes the label map
-    /// (`/labels` UInt8, or UInt16 above 256 classes, [frames, H, W], or a one-frame PNG), optionally
+    /// (`/labels` UInt8, or UInt16 above 256 classes, [frames, H, W], a one-frame PNG, or for `.dcm` and a DICOM
+    /// input a binary DICOM SEG referencing the source series, see `SegmentationExport`), optionally
     /// `/probabilities` Float32 [frames, K, H, W] and an overlay PNG of the first frame.
     ///
     /// - Throws: `InputError`, `DeepLabError`, `ImageIOError`, each naming the file and cause.
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws {
         let ext = URL(fileURLWithPath: options.output).pathExtension.lowercased()
-        guard ["h5", "hdf5", "png"].contains(ext) else {
-            throw InputError.unsupportedOutput(file: options.output, reason: "expected .h5 or .png")
+        guard ["h5", "hdf5", "png", "dcm"].contains(ext) else {
+            throw InputError.unsupportedOutput(file: options.output, reason: "expected .h5, .png or .dcm")
         }
-        if options.probabilities && ext == "png" {
+        if options.probabilities && ext != "h5" && ext != "hdf5" {
             throw InputError.unsupportedOutput(file: options.output, reason: "--probabilities needs an .h5 output")
         }
         if let threads = options.threads { setComputeThreads(threads) }
         let (model, preprocessing) = try DeepLabCheckpoint.load(options.model)
-        let image = try ImageLoader.load(options.input)
+        // A DICOM SEG references the source series frame by frame, so the image comes with its series.
+        var source: Series?
+        let image: ScanImage
+        if ext == "dcm" {
+            guard ImageLoader.isDICOM(options.input) else {
+                throw InputError.unsupportedOutput(file: options.output, reason: "a DICOM SEG needs a DICOM file or "
+                    + "series folder as INPUT, not \(options.input)")
+            }
+            (image, source) = try ImageLoader.loadDICOMSeries(options.input)
+        } else {
+            image = try ImageLoader.load(options.input)
+        }
         if ext == "png" && image.frames > 1 {
             throw InputError.unsupportedOutput(file: options.output, reason: "the input has \(image.frames) frames; "
                 + "a PNG holds one, write .h5 instead")
@@ -65,6 +78,14 @@ public enum Segment {
         }
         let map = LabelMap(frames: image.frames, rows: image.rows, columns: image.columns, labels: labels,
                            spacing: image.spacing)
+        if let source {
+            let names = try SegmentationExport.classNames(checkpoint: options.model, classCount: k)
+            try SegmentationExport.write(labels: map, series: source, classNames: names, to: options.output)
+            log("segment: wrote DICOM SEG \(options.output) referencing series \(source.seriesInstanceUID) "
+                + "(\(source.slices.count) slice(s))")
+            if let overlay = options.overlay { try Overlay.write(image: image, labels: map, frame: 0, to: overlay) }
+            return
+        }
         try map.write(to: options.output, elementType: k <= 256 ? .uint8 : .uint16) { file in
             if options.probabilities {
                 try file.write(probabilities, shape: [image.frames, k, image.rows, image.columns], to: "/probabilities",

@@ -161,6 +161,7 @@ public enum TrainWorkflow {
     @discardableResult
     public static func run(_ options: TrainOptions, progress: TrainProgress? = nil,
                            makeNetwork: (TrainOptions) throws -> SegmentationNetwork) throws -> Trainer.Summary {
+        try prepareOutputLocation(options.outputPath)
         let set = try LabeledSet.open(options.datasetPath, skipBad: options.skipBad)
         for skipped in set.skipped { FileHandle.standardError.write(Data("skipping \(skipped.error)\n".utf8)) }
         let configuration = try configuration(options, set: set)
@@ -179,7 +180,11 @@ public enum TrainWorkflow {
                                   lastCheckpointPath: options.lastCheckpointPath,
                                   progress: progress ?? TrainProgress(totalSteps: configuration.steps))
         if let model = network as? DeepLabV3 {  // the engine's model file, which `segment --model` loads
-            trainer.writeModel = { try DeepLabCheckpoint.write(model, preprocessing: preprocessing, into: $0) }
+            trainer.writeModel = { file in
+                try DeepLabCheckpoint.write(model, preprocessing: preprocessing, into: file)
+                // The set's class names, which `segment --out OUT.dcm` gives the DICOM SEG's segments.
+                try file.setAttribute("class_names", .strings(set.description.classes))
+            }
         }
         return try trainer.run(resumingFrom: options.resumePath)
     }
