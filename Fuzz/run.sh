@@ -23,10 +23,14 @@ export SWIFT_BACKTRACE=enable=no
 # Toolchain leaks (not SliceLab's) are suppressed, each with its reproduction in lsan.supp.
 export LSAN_OPTIONS="suppressions=$here/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 # The shared library holding the innermost frame of a sanitizer report that is not the sanitizer's or libc's.
+# For a leak report, every leaked allocation's innermost frame counts: it is libhdf5's only if all of them are.
 innermost_module() {
-    awk '/ERROR: AddressSanitizer|ERROR: libFuzzer/ { on = 1 } on && /^ *#[0-9]+ / {
-        if ($0 ~ /compiler-rt|sysdeps|libc\.so|__asan|__interceptor|__sanitizer/) next
-        if ($0 ~ /libhdf5/) print "libhdf5"; else print "other"; exit }' "$1"
+    awk '/ERROR: AddressSanitizer|ERROR: libFuzzer|ERROR: LeakSanitizer/ { on = 1; leak = /LeakSanitizer/ }
+        on && /^ *#[0-9]+ / && !seen {
+            if ($0 ~ /compiler-rt|sysdeps|libc\.so|__asan|__interceptor|__sanitizer/) next
+            seen = 1; if ($0 !~ /libhdf5/) other = 1; if (!leak) exit }
+        on && leak && /^(Direct|Indirect) leak/ { seen = 0 }
+        END { if (on) print (other ? "other" : "libhdf5") }' "$1"
 }
 mkdir -p "$here/work/logs"
 failed=()
@@ -55,8 +59,9 @@ for run in "${runs[@]}"; do
         [ -n "$ran" ] || ran=$(grep -oE '^#[0-9]+' "$log.part" | tr -d '#' | tail -1)  # a crash prints no stats
         executions=$((executions + ${ran:-0}))
         remaining=$((remaining - ($(date +%s) - started)))
-        # A crash whose innermost frame (below the sanitizer and libc) is in libhdf5 is the library's own bug
-        # (HDF5 1.10.8 as Debian 12 ships it), listed in the summary; the run goes on for its remaining time.
+        # A crash, out-of-memory or leak whose innermost frames (below the sanitizer and libc) are in libhdf5 is
+        # the library's own (HDF5 1.10.8 as Debian 12 ships it): listed in the summary, and the run goes on for
+        # its remaining time. Anything with a SliceLab frame innermost fails the run.
         [ $status -ne 0 ] && [ "$(innermost_module "$log.part")" = libhdf5 ] && [ $remaining -gt 1 ] \
             && { upstream=$((upstream + 1)); continue; }
         [ $status -ne 0 ] && [ "$(innermost_module "$log.part")" = libhdf5 ] && { upstream=$((upstream + 1)); status=0; }
