@@ -32,7 +32,7 @@ public final class TrainProgress {
         let elapsed = now.timeIntervalSince(start ?? now)
         let rate = elapsed > 0 && step > startStep ? Double(step - startStep) / elapsed : 0
         let eta = rate > 0 ? Double(totalSteps - step) / rate : 0
-        let numbers = String(format: "step %d/%d  loss %.4f  lr %.2e  %.2f steps/s  ETA %@", step, totalSteps, loss,
+        let numbers = String(format: "step %d/%d  loss %.4f  lr %.2e  %.3g steps/s  ETA %@", step, totalSteps, loss,
                              learningRate, rate, ProgressReporter.clock(eta))
         if isTerminal {
             guard now.timeIntervalSince(lastDraw) > 0.1 || step == totalSteps else { return }
