@@ -39,6 +39,8 @@ def write(source: str, temporary: str, command: str, seed: int) -> None:
             raise SystemExit(f"{source}: no configuration attribute; not a SliceLab checkpoint")
         out.attrs["configuration"] = configuration
         out.attrs["preprocessing"] = f.attrs["preprocessing"]
+        if "class_names" in f.attrs:
+            out.attrs["class_names"] = f.attrs["class_names"]
         out.attrs["format"] = "slicelab-deeplabv3"
         out.attrs["training_command"] = command
         out.attrs["training_seed"] = seed
