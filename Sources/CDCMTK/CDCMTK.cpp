@@ -4,6 +4,7 @@
 #include <dcmtk/dcmdata/dctk.h>
 #include <dcmtk/dcmdata/dcpxitem.h>
 #include <dcmtk/dcmdata/dcfcache.h>
+#include <dcmtk/dcmdata/dcistrmf.h>
 #include <dcmtk/dcmdata/dcrledrg.h>
 #include <dcmtk/dcmjpeg/djdecode.h>
 #include <dcmtk/dcmjpls/djdecode.h>
@@ -119,6 +120,52 @@ extern "C" void cdcmtk_register_codecs(void) {
 
 extern "C" const char *cdcmtk_version(void) { return OFFIS_DCMTK_VERSION_STRING; }
 
+namespace {
+
+/// Reads the dataset of a file whose meta header declares an encapsulated (JPEG, RLE, …) transfer syntax but whose
+/// dataset is written in Implicit VR Little Endian (seen in pydicom's SC_rgb_jpeg.dcm; pydicom reads such files
+/// with a warning): the dataset is read as implicit VR from just after the meta header, and the encapsulated Pixel
+/// Data is re-keyed under the declared syntax so DCMTK's codecs decode it. False when the file is not such a case.
+bool loadImplicitDatasetWithEncapsulatedPixels(cdcmtk_file *file, const char *path, uint32_t max_read_length) {
+    DcmFileFormat &format = file->format;
+    if (format.loadFile(path, EXS_Unknown, EGL_noChange, max_read_length, ERM_metaOnly).bad()) return false;
+    OFString uid;
+    Uint32 groupLength = 0;
+    DcmMetaInfo *meta = format.getMetaInfo();
+    if (!meta || meta->findAndGetOFString(DCM_TransferSyntaxUID, uid).bad() ||
+        meta->findAndGetUint32(DCM_FileMetaInformationGroupLength, groupLength).bad()) {
+        return false;
+    }
+    DcmXfer declared(uid.c_str());
+    if (!declared.isEncapsulated()) return false;
+    // Preamble and "DICM" (132 bytes), the group length element (12 bytes), then the rest of group 0002.
+    DcmInputFileStream stream(path, 132 + 12 + offile_off_t(groupLength));
+    if (stream.status().bad()) return false;
+    DcmDataset *dataset = format.getDataset();
+    dataset->clear();
+    dataset->transferInit();
+    OFCondition status = dataset->read(stream, EXS_LittleEndianImplicit, EGL_noChange, max_read_length);
+    dataset->transferEnd();
+    if (status.bad()) return false;
+    DcmElement *element = nullptr;
+    if (dataset->findAndGetElement(DCM_PixelData, element, OFFalse).bad() || !element ||
+        element->ident() != EVR_PixelData) {
+        return false;
+    }
+    DcmPixelData *pixels = OFstatic_cast(DcmPixelData *, element);
+    E_TransferSyntax original = EXS_Unknown;
+    const DcmRepresentationParameter *parameter = nullptr;
+    pixels->getOriginalRepresentationKey(original, parameter);
+    DcmPixelSequence *sequence = nullptr;
+    if (pixels->getEncapsulatedRepresentation(original, parameter, sequence).bad() || !sequence) return false;
+    DcmPixelSequence *copy = new (std::nothrow) DcmPixelSequence(*sequence);
+    if (!copy) return false;
+    pixels->putOriginalRepresentation(declared.getXfer(), nullptr, copy);
+    return true;
+}
+
+}  // namespace
+
 extern "C" cdcmtk_file *cdcmtk_open(const char *path, uint32_t max_read_length, char *message,
                                     size_t message_capacity) {
     cdcmtk_register_codecs();
@@ -130,6 +177,13 @@ extern "C" cdcmtk_file *cdcmtk_open(const char *path, uint32_t max_read_length, 
     }
     OFCondition status = file->format.loadFile(path, EXS_Unknown, EGL_noChange, max_read_length, ERM_autoDetect);
     if (status.bad()) {
+        // A second reading for one known inconsistency; when it does not apply, the first error stands.
+        cdcmtk_file *retry = new (std::nothrow) cdcmtk_file;
+        if (retry && loadImplicitDatasetWithEncapsulatedPixels(retry, path, max_read_length)) {
+            delete file;
+            return retry;
+        }
+        delete retry;
         write(status.text());
         delete file;
         return nullptr;

@@ -37,6 +37,16 @@ public final class DicomFile: @unchecked Sendable {
     public static let maxReadLength: UInt32 = 64 * 1024
     /// The largest decoded frame SliceLab accepts, in bytes (1 GiB).
     public static let maxFrameBytes = 1 << 30
+    /// Threads that decode the slices of a series together (`Series.load`) and the code blocks of a JPEG 2000
+    /// frame (OpenJPEG): `SLICELAB_DECODE_THREADS` if set (1 decodes on the calling thread only), else 2 or the
+    /// machine's cores if fewer.
+    public static let decodeThreads: Int = {
+        if let text = ProcessInfo.processInfo.environment["SLICELAB_DECODE_THREADS"], let value = Int(text),
+           value >= 1 {
+            return min(value, 64)
+        }
+        return min(2, max(ProcessInfo.processInfo.activeProcessorCount, 1))
+    }()
 
     /// Opens a DICOM file (Part 10 with meta header, or a bare dataset) and validates its image attributes.
     ///

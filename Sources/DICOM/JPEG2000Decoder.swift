@@ -44,7 +44,7 @@ enum JPEG2000Decoder {
 
     /// Decodes one frame's codestream and hands its components (rows × columns Int32 samples each, as many as
     /// the dataset's Samples per Pixel, checked) and the image header to `body`, while OpenJPEG's image lives.
-    /// Rests on `opj_read_header`, `opj_decode`, `opj_end_decompress`.
+    /// Rests on `opj_read_header`, `opj_codec_set_threads`, `opj_decode`, `opj_end_decompress`.
     static func withDecodedImage<T>(_ data: [UInt8], file: DicomFile, frame: Int,
                                     _ body: ([UnsafeBufferPointer<Int32>], opj_image_t) throws -> T) throws -> T {
         // A JP2 file (which some writers put in DICOM) is decoded from its contiguous codestream box.
@@ -71,6 +71,10 @@ enum JPEG2000Decoder {
             var parameters = opj_dparameters_t()
             opj_set_default_decoder_parameters(&parameters)
             guard opj_setup_decoder(codec, &parameters) != 0 else { throw failure("setup failed") }
+            if DicomFile.decodeThreads > 1 && opj_has_thread_support() != 0 {
+                // Code blocks decoded on several threads; the result is the same as on one.
+                _ = opj_codec_set_threads(codec, Int32(DicomFile.decodeThreads))
+            }
 
             guard let stream = opj_stream_default_create(1) else { throw failure("stream unavailable") }
             defer { opj_stream_destroy(stream) }

@@ -208,7 +208,7 @@ public struct Series: @unchecked Sendable {
 
     /// Decodes every slice into one Float32 volume of modality values, allocated once.
     ///
-    /// - Throws: `DICOMError.unsupportedImage` for colour series, or the first slice's decoding error.
+    /// - Throws: `DICOMError.unsupportedImage` for colour series, or the error of a slice that fails to decode.
     public func load() throws -> Volume {
         let file = first
         guard !file.isColor else {
@@ -217,16 +217,29 @@ public struct Series: @unchecked Sendable {
         let plane = file.rows * file.columns
         // Each slice is decoded straight into its place in the volume (no per-slice array, no zero-filling
         // pass); if one fails the volume is discarded.
+        for slice in slices where slice.file.rows != file.rows || slice.file.columns != file.columns {
+            throw DICOMError.impossibleDimensions(
+                file: slice.file.path, reason: "\(slice.file.rows)×\(slice.file.columns) in a series of "
+                    + "\(file.rows)×\(file.columns) slices")
+        }
+        let slices = self.slices
         let values = try [Float](unsafeUninitializedCapacity: slices.count * plane) { buffer, initialized in
-            for (index, slice) in slices.enumerated() {
-                guard slice.file.rows == file.rows, slice.file.columns == file.columns else {
-                    throw DICOMError.impossibleDimensions(
-                        file: slice.file.path, reason: "\(slice.file.rows)×\(slice.file.columns) in a series of "
-                            + "\(file.rows)×\(file.columns) slices")
+            // Slices are decoded by `DicomFile.decodeThreads` workers (slice k by worker k mod n); each file has its
+            // own DCMTK handle, and each slice its own part of the volume.
+            let workers = min(DicomFile.decodeThreads, slices.count)
+            let failures = SliceFailures()
+            let volume = buffer
+            DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                for index in stride(from: worker, to: slices.count, by: workers) where !failures.any {
+                    do {
+                        try slices[index].file.modalityFrame(slices[index].frame, into: UnsafeMutableBufferPointer(
+                            rebasing: volume[(index * plane)..<((index + 1) * plane)]))
+                    } catch {
+                        failures.record(error, slice: index)
+                    }
                 }
-                try slice.file.modalityFrame(slice.frame,
-                                             into: UnsafeMutableBufferPointer(rebasing: buffer[(index * plane)..<((index + 1) * plane)]))
             }
+            if let error = failures.first { throw error }
             initialized = slices.count * plane
         }
         let pixel = file.pixelSpacing(frame: slices[0].frame)
@@ -241,5 +254,20 @@ public struct Series: @unchecked Sendable {
                       origin: file.imagePosition(frame: slices[0].frame) ?? [0, 0, 0],
                       direction: [rowDirection, columnDirection, normal], seriesInstanceUID: seriesInstanceUID,
                       sourceFiles: slices.map(\.file.path), warnings: warnings)
+    }
+}
+
+/// The failure of the lowest slice index seen by the workers decoding a series (they stop at the first one).
+private final class SliceFailures: @unchecked Sendable {
+    private let lock = NSLock()
+    private var failure: (slice: Int, error: Error)?
+
+    var any: Bool { lock.withLock { failure != nil } }
+    var first: Error? { lock.withLock { failure?.error } }
+
+    func record(_ error: Error, slice: Int) {
+        lock.withLock {
+            if failure == nil || slice < (failure?.slice ?? .max) { failure = (slice, error) }
+        }
     }
 }

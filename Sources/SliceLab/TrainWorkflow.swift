@@ -180,7 +180,11 @@ public enum TrainWorkflow {
                                   lastCheckpointPath: options.lastCheckpointPath,
                                   progress: progress ?? TrainProgress(totalSteps: configuration.steps))
         if let model = network as? DeepLabV3 {  // the engine's model file, which `segment --model` loads
-            trainer.writeModel = { try DeepLabCheckpoint.write(model, preprocessing: preprocessing, into: $0) }
+            trainer.writeModel = { file in
+                try DeepLabCheckpoint.write(model, preprocessing: preprocessing, into: file)
+                // The set's class names, which `segment --out OUT.dcm` gives the DICOM SEG's segments.
+                try file.setAttribute("class_names", .strings(set.description.classes))
+            }
         }
         return try trainer.run(resumingFrom: options.resumePath)
     }

@@ -43,6 +43,8 @@ struct TrainCommandTests {
         #expect(try last.shape(of: "/history/train_loss") == [2])
         let file = try HDF5File.open(out)
         #expect(try file.attribute("format").stringValue == "slicelab-deeplabv3")
+        // The set's class names travel with the model (a DICOM SEG written by `segment` names its segments so).
+        #expect(try file.attribute("class_names") == .strings(["background", "disc", "square"]))
         let (model, preprocessing) = try DeepLabCheckpoint.load(out)
         #expect(model.configuration.numClasses == 3 && preprocessing == .window(center: 127.5, width: 255))
 

@@ -4,7 +4,7 @@ import SliceLab
 enum ConvertCommand: Command {
     static let spec = CommandSpec(
         name: "convert",
-        summary: "Convert DICOM to HDF5 (modality values) or PNG (display image).",
+        summary: "Convert DICOM to HDF5 (modality values) or PNG (display image), or a label map to DICOM SEG.",
         positionals: [
             PositionalSpec("PATH", help: "A DICOM file or a series folder (with --reference: a label file)."),
             PositionalSpec("OUT", help: "OUT.h5 for /image in physical units, OUT.png for the display image, "
