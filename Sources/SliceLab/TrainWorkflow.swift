@@ -32,6 +32,8 @@ public struct TrainOptions: Sendable {
     public var outputPath: String
     public var skipBad = false
     public var augmentation: AugmentationConfiguration?
+    /// The bound on decoded sizes the set's files are read with (`--max-memory`).
+    public var limits: ReadLimits = .standard
 
     public init(datasetPath: String, architecture: String, classCount: Int, outputPath: String) {
         self.datasetPath = datasetPath
@@ -161,7 +163,7 @@ public enum TrainWorkflow {
     @discardableResult
     public static func run(_ options: TrainOptions, progress: TrainProgress? = nil,
                            makeNetwork: (TrainOptions) throws -> SegmentationNetwork) throws -> Trainer.Summary {
-        let set = try LabeledSet.open(options.datasetPath, skipBad: options.skipBad)
+        let set = try LabeledSet.open(options.datasetPath, skipBad: options.skipBad, limits: options.limits)
         for skipped in set.skipped { FileHandle.standardError.write(Data("skipping \(skipped.error)\n".utf8)) }
         let configuration = try configuration(options, set: set)
         let network = try makeNetwork(options)

@@ -14,6 +14,7 @@ enum ConvertCommand: Command {
                        default: "the file's window, else auto"),
             OptionSpec("frame", .int(0...Int.max), help: "Frame (or slice) to write as PNG.", default: "0"),
             OptionSpec("bits", .choice(["8", "16"]), help: "PNG bit depth.", default: "8"),
+            maxMemoryOption,
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
@@ -23,7 +24,8 @@ enum ConvertCommand: Command {
         }
         let lines = try ConvertWorkflow.run(
             source: arguments.positional(0) ?? "", output: arguments.positional(1) ?? "", window: window,
-            frame: arguments.int("frame") ?? 0, bits: Int(arguments.string("bits") ?? "8") ?? 8)
+            frame: arguments.int("frame") ?? 0, bits: Int(arguments.string("bits") ?? "8") ?? 8,
+            limits: try readLimits(arguments, command: "convert"))
         lines.forEach { print($0) }
     }
 }
