@@ -7,7 +7,11 @@ Two workloads, each converted to HDF5 by both (same work: decode every frame, mo
 Throughput is MB of decoded frames (rows x columns x samples x frames x BitsAllocated/8) per second of wall
 time (and CPU time, user + system, which a loaded machine disturbs less), with inputs and outputs in /dev/shm; peak memory is the child process's maximum resident set size (wait4). Prints SliceLab/pydicom ratios.
 
-Run: make bench (release build), or .venv/bin/python Benchmarks/bench_dicom.py [--slices N].
+Each side runs `--rounds` times (default 3), alternately (SliceLab, pydicom, SliceLab, …), and medians are
+compared, so a burst of load on the shared machine does not decide the ratio. Both sides are single-threaded:
+pydicom decodes one file after another, and so does `slicelab convert`.
+
+Run: make bench (release build), or .venv/bin/python Benchmarks/bench_dicom.py [--slices N] [--rounds R].
 """
 import argparse
 import json
@@ -39,9 +43,9 @@ with h5py.File(out, "w") as h5:
         volume = np.empty((len(datasets), datasets[0].Rows, datasets[0].Columns), np.float32)
         for k, d in enumerate(datasets):
             volume[k] = apply_modality_lut(d.pixel_array, d)
-        # The same contract as `slicelab convert`: /image and /series/<uid>/image.
-        h5["image"] = volume
+        # The same contract as `slicelab convert`: /series/<uid>/image, and /image a hard link to it (stored once).
         h5[f"series/{datasets[0].SeriesInstanceUID}/image"] = volume
+        h5["image"] = h5[f"series/{datasets[0].SeriesInstanceUID}/image"]
     else:
         for k, d in enumerate(datasets):
             array = d.pixel_array
@@ -109,20 +113,36 @@ def make_series(folder, slices):
         ds.save_as(folder / f"slice{(k * 7919) % slices:04d}.dcm", enforce_file_format=True)
 
 
-def compare(name, folder, mode, slicelab, output):
-    ours_time, ours_peak, printed, ours_cpu = run([slicelab, "convert", str(folder), str(output / "slicelab.h5")])
-    # Files SliceLab skipped (a size that differs from the rest of their series) leave both workloads, so both
-    # decode the same files; the time SliceLab spent opening them stays in its total.
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def compare(name, folder, mode, slicelab, output, rounds):
+    """Runs SliceLab and pydicom alternately `rounds` times (SliceLab, pydicom, SliceLab, …) on the same files and
+    prints medians of wall time, CPU time (user + system) and peak RSS, and their ratios."""
+    ours_command = [slicelab, "convert", str(folder), str(output / "slicelab.h5")]
+    peer_command = [sys.executable, "-c", PEER, str(folder), str(output / "pydicom.h5"), mode]
+    # A first SliceLab run finds the files it skips (a size that differs from the rest of their series); they
+    # leave both workloads, so both decode the same files.
+    _, _, printed, _ = run(ours_command)
     for line in printed.splitlines():
         if line.startswith("skipped "):
             pathlib.Path(line[len("skipped "):].split(": ", 1)[0]).unlink(missing_ok=True)
     megabytes = decoded_megabytes(sorted(folder.iterdir()))
-    peer_time, peer_peak, _, peer_cpu = run([sys.executable, "-c", PEER, str(folder), str(output / "pydicom.h5"), mode])
-    print(f"{name}: {megabytes:.1f} MB decoded ({len(list(folder.iterdir()))} files)")
+    ours, peer = [], []
+    for _ in range(rounds):
+        ours.append(run(ours_command))
+        peer.append(run(peer_command))
+    ours_time, ours_cpu, ours_peak = (median([r[i] for r in ours]) for i in (0, 3, 1))
+    peer_time, peer_cpu, peer_peak = (median([r[i] for r in peer]) for i in (0, 3, 1))
+    print(f"{name}: {megabytes:.1f} MB decoded ({len(list(folder.iterdir()))} files), median of {rounds} "
+          f"interleaved rounds")
     print(f"  SliceLab {ours_time:7.2f} s wall {ours_cpu:7.2f} s CPU  {megabytes / ours_time:8.1f} MB/s  "
-          f"peak {ours_peak:7.0f} MB")
+          f"peak {ours_peak:7.0f} MB   (wall per round: {', '.join(f'{r[0]:.2f}' for r in ours)})")
     print(f"  pydicom  {peer_time:7.2f} s wall {peer_cpu:7.2f} s CPU  {megabytes / peer_time:8.1f} MB/s  "
-          f"peak {peer_peak:7.0f} MB")
+          f"peak {peer_peak:7.0f} MB   (wall per round: {', '.join(f'{r[0]:.2f}' for r in peer)})")
     print(f"  throughput ratio SliceLab/pydicom: {peer_time / ours_time:.2f}x wall, {peer_cpu / ours_cpu:.2f}x CPU "
           f"(load average {os.getloadavg()[0]:.1f})")
     return ours_peak
@@ -131,6 +151,7 @@ def compare(name, folder, mode, slicelab, output):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--slices", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved runs of each side (medians reported)")
     parser.add_argument("--slicelab", default=str(ROOT / ".build" / "release" / "slicelab"))
     arguments = parser.parse_args()
     if not CORPUS.is_dir():
@@ -148,14 +169,14 @@ def main():
               and not f["file"].endswith("SC_rgb_jpeg.dcm")]
         for index, path in enumerate(ok):
             shutil.copy(path, corpus / f"{index:03d}_{path.name}")
-        compare(f"corpus ({len(ok)} files)", corpus, "corpus", arguments.slicelab, temporary)
+        compare(f"corpus ({len(ok)} files)", corpus, "corpus", arguments.slicelab, temporary, arguments.rounds)
 
         series = temporary / "series"
         series.mkdir()
         make_series(series, arguments.slices)
         volume_mb = arguments.slices * 512 * 512 * 4 / 1e6
         peak = compare(f"CT series ({arguments.slices} x 512 x 512)", series, "series", arguments.slicelab,
-                       temporary)
+                       temporary, arguments.rounds)
         print(f"  SliceLab peak / Float32 volume ({volume_mb:.0f} MB): {peak / volume_mb:.2f}")
 
 

@@ -253,7 +253,14 @@ extern "C" int cdcmtk_read_pixels(cdcmtk_file *file, uint64_t offset, uint32_t l
     if (!pixels) return status;
     if (offset + length > pixels->getLength()) return fail(file, "Pixel Data is shorter than the image needs");
     if (offset > 0xffffffffULL) return fail(file, "Pixel Data offset beyond 4 GB");
-    // DCMTK swaps 16-bit words in place, so it needs an even window starting at an even offset.
+    // DCMTK swaps 16-bit words in place, so it needs an even window starting at an even offset: an even request
+    // is read straight into the caller's buffer, an odd one through a window.
+    if (offset % 2 == 0 && length % 2 == 0) {
+        OFCondition direct = pixels->getPartialValue(buffer, OFstatic_cast(Uint32, offset), length, nullptr,
+                                                     EBO_LittleEndian);
+        if (direct.bad()) return fail(file, std::string("reading Pixel Data: ") + direct.text());
+        return CDCMTK_OK;
+    }
     uint64_t start = offset & ~uint64_t(1);
     uint64_t end = std::min<uint64_t>((offset + length + 1) & ~uint64_t(1), pixels->getLength());
     std::vector<Uint8> window(end - start + 1);
@@ -341,6 +348,9 @@ struct cdcmtk_seg {
     DcmSegmentation *segmentation = nullptr;
     std::string error;
     OFVector<OFString> sources;
+    /// Every frame's mask (rows × columns bytes, non-zero = inside) in the order added, to pack Pixel Data.
+    std::vector<std::vector<Uint8>> masks;
+    size_t pixelsPerFrame = 0;
     ~cdcmtk_seg() { delete segmentation; }
 };
 
@@ -373,6 +383,7 @@ extern "C" cdcmtk_seg *cdcmtk_seg_create(const char *source_path, uint16_t rows,
         write(std::string("creating the segmentation: ") + status.text());
         return nullptr;
     }
+    seg->pixelsPerFrame = size_t(rows) * columns;
     status = seg->segmentation->importFromSourceImage(OFString(source_path));
     if (status.bad()) {
         write(std::string("importing patient and study from ") + source_path + ": " + status.text());
@@ -456,6 +467,7 @@ extern "C" int cdcmtk_seg_add_frame(cdcmtk_seg *seg, const uint8_t *pixels, uint
     groups.push_back(derivation.get());
     status = seg->segmentation->addFrame(const_cast<Uint8 *>(pixels), segment, groups);
     if (status.bad()) return segFail(seg, "adding frame " + std::to_string(stack_position), status);
+    seg->masks.emplace_back(pixels, pixels + seg->pixelsPerFrame);
     seg->sources.push_back(source_path);
     return CDCMTK_OK;
 }
@@ -473,7 +485,24 @@ extern "C" int cdcmtk_seg_save(cdcmtk_seg *seg, const char *path) {
         return CDCMTK_ERROR;
     }
     seg->segmentation->getCommonInstanceReference().addReferences(references);
-    OFCondition status = seg->segmentation->saveFile(path);
+    // DcmSegmentation::saveFile is writeDataset + saveFile in explicit VR little endian; done here in two steps
+    // because DCMTK 3.6.7 packs binary frames wrongly when a frame's pixel count is not a multiple of 8 (from
+    // the third frame on, every frame starts a byte early). Pixel Data is packed again as PS3.5 8.1.1 says:
+    // frames back to back, bit k of the value is pixel k, least significant bit first, padded to even length.
+    DcmFileFormat format;
+    OFCondition status = seg->segmentation->writeDataset(*format.getDataset());
+    if (status.bad()) return segFail(seg, std::string("building ") + path, status);
+    size_t bits = seg->masks.size() * seg->pixelsPerFrame;
+    std::vector<Uint8> packed(((bits + 7) / 8 + 1) & ~size_t(1), 0);
+    size_t bit = 0;
+    for (const std::vector<Uint8> &mask : seg->masks) {
+        for (Uint8 value : mask) {
+            if (value) packed[bit >> 3] |= Uint8(1u << (bit & 7));
+            ++bit;
+        }
+    }
+    status = format.getDataset()->putAndInsertUint8Array(DCM_PixelData, packed.data(), Uint32(packed.size()));
+    if (status.good()) status = format.saveFile(path, EXS_LittleEndianExplicit);
     if (status.bad()) return segFail(seg, std::string("writing ") + path, status);
     return CDCMTK_OK;
 }

@@ -30,7 +30,7 @@ public final class DicomFile: @unchecked Sendable {
 
     let handle: DCMTKHandle
     let pixelInfo: DCMTKHandle.PixelInfo?
-    private let frameLock = NSLock()
+    let frameLock = NSLock()
     var fragmentMap: [[Int]]?
 
     /// Element values longer than this stay on disk until read, so a file cannot make the reader allocate more
@@ -242,6 +242,16 @@ public final class DicomFile: @unchecked Sendable {
     ///
     /// - Throws: `DICOMError.unsupportedImage` for colour images, and what `storedFrame` throws.
     public func modalityFrame(_ index: Int) throws -> [Float] {
+        let count = rows * columns
+        return try [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
+            try modalityFrame(index, into: buffer)
+            initialized = count
+        }
+    }
+
+    /// `modalityFrame` through the general decoder (stored values as Int64, then the modality LUT): every
+    /// photometric interpretation, transfer syntax and Bits Allocated.
+    func modalityFrameThroughStoredValues(_ index: Int) throws -> [Float] {
         guard !isColor else {
             throw DICOMError.unsupportedImage(
                 file: path, reason: "\(photometricInterpretation) is colour; use rgbFrame for its pixels")

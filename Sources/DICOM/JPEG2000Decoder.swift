@@ -16,9 +16,40 @@ enum JPEG2000Decoder {
     /// The inverse multi-component transform (YBR_ICT, YBR_RCT) is applied by OpenJPEG, so colour arrives as RGB.
     /// Rests on `opj_read_header`, `opj_decode`, `opj_end_decompress`.
     static func decode(_ data: [UInt8], file: DicomFile, frame: Int) throws -> DicomFile.DecodedFrame {
+        try withDecodedImage(data, file: file, frame: frame) { components, image in
+            let componentCount = components.count
+            let pixels = file.rows * file.columns
+            var samples = [Int64](repeating: 0, count: pixels * componentCount)
+            for (c, component) in components.enumerated() {
+                for pixel in 0..<pixels { samples[pixel * componentCount + c] = Int64(component[pixel]) }
+            }
+            // Keep the low Bits Stored bits and sign-extend per Pixel Representation (pydicom's J2K sign
+            // correction for codestreams whose signedness differs from the dataset's).
+            let stored = Int64(file.bitsStored)
+            if file.isSigned {
+                let shift = 64 - stored
+                for i in 0..<samples.count { samples[i] = (samples[i] << shift) >> shift }
+            } else {
+                let mask = (Int64(1) << stored) - 1
+                for i in 0..<samples.count { samples[i] &= mask }
+            }
+            var photometric = file.photometricInterpretation
+            if componentCount == 3 && (photometric == "YBR_ICT" || photometric == "YBR_RCT"
+                || image.color_space == OPJ_CLRSPC_SRGB) {
+                photometric = "RGB"
+            }
+            return DicomFile.DecodedFrame(samples: samples, photometric: photometric)
+        }
+    }
+
+    /// Decodes one frame's codestream and hands its components (rows × columns Int32 samples each, as many as
+    /// the dataset's Samples per Pixel, checked) and the image header to `body`, while OpenJPEG's image lives.
+    /// Rests on `opj_read_header`, `opj_decode`, `opj_end_decompress`.
+    static func withDecodedImage<T>(_ data: [UInt8], file: DicomFile, frame: Int,
+                                    _ body: ([UnsafeBufferPointer<Int32>], opj_image_t) throws -> T) throws -> T {
         // A JP2 file (which some writers put in DICOM) is decoded from its contiguous codestream box.
         let codestream = contiguousCodestream(data) ?? data
-        return try codestream.withUnsafeBytes { bytes -> DicomFile.DecodedFrame in
+        return try codestream.withUnsafeBytes { bytes -> T in
             let context = Context(bytes: bytes)
             let unmanaged = Unmanaged.passRetained(context)
             defer { unmanaged.release() }
@@ -86,31 +117,16 @@ enum JPEG2000Decoder {
                 throw failure("has \(componentCount) components but the dataset declares \(file.samplesPerPixel)")
             }
             let pixels = file.rows * file.columns
-            var samples = [Int64](repeating: 0, count: pixels * componentCount)
+            var planes: [UnsafeBufferPointer<Int32>] = []
             for c in 0..<componentCount {
                 let component = components[c]
                 guard Int(component.w) == file.columns, Int(component.h) == file.rows, let data = component.data
                 else {
                     throw failure("component \(c) is \(component.w)×\(component.h), not \(file.columns)×\(file.rows)")
                 }
-                for pixel in 0..<pixels { samples[pixel * componentCount + c] = Int64(data[pixel]) }
+                planes.append(UnsafeBufferPointer(start: data, count: pixels))
             }
-            // Keep the low Bits Stored bits and sign-extend per Pixel Representation (pydicom's J2K sign
-            // correction for codestreams whose signedness differs from the dataset's).
-            let stored = Int64(file.bitsStored)
-            if file.isSigned {
-                let shift = 64 - stored
-                for i in 0..<samples.count { samples[i] = (samples[i] << shift) >> shift }
-            } else {
-                let mask = (Int64(1) << stored) - 1
-                for i in 0..<samples.count { samples[i] &= mask }
-            }
-            var photometric = file.photometricInterpretation
-            if componentCount == 3 && (photometric == "YBR_ICT" || photometric == "YBR_RCT"
-                || image.pointee.color_space == OPJ_CLRSPC_SRGB) {
-                photometric = "RGB"
-            }
-            return DicomFile.DecodedFrame(samples: samples, photometric: photometric)
+            return try body(planes, image.pointee)
         }
     }
 

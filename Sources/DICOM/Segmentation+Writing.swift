@@ -11,11 +11,15 @@ extension Segmentation {
     ///   - labels: [slices, rows, columns] in the series' slice order (`Series.slices`).
     ///   - series: the source series (single-frame images; their SOP instances are referenced).
     ///   - segmentLabels: names per label value.
+    ///   - segmentCount: when given, segments 1...segmentCount are all declared (absent values too) so that
+    ///     segment number N is label value N and a reader gets the label values back; when nil, one segment per
+    ///     value present, numbered in value order.
     ///   - path: the SEG file to write.
     /// - Throws: `DICOMError.invalidSegmentation` when the labels do not match the series, `.unwritable` when
     ///   DCMTK refuses. Rests on `cdcmtk_seg_create`, `cdcmtk_seg_add_frame`, `cdcmtk_seg_save`.
     public static func write(labels: [Int32], series: Series, segmentLabels: [Int: String] = [:],
-                             seriesDescription: String = "SliceLab segmentation", to path: String) throws {
+                             segmentCount: Int? = nil, seriesDescription: String = "SliceLab segmentation",
+                             to path: String) throws {
         let first = series.first
         let plane = first.rows * first.columns
         guard labels.count == series.slices.count * plane else {
@@ -30,8 +34,13 @@ extension Segmentation {
                                                  seriesDescription: seriesDescription,
                                                  seriesNumber: (first.dataset.int(.seriesNumber) ?? 0) + 1000,
                                                  destination: path)
+        if let segmentCount, let highest = values.last, Int(highest) > segmentCount {
+            throw DICOMError.invalidSegmentation(
+                file: path, reason: "label \(highest) is above the \(segmentCount) segments declared")
+        }
         var numbers: [Int32: Int] = [:]
-        for value in values {
+        let declared = segmentCount.map { (1...max($0, 1)).map(Int32.init) } ?? values
+        for value in declared {
             numbers[value] = try writer.addSegment(label: segmentLabels[Int(value)] ?? "Label \(value)")
         }
         let pixel = first.pixelSpacing(frame: series.slices[0].frame)

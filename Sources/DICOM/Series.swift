@@ -244,15 +244,19 @@ public struct Series: @unchecked Sendable {
         }
         let plane = file.rows * file.columns
         try checkLimits()
-        var values = [Float](repeating: 0, count: slices.count * plane)
-        for (index, slice) in slices.enumerated() {
-            let frame = try slice.file.modalityFrame(slice.frame)
-            values.withUnsafeMutableBufferPointer { buffer in
-                frame.withUnsafeBufferPointer { source in
-                    guard let destination = buffer.baseAddress, let from = source.baseAddress else { return }
-                    (destination + index * plane).update(from: from, count: plane)
+        // Each slice is decoded straight into its place in the volume (no per-slice array, no zero-filling
+        // pass); if one fails the volume is discarded.
+        let values = try [Float](unsafeUninitializedCapacity: slices.count * plane) { buffer, initialized in
+            for (index, slice) in slices.enumerated() {
+                guard slice.file.rows == file.rows, slice.file.columns == file.columns else {
+                    throw DICOMError.impossibleDimensions(
+                        file: slice.file.path, reason: "\(slice.file.rows)×\(slice.file.columns) in a series of "
+                            + "\(file.rows)×\(file.columns) slices")
                 }
+                try slice.file.modalityFrame(slice.frame,
+                                             into: UnsafeMutableBufferPointer(rebasing: buffer[(index * plane)..<((index + 1) * plane)]))
             }
+            initialized = slices.count * plane
         }
         let pixel = file.pixelSpacing(frame: slices[0].frame)
         let thickness = file.sliceThickness(frame: slices[0].frame)

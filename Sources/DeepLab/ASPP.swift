@@ -58,17 +58,30 @@ final class ASPP {
     }
 }
 
-/// Dropout with a seeded mask, scaled by 1/(1−p) in training; the identity in eval.
+/// Dropout scaled by 1/(1−p) in training, the identity in eval. Its masks are counter-based: the mask of a
+/// training forward is drawn from a generator keyed by the layer's seed and the training step alone, so a run
+/// resumed at step s draws the masks the uninterrupted run drew there (no generator state to save).
 final class Dropout {
     let probability: Float
-    private var generator: SeededGenerator
+    /// The layer's key (drawn from the model's seed at construction).
+    let seed: UInt64
+    /// The step whose mask the next training forward draws; each training forward advances it by one, and
+    /// `DeepLabV3.keyRandomDraws(toStep:)` sets it.
+    var step: UInt64 = 0
     private(set) var mask: [Float] = []
     /// False switches dropout off in training too (gradient checks need a deterministic forward).
     var isEnabled = true
 
     init(probability: Float, seed: UInt64) {
         self.probability = probability
-        generator = SeededGenerator(seed: seed)
+        self.seed = seed
+    }
+
+    /// The generator of `step`'s mask: SplitMix64 started at the layer's seed mixed with the step's own
+    /// SplitMix64 output, so every (seed, step) pair starts an independent stream.
+    static func generator(seed: UInt64, step: UInt64) -> SeededGenerator {
+        var stepMixer = SeededGenerator(seed: step)
+        return SeededGenerator(seed: seed ^ stepMixer.next())
     }
 
     /// Works on the tensor's storage in whatever layout it has: the mask is per stored element.
@@ -77,14 +90,19 @@ final class Dropout {
             mask = []
             return x
         }
+        var generator = Self.generator(seed: seed, step: step)
+        step &+= 1
         let output = try Tensor(desc: x.desc)
         let source = x.storage, target = output.storage
         let keep = 1 / (1 - probability)
+        let dropBelow = Double(probability)
         mask = [Float](repeating: 0, count: source.count)
-        for i in 0..<source.count {
-            let m: Float = Float.random(in: 0..<1, using: &generator) < probability ? 0 : keep
-            mask[i] = m
-            target[i] = source[i] * m
+        mask.withUnsafeMutableBufferPointer { mask in
+            for i in 0..<source.count {
+                let m: Float = Double(generator.next() >> 11) * 0x1p-53 < dropBelow ? 0 : keep
+                mask[i] = m
+                target[i] = source[i] * m
+            }
         }
         return output
     }

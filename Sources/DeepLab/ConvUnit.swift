@@ -31,6 +31,11 @@ final class ConvUnit {
     var parameters: [Parameter] { conv.parameters + (norm?.parameters ?? []) }
 
     private let primitives = PrimitiveCache()
+    /// Eval mode skips the taps of dilated 3×3 convolutions that read only padding (see `TapInterval`); false
+    /// runs the whole convolution (tests compare the two).
+    var skipsPaddingTaps = true
+    let zonePrimitives = PrimitiveCache()
+    var zoneWeightCache: [PrimitiveCache.Key: (version: Int, weights: Tensor)] = [:]
     /// Eval-mode weights and bias in the primitive's layout, with the parameter versions they were made from.
     private var foldedWeights: (key: [UInt8], version: Int, weights: Tensor, bias: Tensor)?
     /// Training-mode weights in the primitive's layout.
@@ -53,7 +58,7 @@ final class ConvUnit {
         let hasResidual: Bool
     }
 
-    private var parameterVersion: Int { parameters.reduce(0) { $0 &+ $1.version } }
+    var parameterVersion: Int { parameters.reduce(0) { $0 &+ $1.version } }
 
     /// Applies the unit: act(bn(conv(x)) + residual).
     ///
@@ -80,6 +85,9 @@ final class ConvUnit {
             if let p = activation.postOp { postOps.append(p) }
             return try Primitive("convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
         }
+        if residual == nil, let plan = paddingFreePlan(x.shape) {
+            return try paddingFreeForward(x, full: primitive, plan: plan)
+        }
         let (weights, bias) = try preparedInferenceWeights(primitive)
         let input = try x.reordered(to: primitive.desc(dnnl_query_src_md))
         let dstDesc = primitive.desc(dnnl_query_dst_md)
@@ -98,14 +106,20 @@ final class ConvUnit {
         let desc = primitive.desc(dnnl_query_weights_md)
         let version = parameterVersion
         if let f = foldedWeights, f.version == version, f.key == desc.cacheKey { return (f.weights, f.bias) }
-        var w = conv.weight.value
-        var b = conv.bias?.value ?? [Float](repeating: 0, count: conv.outputChannels)
-        if let norm { (w, b) = norm.fold(weights: w, bias: conv.bias?.value) }
+        let (w, b) = foldedPlainWeights()
         let plain = try Tensor(plain: conv.weightDims, values: w)
         let weights = try plain.reordered(to: desc)
         let bias = try Tensor(plain: [conv.outputChannels], values: b)
         foldedWeights = (desc.cacheKey, version, weights, bias)
         return (weights, bias)
+    }
+
+    /// The weights and bias with batch norm folded in, in PyTorch's plain [O, I, k, k] order.
+    func foldedPlainWeights() -> (weights: [Float], bias: [Float]) {
+        guard let norm else {
+            return (conv.weight.value, conv.bias?.value ?? [Float](repeating: 0, count: conv.outputChannels))
+        }
+        return norm.fold(weights: conv.weight.value, bias: conv.bias?.value)
     }
 
     // MARK: Training

@@ -154,6 +154,12 @@ public final class DeepLabV3: SegmentationNetwork {
         auxiliaryHead?.dropout.isEnabled = enabled
     }
 
+    /// Keys both dropout layers' masks to `step` (see `SegmentationNetwork.keyRandomDraws(toStep:)`).
+    public func keyRandomDraws(toStep step: Int) {
+        head.aspp.dropout.step = UInt64(max(0, step))
+        auxiliaryHead?.dropout.step = UInt64(max(0, step))
+    }
+
     public func zeroGradients() {
         for p in parameters where p.isTrainable {
             for i in p.gradient.indices { p.gradient[i] = 0 }

@@ -65,4 +65,14 @@ public protocol SegmentationNetwork: AnyObject {
 
     /// Sets every trainable parameter's gradient to zero.
     func zeroGradients()
+
+    /// Keys the random draws of the training forwards that follow (dropout masks) to the 0-based training
+    /// `step`: each draw is a function of the network's seed, the layer and the step alone, so a run resumed at
+    /// any step draws exactly what the uninterrupted run drew. Each training forward advances the step by one.
+    /// Networks without random draws ignore it.
+    func keyRandomDraws(toStep step: Int)
+}
+
+extension SegmentationNetwork {
+    public func keyRandomDraws(toStep step: Int) {}
 }

@@ -5,6 +5,8 @@ import COneDNN
 final class Tensor {
     let memory: dnnl_memory_t
     let desc: MemoryDesc
+    /// The tensor whose memory a view shares (kept alive with the view).
+    private let owner: Tensor?
 
     /// Allocates memory for `desc`. Rests on `dnnl_memory_create`.
     init(desc: MemoryDesc) throws {
@@ -15,6 +17,33 @@ final class Tensor {
         guard let memory else { throw DeepLabError.oneDNN(call: "dnnl_memory_create", status: "no memory") }
         self.memory = memory
         self.desc = desc
+        owner = nil
+    }
+
+    /// A view with descriptor `desc` (a submemory of `parent`'s) on `parent`'s memory.
+    private init(view desc: MemoryDesc, of parent: Tensor) throws {
+        let engine = try OneDNNEngine.shared().engine
+        var handle: UnsafeMutableRawPointer?
+        try dnnlCheck("dnnl_memory_get_data_handle", dnnl_memory_get_data_handle(parent.memory, &handle))
+        var memory: dnnl_memory_t?
+        var desc = desc
+        try dnnlCheck("dnnl_memory_create", dnnl_memory_create(&memory, &desc, engine, handle))
+        guard let memory else { throw DeepLabError.oneDNN(call: "dnnl_memory_create", status: "no memory") }
+        self.memory = memory
+        self.desc = desc
+        owner = parent
+    }
+
+    /// The rectangle `rows` × `columns` of this [N, C, H, W] tensor as a view sharing its memory, for reorders
+    /// into or out of it. Rests on `dnnl_memory_desc_init_submemory`.
+    func spatialView(rows: Range<Int>, columns: Range<Int>) throws -> Tensor {
+        let s = shape
+        var parent = desc
+        var sub = dnnl_memory_desc_t()
+        let dims = [s[0], s[1], rows.count, columns.count].map(Int64.init)
+        let offsets = [0, 0, rows.lowerBound, columns.lowerBound].map(Int64.init)
+        try dnnlCheck("dnnl_memory_desc_init_submemory", dnnl_memory_desc_init_submemory(&sub, &parent, dims, offsets))
+        return try Tensor(view: sub, of: self)
     }
 
     deinit { dnnl_memory_destroy(memory) }

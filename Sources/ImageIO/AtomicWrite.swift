@@ -159,3 +159,24 @@ private func syncFolder(_ folder: String) {
     _ = fsync(fd)
     close(fd)
 }
+
+/// Makes sure an output can be written before any long work starts: creates the destination's folder (with its
+/// parents) when missing and checks that it accepts new files, so a run fails in its first second rather than
+/// after hours of compute.
+///
+/// - Parameter path: the output file (or, with `isFolder`, the output folder itself).
+/// - Throws: `ImageIOError.unwritable` naming `path` and the cause. Rests on `mkdir(2)` and `access(2)`.
+public func prepareOutputLocation(_ path: String, isFolder: Bool = false) throws {
+    let url = URL(fileURLWithPath: path)
+    let directory = isFolder ? url.path : url.deletingLastPathComponent().path
+    do {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    } catch {
+        throw ImageIOError.unwritable(file: path, reason: "cannot create folder \(directory): "
+            + ((error as NSError).userInfo[NSUnderlyingErrorKey].map { "\($0)" } ?? error.localizedDescription))
+    }
+    guard access(directory, W_OK | X_OK) == 0 else {
+        throw ImageIOError.unwritable(file: path, reason: "folder \(directory) is not writable: "
+            + String(cString: strerror(errno)))
+    }
+}

@@ -214,6 +214,16 @@ public final class HDF5File {
         try hdf5Check(self.path, "removing \(path)", writing: true) { H5Ldelete(handle.id, path, chdf5_p_default()) }
     }
 
+    /// Makes `path` a second name of the object at `target` (a hard link: the same dataset with its attributes,
+    /// stored once), replacing any object at `path`. Rests on `H5Lcreate_hard`.
+    public func link(_ path: String, to target: String) throws {
+        guard exists(target) else { throw ImageIOError.missing(file: self.path, object: target) }
+        try prepareParent(of: path)
+        try hdf5Check(self.path, "linking \(path) to \(target)", writing: true) {
+            H5Lcreate_hard(handle.id, target, handle.id, path, chdf5_p_default(), chdf5_p_default())
+        }
+    }
+
     func components(_ path: String) -> [String] {
         path.split(separator: "/").map(String.init)
     }

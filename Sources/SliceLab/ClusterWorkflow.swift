@@ -93,6 +93,7 @@ public enum ClusterWorkflow {
         guard ["h5", "hdf5", "png"].contains(kind) else {
             throw InputError.unsupportedOutput(file: out, reason: "expected .h5 or .png")
         }
+        try prepareOutputLocation(out)
     }
 
     /// Clusters an image already in memory.

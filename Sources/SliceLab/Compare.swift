@@ -55,6 +55,10 @@ public enum Compare {
     /// - Throws: `LabeledSetError` naming a bad case, `CompareError`, and the errors of the model, the
     ///   classical methods and the results writer. Nothing is written unless every run completed.
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws -> Outcome {
+        try prepareOutputLocation(options.output)
+        for folder in [options.report, options.overlays].compactMap({ $0 }) {
+            try prepareOutputLocation(folder, isFolder: true)
+        }
         var timings: [(String, Double)] = []
         func timed<T>(_ stage: String, _ body: () throws -> T) rethrows -> T {
             let start = Date()

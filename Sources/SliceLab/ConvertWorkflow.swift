@@ -6,13 +6,18 @@ import ImageIO
 public enum ConvertWorkflow {
     /// Errors in the conversion request itself.
     public enum ConvertError: Error, CustomStringConvertible {
-        case unsupportedOutput(String)
+        case unsupportedOutput(String, withReference: Bool = false)
         case badWindow(String)
         case frameOutOfRange(frame: Int, count: Int, source: String)
 
         public var description: String {
             switch self {
-            case let .unsupportedOutput(path): return "\(path): output must end in .h5 or .png"
+            case let .unsupportedOutput(path, withReference):
+                if withReference { return "\(path): with --reference the output is a DICOM SEG and must end in .dcm" }
+                if path.lowercased().hasSuffix(".dcm") {
+                    return "\(path): a .dcm output is a DICOM SEG: give a label file as PATH and --reference SERIES"
+                }
+                return "\(path): output must end in .h5 or .png"
             case let .badWindow(text): return "--window \(text): expected CENTER,WIDTH with WIDTH > 0, or 'auto'"
             case let .frameOutOfRange(frame, count, source):
                 return "\(source): --frame \(frame) does not exist (\(count) frame\(count == 1 ? "" : "s"))"
@@ -43,11 +48,18 @@ public enum ConvertWorkflow {
         }
     }
 
-    /// Converts `source` (a file or a folder) to `output` (.h5 or .png), reading with `limits`. Returns lines
-    /// for the user.
+    /// Converts `source` (a file or a folder) to `output` (.h5 or .png), reading with `limits`, or with
+    /// `reference` a label file to a DICOM SEG (`output` .dcm) over that series. Returns lines for the user.
     public static func run(source: String, output: String, window: WindowChoice, frame: Int, bits: Int,
-                           limits: ReadLimits = .standard) throws -> [String] {
+                           reference: String? = nil, limits: ReadLimits = .standard) throws -> [String] {
         let lowered = output.lowercased()
+        if let reference {
+            guard lowered.hasSuffix(".dcm") else {
+                throw ConvertError.unsupportedOutput(output, withReference: true)
+            }
+            return try SegmentationExport.convert(labels: source, reference: reference, to: output)
+        }
+        if lowered.hasSuffix(".dcm") { throw ConvertError.unsupportedOutput(output, withReference: false) }
         if lowered.hasSuffix(".h5") || lowered.hasSuffix(".hdf5") {
             return try writeHDF5(source: source, to: output, limits: limits)
         }
@@ -95,16 +107,16 @@ public enum ConvertWorkflow {
         }
         try HDF5File.write(to: output, updating: false) { h5 in
             for (index, (series, volume)) in volumes.enumerated() {
-                let paths = (index == 0 ? ["/image"] : []) + ["/series/\(series.seriesInstanceUID)/image"]
-                for path in paths {
-                    if let volume {
-                        try writeVolume(volume, series: series, to: h5, at: path)
-                    } else if Set(series.slices.map(\.file.path)).count == 1 {
-                        try writeFile(series.first, to: h5, at: path)
-                    } else {
-                        try writeColorSeries(series, to: h5, at: path)
-                    }
+                let path = "/series/\(series.seriesInstanceUID)/image"
+                if let volume {
+                    try writeVolume(volume, series: series, to: h5, at: path)
+                } else if Set(series.slices.map(\.file.path)).count == 1 {
+                    try writeFile(series.first, to: h5, at: path)
+                } else {
+                    try writeColorSeries(series, to: h5, at: path)
                 }
+                // /image names the first series' dataset (a hard link: the same values and attributes, stored once).
+                if index == 0 { try h5.link("/image", to: path) }
                 lines.append("series \(series.seriesInstanceUID): \(volume?.slices ?? series.slices.count) slice(s)"
                              + (volume?.warnings.isEmpty == false ? "; warnings: " + (volume?.warnings ?? []).joined(separator: "; ") : ""))
             }
@@ -160,9 +172,15 @@ public enum ConvertWorkflow {
                 try h5.write(samples, shape: shape, to: path)
             }
         } else {
-            var values: [Float] = []
-            values.reserveCapacity(file.frameCount * file.rows * file.columns)
-            for frame in 0..<file.frameCount { values += try file.modalityFrame(frame) }
+            // Every frame decoded into its place in one array.
+            let plane = file.rows * file.columns
+            let values = try [Float](unsafeUninitializedCapacity: file.frameCount * plane) { buffer, initialized in
+                for frame in 0..<file.frameCount {
+                    try file.modalityFrame(frame, into: UnsafeMutableBufferPointer(
+                        rebasing: buffer[(frame * plane)..<((frame + 1) * plane)]))
+                }
+                initialized = file.frameCount * plane
+            }
             try h5.write(values, shape: [file.frameCount, file.rows, file.columns], to: path)
         }
         try attributes(file, spacing: spacing, source: file.path, on: h5, at: path)

@@ -53,6 +53,7 @@ public enum Evaluate {
                            showProgress: Bool = true) throws -> ResultsRun {
         let runName = options.resolvedRunName
         try ResultsRun.validate(name: runName)
+        try prepareOutputLocation(options.output)
         if !options.overwrite, FileManager.default.fileExists(atPath: options.output),
            try ResultsFile.runNames(in: options.output).contains(runName) {
             throw ResultsError.runExists(file: options.output, run: runName)

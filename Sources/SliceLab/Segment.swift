@@ -1,4 +1,5 @@
 import DeepLab
+import DICOM
 import Foundation
 import ImageIO
 
@@ -31,7 +32,8 @@ public enum Segment {
     }
 
     /// Segments every frame of the input with the checkpoint's model and preprocessing; writes the label map
-    /// (`/labels` UInt8, or UInt16 above 256 classes, [frames, H, W], or a one-frame PNG), optionally
+    /// (`/labels` UInt8, or UInt16 above 256 classes, [frames, H, W], a one-frame PNG, or for `.dcm` and a DICOM
+    /// input a binary DICOM SEG referencing the source series, see `SegmentationExport`), optionally
     /// `/probabilities` Float32 [frames, K, H, W] and an overlay PNG of the first frame.
     ///
     /// Streams: one frame is read, segmented and written into the output before the next is read, so memory
@@ -41,14 +43,15 @@ public enum Segment {
     /// - Throws: `InputError`, `DeepLabError`, `ImageIOError`, each naming the file and cause.
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws {
         let ext = URL(fileURLWithPath: options.output).pathExtension.lowercased()
-        guard ["h5", "hdf5", "png"].contains(ext) else {
-            throw InputError.unsupportedOutput(file: options.output, reason: "expected .h5 or .png")
+        guard ["h5", "hdf5", "png", "dcm"].contains(ext) else {
+            throw InputError.unsupportedOutput(file: options.output, reason: "expected .h5, .png or .dcm")
         }
-        if options.probabilities && ext == "png" {
+        if options.probabilities && ext != "h5" && ext != "hdf5" {
             throw InputError.unsupportedOutput(file: options.output, reason: "--probabilities needs an .h5 output")
         }
         if let threads = options.threads { setComputeThreads(threads) }
         let (model, preprocessing) = try DeepLabCheckpoint.load(options.model)
+        if ext == "dcm" { return try writeSegmentation(options, model: model, preprocessing: preprocessing, log: log) }
         let reader = try FrameReader.open(options.input, limits: options.limits)
         for (file, reason) in reader.skipped { log("segment: skipped \(file): \(reason)") }
         if !reader.skipped.isEmpty {
@@ -108,6 +111,32 @@ public enum Segment {
         if let overlay = options.overlay, let (image, labels) = firstFrame {
             try Overlay.write(image: image, labels: labels, frame: 0, to: overlay)
         }
+    }
+
+    /// `segment … --out SEG.dcm`: a binary DICOM SEG referencing the source series frame by frame
+    /// (`SegmentationExport`), written whole, so the image is loaded whole with its series.
+    private static func writeSegmentation(_ options: Options, model: DeepLabV3, preprocessing: Preprocessing,
+                                          log: (String) -> Void) throws {
+        guard ImageLoader.isDICOM(options.input) else {
+            throw InputError.unsupportedOutput(file: options.output, reason: "a DICOM SEG needs a DICOM file or "
+                + "series folder as INPUT, not \(options.input)")
+        }
+        let (image, source) = try ImageLoader.loadDICOMSeries(options.input, limits: options.limits)
+        let window = SlidingWindow(tileSize: options.tileSize)
+        var labels: [Int32] = []
+        for frame in 0..<image.frames {
+            labels += argmaxOverClasses(try frameLogits(model: model, preprocessing: preprocessing, image: image,
+                                                        frame: frame, window: window))
+            if image.frames > 1 { log("segment: frame \(frame + 1)/\(image.frames)") }
+        }
+        let k = model.configuration.numClasses
+        let map = LabelMap(frames: image.frames, rows: image.rows, columns: image.columns, labels: labels,
+                           spacing: image.spacing)
+        let names = try SegmentationExport.classNames(checkpoint: options.model, classCount: k)
+        try SegmentationExport.write(labels: map, series: source, classNames: names, to: options.output)
+        log("segment: wrote DICOM SEG \(options.output) referencing series \(source.seriesInstanceUID) "
+            + "(\(source.slices.count) slice(s))")
+        if let overlay = options.overlay { try Overlay.write(image: image, labels: map, frame: 0, to: overlay) }
     }
 
     /// The logits [1, K, H, W] of one frame, tiled by `window` when the frame is larger than a tile.

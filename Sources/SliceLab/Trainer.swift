@@ -78,6 +78,7 @@ public final class Trainer {
         while state.step < configuration.steps {
             let batch = try prefetcher.next()
             network.zeroGradients()
+            network.keyRandomDraws(toStep: state.step)
             let logits = try network.forward(batch.images, training: true)
             let result = try loss.evaluate(logits: logits, labels: batch.labels)
             guard result.loss.isFinite else {

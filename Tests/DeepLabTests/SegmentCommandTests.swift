@@ -54,7 +54,7 @@ import TestSupport
         let result = try TestSupport.run(TestSupport.slicelabBinary, [
             "segment", "in.png", "--model", "m.h5", "--out", out])
         #expect(result.status == 1)
-        #expect(result.standardError.contains("\(out): unsupported output: expected .h5 or .png"))
+        #expect(result.standardError.contains("\(out): unsupported output: expected .h5, .png or .dcm"))
         #expect(!FileManager.default.fileExists(atPath: out))
     }
 

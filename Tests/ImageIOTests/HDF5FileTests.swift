@@ -115,6 +115,27 @@ import TestSupport
         #expect(try file.read("/runs/b/metrics/dice", as: Double.self).values == [3])
     }
 
+    @Test func aHardLinkIsTheSameDatasetUnderASecondName() throws {
+        let folder = try TestSupport.temporaryFolder()
+        let path = folder.appendingPathComponent("linked.h5").path
+        try HDF5File.write(to: path) { file in
+            try file.write([Float(1), 2, 3, 4], shape: [2, 2], to: "/series/1.2.3/image")
+            try file.link("/image", to: "/series/1.2.3/image")
+            try file.setAttribute("modality", .string("CT"), at: "/image")
+            #expect(throws: ImageIOError.self) { try file.link("/other", to: "/missing") }
+        }
+        let file = try HDF5File.open(path)
+        #expect(try file.read("/image", as: Float.self).values == [1, 2, 3, 4])
+        #expect(try file.attribute("modality", at: "/series/1.2.3/image") == .string("CT"))
+        // h5py sees two names of one object.
+        let output = try TestSupport.runPython("""
+        import h5py, sys
+        f = h5py.File(sys.argv[1], "r")
+        print(f["image"].id == f["series/1.2.3/image"].id, f["image"][...].tolist())
+        """, arguments: [path])
+        #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == "True [[1.0, 2.0], [3.0, 4.0]]")
+    }
+
     @Test func anErrorInsideAWriteLeavesThePreviousFile() throws {
         let folder = try TestSupport.temporaryFolder()
         let path = folder.appendingPathComponent("r.h5").path

@@ -59,6 +59,37 @@ struct TrainCommandTests {
         #expect(second.standardError.contains("init: "), "\(second.standardError)")
     }
 
+    /// `--output-stride 16 --aspp-channels 16` reach the network (they were once silently dropped): the model
+    /// file's configuration says stride 16 with rates 6/12/18 and width 16, the ASPP and head parameters have
+    /// width 16, and the file rebuilds that model.
+    @Test func outputStrideAndASPPChannelsReachTheTrainedModel() throws {
+        let folder = try TestSupport.temporaryFolder("train-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try TrainToySet.write(to: folder, trainCases: 2, validationCases: 1, size: 32)
+        let out = folder.appendingPathComponent("m.h5").path
+        let result = try TestSupport.slicelab(["train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3",
+                                               "--steps", "1", "--batch", "2", "--crop", "32", "--output-stride", "16",
+                                               "--aspp-channels", "16", "--out", out])
+        #expect(result.status == 0, "\(result.standardError)")
+        let file = try HDF5File.open(out)
+        let json = try #require(try file.attribute("configuration").stringValue)
+        let stored = try JSONDecoder().decode(DeepLabConfiguration.self, from: Data(json.utf8))
+        #expect(stored.outputStride == 16 && stored.atrousRates == [6, 12, 18] && stored.asppChannels == 16, "\(json)")
+        let expectedShapes: [String: [Int]] = [
+            "classifier.0.convs.0.0.weight": [16, 512, 1, 1],
+            "classifier.0.convs.1.0.weight": [16, 512, 3, 3],
+            "classifier.0.convs.4.1.weight": [16, 512, 1, 1],
+            "classifier.0.project.0.weight": [16, 80, 1, 1],
+            "classifier.1.weight": [16, 16, 3, 3],
+            "classifier.4.weight": [3, 16, 1, 1],
+        ]
+        for (key, shape) in expectedShapes {
+            #expect(try file.shape(of: "/parameters/\(key)") == shape, "\(key)")
+        }
+        let (model, _) = try DeepLabCheckpoint.load(out)
+        #expect(model.configuration == stored)
+    }
+
     @Test func initialWeightsThatDoNotExistAreAnErrorNamingTheFile() throws {
         let folder = try TestSupport.temporaryFolder("train-cli")
         defer { try? FileManager.default.removeItem(at: folder) }

@@ -6,14 +6,17 @@ enum ConvertCommand: Command {
         name: "convert",
         summary: "Convert DICOM to HDF5 (modality values) or PNG (display image).",
         positionals: [
-            PositionalSpec("PATH", help: "A DICOM file or a series folder."),
-            PositionalSpec("OUT", help: "OUT.h5 for /image in physical units, OUT.png for the display image."),
+            PositionalSpec("PATH", help: "A DICOM file or a series folder (with --reference: a label file)."),
+            PositionalSpec("OUT", help: "OUT.h5 for /image in physical units, OUT.png for the display image, "
+                           + "OUT.dcm for a DICOM SEG (with --reference)."),
         ],
         options: [
             OptionSpec("window", valueName: "C,W|auto", help: "VOI window for PNG: centre,width or 'auto' (percentiles).",
                        default: "the file's window, else auto"),
             OptionSpec("frame", .int(0...Int.max), help: "Frame (or slice) to write as PNG.", default: "0"),
             OptionSpec("bits", .choice(["8", "16"]), help: "PNG bit depth.", default: "8"),
+            OptionSpec("reference", valueName: "SERIES",
+                       help: "PATH is a label map (.h5 /labels or .png): write it as a DICOM SEG over this series."),
             maxMemoryOption,
         ])
 
@@ -25,7 +28,7 @@ enum ConvertCommand: Command {
         let lines = try ConvertWorkflow.run(
             source: arguments.positional(0) ?? "", output: arguments.positional(1) ?? "", window: window,
             frame: arguments.int("frame") ?? 0, bits: Int(arguments.string("bits") ?? "8") ?? 8,
-            limits: try readLimits(arguments, command: "convert"))
+            reference: arguments.string("reference"), limits: try readLimits(arguments, command: "convert"))
         lines.forEach { print($0) }
     }
 }

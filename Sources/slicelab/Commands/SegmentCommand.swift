@@ -9,7 +9,8 @@ enum SegmentCommand: Command {
                                      optional: true)],
         options: [
             OptionSpec("model", valueName: "MODEL.h5", help: "A SliceLab checkpoint."),
-            OptionSpec("out", valueName: "OUT.h5|OUT.png", help: "Label map: HDF5 /labels or PNG."),
+            OptionSpec("out", valueName: "OUT.h5|OUT.png|OUT.dcm",
+                       help: "Label map: HDF5 /labels, PNG, or (DICOM input) a binary DICOM SEG over the series."),
             OptionSpec("overlay", valueName: "OVERLAY.png", help: "The image with each class tinted."),
             OptionSpec("probabilities", .flag, help: "Also write /probabilities [frames, classes, H, W]."),
             OptionSpec("precision", .choice(["fp32", "bf16"]), help: "Arithmetic precision.", default: "fp32"),
@@ -45,7 +46,7 @@ enum SegmentCommand: Command {
         }
         guard let input = arguments.positional(0), let model = arguments.string("model"),
               let out = arguments.string("out") else {
-            throw UsageError("slicelab segment: give INPUT, --model MODEL.h5 and --out OUT.h5|OUT.png "
+            throw UsageError("slicelab segment: give INPUT, --model MODEL.h5 and --out OUT.h5|OUT.png|OUT.dcm "
                 + "(or the parity options --weights … --raw-input … --logits …)")
         }
         try Segment.run(Segment.Options(input: input, model: model, output: out, overlay: arguments.string("overlay"),
