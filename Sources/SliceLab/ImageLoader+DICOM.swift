@@ -13,26 +13,14 @@ extension ImageLoader {
             let (volumes, _) = try Series.load(folder: path, limits: limits)
             return try scanImage(volumes[0], source: path)
         }
-        let file = try DicomFile(path: path, limits: limits)
-        guard file.hasPixelData else { throw DICOMError.noPixelData(file: path) }
-        let pixel = file.pixelSpacing
-        var sliceSpacing = file.sliceThickness() ?? 1
-        if file.frameCount > 1, let spacing = try Series.scan(path, limits: limits).series.first?.sliceSpacing {
-            sliceSpacing = spacing
-        }
+        // A file's frames in file order, read as `segment` streams them, gathered into one image.
+        let reader = try FrameReader.dicomFile(path, limits: limits)
         var values: [Float] = []
-        values.reserveCapacity(file.frameCount * file.rows * file.columns * (file.isColor ? 3 : 1))
-        for frame in 0..<file.frameCount {
-            if file.isColor {
-                values += try file.rgbFrame(frame).samples.map { Float($0) }
-            } else {
-                values += try file.modalityFrame(frame)
-            }
-        }
-        return ScanImage(frames: file.frameCount, rows: file.rows, columns: file.columns,
-                         channels: file.isColor ? 3 : 1, values: values,
-                         spacing: [sliceSpacing, pixel?.row ?? 1, pixel?.column ?? 1], source: path,
-                         modality: file.dataset.string(.modality), hasSpacing: pixel != nil)
+        values.reserveCapacity(reader.frames * reader.rows * reader.columns * reader.channels)
+        for frame in 0..<reader.frames { values += try reader.frame(frame).values }
+        return ScanImage(frames: reader.frames, rows: reader.rows, columns: reader.columns, channels: reader.channels,
+                         values: values, spacing: reader.spacing, source: path, modality: reader.modality,
+                         hasSpacing: reader.hasSpacing)
     }
 
     /// A series volume as a one-channel `ScanImage` (slices in the series' order).

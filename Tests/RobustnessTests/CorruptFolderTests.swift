@@ -1,3 +1,4 @@
+import DeepLab
 import Foundation
 import ImageIO
 import Testing
@@ -17,7 +18,7 @@ struct CorruptFolderTests {
     /// returns the corrupt files' paths.
     static func writeSeries(to folder: URL, count: Int, seed: UInt64) throws -> Set<String> {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        var random = SplitMix64(seed: seed)
+        var random = TrainingRandom(seed: seed)
         let corrupt = Set(Array(0..<count).shuffled(using: &random).prefix(count / 20))
         var paths: Set<String> = []
         for index in 0..<count {

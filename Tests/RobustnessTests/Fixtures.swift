@@ -88,7 +88,7 @@ enum Fixtures {
         for sub in ["images", "labels"] {
             try FileManager.default.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
-        var random = SplitMix64(seed: seed)
+        var random = TrainingRandom(seed: seed)
         var names: [String] = []
         for index in 0..<count {
             let name = String(format: "case%02d", index)
@@ -142,19 +142,4 @@ enum Fixtures {
     }
 
     static func bytes(_ path: String) -> Data? { FileManager.default.contents(atPath: path) }
-}
-
-/// SplitMix64: the seeded generator of the tests' random choices (kill times, corrupt files).
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

@@ -1,3 +1,4 @@
+import DeepLab
 import Foundation
 import Metrics
 import SliceLab
@@ -81,7 +82,7 @@ enum KillHarness {
     /// `duration`, uniform within each stratum) and a moment 0–`writeWindow` s into writing one of `outputs`.
     static func points(_ count: Int, within duration: Double, outputs: [URL], writeWindow: Double = 0.05,
                        label: String) -> [KillPoint] {
-        var random = SplitMix64(seed: seed ^ UInt64(truncatingIfNeeded: label.utf8.reduce(5381) { $0 &* 33 &+ Int($1) }))
+        var random = TrainingRandom(seed: seed ^ UInt64(truncatingIfNeeded: label.utf8.reduce(5381) { $0 &* 33 &+ Int($1) }))
         let timed = (count + 1) / 2
         return (0..<count).map { index in
             if index % 2 == 0 {
