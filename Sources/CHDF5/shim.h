@@ -29,14 +29,14 @@ static inline void chdf5_silence_errors(void) { H5Eset_auto2(H5E_DEFAULT, NULL, 
 static inline herr_t chdf5_walk_(unsigned n, const H5E_error2_t *e, void *data) {
     char *buf = (char *)data;
     size_t used = strlen(buf);
-    if (e->desc && used + 3 < 512) {
+    if (e->desc && used + 3 < 4096) {
         if (used) { strcat(buf, "; "); used += 2; }
-        strncat(buf, e->desc, 511 - used);
+        strncat(buf, e->desc, 4095 - used);
     }
     (void)n;
     return 0;
 }
-/// Copies the current HDF5 error stack's descriptions into `buffer` (512 bytes) and clears the stack.
+/// Copies the current HDF5 error stack's descriptions into `buffer` (4096 bytes) and clears the stack.
 static inline void chdf5_last_error(char *buffer) {
     buffer[0] = 0;
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, chdf5_walk_, buffer);

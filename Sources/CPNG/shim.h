@@ -25,9 +25,10 @@ typedef struct cpng_image {
     unsigned char *pixels;
 } cpng_image;
 
-/// Reads a PNG file. Returns 0 on success; otherwise fills `message`. `max_pixels` bounds rows × cols.
-/// The caller frees `image->pixels` with `free`.
-static inline int cpng_read(const char *path, cpng_image *image, unsigned long long max_pixels,
+/// Reads a PNG file. Returns 0 on success; otherwise fills `message`. `max_values` bounds rows × cols ×
+/// channels (after palette and transparency expansion), checked from the header before any pixel is allocated:
+/// over it, returns -2 with rows, cols and channels filled in. The caller frees `image->pixels` with `free`.
+static inline int cpng_read(const char *path, cpng_image *image, unsigned long long max_values,
                             char *message, size_t message_size) {
     cpng_error err; err.message[0] = 0;
     image->pixels = NULL;
@@ -56,12 +57,6 @@ static inline int cpng_read(const char *path, cpng_image *image, unsigned long l
     png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
     png_read_info(png, info);
     png_uint_32 width = png_get_image_width(png, info), height = png_get_image_height(png, info);
-    if ((unsigned long long)width * height > max_pixels) {
-        png_destroy_read_struct(&png, &info, NULL); fclose(fp);
-        snprintf(message, message_size, "image of %ux%u pixels exceeds the limit of %llu pixels",
-                 (unsigned)width, (unsigned)height, max_pixels);
-        return -2;
-    }
     int color = png_get_color_type(png, info), depth = png_get_bit_depth(png, info);
     if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
     if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
@@ -71,6 +66,13 @@ static inline int cpng_read(const char *path, cpng_image *image, unsigned long l
     png_read_update_info(png, info);
     unsigned channels = png_get_channels(png, info);
     unsigned bit_depth = png_get_bit_depth(png, info);
+    if ((unsigned long long)width * height > max_values / (channels ? channels : 1)) {
+        png_destroy_read_struct(&png, &info, NULL); fclose(fp);
+        image->rows = height; image->cols = width; image->channels = channels;
+        snprintf(message, message_size, "image of %ux%u pixels x %u channels exceeds the limit of %llu values",
+                 (unsigned)width, (unsigned)height, channels, max_values);
+        return -2;
+    }
     size_t rowbytes = png_get_rowbytes(png, info);
     pixels = (unsigned char *)malloc(rowbytes * height);
     rows = (png_bytep *)malloc(sizeof(png_bytep) * height);

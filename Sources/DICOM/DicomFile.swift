@@ -1,4 +1,5 @@
 import Foundation
+import ImageIO
 
 /// One DICOM file, opened with DCMTK: its attributes and its frames, decoded lazily one at a time.
 ///
@@ -47,13 +48,18 @@ public final class DicomFile: @unchecked Sendable {
         }
         return min(2, max(ProcessInfo.processInfo.activeProcessorCount, 1))
     }()
+    /// The bound on decoded sizes this file was opened with (`--max-memory`).
+    public let limits: ReadLimits
 
     /// Opens a DICOM file (Part 10 with meta header, or a bare dataset) and validates its image attributes.
     ///
+    /// - Parameters:
+    ///   - limits: bounds the decoded size of the whole file (frames × rows × columns × samples as Float32),
+    ///     checked from the header before any pixel is read.
     /// - Throws: `DICOMError.unreadable` when the file is missing, not DICOM or cannot be parsed;
-    ///   `.impossibleDimensions` or `.unsupportedImage` for an image no reader can hold.
-    ///   Rests on `cdcmtk_open` (DcmFileFormat::loadFile).
-    public init(path: String) throws {
+    ///   `.impossibleDimensions` or `.unsupportedImage` for an image no reader can hold (`.impossibleDimensions`
+    ///   naming the limit for an image over it). Rests on `cdcmtk_open` (DcmFileFormat::loadFile).
+    public init(path: String, limits: ReadLimits = .standard) throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
             throw DICOMError.unreadable(file: path, reason: "no such file")
@@ -61,6 +67,7 @@ public final class DicomFile: @unchecked Sendable {
         let handle = try DCMTKHandle(path: path, maxReadLength: Self.maxReadLength)
         self.handle = handle
         self.path = path
+        self.limits = limits
         let dataset = DicomItem(handle: handle, pointer: handle.dataset)
         self.dataset = dataset
         let meta = DicomItem(handle: handle, pointer: handle.meta)
@@ -127,11 +134,10 @@ public final class DicomFile: @unchecked Sendable {
         guard samplesPerPixel == 1 || samplesPerPixel == 3 else {
             throw DICOMError.unsupportedImage(file: path, reason: "Samples per Pixel \(samplesPerPixel) (1 or 3)")
         }
-        let (pixels, overflow) = rows.multipliedReportingOverflow(by: columns)
-        guard !overflow, pixels * samplesPerPixel * max(bitsAllocated / 8, 1) <= Self.maxFrameBytes else {
-            throw DICOMError.impossibleDimensions(
-                file: path, reason: "\(rows) × \(columns) × \(samplesPerPixel) samples exceeds 1 GiB per frame")
-        }
+        // One frame first (before the file's own length is compared, which a claimed frame size could overflow),
+        // then, once Pixel Data is known to hold them, every frame together.
+        try checkLimit([rows, columns, samplesPerPixel],
+                       what: frameCount > 1 ? "one of the \(frameCount) frames" : "the image")
         guard let info = pixelInfo else { return }
         if !info.encapsulated {
             let (total, totalOverflow) = frameBytes.multipliedReportingOverflow(by: frameCount)
@@ -146,6 +152,18 @@ public final class DicomFile: @unchecked Sendable {
             }
         } else if info.fragmentCount == 0 {
             throw DICOMError.shortPixelData(file: path, expectedBytes: 1, actualBytes: 0)
+        }
+        if frameCount > 1 {
+            try checkLimit([frameCount, rows, columns, samplesPerPixel],
+                           what: "\(frameCount) frames of \(rows) × \(columns)")
+        }
+    }
+
+    /// Checks decoded values (as Float32) against `limits`.
+    /// - Throws: `DICOMError.impossibleDimensions` whose reason names the limit.
+    private func checkLimit(_ extents: [Int], what: String) throws {
+        do { try limits.check(extents, bytesPerValue: 4, file: path, what: what) } catch let ImageIOError.tooLarge(_, reason) {
+            throw DICOMError.impossibleDimensions(file: path, reason: reason)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import ImageIO
 
 /// A DICOM Segmentation (SEG, PS3.3 A.51, C.8.20): binary or fractional segment frames, decoded into label maps.
 ///
@@ -42,9 +43,9 @@ public struct Segmentation: Sendable {
     /// Reads a SEG file. Fractional frames count as inside where value / MaximumFractionalValue ≥ 0.5.
     ///
     /// - Throws: `DICOMError.invalidSegmentation` when the file is not a SEG or its frames name no segment;
-    ///   the reader's errors for its pixels.
-    public init(path: String) throws {
-        let file = try DicomFile(path: path)
+    ///   the reader's errors for its pixels; `ImageIOError.tooLarge` for frames over `limits`.
+    public init(path: String, limits: ReadLimits = .standard) throws {
+        let file = try DicomFile(path: path, limits: limits)
         self.path = path
         let data = file.dataset
         guard let type = data.string(.segmentationType), let kind = Kind(rawValue: type.uppercased()) else {

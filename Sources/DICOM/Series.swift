@@ -1,4 +1,5 @@
 import Foundation
+import ImageIO
 
 /// A series found in a folder: its files and frames sorted into slices, with geometry, before any pixel is
 /// decoded. `load()` decodes it into a `Volume`.
@@ -31,8 +32,10 @@ public struct Series: @unchecked Sendable {
     /// Scans a file or a folder (recursively), opens every DICOM image, groups by SeriesInstanceUID and sorts
     /// each series. Files that are not images, or cannot be read, are skipped with a reason.
     ///
+    /// - Parameters:
+    ///   - limits: the bound on decoded sizes every file is opened with (`--max-memory`).
     /// - Throws: `DICOMError.noSeries` when nothing loadable was found (with the reasons).
-    public static func scan(_ path: String) throws -> Scan {
+    public static func scan(_ path: String, limits: ReadLimits = .standard) throws -> Scan {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw DICOMError.unreadable(file: path, reason: "no such file or folder")
@@ -43,7 +46,7 @@ public struct Series: @unchecked Sendable {
         var order: [String] = []
         for file in paths {
             do {
-                let dicom = try DicomFile(path: file)
+                let dicom = try DicomFile(path: file, limits: limits)
                 guard dicom.hasPixelData else {
                     skipped.append((file, "no Pixel Data (not an image)"))
                     continue
@@ -165,8 +168,9 @@ public struct Series: @unchecked Sendable {
     // MARK: - Loading
 
     /// Loads a folder: every series as a `Volume`, files that failed skipped with reasons.
-    public static func load(folder: String) throws -> (volumes: [Volume], skipped: [(file: String, reason: String)]) {
-        let scan = try scan(folder)
+    public static func load(folder: String, limits: ReadLimits = .standard) throws
+        -> (volumes: [Volume], skipped: [(file: String, reason: String)]) {
+        let scan = try scan(folder, limits: limits)
         var volumes: [Volume] = []
         var skipped = scan.skipped
         for series in scan.series {
@@ -183,38 +187,63 @@ public struct Series: @unchecked Sendable {
     /// Loads the series; files whose pixels fail to decode are left out (with their reasons) and the rest is
     /// sorted and loaded again. Nil when no file of the series decodes.
     public func loadSkippingFailures() -> (volume: Volume?, skipped: [(file: String, reason: String)]) {
-        var skipped: [(file: String, reason: String)] = []
-        var series = self
-        while true {
-            do { return (try series.load(), skipped) } catch {
-                // Find the files that fail, drop them, and try the rest.
-                var failing: Set<String> = []
-                for slice in series.slices where !failing.contains(slice.file.path) {
-                    do { _ = try slice.file.isColor ? [] : slice.file.modalityFrame(slice.frame) } catch {
-                        failing.insert(slice.file.path)
-                        skipped.append((slice.file.path, Self.reason(error, file: slice.file.path)))
-                    }
-                }
-                let remaining = Dictionary(grouping: series.slices.map(\.file), by: \.path)
-                    .filter { !failing.contains($0.key) }.compactMap(\.value.first)
-                guard !failing.isEmpty, !remaining.isEmpty else {
-                    if failing.isEmpty { skipped.append((series.first.path, Self.reason(error, file: series.first.path))) }
-                    return (nil, skipped)
-                }
-                series = Series(uid: seriesInstanceUID, files: remaining.sorted { $0.path < $1.path })
+        do { try checkLimits() } catch {
+            // Over the read limit: no file is at fault, and decoding them one by one would not help.
+            return (nil, [(first.path, Self.reason(error, file: first.path))])
+        }
+        do { return (try load(), []) } catch {
+            let (remaining, skipped) = droppingUndecodableFiles()
+            guard let remaining, !skipped.isEmpty else {
+                return (nil, skipped.isEmpty ? [(first.path, Self.reason(error, file: first.path))] : skipped)
             }
+            let (volume, more) = remaining.loadSkippingFailures()
+            return (volume, skipped + more)
+        }
+    }
+
+    /// The series without the files whose frames fail to decode, each listed with its reason; frames are
+    /// decoded one at a time and dropped, so memory stays at one frame. Nil when no file decodes.
+    public func droppingUndecodableFiles() -> (series: Series?, skipped: [(file: String, reason: String)]) {
+        var failing: Set<String> = []
+        var skipped: [(file: String, reason: String)] = []
+        for slice in slices where !failing.contains(slice.file.path) {
+            do { _ = try slice.file.isColor ? [] : slice.file.modalityFrame(slice.frame) } catch {
+                failing.insert(slice.file.path)
+                skipped.append((slice.file.path, Self.reason(error, file: slice.file.path)))
+            }
+        }
+        guard !failing.isEmpty else { return (self, []) }
+        let remaining = Dictionary(grouping: slices.map(\.file), by: \.path)
+            .filter { !failing.contains($0.key) }.compactMap(\.value.first)
+        guard !remaining.isEmpty else { return (nil, skipped) }
+        return (Series(uid: seriesInstanceUID, files: remaining.sorted { $0.path < $1.path }), skipped)
+    }
+
+    /// Checks that the whole series, decoded as one Float32 volume, fits the read limit its files were opened
+    /// with.
+    ///
+    /// - Throws: `DICOMError.impossibleDimensions` naming the first file and the limit.
+    public func checkLimits() throws {
+        let file = first
+        do {
+            try file.limits.check([slices.count, file.rows, file.columns], bytesPerValue: 4, file: file.path,
+                                  what: "series \(seriesInstanceUID) of \(slices.count) slices")
+        } catch let ImageIOError.tooLarge(path, reason) {
+            throw DICOMError.impossibleDimensions(file: path, reason: reason)
         }
     }
 
     /// Decodes every slice into one Float32 volume of modality values, allocated once.
     ///
-    /// - Throws: `DICOMError.unsupportedImage` for colour series, or the error of a slice that fails to decode.
+    /// - Throws: `DICOMError.unsupportedImage` for colour series, `.impossibleDimensions` for a volume over the
+    ///   files' read limit, or the first slice's decoding error.
     public func load() throws -> Volume {
         let file = first
         guard !file.isColor else {
             throw DICOMError.unsupportedImage(file: file.path, reason: "colour series are not loaded as volumes")
         }
         let plane = file.rows * file.columns
+        try checkLimits()
         // Each slice is decoded straight into its place in the volume (no per-slice array, no zero-filling
         // pass); if one fails the volume is discarded.
         for slice in slices where slice.file.rows != file.rows || slice.file.columns != file.columns {

@@ -4,20 +4,36 @@ import Foundation
 // Raw HDF5 C calls, each wrapped so that a negative status becomes a thrown `ImageIOError` carrying the
 // library's own message. Nothing else in the package calls HDF5 directly.
 
-/// An HDF5 identifier closed by `deinit` with the matching close function.
+/// An HDF5 identifier closed by `deinit` with the matching close function, or earlier by `close()` when the
+/// caller needs the status (closing a file being written is its last write).
 final class HDF5Handle {
     let id: hid_t
-    private let close: (hid_t) -> herr_t
+    private let closeFunction: (hid_t) -> herr_t
+    private var isOpen = true
 
     init(_ id: hid_t, close: @escaping (hid_t) -> herr_t) {
         self.id = id
-        self.close = close
+        self.closeFunction = close
     }
 
-    deinit { _ = close(id) }
+    /// Closes now and returns the library's status; later calls (and `deinit`) do nothing.
+    func close() -> herr_t {
+        guard isOpen else { return 0 }
+        isOpen = false
+        return closeFunction(id)
+    }
+
+    deinit { _ = close() }
 }
 
-let hdf5Initialised: Void = { H5open() }()
+/// Initialises the library once, without its exit handler: after a write fails (a full disk, say), HDF5 1.10
+/// keeps the failed file half-closed and its exit handler crashes flushing it again. Every file SliceLab writes
+/// is closed (and checked) before it is renamed into place, so nothing is lost at exit. Rests on
+/// `H5dont_atexit`.
+let hdf5Initialised: Void = {
+    _ = H5dont_atexit()
+    _ = H5open()
+}()
 
 /// Prepares the calling thread for HDF5 calls: the thread-safe library keeps its error-printing setting per
 /// thread, so each thread silences it (SliceLab reports HDF5's messages itself).
@@ -29,10 +45,24 @@ func hdf5PrepareThread() {
 /// The messages on HDF5's error stack, most specific last; clears the stack.
 @discardableResult
 func hdf5Message() -> String {
-    var buffer = [CChar](repeating: 0, count: 512)
+    var buffer = [CChar](repeating: 0, count: 4096)
     chdf5_last_error(&buffer)
-    let text = String(cString: buffer)
-    return text.isEmpty ? "HDF5 error" : text
+    return summarizedHDF5Stack(String(cString: buffer))
+}
+
+/// HDF5's error stack ("can't write data; …; file write failed: time = …, errno = 28, error message = 'No space
+/// left on device', …") shortened for people: the outermost description and, when the stack carries one, the
+/// operating system's message ("can't write data: No space left on device").
+func summarizedHDF5Stack(_ text: String) -> String {
+    let parts = text.replacingOccurrences(of: "\n", with: " ").components(separatedBy: "; ")
+        .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    guard let first = parts.first else { return "HDF5 error" }
+    if let range = text.range(of: "error message = '"),
+       let end = text[range.upperBound...].firstIndex(of: "'") {
+        return first + ": " + text[range.upperBound..<end]
+    }
+    return parts.reduce(into: [String]()) { kept, part in if kept.last != part { kept.append(part) } }
+        .joined(separator: "; ")
 }
 
 /// Runs an HDF5 call returning an identifier; throws with the file and HDF5's message when it is negative.

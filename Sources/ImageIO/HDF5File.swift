@@ -111,7 +111,8 @@ public final class HDF5File {
     /// everything it does not change is kept; otherwise it starts from an empty file. The result replaces
     /// `path` only when `body` returns and the file is closed; on any error the previous file is intact.
     ///
-    /// - Throws: `ImageIOError.unwritable`, or what `body` throws. Rests on `H5Fcreate`, `H5Fopen`, `rename`.
+    /// - Throws: `ImageIOError.unwritable`, or what `body` throws. Rests on `H5Fcreate`, `H5Fopen`, `H5Fclose`,
+    ///   `rename`.
     public static func write(to path: String, updating: Bool = true, _ body: (HDF5File) throws -> Void) throws {
         try writeAtomically(to: path) { temporary in
             let handle: HDF5Handle
@@ -133,6 +134,8 @@ public final class HDF5File {
             let file = HDF5File(path: path, handle: handle)
             try body(file)
             try hdf5Check(path, "flushing", writing: true) { H5Fflush(handle.id, H5F_SCOPE_GLOBAL) }
+            // Closing writes the last metadata: a failure here must stop the rename.
+            try hdf5Check(path, "closing", writing: true) { handle.close() }
         }
     }
 
@@ -250,12 +253,81 @@ public final class HDF5File {
             throw ImageIOError.invalidArgument(
                 "\(self.path): \(path): shape \(shape) does not hold \(values.count) values")
         }
+        let dataset = try create(path, T.hdf5ElementType, shape: shape, chunks: chunks, deflate: deflate)
+        guard count > 0 else { return }
+        try hdf5Check(self.path, "writing \(path)", writing: true) {
+            values.withUnsafeBytes {
+                H5Dwrite(dataset.id, T.hdf5ElementType.nativeType, chdf5_s_all(), chdf5_s_all(), chdf5_p_default(),
+                         $0.baseAddress)
+            }
+        }
+    }
+
+    /// Creates a numeric dataset of `shape` (replacing any object at `path`) to be filled box by box with
+    /// `write(_:to:start:)`, so a large array never has to be in memory at once; unwritten elements read as 0.
+    ///
+    /// - Parameters:
+    ///   - chunks: chunk extents, clamped to the shape (one frame per chunk suits frame-by-frame writing).
+    ///   - deflate: gzip level 0...9, or nil.
+    /// - Throws: `.invalidArgument` for negative extents, `.unwritable` from HDF5. Rests on `H5Dcreate2`.
+    public func createDataset(_ path: String, _ type: HDF5ElementType, shape: [Int], chunks: [Int]? = nil,
+                              deflate: Int? = nil) throws {
+        guard shape.allSatisfy({ $0 >= 0 }) else {
+            throw ImageIOError.invalidArgument("\(self.path): \(path): negative extent in \(shape)")
+        }
+        _ = try create(path, type, shape: shape, chunks: chunks, deflate: deflate)
+    }
+
+    /// Writes `values` into the box of the dataset at `path` that starts at `start` and has extents `count`
+    /// (row-major values of the box, converted to the dataset's type by HDF5).
+    ///
+    /// - Throws: `.invalidArgument` when the box does not fit the dataset or `values`, `.unwritable` from HDF5.
+    ///   Rests on `H5Sselect_hyperslab` and `H5Dwrite`.
+    public func write<T: HDF5Scalar>(_ values: [T], to path: String, start: [Int], count: [Int]) throws {
+        let dataset = try openDataset(self, path)
+        let (fileSpace, memorySpace, handles) = try box(dataset, path, start: start, count: count,
+                                                        valueCount: values.count)
+        defer { withExtendedLifetime(handles) {} }
+        guard !values.isEmpty else { return }
+        try hdf5Check(self.path, "writing a box of \(path)", writing: true) {
+            values.withUnsafeBytes {
+                H5Dwrite(dataset.id, T.hdf5ElementType.nativeType, memorySpace, fileSpace, chdf5_p_default(),
+                         $0.baseAddress)
+            }
+        }
+    }
+
+    /// Reads the box of the dataset at `path` that starts at `start` and has extents `count`, converted to `T`.
+    ///
+    /// - Throws: `.invalidArgument` when the box does not fit the dataset, `.typeMismatch` for a non-numeric
+    ///   dataset, `.unreadable` from HDF5. Rests on `H5Sselect_hyperslab` and `H5Dread`.
+    public func read<T: HDF5Scalar>(_ path: String, as type: T.Type = T.self, start: [Int],
+                                    count: [Int]) throws -> HDF5Array<T> {
+        let dataset = try openDataset(self, path)
+        try requireNumeric(dataset, path)
+        let total = count.reduce(1, *)
+        let (fileSpace, memorySpace, handles) = try box(dataset, path, start: start, count: count, valueCount: total)
+        defer { withExtendedLifetime(handles) {} }
+        var values = [T](repeating: 0, count: total)
+        if total > 0 {
+            try hdf5Check(self.path, "reading a box of \(path)") {
+                values.withUnsafeMutableBytes {
+                    H5Dread(dataset.id, T.hdf5ElementType.nativeType, memorySpace, fileSpace, chdf5_p_default(),
+                            $0.baseAddress)
+                }
+            }
+        }
+        return HDF5Array(values: values, shape: count)
+    }
+
+    private func create(_ path: String, _ type: HDF5ElementType, shape: [Int], chunks: [Int]?,
+                        deflate: Int?) throws -> HDF5Handle {
         try prepareParent(of: path)
         let space = try simpleSpace(self.path, shape)
         let plist = try hdf5Open(self.path, "property list", close: H5Pclose) {
             H5Pcreate(chdf5_p_dataset_create())
         }
-        if !shape.isEmpty, count > 0, chunks != nil || deflate != nil {
+        if !shape.isEmpty, shape.reduce(1, *) > 0, chunks != nil || deflate != nil {
             let chunkDims = zip(chunks ?? shape, shape).map { hsize_t(Swift.max(1, Swift.min($0, $1))) }
             try hdf5Check(self.path, "chunking \(path)", writing: true) {
                 H5Pset_chunk(plist.id, Int32(chunkDims.count), chunkDims)
@@ -266,13 +338,38 @@ public final class HDF5File {
                 }
             }
         }
-        let type = T.hdf5ElementType.nativeType
-        let dataset = try hdf5Open(self.path, "creating \(path)", close: H5Dclose) {
-            H5Dcreate2(handle.id, path, type, space.id, chdf5_p_default(), plist.id, chdf5_p_default())
+        return try hdf5Open(self.path, "creating \(path)", close: H5Dclose) {
+            H5Dcreate2(handle.id, path, type.nativeType, space.id, chdf5_p_default(), plist.id, chdf5_p_default())
         }
-        guard count > 0 else { return }
-        try hdf5Check(self.path, "writing \(path)", writing: true) {
-            values.withUnsafeBytes { H5Dwrite(dataset.id, type, chdf5_s_all(), chdf5_s_all(), chdf5_p_default(), $0.baseAddress) }
+    }
+
+    /// The file and memory dataspaces of a box of a dataset.
+    private func box(_ dataset: HDF5Handle, _ path: String, start: [Int], count: [Int],
+                     valueCount: Int) throws -> (file: hid_t, memory: hid_t, handles: [HDF5Handle]) {
+        let fileSpace = try dataspace(self, dataset, path)
+        let shape = try extents(self, fileSpace, path)
+        if shape.isEmpty, start.isEmpty, count.isEmpty, valueCount == 1 {  // a scalar: the whole of it
+            return (chdf5_s_all(), chdf5_s_all(), [])
+        }
+        guard start.count == shape.count, count.count == shape.count, count.reduce(1, *) == valueCount,
+              zip(zip(start, count), shape).allSatisfy({ $0.0 >= 0 && $0.1 >= 0 && $0.0 + $0.1 <= $1 }) else {
+            throw ImageIOError.invalidArgument("\(self.path): \(path): box at \(start) of \(count) (\(valueCount) "
+                + "values) does not fit shape \(shape)")
+        }
+        if valueCount == 0 { return (chdf5_s_all(), chdf5_s_all(), []) }  // nothing is transferred
+        try hdf5Check(self.path, "selecting a box of \(path)") {
+            H5Sselect_hyperslab(fileSpace.id, H5S_SELECT_SET, start.map { hsize_t($0) }, nil,
+                                count.map { hsize_t($0) }, nil)
+        }
+        let memorySpace = try simpleSpace(self.path, count)
+        return (fileSpace.id, memorySpace.id, [fileSpace, memorySpace])
+    }
+
+    private func requireNumeric(_ dataset: HDF5Handle, _ path: String) throws {
+        let fileType = try datasetType(self, dataset, path)
+        let typeClass = H5Tget_class(fileType.id)
+        guard typeClass == H5T_INTEGER || typeClass == H5T_FLOAT else {
+            throw ImageIOError.typeMismatch(file: self.path, object: path, reason: "not a numeric dataset")
         }
     }
 
@@ -301,24 +398,25 @@ public final class HDF5File {
         }
     }
 
-    /// The default bound on the number of elements read from one dataset (2³¹).
-    public static let defaultMaxElements = 1 << 31
-
     /// Reads a numeric dataset, converting its elements to `T`.
     ///
     /// - Parameters:
     ///   - path: the dataset.
-    ///   - maxElements: a bound on the element count, checked before allocating.
-    /// - Throws: `.missing`, `.typeMismatch` (not numeric), `.tooLarge`, `.unreadable`. Rests on `H5Dread`.
+    ///   - limits: bounds the element count × the size of `T`, checked from the dataspace before allocating.
+    /// - Throws: `.missing`, `.typeMismatch` (not numeric), `.tooLarge` naming the limit, `.unreadable`.
+    ///   Rests on `H5Dread`.
     public func read<T: HDF5Scalar>(_ path: String, as type: T.Type = T.self,
-                                    maxElements: Int = defaultMaxElements) throws -> HDF5Array<T> {
-        let dataset = try openDataset(self, path)
-        let fileType = try datasetType(self, dataset, path)
-        let typeClass = H5Tget_class(fileType.id)
-        guard typeClass == H5T_INTEGER || typeClass == H5T_FLOAT else {
-            throw ImageIOError.typeMismatch(file: self.path, object: path, reason: "not a numeric dataset")
-        }
-        let shape = try extents(self, dataspace(self, dataset, path), path)
+                                    limits: ReadLimits = .standard) throws -> HDF5Array<T> {
+        let shape = try self.shape(of: path)
+        try limits.check(shape, bytesPerValue: MemoryLayout<T>.size, file: self.path, what: path)
+        return try read(path, as: type, start: shape.map { _ in 0 }, count: shape)
+    }
+
+    /// Reads a numeric dataset of at most `maxElements` elements (checked before allocating).
+    ///
+    /// - Throws: as `read(_:as:limits:)`. Rests on `H5Dread`.
+    public func read<T: HDF5Scalar>(_ path: String, as type: T.Type = T.self, maxElements: Int) throws -> HDF5Array<T> {
+        let shape = try self.shape(of: path)
         let (count, overflow) = shape.reduce((1, false)) { acc, extent in
             let (product, o) = acc.0.multipliedReportingOverflow(by: extent)
             return (product, acc.1 || o)
@@ -327,16 +425,7 @@ public final class HDF5File {
             throw ImageIOError.tooLarge(file: self.path,
                                         reason: "\(path) has shape \(shape), over the limit of \(maxElements) elements")
         }
-        var values = [T](repeating: 0, count: count)
-        if count > 0 {
-            try hdf5Check(self.path, "reading \(path)") {
-                values.withUnsafeMutableBytes {
-                    H5Dread(dataset.id, T.hdf5ElementType.nativeType, chdf5_s_all(), chdf5_s_all(),
-                            chdf5_p_default(), $0.baseAddress)
-                }
-            }
-        }
-        return HDF5Array(values: values, shape: shape)
+        return try read(path, as: type, start: shape.map { _ in 0 }, count: shape)
     }
 
     // MARK: - String datasets

@@ -52,24 +52,26 @@ public struct PNGImage: Equatable, Sendable {
 
     // MARK: - Reading and writing
 
-    /// The default bound on rows × columns when reading (256 megapixels).
-    public static let defaultMaxPixels = 1 << 28
-
     /// Reads a PNG file.
     ///
     /// - Parameters:
     ///   - path: the file.
-    ///   - maxPixels: a bound on rows × columns, checked from the header before any pixel is allocated.
-    /// - Throws: `ImageIOError.unreadable` (missing, not PNG, truncated, corrupt) or `.tooLarge`.
+    ///   - limits: bounds rows × columns × channels × 4 bytes (the Float32 image SliceLab makes of it), checked
+    ///     from the header before any pixel is allocated.
+    /// - Throws: `ImageIOError.unreadable` (missing, not PNG, truncated, corrupt) or `.tooLarge` naming the limit.
     ///   Rests on `png_read_image`.
-    public static func read(_ path: String, maxPixels: Int = defaultMaxPixels) throws -> PNGImage {
+    public static func read(_ path: String, limits: ReadLimits = .standard) throws -> PNGImage {
         var image = cpng_image()
         var message = [CChar](repeating: 0, count: 256)
-        let status = cpng_read(path, &image, UInt64(maxPixels), &message, message.count)
+        let status = cpng_read(path, &image, UInt64(limits.maxBytes / 4), &message, message.count)
         defer { free(image.pixels) }
         guard status == 0, let pixels = image.pixels else {
             let reason = String(cString: message)
-            if status == -2 { throw ImageIOError.tooLarge(file: path, reason: reason) }
+            if status == -2 {
+                try limits.check([Int(image.rows), Int(image.cols), Int(image.channels)], bytesPerValue: 4,
+                                 file: path, what: "the image")
+                throw ImageIOError.tooLarge(file: path, reason: reason)
+            }
             throw ImageIOError.unreadable(file: path, reason: reason)
         }
         let count = Int(image.rows) * Int(image.cols) * Int(image.channels)
@@ -93,37 +95,48 @@ public struct PNGImage: Equatable, Sendable {
             guard let file = fopen(temporary, "wb") else {
                 throw ImageIOError.unwritable(file: path, reason: String(cString: strerror(errno)))
             }
-            var message = [CChar](repeating: 0, count: 256)
-            let status: Int32
-            switch samples {
-            case let .uint8(values):
-                status = values.withUnsafeBytes {
-                    cpng_write(file, $0.bindMemory(to: UInt8.self).baseAddress, UInt32(rows), UInt32(columns),
-                               UInt32(channels), 8, &message, message.count)
-                }
-            case let .uint16(values):
-                status = values.withUnsafeBytes {
-                    cpng_write(file, $0.bindMemory(to: UInt8.self).baseAddress, UInt32(rows), UInt32(columns),
-                               UInt32(channels), 16, &message, message.count)
-                }
-            }
+            let status = encode(into: file)
             let closed = fclose(file)
-            guard status == 0 else { throw ImageIOError.unwritable(file: path, reason: String(cString: message)) }
+            if let status { throw ImageIOError.unwritable(file: path, reason: status) }
             guard closed == 0 else {
                 throw ImageIOError.unwritable(file: path, reason: String(cString: strerror(errno)))
             }
         }
     }
 
-    /// The image encoded as PNG bytes (for embedding in reports). Rests on `png_write_row`.
+    /// The image encoded as PNG bytes (for embedding in reports), in memory: no temporary file.
+    /// Rests on `png_write_row` and `open_memstream`.
     public func encoded() throws -> Data {
-        let path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("slicelab-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).png").path
-        defer { unlink(path) }
-        try write(to: path)
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ImageIOError.unreadable(file: path, reason: "encoded PNG vanished")
+        var buffer: UnsafeMutablePointer<CChar>?
+        var size = 0
+        guard let stream = open_memstream(&buffer, &size) else {
+            throw ImageIOError.unwritable(file: "(memory)", reason: String(cString: strerror(errno)))
         }
-        return data
+        let status = encode(into: stream)
+        let closed = fclose(stream)
+        defer { free(buffer) }
+        guard status == nil, closed == 0, let buffer else {
+            throw ImageIOError.unwritable(file: "(memory)", reason: status ?? "cannot encode PNG in memory")
+        }
+        return Data(bytes: buffer, count: size)
+    }
+
+    /// Encodes the image into an open stream; returns libpng's message on failure.
+    private func encode(into file: UnsafeMutablePointer<FILE>) -> String? {
+        var message = [CChar](repeating: 0, count: 256)
+        let status: Int32
+        switch samples {
+        case let .uint8(values):
+            status = values.withUnsafeBytes {
+                cpng_write(file, $0.bindMemory(to: UInt8.self).baseAddress, UInt32(rows), UInt32(columns),
+                           UInt32(channels), 8, &message, message.count)
+            }
+        case let .uint16(values):
+            status = values.withUnsafeBytes {
+                cpng_write(file, $0.bindMemory(to: UInt8.self).baseAddress, UInt32(rows), UInt32(columns),
+                           UInt32(channels), 16, &message, message.count)
+            }
+        }
+        return status == 0 ? nil : String(cString: message)
     }
 }

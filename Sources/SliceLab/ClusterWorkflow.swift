@@ -66,10 +66,10 @@ public enum ClusterWorkflow {
     ///   method cannot split (constant images, too few values, NaN/inf); the loader's and writer's errors.
     @discardableResult
     public static func run(input: String, options: ClusterOptions, out: String,
-                           overlay: String? = nil) throws -> ClusterOutcome {
+                           overlay: String? = nil, limits: ReadLimits = .standard) throws -> ClusterOutcome {
         try checkOutput(out)
         let start = Date()
-        let image = try ImageLoader.load(input)
+        let image = try ImageLoader.load(input, limits: limits)
         if image.frames > 1, URL(fileURLWithPath: out).pathExtension.lowercased() == "png" {
             throw InputError.unsupportedOutput(file: out, reason: "a PNG holds one slice and \(input) has "
                 + "\(image.frames); write .h5 instead")

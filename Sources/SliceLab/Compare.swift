@@ -25,6 +25,8 @@ public enum Compare {
         public var runPrefix: String
         /// A folder for overlay PNGs `<case>_<run>.png` (middle frame), or nil.
         public var overlays: String?
+        /// The bound on decoded sizes the set's files are read with (`--max-memory`).
+        public var limits: ReadLimits = .standard
 
         public init(dataset: String, model: String, classical: [ClassicalSpec], split: String = "test", output: String,
                     report: String? = nil, threads: Int? = nil, skipBad: Bool = false, voteCases: Int = 16,
@@ -69,7 +71,9 @@ public enum Compare {
             return try body()
         }
         if let threads = options.threads { setComputeThreads(threads) }
-        let set = try timed("load") { try LabeledSet.open(options.dataset, skipBad: options.skipBad) }
+        let set = try timed("load") {
+            try LabeledSet.open(options.dataset, skipBad: options.skipBad, limits: options.limits)
+        }
         let caseNames = set.cases(in: options.split)
         guard !caseNames.isEmpty else {
             throw CompareError.emptySplit(dataset: options.dataset, split: options.split,
@@ -281,19 +285,26 @@ public enum Compare {
         return lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "\n") + "\n"
     }
 
+    /// Writes the overlay folder as a whole (`writeFolderAtomically`): a kill leaves the previous set of
+    /// overlays or the new one, never a mixture.
     static func writeOverlays(to folder: String, names: [String], maps: [[LabelMap]], images: [ScanImage],
                               references: [LabelMap], caseNames: [String]) throws {
+        let parent = (folder as NSString).deletingLastPathComponent
         do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: parent.isEmpty ? "." : parent,
+                                                    withIntermediateDirectories: true)
         } catch {
             throw InputError.unsupportedOutput(file: folder, reason: "cannot create the folder: \(error.localizedDescription)")
         }
-        for (index, image) in images.enumerated() {
-            let frame = image.frames / 2
-            try Overlay.write(image: image, labels: references[index], frame: frame,
-                              to: "\(folder)/\(caseNames[index])_reference.png")
-            for (name, runMaps) in zip(names, maps) {
-                try Overlay.write(image: image, labels: runMaps[index], frame: frame, to: "\(folder)/\(caseNames[index])_\(name).png")
+        try writeFolderAtomically(to: folder) { temporary in
+            for (index, image) in images.enumerated() {
+                let frame = image.frames / 2
+                try Overlay.write(image: image, labels: references[index], frame: frame,
+                                  to: "\(temporary)/\(caseNames[index])_reference.png")
+                for (name, runMaps) in zip(names, maps) {
+                    try Overlay.write(image: image, labels: runMaps[index], frame: frame,
+                                      to: "\(temporary)/\(caseNames[index])_\(name).png")
+                }
             }
         }
     }

@@ -48,10 +48,10 @@ public enum ConvertWorkflow {
         }
     }
 
-    /// Converts `source` (a file or a folder) to `output` (.h5 or .png), or with `reference` a label file to a
-    /// DICOM SEG (`output` .dcm) over that series. Returns lines for the user.
+    /// Converts `source` (a file or a folder) to `output` (.h5 or .png), reading with `limits`, or with
+    /// `reference` a label file to a DICOM SEG (`output` .dcm) over that series. Returns lines for the user.
     public static func run(source: String, output: String, window: WindowChoice, frame: Int, bits: Int,
-                           reference: String? = nil) throws -> [String] {
+                           reference: String? = nil, limits: ReadLimits = .standard) throws -> [String] {
         let lowered = output.lowercased()
         if let reference {
             guard lowered.hasSuffix(".dcm") else {
@@ -60,9 +60,11 @@ public enum ConvertWorkflow {
             return try SegmentationExport.convert(labels: source, reference: reference, to: output)
         }
         if lowered.hasSuffix(".dcm") { throw ConvertError.unsupportedOutput(output, withReference: false) }
-        if lowered.hasSuffix(".h5") || lowered.hasSuffix(".hdf5") { return try writeHDF5(source: source, to: output) }
+        if lowered.hasSuffix(".h5") || lowered.hasSuffix(".hdf5") {
+            return try writeHDF5(source: source, to: output, limits: limits)
+        }
         if lowered.hasSuffix(".png") {
-            return try writePNG(source: source, to: output, window: window, frame: frame, bits: bits)
+            return try writePNG(source: source, to: output, window: window, frame: frame, bits: bits, limits: limits)
         }
         throw ConvertError.unsupportedOutput(output)
     }
@@ -75,9 +77,9 @@ public enum ConvertWorkflow {
     }
 
     /// A single file keeps its frame order; a folder is one sorted volume per series.
-    static func writeHDF5(source: String, to output: String) throws -> [String] {
+    static func writeHDF5(source: String, to output: String, limits: ReadLimits) throws -> [String] {
         if !isFolder(source) {
-            let file = try DicomFile(path: source)
+            let file = try DicomFile(path: source, limits: limits)
             guard file.hasPixelData else { throw DICOMError.noPixelData(file: source) }
             try HDF5File.write(to: output, updating: false) { h5 in
                 try writeFile(file, to: h5, at: "/image")
@@ -85,7 +87,7 @@ public enum ConvertWorkflow {
             return ["wrote \(output): /image \(file.frameCount)×\(file.rows)×\(file.columns)"
                     + (file.isColor ? "×3 RGB" : " Float32")]
         }
-        let scan = try Series.scan(source)
+        let scan = try Series.scan(source, limits: limits)
         var lines: [String] = []
         var volumes: [(Series, Volume?)] = []
         var skipped = scan.skipped
@@ -120,6 +122,10 @@ public enum ConvertWorkflow {
             }
         }
         for entry in skipped { lines.append("skipped \(entry.file): \(entry.reason)") }
+        let used = volumes.map { volume in volume.1.map { Set($0.sourceFiles).count }
+            ?? Set(volume.0.slices.map(\.file.path)).count }.reduce(0, +)
+        lines.append("converted \(used) of \(used + skipped.count) files into \(volumes.count) series, "
+                     + "\(skipped.count) skipped")
         lines.append("wrote \(output)")
         return lines
     }
@@ -139,7 +145,8 @@ public enum ConvertWorkflow {
     private static func writeFile(_ file: DicomFile, to h5: HDF5File, at path: String) throws {
         let pixel = file.pixelSpacing
         var spacing = pixel.map { [$0.row, $0.column] } ?? []
-        if file.frameCount > 1, !spacing.isEmpty, let slice = (try? Series.scan(file.path))?.series.first?.sliceSpacing {
+        if file.frameCount > 1, !spacing.isEmpty,
+           let slice = (try? Series.scan(file.path, limits: file.limits))?.series.first?.sliceSpacing {
             spacing.append(slice)
         }
         if file.isColor {
@@ -181,6 +188,9 @@ public enum ConvertWorkflow {
 
     /// A colour series in slice order: [slices, rows, columns, 3], UInt8 or UInt16 (the widest slice decides).
     private static func writeColorSeries(_ series: Series, to h5: HDF5File, at path: String) throws {
+        try series.first.limits.check([series.slices.count, series.first.rows, series.first.columns, 3],
+                                      bytesPerValue: 4, file: (series.first.path as NSString).deletingLastPathComponent,
+                                      what: "colour series \(series.seriesInstanceUID)")
         var frames: [RGBFrame] = []
         for slice in series.slices { frames.append(try slice.file.rgbFrame(slice.frame)) }
         let bits = frames.map(\.bitsPerSample).max() ?? 8
@@ -212,12 +222,12 @@ public enum ConvertWorkflow {
 
     // MARK: - PNG
 
-    static func writePNG(source: String, to output: String, window: WindowChoice, frame: Int, bits: Int) throws
-        -> [String] {
+    static func writePNG(source: String, to output: String, window: WindowChoice, frame: Int, bits: Int,
+                         limits: ReadLimits) throws -> [String] {
         let file: DicomFile
         let frameInFile: Int
         if isFolder(source) {
-            let scan = try Series.scan(source)
+            let scan = try Series.scan(source, limits: limits)
             let series = scan.series[0]
             guard frame < series.slices.count else {
                 throw ConvertError.frameOutOfRange(frame: frame, count: series.slices.count, source: source)
@@ -225,7 +235,7 @@ public enum ConvertWorkflow {
             file = series.slices[frame].file
             frameInFile = series.slices[frame].frame
         } else {
-            file = try DicomFile(path: source)
+            file = try DicomFile(path: source, limits: limits)
             guard file.hasPixelData else { throw DICOMError.noPixelData(file: source) }
             guard frame < file.frameCount else {
                 throw ConvertError.frameOutOfRange(frame: frame, count: file.frameCount, source: source)

@@ -45,10 +45,12 @@ public enum Evaluate {
 
     /// Evaluates every case, writes the run into `options.output` and returns it.
     ///
-    /// Nothing is written when any case fails: the file is replaced atomically at the end.
+    /// Nothing is written when any case fails: the file is replaced atomically at the end. Label files are read
+    /// with `limits` (`--max-memory`).
     /// - Throws: `EvaluateError` (unpaired files, shapes, options), `MetricsError.inCase` (labels ≥ K),
     ///   `ResultsError.runExists`, `InputError`/`ImageIOError` naming the file.
-    public static func run(_ options: Options, showProgress: Bool = true) throws -> ResultsRun {
+    public static func run(_ options: Options, limits: ReadLimits = .standard,
+                           showProgress: Bool = true) throws -> ResultsRun {
         let runName = options.resolvedRunName
         try ResultsRun.validate(name: runName)
         try prepareOutputLocation(options.output)
@@ -58,15 +60,15 @@ public enum Evaluate {
         }
         let fallbackSpacing = try resolvedSpacing(options.spacing)
         let pairs = try EvaluateInputs.pairs(prediction: options.prediction, reference: options.reference)
-        let classCount = try resolveClassCount(options, pairs)
+        let classCount = try resolveClassCount(options, pairs, limits: limits)
         let classNames = options.classNames ?? (0..<classCount).map { $0 == 0 ? "background" : "class_\($0)" }
         let settings = EvaluationSettings(classCount: classCount, toleranceMM: options.toleranceMM,
                                           hd95: options.hd95, empty: options.empty)
         let progress = showProgress ? ProgressReporter("evaluate", total: pairs.count) : nil
         var cases: [(id: String, spacing: [Double], metrics: CaseMetrics)] = []
         for pair in pairs {
-            let reference = try EvaluateInputs.load(pair.reference)
-            let prediction = try EvaluateInputs.load(pair.prediction)
+            let reference = try EvaluateInputs.load(pair.reference, limits: limits)
+            let prediction = try EvaluateInputs.load(pair.prediction, limits: limits)
             let (r, p) = (reference.labels, prediction.labels)
             guard [r.frames, r.rows, r.columns] == [p.frames, p.rows, p.columns] else {
                 throw EvaluateError.shapeMismatch(case: pair.id, reference: [r.frames, r.rows, r.columns],
@@ -103,7 +105,8 @@ public enum Evaluate {
     }
 
     /// K from `--num-classes`, else the number of class names, else the largest label in any file + 1 (≥ 2).
-    static func resolveClassCount(_ options: Options, _ pairs: [EvaluateInputs.CasePair]) throws -> Int {
+    static func resolveClassCount(_ options: Options, _ pairs: [EvaluateInputs.CasePair],
+                                  limits: ReadLimits = .standard) throws -> Int {
         if let names = options.classNames, let count = options.classCount, names.count != count {
             throw EvaluateError.invalidOption("--class-names lists \(names.count) names but --num-classes is \(count)")
         }
@@ -114,7 +117,7 @@ public enum Evaluate {
             var largest = 1
             for pair in pairs {
                 for path in [pair.reference, pair.prediction] {
-                    largest = max(largest, Int(try EvaluateInputs.load(path).labels.labels.max() ?? 0))
+                    largest = max(largest, Int(try EvaluateInputs.load(path, limits: limits).labels.labels.max() ?? 0))
                 }
             }
             count = largest + 1

@@ -1,10 +1,11 @@
 import DICOM
+import ImageIO
 
 extension EvaluateInputs {
     /// Reads a DICOM SEG as a label map with its spacing (segment number = label), one slice per source frame
     /// sorted along the slice normal.
-    static func loadDICOMSegmentation(_ path: String) throws -> LoadedLabels {
-        let seg = try Segmentation(path: path)
+    static func loadDICOMSegmentation(_ path: String, limits: ReadLimits = .standard) throws -> LoadedLabels {
+        let seg = try Segmentation(path: path, limits: limits)
         let volume = seg.labelVolume()
         var sliceSpacing = 1.0
         if let normal = seg.normal, volume.slices > 1, let first = volume.positions.first ?? nil,

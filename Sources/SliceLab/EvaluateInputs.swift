@@ -86,16 +86,16 @@ public enum EvaluateInputs {
     ///
     /// - Throws: `InputError.invalidContent` naming the file (colour PNG, negative or non-integer labels, bad
     ///   shape), `ImageIOError` from the readers.
-    public static func load(_ path: String) throws -> LoadedLabels {
+    public static func load(_ path: String, limits: ReadLimits = .standard) throws -> LoadedLabels {
         switch URL(fileURLWithPath: path).pathExtension.lowercased() {
-        case "png": return try loadPNG(path)
-        case "h5", "hdf5": return try loadHDF5(path)
-        default: return try loadDICOMSegmentation(path)
+        case "png": return try loadPNG(path, limits: limits)
+        case "h5", "hdf5": return try loadHDF5(path, limits: limits)
+        default: return try loadDICOMSegmentation(path, limits: limits)
         }
     }
 
-    static func loadPNG(_ path: String) throws -> LoadedLabels {
-        let png = try PNGImage.read(path)
+    static func loadPNG(_ path: String, limits: ReadLimits) throws -> LoadedLabels {
+        let png = try PNGImage.read(path, limits: limits)
         guard png.channels == 1 else {
             throw InputError.invalidContent(file: path, reason: "a label PNG must be one gray channel, this one has \(png.channels)")
         }
@@ -104,7 +104,7 @@ public enum EvaluateInputs {
                             hasSpacing: false)
     }
 
-    static func loadHDF5(_ path: String) throws -> LoadedLabels {
+    static func loadHDF5(_ path: String, limits: ReadLimits) throws -> LoadedLabels {
         let file = try HDF5File.open(path)
         let shape = try file.shape(of: "/labels")
         guard (2...3).contains(shape.count), shape.allSatisfy({ $0 > 0 }) else {
@@ -116,7 +116,7 @@ public enum EvaluateInputs {
             throw InputError.invalidContent(file: path, reason: "/labels must hold integers")
         default: break
         }
-        let values = try file.read("/labels", as: Int64.self).values
+        let values = try file.read("/labels", as: Int64.self, limits: limits).values
         guard let low = values.min(), let high = values.max(), low >= 0, high <= 65_535 else {
             throw InputError.invalidContent(file: path, reason: "/labels holds values outside 0...65535")
         }

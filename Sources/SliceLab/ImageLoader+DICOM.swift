@@ -1,37 +1,26 @@
 import DICOM
 import Foundation
+import ImageIO
 
 extension ImageLoader {
     /// Loads a DICOM file (all frames, in file order) or a series folder (the first series as one volume sorted
     /// along the slice normal) as modality values; colour files as RGB samples in 3 channels.
     ///
     /// - Throws: `DICOMError` naming the file and the cause.
-    static func loadDICOM(_ path: String) throws -> ScanImage {
+    static func loadDICOM(_ path: String, limits: ReadLimits) throws -> ScanImage {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            let (volumes, _) = try Series.load(folder: path)
+            let (volumes, _) = try Series.load(folder: path, limits: limits)
             return try scanImage(volumes[0], source: path)
         }
-        let file = try DicomFile(path: path)
-        guard file.hasPixelData else { throw DICOMError.noPixelData(file: path) }
-        let pixel = file.pixelSpacing
-        var sliceSpacing = file.sliceThickness() ?? 1
-        if file.frameCount > 1, let spacing = try Series.scan(path).series.first?.sliceSpacing {
-            sliceSpacing = spacing
-        }
+        // A file's frames in file order, read as `segment` streams them, gathered into one image.
+        let reader = try FrameReader.dicomFile(path, limits: limits)
         var values: [Float] = []
-        values.reserveCapacity(file.frameCount * file.rows * file.columns * (file.isColor ? 3 : 1))
-        for frame in 0..<file.frameCount {
-            if file.isColor {
-                values += try file.rgbFrame(frame).samples.map { Float($0) }
-            } else {
-                values += try file.modalityFrame(frame)
-            }
-        }
-        return ScanImage(frames: file.frameCount, rows: file.rows, columns: file.columns,
-                         channels: file.isColor ? 3 : 1, values: values,
-                         spacing: [sliceSpacing, pixel?.row ?? 1, pixel?.column ?? 1], source: path,
-                         modality: file.dataset.string(.modality), hasSpacing: pixel != nil)
+        values.reserveCapacity(reader.frames * reader.rows * reader.columns * reader.channels)
+        for frame in 0..<reader.frames { values += try reader.frame(frame).values }
+        return ScanImage(frames: reader.frames, rows: reader.rows, columns: reader.columns, channels: reader.channels,
+                         values: values, spacing: reader.spacing, source: path, modality: reader.modality,
+                         hasSpacing: reader.hasSpacing)
     }
 
     /// A series volume as a one-channel `ScanImage` (slices in the series' order).
@@ -50,11 +39,12 @@ extension ImageLoader {
     ///
     /// - Throws: `InputError.unsupportedFile` for multi-frame sources (a SEG here references whole single-frame
     ///   instances), `DICOMError` naming the file and the cause.
-    public static func loadDICOMSeries(_ path: String) throws -> (image: ScanImage, series: Series) {
+    public static func loadDICOMSeries(_ path: String, limits: ReadLimits = .standard) throws
+        -> (image: ScanImage, series: Series) {
         let series = try SegmentationExport.sourceSeries(path)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
-            return (try loadDICOM(path), series)
+            return (try loadDICOM(path, limits: limits), series)
         }
         return (try scanImage(try series.load(), source: path), series)
     }

@@ -9,22 +9,24 @@ public enum ImageLoader {
     /// - PNG: gray (gray+alpha drops alpha) → 1 channel; RGB(A) → 3 channels; sample values as they are.
     /// - HDF5 `/image`: [H, W] or [frames, H, W] → gray; [frames, H, W, 3] or [H, W, 3] → RGB; attribute
     ///   `spacing` (row, column[, slice] or slice, row, column as `slicelab convert` writes) when present.
-    /// - Throws: `InputError`, `ImageIOError`, or the DICOM reader's errors, each naming the file.
-    public static func load(_ path: String) throws -> ScanImage {
+    /// - `limits` bounds the decoded size (`--max-memory`), checked from headers before allocating.
+    /// - Throws: `InputError`, `ImageIOError` (`.tooLarge` naming the limit), or the DICOM reader's errors, each
+    ///   naming the file.
+    public static func load(_ path: String, limits: ReadLimits = .standard) throws -> ScanImage {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw InputError.unsupportedFile(file: path, reason: "no such file or folder")
         }
-        if isDirectory.boolValue { return try loadDICOM(path) }
+        if isDirectory.boolValue { return try loadDICOM(path, limits: limits) }
         switch URL(fileURLWithPath: path).pathExtension.lowercased() {
-        case "png": return try loadPNG(path)
-        case "h5", "hdf5": return try loadHDF5(path)
-        default: return try loadDICOM(path)
+        case "png": return try loadPNG(path, limits: limits)
+        case "h5", "hdf5": return try loadHDF5(path, limits: limits)
+        default: return try loadDICOM(path, limits: limits)
         }
     }
 
-    static func loadPNG(_ path: String) throws -> ScanImage {
-        let png = try PNGImage.read(path)
+    static func loadPNG(_ path: String, limits: ReadLimits) throws -> ScanImage {
+        let png = try PNGImage.read(path, limits: limits)
         let samples = png.intSamples
         let keep = png.channels >= 3 ? 3 : 1
         var values = [Float](repeating: 0, count: png.rows * png.columns * keep)
@@ -36,8 +38,29 @@ public enum ImageLoader {
         return ScanImage(frames: 1, rows: png.rows, columns: png.columns, channels: keep, values: values, source: path)
     }
 
-    static func loadHDF5(_ path: String) throws -> ScanImage {
+    static func loadHDF5(_ path: String, limits: ReadLimits) throws -> ScanImage {
         let file = try HDF5File.open(path)
+        let layout = try hdf5Layout(file)
+        let values = try file.read("/image", as: Float.self, limits: limits).values
+        return ScanImage(frames: layout.frames, rows: layout.rows, columns: layout.columns, channels: layout.channels,
+                         values: values, spacing: layout.spacing, source: path, modality: layout.modality,
+                         hasSpacing: layout.hasSpacing)
+    }
+
+    /// How an HDF5 file's `/image` is laid out, and what its attributes say.
+    struct HDF5Layout {
+        var frames, rows, columns, channels: Int
+        var spacing: [Double]
+        var hasSpacing: Bool
+        var modality: String?
+    }
+
+    /// The layout of `/image`: [H, W] or [frames, H, W] gray, [H, W, 3] or [frames, H, W, 3|1]; its spacing
+    /// attribute (row, column[, slice] as `slicelab convert` writes it) and modality.
+    ///
+    /// - Throws: `InputError.invalidContent` naming the file for another shape or an empty image.
+    static func hdf5Layout(_ file: HDF5File) throws -> HDF5Layout {
+        let path = file.path
         let shape = try file.shape(of: "/image")
         let (frames, rows, columns, channels): (Int, Int, Int, Int)
         switch shape.count {
@@ -52,7 +75,6 @@ public enum ImageLoader {
         guard rows > 0, columns > 0, frames > 0 else {
             throw InputError.invalidContent(file: path, reason: "/image is empty (shape \(shape))")
         }
-        let values = try file.read("/image", as: Float.self).values
         var spacing: [Double] = [1, 1, 1]
         var hasSpacing = false
         if file.hasAttribute("spacing", at: "/image"), let given = try file.attribute("spacing", at: "/image").doubleValues {
@@ -65,7 +87,7 @@ public enum ImageLoader {
         }
         let modality = file.hasAttribute("modality", at: "/image")
             ? try file.attribute("modality", at: "/image").stringValue : nil
-        return ScanImage(frames: frames, rows: rows, columns: columns, channels: channels, values: values,
-                         spacing: spacing, source: path, modality: modality, hasSpacing: hasSpacing)
+        return HDF5Layout(frames: frames, rows: rows, columns: columns, channels: channels, spacing: spacing,
+                          hasSpacing: hasSpacing, modality: modality)
     }
 }

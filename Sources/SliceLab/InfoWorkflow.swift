@@ -1,5 +1,6 @@
 import DICOM
 import Foundation
+import ImageIO
 
 /// `slicelab info`: what a DICOM file or folder holds, per series, without decoding pixels.
 public enum InfoWorkflow {
@@ -34,9 +35,10 @@ public enum InfoWorkflow {
         public var skipped: [[String: String]]
     }
 
-    /// Scans `path` (a file or a folder, recursively). Throws `DICOMError` when nothing loads.
-    public static func report(_ path: String) throws -> Report {
-        let scan = try Series.scan(path)
+    /// Scans `path` (a file or a folder, recursively), opening every file with `limits`. Throws `DICOMError`
+    /// when nothing loads.
+    public static func report(_ path: String, limits: ReadLimits = .standard) throws -> Report {
+        let scan = try Series.scan(path, limits: limits)
         let summaries = scan.series.map { series -> SeriesSummary in
             let file = series.first
             let pixel = file.pixelSpacing(frame: series.slices[0].frame)
@@ -89,8 +91,18 @@ public enum InfoWorkflow {
         }
         if !report.skipped.isEmpty {
             lines.append("Skipped \(report.skipped.count) file\(report.skipped.count == 1 ? "" : "s"):")
-            for entry in report.skipped.prefix(50) { lines.append("  \(entry["file"] ?? ""): \(entry["reason"] ?? "")") }
+            for entry in report.skipped.prefix(200) { lines.append("  \(entry["file"] ?? ""): \(entry["reason"] ?? "")") }
+            if report.skipped.count > 200 { lines.append("  … and \(report.skipped.count - 200) more (--json lists all)") }
         }
+        lines.append(summary(report))
         return lines.joined(separator: "\n")
+    }
+
+    /// "Scanned 1000 files: 950 in 1 series, 50 skipped."
+    public static func summary(_ report: Report) -> String {
+        let used = report.series.map(\.files).reduce(0, +)
+        let total = used + report.skipped.count
+        return "Scanned \(total) file\(total == 1 ? "" : "s"): \(used) in \(report.series.count) series, "
+            + "\(report.skipped.count) skipped."
     }
 }

@@ -1,5 +1,6 @@
 import DeepLab
 import Foundation
+import ImageIO
 
 /// The description of a labeled set, `dataset.json` (Datasets/README.md): `name`, `classes`, `modality`,
 /// `splits`, and optionally `spacing` and `preprocessing`. Other keys are provenance and are ignored.
@@ -70,6 +71,8 @@ public final class LabeledSet: @unchecked Sendable {
     public let splits: [String: [String]]
     public let skipped: [SkippedCase]
     let files: [String: (image: URL, labels: URL)]
+    /// The bound on decoded sizes every case is read with (`--max-memory`).
+    public let limits: ReadLimits
 
     public var classCount: Int { description.classes.count }
 
@@ -79,7 +82,7 @@ public final class LabeledSet: @unchecked Sendable {
     /// Opens and validates the set at `path`.
     ///
     /// - Throws: `LabeledSetError` naming `dataset.json` or the first bad case.
-    public static func open(_ path: String, skipBad: Bool = false) throws -> LabeledSet {
+    public static func open(_ path: String, skipBad: Bool = false, limits: ReadLimits = .standard) throws -> LabeledSet {
         let folder = URL(fileURLWithPath: path)
         let description = try readDescription(folder.appendingPathComponent("dataset.json"))
         let images = try entries(folder.appendingPathComponent("images"), foldersAllowed: true)
@@ -120,7 +123,8 @@ public final class LabeledSet: @unchecked Sendable {
                 try report(.missingCase(case: name, split: split))
             }
         }
-        let unchecked = LabeledSet(folder: folder, description: description, splits: [:], skipped: [], files: files)
+        let unchecked = LabeledSet(folder: folder, description: description, splits: [:], skipped: [], files: files,
+                                   limits: limits)
         for name in files.keys.sorted() where !problems.contains(where: { $0.name == name }) {
             do { _ = try unchecked.load(name) } catch let error as LabeledSetError { try report(error) }
         }
@@ -130,12 +134,14 @@ public final class LabeledSet: @unchecked Sendable {
             where !cases.isEmpty && (valid[split] ?? []).isEmpty {
             throw LabeledSetError.emptySplit(split: split)
         }
-        return LabeledSet(folder: folder, description: description, splits: valid, skipped: problems, files: files)
+        return LabeledSet(folder: folder, description: description, splits: valid, skipped: problems, files: files,
+                          limits: limits)
     }
 
     init(folder: URL, description: LabeledSetDescription, splits: [String: [String]], skipped: [SkippedCase],
-         files: [String: (image: URL, labels: URL)]) {
+         files: [String: (image: URL, labels: URL)], limits: ReadLimits = .standard) {
         self.folder = folder
+        self.limits = limits
         self.description = description
         self.splits = splits
         self.skipped = skipped
@@ -150,9 +156,9 @@ public final class LabeledSet: @unchecked Sendable {
         guard let (imageURL, labelURL) = files[name] else {
             throw LabeledSetError.missingCase(case: name, split: "any")
         }
-        let (image, fileSpacing) = try readCaseImage(imageURL, case: name)
+        let (image, fileSpacing) = try readCaseImage(imageURL, case: name, limits: limits)
         let spacing = fileSpacing ?? description.spacing.map { [1] + $0 } ?? [1, 1, 1]
-        var labels = try readCaseLabels(labelURL, case: name)
+        var labels = try readCaseLabels(labelURL, case: name, limits: limits)
         let imageShape = [image.shape[0], image.shape[2], image.shape[3]]
         if labels.shape.count == 2 { labels.shape = [1] + labels.shape }
         guard imageShape == labels.shape else {

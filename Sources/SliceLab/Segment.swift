@@ -15,9 +15,11 @@ public enum Segment {
         public var probabilities: Bool
         public var threads: Int?
         public var tileSize: Int
+        /// The bound on decoded sizes the input is read with (`--max-memory`); it applies to each frame.
+        public var limits: ReadLimits
 
         public init(input: String, model: String, output: String, overlay: String? = nil, probabilities: Bool = false,
-                    threads: Int? = nil, tileSize: Int = 512) {
+                    threads: Int? = nil, tileSize: Int = 512, limits: ReadLimits = .standard) {
             self.input = input
             self.model = model
             self.output = output
@@ -25,6 +27,7 @@ public enum Segment {
             self.probabilities = probabilities
             self.threads = threads
             self.tileSize = tileSize
+            self.limits = limits
         }
     }
 
@@ -32,6 +35,10 @@ public enum Segment {
     /// (`/labels` UInt8, or UInt16 above 256 classes, [frames, H, W], a one-frame PNG, or for `.dcm` and a DICOM
     /// input a binary DICOM SEG referencing the source series, see `SegmentationExport`), optionally
     /// `/probabilities` Float32 [frames, K, H, W] and an overlay PNG of the first frame.
+    ///
+    /// Streams: one frame is read, segmented and written into the output before the next is read, so memory
+    /// holds one frame and its logits whatever the number of frames. The HDF5 output is a temporary file
+    /// renamed into place when every frame is in it.
     ///
     /// - Throws: `InputError`, `DeepLabError`, `ImageIOError`, each naming the file and cause.
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws {
@@ -44,54 +51,91 @@ public enum Segment {
         }
         if let threads = options.threads { setComputeThreads(threads) }
         let (model, preprocessing) = try DeepLabCheckpoint.load(options.model)
-        // A DICOM SEG references the source series frame by frame, so the image comes with its series.
-        var source: Series?
-        let image: ScanImage
-        if ext == "dcm" {
-            guard ImageLoader.isDICOM(options.input) else {
-                throw InputError.unsupportedOutput(file: options.output, reason: "a DICOM SEG needs a DICOM file or "
-                    + "series folder as INPUT, not \(options.input)")
-            }
-            (image, source) = try ImageLoader.loadDICOMSeries(options.input)
-        } else {
-            image = try ImageLoader.load(options.input)
+        if ext == "dcm" { return try writeSegmentation(options, model: model, preprocessing: preprocessing, log: log) }
+        let reader = try FrameReader.open(options.input, limits: options.limits)
+        for (file, reason) in reader.skipped { log("segment: skipped \(file): \(reason)") }
+        if !reader.skipped.isEmpty {
+            log("segment: \(reader.frames) slice(s) segmented, \(reader.skipped.count) file(s) skipped")
         }
-        if ext == "png" && image.frames > 1 {
-            throw InputError.unsupportedOutput(file: options.output, reason: "the input has \(image.frames) frames; "
+        if ext == "png" && reader.frames > 1 {
+            throw InputError.unsupportedOutput(file: options.output, reason: "the input has \(reader.frames) frames; "
                 + "a PNG holds one, write .h5 instead")
         }
         let k = model.configuration.numClasses
-        let c = model.configuration.inputChannels
-        let plane = image.rows * image.columns
-        var labels = [Int32](repeating: 0, count: image.frames * plane)
-        var probabilities: [Float] = options.probabilities ? [Float](repeating: 0, count: image.frames * k * plane) : []
+        let (rows, columns) = (reader.rows, reader.columns)
         let window = SlidingWindow(tileSize: options.tileSize)
-        for frame in 0..<image.frames {
-            let logits = try frameLogits(model: model, preprocessing: preprocessing, image: image, frame: frame,
+        var firstFrame: (image: ScanImage, labels: LabelMap)?
+        /// Segments frame `index` and hands its labels (and probabilities when asked) to `store`.
+        func segment(_ index: Int, _ store: ([Int32], [Float]) throws -> Void) throws {
+            let image = try reader.frame(index)
+            let logits = try frameLogits(model: model, preprocessing: preprocessing, image: image, frame: 0,
                                          window: window)
-            labels.replaceSubrange((frame * plane)..<((frame + 1) * plane), with: argmaxOverClasses(logits))
-            if options.probabilities {
-                let p = softmaxOverClasses(logits).values
-                probabilities.replaceSubrange((frame * k * plane)..<((frame + 1) * k * plane), with: p)
+            let labels = argmaxOverClasses(logits)
+            try store(labels, options.probabilities ? softmaxOverClasses(logits).values : [])
+            if index == 0 {
+                firstFrame = (image, LabelMap(frames: 1, rows: rows, columns: columns, labels: labels,
+                                              spacing: reader.spacing))
             }
+            if reader.frames > 1 { log("segment: frame \(index + 1)/\(reader.frames)") }
+        }
+        if ext == "png" {
+            try segment(0) { _, _ in }
+            try firstFrame?.labels.write(to: options.output)
+        } else {
+            let type: HDF5ElementType = k <= 256 ? .uint8 : .uint16
+            try HDF5File.write(to: options.output, updating: false) { file in
+                try file.createDataset("/labels", type, shape: [reader.frames, rows, columns],
+                                       chunks: [1, rows, columns], deflate: 4)
+                try file.setAttribute("spacing", .doubles(reader.spacing), at: "/labels")
+                if options.probabilities {
+                    try file.createDataset("/probabilities", .float32, shape: [reader.frames, k, rows, columns],
+                                           chunks: [1, 1, rows, columns], deflate: 4)
+                }
+                for index in 0..<reader.frames {
+                    try segment(index) { labels, probabilities in
+                        if type == .uint8 {
+                            try file.write(labels.map { UInt8(clamping: $0) }, to: "/labels", start: [index, 0, 0],
+                                           count: [1, rows, columns])
+                        } else {
+                            try file.write(labels.map { UInt16(clamping: $0) }, to: "/labels", start: [index, 0, 0],
+                                           count: [1, rows, columns])
+                        }
+                        if options.probabilities {
+                            try file.write(probabilities, to: "/probabilities", start: [index, 0, 0, 0],
+                                           count: [1, k, rows, columns])
+                        }
+                    }
+                }
+            }
+        }
+        if let overlay = options.overlay, let (image, labels) = firstFrame {
+            try Overlay.write(image: image, labels: labels, frame: 0, to: overlay)
+        }
+    }
+
+    /// `segment … --out SEG.dcm`: a binary DICOM SEG referencing the source series frame by frame
+    /// (`SegmentationExport`), written whole, so the image is loaded whole with its series.
+    private static func writeSegmentation(_ options: Options, model: DeepLabV3, preprocessing: Preprocessing,
+                                          log: (String) -> Void) throws {
+        guard ImageLoader.isDICOM(options.input) else {
+            throw InputError.unsupportedOutput(file: options.output, reason: "a DICOM SEG needs a DICOM file or "
+                + "series folder as INPUT, not \(options.input)")
+        }
+        let (image, source) = try ImageLoader.loadDICOMSeries(options.input, limits: options.limits)
+        let window = SlidingWindow(tileSize: options.tileSize)
+        var labels: [Int32] = []
+        for frame in 0..<image.frames {
+            labels += argmaxOverClasses(try frameLogits(model: model, preprocessing: preprocessing, image: image,
+                                                        frame: frame, window: window))
             if image.frames > 1 { log("segment: frame \(frame + 1)/\(image.frames)") }
         }
+        let k = model.configuration.numClasses
         let map = LabelMap(frames: image.frames, rows: image.rows, columns: image.columns, labels: labels,
                            spacing: image.spacing)
-        if let source {
-            let names = try SegmentationExport.classNames(checkpoint: options.model, classCount: k)
-            try SegmentationExport.write(labels: map, series: source, classNames: names, to: options.output)
-            log("segment: wrote DICOM SEG \(options.output) referencing series \(source.seriesInstanceUID) "
-                + "(\(source.slices.count) slice(s))")
-            if let overlay = options.overlay { try Overlay.write(image: image, labels: map, frame: 0, to: overlay) }
-            return
-        }
-        try map.write(to: options.output, elementType: k <= 256 ? .uint8 : .uint16) { file in
-            if options.probabilities {
-                try file.write(probabilities, shape: [image.frames, k, image.rows, image.columns], to: "/probabilities",
-                               chunks: [1, 1, image.rows, image.columns], deflate: 4)
-            }
-        }
+        let names = try SegmentationExport.classNames(checkpoint: options.model, classCount: k)
+        try SegmentationExport.write(labels: map, series: source, classNames: names, to: options.output)
+        log("segment: wrote DICOM SEG \(options.output) referencing series \(source.seriesInstanceUID) "
+            + "(\(source.slices.count) slice(s))")
         if let overlay = options.overlay { try Overlay.write(image: image, labels: map, frame: 0, to: overlay) }
     }
 

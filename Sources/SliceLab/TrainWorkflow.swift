@@ -32,6 +32,8 @@ public struct TrainOptions: Sendable {
     public var outputPath: String
     public var skipBad = false
     public var augmentation: AugmentationConfiguration?
+    /// The bound on decoded sizes the set's files are read with (`--max-memory`).
+    public var limits: ReadLimits = .standard
 
     public init(datasetPath: String, architecture: String, classCount: Int, outputPath: String) {
         self.datasetPath = datasetPath
@@ -162,7 +164,7 @@ public enum TrainWorkflow {
     public static func run(_ options: TrainOptions, progress: TrainProgress? = nil,
                            makeNetwork: (TrainOptions) throws -> SegmentationNetwork) throws -> Trainer.Summary {
         try prepareOutputLocation(options.outputPath)
-        let set = try LabeledSet.open(options.datasetPath, skipBad: options.skipBad)
+        let set = try LabeledSet.open(options.datasetPath, skipBad: options.skipBad, limits: options.limits)
         for skipped in set.skipped { FileHandle.standardError.write(Data("skipping \(skipped.error)\n".utf8)) }
         let configuration = try configuration(options, set: set)
         let network = try makeNetwork(options)

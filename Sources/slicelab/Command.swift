@@ -13,3 +13,15 @@ let commands: [Command.Type] = [
     EvaluateCommand.self, CompareCommand.self, TrainCommand.self, DemoCommand.self,
 ]
 
+
+/// `--max-memory`, declared by every command that reads images, labels or series from outside files.
+let maxMemoryOption = OptionSpec(
+    "max-memory", valueName: "SIZE",
+    help: "Refuse an image, volume or dataset that would take more than SIZE in memory (e.g. 4G, 512M, bytes).",
+    default: "4G")
+
+/// The read limits `--max-memory` asks for; a malformed size is a usage error.
+func readLimits(_ arguments: ParsedArguments, command: String) throws -> ReadLimits {
+    guard let text = arguments.string("max-memory") else { return .standard }
+    do { return try ReadLimits(parsing: text) } catch { throw UsageError("slicelab \(command): \(error)") }
+}

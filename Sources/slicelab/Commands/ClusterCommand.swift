@@ -22,6 +22,7 @@ enum ClusterCommand: Command {
                        default: "1"),
             OptionSpec("out", valueName: "OUT.h5|OUT.png", help: "Label map output.", required: true),
             OptionSpec("overlay", valueName: "OVERLAY.png", help: "The image with each class tinted."),
+            maxMemoryOption,
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
@@ -37,7 +38,8 @@ enum ClusterCommand: Command {
                                      minRegion: arguments.int("min-region") ?? 0,
                                      connectivity: arguments.int("connectivity") ?? 1)
         let outcome = try ClusterWorkflow.run(input: input, options: options, out: out,
-                                              overlay: arguments.string("overlay"))
+                                              overlay: arguments.string("overlay"),
+                                              limits: try readLimits(arguments, command: "cluster"))
         // Hidden: per-stage seconds on stderr for Benchmarks/bench_classical.py.
         if ProcessInfo.processInfo.environment["SLICELAB_TIMINGS"] != nil {
             for (stage, seconds) in outcome.timings { standardError("timing \(stage) \(seconds)") }

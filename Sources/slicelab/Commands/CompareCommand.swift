@@ -18,6 +18,7 @@ enum CompareCommand: Command {
             OptionSpec("timings", .flag, help: "Print a timing breakdown."),
             OptionSpec("skip-bad", .flag, help: "Skip and list invalid cases instead of failing."),
             OptionSpec("overwrite", .flag, help: "Replace runs of the same names in RESULTS.h5."),
+            maxMemoryOption,
         ],
         discussion: """
             SPEC is METHOD[:key=value,…] with METHOD one of otsu, multiotsu, histogram, kmeans, fcm, gmm and keys
@@ -33,10 +34,11 @@ enum CompareCommand: Command {
             throw UsageError("slicelab compare: give DATASET, --model MODEL.h5 and --out RESULTS.h5")
         }
         let specs = arguments.strings("classical").isEmpty ? Compare.defaultClassical : arguments.strings("classical")
-        let options = Compare.Options(dataset: dataset, model: model, classical: try specs.map(ClassicalSpec.init),
+        var options = Compare.Options(dataset: dataset, model: model, classical: try specs.map(ClassicalSpec.init),
                                       split: arguments.string("split") ?? "test", output: output,
                                       report: arguments.string("report"), threads: arguments.int("threads"),
                                       skipBad: arguments.flag("skip-bad"), overwrite: arguments.flag("overwrite"))
+        options.limits = try readLimits(arguments, command: "compare")
         try runCompare(options, timings: arguments.flag("timings"))
     }
 

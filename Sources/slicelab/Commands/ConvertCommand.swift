@@ -17,6 +17,7 @@ enum ConvertCommand: Command {
             OptionSpec("bits", .choice(["8", "16"]), help: "PNG bit depth.", default: "8"),
             OptionSpec("reference", valueName: "SERIES",
                        help: "PATH is a label map (.h5 /labels or .png): write it as a DICOM SEG over this series."),
+            maxMemoryOption,
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
@@ -27,7 +28,7 @@ enum ConvertCommand: Command {
         let lines = try ConvertWorkflow.run(
             source: arguments.positional(0) ?? "", output: arguments.positional(1) ?? "", window: window,
             frame: arguments.int("frame") ?? 0, bits: Int(arguments.string("bits") ?? "8") ?? 8,
-            reference: arguments.string("reference"))
+            reference: arguments.string("reference"), limits: try readLimits(arguments, command: "convert"))
         lines.forEach { print($0) }
     }
 }

@@ -19,6 +19,7 @@ enum EvaluateCommand: Command {
             OptionSpec("out", valueName: "RESULTS.h5", help: "Results file (runs are added).", required: true),
             OptionSpec("run", help: "Run name.", default: "the prediction's name"),
             OptionSpec("overwrite", .flag, help: "Replace a run of the same name."),
+            maxMemoryOption,
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
@@ -39,7 +40,7 @@ enum EvaluateCommand: Command {
             hd95: Evaluate.HD95Definition(rawValue: arguments.string("hd95") ?? "max") ?? .max,
             empty: Evaluate.EmptyRule(rawValue: arguments.string("empty") ?? "nan") ?? .nan,
             runName: arguments.string("run"), overwrite: arguments.flag("overwrite"))
-        let run = try Evaluate.run(options)
+        let run = try Evaluate.run(options, limits: try readLimits(arguments, command: "evaluate"))
         print(Evaluate.table(run))
         print("wrote run '\(run.name)' to \(output)")
     }

@@ -15,6 +15,7 @@ enum SegmentCommand: Command {
             OptionSpec("probabilities", .flag, help: "Also write /probabilities [frames, classes, H, W]."),
             OptionSpec("precision", .choice(["fp32", "bf16"]), help: "Arithmetic precision.", default: "fp32"),
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
+            maxMemoryOption,
             OptionSpec("weights", valueName: "W.safetensors", help: "Parity mode: a torchvision state_dict."),
             OptionSpec("arch", .choice(["deeplabv3_resnet18", "deeplabv3_resnet34", "deeplabv3_resnet50",
                                         "deeplabv3_resnet101", "deeplabv3_mobilenet_v2"]),
@@ -50,7 +51,8 @@ enum SegmentCommand: Command {
         }
         try Segment.run(Segment.Options(input: input, model: model, output: out, overlay: arguments.string("overlay"),
                                         probabilities: arguments.flag("probabilities"),
-                                        threads: arguments.int("threads")),
+                                        threads: arguments.int("threads"),
+                                        limits: try readLimits(arguments, command: "segment")),
                         log: standardError)
     }
 }

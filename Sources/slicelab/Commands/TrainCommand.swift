@@ -30,6 +30,7 @@ enum TrainCommand: Command {
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
             OptionSpec("out", valueName: "MODEL.h5", help: "Checkpoint to write.", required: true),
             OptionSpec("skip-bad", .flag, help: "Skip (and list) invalid cases instead of stopping."),
+            maxMemoryOption,
         ],
         discussion: """
             Writes the best checkpoint (by validation mean foreground Dice) to MODEL.h5 and the last one to
@@ -63,6 +64,7 @@ enum TrainCommand: Command {
         options.seed = UInt64(bitPattern: Int64(arguments.int("seed") ?? 0))
         options.threads = arguments.int("threads")
         options.skipBad = arguments.flag("skip-bad")
+        options.limits = try readLimits(arguments, command: "train")
         try TrainWorkflow.run(options, makeNetwork: TrainWorkflow.makeEngineNetwork)
     }
 }
