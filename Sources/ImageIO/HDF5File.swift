@@ -308,6 +308,19 @@ public final class HDF5File {
         let total = count.reduce(1, *)
         let (fileSpace, memorySpace, handles) = try box(dataset, path, start: start, count: count, valueCount: total)
         defer { withExtendedLifetime(handles) {} }
+        if T.self == Float.self, total > 0, let half = try littleEndianHalfType(dataset, path) {
+            // HDF5 1.10 converts half precision with its generic soft conversion, bit by bit; reading the raw
+            // 16-bit patterns and widening them here is exact and about fifty times faster.
+            var bits = [UInt16](repeating: 0, count: total)
+            try hdf5Check(self.path, "reading a box of \(path)") {
+                bits.withUnsafeMutableBytes {
+                    H5Dread(dataset.id, half.id, memorySpace, fileSpace, chdf5_p_default(), $0.baseAddress)
+                }
+            }
+            if let values = bits.map({ Float(Float16(bitPattern: $0)) }) as? [T] {
+                return HDF5Array(values: values, shape: count)
+            }
+        }
         var values = [T](repeating: 0, count: total)
         if total > 0 {
             try hdf5Check(self.path, "reading a box of \(path)") {
@@ -363,6 +376,20 @@ public final class HDF5File {
         }
         let memorySpace = try simpleSpace(self.path, count)
         return (fileSpace.id, memorySpace.id, [fileSpace, memorySpace])
+    }
+
+    /// The dataset's type when it is IEEE 754 half precision stored little endian (as NumPy's and h5py's
+    /// `float16`), else nil. Rests on `H5Tget_fields` and `H5Tget_ebias`.
+    private func littleEndianHalfType(_ dataset: HDF5Handle, _ path: String) throws -> HDF5Handle? {
+        let type = try datasetType(self, dataset, path)
+        guard H5Tget_class(type.id) == H5T_FLOAT, H5Tget_size(type.id) == 2, H5Tget_order(type.id) == H5T_ORDER_LE,
+              H5Tget_ebias(type.id) == 15 else { return nil }
+        var (sign, exponentPosition, exponentSize, mantissaPosition, mantissaSize) = (0, 0, 0, 0, 0)
+        guard H5Tget_fields(type.id, &sign, &exponentPosition, &exponentSize, &mantissaPosition, &mantissaSize) >= 0,
+              (sign, exponentPosition, exponentSize, mantissaPosition, mantissaSize) == (15, 10, 5, 0, 10) else {
+            return nil
+        }
+        return type
     }
 
     private func requireNumeric(_ dataset: HDF5Handle, _ path: String) throws {
