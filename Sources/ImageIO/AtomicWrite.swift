@@ -85,9 +85,11 @@ public func writeFolderAtomically(to path: String, _ body: (_ temporaryFolder: S
 private func destinationFolder(of path: String) throws -> (directory: String, name: String) {
     let url = URL(fileURLWithPath: path)
     let directory = url.deletingLastPathComponent().path
-    var isDirectory: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-        throw ImageIOError.unwritable(file: path, reason: "folder \(directory) does not exist")
+    do {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    } catch {
+        throw ImageIOError.unwritable(file: path, reason: "cannot create folder \(directory): "
+            + ((error as NSError).userInfo[NSUnderlyingErrorKey].map { "\($0)" } ?? error.localizedDescription))
     }
     return (directory, url.lastPathComponent)
 }
@@ -160,23 +162,25 @@ private func syncFolder(_ folder: String) {
     close(fd)
 }
 
-/// Makes sure an output can be written before any long work starts: creates the destination's folder (with its
-/// parents) when missing and checks that it accepts new files, so a run fails in its first second rather than
-/// after hours of compute.
+/// Makes sure an output can be written before any long work starts, so a run fails in its first second rather
+/// than after hours of compute: the nearest existing folder on the way to the output must be a folder that
+/// accepts new entries. Nothing is created here (a run that then fails on its inputs leaves no trace); the
+/// writers create the missing folders when they write.
 ///
 /// - Parameter path: the output file (or, with `isFolder`, the output folder itself).
-/// - Throws: `ImageIOError.unwritable` naming `path` and the cause. Rests on `mkdir(2)` and `access(2)`.
+/// - Throws: `ImageIOError.unwritable` naming `path` and the cause. Rests on `access(2)`.
 public func prepareOutputLocation(_ path: String, isFolder: Bool = false) throws {
     let url = URL(fileURLWithPath: path)
-    let directory = isFolder ? url.path : url.deletingLastPathComponent().path
-    do {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    } catch {
-        throw ImageIOError.unwritable(file: path, reason: "cannot create folder \(directory): "
-            + ((error as NSError).userInfo[NSUnderlyingErrorKey].map { "\($0)" } ?? error.localizedDescription))
+    var folder = isFolder ? url : url.deletingLastPathComponent()
+    while !FileManager.default.fileExists(atPath: folder.path), folder.path != "/" {
+        folder = folder.deletingLastPathComponent()
     }
-    guard access(directory, W_OK | X_OK) == 0 else {
-        throw ImageIOError.unwritable(file: path, reason: "folder \(directory) is not writable: "
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+        throw ImageIOError.unwritable(file: path, reason: "\(folder.path) is not a folder")
+    }
+    guard access(folder.path, W_OK | X_OK) == 0 else {
+        throw ImageIOError.unwritable(file: path, reason: "folder \(folder.path) is not writable: "
             + String(cString: strerror(errno)))
     }
 }

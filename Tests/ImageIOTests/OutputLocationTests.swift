@@ -4,16 +4,16 @@ import Testing
 import TestSupport
 
 @Suite struct OutputLocationTests {
-    @Test func missingFoldersAreCreatedBeforeTheWorkStarts() throws {
+    @Test func missingFoldersAreAcceptedUntouchedAndCreatedByTheWriter() throws {
         let folder = try TestSupport.temporaryFolder()
-        let output = folder.appendingPathComponent("runs/2026/results.h5").path
+        let output = folder.appendingPathComponent("runs/2026/results.bin").path
         try prepareOutputLocation(output)
-        var isDirectory: ObjCBool = false
-        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("runs/2026").path,
-                                               isDirectory: &isDirectory) && isDirectory.boolValue)
-        #expect(!FileManager.default.fileExists(atPath: output))
         try prepareOutputLocation(folder.appendingPathComponent("report").path, isFolder: true)
-        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("report").path))
+        // Checking creates nothing: a run that then fails on its inputs leaves no trace.
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("runs").path))
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("report").path))
+        try writeAtomically(Data([1, 2, 3]), to: output)
+        #expect(FileManager.default.contents(atPath: output) == Data([1, 2, 3]))
     }
 
     @Test func aFolderThatCannotExistIsRefusedNamingTheOutput() throws {
