@@ -59,8 +59,16 @@ extension ConvUnit {
         let rate = conv.window.dilation
         let input = try x.reordered(to: full.desc(dnnl_query_src_md))
         let output = try Tensor(desc: full.desc(dnnl_query_dst_md))
-        let (plainWeights, bias) = foldedPlainWeights()
-        let biasTensor = try Tensor(plain: [conv.outputChannels], values: bias)
+        // Folding batch norm is needed only when a rectangle's weights are not cached yet.
+        lazy var folded = foldedPlainWeights()
+        let biasKey = PrimitiveCache.Key("bias")
+        let biasTensor: Tensor
+        if let cached = zoneWeightCache[biasKey], cached.version == parameterVersion {
+            biasTensor = cached.weights
+        } else {
+            biasTensor = try Tensor(plain: [conv.outputChannels], values: folded.bias)
+            zoneWeightCache[biasKey] = (parameterVersion, biasTensor)
+        }
         for r in plan.rows {
             for c in plan.columns {
                 let inRows = r.inputs(rate: rate), inColumns = c.inputs(rate: rate)
@@ -79,7 +87,7 @@ extension ConvUnit {
                     return try Primitive("convolution", op: op,
                                          attributes: PrimitiveAttributes(postOps: activation.postOp.map { [$0] } ?? []))
                 }
-                let weights = try zoneWeights(plainWeights, rows: r.taps, columns: c.taps, dims: kernel,
+                let weights = try zoneWeights({ folded.weights }, rows: r.taps, columns: c.taps, dims: kernel,
                                               desc: primitive.desc(dnnl_query_weights_md))
                 let zoneInput = try input.spatialView(rows: inRows, columns: inColumns)
                     .reordered(to: primitive.desc(dnnl_query_src_md))
@@ -93,11 +101,12 @@ extension ConvUnit {
     }
 
     /// The sub-kernel `rows` × `columns` of the folded [O, I, 3, 3] weights in `desc`'s layout, cached until
-    /// the parameters change.
-    private func zoneWeights(_ plain: [Float], rows: ClosedRange<Int>, columns: ClosedRange<Int>, dims: [Int],
+    /// the parameters change (`foldedWeights` is called only on a miss).
+    private func zoneWeights(_ foldedWeights: () -> [Float], rows: ClosedRange<Int>, columns: ClosedRange<Int>, dims: [Int],
                              desc: MemoryDesc) throws -> Tensor {
         let key = PrimitiveCache.Key(rows, columns, desc.cacheKey)
         if let cached = zoneWeightCache[key], cached.version == parameterVersion { return cached.weights }
+        let plain = foldedWeights()
         var values = [Float]()
         values.reserveCapacity(dims.reduce(1, *))
         for filter in 0..<(conv.outputChannels * conv.inputChannels) {
