@@ -36,8 +36,6 @@ public final class DicomFile: @unchecked Sendable {
     /// Element values longer than this stay on disk until read, so a file cannot make the reader allocate more
     /// than it holds (a claimed multi-gigabyte length is refused when read, not allocated at open).
     public static let maxReadLength: UInt32 = 64 * 1024
-    /// The largest decoded frame SliceLab accepts, in bytes (1 GiB).
-    public static let maxFrameBytes = 1 << 30
     /// Threads that decode the slices of a series together (`Series.load`) and the code blocks of a JPEG 2000
     /// frame (OpenJPEG): `SLICELAB_DECODE_THREADS` if set (1 decodes on the calling thread only), else 2 or the
     /// machine's cores if fewer.

@@ -289,13 +289,6 @@ public enum Compare {
     /// overlays or the new one, never a mixture.
     static func writeOverlays(to folder: String, names: [String], maps: [[LabelMap]], images: [ScanImage],
                               references: [LabelMap], caseNames: [String]) throws {
-        let parent = (folder as NSString).deletingLastPathComponent
-        do {
-            try FileManager.default.createDirectory(atPath: parent.isEmpty ? "." : parent,
-                                                    withIntermediateDirectories: true)
-        } catch {
-            throw InputError.unsupportedOutput(file: folder, reason: "cannot create the folder: \(error.localizedDescription)")
-        }
         try writeFolderAtomically(to: folder) { temporary in
             for (index, image) in images.enumerated() {
                 let frame = image.frames / 2
