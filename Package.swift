@@ -41,7 +41,7 @@ let package = Package(
 
         // MARK: - Tests
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "ImageIOTests", dependencies: ["ImageIO", "TestSupport"]),
+        .testTarget(name: "ImageIOTests", dependencies: ["ImageIO", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "DICOMTests", dependencies: ["DICOM", "TestSupport"],
                     swiftSettings: [.unsafeFlags(["-O"])]),
         .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"], exclude: ["Fixtures"]),

@@ -3,6 +3,9 @@
 #ifndef CHDF5_SHIM_H
 #define CHDF5_SHIM_H
 #include <hdf5.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 
 static inline hid_t chdf5_p_default(void) { return H5P_DEFAULT; }
@@ -41,5 +44,77 @@ static inline void chdf5_last_error(char *buffer) {
     buffer[0] = 0;
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, chdf5_walk_, buffer);
     H5Eclear2(H5E_DEFAULT);
+}
+
+// MARK: - Probe (runs in a forked child; see `hdf5ProbeInChildProcess` in ImageIO)
+// This walk is C, not Swift, because it runs in a child forked from a multi-threaded process, where only
+// async-signal-safe-minded code is sound: the child calls HDF5 and malloc (glibc makes malloc fork-safe) and
+// then `_exit`s, so nothing it allocates is freed.
+
+typedef struct { size_t budget; } chdf5_probe_state_;
+
+static inline void chdf5_probe_attributes_(hid_t object, chdf5_probe_state_ *state);
+
+static inline herr_t chdf5_probe_attribute_(hid_t object, const char *name, const H5A_info_t *info, void *data) {
+    chdf5_probe_state_ *state = (chdf5_probe_state_ *)data;
+    hid_t attribute = H5Aopen(object, name, H5P_DEFAULT);
+    if (attribute < 0) return 0;
+    hid_t type = H5Aget_type(attribute), space = H5Aget_space(attribute);
+    hid_t memory = type >= 0 ? H5Tget_native_type(type, H5T_DIR_DEFAULT) : -1;
+    hssize_t count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+    size_t size = memory >= 0 ? H5Tget_size(memory) : 0;
+    if (count > 0 && size > 0 && (size_t)count <= state->budget / size) {
+        void *buffer = malloc((size_t)count * size);
+        if (buffer) { H5Aread(attribute, memory, buffer); state->budget -= (size_t)count * size; }
+    }
+    (void)info;
+    return 0;
+}
+
+static inline void chdf5_probe_attributes_(hid_t object, chdf5_probe_state_ *state) {
+    hsize_t index = 0;
+    H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_NATIVE, &index, chdf5_probe_attribute_, state);
+}
+
+static inline herr_t chdf5_probe_link_(hid_t group, const char *name, const H5L_info_t *info, void *data) {
+    chdf5_probe_state_ *state = (chdf5_probe_state_ *)data;
+    if (info->type != H5L_TYPE_HARD || H5Lexists(group, name, H5P_DEFAULT) <= 0) return 0;
+    hid_t object = H5Oopen(group, name, H5P_DEFAULT);
+    if (object < 0) return 0;
+    chdf5_probe_attributes_(object, state);
+    if (H5Iget_type(object) == H5I_DATASET) {
+        hid_t type = H5Dget_type(object), space = H5Dget_space(object);
+        hid_t memory = type >= 0 ? H5Tget_native_type(type, H5T_DIR_DEFAULT) : -1;
+        hssize_t count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+        size_t size = memory >= 0 ? H5Tget_size(memory) : 0;
+        if (count > 0 && size > 0 && (size_t)count <= state->budget / size) {
+            void *buffer = malloc((size_t)count * size);
+            if (buffer) { H5Dread(object, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer); }
+            state->budget -= (size_t)count * size;
+        }
+    }
+    H5Oclose(object);
+    return 0;
+}
+
+/// Opens `path` read-only and walks everything SliceLab could read from it: every hard link (checked with
+/// H5Lexists and opened), every attribute, and every dataset's values while their total stays within
+/// `budget` bytes. Returns 0 whatever HDF5 reports (the caller reads the file itself and gets the library's
+/// errors then); only a crash of the library is the caller's signal. Meant for a forked child.
+static inline int chdf5_probe_file(const char *path, size_t budget) {
+    // A crash must end the child quietly: default signal actions (not the Swift runtime's backtracer) and no
+    // core file.
+    const int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP };
+    for (unsigned i = 0; i < sizeof fatal / sizeof fatal[0]; i++) signal(fatal[i], SIG_DFL);
+    struct rlimit none = { 0, 0 };
+    setrlimit(RLIMIT_CORE, &none);
+    chdf5_silence_errors();
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file < 0) return 0;
+    chdf5_probe_state_ state = { budget };
+    chdf5_probe_attributes_(file, &state);
+    H5Lvisit(file, H5_INDEX_NAME, H5_ITER_NATIVE, chdf5_probe_link_, &state);
+    H5Fclose(file);
+    return 0;
 }
 #endif

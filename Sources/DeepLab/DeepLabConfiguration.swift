@@ -39,11 +39,15 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
     public var multiGrid: [Int]?
     /// Seed of the initial weights (and dropout masks).
     public var seed: UInt64
+    /// Integer factor (1...4) by which the model resamples its input (bilinear) before the backbone; logits still
+    /// come out at the input's size. The effective output stride is `outputStride / inputScale`: thin structures
+    /// (a 2–3 pixel cortical ribbon) need it, as they need the paper's multi-scale inputs. 1 is torchvision's model.
+    public var inputScale: Int
 
     /// torchvision's DeepLabV3 layout: output stride 8, rates 12/24/36, 256 ASPP channels.
     public init(arch: Architecture, numClasses: Int, inputChannels: Int = 3, outputStride: Int = 8,
                 atrousRates: [Int] = [12, 24, 36], asppChannels: Int = 256, aux: Bool = false,
-                widthMultiplier: Double = 1, multiGrid: [Int]? = nil, seed: UInt64 = 0) {
+                widthMultiplier: Double = 1, multiGrid: [Int]? = nil, seed: UInt64 = 0, inputScale: Int = 1) {
         self.arch = arch
         self.numClasses = numClasses
         self.inputChannels = inputChannels
@@ -54,6 +58,28 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
         self.widthMultiplier = widthMultiplier
         self.multiGrid = multiGrid
         self.seed = seed
+        self.inputScale = inputScale
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case arch, numClasses, inputChannels, outputStride, atrousRates, asppChannels, aux, widthMultiplier,
+             multiGrid, seed, inputScale
+    }
+
+    /// Decodes every field; `inputScale` is optional (checkpoints written before it existed mean 1).
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        arch = try c.decode(Architecture.self, forKey: .arch)
+        numClasses = try c.decode(Int.self, forKey: .numClasses)
+        inputChannels = try c.decode(Int.self, forKey: .inputChannels)
+        outputStride = try c.decode(Int.self, forKey: .outputStride)
+        atrousRates = try c.decode([Int].self, forKey: .atrousRates)
+        asppChannels = try c.decode(Int.self, forKey: .asppChannels)
+        aux = try c.decode(Bool.self, forKey: .aux)
+        widthMultiplier = try c.decode(Double.self, forKey: .widthMultiplier)
+        multiGrid = try c.decodeIfPresent([Int].self, forKey: .multiGrid)
+        seed = try c.decode(UInt64.self, forKey: .seed)
+        inputScale = try c.decodeIfPresent(Int.self, forKey: .inputScale) ?? 1
     }
 
     /// Throws `DeepLabError.invalidConfiguration` naming the first field out of range.
@@ -75,6 +101,9 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
         }
         guard widthMultiplier > 0 && widthMultiplier <= 4 else {
             throw DeepLabError.invalidConfiguration("widthMultiplier is \(widthMultiplier); it must be in (0, 4]")
+        }
+        guard (1...4).contains(inputScale) else {
+            throw DeepLabError.invalidConfiguration("inputScale is \(inputScale); it must be in 1...4")
         }
         if let grid = multiGrid, grid.isEmpty || grid.contains(where: { $0 < 1 || $0 > 16 }) {
             throw DeepLabError.invalidConfiguration("multiGrid \(grid) must be non-empty, each in 1...16")

@@ -83,7 +83,11 @@ public final class DeepLabV3: SegmentationNetwork {
         guard s.count == 4, s[0] >= 1, s[1] == configuration.inputChannels, s[2] >= 1, s[3] >= 1 else {
             throw DeepLabError.invalidInput("expected [N, \(configuration.inputChannels), H, W], got \(s)")
         }
-        let x = try Tensor(input)
+        var x = try Tensor(input)
+        if configuration.inputScale > 1 {
+            x = try Operations.resizeBilinear(x, height: s[2] * configuration.inputScale,
+                                              width: s[3] * configuration.inputScale, training: false).0
+        }
         let features: (auxiliary: Tensor, out: Tensor)
         switch backbone {
         case let .resNet(net): features = try net(x, training: training)

@@ -3,7 +3,8 @@ import Foundation
 /// Eval-mode logits for images larger than a tile: overlapping tiles, each tile's logits weighted by a
 /// Gaussian centred on the tile (σ = tile/8, as nnU-Net blends), summed and normalised by the summed weights.
 public struct SlidingWindow: Sendable {
-    /// Tile height and width in pixels.
+    /// Tile height and width in the network's pixels: a model with `inputScale` s takes tiles of
+    /// `tileSize / s` input pixels, so its memory stays that of a `tileSize` tile.
     public var tileSize: Int
     /// Fraction of a tile shared with its neighbour (0 ≤ overlap < 1).
     public var overlap: Double
@@ -31,6 +32,7 @@ public struct SlidingWindow: Sendable {
             throw DeepLabError.invalidInput("sliding window takes one image [1, C, H, W], got \(s)")
         }
         let (c, h, w) = (s[1], s[2], s[3])
+        let tileSize = max(8, self.tileSize / model.configuration.inputScale)
         if h <= tileSize && w <= tileSize { return try model.forward(image, training: false) }
         let th = min(tileSize, h), tw = min(tileSize, w)
         let k = model.configuration.numClasses

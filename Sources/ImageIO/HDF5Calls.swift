@@ -65,6 +65,45 @@ func summarizedHDF5Stack(_ text: String) -> String {
         .joined(separator: "; ")
 }
 
+/// Walks `path` in a forked child before this process reads it, so that a file on which the HDF5 library itself
+/// crashes (Debian 12's 1.10.8 segfaults on some malformed metadata, HDFGroup/hdf5#1311) becomes a typed error
+/// instead of taking the process down. The child opens the file, visits every link, attribute and, within
+/// `budget` bytes, every dataset's values, then exits. A child that has not finished after `timeout` seconds is
+/// killed and the file is read in-process as if no probe had run (a fork taken while another thread held HDF5's
+/// lock can never finish); so is a failed `fork`.
+///
+/// - Throws: `ImageIOError.unreadable` naming the signal that killed the child. Rests on `fork`, `waitpid` and
+///   `chdf5_probe_file`.
+func hdf5ProbeInChildProcess(_ path: String, budget: Int = 64 << 20, timeout: Double = 30) throws {
+    hdf5PrepareThread()
+    let child = path.withCString { cPath -> pid_t in
+        let pid = fork()
+        if pid == 0 { _exit(chdf5_probe_file(cPath, budget)) }
+        return pid
+    }
+    guard child > 0 else { return }
+    let deadline = Date().addingTimeInterval(timeout)
+    var status: Int32 = 0
+    var pause: UInt32 = 200
+    while true {
+        let done = waitpid(child, &status, WNOHANG)
+        if done == child { break }
+        if done < 0 && errno != EINTR { return }
+        if Date() > deadline {
+            kill(child, SIGKILL)
+            _ = waitpid(child, &status, 0)
+            return
+        }
+        usleep(pause)
+        pause = min(pause * 2, 20_000)
+    }
+    let signal = status & 0x7f
+    guard signal != 0 && signal != 0x7f else { return }
+    let name = strsignal(signal).map { String(cString: $0) } ?? "signal \(signal)"
+    throw ImageIOError.unreadable(file: path, reason: "the HDF5 library crashed reading it (\(name), in a child "
+        + "process); the file is malformed")
+}
+
 /// Runs an HDF5 call returning an identifier; throws with the file and HDF5's message when it is negative.
 func hdf5Open(_ file: String, _ what: String, close: @escaping (hid_t) -> herr_t,
               _ call: () -> hid_t) throws -> HDF5Handle {

@@ -91,7 +91,11 @@ public final class HDF5File {
 
     /// Opens an existing file for reading.
     ///
-    /// - Throws: `ImageIOError.unreadable` when the file is missing or not HDF5. Rests on `H5Fopen`.
+    /// The file is walked in a child process first (`hdf5ProbeInChildProcess`): a file that crashes the HDF5
+    /// library is refused with an error instead.
+    ///
+    /// - Throws: `ImageIOError.unreadable` when the file is missing, not HDF5, or crashes the library. Rests on
+    ///   `H5Fopen`.
     public static func open(_ path: String) throws -> HDF5File {
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw ImageIOError.unreadable(file: path, reason: "no such readable file")
@@ -101,6 +105,7 @@ public final class HDF5File {
             hdf5Message()
             throw ImageIOError.unreadable(file: path, reason: "not an HDF5 file")
         }
+        try hdf5ProbeInChildProcess(path)
         let handle = try hdf5Open(path, "opening", close: H5Fclose) {
             H5Fopen(path, chdf5_acc_rdonly(), chdf5_p_default())
         }

@@ -11,6 +11,8 @@ public struct TrainOptions: Sendable {
     /// The backbone's output stride (8 or 16) and the ASPP width; the architecture's defaults when nil.
     public var outputStride: Int?
     public var asppChannels: Int?
+    /// The model's input resampling factor (`DeepLabConfiguration.inputScale`); 1 when nil.
+    public var inputScale: Int?
     public var epochs: Int?
     public var steps: Int?
     public var batchSize: Int = 8
@@ -134,6 +136,7 @@ public enum TrainWorkflow {
             configuration.atrousRates = stride == 16 ? [6, 12, 18] : [12, 24, 36]
         }
         if let channels = options.asppChannels { configuration.asppChannels = channels }
+        if let scale = options.inputScale { configuration.inputScale = scale }
         let model = try DeepLabV3(configuration)
         guard let initial = options.initialWeights else { return model }
         let notes: [String]

@@ -192,3 +192,33 @@ import TestSupport
         #expect(throws: ImageIOError.self) { try HDF5File.open(truncated).read("/image", as: UInt8.self) }
     }
 }
+
+@Suite struct HDF5CrashIsolationTests {
+    /// A 1.9 KB file found by `make fuzz` on which Debian 12's libhdf5 1.10.8 segfaults inside `H5Lexists`
+    /// (`H5G__stab_lookup` → `H5HL_protect` → `H5F__accum_read`, a memcpy from NULL). Opening it must be an
+    /// error naming the file, not the end of the process.
+    @Test func aFileThatCrashesTheLibraryIsATypedError() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/hdf5-1.10.8-accum-read-null.h5").path
+        do {
+            let file = try HDF5File.open(path)
+            _ = file.exists("/image")
+            Issue.record("the crashing file opened without an error")
+        } catch let ImageIOError.unreadable(file, reason) {
+            #expect(file == path)
+            #expect(reason.contains("the HDF5 library crashed reading it"))
+            #expect(reason.contains("Segmentation fault"))
+        }
+    }
+
+    /// The child-process walk reads what the parent reads; a sound file opens as before, with every value.
+    @Test func soundFilesOpenThroughTheProbe() throws {
+        let path = try TestSupport.temporaryFolder().appendingPathComponent("ok.h5").path
+        try HDF5File.write(to: path) { file in
+            try file.write((0..<12).map { Float($0) }, shape: [3, 4], to: "/g/image", chunks: [2, 2], deflate: 1)
+            try file.setAttribute("names", .strings(["a", "b"]), at: "/g/image")
+        }
+        let file = try HDF5File.open(path)
+        #expect(try file.read("/g/image", as: Float.self).values == (0..<12).map { Float($0) })
+    }
+}

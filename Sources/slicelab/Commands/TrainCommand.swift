@@ -15,6 +15,8 @@ enum TrainCommand: Command {
             OptionSpec("output-stride", .choice(["8", "16"]), help: "Backbone output stride (atrous rates 12,24,36 at 8; "
                        + "6,12,18 at 16).", default: "8"),
             OptionSpec("aspp-channels", .int(8...4096), help: "ASPP and head width.", default: "256"),
+            OptionSpec("input-scale", .int(1...4), help: "Resample the input by this factor inside the model (effective "
+                       + "output stride = output stride / scale).", default: "1"),
             OptionSpec("epochs", .int(1...Int.max), help: "Epochs."),
             OptionSpec("steps", .int(1...Int.max), help: "Steps (instead of epochs)."),
             OptionSpec("batch", .int(1...Int.max), help: "Batch size.", default: "8"),
@@ -50,6 +52,7 @@ enum TrainCommand: Command {
         options.inputChannels = arguments.int("in-channels") ?? 1
         options.outputStride = arguments.int("output-stride")
         options.asppChannels = arguments.int("aspp-channels")
+        options.inputScale = arguments.int("input-scale")
         options.epochs = arguments.int("epochs")
         options.steps = arguments.int("steps")
         options.batchSize = arguments.int("batch") ?? 8
