@@ -74,7 +74,7 @@ func summarizedHDF5Stack(_ text: String) -> String {
 ///
 /// - Throws: `ImageIOError.unreadable` naming the signal that killed the child. Rests on `fork`, `waitpid` and
 ///   `chdf5_probe_file`.
-func hdf5ProbeInChildProcess(_ path: String, budget: Int = 64 << 20, timeout: Double = 30) throws {
+func hdf5ProbeInChildProcess(_ path: String, budget: Int = 64 << 20, timeout: Double = 10) throws {
     hdf5PrepareThread()
     let child = path.withCString { cPath -> pid_t in
         let pid = fork()
