@@ -32,4 +32,18 @@ struct FuzzRegressionTests {
             #expect(reason.contains("JPEG 2000"))
         }
     }
+
+    /// A deflated data set (image_dfl.dcm, fuzzed) whose elements claim more bytes than the data set holds, one
+    /// of them 3.5 GB: DCMTK reserved that much before finding the stream short, because an inflating stream
+    /// cannot be skipped. The header walk through the inflating stream refuses it first.
+    @Test func deflatedElementLongerThanTheDataSetIsRefusedBeforeParsing() throws {
+        let path = fixture("deflated-element-length-3.5GB.dcm")
+        do {
+            _ = try DicomFile(path: path)
+            Issue.record("the file opened")
+        } catch let error as DICOMError {
+            #expect("\(error)".contains(path))
+            #expect("\(error)".contains("but the deflated data set ends"))
+        }
+    }
 }
