@@ -17,7 +17,8 @@
 SliceLab is timed by Benchmarks/training_driver (compiled here with `swiftc -O -wmo`): the loss spreads the batch's
 images over the cores, the optimizers and the augmenter run on one thread; the peers with torch.set_num_threads(2). Median of REPEATS runs each. Needs torch, torchvision, monai: run with the goldens venv,
     /work/goldens-venv/bin/python Benchmarks/bench_training.py
-(`make bench` runs it with .venv; without the peers it says so and exits 0). BENCH_QUICK=1 for smaller sizes.
+(`make bench` runs it with .venv; without the peers it says so and exits 0). BENCH_QUICK=1 for smaller sizes;
+BENCH_FULL_REPEATS and BENCH_FULL_ARCHS (comma-separated) choose part 4's repeats and models.
 """
 import json
 import os
@@ -105,6 +106,8 @@ STEPS = 4 if QUICK else 8
 FULL_REPEATS = int(os.environ.get("BENCH_FULL_REPEATS", "1" if QUICK else "3"))
 FULL_STEP = ([("deeplabv3_resnet18", 2, 1, 64)] if QUICK
              else [("deeplabv3_resnet50", 4, 3, 256), ("deeplabv3_resnet18", 8, 1, 128)])
+if os.environ.get("BENCH_FULL_ARCHS"):  # e.g. BENCH_FULL_ARCHS=deeplabv3_resnet50 times only that model's step
+    FULL_STEP = [case for case in FULL_STEP if case[0] in os.environ["BENCH_FULL_ARCHS"].split(",")]
 
 TORCH_STEP = r'''
 import resource, sys, time, torch, torchvision
