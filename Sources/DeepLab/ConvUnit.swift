@@ -77,15 +77,15 @@ final class ConvUnit {
 
     private func inferenceForward(_ x: Tensor, residual: Tensor?, consumingResidual: Bool) throws -> Tensor {
         saved = nil
+        if residual == nil, let plan = paddingFreePlan(x.shape) {
+            return try paddingFreeForward(x, plan: plan)
+        }
         let key = PrimitiveCache.Key("eval", x.shape, residual != nil)
         let primitive = try primitives.primitive(key) {
             let op = try conv.forwardDescriptor(x.shape, training: false, withBias: true)
             var postOps: [PrimitiveAttributes.PostOp] = residual != nil ? [.sum] : []
             if let p = activation.postOp { postOps.append(p) }
             return try Primitive("convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
-        }
-        if residual == nil, let plan = paddingFreePlan(x.shape) {
-            return try paddingFreeForward(x, full: primitive, plan: plan)
         }
         let (weights, bias) = try preparedInferenceWeights(primitive)
         let input = try x.reordered(to: primitive.desc(dnnl_query_src_md))

@@ -78,6 +78,14 @@ extension dnnl_memory_desc_t {
         }
     }
 
+    /// The format tag among channel-blocked (16, 8), channels-last and plain NCHW that describes this 4-D
+    /// descriptor; plain NCHW when none does.
+    static func formatTag(of desc: MemoryDesc) -> dnnl_format_tag_t {
+        let candidates = [dnnl_aBcd16b, dnnl_aBcd8b, dnnl_acdb, dnnl_abcd]
+        return candidates.first { tag in (try? MemoryDesc.make(desc.shape, tag))?.isEqual(to: desc) == true }
+            ?? dnnl_abcd
+    }
+
     /// The logical dimensions.
     var shape: [Int] {
         withUnsafeBytes(of: dims) { raw in

@@ -48,17 +48,15 @@ extension ConvUnit {
 
     /// Eval-mode forward of a dilated 3×3 convolution as one convolution per rectangle of `plan`, each with only
     /// the taps that read inside the input (a 1×1 to 3×3 kernel, the same dilation, no padding) and the unit's
-    /// folded batch norm and fused activation. Inputs are copied out of, and outputs into, the full tensors in
-    /// the layouts the whole convolution would use.
+    /// folded batch norm and fused activation. The whole input and output stay in the layout the rectangles'
+    /// direct kernels use (blocked by channels), so each rectangle's input and output is a strided copy of a
+    /// view, not a change of layout. (The whole padded convolution, whose layouts these used to be, falls back to
+    /// a plain-layout GEMM at ASPP's rates.)
     ///
-    /// - Parameter full: the whole convolution's primitive, for the input and output layouts.
     /// Rests on `dnnl_dilated_convolution_forward_desc_init` and submemory reorders.
-    func paddingFreeForward(_ x: Tensor, full: Primitive, plan: (rows: [TapInterval], columns: [TapInterval]))
-        throws -> Tensor {
+    func paddingFreeForward(_ x: Tensor, plan: (rows: [TapInterval], columns: [TapInterval])) throws -> Tensor {
         let s = x.shape
         let rate = conv.window.dilation
-        let input = try x.reordered(to: full.desc(dnnl_query_src_md))
-        let output = try Tensor(desc: full.desc(dnnl_query_dst_md))
         // Folding batch norm is needed only when a rectangle's weights are not cached yet.
         lazy var folded = foldedPlainWeights()
         let biasKey = PrimitiveCache.Key("bias")
@@ -69,27 +67,36 @@ extension ConvUnit {
             biasTensor = try Tensor(plain: [conv.outputChannels], values: folded.bias)
             zoneWeightCache[biasKey] = (parameterVersion, biasTensor)
         }
+        func rectangle(_ r: TapInterval, _ c: TapInterval) throws -> Primitive {
+            try zonePrimitives.primitive(PrimitiveCache.Key(s, r, c)) {
+                let inRows = r.inputs(rate: rate), inColumns = c.inputs(rate: rate)
+                var src = try MemoryDesc.make([s[0], s[1], inRows.count, inColumns.count], dnnl_format_tag_any)
+                var weights = try MemoryDesc.make([conv.outputChannels, conv.inputChannels, r.taps.count,
+                                                   c.taps.count], dnnl_format_tag_any)
+                var biasDesc = try MemoryDesc.make([conv.outputChannels], dnnl_a)
+                var dst = try MemoryDesc.make([s[0], conv.outputChannels, r.outputs.count, c.outputs.count],
+                                              dnnl_format_tag_any)
+                var op = dnnl_convolution_desc_t()
+                let ones: [Int64] = [1, 1], dilation: [Int64] = [Int64(rate - 1), Int64(rate - 1)], zero: [Int64] = [0, 0]
+                try dnnlCheck("dnnl_dilated_convolution_forward_desc_init", dnnl_dilated_convolution_forward_desc_init(
+                    &op, dnnl_forward_inference, dnnl_convolution_direct, &src, &weights, &biasDesc, &dst,
+                    ones, dilation, zero, zero))
+                return try Primitive("convolution", op: op,
+                                     attributes: PrimitiveAttributes(postOps: activation.postOp.map { [$0] } ?? []))
+            }
+        }
+        // The layout of the largest rectangle (all taps) for the whole tensors.
+        let largest = (plan.rows.max { $0.taps.count < $1.taps.count }!, plan.columns.max { $0.taps.count < $1.taps.count }!)
+        let tag = MemoryDesc.formatTag(of: try rectangle(largest.0, largest.1).desc(dnnl_query_src_md))
+        let input = try x.reordered(to: MemoryDesc.make(s, tag))
+        let output = try Tensor(desc: MemoryDesc.make([s[0], conv.outputChannels, s[2], s[3]], tag))
         for r in plan.rows {
             for c in plan.columns {
-                let inRows = r.inputs(rate: rate), inColumns = c.inputs(rate: rate)
+                let primitive = try rectangle(r, c)
                 let kernel = [conv.outputChannels, conv.inputChannels, r.taps.count, c.taps.count]
-                let primitive = try zonePrimitives.primitive(PrimitiveCache.Key(s, r, c)) {
-                    var src = try MemoryDesc.make([s[0], s[1], inRows.count, inColumns.count], dnnl_format_tag_any)
-                    var weights = try MemoryDesc.make(kernel, dnnl_format_tag_any)
-                    var biasDesc = try MemoryDesc.make([conv.outputChannels], dnnl_a)
-                    var dst = try MemoryDesc.make([s[0], conv.outputChannels, r.outputs.count, c.outputs.count],
-                                                  dnnl_format_tag_any)
-                    var op = dnnl_convolution_desc_t()
-                    let ones: [Int64] = [1, 1], dilation: [Int64] = [Int64(rate - 1), Int64(rate - 1)], zero: [Int64] = [0, 0]
-                    try dnnlCheck("dnnl_dilated_convolution_forward_desc_init", dnnl_dilated_convolution_forward_desc_init(
-                        &op, dnnl_forward_inference, dnnl_convolution_direct, &src, &weights, &biasDesc, &dst,
-                        ones, dilation, zero, zero))
-                    return try Primitive("convolution", op: op,
-                                         attributes: PrimitiveAttributes(postOps: activation.postOp.map { [$0] } ?? []))
-                }
                 let weights = try zoneWeights({ folded.weights }, rows: r.taps, columns: c.taps, dims: kernel,
                                               desc: primitive.desc(dnnl_query_weights_md))
-                let zoneInput = try input.spatialView(rows: inRows, columns: inColumns)
+                let zoneInput = try input.spatialView(rows: r.inputs(rate: rate), columns: c.inputs(rate: rate))
                     .reordered(to: primitive.desc(dnnl_query_src_md))
                 let zoneOutput = try Tensor(desc: primitive.desc(dnnl_query_dst_md))
                 try primitive.execute([(Arg.src, zoneInput), (Arg.weights, weights), (Arg.bias, biasTensor),
