@@ -47,13 +47,11 @@ static inline void chdf5_last_error(char *buffer) {
 }
 
 // MARK: - Probe (runs in a forked child; see `hdf5ProbeInChildProcess` in ImageIO)
-// This walk is C, not Swift, because it runs in a child forked from a multi-threaded process, where only
-// async-signal-safe-minded code is sound: the child calls HDF5 and malloc (glibc makes malloc fork-safe) and
-// then `_exit`s, so nothing it allocates is freed.
+// This walk is C, not Swift, because it runs in a child forked from a multi-threaded process, where code must
+// not take a lock another thread may have held at the fork (the Swift runtime's, say): the child calls only
+// HDF5 and malloc (which glibc makes fork-safe), then `_exit`s, so nothing it allocates is freed.
 
 typedef struct { size_t budget; } chdf5_probe_state_;
-
-static inline void chdf5_probe_attributes_(hid_t object, chdf5_probe_state_ *state);
 
 static inline herr_t chdf5_probe_attribute_(hid_t object, const char *name, const H5A_info_t *info, void *data) {
     chdf5_probe_state_ *state = (chdf5_probe_state_ *)data;

@@ -86,8 +86,9 @@ extension ConvUnit {
             }
         }
         // The layout of the largest rectangle (all taps) for the whole tensors.
-        let largest = (plan.rows.max { $0.taps.count < $1.taps.count }!, plan.columns.max { $0.taps.count < $1.taps.count }!)
-        let tag = MemoryDesc.formatTag(of: try rectangle(largest.0, largest.1).desc(dnnl_query_src_md))
+        func widest(_ intervals: [TapInterval]) -> TapInterval { intervals.max { $0.taps.count < $1.taps.count }! }
+        let tag = MemoryDesc.formatTag(of: try rectangle(widest(plan.rows), widest(plan.columns))
+            .desc(dnnl_query_src_md))
         let input = try x.reordered(to: MemoryDesc.make(s, tag))
         let output = try Tensor(desc: MemoryDesc.make([s[0], conv.outputChannels, s[2], s[3]], tag))
         for r in plan.rows {
