@@ -68,40 +68,106 @@ func summarizedHDF5Stack(_ text: String) -> String {
 /// Walks `path` in a forked child before this process reads it, so that a file on which the HDF5 library itself
 /// crashes (Debian 12's 1.10.8 segfaults on some malformed metadata, HDFGroup/hdf5#1311) becomes a typed error
 /// instead of taking the process down. The child opens the file, visits every link, attribute and, within
-/// `budget` bytes, every dataset's values, then exits. A child that has not finished after `timeout` seconds is
-/// killed and the file is read in-process as if no probe had run (a fork taken while another thread held HDF5's
-/// lock can never finish); so is a failed `fork`.
+/// `budget` bytes, every dataset's values, then exits.
+///
+/// A fork taken while another thread of this process was inside an HDF5 call copies HDF5's lock held: that
+/// child can never finish. It is recognised by sleeping without using CPU time (`/proc/PID/stat`) for 50 ms,
+/// killed, and the fork retried (the other thread's call is short); after three such tries, after `timeout`
+/// seconds, or when `fork` fails, the file is read in-process as if no probe had run.
 ///
 /// - Throws: `ImageIOError.unreadable` naming the signal that killed the child. Rests on `fork`, `waitpid` and
 ///   `chdf5_probe_file`.
 func hdf5ProbeInChildProcess(_ path: String, budget: Int = 64 << 20, timeout: Double = 10) throws {
     hdf5PrepareThread()
+    let deadline = Date().addingTimeInterval(timeout)
+    for attempt in 1...3 {
+        switch probeOnce(path, budget: budget, deadline: deadline) {
+        case .finished:
+            HDF5ProbeStatistics.shared.record(retries: attempt - 1, fellBack: false)
+            return
+        case let .crashed(signal):
+            HDF5ProbeStatistics.shared.record(retries: attempt - 1, fellBack: false)
+            let name = strsignal(signal).map { String(cString: $0) } ?? "signal \(signal)"
+            throw ImageIOError.unreadable(file: path, reason: "the HDF5 library crashed reading it (\(name), in a "
+                + "child process); the file is malformed")
+        case .stuck where attempt < 3 && Date() < deadline:
+            usleep(UInt32.random(in: 1000...5000))
+        case .stuck, .unavailable:
+            HDF5ProbeStatistics.shared.record(retries: attempt - 1, fellBack: true)
+            return
+        }
+    }
+}
+
+private enum ProbeOutcome { case finished, crashed(Int32), stuck, unavailable }
+
+/// One forked walk of `path`, waited for until `deadline`.
+private func probeOnce(_ path: String, budget: Int, deadline: Date) -> ProbeOutcome {
     let child = path.withCString { cPath -> pid_t in
         let pid = fork()
         if pid == 0 { _exit(chdf5_probe_file(cPath, budget)) }
         return pid
     }
-    guard child > 0 else { return }
-    let deadline = Date().addingTimeInterval(timeout)
+    guard child > 0 else { return .unavailable }
     var status: Int32 = 0
     var pause: UInt32 = 200
+    var idleSince: Date?
+    var lastTicks = -1
     while true {
         let done = waitpid(child, &status, WNOHANG)
         if done == child { break }
-        if done < 0 && errno != EINTR { return }
-        if Date() > deadline {
-            kill(child, SIGKILL)
-            _ = waitpid(child, &status, 0)
-            return
+        if done < 0 && errno != EINTR { return .unavailable }
+        let (state, ticks) = processState(child)
+        if state == "S" && ticks == lastTicks {
+            if let since = idleSince, Date().timeIntervalSince(since) >= 0.05 { return killed(child, .stuck) }
+            idleSince = idleSince ?? Date()
+        } else {
+            idleSince = nil
         }
+        lastTicks = ticks
+        if Date() > deadline { return killed(child, .stuck) }
         usleep(pause)
-        pause = min(pause * 2, 20_000)
+        pause = min(pause * 2, 5000)
     }
     let signal = status & 0x7f
-    guard signal != 0 && signal != 0x7f else { return }
-    let name = strsignal(signal).map { String(cString: $0) } ?? "signal \(signal)"
-    throw ImageIOError.unreadable(file: path, reason: "the HDF5 library crashed reading it (\(name), in a child "
-        + "process); the file is malformed")
+    return signal != 0 && signal != 0x7f ? .crashed(signal) : .finished
+}
+
+private func killed(_ child: pid_t, _ outcome: ProbeOutcome) -> ProbeOutcome {
+    kill(child, SIGKILL)
+    var status: Int32 = 0
+    _ = waitpid(child, &status, 0)
+    return outcome
+}
+
+/// A process's scheduling state ("R", "S", "D", …) and CPU time in clock ticks, from `/proc/PID/stat`.
+private func processState(_ pid: pid_t) -> (state: String, ticks: Int) {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = text.lastIndex(of: ")") else { return ("?", -1) }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    guard fields.count > 12 else { return ("?", -1) }
+    return (String(fields[0]), (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0))
+}
+
+/// Counts of the probes' retries and in-process fallbacks (for tests and diagnosis).
+final class HDF5ProbeStatistics: @unchecked Sendable {
+    static let shared = HDF5ProbeStatistics()
+    private let lock = NSLock()
+    private(set) var probes = 0, retries = 0, fallbacks = 0
+
+    func record(retries extra: Int, fellBack: Bool) {
+        lock.lock()
+        defer { lock.unlock() }
+        probes += 1
+        retries += extra
+        if fellBack { fallbacks += 1 }
+    }
+
+    var snapshot: (probes: Int, retries: Int, fallbacks: Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (probes, retries, fallbacks)
+    }
 }
 
 /// Runs an HDF5 call returning an identifier; throws with the file and HDF5's message when it is negative.

@@ -1,5 +1,5 @@
 import Foundation
-import ImageIO
+@testable import ImageIO
 import Testing
 import TestSupport
 
@@ -220,5 +220,39 @@ import TestSupport
         }
         let file = try HDF5File.open(path)
         #expect(try file.read("/g/image", as: Float.self).values == (0..<12).map { Float($0) })
+    }
+}
+
+@Suite struct HDF5ProbeConcurrencyTests {
+    /// Opening files on two threads at once forks while the other thread may be inside HDF5 (its lock copied
+    /// held into the child); such a child is recognised and the fork retried, so every open is still probed.
+    @Test func concurrentOpensAreAllProbed() throws {
+        let folder = try TestSupport.temporaryFolder("hdf5-probe-concurrency")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let paths = try (0..<2).map { index -> String in
+            let path = folder.appendingPathComponent("f\(index).h5").path
+            try HDF5File.write(to: path) { file in
+                try file.write((0..<65_536).map { Float($0) }, shape: [256, 256], to: "/image", chunks: [32, 32],
+                               deflate: 4)
+            }
+            return path
+        }
+        let before = HDF5ProbeStatistics.shared.snapshot
+        let failures = NSLock()
+        var errors: [String] = []
+        DispatchQueue.concurrentPerform(iterations: 2) { index in
+            for _ in 0..<40 {
+                do {
+                    let values = try HDF5File.open(paths[index]).read("/image", as: Float.self).values
+                    if values.count != 65_536 || values[65_535] != 65_535 { throw ImageIOError.invalidArgument("bad") }
+                } catch {
+                    failures.lock(); errors.append("\(error)"); failures.unlock()
+                }
+            }
+        }
+        let after = HDF5ProbeStatistics.shared.snapshot
+        #expect(errors.isEmpty, "\(errors.prefix(3))")
+        #expect(after.probes - before.probes >= 80)
+        #expect(after.fallbacks == before.fallbacks, "retries \(after.retries - before.retries)")
     }
 }
