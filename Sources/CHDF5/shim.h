@@ -53,12 +53,19 @@ static inline void chdf5_last_error(char *buffer) {
 
 typedef struct { size_t budget; } chdf5_probe_state_;
 
+/// The memory type a value is read as: floats as stored (the raw bits; HDF5 1.10's soft conversion of float16
+/// to native float would make the walk slower than the read it precedes), everything else as its native type.
+static inline hid_t chdf5_probe_memory_type_(hid_t type) {
+    if (type < 0) return -1;
+    return H5Tget_class(type) == H5T_FLOAT ? type : H5Tget_native_type(type, H5T_DIR_DEFAULT);
+}
+
 static inline herr_t chdf5_probe_attribute_(hid_t object, const char *name, const H5A_info_t *info, void *data) {
     chdf5_probe_state_ *state = (chdf5_probe_state_ *)data;
     hid_t attribute = H5Aopen(object, name, H5P_DEFAULT);
     if (attribute < 0) return 0;
     hid_t type = H5Aget_type(attribute), space = H5Aget_space(attribute);
-    hid_t memory = type >= 0 ? H5Tget_native_type(type, H5T_DIR_DEFAULT) : -1;
+    hid_t memory = chdf5_probe_memory_type_(type);
     hssize_t count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
     size_t size = memory >= 0 ? H5Tget_size(memory) : 0;
     if (count > 0 && size > 0 && (size_t)count <= state->budget / size) {
@@ -82,7 +89,7 @@ static inline herr_t chdf5_probe_link_(hid_t group, const char *name, const H5L_
     chdf5_probe_attributes_(object, state);
     if (H5Iget_type(object) == H5I_DATASET) {
         hid_t type = H5Dget_type(object), space = H5Dget_space(object);
-        hid_t memory = type >= 0 ? H5Tget_native_type(type, H5T_DIR_DEFAULT) : -1;
+        hid_t memory = chdf5_probe_memory_type_(type);
         hssize_t count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
         size_t size = memory >= 0 ? H5Tget_size(memory) : 0;
         if (count > 0 && size > 0 && (size_t)count <= state->budget / size) {
