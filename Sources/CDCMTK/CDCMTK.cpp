@@ -168,8 +168,8 @@ bool loadImplicitDatasetWithEncapsulatedPixels(cdcmtk_file *file, const char *pa
 /// the value field an element claims before it finds the stream short (3.5 GB reserved for a 4.6 KB fuzzed
 /// file). This walks the element headers through DCMTK's own inflating stream first and returns why the file
 /// is impossible (an element claiming more bytes than the data set holds), or an empty string when it is not a
-/// deflated file or its lengths fit. Explicit VR little endian, as deflated syntaxes are; anything else is
-/// left to DCMTK's parser.
+/// deflated file or its lengths fit. Explicit VR little endian, as deflated syntaxes are, read as DCMTK reads
+/// it; a walk that mirrors DCMTK's parser, not a proof that DCMTK will never meet a longer claim.
 std::string impossibleDeflatedLength(const char *path) {
     DcmFileFormat metaOnly;
     if (metaOnly.loadFile(path, EXS_Unknown, EGL_noChange, DCM_MaxReadLength, ERM_metaOnly).bad()) return "";
@@ -188,8 +188,10 @@ std::string impossibleDeflatedLength(const char *path) {
         for (int i = n - 1; i >= 0; i--) v = (v << 8) | b[i];
         return v;
     };
-    static const char *const longForms[] = {"OB", "OD", "OF", "OL", "OV", "OW", "SQ", "SV", "UC", "UN", "UR",
-                                            "UT", "UV"};
+    // VRs with a 2-byte length; every other VR, a non-standard one included, has 2 reserved bytes and a 4-byte
+    // length (DCMTK reads an unknown VR so too: "assuming 4 byte length field").
+    static const char *const shortForms[] = {"AE", "AS", "AT", "CS", "DA", "DS", "DT", "FD", "FL", "IS", "LO",
+                                             "LT", "PN", "SH", "SL", "SS", "ST", "TM", "UI", "UL", "US"};
     bool encapsulated = false;  // inside undefined-length pixel data: items hold fragments, not elements
     unsigned char header[8];
     while (stream.read(header, 8) == 8) {
@@ -202,10 +204,9 @@ std::string impossibleDeflatedLength(const char *path) {
             if (element != 0xE000 || !encapsulated) continue;
         } else {
             char vr[3] = {char(header[4]), char(header[5]), 0};
-            if (vr[0] < 'A' || vr[0] > 'Z' || vr[1] < 'A' || vr[1] > 'Z') return "";
-            bool longForm = std::any_of(std::begin(longForms), std::end(longForms),
-                                        [&](const char *v) { return std::strcmp(v, vr) == 0; });
-            if (longForm) {
+            bool shortForm = std::any_of(std::begin(shortForms), std::end(shortForms),
+                                         [&](const char *v) { return std::strcmp(v, vr) == 0; });
+            if (!shortForm) {
                 unsigned char extended[4];
                 if (stream.read(extended, 4) != 4) return "";
                 length = little(extended, 4);
