@@ -60,18 +60,22 @@ static inline hid_t chdf5_probe_memory_type_(hid_t type) {
     return H5Tget_class(type) == H5T_FLOAT ? type : H5Tget_native_type(type, H5T_DIR_DEFAULT);
 }
 
+/// A buffer for `space`'s values as `memory`, taken from the budget; NULL when they do not fit it (or are empty).
+static inline void *chdf5_probe_buffer_(chdf5_probe_state_ *state, hid_t memory, hid_t space) {
+    hssize_t count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
+    size_t size = memory >= 0 ? H5Tget_size(memory) : 0;
+    if (count <= 0 || size == 0 || (size_t)count > state->budget / size) return NULL;
+    state->budget -= (size_t)count * size;
+    return malloc((size_t)count * size);
+}
+
 static inline herr_t chdf5_probe_attribute_(hid_t object, const char *name, const H5A_info_t *info, void *data) {
     chdf5_probe_state_ *state = (chdf5_probe_state_ *)data;
     hid_t attribute = H5Aopen(object, name, H5P_DEFAULT);
     if (attribute < 0) return 0;
-    hid_t type = H5Aget_type(attribute), space = H5Aget_space(attribute);
-    hid_t memory = chdf5_probe_memory_type_(type);
-    hssize_t count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
-    size_t size = memory >= 0 ? H5Tget_size(memory) : 0;
-    if (count > 0 && size > 0 && (size_t)count <= state->budget / size) {
-        void *buffer = malloc((size_t)count * size);
-        if (buffer) { H5Aread(attribute, memory, buffer); state->budget -= (size_t)count * size; }
-    }
+    hid_t memory = chdf5_probe_memory_type_(H5Aget_type(attribute));
+    void *buffer = chdf5_probe_buffer_(state, memory, H5Aget_space(attribute));
+    if (buffer) H5Aread(attribute, memory, buffer);
     (void)info;
     return 0;
 }
@@ -88,15 +92,9 @@ static inline herr_t chdf5_probe_link_(hid_t group, const char *name, const H5L_
     if (object < 0) return 0;
     chdf5_probe_attributes_(object, state);
     if (H5Iget_type(object) == H5I_DATASET) {
-        hid_t type = H5Dget_type(object), space = H5Dget_space(object);
-        hid_t memory = chdf5_probe_memory_type_(type);
-        hssize_t count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
-        size_t size = memory >= 0 ? H5Tget_size(memory) : 0;
-        if (count > 0 && size > 0 && (size_t)count <= state->budget / size) {
-            void *buffer = malloc((size_t)count * size);
-            if (buffer) { H5Dread(object, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer); }
-            state->budget -= (size_t)count * size;
-        }
+        hid_t memory = chdf5_probe_memory_type_(H5Dget_type(object));
+        void *buffer = chdf5_probe_buffer_(state, memory, H5Dget_space(object));
+        if (buffer) H5Dread(object, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer);
     }
     H5Oclose(object);
     return 0;

@@ -119,13 +119,13 @@ private func probeOnce(_ path: String, budget: Int, deadline: Date) -> ProbeOutc
         if done < 0 && errno != EINTR { return .unavailable }
         let (state, ticks) = processState(child)
         if state == "S" && ticks == lastTicks {
-            if let since = idleSince, Date().timeIntervalSince(since) >= 0.05 { return killed(child, .stuck) }
+            if let since = idleSince, Date().timeIntervalSince(since) >= 0.05 { return stuck(child) }
             idleSince = idleSince ?? Date()
         } else {
             idleSince = nil
         }
         lastTicks = ticks
-        if Date() > deadline { return killed(child, .stuck) }
+        if Date() > deadline { return stuck(child) }
         usleep(pause)
         pause = min(pause * 2, 5000)
     }
@@ -133,11 +133,12 @@ private func probeOnce(_ path: String, budget: Int, deadline: Date) -> ProbeOutc
     return signal != 0 && signal != 0x7f ? .crashed(signal) : .finished
 }
 
-private func killed(_ child: pid_t, _ outcome: ProbeOutcome) -> ProbeOutcome {
+/// Kills and reaps a child that cannot finish.
+private func stuck(_ child: pid_t) -> ProbeOutcome {
     kill(child, SIGKILL)
     var status: Int32 = 0
     _ = waitpid(child, &status, 0)
-    return outcome
+    return .stuck
 }
 
 /// A process's scheduling state ("R", "S", "D", …) and CPU time in clock ticks, from `/proc/PID/stat`.
