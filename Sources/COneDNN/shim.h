@@ -5,7 +5,6 @@
 #include <dnnl_debug.h>
 
 // Macros that Swift cannot import, as functions.
-static inline void *conednn_memory_allocate(void) { return DNNL_MEMORY_ALLOCATE; }
 static inline int conednn_arg_src(void) { return DNNL_ARG_SRC; }
 static inline int conednn_arg_src_1(void) { return DNNL_ARG_SRC_1; }
 static inline int conednn_arg_dst(void) { return DNNL_ARG_DST; }

@@ -93,17 +93,16 @@ final class Dropout {
         var generator = Self.generator(seed: seed, step: step)
         step &+= 1
         let output = try Tensor(desc: x.desc)
-        let source = x.storage, target = output.storage
         let keep = 1 / (1 - probability)
         let dropBelow = Double(probability)
-        mask = [Float](repeating: 0, count: source.count)
-        mask.withUnsafeMutableBufferPointer { mask in
+        mask = x.withStorage { source in [Float](repeating: 0, count: source.count) }
+        x.withStorage { source in output.withStorage { target in mask.withUnsafeMutableBufferPointer { mask in
             for i in 0..<source.count {
                 let m: Float = Double(generator.next() >> 11) * 0x1p-53 < dropBelow ? 0 : keep
                 mask[i] = m
                 target[i] = source[i] * m
             }
-        }
+        } } }
         return output
     }
 }

@@ -79,8 +79,9 @@ extension Dropout {
         guard !mask.isEmpty else { return dy }
         let g = try dy.reordered(to: outputDesc)
         let output = try Tensor(desc: outputDesc)
-        let source = g.storage, target = output.storage
-        for i in 0..<min(mask.count, source.count) { target[i] = source[i] * mask[i] }
+        g.withStorage { source in output.withStorage { target in
+            for i in 0..<min(mask.count, source.count) { target[i] = source[i] * mask[i] }
+        } }
         return output
     }
 }

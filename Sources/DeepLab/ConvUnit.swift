@@ -34,20 +34,20 @@ final class ConvUnit {
     /// Eval mode skips the taps of dilated 3×3 convolutions that read only padding (see `TapInterval`); false
     /// runs the whole convolution (tests compare the two).
     var skipsPaddingTaps = true
+    /// Pad the convolution's input explicitly: nil when oneDNN's implicitly padded convolution would fall back
+    /// from a direct kernel (see `choosePadding`); true or false forces it (tests compare the two).
+    var padsExplicitly: Bool?
     let zonePrimitives = PrimitiveCache()
     var zoneWeightCache: [PrimitiveCache.Key: (version: Int, weights: Tensor)] = [:]
     /// Eval-mode weights and bias in the primitive's layout, with the parameter versions they were made from.
     private var foldedWeights: (key: [UInt8], version: Int, weights: Tensor, bias: Tensor)?
-    /// Training-mode weights in the primitive's layout.
-    private var trainingWeights: (key: [UInt8], version: Int, weights: Tensor)?
-    /// What the last training forward kept for backward.
+    /// What the last training forward kept for backward, until backward has used it.
     private(set) var saved: Saved?
 
     struct Saved {
-        let input: Tensor
-        let convPrimitive: Primitive
+        let convolution: SavedConvolution
+        let inputShape: [Int]
         let convOutput: Tensor
-        let weights: Tensor
         let normPrimitive: Primitive?
         let mean: Tensor?
         let variance: Tensor?
@@ -55,6 +55,14 @@ final class ConvUnit {
         let activationPrimitive: Primitive?
         let output: Tensor
         let hasResidual: Bool
+    }
+
+    /// How the training forward computed the convolution, with what its backward needs.
+    enum SavedConvolution {
+        /// One primitive on `input` (the unit's input, or with `explicitPadding` that input padded).
+        case whole(input: Tensor, primitive: Primitive, explicitPadding: Bool)
+        /// One primitive per rectangle of `plan` (see `paddingFreeTrainingForward`).
+        case rectangles(input: Tensor, plan: TapPlan)
     }
 
     var parameterVersion: Int { parameters.reduce(0) { $0 &+ $1.version } }
@@ -80,15 +88,18 @@ final class ConvUnit {
         if residual == nil, let plan = paddingFreePlan(x.shape) {
             return try paddingFreeForward(x, plan: plan)
         }
-        let key = PrimitiveCache.Key("eval", x.shape, residual != nil)
-        let primitive = try primitives.primitive(key) {
-            let op = try conv.forwardDescriptor(x.shape, training: false, withBias: true)
-            var postOps: [PrimitiveAttributes.PostOp] = residual != nil ? [.sum] : []
-            if let p = activation.postOp { postOps.append(p) }
-            return try Primitive("convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
+        let (primitive, padded) = try choosePadding { explicitPadding in
+            try primitives.primitive(PrimitiveCache.Key("eval", x.shape, residual != nil, explicitPadding)) {
+                let op = try conv.forwardDescriptor(x.shape, training: false, withBias: true,
+                                                    explicitPadding: explicitPadding)
+                var postOps: [PrimitiveAttributes.PostOp] = residual != nil ? [.sum] : []
+                if let p = activation.postOp { postOps.append(p) }
+                return try Primitive("convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
+            }
         }
+        let input = padded ? try paddedCopy(x, desc: primitive.desc(dnnl_query_src_md))
+            : try x.reordered(to: primitive.desc(dnnl_query_src_md))
         let (weights, bias) = try preparedInferenceWeights(primitive)
-        let input = try x.reordered(to: primitive.desc(dnnl_query_src_md))
         let dstDesc = primitive.desc(dnnl_query_dst_md)
         let output: Tensor
         if let residual, consumingResidual, residual.desc.isEqual(to: dstDesc) {
@@ -99,6 +110,27 @@ final class ConvUnit {
         }
         try primitive.execute([(Arg.src, input), (Arg.weights, weights), (Arg.bias, bias), (Arg.dst, output)])
         return output
+    }
+
+    /// The convolution primitive `make(explicitPadding)` to run. oneDNN's direct kernels take no more padding
+    /// than their register blocking (3 columns on AVX2), so a convolution dilated further falls back to a GEMM
+    /// with layout changes around it; padding the input explicitly (its interior copied into a zeroed tensor,
+    /// `paddedCopy`) puts it back on the direct kernel. `padsExplicitly` nil makes that choice, true or false
+    /// forces one.
+    private func choosePadding(_ make: (Bool) throws -> Primitive) throws -> (Primitive, explicit: Bool) {
+        guard conv.window.padding > 0, padsExplicitly != false else { return (try make(false), false) }
+        if padsExplicitly == true { return (try make(true), true) }
+        let implicit = try make(false)
+        if !implicit.isDirectKernel, let padded = try? make(true), padded.isDirectKernel { return (padded, true) }
+        return (implicit, false)
+    }
+
+    /// `x` copied into the interior of a zeroed tensor of `desc` (the input padded by the convolution's padding).
+    private func paddedCopy(_ x: Tensor, desc: MemoryDesc) throws -> Tensor {
+        let padded = try Tensor.zeros(like: desc)
+        let p = conv.window.padding, s = x.shape
+        try x.reorder(into: padded.spatialView(rows: p..<(p + s[2]), columns: p..<(p + s[3])))
+        return padded
     }
 
     private func preparedInferenceWeights(_ primitive: Primitive) throws -> (Tensor, Tensor) {
@@ -124,25 +156,14 @@ final class ConvUnit {
     // MARK: Training
 
     private func trainingForward(_ x: Tensor, residual: Tensor?) throws -> Tensor {
-        let hasBias = conv.bias != nil
-        let key = PrimitiveCache.Key("train", x.shape)
-        let convPrimitive = try primitives.primitive(key) {
-            try Primitive("convolution", op: conv.forwardDescriptor(x.shape, training: true, withBias: hasBias))
-        }
-        let weightsDesc = convPrimitive.desc(dnnl_query_weights_md)
-        let weights: Tensor
-        if let t = trainingWeights, t.version == conv.weight.version, t.key == weightsDesc.cacheKey {
-            weights = t.weights
+        // Eval-mode weights (from a validation pass) are stale once training updates the parameters.
+        foldedWeights = nil
+        zoneWeightCache.removeAll()
+        let (convOutput, convolution) = if let plan = paddingFreePlan(x.shape) {
+            try paddingFreeTrainingForward(x, plan: plan)
         } else {
-            weights = try Tensor(plain: conv.weightDims, values: conv.weight.value).reordered(to: weightsDesc)
-            trainingWeights = (weightsDesc.cacheKey, conv.weight.version, weights)
+            try wholeTrainingConvolution(x)
         }
-        let input = try x.reordered(to: convPrimitive.desc(dnnl_query_src_md))
-        let convOutput = try Tensor(desc: convPrimitive.desc(dnnl_query_dst_md))
-        var arguments: [(Int32, Tensor)] = [(Arg.src, input), (Arg.weights, weights), (Arg.dst, convOutput)]
-        if let bias = conv.bias { arguments.append((Arg.bias, try Tensor(plain: [conv.outputChannels], values: bias.value))) }
-        try convPrimitive.execute(arguments)
-
         var current = convOutput
         var normPrimitive: Primitive?
         var mean: Tensor?, variance: Tensor?
@@ -162,8 +183,9 @@ final class ConvUnit {
             try p.execute([(Arg.src, convOutput), (Arg.dst, out), (Arg.mean, m), (Arg.variance, v),
                            (Arg.scale, scale), (Arg.shift, shift)])
             let s = convOutput.shape
-            norm.updateRunningStatistics(mean: Array(m.storage.prefix(norm.channels)),
-                                         variance: Array(v.storage.prefix(norm.channels)), count: s[0] * s[2] * s[3])
+            norm.updateRunningStatistics(mean: m.withStorage { Array($0.prefix(norm.channels)) },
+                                         variance: v.withStorage { Array($0.prefix(norm.channels)) },
+                                         count: s[0] * s[2] * s[3])
             normPrimitive = p
             mean = m
             variance = v
@@ -187,10 +209,32 @@ final class ConvUnit {
             current = y
             activationPrimitive = p
         }
-        saved = Saved(input: input, convPrimitive: convPrimitive, convOutput: convOutput, weights: weights,
+        saved = Saved(convolution: convolution, inputShape: x.shape, convOutput: convOutput,
                       normPrimitive: normPrimitive, mean: mean, variance: variance,
                       activationPrimitive: activationPrimitive, output: current, hasResidual: residual != nil)
         return current
+    }
+
+    /// The training-mode convolution as one primitive.
+    private func wholeTrainingConvolution(_ x: Tensor) throws -> (output: Tensor, saved: SavedConvolution) {
+        let hasBias = conv.bias != nil
+        let (primitive, explicitPadding) = try choosePadding { explicitPadding in
+            try primitives.primitive(PrimitiveCache.Key("train", x.shape, explicitPadding)) {
+                try Primitive("convolution", op: conv.forwardDescriptor(x.shape, training: true, withBias: hasBias,
+                                                                        explicitPadding: explicitPadding))
+            }
+        }
+        // Converted for this forward alone (they change at every step); backward converts them again rather than
+        // keeping a second copy of every weight through the step.
+        let weights = try Tensor(plain: conv.weightDims, values: conv.weight.value)
+            .reordered(to: primitive.desc(dnnl_query_weights_md))
+        let input = explicitPadding ? try paddedCopy(x, desc: primitive.desc(dnnl_query_src_md))
+            : try x.reordered(to: primitive.desc(dnnl_query_src_md))
+        let output = try Tensor(desc: primitive.desc(dnnl_query_dst_md))
+        var arguments: [(Int32, Tensor)] = [(Arg.src, input), (Arg.weights, weights), (Arg.dst, output)]
+        if let bias = conv.bias { arguments.append((Arg.bias, try Tensor(plain: [conv.outputChannels], values: bias.value))) }
+        try primitive.execute(arguments)
+        return (output, .whole(input: input, primitive: primitive, explicitPadding: explicitPadding))
     }
 
     // MARK: Backward
@@ -208,6 +252,7 @@ final class ConvUnit {
         guard let saved else {
             throw DeepLabError.invalidBackward("no training-mode forward to backpropagate through")
         }
+        self.saved = nil  // each forward is backpropagated once; its activations go as soon as they are used
         var gradient = try dy.reordered(to: saved.output.desc)
         if let forward = saved.activationPrimitive {
             gradient = try Operations.eltwiseBackward(gradient, destination: saved.output, forward: forward,
@@ -231,17 +276,35 @@ final class ConvUnit {
             try p.execute([(Arg.src, saved.convOutput), (Arg.mean, mean), (Arg.variance, variance), (Arg.diffDst, g),
                            (Arg.scale, scale), (Arg.shift, shift), (Arg.diffSrc, diffSource),
                            (Arg.diffScale, diffScale), (Arg.diffShift, diffShift)])
-            accumulate(norm.weight, diffScale.storage)
-            accumulate(norm.bias, diffShift.storage)
+            accumulate(norm.weight, diffScale)
+            accumulate(norm.bias, diffShift)
             gradient = diffSource
         }
-        let s = saved.input.shape
-        let o = saved.convOutput.shape
-        let (st, dil, pl, pr) = conv.geometry(s, o)
+        switch saved.convolution {
+        case let .rectangles(input, plan):
+            return (try paddingFreeBackward(gradient, input: input, plan: plan, needsInputGradient: needsInputGradient),
+                    residualGradient)
+        case let .whole(input, primitive, explicitPadding):
+            let dx = try wholeConvolutionBackward(gradient, input: input, inputShape: saved.inputShape,
+                                                  primitive: primitive, explicitPadding: explicitPadding,
+                                                  needsInputGradient: needsInputGradient)
+            return (dx, residualGradient)
+        }
+    }
+
+    /// Backward of the training convolution as one primitive: weight and bias gradients accumulated, the input's
+    /// returned when `needsInputGradient`.
+    private func wholeConvolutionBackward(_ gradient: Tensor, input: Tensor, inputShape: [Int], primitive: Primitive,
+                                          explicitPadding: Bool, needsInputGradient: Bool) throws -> Tensor? {
+        let s = input.shape
+        let o = conv.outputDims(inputShape)
+        var (st, dil, pl, pr) = conv.geometry(inputShape, o)
+        if explicitPadding { (pl, pr) = ([0, 0], pr.map { min($0, 0) }) }
         let hasBias = conv.bias != nil
 
         // Weights (and bias) gradients.
-        let weightsPrimitive = try primitives.primitive(PrimitiveCache.Key("conv-backward-weights", s)) {
+        let weightsKey = PrimitiveCache.Key("conv-backward-weights", s, explicitPadding)
+        let weightsPrimitive = try primitives.primitive(weightsKey) {
             var src = try MemoryDesc.make(s, dnnl_format_tag_any)
             var diffWeights = try MemoryDesc.make(conv.weightDims, dnnl_format_tag_any)
             var diffBias = try MemoryDesc.make([conv.outputChannels], dnnl_a)
@@ -252,10 +315,10 @@ final class ConvUnit {
                                                                     hasBias ? biasPointer : nil, &diffDst, st, dil, pl, pr)
             }
             try dnnlCheck("dnnl_dilated_convolution_backward_weights_desc_init", status)
-            return try Primitive("convolution backward weights", op: op, hint: saved.convPrimitive)
+            return try Primitive("convolution backward weights", op: op, hint: primitive)
         }
         let diffDst = try gradient.reordered(to: weightsPrimitive.desc(dnnl_query_diff_dst_md))
-        let source = try saved.input.reordered(to: weightsPrimitive.desc(dnnl_query_src_md))
+        let source = try input.reordered(to: weightsPrimitive.desc(dnnl_query_src_md))
         let diffWeights = try Tensor(desc: weightsPrimitive.desc(dnnl_query_diff_weights_md))
         var arguments: [(Int32, Tensor)] = [(Arg.src, source), (Arg.diffDst, diffDst), (Arg.diffWeights, diffWeights)]
         var diffBias: Tensor?
@@ -266,11 +329,12 @@ final class ConvUnit {
         }
         try weightsPrimitive.execute(arguments)
         let plainWeights = try diffWeights.reordered(to: .make(conv.weightDims, MemoryDesc.plainTag(rank: conv.weightDims.count)))
-        accumulate(conv.weight, plainWeights.storage)
-        if let bias = conv.bias, let diffBias { accumulate(bias, diffBias.storage) }
+        accumulate(conv.weight, plainWeights)
+        if let bias = conv.bias, let diffBias { accumulate(bias, diffBias) }
 
-        guard needsInputGradient else { return (nil, residualGradient) }
-        let dataPrimitive = try primitives.primitive(PrimitiveCache.Key("conv-backward-data", s)) {
+        guard needsInputGradient else { return nil }
+        let dataKey = PrimitiveCache.Key("conv-backward-data", s, explicitPadding)
+        let dataPrimitive = try primitives.primitive(dataKey) {
             var diffSrc = try MemoryDesc.make(s, dnnl_format_tag_any)
             var weights = try MemoryDesc.make(conv.weightDims, dnnl_format_tag_any)
             var diffDst = try MemoryDesc.make(o, dnnl_format_tag_any)
@@ -278,21 +342,28 @@ final class ConvUnit {
             try dnnlCheck("dnnl_dilated_convolution_backward_data_desc_init",
                           dnnl_dilated_convolution_backward_data_desc_init(&op, dnnl_convolution_direct, &diffSrc,
                                                                            &weights, &diffDst, st, dil, pl, pr))
-            return try Primitive("convolution backward data", op: op, hint: saved.convPrimitive)
+            return try Primitive("convolution backward data", op: op, hint: primitive)
         }
-        let weights = try saved.weights.reordered(to: dataPrimitive.desc(dnnl_query_weights_md))
+        let weights = try Tensor(plain: conv.weightDims, values: conv.weight.value)
+            .reordered(to: dataPrimitive.desc(dnnl_query_weights_md))
         let diffInput = try Tensor(desc: dataPrimitive.desc(dnnl_query_diff_src_md))
         try dataPrimitive.execute([(Arg.diffDst, try gradient.reordered(to: dataPrimitive.desc(dnnl_query_diff_dst_md))),
                                    (Arg.weights, weights), (Arg.diffSrc, diffInput)])
-        return (diffInput, residualGradient)
+        guard explicitPadding else { return diffInput }
+        // The padded input's gradient; the input's is its interior.
+        let p = conv.window.padding, x = inputShape
+        let interior = try diffInput.spatialView(rows: p..<(p + x[2]), columns: p..<(p + x[3]))
+        return try interior.reordered(to: .make(x, MemoryDesc.formatTag(of: diffInput.desc)))
     }
 }
 
 /// Adds `values` (at least `parameter.value.count` of them) to the parameter's gradient.
-func accumulate(_ parameter: Parameter, _ values: UnsafeMutableBufferPointer<Float>) {
+func accumulate(_ parameter: Parameter, _ tensor: Tensor) {
     let count = parameter.gradient.count
-    precondition(values.count >= count, "gradient of \(parameter.name): \(values.count) values for \(count)")
-    parameter.gradient.withUnsafeMutableBufferPointer { g in
-        for i in 0..<count { g[i] += values[i] }
+    tensor.withStorage { values in
+        precondition(values.count >= count, "gradient of \(parameter.name): \(values.count) values for \(count)")
+        parameter.gradient.withUnsafeMutableBufferPointer { g in
+            for i in 0..<count { g[i] += values[i] }
+        }
     }
 }

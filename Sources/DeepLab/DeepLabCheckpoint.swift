@@ -43,19 +43,26 @@ public enum DeepLabCheckpoint {
         try read(from: HDF5File.open(path))
     }
 
+    /// The model configuration a checkpoint stores.
+    ///
+    /// - Throws: `DeepLabError.invalidCheckpoint` when the attribute is missing or is not a configuration.
+    public static func configuration(in file: HDF5File) throws -> DeepLabConfiguration {
+        guard file.hasAttribute("configuration"), let json = try file.attribute("configuration").stringValue else {
+            throw DeepLabError.invalidCheckpoint(file: file.path, reason: "no 'configuration' attribute (was it "
+                                                 + "written by slicelab train or segment?)")
+        }
+        do {
+            return try JSONDecoder().decode(DeepLabConfiguration.self, from: Data(json.utf8))
+        } catch {
+            throw DeepLabError.invalidCheckpoint(file: file.path, reason: "the configuration attribute is not a "
+                                                 + "DeepLabV3 configuration: \(error)")
+        }
+    }
+
     /// Reads from an open file (see `load`).
     public static func read(from file: HDF5File) throws -> (model: DeepLabV3, preprocessing: Preprocessing) {
         func bad(_ reason: String) -> DeepLabError { .invalidCheckpoint(file: file.path, reason: reason) }
-        guard file.hasAttribute("configuration"),
-              let json = try file.attribute("configuration").stringValue else {
-            throw bad("no 'configuration' attribute (was it written by slicelab train or segment?)")
-        }
-        let configuration: DeepLabConfiguration
-        do {
-            configuration = try JSONDecoder().decode(DeepLabConfiguration.self, from: Data(json.utf8))
-        } catch {
-            throw bad("the configuration attribute is not a DeepLabV3 configuration: \(error)")
-        }
+        let configuration = try self.configuration(in: file)
         var preprocessing = Preprocessing.none
         if file.hasAttribute("preprocessing"), let text = try file.attribute("preprocessing").stringValue {
             do {

@@ -16,6 +16,8 @@ public enum DeepLabError: Error, CustomStringConvertible, Equatable {
     case invalidCheckpoint(file: String, reason: String)
     /// `backward` called without a preceding training-mode forward, or with a gradient of the wrong shape.
     case invalidBackward(String)
+    /// The system refused memory for a tensor.
+    case outOfMemory(bytes: Int)
 
     public var description: String {
         switch self {
@@ -31,6 +33,8 @@ public enum DeepLabError: Error, CustomStringConvertible, Equatable {
             return "\(file): weights do not match the model: " + parts.joined(separator: "; ")
         case let .invalidCheckpoint(file, reason): return "\(file): not a usable SliceLab checkpoint: \(reason)"
         case let .invalidBackward(why): return "backward: \(why)"
+        case let .outOfMemory(bytes):
+            return "out of memory: the system refused \(bytes / 1_048_576) MB for a tensor (try a smaller input or batch)"
         }
     }
 }

@@ -67,15 +67,18 @@ final class Conv2d {
         [s[0], outputChannels, window.outputExtent(s[2]), window.outputExtent(s[3])]
     }
 
-    /// The convolution operation descriptor for input `x` (layouts left to oneDNN).
+    /// The convolution operation descriptor for input `x` (layouts left to oneDNN). With `explicitPadding`, the
+    /// source is the input already padded (`paddedDims`) and the convolution itself pads nothing.
     /// Rests on `dnnl_dilated_convolution_forward_desc_init`.
-    func forwardDescriptor(_ s: [Int], training: Bool, withBias: Bool) throws -> dnnl_convolution_desc_t {
+    func forwardDescriptor(_ s: [Int], training: Bool, withBias: Bool,
+                           explicitPadding: Bool = false) throws -> dnnl_convolution_desc_t {
         let o = outputDims(s)
-        var src = try MemoryDesc.make(s, dnnl_format_tag_any)
+        var src = try MemoryDesc.make(explicitPadding ? paddedDims(s) : s, dnnl_format_tag_any)
         var weights = try MemoryDesc.make(weightDims, dnnl_format_tag_any)
         var bias = try MemoryDesc.make([outputChannels], dnnl_a)
         var dst = try MemoryDesc.make(o, dnnl_format_tag_any)
-        let (st, dil, pl, pr) = geometry(s, o)
+        var (st, dil, pl, pr) = geometry(s, o)
+        if explicitPadding { (pl, pr) = ([0, 0], pr.map { min($0, 0) }) }
         var op = dnnl_convolution_desc_t()
         let status = withUnsafePointer(to: &bias) { biasPointer in
             dnnl_dilated_convolution_forward_desc_init(
@@ -84,6 +87,13 @@ final class Conv2d {
         }
         try dnnlCheck("dnnl_dilated_convolution_forward_desc_init", status)
         return op
+    }
+
+    /// Input dims `s` with the leading and trailing paddings added (trailing ones clamped at 0: a negative one
+    /// only means the last rows are never read).
+    func paddedDims(_ s: [Int]) -> [Int] {
+        let (_, _, pl, pr) = geometry(s, outputDims(s))
+        return [s[0], s[1], s[2] + Int(pl[0] + max(pr[0], 0)), s[3] + Int(pl[1] + max(pr[1], 0))]
     }
 
     /// Strides, dilations (oneDNN counts from 0), leading and trailing paddings.

@@ -153,6 +153,17 @@ final class Primitive {
         return md.pointee
     }
 
+    /// The implementation oneDNN chose (`jit:avx2`, `gemm:jit`, …). Rests on `dnnl_primitive_desc_query`.
+    var implementation: String {
+        var info: UnsafePointer<CChar>?
+        guard dnnl_primitive_desc_query(descriptor, dnnl_query_impl_info_str, 0, &info) == dnnl_success,
+              let info else { return "" }
+        return String(cString: info)
+    }
+
+    /// Whether a convolution runs on a direct kernel rather than a GEMM or reference fallback.
+    var isDirectKernel: Bool { !(implementation.contains("gemm") || implementation.hasPrefix("ref")) }
+
     /// Serialises use of the shared stream across threads (a oneDNN stream is not meant to be shared).
     private static let streamLock = NSLock()
 

@@ -33,10 +33,13 @@ struct TapInterval: Hashable {
     }
 }
 
+/// The rectangles a padding-free convolution is computed in: every pair of a row and a column interval.
+typealias TapPlan = (rows: [TapInterval], columns: [TapInterval])
+
 extension ConvUnit {
     /// The rectangles to compute separately when this unit is a dilated 3×3 convolution on an input of dims `s`
     /// whose padding taps are at least a tenth of the work; nil otherwise.
-    func paddingFreePlan(_ s: [Int]) -> (rows: [TapInterval], columns: [TapInterval])? {
+    func paddingFreePlan(_ s: [Int]) -> TapPlan? {
         let w = conv.window
         guard skipsPaddingTaps, conv.groups == 1, w.kernel == 3, w.stride == 1, w.dilation > 1,
               w.padding == w.dilation else { return nil }
@@ -54,9 +57,7 @@ extension ConvUnit {
     /// a plain-layout GEMM at ASPP's rates.)
     ///
     /// Rests on `dnnl_dilated_convolution_forward_desc_init` and submemory reorders.
-    func paddingFreeForward(_ x: Tensor, plan: (rows: [TapInterval], columns: [TapInterval])) throws -> Tensor {
-        let s = x.shape
-        let rate = conv.window.dilation
+    func paddingFreeForward(_ x: Tensor, plan: TapPlan) throws -> Tensor {
         // Folding batch norm is needed only when a rectangle's weights are not cached yet.
         lazy var folded = foldedPlainWeights()
         let biasKey = PrimitiveCache.Key("bias")
@@ -67,61 +68,196 @@ extension ConvUnit {
             biasTensor = try Tensor(plain: [conv.outputChannels], values: folded.bias)
             zoneWeightCache[biasKey] = (parameterVersion, biasTensor)
         }
-        func rectangle(_ r: TapInterval, _ c: TapInterval) throws -> Primitive {
-            try zonePrimitives.primitive(PrimitiveCache.Key(s, r, c)) {
-                let inRows = r.inputs(rate: rate), inColumns = c.inputs(rate: rate)
-                var src = try MemoryDesc.make([s[0], s[1], inRows.count, inColumns.count], dnnl_format_tag_any)
-                var weights = try MemoryDesc.make([conv.outputChannels, conv.inputChannels, r.taps.count,
-                                                   c.taps.count], dnnl_format_tag_any)
-                var biasDesc = try MemoryDesc.make([conv.outputChannels], dnnl_a)
-                var dst = try MemoryDesc.make([s[0], conv.outputChannels, r.outputs.count, c.outputs.count],
-                                              dnnl_format_tag_any)
-                var op = dnnl_convolution_desc_t()
-                let ones: [Int64] = [1, 1], dilation: [Int64] = [Int64(rate - 1), Int64(rate - 1)], zero: [Int64] = [0, 0]
-                try dnnlCheck("dnnl_dilated_convolution_forward_desc_init", dnnl_dilated_convolution_forward_desc_init(
-                    &op, dnnl_forward_inference, dnnl_convolution_direct, &src, &weights, &biasDesc, &dst,
-                    ones, dilation, zero, zero))
-                return try Primitive("convolution", op: op,
-                                     attributes: PrimitiveAttributes(postOps: activation.postOp.map { [$0] } ?? []))
-            }
-        }
-        // The layout of the largest rectangle (all taps) for the whole tensors.
-        func widest(_ intervals: [TapInterval]) -> TapInterval { intervals.max { $0.taps.count < $1.taps.count }! }
-        let tag = MemoryDesc.formatTag(of: try rectangle(widest(plan.rows), widest(plan.columns))
-            .desc(dnnl_query_src_md))
+        return try rectangleForward(x, plan: plan, training: false, weights: { folded.weights }, bias: biasTensor).output
+    }
+
+    /// Training-mode forward of the convolution alone (batch norm and activation follow it as usual) by the
+    /// rectangles of `plan`, with the unit's own weights. Returns the output and what `paddingFreeBackward` needs.
+    func paddingFreeTrainingForward(_ x: Tensor, plan: TapPlan) throws -> (output: Tensor, saved: SavedConvolution) {
+        let bias = try conv.bias.map { try Tensor(plain: [conv.outputChannels], values: $0.value) }
+        let (input, output) = try rectangleForward(x, plan: plan, training: true, weights: { conv.weight.value },
+                                                   bias: bias)
+        return (output, .rectangles(input: input, plan: plan))
+    }
+
+    /// The forward pass shared by eval and training: `x` and the output in the blocked layout of the rectangles'
+    /// primitives, each rectangle's input copied out of a view of `x` and its output into a view of the output.
+    private func rectangleForward(_ x: Tensor, plan: TapPlan, training: Bool, weights plainWeights: () -> [Float],
+                                  bias: Tensor?) throws -> (input: Tensor, output: Tensor) {
+        let s = x.shape
+        let rate = conv.window.dilation
+        let tag = try blockedTag(s, plan: plan, training: training)
         let input = try x.reordered(to: MemoryDesc.make(s, tag))
-        let output = try Tensor(desc: MemoryDesc.make([s[0], conv.outputChannels, s[2], s[3]], tag))
+        let output = try Tensor(desc: MemoryDesc.make(conv.outputDims(s), tag))
         for r in plan.rows {
             for c in plan.columns {
-                let primitive = try rectangle(r, c)
-                let kernel = [conv.outputChannels, conv.inputChannels, r.taps.count, c.taps.count]
-                let weights = try zoneWeights({ folded.weights }, rows: r.taps, columns: c.taps, dims: kernel,
+                let primitive = try rectangle(s, r, c, training: training)
+                let weights = try zoneWeights(plainWeights, rows: r.taps, columns: c.taps, training: training,
                                               desc: primitive.desc(dnnl_query_weights_md))
                 let zoneInput = try input.spatialView(rows: r.inputs(rate: rate), columns: c.inputs(rate: rate))
                     .reordered(to: primitive.desc(dnnl_query_src_md))
                 let zoneOutput = try Tensor(desc: primitive.desc(dnnl_query_dst_md))
-                try primitive.execute([(Arg.src, zoneInput), (Arg.weights, weights), (Arg.bias, biasTensor),
-                                       (Arg.dst, zoneOutput)])
+                var arguments = [(Arg.src, zoneInput), (Arg.weights, weights), (Arg.dst, zoneOutput)]
+                if let bias { arguments.append((Arg.bias, bias)) }
+                try primitive.execute(arguments)
                 try zoneOutput.reorder(into: output.spatialView(rows: r.outputs, columns: c.outputs))
             }
         }
-        return output
+        return (input, output)
     }
 
-    /// The sub-kernel `rows` × `columns` of the folded [O, I, 3, 3] weights in `desc`'s layout, cached until
-    /// the parameters change (`foldedWeights` is called only on a miss).
-    private func zoneWeights(_ foldedWeights: () -> [Float], rows: ClosedRange<Int>, columns: ClosedRange<Int>, dims: [Int],
-                             desc: MemoryDesc) throws -> Tensor {
-        let key = PrimitiveCache.Key(rows, columns, desc.cacheKey)
-        if let cached = zoneWeightCache[key], cached.version == parameterVersion { return cached.weights }
-        let plain = foldedWeights()
-        var values = [Float]()
-        values.reserveCapacity(dims.reduce(1, *))
-        for filter in 0..<(conv.outputChannels * conv.inputChannels) {
-            for i in rows { for j in columns { values.append(plain[filter * 9 + i * 3 + j]) } }
+    /// Backward of `paddingFreeTrainingForward`: per rectangle, the sub-kernel's weight (and bias) gradients are
+    /// added into the parameters' and, when `needsInputGradient`, the rectangle's input gradient into the
+    /// input's (the rectangles' inputs overlap). `dy` is dLoss/d(convolution output).
+    ///
+    /// Rests on `dnnl_dilated_convolution_backward_weights_desc_init`, `…_backward_data_desc_init` and
+    /// accumulating reorders into submemory views.
+    func paddingFreeBackward(_ dy: Tensor, input: Tensor, plan: TapPlan, needsInputGradient: Bool) throws -> Tensor? {
+        let s = input.shape
+        let rate = conv.window.dilation
+        let gradient = try dy.reordered(to: MemoryDesc.make(dy.shape, MemoryDesc.formatTag(of: input.desc)))
+        let dx = needsInputGradient ? try Tensor.zeros(like: input.desc) : nil
+        let hasBias = conv.bias != nil
+        for r in plan.rows {
+            for c in plan.columns {
+                let forward = try rectangle(s, r, c, training: true)
+                let inRows = r.inputs(rate: rate), inColumns = c.inputs(rate: rate)
+                let zoneInputDims = [s[0], s[1], inRows.count, inColumns.count]
+                let zoneOutputDims = [s[0], conv.outputChannels, r.outputs.count, c.outputs.count]
+                let kernel = [conv.outputChannels, conv.inputChannels, r.taps.count, c.taps.count]
+                let dilation = Self.rectangleDilation(r, c, rate: rate), zero: [Int64] = [0, 0], one: [Int64] = [1, 1]
+                let zoneGradient = try gradient.spatialView(rows: r.outputs, columns: c.outputs)
+
+                let weightsPrimitive = try zonePrimitives.primitive(PrimitiveCache.Key("backward-weights", s, r, c)) {
+                    var src = try MemoryDesc.make(zoneInputDims, dnnl_format_tag_any)
+                    var diffWeights = try MemoryDesc.make(kernel, dnnl_format_tag_any)
+                    var diffBias = try MemoryDesc.make([conv.outputChannels], dnnl_a)
+                    var diffDst = try MemoryDesc.make(zoneOutputDims, dnnl_format_tag_any)
+                    var op = dnnl_convolution_desc_t()
+                    let status = withUnsafePointer(to: &diffBias) { biasPointer in
+                        dnnl_dilated_convolution_backward_weights_desc_init(
+                            &op, dnnl_convolution_direct, &src, &diffWeights, hasBias ? biasPointer : nil, &diffDst,
+                            one, dilation, zero, zero)
+                    }
+                    try dnnlCheck("dnnl_dilated_convolution_backward_weights_desc_init", status)
+                    return try Primitive("convolution backward weights", op: op, hint: forward)
+                }
+                let zoneInput = try input.spatialView(rows: inRows, columns: inColumns)
+                    .reordered(to: weightsPrimitive.desc(dnnl_query_src_md))
+                let diffDst = try zoneGradient.reordered(to: weightsPrimitive.desc(dnnl_query_diff_dst_md))
+                let diffWeights = try Tensor(desc: weightsPrimitive.desc(dnnl_query_diff_weights_md))
+                var arguments = [(Arg.src, zoneInput), (Arg.diffDst, diffDst), (Arg.diffWeights, diffWeights)]
+                let diffBias = hasBias ? try Tensor(desc: weightsPrimitive.desc(dnnl_query_diff_weights_md, 1)) : nil
+                if let diffBias { arguments.append((Arg.diffBias, diffBias)) }
+                try weightsPrimitive.execute(arguments)
+                try accumulateSubKernel(diffWeights, rows: r.taps, columns: c.taps, dims: kernel)
+                if let bias = conv.bias, let diffBias { accumulate(bias, diffBias) }
+
+                guard let dx else { continue }
+                let dataPrimitive = try zonePrimitives.primitive(PrimitiveCache.Key("backward-data", s, r, c)) {
+                    var diffSrc = try MemoryDesc.make(zoneInputDims, dnnl_format_tag_any)
+                    var weights = try MemoryDesc.make(kernel, dnnl_format_tag_any)
+                    var diffDst = try MemoryDesc.make(zoneOutputDims, dnnl_format_tag_any)
+                    var op = dnnl_convolution_desc_t()
+                    try dnnlCheck("dnnl_dilated_convolution_backward_data_desc_init",
+                                  dnnl_dilated_convolution_backward_data_desc_init(
+                                    &op, dnnl_convolution_direct, &diffSrc, &weights, &diffDst, one, dilation, zero, zero))
+                    return try Primitive("convolution backward data", op: op, hint: forward)
+                }
+                let weights = try zoneWeights({ conv.weight.value }, rows: r.taps, columns: c.taps, training: true,
+                                              desc: dataPrimitive.desc(dnnl_query_weights_md))
+                let diffSource = try Tensor(desc: dataPrimitive.desc(dnnl_query_diff_src_md))
+                try dataPrimitive.execute([
+                    (Arg.diffDst, try zoneGradient.reordered(to: dataPrimitive.desc(dnnl_query_diff_dst_md))),
+                    (Arg.weights, weights), (Arg.diffSrc, diffSource),
+                ])
+                try diffSource.accumulate(into: dx.spatialView(rows: inRows, columns: inColumns))
+            }
         }
-        let weights = try Tensor(plain: dims, values: values).reordered(to: desc)
-        zoneWeightCache[key] = (parameterVersion, weights)
+        return dx
+    }
+
+    /// oneDNN's dilation (counted from 0) of a rectangle's kernel: none along an axis with a single tap, where it
+    /// means nothing, so a 1×1 rectangle can run as a 1×1 convolution.
+    private static func rectangleDilation(_ r: TapInterval, _ c: TapInterval, rate: Int) -> [Int64] {
+        [r.taps.count > 1 ? Int64(rate - 1) : 0, c.taps.count > 1 ? Int64(rate - 1) : 0]
+    }
+
+    /// The primitive of one rectangle for input dims `s`: eval with the unit's activation fused (and the folded
+    /// bias), or training (the unit's bias, if any; no post-ops).
+    private func rectangle(_ s: [Int], _ r: TapInterval, _ c: TapInterval, training: Bool) throws -> Primitive {
+        try zonePrimitives.primitive(PrimitiveCache.Key(s, r, c, training)) {
+            let rate = conv.window.dilation
+            let inRows = r.inputs(rate: rate), inColumns = c.inputs(rate: rate)
+            var src = try MemoryDesc.make([s[0], s[1], inRows.count, inColumns.count], dnnl_format_tag_any)
+            var weights = try MemoryDesc.make([conv.outputChannels, conv.inputChannels, r.taps.count, c.taps.count],
+                                              dnnl_format_tag_any)
+            var biasDesc = try MemoryDesc.make([conv.outputChannels], dnnl_a)
+            var dst = try MemoryDesc.make([s[0], conv.outputChannels, r.outputs.count, c.outputs.count],
+                                          dnnl_format_tag_any)
+            let hasBias = !training || conv.bias != nil
+            var op = dnnl_convolution_desc_t()
+            let ones: [Int64] = [1, 1], zero: [Int64] = [0, 0], dilation = Self.rectangleDilation(r, c, rate: rate)
+            let status = withUnsafePointer(to: &biasDesc) { biasPointer in
+                dnnl_dilated_convolution_forward_desc_init(
+                    &op, training ? dnnl_forward_training : dnnl_forward_inference, dnnl_convolution_direct, &src,
+                    &weights, hasBias ? biasPointer : nil, &dst, ones, dilation, zero, zero)
+            }
+            try dnnlCheck("dnnl_dilated_convolution_forward_desc_init", status)
+            let postOps = training ? [] : activation.postOp.map { [$0] } ?? []
+            return try Primitive("convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
+        }
+    }
+
+    /// The layout of the largest rectangle's (all taps) source, which the whole input and output take.
+    private func blockedTag(_ s: [Int], plan: TapPlan, training: Bool) throws -> dnnl_format_tag_t {
+        func widest(_ intervals: [TapInterval]) -> TapInterval { intervals.max { $0.taps.count < $1.taps.count }! }
+        return MemoryDesc.formatTag(of: try rectangle(s, widest(plan.rows), widest(plan.columns), training: training)
+            .desc(dnnl_query_src_md))
+    }
+
+    /// The sub-kernel `rows` × `columns` of [O, I, 3, 3] weights in `desc`'s layout: in eval the folded ones,
+    /// cached until the parameters change (`plainWeights` is called only on a miss); in training the unit's own,
+    /// not kept (they change every step, and the rectangles' sub-kernels together hold several times the kernel).
+    private func zoneWeights(_ plainWeights: () -> [Float], rows: ClosedRange<Int>, columns: ClosedRange<Int>,
+                             training: Bool, desc: MemoryDesc) throws -> Tensor {
+        let key = PrimitiveCache.Key(rows, columns, desc.cacheKey)
+        if !training, let cached = zoneWeightCache[key], cached.version == parameterVersion { return cached.weights }
+        let sub = try Tensor(desc: .make([conv.outputChannels, conv.inputChannels, rows.count, columns.count],
+                                         MemoryDesc.plainTag(rank: 4)))
+        var k = 0
+        sub.withStorage { values in plainWeights().withUnsafeBufferPointer { plain in
+            for filter in 0..<(conv.outputChannels * conv.inputChannels) {
+                for i in rows {
+                    for j in columns {
+                        values[k] = plain[filter * 9 + i * 3 + j]
+                        k += 1
+                    }
+                }
+            }
+        } }
+        let weights = try sub.reordered(to: desc)
+        if !training { zoneWeightCache[key] = (parameterVersion, weights) }
         return weights
+    }
+
+    /// Adds a sub-kernel's weight gradient (`diffWeights`, [O, I, rows, columns] in any layout) into the
+    /// gradient of the [O, I, 3, 3] weight at those taps.
+    private func accumulateSubKernel(_ diffWeights: Tensor, rows: ClosedRange<Int>, columns: ClosedRange<Int>,
+                                     dims: [Int]) throws {
+        let taps = rows.count * columns.count
+        try diffWeights.reordered(to: .make(dims, MemoryDesc.plainTag(rank: 4))).withStorage { plain in
+            conv.weight.gradient.withUnsafeMutableBufferPointer { g in
+                for filter in 0..<(conv.outputChannels * conv.inputChannels) {
+                    var k = filter * taps
+                    for i in rows {
+                        for j in columns {
+                            g[filter * 9 + i * 3 + j] += plain[k]
+                            k += 1
+                        }
+                    }
+                }
+            }
+        }
     }
 }

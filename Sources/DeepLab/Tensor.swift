@@ -7,17 +7,28 @@ final class Tensor {
     let desc: MemoryDesc
     /// The tensor whose memory a view shares (kept alive with the view).
     private let owner: Tensor?
+    /// The buffer this tensor took from `TensorMemory` (nil for a view).
+    private let buffer: (pointer: UnsafeMutableRawPointer, bytes: Int)?
 
-    /// Allocates memory for `desc`. Rests on `dnnl_memory_create`.
+    /// Allocates memory for `desc` (from `TensorMemory`). Rests on `dnnl_memory_create`.
+    ///
+    /// - Throws: `DeepLabError.outOfMemory` when the system has no memory for it.
     init(desc: MemoryDesc) throws {
         let engine = try OneDNNEngine.shared().engine
+        let bytes = desc.byteCount
+        guard let pointer = TensorMemory.shared.allocate(bytes) else { throw DeepLabError.outOfMemory(bytes: bytes) }
         var memory: dnnl_memory_t?
         var desc = desc
-        try dnnlCheck("dnnl_memory_create", dnnl_memory_create(&memory, &desc, engine, conednn_memory_allocate()))
-        guard let memory else { throw DeepLabError.oneDNN(call: "dnnl_memory_create", status: "no memory") }
+        let status = dnnl_memory_create(&memory, &desc, engine, pointer)
+        guard status == dnnl_success, let memory else {
+            TensorMemory.shared.release(pointer, bytes: bytes)
+            try dnnlCheck("dnnl_memory_create", status == dnnl_success ? dnnl_out_of_memory : status)
+            throw DeepLabError.oneDNN(call: "dnnl_memory_create", status: "no memory")
+        }
         self.memory = memory
         self.desc = desc
         owner = nil
+        buffer = (pointer, bytes)
     }
 
     /// A view with descriptor `desc` (a submemory of `parent`'s) on `parent`'s memory.
@@ -32,6 +43,7 @@ final class Tensor {
         self.memory = memory
         self.desc = desc
         owner = parent
+        buffer = nil
     }
 
     /// The rectangle `rows` × `columns` of this [N, C, H, W] tensor as a view sharing its memory, for reorders
@@ -46,14 +58,23 @@ final class Tensor {
         return try Tensor(view: sub, of: self)
     }
 
-    deinit { dnnl_memory_destroy(memory) }
+    deinit {
+        dnnl_memory_destroy(memory)
+        if let buffer { TensorMemory.shared.release(buffer.pointer, bytes: buffer.bytes) }
+    }
 
     /// The logical dimensions (NCHW for activations).
     var shape: [Int] { desc.shape }
 
-    /// The raw storage (including any channel padding of blocked layouts).
-    /// Rests on `dnnl_memory_get_data_handle`.
-    var storage: UnsafeMutableBufferPointer<Float> {
+    /// Calls `body` with the raw storage (including any channel padding of blocked layouts), keeping the tensor
+    /// alive meanwhile: a pointer into a tensor must not outlive it, and Swift may release an object right after
+    /// its last use.
+    func withStorage<R>(_ body: (UnsafeMutableBufferPointer<Float>) throws -> R) rethrows -> R {
+        try withExtendedLifetime(self) { try body(storage) }
+    }
+
+    /// The raw storage. Rests on `dnnl_memory_get_data_handle`.
+    private var storage: UnsafeMutableBufferPointer<Float> {
         var handle: UnsafeMutableRawPointer?
         _ = dnnl_memory_get_data_handle(memory, &handle)
         guard let handle else { return UnsafeMutableBufferPointer(start: nil, count: 0) }
@@ -98,17 +119,32 @@ final class Tensor {
         try primitive.execute([(Arg.src, self), (Arg.dst, output)])
     }
 
+    /// Adds this tensor's values into `output` (the same logical shape, any layouts, views included).
+    /// Rests on a reorder with a sum post-op.
+    func accumulate(into output: Tensor) throws {
+        let key = PrimitiveCache.Key("accumulate", desc.cacheKey, output.desc.cacheKey)
+        let primitive = try Tensor.reorders.primitive(key) {
+            let engine = try OneDNNEngine.shared().engine
+            let attributes = try PrimitiveAttributes(postOps: [.sum])
+            var source = desc, destination = output.desc
+            return try Primitive("accumulating reorder") { pd in
+                dnnl_reorder_primitive_desc_create(&pd, &source, engine, &destination, engine, attributes.handle)
+            }
+        }
+        try primitive.execute([(Arg.src, self), (Arg.dst, output)])
+    }
+
     /// The values in plain row-major order.
     func floatTensor() throws -> FloatTensor {
         let plain = try reordered(to: .make(shape, MemoryDesc.plainTag(rank: shape.count)))
         let count = shape.reduce(1, *)
-        return FloatTensor(shape: shape, values: Array(plain.storage.prefix(count)))
+        return FloatTensor(shape: shape, values: plain.withStorage { Array($0.prefix(count)) })
     }
 
     /// A tensor of the same layout filled with zeros.
     static func zeros(like desc: MemoryDesc) throws -> Tensor {
         let t = try Tensor(desc: desc)
-        t.storage.update(repeating: 0)
+        t.withStorage { $0.update(repeating: 0) }
         return t
     }
 

@@ -201,8 +201,7 @@ public final class LabeledSet: @unchecked Sendable {
         for name in names.sorted() where !name.hasPrefix(".") {
             let url = folder.appendingPathComponent(name)
             var isDirectory: ObjCBool = false
-            FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
-            if isDirectory.boolValue {
+            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
                 if foldersAllowed { result[name, default: []].append(url) }
             } else if ["png", "h5", "dcm"].contains(url.pathExtension.lowercased()) {
                 result[url.deletingPathExtension().lastPathComponent, default: []].append(url)

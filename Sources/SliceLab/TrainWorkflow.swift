@@ -11,6 +11,8 @@ public struct TrainOptions: Sendable {
     /// The backbone's output stride (8 or 16) and the ASPP width; the architecture's defaults when nil.
     public var outputStride: Int?
     public var asppChannels: Int?
+    /// ASPP's dilation rates; 12/24/36 at output stride 8 and 6/12/18 at 16 when nil.
+    public var atrousRates: [Int]?
     /// The model's input resampling factor (`DeepLabConfiguration.inputScale`); 1 when nil.
     public var inputScale: Int?
     public var epochs: Int?
@@ -135,6 +137,7 @@ public enum TrainWorkflow {
             configuration.outputStride = stride
             configuration.atrousRates = stride == 16 ? [6, 12, 18] : [12, 24, 36]
         }
+        if let rates = options.atrousRates { configuration.atrousRates = rates }
         if let channels = options.asppChannels { configuration.asppChannels = channels }
         if let scale = options.inputScale { configuration.inputScale = scale }
         let model = try DeepLabV3(configuration)
@@ -189,6 +192,15 @@ public enum TrainWorkflow {
                 try DeepLabCheckpoint.write(model, preprocessing: preprocessing, into: file)
                 // The set's class names, which `segment --out OUT.dcm` gives the DICOM SEG's segments.
                 try file.setAttribute("class_names", .strings(set.description.classes))
+            }
+            // Same parameter shapes do not mean the same model (rates, stride, scale): a checkpoint that records its
+            // model must record this one.
+            trainer.readModel = { file in
+                if file.hasAttribute("configuration"), try DeepLabCheckpoint.configuration(in: file) != model.configuration {
+                    throw TrainingError.invalidState(file: file.path, reason: "its model configuration differs from "
+                                                     + "this run's; resume with the same options")
+                }
+                try TrainingCheckpoint.readParameters(model.parameters, from: file)
             }
         }
         return try trainer.run(resumingFrom: options.resumePath)

@@ -92,6 +92,28 @@ struct TrainCommandTests {
         #expect(model.configuration == stored)
     }
 
+    /// `--atrous-rates` reach the model file; resuming it with other rates (same parameter shapes, another model)
+    /// is refused; a rate that is not a whole number is a usage error.
+    @Test func atrousRatesReachTheModelAndAResumeMustKeepThem() throws {
+        let folder = try TestSupport.temporaryFolder("train-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try TrainToySet.write(to: folder, trainCases: 2, validationCases: 1, size: 32)
+        let out = folder.appendingPathComponent("m.h5").path
+        let common = ["train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3", "--steps", "2",
+                      "--batch", "2", "--crop", "32", "--aspp-channels", "16", "--out", out]
+        let result = try TestSupport.slicelab(common + ["--atrous-rates", "2,3,5"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let (model, _) = try DeepLabCheckpoint.load(out)
+        #expect(model.configuration.atrousRates == [2, 3, 5])
+
+        let last = folder.appendingPathComponent("m.last.h5").path
+        let resumed = try TestSupport.slicelab(common + ["--atrous-rates", "2,3,6", "--resume", last])
+        #expect(resumed.status == 1 && resumed.standardError.contains("model configuration differs"),
+                "\(resumed.standardError)")
+        let bad = try TestSupport.slicelab(common + ["--atrous-rates", "2,3.5"])
+        #expect(bad.status != 0 && bad.standardError.contains("--atrous-rates"), "\(bad.standardError)")
+    }
+
     @Test func initialWeightsThatDoNotExistAreAnErrorNamingTheFile() throws {
         let folder = try TestSupport.temporaryFolder("train-cli")
         defer { try? FileManager.default.removeItem(at: folder) }

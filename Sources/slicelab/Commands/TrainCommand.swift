@@ -14,6 +14,9 @@ enum TrainCommand: Command {
             OptionSpec("in-channels", .choice(["1", "3"]), help: "Input channels.", default: "1"),
             OptionSpec("output-stride", .choice(["8", "16"]), help: "Backbone output stride (atrous rates 12,24,36 at 8; "
                        + "6,12,18 at 16).", default: "8"),
+            OptionSpec("atrous-rates", .doubles, valueName: "R1,R2,…",
+                       help: "ASPP's 3×3 dilation rates (small images and crops want smaller ones).",
+                       default: "the output stride's"),
             OptionSpec("aspp-channels", .int(8...4096), help: "ASPP and head width.", default: "256"),
             OptionSpec("input-scale", .int(1...4), help: "Resample the input by this factor inside the model (effective "
                        + "output stride = output stride / scale).", default: "1"),
@@ -51,6 +54,12 @@ enum TrainCommand: Command {
                                    outputPath: out)
         options.inputChannels = arguments.int("in-channels") ?? 1
         options.outputStride = arguments.int("output-stride")
+        if let rates = arguments.doubles("atrous-rates") {
+            guard rates.allSatisfy({ $0 == $0.rounded() && $0 >= 1 && $0 <= 512 }) else {
+                throw UsageError("slicelab train: --atrous-rates: each rate must be a whole number in 1...512")
+            }
+            options.atrousRates = rates.map { Int($0) }
+        }
         options.asppChannels = arguments.int("aspp-channels")
         options.inputScale = arguments.int("input-scale")
         options.epochs = arguments.int("epochs")

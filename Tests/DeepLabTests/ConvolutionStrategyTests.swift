@@ -1,0 +1,74 @@
+@testable import DeepLab
+import Foundation
+import Testing
+
+/// A convolution unit computes its convolution in one of three ways: one primitive padding inside oneDNN, one
+/// primitive on the input padded explicitly (copied into a zeroed, larger tensor; keeps large dilations on the
+/// direct kernels), or one primitive per rectangle of output with only the taps that read the input
+/// (`paddingFreePlan`). Forward, and in training every gradient, must not depend on the way.
+@Suite struct ConvolutionStrategyTests {
+    enum Strategy: CaseIterable {
+        case implicitPadding, explicitPadding, automatic, rectangles
+    }
+
+    static func values(_ count: Int, seed: UInt64) -> [Float] {
+        var generator = SeededGenerator(seed: seed)
+        return (0..<count).map { _ in generator.symmetricUniform() }
+    }
+
+    /// The output of a forward (and in training the input's and every parameter's gradient after a backward).
+    static func run(_ unit: ConvUnit, _ strategy: Strategy, input: [Float], shape: [Int],
+                    training: Bool) throws -> [[Float]] {
+        unit.skipsPaddingTaps = strategy == .rectangles
+        unit.padsExplicitly = switch strategy {
+        case .implicitPadding, .rectangles: false
+        case .explicitPadding: true
+        case .automatic: nil
+        }
+        let y = try unit(Tensor(plain: shape, values: input), training: training).floatTensor()
+        guard training else { return [y.values] }
+        for p in unit.parameters where p.isTrainable { p.gradient = [Float](repeating: 0, count: p.value.count) }
+        let dy = values(y.values.count, seed: 9)
+        let dx = try #require(try unit.backward(Tensor(plain: y.shape, values: dy)).input).floatTensor()
+        #expect(dx.shape == shape)
+        return [y.values, dx.values] + unit.parameters.filter(\.isTrainable).map(\.gradient)
+    }
+
+    @Test(arguments: [(stride: 1, dilation: 4, rows: 11, columns: 13, bias: false, training: false),
+                      (stride: 1, dilation: 4, rows: 11, columns: 13, bias: true, training: true),
+                      (stride: 1, dilation: 6, rows: 9, columns: 16, bias: false, training: true),
+                      (stride: 2, dilation: 1, rows: 9, columns: 8, bias: false, training: true),
+                      (stride: 2, dilation: 2, rows: 10, columns: 7, bias: false, training: false)])
+    func everyStrategyGivesTheSameOutputAndGradients(
+        _ c: (stride: Int, dilation: Int, rows: Int, columns: Int, bias: Bool, training: Bool)
+    ) throws {
+        var generator = SeededGenerator(seed: 3)
+        let unit = ConvUnit("conv", "bn", inputChannels: 16, outputChannels: 8, kernelSize: 3, stride: c.stride,
+                            padding: c.dilation, dilation: c.dilation, bias: c.bias, activation: .relu,
+                            generator: &generator)
+        let norm = try #require(unit.norm)
+        norm.weight.value = Self.values(8, seed: 4).map { 1 + 0.3 * $0 }
+        norm.bias.value = Self.values(8, seed: 5).map { 0.2 * $0 }
+        norm.runningMean.value = Self.values(8, seed: 6).map { 0.1 * $0 }
+        norm.runningVariance.value = Self.values(8, seed: 7).map { 1 + 0.5 * $0 }
+        unit.conv.bias?.value = Self.values(8, seed: 8).map { 0.2 * $0 }
+        let shape = [2, 16, c.rows, c.columns]
+        let input = Self.values(shape.reduce(1, *), seed: 8)
+
+        let reference = try Self.run(unit, .implicitPadding, input: input, shape: shape, training: c.training)
+        for strategy in Strategy.allCases where strategy != .implicitPadding {
+            if strategy == .rectangles {
+                unit.skipsPaddingTaps = true
+                guard unit.paddingFreePlan(shape) != nil else { continue }  // strided: no rectangles
+            }
+            let result = try Self.run(unit, strategy, input: input, shape: shape, training: c.training)
+            #expect(result.count == reference.count)
+            for (i, (r, e)) in zip(result, reference).enumerated() {
+                let difference = zip(r, e).map { abs($0 - $1) }.max() ?? 0, scale = e.map(abs).max() ?? 0
+                // (A bias before batch norm has a gradient of zero up to rounding: hence the floor.)
+                #expect(difference <= 1e-4 * max(scale, 0.1),
+                        "\(strategy), \(i == 0 ? "output" : "gradient \(i)"): max |Δ| \(difference) against \(scale)")
+            }
+        }
+    }
+}
