@@ -40,7 +40,7 @@ final class ConvUnit {
     let zonePrimitives = PrimitiveCache()
     var zoneWeightCache: [PrimitiveCache.Key: (version: Int, weights: Tensor)] = [:]
     /// Eval-mode weights and bias in the primitive's layout, with the parameter versions they were made from.
-    private var foldedWeights: (key: [UInt8], version: Int, weights: Tensor, bias: Tensor)?
+    private var foldedWeights: (key: DescKey, version: Int, weights: Tensor, bias: Tensor)?
     /// What the last training forward kept for backward, until backward has used it.
     private(set) var saved: Saved?
 

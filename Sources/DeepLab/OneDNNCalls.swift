@@ -102,7 +102,19 @@ extension dnnl_memory_desc_t {
     }
 
     /// A byte-exact key for caches.
-    var cacheKey: [UInt8] { withUnsafeBytes(of: self) { Array($0) } }
+    var cacheKey: DescKey { DescKey(bytes: withUnsafeBytes(of: self) { Array($0) }) }
+}
+
+/// A memory descriptor's bytes as a cache key. (A bare `[UInt8]` inside `AnyHashable` is compared and hashed
+/// element by element through boxes, which made primitive-cache lookups a tenth of a training step.)
+struct DescKey: Hashable {
+    let bytes: [UInt8]
+
+    static func == (a: DescKey, b: DescKey) -> Bool { a.bytes == b.bytes }
+
+    func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
 }
 
 // MARK: - Primitives

@@ -60,6 +60,7 @@ extension ConvUnit {
     func paddingFreeForward(_ x: Tensor, plan: TapPlan) throws -> Tensor {
         // Folding batch norm is needed only when a rectangle's weights are not cached yet.
         lazy var folded = foldedPlainWeights()
+        lazy var kernel = Result { try Tensor(plain: conv.weightDims, values: folded.weights) }
         let biasKey = PrimitiveCache.Key("bias")
         let biasTensor: Tensor
         if let cached = zoneWeightCache[biasKey], cached.version == parameterVersion {
@@ -68,21 +69,21 @@ extension ConvUnit {
             biasTensor = try Tensor(plain: [conv.outputChannels], values: folded.bias)
             zoneWeightCache[biasKey] = (parameterVersion, biasTensor)
         }
-        return try rectangleForward(x, plan: plan, training: false, weights: { folded.weights }, bias: biasTensor).output
+        return try rectangleForward(x, plan: plan, training: false, kernel: { try kernel.get() }, bias: biasTensor).output
     }
 
     /// Training-mode forward of the convolution alone (batch norm and activation follow it as usual) by the
     /// rectangles of `plan`, with the unit's own weights. Returns the output and what `paddingFreeBackward` needs.
     func paddingFreeTrainingForward(_ x: Tensor, plan: TapPlan) throws -> (output: Tensor, saved: SavedConvolution) {
         let bias = try conv.bias.map { try Tensor(plain: [conv.outputChannels], values: $0.value) }
-        let (input, output) = try rectangleForward(x, plan: plan, training: true, weights: { conv.weight.value },
-                                                   bias: bias)
+        let kernel = try Tensor(plain: conv.weightDims, values: conv.weight.value)
+        let (input, output) = try rectangleForward(x, plan: plan, training: true, kernel: { kernel }, bias: bias)
         return (output, .rectangles(input: input, plan: plan))
     }
 
     /// The forward pass shared by eval and training: `x` and the output in the blocked layout of the rectangles'
     /// primitives, each rectangle's input copied out of a view of `x` and its output into a view of the output.
-    private func rectangleForward(_ x: Tensor, plan: TapPlan, training: Bool, weights plainWeights: () -> [Float],
+    private func rectangleForward(_ x: Tensor, plan: TapPlan, training: Bool, kernel: () throws -> Tensor,
                                   bias: Tensor?) throws -> (input: Tensor, output: Tensor) {
         let s = x.shape
         let rate = conv.window.dilation
@@ -92,7 +93,7 @@ extension ConvUnit {
         for r in plan.rows {
             for c in plan.columns {
                 let primitive = try rectangle(s, r, c, training: training)
-                let weights = try zoneWeights(plainWeights, rows: r.taps, columns: c.taps, training: training,
+                let weights = try zoneWeights(kernel, rows: r.taps, columns: c.taps, training: training,
                                               desc: primitive.desc(dnnl_query_weights_md))
                 let zoneInput = try input.spatialView(rows: r.inputs(rate: rate), columns: c.inputs(rate: rate))
                     .reordered(to: primitive.desc(dnnl_query_src_md))
@@ -118,19 +119,21 @@ extension ConvUnit {
         let gradient = try dy.reordered(to: MemoryDesc.make(dy.shape, MemoryDesc.formatTag(of: input.desc)))
         let dx = needsInputGradient ? try Tensor.zeros(like: input.desc) : nil
         let hasBias = conv.bias != nil
+        let kernel = try Tensor(plain: conv.weightDims, values: conv.weight.value)
+        let kernelGradient = try Tensor.zeros(like: kernel.desc)
         for r in plan.rows {
             for c in plan.columns {
                 let forward = try rectangle(s, r, c, training: true)
                 let inRows = r.inputs(rate: rate), inColumns = c.inputs(rate: rate)
                 let zoneInputDims = [s[0], s[1], inRows.count, inColumns.count]
                 let zoneOutputDims = [s[0], conv.outputChannels, r.outputs.count, c.outputs.count]
-                let kernel = [conv.outputChannels, conv.inputChannels, r.taps.count, c.taps.count]
+                let kernelDims = [conv.outputChannels, conv.inputChannels, r.taps.count, c.taps.count]
                 let dilation = Self.rectangleDilation(r, c, rate: rate), zero: [Int64] = [0, 0], one: [Int64] = [1, 1]
                 let zoneGradient = try gradient.spatialView(rows: r.outputs, columns: c.outputs)
 
                 let weightsPrimitive = try zonePrimitives.primitive(PrimitiveCache.Key("backward-weights", s, r, c)) {
                     var src = try MemoryDesc.make(zoneInputDims, dnnl_format_tag_any)
-                    var diffWeights = try MemoryDesc.make(kernel, dnnl_format_tag_any)
+                    var diffWeights = try MemoryDesc.make(kernelDims, dnnl_format_tag_any)
                     var diffBias = try MemoryDesc.make([conv.outputChannels], dnnl_a)
                     var diffDst = try MemoryDesc.make(zoneOutputDims, dnnl_format_tag_any)
                     var op = dnnl_convolution_desc_t()
@@ -150,13 +153,13 @@ extension ConvUnit {
                 let diffBias = hasBias ? try Tensor(desc: weightsPrimitive.desc(dnnl_query_diff_weights_md, 1)) : nil
                 if let diffBias { arguments.append((Arg.diffBias, diffBias)) }
                 try weightsPrimitive.execute(arguments)
-                try accumulateSubKernel(diffWeights, rows: r.taps, columns: c.taps, dims: kernel)
+                try diffWeights.accumulate(into: kernelGradient.spatialView(rows: Range(r.taps), columns: Range(c.taps)))
                 if let bias = conv.bias, let diffBias { accumulate(bias, diffBias) }
 
                 guard let dx else { continue }
                 let dataPrimitive = try zonePrimitives.primitive(PrimitiveCache.Key("backward-data", s, r, c)) {
                     var diffSrc = try MemoryDesc.make(zoneInputDims, dnnl_format_tag_any)
-                    var weights = try MemoryDesc.make(kernel, dnnl_format_tag_any)
+                    var weights = try MemoryDesc.make(kernelDims, dnnl_format_tag_any)
                     var diffDst = try MemoryDesc.make(zoneOutputDims, dnnl_format_tag_any)
                     var op = dnnl_convolution_desc_t()
                     try dnnlCheck("dnnl_dilated_convolution_backward_data_desc_init",
@@ -164,7 +167,7 @@ extension ConvUnit {
                                     &op, dnnl_convolution_direct, &diffSrc, &weights, &diffDst, one, dilation, zero, zero))
                     return try Primitive("convolution backward data", op: op, hint: forward)
                 }
-                let weights = try zoneWeights({ conv.weight.value }, rows: r.taps, columns: c.taps, training: true,
+                let weights = try zoneWeights({ kernel }, rows: r.taps, columns: c.taps, training: true,
                                               desc: dataPrimitive.desc(dnnl_query_weights_md))
                 let diffSource = try Tensor(desc: dataPrimitive.desc(dnnl_query_diff_src_md))
                 try dataPrimitive.execute([
@@ -174,6 +177,7 @@ extension ConvUnit {
                 try diffSource.accumulate(into: dx.spatialView(rows: inRows, columns: inColumns))
             }
         }
+        accumulate(conv.weight, kernelGradient)
         return dx
     }
 
@@ -216,48 +220,16 @@ extension ConvUnit {
             .desc(dnnl_query_src_md))
     }
 
-    /// The sub-kernel `rows` × `columns` of [O, I, 3, 3] weights in `desc`'s layout: in eval the folded ones,
-    /// cached until the parameters change (`plainWeights` is called only on a miss); in training the unit's own,
-    /// not kept (they change every step, and the rectangles' sub-kernels together hold several times the kernel).
-    private func zoneWeights(_ plainWeights: () -> [Float], rows: ClosedRange<Int>, columns: ClosedRange<Int>,
+    /// The sub-kernel `rows` × `columns` of the plain [O, I, 3, 3] `kernel` (the folded weights in eval, the
+    /// unit's own in training) in `desc`'s layout. In eval it is cached until the parameters change (`kernel` is
+    /// called only on a miss); in training it is not kept (the weights change every step, and the rectangles'
+    /// sub-kernels together hold several times the kernel).
+    private func zoneWeights(_ kernel: () throws -> Tensor, rows: ClosedRange<Int>, columns: ClosedRange<Int>,
                              training: Bool, desc: MemoryDesc) throws -> Tensor {
         let key = PrimitiveCache.Key(rows, columns, desc.cacheKey)
         if !training, let cached = zoneWeightCache[key], cached.version == parameterVersion { return cached.weights }
-        let sub = try Tensor(desc: .make([conv.outputChannels, conv.inputChannels, rows.count, columns.count],
-                                         MemoryDesc.plainTag(rank: 4)))
-        var k = 0
-        sub.withStorage { values in plainWeights().withUnsafeBufferPointer { plain in
-            for filter in 0..<(conv.outputChannels * conv.inputChannels) {
-                for i in rows {
-                    for j in columns {
-                        values[k] = plain[filter * 9 + i * 3 + j]
-                        k += 1
-                    }
-                }
-            }
-        } }
-        let weights = try sub.reordered(to: desc)
+        let weights = try kernel().spatialView(rows: Range(rows), columns: Range(columns)).reordered(to: desc)
         if !training { zoneWeightCache[key] = (parameterVersion, weights) }
         return weights
-    }
-
-    /// Adds a sub-kernel's weight gradient (`diffWeights`, [O, I, rows, columns] in any layout) into the
-    /// gradient of the [O, I, 3, 3] weight at those taps.
-    private func accumulateSubKernel(_ diffWeights: Tensor, rows: ClosedRange<Int>, columns: ClosedRange<Int>,
-                                     dims: [Int]) throws {
-        let taps = rows.count * columns.count
-        try diffWeights.reordered(to: .make(dims, MemoryDesc.plainTag(rank: 4))).withStorage { plain in
-            conv.weight.gradient.withUnsafeMutableBufferPointer { g in
-                for filter in 0..<(conv.outputChannels * conv.inputChannels) {
-                    var k = filter * taps
-                    for i in rows {
-                        for j in columns {
-                            g[filter * 9 + i * 3 + j] += plain[k]
-                            k += 1
-                        }
-                    }
-                }
-            }
-        }
     }
 }

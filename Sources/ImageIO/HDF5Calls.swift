@@ -72,15 +72,17 @@ func summarizedHDF5Stack(_ text: String) -> String {
 ///
 /// A fork taken while another thread of this process was inside an HDF5 call copies HDF5's lock held: that
 /// child can never finish. It is recognised by sleeping without using CPU time (`/proc/PID/stat`) for 50 ms,
-/// killed, and the fork retried (the other thread's call is short); after three such tries, after `timeout`
-/// seconds, or when `fork` fails, the file is read in-process as if no probe had run.
+/// killed, and the fork retried after a growing random pause (the other thread's call is short, but on a busy
+/// machine it can take several tries to fork outside one); after ten such tries, after `timeout` seconds, or
+/// when `fork` fails, the file is read in-process as if no probe had run.
 ///
 /// - Throws: `ImageIOError.unreadable` naming the signal that killed the child. Rests on `fork`, `waitpid` and
 ///   `chdf5_probe_file`.
 func hdf5ProbeInChildProcess(_ path: String, budget: Int = 64 << 20, timeout: Double = 10) throws {
     hdf5PrepareThread()
     let deadline = Date().addingTimeInterval(timeout)
-    for attempt in 1...3 {
+    let attempts = 10
+    for attempt in 1...attempts {
         switch probeOnce(path, budget: budget, deadline: deadline) {
         case .finished:
             HDF5ProbeStatistics.shared.record(retries: attempt - 1, fellBack: false)
@@ -90,8 +92,8 @@ func hdf5ProbeInChildProcess(_ path: String, budget: Int = 64 << 20, timeout: Do
             let name = strsignal(signal).map { String(cString: $0) } ?? "signal \(signal)"
             throw ImageIOError.unreadable(file: path, reason: "the HDF5 library crashed reading it (\(name), in a "
                 + "child process); the file is malformed")
-        case .stuck where attempt < 3 && Date() < deadline:
-            usleep(UInt32.random(in: 1000...5000))
+        case .stuck where attempt < attempts && Date() < deadline:
+            usleep(UInt32.random(in: 1000...5000) * UInt32(attempt))
         case .stuck, .unavailable:
             HDF5ProbeStatistics.shared.record(retries: attempt - 1, fellBack: true)
             return
