@@ -6,6 +6,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <string.h>
 
 static inline hid_t chdf5_p_default(void) { return H5P_DEFAULT; }
@@ -107,6 +109,12 @@ static inline herr_t chdf5_probe_link_(hid_t group, const char *name, const H5L_
 static inline int chdf5_probe_file(const char *path, size_t budget) {
     // A crash must end the child quietly: default signal actions (not the Swift runtime's backtracer) and no
     // core file.
+    // The child shares the parent's open files: one the parent is writing keeps its HDF5 lock (flock) while any
+    // copy of the descriptor is open, so the child lets go of them all before anything else, or a quick reopen
+    // by the parent (or by another process) would fail with EAGAIN while the child runs.
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0) {
+        for (int fd = 3; fd < 65536; fd++) close(fd);
+    }
     const int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP };
     for (unsigned i = 0; i < sizeof fatal / sizeof fatal[0]; i++) signal(fatal[i], SIG_DFL);
     struct rlimit none = { 0, 0 };

@@ -165,7 +165,8 @@ private func syncFolder(_ folder: String) {
 /// Makes sure an output can be written before any long work starts, so a run fails in its first second rather
 /// than after hours of compute: the nearest existing folder on the way to the output must be a folder that
 /// accepts new entries. Nothing is created here (a run that then fails on its inputs leaves no trace); the
-/// writers create the missing folders when they write.
+/// writers create the missing folders when they write. A killed earlier writer's temporaries beside the output
+/// are removed now, not only if this run writes the same output again.
 ///
 /// - Parameter path: the output file (or, with `isFolder`, the output folder itself).
 /// - Throws: `ImageIOError.unwritable` naming `path` and the cause. Rests on `access(2)`.
@@ -183,4 +184,5 @@ public func prepareOutputLocation(_ path: String, isFolder: Bool = false) throws
         throw ImageIOError.unwritable(file: path, reason: "folder \(folder.path) is not writable: "
             + String(cString: strerror(errno)))
     }
+    removeStaleTemporaries(of: url.lastPathComponent, in: url.deletingLastPathComponent().path)
 }

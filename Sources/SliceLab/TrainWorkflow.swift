@@ -170,6 +170,7 @@ public enum TrainWorkflow {
     public static func run(_ options: TrainOptions, progress: TrainProgress? = nil,
                            makeNetwork: (TrainOptions) throws -> SegmentationNetwork) throws -> Trainer.Summary {
         try prepareOutputLocation(options.outputPath)
+        try prepareOutputLocation(options.lastCheckpointPath)
         let set = try LabeledSet.open(options.datasetPath, skipBad: options.skipBad, limits: options.limits)
         for skipped in set.skipped { FileHandle.standardError.write(Data("skipping \(skipped.error)\n".utf8)) }
         let configuration = try configuration(options, set: set)

@@ -28,4 +28,18 @@ import TestSupport
             #expect("\(error)".contains(output))
         }
     }
+
+    /// A killed writer's temporaries go when the next run checks its output, not only if that run writes the same
+    /// file again (a resumed training run may never write a better "best" model); a live writer's stay.
+    @Test func checkingAnOutputRemovesDeadWritersTemporaries() throws {
+        let folder = try TestSupport.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let dead = folder.appendingPathComponent(".m.h5.tmp-999999999-1").path  // above Linux's largest PID
+        let live = folder.appendingPathComponent(".m.h5.tmp-\(getpid())-2").path
+        let other = folder.appendingPathComponent(".n.h5.tmp-999999999-3").path
+        for path in [dead, live, other] { #expect(FileManager.default.createFile(atPath: path, contents: Data([1]))) }
+        try prepareOutputLocation(folder.appendingPathComponent("m.h5").path)
+        #expect(!FileManager.default.fileExists(atPath: dead))
+        #expect(FileManager.default.fileExists(atPath: live) && FileManager.default.fileExists(atPath: other))
+    }
 }
