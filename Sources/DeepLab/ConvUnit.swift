@@ -31,8 +31,8 @@ final class ConvUnit {
     var parameters: [Parameter] { conv.parameters + (norm?.parameters ?? []) }
 
     private let primitives = PrimitiveCache()
-    /// Eval mode skips the taps of dilated 3×3 convolutions that read only padding (see `TapInterval`); false
-    /// runs the whole convolution (tests compare the two).
+    /// Eval and training skip the taps of dilated 3×3 convolutions that read only padding (see `TapInterval`);
+    /// false runs the whole convolution (tests compare the two).
     var skipsPaddingTaps = true
     /// Pad the convolution's input explicitly: nil when oneDNN's implicitly padded convolution would fall back
     /// from a direct kernel (see `choosePadding`); true or false forces it (tests compare the two).
