@@ -298,24 +298,14 @@ final class ConvUnit {
                                           explicitPadding: Bool, needsInputGradient: Bool) throws -> Tensor? {
         let s = input.shape
         let o = conv.outputDims(inputShape)
-        var (st, dil, pl, pr) = conv.geometry(inputShape, o)
-        if explicitPadding { (pl, pr) = ([0, 0], pr.map { min($0, 0) }) }
+        let geometry = conv.geometry(inputShape, explicitPadding: explicitPadding)
         let hasBias = conv.bias != nil
 
         // Weights (and bias) gradients.
         let weightsKey = PrimitiveCache.Key("conv-backward-weights", s, explicitPadding)
         let weightsPrimitive = try primitives.primitive(weightsKey) {
-            var src = try MemoryDesc.make(s, dnnl_format_tag_any)
-            var diffWeights = try MemoryDesc.make(conv.weightDims, dnnl_format_tag_any)
-            var diffBias = try MemoryDesc.make([conv.outputChannels], dnnl_a)
-            var diffDst = try MemoryDesc.make(o, dnnl_format_tag_any)
-            var op = dnnl_convolution_desc_t()
-            let status = withUnsafePointer(to: &diffBias) { biasPointer in
-                dnnl_dilated_convolution_backward_weights_desc_init(&op, dnnl_convolution_direct, &src, &diffWeights,
-                                                                    hasBias ? biasPointer : nil, &diffDst, st, dil, pl, pr)
-            }
-            try dnnlCheck("dnnl_dilated_convolution_backward_weights_desc_init", status)
-            return try Primitive("convolution backward weights", op: op, hint: primitive)
+            try Primitive("convolution backward weights", op: ConvolutionOp.backwardWeights(
+                source: s, weights: conv.weightDims, destination: o, bias: hasBias, geometry), hint: primitive)
         }
         let diffDst = try gradient.reordered(to: weightsPrimitive.desc(dnnl_query_diff_dst_md))
         let source = try input.reordered(to: weightsPrimitive.desc(dnnl_query_src_md))
@@ -335,14 +325,8 @@ final class ConvUnit {
         guard needsInputGradient else { return nil }
         let dataKey = PrimitiveCache.Key("conv-backward-data", s, explicitPadding)
         let dataPrimitive = try primitives.primitive(dataKey) {
-            var diffSrc = try MemoryDesc.make(s, dnnl_format_tag_any)
-            var weights = try MemoryDesc.make(conv.weightDims, dnnl_format_tag_any)
-            var diffDst = try MemoryDesc.make(o, dnnl_format_tag_any)
-            var op = dnnl_convolution_desc_t()
-            try dnnlCheck("dnnl_dilated_convolution_backward_data_desc_init",
-                          dnnl_dilated_convolution_backward_data_desc_init(&op, dnnl_convolution_direct, &diffSrc,
-                                                                           &weights, &diffDst, st, dil, pl, pr))
-            return try Primitive("convolution backward data", op: op, hint: primitive)
+            try Primitive("convolution backward data", op: ConvolutionOp.backwardData(
+                source: s, weights: conv.weightDims, destination: o, geometry), hint: primitive)
         }
         let weights = try Tensor(plain: conv.weightDims, values: conv.weight.value)
             .reordered(to: dataPrimitive.desc(dnnl_query_weights_md))

@@ -69,41 +69,90 @@ final class Conv2d {
 
     /// The convolution operation descriptor for input `x` (layouts left to oneDNN). With `explicitPadding`, the
     /// source is the input already padded (`paddedDims`) and the convolution itself pads nothing.
-    /// Rests on `dnnl_dilated_convolution_forward_desc_init`.
     func forwardDescriptor(_ s: [Int], training: Bool, withBias: Bool,
                            explicitPadding: Bool = false) throws -> dnnl_convolution_desc_t {
-        let o = outputDims(s)
-        var src = try MemoryDesc.make(explicitPadding ? paddedDims(s) : s, dnnl_format_tag_any)
-        var weights = try MemoryDesc.make(weightDims, dnnl_format_tag_any)
-        var bias = try MemoryDesc.make([outputChannels], dnnl_a)
-        var dst = try MemoryDesc.make(o, dnnl_format_tag_any)
-        var (st, dil, pl, pr) = geometry(s, o)
-        if explicitPadding { (pl, pr) = ([0, 0], pr.map { min($0, 0) }) }
-        var op = dnnl_convolution_desc_t()
-        let status = withUnsafePointer(to: &bias) { biasPointer in
-            dnnl_dilated_convolution_forward_desc_init(
-                &op, training ? dnnl_forward_training : dnnl_forward_inference, dnnl_convolution_direct,
-                &src, &weights, withBias ? biasPointer : nil, &dst, st, dil, pl, pr)
-        }
-        try dnnlCheck("dnnl_dilated_convolution_forward_desc_init", status)
-        return op
+        try ConvolutionOp.forward(source: explicitPadding ? paddedDims(s) : s, weights: weightDims,
+                                  destination: outputDims(s), bias: withBias, training: training,
+                                  geometry(s, explicitPadding: explicitPadding))
     }
 
     /// Input dims `s` with the leading and trailing paddings added (trailing ones clamped at 0: a negative one
     /// only means the last rows are never read).
     func paddedDims(_ s: [Int]) -> [Int] {
-        let (_, _, pl, pr) = geometry(s, outputDims(s))
-        return [s[0], s[1], s[2] + Int(pl[0] + max(pr[0], 0)), s[3] + Int(pl[1] + max(pr[1], 0))]
+        let g = geometry(s)
+        return [s[0], s[1], s[2] + Int(g.left[0] + max(g.right[0], 0)), s[3] + Int(g.left[1] + max(g.right[1], 0))]
     }
 
-    /// Strides, dilations (oneDNN counts from 0), leading and trailing paddings.
-    func geometry(_ s: [Int], _ o: [Int]) -> ([Int64], [Int64], [Int64], [Int64]) {
-        let st = [Int64(window.stride), Int64(window.stride)]
-        let dil = [Int64(window.dilation - 1), Int64(window.dilation - 1)]
-        let pl = [Int64(window.padding), Int64(window.padding)]
-        let pr = [Int64(window.trailingPadding(input: s[2], output: o[2])),
-                  Int64(window.trailingPadding(input: s[3], output: o[3]))]
-        return (st, dil, pl, pr)
+    /// The convolution's geometry on an input of dims `s`; with `explicitPadding`, on that input padded by
+    /// `paddedDims` (no leading padding; a negative trailing one kept).
+    func geometry(_ s: [Int], explicitPadding: Bool = false) -> ConvolutionGeometry {
+        let o = outputDims(s)
+        let right = [Int64(window.trailingPadding(input: s[2], output: o[2])),
+                     Int64(window.trailingPadding(input: s[3], output: o[3]))]
+        return ConvolutionGeometry(strides: [Int64(window.stride), Int64(window.stride)],
+                                   dilation: [Int64(window.dilation - 1), Int64(window.dilation - 1)],
+                                   left: explicitPadding ? [0, 0] : [Int64(window.padding), Int64(window.padding)],
+                                   right: explicitPadding ? right.map { min($0, 0) } : right)
+    }
+}
+
+/// Strides, dilations (oneDNN counts from 0), leading and trailing paddings of a convolution.
+struct ConvolutionGeometry {
+    var strides: [Int64]
+    var dilation: [Int64]
+    var left: [Int64]
+    var right: [Int64]
+}
+
+/// oneDNN convolution operation descriptors from source, weights and destination dims (layouts left to oneDNN)
+/// and a geometry: the whole convolutions' and the padding-free rectangles' alike.
+enum ConvolutionOp {
+    /// Rests on `dnnl_dilated_convolution_forward_desc_init`.
+    static func forward(source: [Int], weights: [Int], destination: [Int], bias: Bool, training: Bool,
+                        _ g: ConvolutionGeometry) throws -> dnnl_convolution_desc_t {
+        var src = try MemoryDesc.make(source, dnnl_format_tag_any)
+        var weightsDesc = try MemoryDesc.make(weights, dnnl_format_tag_any)
+        var biasDesc = try MemoryDesc.make([destination[1]], dnnl_a)
+        var dst = try MemoryDesc.make(destination, dnnl_format_tag_any)
+        var op = dnnl_convolution_desc_t()
+        let status = withUnsafePointer(to: &biasDesc) { biasPointer in
+            dnnl_dilated_convolution_forward_desc_init(
+                &op, training ? dnnl_forward_training : dnnl_forward_inference, dnnl_convolution_direct,
+                &src, &weightsDesc, bias ? biasPointer : nil, &dst, g.strides, g.dilation, g.left, g.right)
+        }
+        try dnnlCheck("dnnl_dilated_convolution_forward_desc_init", status)
+        return op
+    }
+
+    /// Rests on `dnnl_dilated_convolution_backward_weights_desc_init`.
+    static func backwardWeights(source: [Int], weights: [Int], destination: [Int], bias: Bool,
+                                _ g: ConvolutionGeometry) throws -> dnnl_convolution_desc_t {
+        var src = try MemoryDesc.make(source, dnnl_format_tag_any)
+        var diffWeights = try MemoryDesc.make(weights, dnnl_format_tag_any)
+        var diffBias = try MemoryDesc.make([destination[1]], dnnl_a)
+        var diffDst = try MemoryDesc.make(destination, dnnl_format_tag_any)
+        var op = dnnl_convolution_desc_t()
+        let status = withUnsafePointer(to: &diffBias) { biasPointer in
+            dnnl_dilated_convolution_backward_weights_desc_init(
+                &op, dnnl_convolution_direct, &src, &diffWeights, bias ? biasPointer : nil, &diffDst, g.strides,
+                g.dilation, g.left, g.right)
+        }
+        try dnnlCheck("dnnl_dilated_convolution_backward_weights_desc_init", status)
+        return op
+    }
+
+    /// Rests on `dnnl_dilated_convolution_backward_data_desc_init`.
+    static func backwardData(source: [Int], weights: [Int], destination: [Int],
+                             _ g: ConvolutionGeometry) throws -> dnnl_convolution_desc_t {
+        var diffSrc = try MemoryDesc.make(source, dnnl_format_tag_any)
+        var weightsDesc = try MemoryDesc.make(weights, dnnl_format_tag_any)
+        var diffDst = try MemoryDesc.make(destination, dnnl_format_tag_any)
+        var op = dnnl_convolution_desc_t()
+        try dnnlCheck("dnnl_dilated_convolution_backward_data_desc_init",
+                      dnnl_dilated_convolution_backward_data_desc_init(
+                        &op, dnnl_convolution_direct, &diffSrc, &weightsDesc, &diffDst, g.strides, g.dilation,
+                        g.left, g.right))
+        return op
     }
 }
 

@@ -119,31 +119,20 @@ extension ConvUnit {
         let gradient = try dy.reordered(to: MemoryDesc.make(dy.shape, MemoryDesc.formatTag(of: input.desc)))
         let dx = needsInputGradient ? try Tensor.zeros(like: input.desc) : nil
         let hasBias = conv.bias != nil
-        let kernel = try Tensor(plain: conv.weightDims, values: conv.weight.value)
-        let kernelGradient = try Tensor.zeros(like: kernel.desc)
+        lazy var kernel = Result { try Tensor(plain: conv.weightDims, values: conv.weight.value) }
+        let kernelGradient = try Tensor.zeros(like: .make(conv.weightDims, MemoryDesc.plainTag(rank: 4)))
         for r in plan.rows {
             for c in plan.columns {
                 let forward = try rectangle(s, r, c, training: true)
                 let inRows = r.inputs(rate: rate), inColumns = c.inputs(rate: rate)
-                let zoneInputDims = [s[0], s[1], inRows.count, inColumns.count]
-                let zoneOutputDims = [s[0], conv.outputChannels, r.outputs.count, c.outputs.count]
-                let kernelDims = [conv.outputChannels, conv.inputChannels, r.taps.count, c.taps.count]
-                let dilation = Self.rectangleDilation(r, c, rate: rate), zero: [Int64] = [0, 0], one: [Int64] = [1, 1]
+                let dims = rectangleDims(s, r, c)
+                let geometry = rectangleGeometry(r, c)
                 let zoneGradient = try gradient.spatialView(rows: r.outputs, columns: c.outputs)
 
                 let weightsPrimitive = try zonePrimitives.primitive(PrimitiveCache.Key("backward-weights", s, r, c)) {
-                    var src = try MemoryDesc.make(zoneInputDims, dnnl_format_tag_any)
-                    var diffWeights = try MemoryDesc.make(kernelDims, dnnl_format_tag_any)
-                    var diffBias = try MemoryDesc.make([conv.outputChannels], dnnl_a)
-                    var diffDst = try MemoryDesc.make(zoneOutputDims, dnnl_format_tag_any)
-                    var op = dnnl_convolution_desc_t()
-                    let status = withUnsafePointer(to: &diffBias) { biasPointer in
-                        dnnl_dilated_convolution_backward_weights_desc_init(
-                            &op, dnnl_convolution_direct, &src, &diffWeights, hasBias ? biasPointer : nil, &diffDst,
-                            one, dilation, zero, zero)
-                    }
-                    try dnnlCheck("dnnl_dilated_convolution_backward_weights_desc_init", status)
-                    return try Primitive("convolution backward weights", op: op, hint: forward)
+                    try Primitive("convolution backward weights", op: ConvolutionOp.backwardWeights(
+                        source: dims.source, weights: dims.weights, destination: dims.destination, bias: hasBias,
+                        geometry), hint: forward)
                 }
                 let zoneInput = try input.spatialView(rows: inRows, columns: inColumns)
                     .reordered(to: weightsPrimitive.desc(dnnl_query_src_md))
@@ -158,16 +147,11 @@ extension ConvUnit {
 
                 guard let dx else { continue }
                 let dataPrimitive = try zonePrimitives.primitive(PrimitiveCache.Key("backward-data", s, r, c)) {
-                    var diffSrc = try MemoryDesc.make(zoneInputDims, dnnl_format_tag_any)
-                    var weights = try MemoryDesc.make(kernelDims, dnnl_format_tag_any)
-                    var diffDst = try MemoryDesc.make(zoneOutputDims, dnnl_format_tag_any)
-                    var op = dnnl_convolution_desc_t()
-                    try dnnlCheck("dnnl_dilated_convolution_backward_data_desc_init",
-                                  dnnl_dilated_convolution_backward_data_desc_init(
-                                    &op, dnnl_convolution_direct, &diffSrc, &weights, &diffDst, one, dilation, zero, zero))
-                    return try Primitive("convolution backward data", op: op, hint: forward)
+                    try Primitive("convolution backward data", op: ConvolutionOp.backwardData(
+                        source: dims.source, weights: dims.weights, destination: dims.destination, geometry),
+                                  hint: forward)
                 }
-                let weights = try zoneWeights({ kernel }, rows: r.taps, columns: c.taps, training: true,
+                let weights = try zoneWeights({ try kernel.get() }, rows: r.taps, columns: c.taps, training: true,
                                               desc: dataPrimitive.desc(dnnl_query_weights_md))
                 let diffSource = try Tensor(desc: dataPrimitive.desc(dnnl_query_diff_src_md))
                 try dataPrimitive.execute([
@@ -181,33 +165,31 @@ extension ConvUnit {
         return dx
     }
 
-    /// oneDNN's dilation (counted from 0) of a rectangle's kernel: none along an axis with a single tap, where it
-    /// means nothing, so a 1×1 rectangle can run as a 1×1 convolution.
-    private static func rectangleDilation(_ r: TapInterval, _ c: TapInterval, rate: Int) -> [Int64] {
-        [r.taps.count > 1 ? Int64(rate - 1) : 0, c.taps.count > 1 ? Int64(rate - 1) : 0]
+    /// A rectangle's source, sub-kernel and destination dims for input dims `s`.
+    private func rectangleDims(_ s: [Int], _ r: TapInterval,
+                               _ c: TapInterval) -> (source: [Int], weights: [Int], destination: [Int]) {
+        let rate = conv.window.dilation
+        return ([s[0], s[1], r.inputs(rate: rate).count, c.inputs(rate: rate).count],
+                [conv.outputChannels, conv.inputChannels, r.taps.count, c.taps.count],
+                [s[0], conv.outputChannels, r.outputs.count, c.outputs.count])
+    }
+
+    /// A rectangle's geometry: stride 1, no padding, the unit's dilation along an axis with more than one tap
+    /// (none along one with a single tap, where it means nothing, so a 1×1 rectangle runs as a 1×1 convolution).
+    private func rectangleGeometry(_ r: TapInterval, _ c: TapInterval) -> ConvolutionGeometry {
+        let d = Int64(conv.window.dilation - 1)
+        return ConvolutionGeometry(strides: [1, 1], dilation: [r.taps.count > 1 ? d : 0, c.taps.count > 1 ? d : 0],
+                                   left: [0, 0], right: [0, 0])
     }
 
     /// The primitive of one rectangle for input dims `s`: eval with the unit's activation fused (and the folded
     /// bias), or training (the unit's bias, if any; no post-ops).
     private func rectangle(_ s: [Int], _ r: TapInterval, _ c: TapInterval, training: Bool) throws -> Primitive {
         try zonePrimitives.primitive(PrimitiveCache.Key(s, r, c, training)) {
-            let rate = conv.window.dilation
-            let inRows = r.inputs(rate: rate), inColumns = c.inputs(rate: rate)
-            var src = try MemoryDesc.make([s[0], s[1], inRows.count, inColumns.count], dnnl_format_tag_any)
-            var weights = try MemoryDesc.make([conv.outputChannels, conv.inputChannels, r.taps.count, c.taps.count],
-                                              dnnl_format_tag_any)
-            var biasDesc = try MemoryDesc.make([conv.outputChannels], dnnl_a)
-            var dst = try MemoryDesc.make([s[0], conv.outputChannels, r.outputs.count, c.outputs.count],
-                                          dnnl_format_tag_any)
-            let hasBias = !training || conv.bias != nil
-            var op = dnnl_convolution_desc_t()
-            let ones: [Int64] = [1, 1], zero: [Int64] = [0, 0], dilation = Self.rectangleDilation(r, c, rate: rate)
-            let status = withUnsafePointer(to: &biasDesc) { biasPointer in
-                dnnl_dilated_convolution_forward_desc_init(
-                    &op, training ? dnnl_forward_training : dnnl_forward_inference, dnnl_convolution_direct, &src,
-                    &weights, hasBias ? biasPointer : nil, &dst, ones, dilation, zero, zero)
-            }
-            try dnnlCheck("dnnl_dilated_convolution_forward_desc_init", status)
+            let dims = rectangleDims(s, r, c)
+            let op = try ConvolutionOp.forward(source: dims.source, weights: dims.weights,
+                                               destination: dims.destination, bias: !training || conv.bias != nil,
+                                               training: training, rectangleGeometry(r, c))
             let postOps = training ? [] : activation.postOp.map { [$0] } ?? []
             return try Primitive("convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
         }

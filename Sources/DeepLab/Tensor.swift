@@ -108,27 +108,23 @@ final class Tensor {
 
     /// Copies (converting layouts) into `output`, which has the same logical shape.
     func reorder(into output: Tensor) throws {
-        let key = PrimitiveCache.Key("reorder", desc.cacheKey, output.desc.cacheKey)
-        let primitive = try Tensor.reorders.primitive(key) {
-            let engine = try OneDNNEngine.shared().engine
-            var source = desc, destination = output.desc
-            return try Primitive("reorder") { pd in
-                dnnl_reorder_primitive_desc_create(&pd, &source, engine, &destination, engine, nil)
-            }
-        }
-        try primitive.execute([(Arg.src, self), (Arg.dst, output)])
+        try reorder(into: output, adding: false)
     }
 
     /// Adds this tensor's values into `output` (the same logical shape, any layouts, views included).
-    /// Rests on a reorder with a sum post-op.
     func accumulate(into output: Tensor) throws {
-        let key = PrimitiveCache.Key("accumulate", desc.cacheKey, output.desc.cacheKey)
+        try reorder(into: output, adding: true)
+    }
+
+    /// Rests on `dnnl_reorder_primitive_desc_create`, with a sum post-op when `adding`.
+    private func reorder(into output: Tensor, adding: Bool) throws {
+        let key = PrimitiveCache.Key("reorder", adding, desc.cacheKey, output.desc.cacheKey)
         let primitive = try Tensor.reorders.primitive(key) {
             let engine = try OneDNNEngine.shared().engine
-            let attributes = try PrimitiveAttributes(postOps: [.sum])
+            let attributes = adding ? try PrimitiveAttributes(postOps: [.sum]) : nil
             var source = desc, destination = output.desc
-            return try Primitive("accumulating reorder") { pd in
-                dnnl_reorder_primitive_desc_create(&pd, &source, engine, &destination, engine, attributes.handle)
+            return try Primitive(adding ? "accumulating reorder" : "reorder") { pd in
+                dnnl_reorder_primitive_desc_create(&pd, &source, engine, &destination, engine, attributes?.handle)
             }
         }
         try primitive.execute([(Arg.src, self), (Arg.dst, output)])

@@ -17,9 +17,8 @@ final class TensorMemory: @unchecked Sendable {
     let idleLimit: Int
 
     private let lock = NSLock()
-    /// Idle buffers by size, and every idle buffer oldest first (for eviction).
-    private var idle: [Int: [UnsafeMutableRawPointer]] = [:]
-    private var idleOrder: [(size: Int, pointer: UnsafeMutableRawPointer)] = []
+    /// Idle buffers, oldest first (the newest of a size is reused; the oldest are evicted).
+    private var idle: [(size: Int, pointer: UnsafeMutableRawPointer)] = []
     private var idleBytes = 0
     private static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
@@ -40,9 +39,8 @@ final class TensorMemory: @unchecked Sendable {
             return posix_memalign(&pointer, 64, size) == 0 ? pointer : nil
         }
         lock.lock()
-        if var list = idle[size], let pointer = list.popLast() {
-            idle[size] = list.isEmpty ? nil : list
-            idleOrder.removeAll { $0.pointer == pointer }
+        if let index = idle.lastIndex(where: { $0.size == size }) {
+            let pointer = idle.remove(at: index).pointer
             idleBytes -= size
             lock.unlock()
             return pointer
@@ -62,13 +60,10 @@ final class TensorMemory: @unchecked Sendable {
         }
         var evicted: [(size: Int, pointer: UnsafeMutableRawPointer)] = []
         lock.lock()
-        idle[size, default: []].append(pointer)
-        idleOrder.append((size, pointer))
+        idle.append((size, pointer))
         idleBytes += size
-        while idleBytes > idleLimit, let oldest = idleOrder.first {
-            idleOrder.removeFirst()
-            idle[oldest.size]?.removeAll { $0 == oldest.pointer }
-            if idle[oldest.size]?.isEmpty == true { idle[oldest.size] = nil }
+        while idleBytes > idleLimit {
+            let oldest = idle.removeFirst()
             idleBytes -= oldest.size
             evicted.append(oldest)
         }
