@@ -5,7 +5,9 @@ Cases (issue #4): deeplabv3_resnet50 3x512x512 with 21 classes (the headline), d
 deeplabv3_mobilenet_v2 at 512x512, deeplabv3_resnet18 1x256x256 with 4 classes. torchvision's initial weights are
 saved as safetensors and loaded by `slicelab segment --weights` (the parity entry point); SliceLab's latencies come
 from SLICELAB_PARITY_REPEAT (warm forwards inside one process, input to upsampled logits), PyTorch's and ONNX
-Runtime's from the same number of warm runs. Peak RSS is each process's maximum resident set. GFLOP/s counts the
+Runtime's from the same number of warm runs. The three run in turn for several rounds (BENCH_ROUNDS, default 3;
+each a fresh process per engine), so that load from other tenants of a shared machine falls on all of them
+alike; a ratio is the median of the rounds' ratios of medians. Peak RSS is each process's maximum resident set. GFLOP/s counts the
 multiply-adds of every convolution (2 FLOPs each) over the median latency.
 
 Needs torch, torchvision, safetensors, h5py (and onnxruntime + onnx export for the ONNX peer); run with
@@ -24,6 +26,7 @@ import warnings
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 REPEATS = 3 if QUICK else 5
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 
 
@@ -157,31 +160,38 @@ def main():
                                       dynamo=False)
             except Exception as error:  # the exporter needs the onnx package
                 onnx_error = f"{type(error).__name__}: {error}"[:120]
-            ours, ours_rss = run_slicelab(str(binary), arch, k, c, base + ".safetensors", base + "_in.h5",
+            latencies = {"slicelab": [], "torch": [], "onnx": []}  # each engine's median latency per round
+            rss, failures = {}, ({"onnx": onnx_error} if onnx_error else {})
+            for _ in range(ROUNDS):
+                ours, peak = run_slicelab(str(binary), arch, k, c, base + ".safetensors", base + "_in.h5",
                                           base + "_out.h5")
+                rss["slicelab"] = max(peak, rss.get("slicelab", 0))
+                latencies["slicelab"].append(median(ours))
+                for kind in ("torch", "onnx"):
+                    if kind not in failures:
+                        result, failures[kind] = run_peer(kind, base)
+                        if result:
+                            del failures[kind]
+                            latencies[kind].append(median(result["times"]))
+                            rss[kind] = max(result["rss_mb"], rss.get(kind, 0))
             with h5py.File(base + "_out.h5") as f:
                 logits = f["logits"][:]
             with torch.inference_mode():
                 expected = model(x)["out"].numpy()
             error = float(np.abs(logits - expected).max() / np.abs(expected).max())
-            torch_result, torch_error = run_peer("torch", base)
-            onnx_result, ort_error = (None, onnx_error) if onnx_error else run_peer("onnx", base)
-            t_ours = median(ours)
-            print(f"{arch} {c}x{size}x{size} K={k}: {flops / 1e9:.1f} GFLOP, max|Δ|/max|logit| {error:.1e}")
-            print(f"  SliceLab   median {t_ours:8.1f} ms  {flops / t_ours / 1e6:6.1f} GFLOP/s "
-                  f"(machine peak ~{PEAK_GFLOPS:.0f})  peak RSS {ours_rss:7.0f} MB")
-            if torch_result:
-                t = median(torch_result["times"])
-                print(f"  PyTorch    median {t:8.1f} ms  {flops / t / 1e6:6.1f} GFLOP/s  peak RSS "
-                      f"{torch_result['rss_mb']:7.0f} MB  ratio SliceLab/PyTorch {t_ours / t:.2f}")
-            else:
-                print(f"  PyTorch    not measured: {torch_error}")
-            if onnx_result:
-                t = median(onnx_result["times"])
-                print(f"  ONNX RT    median {t:8.1f} ms  {flops / t / 1e6:6.1f} GFLOP/s  peak RSS "
-                      f"{onnx_result['rss_mb']:7.0f} MB  ratio SliceLab/ONNX Runtime {t_ours / t:.2f}")
-            else:
-                print(f"  ONNX RT    not measured: {ort_error}")
+            t_ours = median(latencies["slicelab"])
+            print(f"{arch} {c}x{size}x{size} K={k}: {flops / 1e9:.1f} GFLOP, max|Δ|/max|logit| {error:.1e}, "
+                  f"{ROUNDS} rounds of {REPEATS}")
+            print(f"  {'SliceLab':12} median {t_ours:8.1f} ms  {flops / t_ours / 1e6:6.1f} GFLOP/s "
+                  f"(machine peak ~{PEAK_GFLOPS:.0f})  peak RSS {rss['slicelab']:7.0f} MB")
+            for kind, name in (("torch", "PyTorch"), ("onnx", "ONNX Runtime")):
+                if kind in failures:
+                    print(f"  {name:12} not measured: {failures[kind]}")
+                    continue
+                t = median(latencies[kind])
+                ratios = [a / b for a, b in zip(latencies["slicelab"], latencies[kind])]
+                print(f"  {name:12} median {t:8.1f} ms  {flops / t / 1e6:6.1f} GFLOP/s  peak RSS {rss[kind]:7.0f} MB"
+                      f"  ratio SliceLab/{name} {median(ratios):.2f} (rounds: {', '.join(f'{q:.2f}' for q in ratios)})")
             sys.stdout.flush()
 
 

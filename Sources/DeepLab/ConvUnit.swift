@@ -37,6 +37,11 @@ final class ConvUnit {
     /// Pad the convolution's input explicitly: nil when oneDNN's implicitly padded convolution would fall back
     /// from a direct kernel (see `choosePadding`); true or false forces it (tests compare the two).
     var padsExplicitly: Bool?
+    /// Eval mode computes eligible 3×3 convolutions by Winograd's F(2×2, 3×3) (see `winogradApplies`); false
+    /// runs oneDNN's direct convolution (tests compare the two).
+    var usesWinograd = true
+    /// Eval-mode weights in the Winograd domain, with the parameter version they were made from.
+    var winogradWeights: (version: Int, transformed: [Float], bias: [Float])?
     let zonePrimitives = PrimitiveCache()
     var zoneWeightCache: [PrimitiveCache.Key: (version: Int, weights: Tensor)] = [:]
     /// Eval-mode weights and bias in the primitive's layout, with the parameter versions they were made from.
@@ -88,6 +93,7 @@ final class ConvUnit {
         if residual == nil, let plan = paddingFreePlan(x.shape) {
             return try paddingFreeForward(x, plan: plan)
         }
+        if winogradApplies(residual: residual) { return try winogradForward(x) }
         let (primitive, padded) = try choosePadding { explicitPadding in
             try primitives.primitive(PrimitiveCache.Key("eval", x.shape, residual != nil, explicitPadding)) {
                 let op = try conv.forwardDescriptor(x.shape, training: false, withBias: true,
@@ -158,6 +164,7 @@ final class ConvUnit {
     private func trainingForward(_ x: Tensor, residual: Tensor?) throws -> Tensor {
         // Eval-mode weights (from a validation pass) are stale once training updates the parameters.
         foldedWeights = nil
+        winogradWeights = nil
         zoneWeightCache.removeAll()
         let (convOutput, convolution) = if let plan = paddingFreePlan(x.shape) {
             try paddingFreeTrainingForward(x, plan: plan)

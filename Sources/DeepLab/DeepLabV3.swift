@@ -166,7 +166,7 @@ public final class DeepLabV3: SegmentationNetwork {
 
     public func zeroGradients() {
         for p in parameters where p.isTrainable {
-            for i in p.gradient.indices { p.gradient[i] = 0 }
+            p.gradient.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
         }
     }
 }

@@ -29,8 +29,17 @@ public final class Parameter {
     public let shape: [Int]
     public var value: [Float]
     /// dLoss/dvalue, accumulated by `backward`, cleared by `SegmentationNetwork.zeroGradients()`.
-    /// Empty for buffers.
-    public var gradient: [Float]
+    /// Empty for buffers. Zeros until first written: the storage is made on first mutation, so a model that only
+    /// infers holds no gradients (for DeepLabV3-ResNet-50, 158 MB of resident memory).
+    public var gradient: [Float] {
+        get { gradientStorage ?? zeroGradient() }
+        set { gradientStorage = newValue }
+        _modify {
+            if gradientStorage == nil { gradientStorage = zeroGradient() }
+            yield &gradientStorage!
+        }
+    }
+    private var gradientStorage: [Float]?
     /// False for buffers (batch-norm running statistics, `num_batches_tracked`), which no optimizer touches.
     public let isTrainable: Bool
     /// Incremented on every change of `value`, so cached copies know when to refresh.
@@ -41,9 +50,10 @@ public final class Parameter {
         self.name = name
         self.shape = shape
         self.value = value
-        self.gradient = isTrainable ? [Float](repeating: 0, count: value.count) : []
         self.isTrainable = isTrainable
     }
+
+    private func zeroGradient() -> [Float] { isTrainable ? [Float](repeating: 0, count: value.count) : [] }
 
     /// Records that `value` changed.
     public func markUpdated() { version &+= 1 }

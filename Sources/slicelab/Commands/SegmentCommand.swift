@@ -29,7 +29,8 @@ enum SegmentCommand: Command {
 
     static func run(_ arguments: ParsedArguments) throws {
         if arguments.string("precision") == "bf16" {
-            throw UsageError("slicelab segment: --precision bf16 is not available in this build yet (issue #4)")
+            throw UsageError("slicelab segment: --precision bf16 is not built: oneDNN 2.6 has bf16 convolutions only "
+                + "on AVX-512 CPUs, and the machine this was developed on has AVX2, so the mode could not be tested")
         }
         if let weights = arguments.string("weights") {
             guard let arch = arguments.string("arch"), let classes = arguments.int("num-classes"),

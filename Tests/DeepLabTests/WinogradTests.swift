@@ -1,0 +1,76 @@
+@testable import DeepLab
+import Testing
+
+/// Eval mode computes wide 3×3 convolutions (stride 1, padding equal to the dilation) by Winograd's
+/// F(2×2, 3×3) instead of oneDNN's direct convolution; the two must agree to float32 rounding.
+@Suite struct WinogradTests {
+    static func unit(channels: Int = 256, outputs: Int = 256, stride: Int = 1, padding: Int? = nil,
+                     dilation: Int = 1, activation: Activation = .relu) throws -> ConvUnit {
+        var generator = SeededGenerator(seed: 21)
+        let unit = ConvUnit("conv", "bn", inputChannels: channels, outputChannels: outputs, kernelSize: 3,
+                            stride: stride, padding: padding ?? dilation, dilation: dilation, bias: true,
+                            activation: activation, generator: &generator)
+        let norm = try #require(unit.norm)
+        norm.weight.value = ConvolutionStrategyTests.values(outputs, seed: 4).map { 1 + 0.3 * $0 }
+        norm.bias.value = ConvolutionStrategyTests.values(outputs, seed: 5).map { 0.2 * $0 }
+        norm.runningMean.value = ConvolutionStrategyTests.values(outputs, seed: 6).map { 0.1 * $0 }
+        norm.runningVariance.value = ConvolutionStrategyTests.values(outputs, seed: 7).map { 1 + 0.5 * $0 }
+        unit.conv.bias?.value = ConvolutionStrategyTests.values(outputs, seed: 8).map { 0.2 * $0 }
+        return unit
+    }
+
+    @Test(arguments: [(dilation: 1, batch: 2, rows: 9, columns: 11, activation: Activation.relu),
+                      (dilation: 1, batch: 1, rows: 1, columns: 1, activation: .none),
+                      (dilation: 2, batch: 2, rows: 10, columns: 7, activation: .relu6),
+                      (dilation: 3, batch: 1, rows: 13, columns: 5, activation: .relu),
+                      (dilation: 4, batch: 1, rows: 8, columns: 16, activation: .none)])
+    func agreesWithTheDirectConvolution(
+        _ c: (dilation: Int, batch: Int, rows: Int, columns: Int, activation: Activation)
+    ) throws {
+        let unit = try Self.unit(channels: 256, outputs: 264, dilation: c.dilation, activation: c.activation)
+        unit.skipsPaddingTaps = false
+        let shape = [c.batch, 256, c.rows, c.columns]
+        let input = try Tensor(plain: shape, values: ConvolutionStrategyTests.values(shape.reduce(1, *), seed: 9))
+        #expect(unit.winogradApplies(residual: nil))
+        let fast = try unit(input, training: false).floatTensor()
+        unit.usesWinograd = false
+        let direct = try unit(input, training: false).floatTensor()
+        #expect(fast.shape == [c.batch, 264, c.rows, c.columns] && fast.shape == direct.shape)
+        let difference = zip(fast.values, direct.values).map { abs($0 - $1) }.max() ?? .infinity
+        let scale = direct.values.map(abs).max() ?? 0
+        #expect(scale > 1 && difference <= 1e-5 * scale, "max |Δ| \(difference) against \(scale)")
+    }
+
+    @Test func followsParameterChanges() throws {
+        let unit = try Self.unit()
+        let shape = [1, 256, 6, 6]
+        let input = try Tensor(plain: shape, values: ConvolutionStrategyTests.values(shape.reduce(1, *), seed: 10))
+        let before = try unit(input, training: false).floatTensor().values
+        unit.conv.weight.value = unit.conv.weight.value.map { $0 * 2 }
+        unit.conv.weight.markUpdated()
+        let after = try unit(input, training: false).floatTensor().values
+        unit.usesWinograd = false
+        #expect(before != after)
+        let direct = try unit(input, training: false).floatTensor().values
+        #expect(zip(after, direct).allSatisfy { abs($0 - $1) <= 1e-4 })
+    }
+
+    @Test func appliesOnlyToWideSameSizeConvolutions() throws {
+        #expect(try Self.unit(dilation: 2).winogradApplies(residual: nil))
+        #expect(try !Self.unit(dilation: 2).winogradApplies(residual: Tensor(plain: [1], values: [0])))
+        #expect(try !Self.unit(stride: 2).winogradApplies(residual: nil))
+        #expect(try !Self.unit(padding: 0).winogradApplies(residual: nil))
+        #expect(try !Self.unit(channels: 128, outputs: 128).winogradApplies(residual: nil))
+        #expect(try !Self.unit(outputs: 260).winogradApplies(residual: nil))
+    }
+
+    @Test func gradientsReadAsZerosUntilWritten() {
+        let parameter = Parameter(name: "w", shape: [2, 3], value: [1, 2, 3, 4, 5, 6])
+        #expect(parameter.gradient == [0, 0, 0, 0, 0, 0])
+        parameter.gradient[4] += 2
+        parameter.gradient[4] += 1
+        #expect(parameter.gradient == [0, 0, 0, 0, 3, 0])
+        let buffer = Parameter(name: "running_mean", shape: [2], value: [1, 2], isTrainable: false)
+        #expect(buffer.gradient.isEmpty)
+    }
+}
