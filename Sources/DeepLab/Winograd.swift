@@ -118,8 +118,9 @@ extension ConvUnit {
         let inputs = conv.inputChannels, outputs = conv.outputChannels
         var u = [Float](repeating: 0, count: 16 * inputs * outputs)
         // G = [[1, 0, 0], [½, ½, ½], [½, −½, ½], [0, 0, 1]] on three vectors: four combinations of them.
-        func expand(_ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>) -> [SIMD4<Float>] {
-            [a, (a + b + c) * 0.5, (a - b + c) * 0.5, c]
+        typealias Four = (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>)
+        func expand(_ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>) -> Four {
+            (a, (a + b + c) * 0.5, (a - b + c) * 0.5, c)
         }
         w.withUnsafeBufferPointer { w in
             u.withUnsafeMutableBufferPointer { u in
@@ -129,13 +130,12 @@ extension ConvUnit {
                         func kernelRow(_ r: Int) -> SIMD4<Float> {
                             SIMD4(w[k + 3 * r], w[k + 3 * r + 1], w[k + 3 * r + 2], 0)
                         }
-                        let rows = expand(kernelRow(0), kernelRow(1), kernelRow(2))  // G g, 4 × 3
-                        func column(_ c: Int) -> SIMD4<Float> {
-                            SIMD4(rows[0][c], rows[1][c], rows[2][c], rows[3][c])
-                        }
-                        let columns = expand(column(0), column(1), column(2))  // (G g Gᵀ)ᵀ
-                        for c in 0..<4 {
-                            for r in 0..<4 { u[((r * 4 + c) * inputs + i) * outputs + o] = columns[c][r] }
+                        let rows = expand(kernelRow(0), kernelRow(1), kernelRow(2))  // G g: 4 rows of 3
+                        func column(_ c: Int) -> SIMD4<Float> { SIMD4(rows.0[c], rows.1[c], rows.2[c], rows.3[c]) }
+                        // Column c of G g Gᵀ; its row r goes to plane 4r + c.
+                        let columns = expand(column(0), column(1), column(2))
+                        for (c, column) in [columns.0, columns.1, columns.2, columns.3].enumerated() {
+                            for r in 0..<4 { u[((r * 4 + c) * inputs + i) * outputs + o] = column[r] }
                         }
                     }
                 }
