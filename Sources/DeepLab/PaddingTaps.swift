@@ -82,7 +82,8 @@ extension ConvUnit {
     }
 
     /// The forward pass shared by eval and training: `x` and the output in the blocked layout of the rectangles'
-    /// primitives, each rectangle's input copied out of a view of `x` and its output into a view of the output.
+    /// primitives, each rectangle's input copied out of a view of `x` and its output into a view of the output
+    /// (in eval, a large all-taps rectangle is computed by Winograd in place instead: `winogradRectangle`).
     private func rectangleForward(_ x: Tensor, plan: TapPlan, training: Bool, kernel: () throws -> Tensor,
                                   bias: Tensor?) throws -> (input: Tensor, output: Tensor) {
         let s = x.shape
@@ -92,6 +93,10 @@ extension ConvUnit {
         let output = try Tensor(desc: MemoryDesc.make(conv.outputDims(s), tag))
         for r in plan.rows {
             for c in plan.columns {
+                if winogradRectangle(rows: r, columns: c, tag: tag, training: training) {
+                    try winograd(input, into: output, rows: r.outputs, columns: c.outputs)
+                    continue
+                }
                 let primitive = try rectangle(s, r, c, training: training)
                 let weights = try zoneWeights(kernel, rows: r.taps, columns: c.taps, training: training,
                                               desc: primitive.desc(dnnl_query_weights_md))

@@ -1,3 +1,4 @@
+import COneDNN
 @testable import DeepLab
 import Testing
 
@@ -36,6 +37,27 @@ import Testing
         unit.usesWinograd = false
         let direct = try unit(input, training: false).floatTensor()
         #expect(fast.shape == [c.batch, 264, c.rows, c.columns] && fast.shape == direct.shape)
+        let difference = zip(fast.values, direct.values).map { abs($0 - $1) }.max() ?? .infinity
+        let scale = direct.values.map(abs).max() ?? 0
+        #expect(scale > 1 && difference <= 1e-5 * scale, "max |Δ| \(difference) against \(scale)")
+    }
+
+    /// ASPP-like: most taps of a dilation-6 convolution on a 32 × 32 map read padding, so it runs as padding-free
+    /// rectangles, and the all-taps centre (20 × 20 outputs) by Winograd.
+    @Test func computesThePaddingFreeCentreRectangle() throws {
+        let unit = try Self.unit(dilation: 6)
+        let shape = [1, 256, 32, 32]
+        let input = try Tensor(plain: shape, values: ConvolutionStrategyTests.values(shape.reduce(1, *), seed: 11))
+        let plan = try #require(unit.paddingFreePlan(shape))
+        let centre = (rows: try #require(plan.rows.first { $0.taps == 0...2 }),
+                      columns: try #require(plan.columns.first { $0.taps == 0...2 }))
+        #expect(centre.rows.outputs == 6..<26)
+        #expect(unit.winogradRectangle(rows: centre.rows, columns: centre.columns, tag: dnnl_aBcd8b, training: false))
+        #expect(!unit.winogradRectangle(rows: centre.rows, columns: centre.columns, tag: dnnl_aBcd8b, training: true))
+        let fast = try unit(input, training: false).floatTensor()
+        unit.usesWinograd = false
+        unit.skipsPaddingTaps = false
+        let direct = try unit(input, training: false).floatTensor()
         let difference = zip(fast.values, direct.values).map { abs($0 - $1) }.max() ?? .infinity
         let scale = direct.values.map(abs).max() ?? 0
         #expect(scale > 1 && difference <= 1e-5 * scale, "max |Δ| \(difference) against \(scale)")
