@@ -1,18 +1,21 @@
 import COneDNN
 import Dispatch
 
-/// Eval-mode 3×3 convolutions (stride 1, any dilation, padding equal to the dilation) by Winograd's minimal
-/// filtering F(2×2, 3×3) (Lavin & Gray 2016, "Fast Algorithms for Convolutional Neural Networks"): each 2×2
-/// block of outputs comes from a 4×4 block of inputs through 16 products per channel pair instead of 36, so the
-/// multiply-adds drop 2.25-fold. They run as 16 matrix products (tiles × input channels by input channels ×
-/// output channels) in oneDNN's GEMM; what stays in Swift are the linear transforms into and out of the Winograd
-/// domain, a few additions per value, on channel blocks of 8 that are one SIMD vector each.
-///
-/// A convolution dilated by d is the same computation on the d × d interleaved sub-grids of its input, so a tile
-/// here reads rows y − d, y, y + d, y + 2d and writes outputs y and y + d; no sub-grid is copied out.
-///
-/// oneDNN 2.6 has a Winograd convolution for AVX-512 only; on this AVX2 machine its direct kernels already run
-/// near the arithmetic peak, so doing fewer multiplications is the way to go faster.
+// Eval-mode 3×3 convolutions (stride 1, any dilation, padding equal to the dilation) by Winograd's minimal
+// filtering F(2×2, 3×3) (Lavin & Gray 2016, "Fast Algorithms for Convolutional Neural Networks"): each 2×2
+// block of outputs comes from a 4×4 block of inputs through 16 products per channel pair instead of 36, so the
+// multiply-adds drop 2.25-fold. They run as 16 matrix products (tiles × input channels by input channels ×
+// output channels) in oneDNN's GEMM; what stays in Swift are the linear transforms into and out of the Winograd
+// domain, a few additions per value, on channel blocks of 8 that are one SIMD vector each.
+//
+// A convolution dilated by d is the same computation on the d × d interleaved sub-grids of its input, so a tile
+// here reads rows y − d, y, y + d, y + 2d and writes outputs y and y + d; no sub-grid is copied out.
+//
+// oneDNN 2.6 has a Winograd convolution for AVX-512 only; on this AVX2 machine its direct kernels already run
+// near the arithmetic peak, so doing fewer multiplications is the way to go faster.
+
+/// How a convolution's outputs (all of them, or one rectangle) are covered by F(2×2, 3×3) tiles, and the
+/// chunks of tiles computed together.
 struct WinogradTiling {
     let batch: Int
     let inputChannels: Int
