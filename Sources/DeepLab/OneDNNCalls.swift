@@ -37,62 +37,6 @@ final class OneDNNEngine {
     static func shared() throws -> OneDNNEngine { try result.get() }
 }
 
-/// Sets the number of compute threads of oneDNN's OpenMP runtime (Debian builds oneDNN with OpenMP).
-/// Found with `dlsym` because libgomp comes in through libdnnl rather than being linked directly.
-/// Rests on `omp_set_num_threads`.
-public func setComputeThreads(_ count: Int) {
-    typealias SetThreads = @convention(c) (Int32) -> Void
-    guard count >= 1, let symbol = dlsym(nil, "omp_set_num_threads") else { return }
-    unsafeBitCast(symbol, to: SetThreads.self)(Int32(count))
-}
-
-/// The number of compute threads oneDNN will use (OpenMP's maximum). Rests on `omp_get_max_threads`.
-public func computeThreads() -> Int {
-    typealias GetThreads = @convention(c) () -> Int32
-    guard let symbol = dlsym(nil, "omp_get_max_threads") else { return 1 }
-    return Int(unsafeBitCast(symbol, to: GetThreads.self)())
-}
-
-/// Runs `body(worker, workers)` once on each of oneDNN's OpenMP compute threads and waits for all: work done
-/// between oneDNN primitives then shares their threads instead of competing with them for the cores (OpenMP's
-/// idle threads spin for a while after each primitive). Found with `dlsym`, as `setComputeThreads`; without
-/// libgomp's entry point it runs on Dispatch's threads instead. Rests on `GOMP_parallel`, `omp_get_thread_num`,
-/// `omp_get_num_threads`.
-func parallelWorkers(_ body: (Int, Int) -> Void) {
-    guard let parallel = OpenMP.parallel, let thread = OpenMP.threadNumber, let threads = OpenMP.threadCount else {
-        let workers = max(1, computeThreads())
-        DispatchQueue.concurrentPerform(iterations: workers) { body($0, workers) }
-        return
-    }
-    withoutActuallyEscaping(body) { body in
-        var context = OpenMP.Context(body: body, thread: thread, threads: threads)
-        withUnsafeMutablePointer(to: &context) { pointer in
-            parallel({ raw in
-                let context = raw!.assumingMemoryBound(to: OpenMP.Context.self).pointee
-                context.body(Int(context.thread()), Int(context.threads()))
-            }, pointer, 0, 0)  // 0 threads: the default team, as for oneDNN's own regions
-        }
-    }
-}
-
-/// libgomp's entry points, looked up once.
-private enum OpenMP {
-    typealias Region = @convention(c) (UnsafeMutableRawPointer?) -> Void
-    typealias Parallel = @convention(c) (Region, UnsafeMutableRawPointer?, UInt32, UInt32) -> Void
-    typealias Query = @convention(c) () -> Int32
-
-    static let parallel = dlsym(nil, "GOMP_parallel").map { unsafeBitCast($0, to: Parallel.self) }
-    static let threadNumber = dlsym(nil, "omp_get_thread_num").map { unsafeBitCast($0, to: Query.self) }
-    static let threadCount = dlsym(nil, "omp_get_num_threads").map { unsafeBitCast($0, to: Query.self) }
-
-    /// What each thread of a `parallelWorkers` region receives.
-    struct Context {
-        let body: (Int, Int) -> Void
-        let thread: Query
-        let threads: Query
-    }
-}
-
 // MARK: - Memory descriptors
 
 typealias MemoryDesc = dnnl_memory_desc_t

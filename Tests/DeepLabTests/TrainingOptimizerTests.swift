@@ -81,6 +81,30 @@ struct TrainingOptimizerTests {
         #expect(first.stepCount == second.stepCount)
     }
 
+    /// Large parameters are updated in slices on several threads; every element must come out exactly as the
+    /// single-threaded update of a small parameter gives it (the head and tail of the large one, stepped alone).
+    @Test(arguments: [OptimizerConfiguration.sgd(SGD.Configuration(momentum: 0.9, weightDecay: 1e-4, nesterov: true)),
+                      .adamW(AdamW.Configuration())])
+    func slicedUpdatesEqualWholeOnes(configuration: OptimizerConfiguration) {
+        var generator = SeededGenerator(seed: 12)
+        let count = 100_003
+        let values = (0..<count).map { _ in generator.symmetricUniform() }
+        let gradients = (0..<3).map { _ in (0..<count).map { _ in generator.symmetricUniform() } }
+        let ends = Array(0..<500) + Array((count - 500)..<count)
+        let large = Parameter(name: "large", shape: [count], value: values)
+        let small = Parameter(name: "small", shape: [ends.count], value: ends.map { values[$0] })
+        let optimizers = [configuration.makeOptimizer(parameters: [large]),
+                          configuration.makeOptimizer(parameters: [small])]
+        for g in gradients {
+            large.gradient = g
+            small.gradient = ends.map { g[$0] }
+            for optimizer in optimizers { optimizer.step(learningRate: 0.01) }
+        }
+        let differing = zip(ends.map { large.value[$0] }, small.value).filter { $0 != $1 }.count
+        #expect(differing == 0, "\(differing) of \(ends.count) elements differ")
+        #expect(large.value != values)
+    }
+
     @Test func clippingMatchesClipGradNorm() throws {
         let section = try #require(try TrainingGoldens.section("clipping") as? [String: Any])
         let gradients = try (section["gradients"] as? [Any] ?? []).map(TrainingGoldens.floats)

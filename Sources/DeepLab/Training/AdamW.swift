@@ -48,13 +48,15 @@ public final class AdamW: Optimizer {
                 v.withUnsafeMutableBufferPointer { v in
                     parameter.gradient.withUnsafeBufferPointer { gradient in
                         parameter.value.withUnsafeMutableBufferPointer { value in
-                            for i in 0..<count {
-                                let g = gradient[i]
-                                value[i] *= decay
-                                m[i] += oneMinusBeta1 * (g - m[i])
-                                v[i] = v[i] * beta2 + oneMinusBeta2 * (g * g)
-                                let denominator = v[i].squareRoot() / correction2 + epsilon
-                                value[i] += -stepSize * (m[i] / denominator)
+                            forEachSlice(count) { slice in
+                                for i in slice {
+                                    let g = gradient[i]
+                                    value[i] *= decay
+                                    m[i] += oneMinusBeta1 * (g - m[i])
+                                    v[i] = v[i] * beta2 + oneMinusBeta2 * (g * g)
+                                    let denominator = v[i].squareRoot() / correction2 + epsilon
+                                    value[i] += -stepSize * (m[i] / denominator)
+                                }
                             }
                         }
                     }

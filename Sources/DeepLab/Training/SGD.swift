@@ -33,30 +33,25 @@ public final class SGD: Optimizer {
         let nesterov = configuration.nesterov
         for parameter in parameters where parameter.isTrainable {
             let count = parameter.value.count
-            var direction = parameter.gradient
             // Taken out of the dictionary while updated, so the array is uniquely referenced (no copy).
             let previous = momentumBuffers.removeValue(forKey: parameter.name)
-            var buffer = previous ?? []
-            direction.withUnsafeMutableBufferPointer { direction in
+            var buffer = momentum == 0 ? [] : previous ?? [Float](repeating: 0, count: count)
+            let first = previous == nil
+            parameter.gradient.withUnsafeBufferPointer { gradient in
                 parameter.value.withUnsafeMutableBufferPointer { value in
-                    if weightDecay != 0 {
-                        for i in 0..<count { direction[i] += weightDecay * value[i] }
-                    }
-                    if momentum != 0 {
-                        if previous == nil {
-                            buffer = Array(direction)
-                        } else {
-                            buffer.withUnsafeMutableBufferPointer { buffer in
-                                for i in 0..<count { buffer[i] = buffer[i] * momentum + dampening * direction[i] }
-                            }
-                        }
-                        buffer.withUnsafeBufferPointer { buffer in
-                            for i in 0..<count {
-                                direction[i] = nesterov ? direction[i] + momentum * buffer[i] : buffer[i]
+                    buffer.withUnsafeMutableBufferPointer { buffer in
+                        forEachSlice(count) { slice in
+                            for i in slice {
+                                var direction = gradient[i]
+                                if weightDecay != 0 { direction += weightDecay * value[i] }
+                                if momentum != 0 {
+                                    buffer[i] = first ? direction : buffer[i] * momentum + dampening * direction
+                                    direction = nesterov ? direction + momentum * buffer[i] : buffer[i]
+                                }
+                                value[i] += rate * direction
                             }
                         }
                     }
-                    for i in 0..<count { value[i] += rate * direction[i] }
                 }
             }
             if momentum != 0 { momentumBuffers[parameter.name] = buffer }
