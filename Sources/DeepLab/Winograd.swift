@@ -263,8 +263,8 @@ enum WinogradTransforms {
     }
 
     /// Writes Aᵀ m A plus the bias, through the activation, for every tile of tile row `row` and every output
-    /// channel block, from the 16 planes of `m` ([tileCount, outputChannels] each) into `y`; outputs past the
-    /// image's edge are dropped.
+    /// channel block, from the 16 planes of `m` ([tileCount, outputChannels] each) into `y`; tile slots outside
+    /// the tiling's outputs (past the image's edge, or the rectangle's) are dropped.
     static func output(_ m: UnsafeMutablePointer<Float>, tile: Int, tileCount: Int, tiling: WinogradTiling,
                        row: Int, bias: [Float], activation: Activation, into y: UnsafeMutableBufferPointer<Float>) {
         let n = row / tiling.tileRows
