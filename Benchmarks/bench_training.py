@@ -15,7 +15,7 @@
    Peak RSS of each (SliceLab from /usr/bin/time, PyTorch from resource.getrusage in a subprocess). The two run
    alternately BENCH_FULL_REPEATS times (default 3) and the medians are compared, so a busy machine slows both.
 SliceLab is timed by Benchmarks/training_driver (compiled here with `swiftc -O -wmo`): the loss spreads the batch's
-images over the cores, the optimizers split large tensors over OpenMP's threads, the augmenter runs on one thread; the peers with torch.set_num_threads(2). Median of REPEATS runs each. Needs torch, torchvision, monai: run with the goldens venv,
+images over OpenMP's threads, the optimizers split large tensors over OpenMP's threads, the augmenter runs on one thread; the peers with torch.set_num_threads(2). Median of REPEATS runs each. Needs torch, torchvision, monai: run with the goldens venv,
     /work/goldens-venv/bin/python Benchmarks/bench_training.py
 (`make bench` runs it with .venv; without the peers it says so and exits 0). BENCH_QUICK=1 for smaller sizes;
 BENCH_FULL_REPEATS and BENCH_FULL_ARCHS (comma-separated) choose part 4's repeats and models.

@@ -97,6 +97,23 @@ struct TrainingLossTests {
         }
     }
 
+    /// An ignore label may be a class index too (e.g. "ignore class 1"): its pixels are left out, exactly as
+    /// pixels carrying PyTorch's default ignore label are.
+    @Test func anIgnoreLabelThatIsAClassIsIgnored() throws {
+        let logits = FloatTensor(shape: [2, 3, 2, 2], values: (0..<24).map { cos(Float($0)) * 2 })
+        let labels = LabelTensor(shape: [2, 2, 2], values: [Int32(0), 1, 2, 1, 2, 2, 1, 0])
+        let relabelled = LabelTensor(shape: [2, 2, 2], values: labels.values.map { $0 == 1 ? -100 : $0 })
+        let pairs: [(SegmentationLoss, SegmentationLoss)] = [
+            (CrossEntropyLoss(ignoreLabel: 1), CrossEntropyLoss()), (DiceLoss(ignoreLabel: 1), DiceLoss()),
+            (DiceCELoss(ignoreLabel: 1), DiceCELoss()), (FocalLoss(ignoreLabel: 1), FocalLoss()),
+        ]
+        for (byClass, byDefault) in pairs {
+            let a = try byClass.evaluate(logits: logits, labels: labels)
+            let b = try byDefault.evaluate(logits: logits, labels: relabelled)
+            #expect(a.loss == b.loss && a.gradient == b.gradient, "\(byClass)")
+        }
+    }
+
     @Test func focalWithoutFocusingEqualsCrossEntropy() throws {
         let logits = FloatTensor(shape: [2, 3, 2, 3], values: (0..<36).map { sin(Float($0)) * 2 })
         let labels = LabelTensor(shape: [2, 2, 3], values: (0..<12).map { Int32($0 % 3) })

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 
 /// A loss value and its gradient with respect to the logits, which `SegmentationNetwork.backward` takes.
@@ -37,14 +36,27 @@ struct LossGeometry {
         (batch, classes, pixels) = (logits.shape[0], logits.shape[1], logits.shape[2] * logits.shape[3])
     }
 
-    /// The label of pixel `p` of image `n`, or nil when it is the ignore label.
-    func label(_ labels: LabelTensor, _ n: Int, _ p: Int, ignoreLabel: Int32?) throws -> Int? {
-        let value = labels.values[n * pixels + p]
-        if let ignoreLabel, value == ignoreLabel { return nil }
-        guard value >= 0, Int(value) < classes else {
-            throw TrainingError.labelOutOfRange(value: Int(value), classCount: classes)
+    /// Every pixel's class (image-major), −1 where the label is the ignore label.
+    ///
+    /// - Throws: `TrainingError.labelOutOfRange` for a label that is neither a class nor the ignore label.
+    func classes(_ labels: LabelTensor, ignoreLabel: Int32?) throws -> [Int32] {
+        var result = labels.values
+        let count = Int32(classes)
+        for (index, value) in result.enumerated() {
+            if let ignoreLabel, value == ignoreLabel {
+                result[index] = -1
+            } else if value < 0 || value >= count {
+                throw TrainingError.labelOutOfRange(value: Int(value), classCount: classes)
+            }
         }
-        return Int(value)
+        return result
+    }
+}
+
+/// Runs `body(n)` for every image n of `count`, spread over the compute threads (`parallelWorkers`).
+func forEachImage(_ count: Int, _ body: (Int) -> Void) {
+    parallelWorkers { worker, workers in
+        for n in stride(from: worker, to: count, by: workers) { body(n) }
     }
 }
 
@@ -55,7 +67,7 @@ func softmaxProbabilities(_ logits: FloatTensor, _ geometry: LossGeometry) -> [D
     logits.values.withUnsafeBufferPointer { z in
         probabilities.withUnsafeMutableBufferPointer { buffer in
             let out = buffer
-            DispatchQueue.concurrentPerform(iterations: geometry.batch) { n in
+            forEachImage(geometry.batch) { n in
                 let base = n * classes * pixels
                 for p in 0..<pixels {
                     var largest = -Double.infinity
@@ -159,23 +171,39 @@ public struct DiceLoss: SegmentationLoss, Equatable {
             throw TrainingError.shapeMismatch(what: "Dice class weights", expected: [classes],
                                               actual: [classWeights.count])
         }
-        let probabilities = input.probabilities
-        var label = [Int](repeating: -1, count: geometry.batch * pixels)  // -1: ignored
-        for n in 0..<geometry.batch {
-            for p in 0..<pixels { label[n * pixels + p] = try geometry.label(labels, n, p, ignoreLabel: ignoreLabel) ?? -1 }
+        let label = try geometry.classes(labels, ignoreLabel: ignoreLabel)
+        // Sums per image and class (intersection, ground truth, prediction), images in parallel; with `batch`
+        // they are then added over the images, in image order.
+        var sums = [Double](repeating: 0, count: geometry.batch * 3 * classes)
+        input.probabilities.withUnsafeBufferPointer { probabilities in
+            label.withUnsafeBufferPointer { label in
+                sums.withUnsafeMutableBufferPointer { sums in
+                    let sums = sums
+                    forEachImage(geometry.batch) { n in
+                        let (intersection, truth, predicted) = (n * 3 * classes, (n * 3 + 1) * classes,
+                                                                (n * 3 + 2) * classes)
+                        for p in 0..<pixels {
+                            let y = Int(label[n * pixels + p])
+                            guard y >= 0 else { continue }
+                            for k in 0..<classes {
+                                sums[predicted + k] += probabilities[(n * classes + k) * pixels + p]
+                            }
+                            sums[intersection + y] += probabilities[(n * classes + y) * pixels + p]
+                            sums[truth + y] += 1
+                        }
+                    }
+                }
+            }
         }
-        // Sums per group (image or batch) and class: intersection, ground truth, prediction.
         let groups = batch ? 1 : geometry.batch
         var intersection = [Double](repeating: 0, count: groups * classes)
         var truth = intersection, predicted = intersection
         for n in 0..<geometry.batch {
             let g = batch ? 0 : n
-            for p in 0..<pixels {
-                let y = label[n * pixels + p]
-                guard y >= 0 else { continue }
-                for k in 0..<classes { predicted[g * classes + k] += probabilities[(n * classes + k) * pixels + p] }
-                intersection[g * classes + y] += probabilities[(n * classes + y) * pixels + p]
-                truth[g * classes + y] += 1
+            for k in 0..<classes {
+                intersection[g * classes + k] += sums[n * 3 * classes + k]
+                truth[g * classes + k] += sums[(n * 3 + 1) * classes + k]
+                predicted[g * classes + k] += sums[(n * 3 + 2) * classes + k]
             }
         }
         let terms = Double(groups * (classes - firstClass))
@@ -187,25 +215,37 @@ public struct DiceLoss: SegmentationLoss, Equatable {
             denominator[index] = truth[index] + predicted[index] + smoothDenominator
             loss += (classWeights?[index % classes] ?? 1) * (1 - numerator[index] / denominator[index])
         }
-        var gradient = [Float](repeating: 0, count: probabilities.count)
-        var byProbability = [Double](repeating: 0, count: classes)
-        for n in 0..<geometry.batch {
-            let g = batch ? 0 : n
-            for p in 0..<pixels {
-                let y = label[n * pixels + p]
-                guard y >= 0 else { continue }
-                var dot = 0.0
-                for k in 0..<classes {
-                    let index = g * classes + k
-                    let t = k == y ? 1.0 : 0.0
-                    byProbability[k] = k < firstClass ? 0
-                        : -(classWeights?[k] ?? 1) * (2 * t * denominator[index] - numerator[index])
-                            / (denominator[index] * denominator[index]) / terms
-                    dot += byProbability[k] * probabilities[(n * classes + k) * pixels + p]
-                }
-                for k in 0..<classes {
-                    let index = (n * classes + k) * pixels + p
-                    gradient[index] = Float(probabilities[index] * (byProbability[k] - dot))
+        // dLoss/dp_k for a pixel of each group, with its label (or not): the gradient's two possible values.
+        func byProbability(_ g: Int, _ k: Int, labelled: Bool) -> Double {
+            let index = g * classes + k
+            return k < firstClass ? 0 : -(classWeights?[k] ?? 1)
+                * (2 * (labelled ? 1 : 0) * denominator[index] - numerator[index])
+                / (denominator[index] * denominator[index]) / terms
+        }
+        let unlabelled = (0..<groups).flatMap { g in (0..<classes).map { byProbability(g, $0, labelled: false) } }
+        let labelled = (0..<groups).flatMap { g in (0..<classes).map { byProbability(g, $0, labelled: true) } }
+        var gradient = [Float](repeating: 0, count: input.probabilities.count)
+        input.probabilities.withUnsafeBufferPointer { probabilities in
+            label.withUnsafeBufferPointer { label in
+                gradient.withUnsafeMutableBufferPointer { gradient in
+                    let gradient = gradient
+                    forEachImage(geometry.batch) { n in
+                        let g = batch ? 0 : n
+                        for p in 0..<pixels {
+                            let y = Int(label[n * pixels + p])
+                            guard y >= 0 else { continue }
+                            var dot = 0.0
+                            for k in 0..<classes {
+                                let d = k == y ? labelled[g * classes + k] : unlabelled[g * classes + k]
+                                dot += d * probabilities[(n * classes + k) * pixels + p]
+                            }
+                            for k in 0..<classes {
+                                let index = (n * classes + k) * pixels + p
+                                let d = k == y ? labelled[g * classes + k] : unlabelled[g * classes + k]
+                                gradient[index] = Float(probabilities[index] * (d - dot))
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -292,24 +332,59 @@ func pixelwiseLoss(_ input: SoftmaxedLogits, _ labels: LabelTensor, classWeights
                                           actual: [classWeights.count])
     }
     let (classes, pixels) = (geometry.classes, geometry.pixels)
-    let probabilities = input.probabilities
-    var gradient = [Double](repeating: 0, count: probabilities.count)
-    var total = 0.0, normalizer = 0.0
-    for n in 0..<geometry.batch {
-        let base = n * classes * pixels
-        for p in 0..<pixels {
-            guard let y = try geometry.label(labels, n, p, ignoreLabel: ignoreLabel) else { continue }
-            let weight = classWeights?[y] ?? 1
-            let (loss, factor) = term(max(probabilities[base + y * pixels + p], Double.leastNormalMagnitude), weight)
-            total += loss
-            normalizer += normalizeByWeights ? weight : 1
-            for k in 0..<classes {
-                let index = base + k * pixels + p
-                gradient[index] = factor * ((k == y ? 1 : 0) - probabilities[index])
+    let label = try geometry.classes(labels, ignoreLabel: ignoreLabel)
+    // Per image, in parallel: the loss terms' and weights' sums and the unscaled gradient; then the sums are
+    // added in image order and the gradient scaled.
+    var partial = [Double](repeating: 0, count: 2 * geometry.batch)
+    var gradient = [Float](repeating: 0, count: input.probabilities.count)
+    var factors = [Double](repeating: 0, count: geometry.batch * pixels)
+    input.probabilities.withUnsafeBufferPointer { probabilities in
+        label.withUnsafeBufferPointer { label in
+            partial.withUnsafeMutableBufferPointer { partial in
+                factors.withUnsafeMutableBufferPointer { factors in
+                    let (partial, factors) = (partial, factors)
+                    forEachImage(geometry.batch) { n in
+                        let base = n * classes * pixels
+                        var total = 0.0, normalizer = 0.0
+                        for p in 0..<pixels {
+                            let y = Int(label[n * pixels + p])
+                            guard y >= 0 else { continue }
+                            let weight = classWeights?[y] ?? 1
+                            let (loss, factor) = term(max(probabilities[base + y * pixels + p],
+                                                          Double.leastNormalMagnitude), weight)
+                            total += loss
+                            normalizer += normalizeByWeights ? weight : 1
+                            factors[n * pixels + p] = factor
+                        }
+                        (partial[2 * n], partial[2 * n + 1]) = (total, normalizer)
+                    }
+                }
             }
         }
     }
+    let total = stride(from: 0, to: partial.count, by: 2).reduce(0.0) { $0 + partial[$1] }
+    let normalizer = stride(from: 1, to: partial.count, by: 2).reduce(0.0) { $0 + partial[$1] }
     let scale = normalizer > 0 ? 1 / normalizer : 0
-    return LossResult(loss: total * scale,
-                      gradient: FloatTensor(shape: input.shape, values: gradient.map { Float($0 * scale) }))
+    input.probabilities.withUnsafeBufferPointer { probabilities in
+        label.withUnsafeBufferPointer { label in
+            factors.withUnsafeBufferPointer { factors in
+                gradient.withUnsafeMutableBufferPointer { gradient in
+                    let gradient = gradient
+                    forEachImage(geometry.batch) { n in
+                        let base = n * classes * pixels
+                        for p in 0..<pixels {
+                            let y = Int(label[n * pixels + p])
+                            guard y >= 0 else { continue }
+                            let factor = factors[n * pixels + p]
+                            for k in 0..<classes {
+                                let index = base + k * pixels + p
+                                gradient[index] = Float(factor * ((k == y ? 1 : 0) - probabilities[index]) * scale)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return LossResult(loss: total * scale, gradient: FloatTensor(shape: input.shape, values: gradient))
 }
