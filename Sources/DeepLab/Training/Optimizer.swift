@@ -73,14 +73,14 @@ public func clipGradientNorm(_ parameters: [Parameter], maxNorm: Double) -> Doub
     var sumOfSquares = 0.0
     for parameter in parameters where parameter.isTrainable {
         var tensorSum: Float = 0  // PyTorch takes each tensor's norm in its own precision
-        for g in parameter.gradient { tensorSum += g * g }
+        parameter.gradient.withUnsafeBufferPointer { for g in $0 { tensorSum += g * g } }
         sumOfSquares += Double(tensorSum)
     }
     let norm = sumOfSquares.squareRoot()
     let coefficient = Float(min(1, maxNorm / (norm + 1e-6)))
     if coefficient < 1 {
         for parameter in parameters where parameter.isTrainable {
-            for index in parameter.gradient.indices { parameter.gradient[index] *= coefficient }
+            parameter.gradient.withUnsafeMutableBufferPointer { for i in $0.indices { $0[i] *= coefficient } }
         }
     }
     return norm
