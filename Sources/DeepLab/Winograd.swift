@@ -118,7 +118,7 @@ extension ConvUnit {
                 try weights.transformed.withUnsafeBufferPointer { u in
                     for first in stride(from: 0, to: allRows, by: rowsPerChunk) {
                         let chunk = first..<min(first + rowsPerChunk, allRows)
-                        parallelRows(chunk) { row in
+                        concurrentForEach(chunk) { row in
                             WinogradTransforms.input(source, tiling: tiling, row: row,
                                                      into: v, tile: (row - first) * tiling.tileColumns,
                                                      tileCount: chunkTiles)
@@ -133,7 +133,7 @@ extension ConvUnit {
                                 Int64(tiling.outputChannels), 0,
                                 m + plane * chunkTiles * tiling.outputChannels, Int64(tiling.outputChannels)))
                         }
-                        parallelRows(chunk) { row in
+                        concurrentForEach(chunk) { row in
                             WinogradTransforms.output(m, tile: (row - first) * tiling.tileColumns,
                                                       tileCount: chunkTiles, tiling: tiling, row: row,
                                                       bias: weights.bias, activation: activation,
@@ -179,15 +179,6 @@ extension ConvUnit {
         }
         winogradWeights = (version, u, bias)
         return (u, bias)
-    }
-}
-
-/// Runs `body` for every row of `rows`, split evenly among the compute threads (see `parallelWorkers`).
-private func parallelRows(_ rows: Range<Int>, _ body: (Int) -> Void) {
-    parallelWorkers { worker, workers in
-        let low = rows.lowerBound + rows.count * worker / workers
-        let high = rows.lowerBound + rows.count * (worker + 1) / workers
-        for row in low..<high { body(row) }
     }
 }
 

@@ -48,7 +48,7 @@ public final class AdamW: Optimizer {
                 v.withUnsafeMutableBufferPointer { v in
                     parameter.gradient.withUnsafeBufferPointer { gradient in
                         parameter.value.withUnsafeMutableBufferPointer { value in
-                            forEachSlice(count) { slice in
+                            forEachSlice(of: 0..<count, minimum: 1 << 16) { slice in
                                 for i in slice {
                                     let g = gradient[i]
                                     value[i] *= decay

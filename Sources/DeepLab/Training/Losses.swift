@@ -53,13 +53,6 @@ struct LossGeometry {
     }
 }
 
-/// Runs `body(n)` for every image n of `count`, spread over the compute threads (`parallelWorkers`).
-func forEachImage(_ count: Int, _ body: (Int) -> Void) {
-    parallelWorkers { worker, workers in
-        for n in stride(from: worker, to: count, by: workers) { body(n) }
-    }
-}
-
 /// Per-pixel softmax over the class axis of logits [N, K, H, W], in Float64, same layout; images in parallel.
 func softmaxProbabilities(_ logits: FloatTensor, _ geometry: LossGeometry) -> [Double] {
     let (classes, pixels) = (geometry.classes, geometry.pixels)
@@ -67,7 +60,7 @@ func softmaxProbabilities(_ logits: FloatTensor, _ geometry: LossGeometry) -> [D
     logits.values.withUnsafeBufferPointer { z in
         probabilities.withUnsafeMutableBufferPointer { buffer in
             let out = buffer
-            forEachImage(geometry.batch) { n in
+            concurrentForEach(0..<geometry.batch) { n in
                 let base = n * classes * pixels
                 for p in 0..<pixels {
                     var largest = -Double.infinity
@@ -179,7 +172,7 @@ public struct DiceLoss: SegmentationLoss, Equatable {
             label.withUnsafeBufferPointer { label in
                 sums.withUnsafeMutableBufferPointer { sums in
                     let sums = sums
-                    forEachImage(geometry.batch) { n in
+                    concurrentForEach(0..<geometry.batch) { n in
                         let (intersection, truth, predicted) = (n * 3 * classes, (n * 3 + 1) * classes,
                                                                 (n * 3 + 2) * classes)
                         for p in 0..<pixels {
@@ -229,7 +222,7 @@ public struct DiceLoss: SegmentationLoss, Equatable {
             label.withUnsafeBufferPointer { label in
                 gradient.withUnsafeMutableBufferPointer { gradient in
                     let gradient = gradient
-                    forEachImage(geometry.batch) { n in
+                    concurrentForEach(0..<geometry.batch) { n in
                         let g = batch ? 0 : n
                         for p in 0..<pixels {
                             let y = Int(label[n * pixels + p])
@@ -343,7 +336,7 @@ func pixelwiseLoss(_ input: SoftmaxedLogits, _ labels: LabelTensor, classWeights
             partial.withUnsafeMutableBufferPointer { partial in
                 factors.withUnsafeMutableBufferPointer { factors in
                     let (partial, factors) = (partial, factors)
-                    forEachImage(geometry.batch) { n in
+                    concurrentForEach(0..<geometry.batch) { n in
                         let base = n * classes * pixels
                         var total = 0.0, normalizer = 0.0
                         for p in 0..<pixels {
@@ -370,7 +363,7 @@ func pixelwiseLoss(_ input: SoftmaxedLogits, _ labels: LabelTensor, classWeights
             factors.withUnsafeBufferPointer { factors in
                 gradient.withUnsafeMutableBufferPointer { gradient in
                     let gradient = gradient
-                    forEachImage(geometry.batch) { n in
+                    concurrentForEach(0..<geometry.batch) { n in
                         let base = n * classes * pixels
                         for p in 0..<pixels {
                             let y = Int(label[n * pixels + p])

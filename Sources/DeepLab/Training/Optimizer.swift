@@ -55,15 +55,6 @@ public enum OptimizerConfiguration: Codable, Equatable, Sendable {
     }
 }
 
-/// Runs `body` over `0..<count` in contiguous slices, one per compute thread (`parallelWorkers`) when there are
-/// at least 2¹⁶ elements. For element-wise updates, whose arithmetic per element does not depend on the split.
-func forEachSlice(_ count: Int, _ body: (Range<Int>) -> Void) {
-    guard count >= 1 << 16 else { return body(0..<count) }
-    parallelWorkers { worker, workers in
-        body((count * worker / workers)..<(count * (worker + 1) / workers))
-    }
-}
-
 /// Rescales every trainable gradient so their global L2 norm is at most `maxNorm`, as
 /// `torch.nn.utils.clip_grad_norm_(parameters, max_norm)` does (coefficient maxNorm / (norm + 1e-6), at most 1).
 ///

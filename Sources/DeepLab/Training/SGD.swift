@@ -40,7 +40,7 @@ public final class SGD: Optimizer {
             parameter.gradient.withUnsafeBufferPointer { gradient in
                 parameter.value.withUnsafeMutableBufferPointer { value in
                     buffer.withUnsafeMutableBufferPointer { buffer in
-                        forEachSlice(count) { slice in
+                        forEachSlice(of: 0..<count, minimum: 1 << 16) { slice in
                             for i in slice {
                                 var direction = gradient[i]
                                 if weightDecay != 0 { direction += weightDecay * value[i] }
