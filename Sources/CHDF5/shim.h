@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@ static inline unsigned chdf5_acc_trunc(void) { return H5F_ACC_TRUNC; }
 static inline unsigned chdf5_acc_excl(void) { return H5F_ACC_EXCL; }
 static inline size_t chdf5_variable(void) { return H5T_VARIABLE; }
 static inline hsize_t chdf5_unlimited(void) { return H5S_UNLIMITED; }
+static inline haddr_t chdf5_haddr_undef(void) { return HADDR_UNDEF; }
 /// Silences HDF5's default error printing; SliceLab reports errors itself.
 static inline void chdf5_silence_errors(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
@@ -119,6 +121,18 @@ static inline int chdf5_probe_file(const char *path, size_t budget) {
     for (unsigned i = 0; i < sizeof fatal / sizeof fatal[0]; i++) signal(fatal[i], SIG_DFL);
     struct rlimit none = { 0, 0 };
     setrlimit(RLIMIT_CORE, &none);
+    // Memory is bounded too: the address space it has now plus the budget and 256 MiB for the library. A
+    // malformed type or fill value can make HDF5 itself allocate gigabytes on opening a dataset (a 4 GB
+    // element type in a 2 KB file); beyond the bound its allocations fail and it reports an error instead.
+    int statm = open("/proc/self/statm", O_RDONLY);
+    char text[64] = { 0 };
+    if (statm >= 0 && read(statm, text, sizeof text - 1) > 0) {
+        rlim_t pages = strtoull(text, NULL, 10);
+        struct rlimit bound = { pages * (rlim_t)sysconf(_SC_PAGESIZE) + budget + (256u << 20), 0 };
+        bound.rlim_max = bound.rlim_cur;
+        setrlimit(RLIMIT_AS, &bound);
+    }
+    if (statm >= 0) close(statm);
     chdf5_silence_errors();
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (file < 0) return 0;

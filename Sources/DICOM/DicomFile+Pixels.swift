@@ -67,7 +67,7 @@ extension DicomFile {
         let model = try bytes.withUnsafeMutableBytes { try handle.decodeFrame(index, into: $0) }
         var samples = normalise(bytes, sampleCount: rows * columns * samplesPerPixel)
         // DCMTK's RLE decoder keeps the declared planar configuration; its JPEG decoders return colour by pixel.
-        let planar = transferSyntaxUID == "1.2.840.10008.1.2.5" && planarConfiguration == 1
+        let planar = transferSyntaxUID == TransferSyntax.rleLossless && planarConfiguration == 1
         if samplesPerPixel > 1 && planar { samples = interleave(samples) }
         let photometric = model.isEmpty ? photometricInterpretation : model.uppercased()
         return DecodedFrame(samples: samples, photometric: photometric)

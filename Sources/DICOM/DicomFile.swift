@@ -330,6 +330,8 @@ public final class DicomFile: @unchecked Sendable {
             let codestream = try frameCodestream(index, fragmentCount: info.fragmentCount)
             return try JPEG2000Decoder.decode(codestream, file: self, frame: index)
         case .dcmtk:
+            let bytes = try frameCodestream(index, fragmentCount: info.fragmentCount)
+            if syntax.uid == TransferSyntax.rleLossless { try validateRLEFrame(bytes, frame: index) }
             return try dcmtkFrame(index)
         case .none:
             throw DICOMError.unsupportedTransferSyntax(uid: transferSyntaxUID, file: path)

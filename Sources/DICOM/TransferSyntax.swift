@@ -6,10 +6,12 @@ public struct TransferSyntax: Sendable, Equatable {
 
     public init(uid: String) { self.uid = uid }
 
+    public static let rleLossless = "1.2.840.10008.1.2.5"
+
     /// The decoder of encapsulated pixel data; nil for native syntaxes and those SliceLab cannot decode.
     public var codec: Codec? {
         switch uid {
-        case "1.2.840.10008.1.2.5",  // RLE Lossless
+        case Self.rleLossless,
              "1.2.840.10008.1.2.4.50", "1.2.840.10008.1.2.4.51",  // JPEG baseline, extended
              "1.2.840.10008.1.2.4.57", "1.2.840.10008.1.2.4.70",  // JPEG lossless
              "1.2.840.10008.1.2.4.80", "1.2.840.10008.1.2.4.81":  // JPEG-LS lossless, near-lossless

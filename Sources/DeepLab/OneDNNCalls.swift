@@ -253,3 +253,21 @@ final class PrimitiveCache {
         return p
     }
 }
+
+/// The instruction set oneDNN's kernels use on this CPU (after any `ONEDNN_MAX_CPU_ISA` cap), as the cap's
+/// values name it: "AVX2", "AVX512_CORE", "AVX512_CORE_AMX", … Rests on `dnnl_get_effective_cpu_isa`.
+public var oneDNNEffectiveISA: String {
+    switch dnnl_get_effective_cpu_isa() {
+    case dnnl_cpu_isa_sse41: return "SSE41"
+    case dnnl_cpu_isa_avx: return "AVX"
+    case dnnl_cpu_isa_avx2: return "AVX2"
+    case dnnl_cpu_isa_avx2_vnni: return "AVX2_VNNI"
+    case dnnl_cpu_isa_avx512_mic: return "AVX512_MIC"
+    case dnnl_cpu_isa_avx512_mic_4ops: return "AVX512_MIC_4OPS"
+    case dnnl_cpu_isa_avx512_core: return "AVX512_CORE"
+    case dnnl_cpu_isa_avx512_core_vnni: return "AVX512_CORE_VNNI"
+    case dnnl_cpu_isa_avx512_core_bf16: return "AVX512_CORE_BF16"
+    case dnnl_cpu_isa_avx512_core_amx: return "AVX512_CORE_AMX"
+    case let other: return "ISA 0x\(String(other.rawValue, radix: 16))"
+    }
+}

@@ -210,6 +210,57 @@ func datasetType(_ file: HDF5File, _ dataset: HDF5Handle, _ path: String) throws
     try hdf5Open(file.path, "type of \(path)", close: H5Tclose) { H5Dget_type(dataset.id) }
 }
 
+/// Deflate's largest possible ratio (zlib's technical details: 1032:1); a filtered dataset that claims more
+/// decoded bytes per stored byte than this cannot be honest.
+let maximumCompressionRatio = 1032
+
+/// Checks that the dataset's claimed size fits what the file can hold before anything is allocated for it
+/// (a 2 KB file's header may claim 4 GB): contiguous storage must lie inside the file, and chunked or compact
+/// storage must not claim more than `maximumCompressionRatio` decoded bytes per byte it stores (with an
+/// allowance of one 64 KiB block for tiny datasets). Storage never written (fill values only) is accepted up to
+/// the same ratio of the file's size.
+///
+/// - Throws: `ImageIOError.unreadable` naming the dataset, its claimed size and the file's. Rests on
+///   `H5Pget_layout`, `H5Dget_offset`, `H5Dget_storage_size` and `H5Fget_filesize`.
+func checkStorage(_ file: HDF5File, _ dataset: HDF5Handle, _ path: String) throws {
+    let type = try datasetType(file, dataset, path)
+    let shape = try extents(file, dataspace(file, dataset, path), path)
+    let elementSize = Int(H5Tget_size(type.id))
+    let (claimed, overflow) = shape.reduce((elementSize, false)) { acc, extent in
+        let (product, o) = acc.0.multipliedReportingOverflow(by: extent)
+        return (product, acc.1 || o)
+    }
+    var fileSize: hsize_t = 0
+    guard H5Fget_filesize(file.handle.id, &fileSize) >= 0 else {
+        throw ImageIOError.unreadable(file: file.path, reason: "size of the file: \(hdf5Message())")
+    }
+    let plist = try hdf5Open(file.path, "creation properties of \(path)", close: H5Pclose) {
+        H5Dget_create_plist(dataset.id)
+    }
+    let stored = Int(clamping: H5Dget_storage_size(dataset.id))
+    let available = Int(clamping: fileSize)
+    let refuse = { (why: String) in
+        ImageIOError.unreadable(file: file.path, reason: "\(path) claims \(shape.map(String.init).joined(separator: " × ")) "
+            + "values of \(elementSize) bytes (\(overflow ? "over 2^63 bytes" : ReadLimits.format(bytes: Double(claimed)))), "
+            + "but \(why); the file is malformed")
+    }
+    guard !overflow else { throw refuse("no file can hold that") }
+    let offset = H5Dget_offset(dataset.id)
+    if H5Pget_layout(plist.id) == H5D_CONTIGUOUS, offset != chdf5_haddr_undef() {
+        let (end, o) = Int(clamping: offset).addingReportingOverflow(claimed)
+        guard !o, offset < fileSize, end <= available else {
+            throw refuse("its contiguous storage at byte \(offset) runs past the file's end (\(available) bytes)")
+        }
+        return
+    }
+    let basis = stored > 0 ? stored : available
+    let (bound, o) = maximumCompressionRatio.multipliedReportingOverflow(by: basis + (64 << 10))
+    guard o || claimed <= bound else {
+        throw refuse("it stores \(stored) bytes in a file of \(available), more than \(maximumCompressionRatio):1 "
+            + "even if compressed")
+    }
+}
+
 func dataspace(_ file: HDF5File, _ dataset: HDF5Handle, _ path: String) throws -> HDF5Handle {
     try hdf5Open(file.path, "dataspace of \(path)", close: H5Sclose) { H5Dget_space(dataset.id) }
 }

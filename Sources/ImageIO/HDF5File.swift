@@ -313,6 +313,7 @@ public final class HDF5File {
         let total = count.reduce(1, *)
         let (fileSpace, memorySpace, handles) = try box(dataset, path, start: start, count: count, valueCount: total)
         defer { withExtendedLifetime(handles) {} }
+        if total > 0 { try checkStorage(self, dataset, path) }
         if T.self == Float.self, total > 0, let half = try littleEndianHalfType(dataset, path) {
             // HDF5 1.10 converts half precision with its generic soft conversion, bit by bit; reading the raw
             // 16-bit patterns and widening them here is exact and about fifty times faster.

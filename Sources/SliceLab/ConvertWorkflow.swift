@@ -102,29 +102,40 @@ public enum ConvertWorkflow {
             skipped += failed
             if let volume { volumes.append((series, volume)) }
         }
-        guard !volumes.isEmpty else {
-            throw DICOMError.noSeries(folder: source, reasons: skipped.map { "\($0.file): \($0.reason)" })
-        }
+        var written: [(Series, Volume?)] = []
         try HDF5File.write(to: output, updating: false) { h5 in
-            for (index, (series, volume)) in volumes.enumerated() {
+            for (series, volume) in volumes {
                 let path = "/series/\(series.seriesInstanceUID)/image"
-                if let volume {
-                    try writeVolume(volume, series: series, to: h5, at: path)
-                } else if Set(series.slices.map(\.file.path)).count == 1 {
-                    try writeFile(series.first, to: h5, at: path)
-                } else {
-                    try writeColorSeries(series, to: h5, at: path)
+                do {
+                    // A series read from one file (or colour) is decoded here, before anything of it is written:
+                    // a file that fails to decode is skipped like those that fail while loading a volume.
+                    if let volume {
+                        try writeVolume(volume, series: series, to: h5, at: path)
+                    } else if Set(series.slices.map(\.file.path)).count == 1 {
+                        try writeFile(series.first, to: h5, at: path)
+                    } else {
+                        try writeColorSeries(series, to: h5, at: path)
+                    }
+                } catch let error as DICOMError where volume == nil {
+                    for file in Set(series.slices.map(\.file.path)).sorted() {
+                        skipped.append((file, Series.reason(error, file: file)))
+                    }
+                    continue
                 }
                 // /image names the first series' dataset (a hard link: the same values and attributes, stored once).
-                if index == 0 { try h5.link("/image", to: path) }
+                if written.isEmpty { try h5.link("/image", to: path) }
+                written.append((series, volume))
                 lines.append("series \(series.seriesInstanceUID): \(volume?.slices ?? series.slices.count) slice(s)"
                              + (volume?.warnings.isEmpty == false ? "; warnings: " + (volume?.warnings ?? []).joined(separator: "; ") : ""))
             }
+            guard !written.isEmpty else {
+                throw DICOMError.noSeries(folder: source, reasons: skipped.map { "\($0.file): \($0.reason)" })
+            }
         }
         for entry in skipped { lines.append("skipped \(entry.file): \(entry.reason)") }
-        let used = volumes.map { volume in volume.1.map { Set($0.sourceFiles).count }
+        let used = written.map { volume in volume.1.map { Set($0.sourceFiles).count }
             ?? Set(volume.0.slices.map(\.file.path)).count }.reduce(0, +)
-        lines.append("converted \(used) of \(used + skipped.count) files into \(volumes.count) series, "
+        lines.append("converted \(used) of \(used + skipped.count) files into \(written.count) series, "
                      + "\(skipped.count) skipped")
         lines.append("wrote \(output)")
         return lines

@@ -1,7 +1,12 @@
+import DeepLab
 import ImageIO
 
 /// SliceLab's version, written into every results file and checkpoint it produces.
 public let sliceLabVersion = "0.1.0"
+
+/// `slicelab --version`: the version, and the instruction set the engine's kernels run at on this CPU (which
+/// `ONEDNN_MAX_CPU_ISA` can cap; `.ci/run` reads it to test the lower levels too).
+public var versionDescription: String { "slicelab \(sliceLabVersion)\noneDNN ISA: \(oneDNNEffectiveISA)" }
 
 /// Bounds on what the readers of outside files allocate (`--max-memory`), re-exported for the executable.
 public typealias ReadLimits = ImageIO.ReadLimits

@@ -29,7 +29,7 @@ func main() -> Int32 {
         return 0
     }
     if name == "--version" {
-        print("slicelab \(sliceLabVersion)")
+        print(versionDescription)
         return 0
     }
     guard let command = commands.first(where: { $0.spec.name == name }) else {

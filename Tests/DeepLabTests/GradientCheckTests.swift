@@ -1,6 +1,8 @@
 @testable import DeepLab
 import Foundation
+import ImageIO
 import Testing
+import TestSupport
 
 /// Backward passes against central finite differences (float32; relative error ≤ 1e-2, issue #5), checked as
 /// directional derivatives along a random direction per tensor, which keeps float32 rounding far below the signal.
@@ -133,12 +135,16 @@ import Testing
                            auxiliary: FloatTensor(shape: [2, 3, 21, 19], values: rAux))
         // Later layers: their float32 difference quotients are well conditioned (early layers of a deep ReLU
         // network cross kinks at any step float32 can resolve); the layer checks above cover every layer type.
+        // Not ASPP's image-pooling branch (classifier.0.convs.3.*): its batch norm normalises 2 values per
+        // channel, so a float32 quotient moves with the kernels' rounding (issue #22: -0.0968 against an
+        // analytic -0.0907 under AVX-512 kernels; on the golden's case PyTorch's own float32 quotient is 4×
+        // off the float64 one); the PyTorch float64 golden above checks every parameter, that branch included.
         let names = arch == .resnet18
             ? ["backbone.layer3.1.bn2.bias", "backbone.layer4.1.conv2.weight", "classifier.0.convs.0.0.weight",
-               "classifier.0.convs.3.1.weight", "classifier.0.project.0.weight", "classifier.1.weight",
+               "classifier.0.project.0.weight", "classifier.1.weight",
                "classifier.4.bias", "aux_classifier.0.weight", "aux_classifier.4.weight"]
-            : ["backbone.16.conv.1.0.weight", "backbone.18.0.weight", "classifier.0.convs.3.1.weight",
-               "classifier.4.weight", "aux_classifier.0.weight"]
+            : ["backbone.16.conv.1.0.weight", "backbone.18.0.weight", "classifier.4.weight",
+               "aux_classifier.0.weight"]
         let byName = model.parametersByName
         let base = try evaluate()
         let noise = 1e-6 * abs(base) / 1e-3 + 1e-3
@@ -153,6 +159,59 @@ import Testing
                         "\(label): analytic \(analytic), numeric \(numeric)")
             }
         }
+    }
+
+    /// Every trainable parameter's gradient of the whole model in training mode against PyTorch autograd in
+    /// float64 on the same model, weights, input and loss (Datasets/goldens/gradient_goldens.py): the exact
+    /// gradient, whatever kernels oneDNN picks on this CPU, so it also decides the elements whose finite
+    /// differences are badly conditioned (ASPP's pooling branch, whose batch norm sees 2 values per channel).
+    ///
+    /// Tolerance, per tensor, on the scale s = its largest exact |gradient| + 1e-5 × the model's largest (a bias
+    /// followed by batch norm has an exact gradient of 0): |Δ| ≤ 1e-3 · s + 4 · d, where d is the largest
+    /// deviation from float64 among three float32 PyTorch runs that sum in different orders (default,
+    /// channels-last, oneDNN off): these tiny training-mode batches (2 to 8 values per channel in the late batch
+    /// norms) amplify float32 rounding, and PyTorch's own float32 moves by up to 6.9 % of s on MobileNetV2's
+    /// late biases and 0.14 % on ResNet-18's ASPP pooling branch.
+    @Test(arguments: [("resnet18", DeepLabConfiguration.Architecture.resnet18), ("mobilenet_v2", .mobilenetV2)])
+    func wholeModelGradientsMatchPyTorchAutogradInFloat64(_ c: (group: String, arch: DeepLabConfiguration.Architecture)) throws {
+        let file = try HDF5File.open(TestSupport.packageRoot
+            .appendingPathComponent("Tests/DeepLabTests/Fixtures/gradient_goldens.h5").path)
+        let json = try #require(try file.attribute("configuration", at: "/\(c.group)").stringValue)
+        let configuration = try JSONDecoder().decode(DeepLabConfiguration.self, from: Data(json.utf8))
+        #expect(configuration.arch == c.arch)
+        let model = try DeepLabV3(configuration)
+        model.setDropout(enabled: false)
+        DeterministicWeights.fill(model)
+        let shape = [2, 1, 21, 19], outputShape = [2, 3, 21, 19]
+        let count = outputShape.reduce(1, *)
+        _ = try model.forward(DeterministicWeights.input(shape), training: true)
+        model.zeroGradients()
+        try model.backward(FloatTensor(shape: outputShape, values: DeterministicWeights.uniform(count, salt: 777).map { Float($0) }),
+                           auxiliary: FloatTensor(shape: outputShape, values: DeterministicWeights.uniform(count, salt: 778).map { Float($0) }))
+        let floor = try #require(try file.attribute("floor", at: "/\(c.group)").doubleValues?.first)
+        var checked = 0, worst = (ratio: 0.0, name: "")
+        for p in model.parameters where p.isTrainable {
+            let group = "/\(c.group)/\(p.name)"
+            let indices = try file.read("\(group)/indices", as: Int64.self).values
+            let exact = try file.read("\(group)/float64", as: Double.self).values
+            let scale = try #require(try file.attribute("max_abs", at: group).doubleValues?.first) + floor
+            let torchDeviation = try #require(try file.attribute("float32_deviation", at: group).doubleValues?.first)
+            let allowed = 1e-3 * scale + 4 * torchDeviation
+            #expect(p.gradient.count == p.value.count, "\(p.name)")
+            var largest = (difference: 0.0, index: 0)
+            for (i, index) in indices.enumerated() {
+                let difference = abs(Double(p.gradient[Int(index)]) - exact[i])
+                if difference > largest.difference { largest = (difference, Int(index)) }
+            }
+            #expect(largest.difference <= allowed, """
+                \(p.name)[\(largest.index)]: |Δ| \(largest.difference) over \(allowed) (scale \(scale), PyTorch float32 \
+                deviation \(torchDeviation))
+                """)
+            if largest.difference / scale > worst.ratio { worst = (largest.difference / scale, p.name) }
+            checked += 1
+        }
+        #expect(checked == model.parameters.filter(\.isTrainable).count && checked > 50)
+        print("\(c.group): \(checked) gradients; largest |Δ| / scale \(worst.ratio) (\(worst.name))")
     }
 
     /// Max pooling, global average pooling, bilinear resampling and the concat split against differences

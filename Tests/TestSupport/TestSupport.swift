@@ -43,7 +43,7 @@ public enum TestSupport {
     @discardableResult
     public static func run(_ executable: String, _ arguments: [String], input: String? = nil,
                            environment: [String: String]? = nil,
-                           currentDirectory: URL? = nil) throws -> ProcessResult {
+                           currentDirectory: URL? = nil, timeout: Double? = nil) throws -> ProcessResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -56,6 +56,12 @@ public enum TestSupport {
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        if let timeout {  // a hang is killed, so the test fails on its status instead of never ending
+            let pid = process.processIdentifier
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+                if process.isRunning { kill(pid, SIGKILL) }
+            }
+        }
         final class Box: @unchecked Sendable { var data = Data() }
         let outBox = Box()
         let group = DispatchGroup()
@@ -85,8 +91,9 @@ public enum TestSupport {
 
     /// Runs the built `slicelab` with `arguments`.
     @discardableResult
-    public static func slicelab(_ arguments: [String], currentDirectory: URL? = nil) throws -> ProcessResult {
-        try run(slicelabBinary, arguments, currentDirectory: currentDirectory)
+    public static func slicelab(_ arguments: [String], currentDirectory: URL? = nil,
+                                timeout: Double? = nil) throws -> ProcessResult {
+        try run(slicelabBinary, arguments, currentDirectory: currentDirectory, timeout: timeout)
     }
 
     public struct PythonError: Error, CustomStringConvertible {
