@@ -61,6 +61,7 @@ extension DicomFile {
         try bytes.withUnsafeMutableBytes { raw in
             guard let base = raw.baseAddress else { return }
             if info.encapsulated {
+                try frameLock.withLock { try validateBeforeDCMTK(index, fragmentCount: info.fragmentCount) }
                 _ = try handle.decodeFrame(index, into: raw)
             } else {
                 guard index * count + count <= info.length else {

@@ -32,6 +32,8 @@ public final class DicomFile: @unchecked Sendable {
     let pixelInfo: DCMTKHandle.PixelInfo?
     let frameLock = NSLock()
     var fragmentMap: [[Int]]?
+    /// Whether every JPEG fragment has been walked as DCMTK's pre-scan walks it (`validateJPEGFrame`).
+    var jpegFragmentsWalked = false
 
     /// Element values longer than this stay on disk until read, so a file cannot make the reader allocate more
     /// than it holds (a claimed multi-gigabyte length is refused when read, not allocated at open).
@@ -330,8 +332,7 @@ public final class DicomFile: @unchecked Sendable {
             let codestream = try frameCodestream(index, fragmentCount: info.fragmentCount)
             return try JPEG2000Decoder.decode(codestream, file: self, frame: index)
         case .dcmtk:
-            let bytes = try frameCodestream(index, fragmentCount: info.fragmentCount)
-            if syntax.uid == TransferSyntax.rleLossless { try validateRLEFrame(bytes, frame: index) }
+            try validateBeforeDCMTK(index, fragmentCount: info.fragmentCount)
             return try dcmtkFrame(index)
         case .none:
             throw DICOMError.unsupportedTransferSyntax(uid: transferSyntaxUID, file: path)

@@ -1,4 +1,4 @@
-import DICOM
+@testable import DICOM
 import Foundation
 import Testing
 import TestSupport
@@ -48,5 +48,102 @@ struct FuzzRegressionTests {
             #expect("\(error)".contains(path))
             #expect("\(error)".contains("but the deflated data set ends"))
         }
+    }
+}
+
+/// The checks made before DCMTK decodes a frame (issue #23), on every RLE and JPEG file of the conformance
+/// corpus: each still decodes untouched, and each breaks in the way that crashed or hung DCMTK gives a typed
+/// error naming the file and the frame. The broken copies are made by pydicom (Tests/requirements.txt).
+struct PreDecodeCheckTests {
+    static let corpus = TestSupport.packageRoot.appendingPathComponent("Datasets/cache/dicom-corpus")
+
+    /// Copies every corpus file of `syntaxes` into a temporary folder after `mutation` (Python, on `frame`, the
+    /// first frame's bytes) and returns the originals' and the copies' paths.
+    static func mutatedCopies(_ syntaxes: [String], _ mutation: String) throws -> (URL, [(String, String)]) {
+        let folder = try TestSupport.temporaryFolder("predecode")
+        let output = try TestSupport.runPython("""
+            import pathlib, sys, warnings
+            import pydicom
+            from pydicom.encaps import encapsulate, generate_frames
+            warnings.simplefilter("ignore")
+            syntaxes, out = set(sys.argv[1].split(",")), pathlib.Path(sys.argv[2])
+            for i, path in enumerate(sorted(pathlib.Path(sys.argv[3]).rglob("*"))):
+                try:
+                    ds = pydicom.dcmread(path)
+                except Exception:
+                    continue
+                if str(ds.file_meta.get("TransferSyntaxUID", "")) not in syntaxes or "PixelData" not in ds:
+                    continue
+                frames = [bytearray(f) for f in generate_frames(ds.PixelData, number_of_frames=int(ds.get("NumberOfFrames", 1) or 1))]
+                frame = frames[0]
+                \(mutation.split(separator: "\n").joined(separator: "\n    "))
+                frames[0] = frame
+                ds.PixelData = encapsulate([bytes(f) for f in frames])
+                target = out / f"{i:03d}.dcm"
+                try:
+                    ds.save_as(target)
+                except Exception:  # a corpus file pydicom reads but cannot write back
+                    continue
+                print(f"{path}\\t{target}")
+            """, arguments: [syntaxes.joined(separator: ","), folder.path, Self.corpus.path])
+        let pairs = output.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
+            .filter { $0.count == 2 }.map { ($0[0], $0[1]) }
+        return (folder, pairs)
+    }
+
+    static func expectDecodeError(_ path: String, _ cause: String) {
+        do {
+            let file = try DicomFile(path: path)
+            _ = file.isColor ? try file.rgbFrame(0).samples.count : try file.modalityFrame(0).count
+            Issue.record("\(path) decoded")
+        } catch let error as DICOMError {
+            guard case let .decodeFailed(errorFile, frame, reason) = error else {
+                Issue.record("\(path): expected decodeFailed, got \(error)")
+                return
+            }
+            #expect(errorFile == path && frame == 0 && reason.contains(cause), "\(error)")
+        } catch {
+            Issue.record("\(path): \(error)")
+        }
+    }
+
+    @Test func everyRLEFileWithASegmentOffsetPastItsFrameIsRefused() throws {
+        // The last segment's offset moved past the frame (the first segment's must stay 64, so with one segment
+        // the count is raised to two, the second past the end).
+        let (folder, pairs) = try Self.mutatedCopies(["1.2.840.10008.1.2.5"], """
+            import struct
+            count = struct.unpack_from("<I", frame, 0)[0]
+            if count == 1:
+                struct.pack_into("<II", frame, 0, 2, 64)
+                count = 2
+            struct.pack_into("<I", frame, 4 * count, len(frame) + 1000)
+            """)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        #expect(pairs.count >= 10)
+        for (original, broken) in pairs {
+            let file = try DicomFile(path: original)
+            _ = file.isColor ? try file.rgbFrame(0).samples.count : try file.modalityFrame(0).count
+            Self.expectDecodeError(broken, "malformed RLE header")
+        }
+    }
+
+    @Test func everyJPEGFileWithATEMMarkerBeforeItsFrameHeaderIsRefused() throws {
+        // FF 01 right after SOI: DCMTK's bit-depth pre-scan never moves past it.
+        let (folder, pairs) = try Self.mutatedCopies(
+            ["1.2.840.10008.1.2.4.50", "1.2.840.10008.1.2.4.51", "1.2.840.10008.1.2.4.57", "1.2.840.10008.1.2.4.70"],
+            "frame[2:2] = b\"\\xff\\x01\"")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        #expect(pairs.count >= 15)
+        for (_, broken) in pairs { Self.expectDecodeError(broken, "FF 01 (TEM)") }
+    }
+
+    /// The pre-scan's walk, replayed: it stops at a frame header or a marker DCMTK refuses, loops only on TEM.
+    @Test func dcmtkWalkReplayFindsTheLoopOnlyWhereDCMTKLoops() {
+        let app0: [UInt8] = [0xFF, 0xE0, 0x00, 0x04, 0x00, 0x00]
+        #expect(DicomFile.dcmtkBitDepthWalkLoops([0xFF, 0xD8, 0xFF, 0x01, 0, 0, 0]) == 2)
+        #expect(DicomFile.dcmtkBitDepthWalkLoops([0xFF, 0xD8, 0xFF, 0x01, 0, 0]) == nil)  // too short to enter
+        #expect(DicomFile.dcmtkBitDepthWalkLoops([0xFF, 0xD8] + app0 + [0xFF, 0xFF, 0xFF, 0x01, 0, 0, 0]) == 10)
+        #expect(DicomFile.dcmtkBitDepthWalkLoops([0xFF, 0xD8] + app0 + [0xFF, 0xC0, 0, 11, 8, 0, 1, 0, 1, 1]) == nil)
+        #expect(DicomFile.dcmtkBitDepthWalkLoops([0xFF, 0xD8, 0xFF, 0x02, 0xFF, 0x01, 0, 0]) == nil)  // refused
     }
 }

@@ -1,0 +1,146 @@
+import Foundation
+import ImageIO
+import Testing
+import TestSupport
+
+/// Small files that crashed, hung or cost gigabytes in the readers (issue #23, from `../shared/regressions/`,
+/// kept in Regressions/): each gives one line naming the file and the cause, exit 1 and no output through every
+/// command that reads its format, and a batch skips it and goes on. Every run is killed after `timeout` seconds,
+/// so a hang fails the test on its status instead of stopping the suite.
+struct ReaderRegressionTests {
+    static let timeout = 120.0
+
+    static func regression(_ name: String) -> String {
+        TestSupport.packageRoot.appendingPathComponent("Tests/RobustnessTests/Regressions/\(name)").path
+    }
+
+    /// The DICOM files and the words their error must hold: RLE offsets past the fragment (a SIGSEGV inside
+    /// DCMTK) and a JPEG marker sequence on which DCMTK's IJG decoder loops forever.
+    static let dicomCases = [
+        ("dicom-rle-segment-offset-segv.dcm", "malformed RLE header: segment 2 starts at byte 822083848"),
+        ("dicom-jpeg-baseline-3x3-hang.dcm", "malformed JPEG"),
+    ]
+
+    static func expectRefused(_ result: TestSupport.ProcessResult, _ file: String, _ cause: String,
+                              output: String, _ command: String) {
+        #expect(result.status == 1, "\(command): status \(result.status) (9: killed after \(timeout) s)")
+        #expect(result.standardError.contains(file) && result.standardError.contains(cause),
+                "\(command): \(result.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: output), "\(command) wrote \(output)")
+    }
+
+    @Test(arguments: dicomCases)
+    func convertAndSegmentRefuseTheDICOMFile(_ c: (name: String, cause: String)) throws {
+        let folder = try TestSupport.temporaryFolder("regression-dicom")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent(c.name).path
+        try FileManager.default.copyItem(atPath: Self.regression(c.name), toPath: file)
+        for output in ["out.h5", "out.png"] {
+            let out = folder.appendingPathComponent(output).path
+            Self.expectRefused(try TestSupport.slicelab(["convert", file, out], timeout: Self.timeout), file, c.cause,
+                               output: out, "convert → \(output)")
+        }
+        let model = try Fixtures.model(in: folder)
+        let out = folder.appendingPathComponent("labels.h5").path
+        Self.expectRefused(try TestSupport.slicelab(["segment", file, "--model", model, "--out", out],
+                                                    timeout: Self.timeout), file, c.cause, output: out, "segment")
+    }
+
+    /// One series of three good slices beside both bad files: `info`, `convert` and `segment` of the folder
+    /// finish, list each bad file with its cause, and keep the good series whole.
+    @Test func aFolderWithTheBadDICOMFilesSkipsThemAndKeepsTheGoodSeries() throws {
+        let folder = try TestSupport.temporaryFolder("regression-folder")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let series = folder.appendingPathComponent("series")
+        try FileManager.default.createDirectory(at: series, withIntermediateDirectories: true)
+        for index in 0..<3 {
+            let stored = (0..<(16 * 16)).map { UInt16((index * 5 + $0 * 7) % 2048) }
+            try Data(Fixtures.ctFile(rows: 16, columns: 16, stored: stored, position: Double(index), instance: index + 1))
+                .write(to: series.appendingPathComponent("IM\(index).dcm"))
+        }
+        var bad: [(path: String, cause: String)] = []
+        for (name, cause) in Self.dicomCases {
+            let path = series.appendingPathComponent(name).path
+            try FileManager.default.copyItem(atPath: Self.regression(name), toPath: path)
+            bad.append((path, cause))
+        }
+        let info = try TestSupport.slicelab(["info", series.path], timeout: Self.timeout)
+        #expect(info.status == 0, "\(info.standardError)")
+
+        let out = folder.appendingPathComponent("series.h5").path
+        let convert = try TestSupport.slicelab(["convert", series.path, out], timeout: Self.timeout)
+        #expect(convert.status == 0, "\(convert.standardError)")
+        for (path, cause) in bad {
+            #expect(convert.standardOutput.contains("skipped \(path): ") && convert.standardOutput.contains(cause),
+                    "\(convert.standardOutput)")
+        }
+        #expect(try HDF5File.open(out).shape(of: "/image") == [3, 16, 16])
+
+        let model = try Fixtures.model(in: folder)
+        let labels = folder.appendingPathComponent("labels.h5").path
+        let segment = try TestSupport.slicelab(["segment", series.path, "--model", model, "--out", labels],
+                                               timeout: Self.timeout)
+        #expect(segment.status == 0, "\(segment.standardError)")
+        #expect(try HDF5File.open(labels).shape(of: "/labels") == [3, 16, 16])
+    }
+
+    /// A labeled set whose test case's image is a bad DICOM file: `compare` names the case, the file and the cause.
+    @Test(arguments: dicomCases)
+    func aLabeledSetWithABadDICOMImageNamesItsFile(_ c: (name: String, cause: String)) throws {
+        let folder = try TestSupport.temporaryFolder("regression-set")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let set = try Fixtures.labeledSet(in: folder)
+        let image = set.appendingPathComponent("images/case04.dcm").path
+        try FileManager.default.removeItem(at: set.appendingPathComponent("images/case04.png"))
+        try FileManager.default.copyItem(atPath: Self.regression(c.name), toPath: image)
+        let side = c.name.contains("rle") ? 100 : 3
+        try PNGImage(rows: side, columns: side, channels: 1, samples: [UInt8](repeating: 0, count: side * side))
+            .write(to: set.appendingPathComponent("labels/case04.png").path)
+        let model = try Fixtures.model(in: folder)
+        let out = folder.appendingPathComponent("results.h5").path
+        let result = try TestSupport.slicelab(["compare", set.path, "--model", model, "--out", out],
+                                              timeout: Self.timeout)
+        Self.expectRefused(result, image, c.cause, output: out, "compare")
+        #expect(result.standardError.contains("case04"))
+    }
+
+    /// An HDF5 `/image` whose element type claims 4 GB per value, stored past the end of a 2 KB file: refused
+    /// from its header, before HDF5 or SliceLab allocates anything for it, by every command that reads HDF5.
+    @Test func theHDF5FileIsRefusedByClusterSegmentAndEvaluate() throws {
+        let folder = try TestSupport.temporaryFolder("regression-hdf5")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("image.h5").path
+        try FileManager.default.copyItem(atPath: Self.regression("hdf5-contiguous-extent-past-eof.h5"), toPath: file)
+        let cause = "runs past the file's end"
+        var out = folder.appendingPathComponent("clusters.h5").path
+        Self.expectRefused(try TestSupport.slicelab(["cluster", file, "--method", "kmeans", "--classes", "2",
+                                                     "--out", out], timeout: Self.timeout),
+                           file, cause, output: out, "cluster")
+        let model = try Fixtures.model(in: folder)
+        out = folder.appendingPathComponent("labels.h5").path
+        Self.expectRefused(try TestSupport.slicelab(["segment", file, "--model", model, "--out", out],
+                                                    timeout: Self.timeout), file, cause, output: out, "segment")
+        // evaluate reads /labels: the same flaw there, made by h5py and one patched layout message (the data's
+        // address moved 256 MiB past the end of the file).
+        let labels = folder.appendingPathComponent("labels-past-eof.h5").path
+        try TestSupport.runPython("""
+            import h5py, numpy as np, struct, sys
+            with h5py.File(sys.argv[1], "w") as f:
+                d = f.create_dataset("labels", data=np.ones((3, 4, 5), np.uint8))
+                address = d.id.get_offset()
+            data = bytearray(open(sys.argv[1], "rb").read())
+            layout = struct.pack("<QQ", address, 60)
+            assert data.count(layout) == 1
+            at = data.index(layout)
+            data[at:at + 8] = struct.pack("<Q", 256 << 20)
+            open(sys.argv[1], "wb").write(bytes(data))
+            """, arguments: [labels])
+        let reference = folder.appendingPathComponent("reference.h5").path
+        try HDF5File.write(to: reference, updating: false) { try $0.write([UInt8](repeating: 1, count: 60), shape: [3, 4, 5], to: "/labels") }
+        out = folder.appendingPathComponent("results.h5").path
+        for (pred, ref) in [(labels, reference), (reference, labels)] {
+            Self.expectRefused(try TestSupport.slicelab(["evaluate", "--pred", pred, "--ref", ref, "--out", out],
+                                                        timeout: Self.timeout), labels, cause, output: out, "evaluate")
+        }
+    }
+}
