@@ -47,9 +47,10 @@ let package = Package(
         .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "ClassicalTests", dependencies: ["Classical", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics", "TestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "SliceLabTests", dependencies: ["SliceLab", "DICOM", "ImageIO", "TestSupport"]),
+        .testTarget(name: "SliceLabTests", dependencies: ["SliceLab", "DICOM", "ImageIO", "TestSupport"],
+                    exclude: ["Fixtures"]),
         // Fault injection (SIGKILL, full and read-only disks), corrupt batches and read bounds, end to end.
         .testTarget(name: "RobustnessTests", dependencies: ["SliceLab", "DICOM", "DeepLab", "ImageIO", "Metrics",
-                                                           "TestSupport"]),
+                                                           "TestSupport"], exclude: ["Regressions"]),
     ]
 )

@@ -7,6 +7,36 @@ public enum MetricName: String, Sendable, CaseIterable, Codable {
     case hd, hd95, assd, nsd
 }
 
+/// Metric values by metric: a table in which a metric is present or absent (a results file written before a
+/// metric existed lacks it). For one case a metric's values are per class; for a run, row-major [cases, classes].
+public struct MetricTable: Sendable, Equatable {
+    private var columns: [MetricName: [Double]] = [:]
+
+    public init() {}
+
+    /// The values of `metric`, or nil when the table does not hold it.
+    public subscript(metric: MetricName) -> [Double]? {
+        get { columns[metric] }
+        set { columns[metric] = newValue }
+    }
+
+    /// The metrics present, in `MetricName`'s declaration order.
+    public var metrics: [MetricName] { MetricName.allCases.filter { columns[$0] != nil } }
+
+    /// Appends `other`'s values of every metric it holds (a run's table grows case by case).
+    public mutating func append(_ other: MetricTable) {
+        for (metric, values) in other.columns { columns[metric, default: []] += values }
+    }
+}
+
+extension MetricName {
+    /// A stable 64-bit number for the metric, from its name (FNV-1a): seeds derived from it do not move when
+    /// metrics are added or reordered.
+    public var stableHash: UInt64 {
+        rawValue.utf8.reduce(0xcbf2_9ce4_8422_2325 as UInt64) { ($0 ^ UInt64($1)) &* 0x0000_0100_0000_01B3 }
+    }
+}
+
 /// How a case is evaluated: the definitions the README pins, recorded with the results.
 public struct EvaluationSettings: Sendable, Codable, Equatable {
     public var classCount: Int
@@ -23,8 +53,8 @@ public struct EvaluationSettings: Sendable, Codable, Equatable {
 /// Every metric of every class for one case, and its confusion matrix.
 public struct CaseMetrics: Sendable {
     public let confusion: ConfusionMatrix
-    /// `values[metric][class]`.
-    public let values: [MetricName: [Double]]
+    /// Every metric, per class.
+    public let values: MetricTable
 
     /// Evaluates a prediction against a reference of the same shape.
     ///
@@ -43,19 +73,15 @@ public struct CaseMetrics: Sendable {
         let k = settings.classCount
         confusion = try ConfusionMatrix(reference: reference, prediction: prediction, classCount: k)
         let volume = voxelVolumeMM3 ?? reference.voxelVolume
-        var values = [MetricName: [Double]]()
-        for name in MetricName.allCases { values[name] = [Double](repeating: .nan, count: k) }
+        var rows: [[MetricName: Double]] = []
         for c in 0..<k {
             let overlap = OverlapMetrics(confusion, classIndex: c, voxelVolumeMM3: volume, empty: settings.empty)
-            values[.dice]![c] = overlap.dice
-            values[.iou]![c] = overlap.iou
-            values[.precision]![c] = overlap.precision
-            values[.recall]![c] = overlap.recall
-            values[.specificity]![c] = overlap.specificity
-            values[.accuracy]![c] = overlap.accuracy
-            values[.volumeSimilarity]![c] = overlap.volumeSimilarity
-            values[.volumeReferenceML]![c] = overlap.referenceVolumeML
-            values[.volumePredictedML]![c] = overlap.predictedVolumeML
+            var row: [MetricName: Double] = [
+                .dice: overlap.dice, .iou: overlap.iou, .precision: overlap.precision, .recall: overlap.recall,
+                .specificity: overlap.specificity, .accuracy: overlap.accuracy,
+                .volumeSimilarity: overlap.volumeSimilarity, .volumeReferenceML: overlap.referenceVolumeML,
+                .volumePredictedML: overlap.predictedVolumeML,
+            ]
             let distances: SurfaceDistances
             if confusion.truePositives(c) + confusion.falsePositives(c) + confusion.falseNegatives(c) == 0 {
                 distances = .bothEmpty
@@ -63,11 +89,14 @@ public struct CaseMetrics: Sendable {
                 distances = try SurfaceDistances(prediction: prediction.mask(of: c), reference: reference.mask(of: c),
                                                  shape: reference.shape, spacing: reference.spacing)
             }
-            values[.hd]![c] = distances.hausdorff
-            values[.hd95]![c] = distances.hausdorff95(settings.hd95)
-            values[.assd]![c] = distances.averageSymmetricSurfaceDistance
-            values[.nsd]![c] = distances.normalizedSurfaceDistance(toleranceMM: settings.toleranceMM)
+            row[.hd] = distances.hausdorff
+            row[.hd95] = distances.hausdorff95(settings.hd95)
+            row[.assd] = distances.averageSymmetricSurfaceDistance
+            row[.nsd] = distances.normalizedSurfaceDistance(toleranceMM: settings.toleranceMM)
+            rows.append(row)
         }
+        var values = MetricTable()
+        for metric in MetricName.allCases { values[metric] = rows.map { $0[metric] ?? .nan } }
         self.values = values
     }
 }

@@ -275,7 +275,7 @@ public enum Compare {
                      + pad("HD95 mm", 28) + "p (Wilcoxon, Dice) vs \(first.name)"]
         for c in 1..<first.classNames.count {
             for (index, run) in outcome.runs.enumerated() {
-                let p = index == 0 ? "" : String(format: "%.2g", outcome.comparisons[index - 1].rows[.dice]![c].wilcoxon.pValue)
+                let p = index == 0 ? "" : String(format: "%.2g", (outcome.comparisons[index - 1].rows[.dice]?[c].wilcoxon.pValue ?? .nan))
                 lines.append(pad(first.classNames[c], classWidth) + pad(run.name, runWidth)
                              + pad(TableText.cell(run.summaries(.dice)[c], digits: 3), 16)
                              + pad(TableText.cell(run.summaries(.iou)[c], digits: 3), 16)
@@ -306,13 +306,13 @@ public enum Compare {
                        references: [LabelMap], predictions: [[LabelMap]], set: LabeledSet) throws -> HTMLReport {
         let k = set.classCount
         func perCase(_ run: ResultsRun, _ metric: MetricName) -> [[Double]] {
-            let values = run.metrics[metric] ?? []
-            return (0..<run.caseIDs.count).map { Array(values[($0 * k)..<(($0 + 1) * k)]) }
+            let columns = (0..<k).map { run.values(metric, classIndex: $0) }
+            return (0..<run.caseIDs.count).map { i in columns.map { $0[i] } }
         }
         let methods = runs.enumerated().map { index, run in
             HTMLReport.Method(name: run.name, dice: perCase(run, .dice), iou: perCase(run, .iou),
                               hd95: perCase(run, .hd95),
-                              pValues: index == 0 ? nil : (0..<k).map { comparisons[index - 1].rows[.dice]![$0].wilcoxon.pValue })
+                              pValues: index == 0 ? nil : (0..<k).map { comparisons[index - 1].rows[.dice]?[$0].wilcoxon.pValue ?? .nan })
         }
         let pictures = try images.indices.map { index -> HTMLReport.CasePictures in
             let image = images[index]

@@ -28,7 +28,7 @@ public struct ResultsComparison: Sendable {
         }
         let order = a.caseIDs.compactMap { indexInB[$0] }
         var rows = [MetricName: [PairedComparison]]()
-        for metric in MetricName.allCases {
+        for metric in a.metrics.metrics where b.metrics[metric] != nil {  // metrics both runs hold
             rows[metric] = try (0..<a.classCount).map { c in
                 let valuesB = b.values(metric, classIndex: c)
                 return try PairedComparison(a.values(metric, classIndex: c), order.map { valuesB[$0] },

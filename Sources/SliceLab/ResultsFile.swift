@@ -54,8 +54,10 @@ public enum ResultsFile {
             try file.attribute(attribute, at: group).stringValue ?? ""
         }
         let classNames = try file.readStrings("\(group)/class_names")
-        var metrics = [MetricName: [Double]]()
-        for metric in MetricName.allCases {
+        // Metrics the file does not hold (written before they existed) are absent; names SliceLab does not know
+        // (written by a newer version) are left alone.
+        var metrics = MetricTable()
+        for metric in MetricName.allCases where file.exists("\(group)/metrics/\(metric.rawValue)") {
             metrics[metric] = try file.read("\(group)/metrics/\(metric.rawValue)", as: Double.self).values
         }
         let settings = EvaluationSettings(
@@ -100,7 +102,7 @@ public enum ResultsFile {
         try file.writeStrings(run.classNames, to: "\(group)/class_names")
         try file.write(run.spacing, shape: [cases, 3], to: "\(group)/spacing")
         try file.write(run.confusion, shape: [cases, classes, classes], to: "\(group)/confusion")
-        for metric in MetricName.allCases {
+        for metric in run.metrics.metrics {
             try file.write(run.metrics[metric] ?? [], shape: [cases, classes], to: "\(group)/metrics/\(metric.rawValue)")
             let summaries = run.summaries(metric)
             let path = "\(group)/summary/\(metric.rawValue)"
@@ -134,7 +136,7 @@ public enum ResultsFile {
         try file.setAttribute("bootstrap_seed", .int(Int64(bitPattern: comparison.bootstrapSeed)), at: group)
         try file.setAttribute("bootstrap_resamples", .int(Int64(comparison.bootstrapResamples)), at: group)
         try file.setAttribute("class_names", .strings(comparison.classNames), at: group)
-        for metric in MetricName.allCases {
+        for metric in MetricName.allCases where comparison.rows[metric] != nil {
             let rows = comparison.rows[metric] ?? []
             let path = "\(group)/\(metric.rawValue)"
             try file.write(rows.flatMap(\.row), shape: [rows.count, 4], to: path)

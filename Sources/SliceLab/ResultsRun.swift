@@ -21,7 +21,8 @@ public struct ResultsRun: Sendable {
     public var caseIDs: [String]
     public var classNames: [String]
     public var spacing: [Double]
-    public var metrics: [MetricName: [Double]]
+    /// Per metric, row-major [cases, classes]; a metric the run was not evaluated with is absent.
+    public var metrics: MetricTable
     public var confusion: [Int64]
     /// Predicted label maps to store under `labels/<case>` (optional).
     public var labels: [String: LabelMap]
@@ -43,14 +44,13 @@ public struct ResultsRun: Sendable {
         guard classNames.count == k else {
             throw ResultsError.inconsistentRun(run: name, reason: "\(classNames.count) class names for \(k) classes")
         }
-        var metrics = [MetricName: [Double]]()
-        for metric in MetricName.allCases { metrics[metric] = [] }
+        var metrics = MetricTable()
         var confusion: [Int64] = [], spacing: [Double] = []
         for (id, caseSpacing, values) in cases {
             guard values.confusion.classCount == k, caseSpacing.count == 3 else {
                 throw ResultsError.inconsistentRun(run: name, reason: "case '\(id)' has \(values.confusion.classCount) classes, spacing \(caseSpacing)")
             }
-            for metric in MetricName.allCases { metrics[metric]! += values.values[metric] ?? [] }
+            metrics.append(values.values)
             confusion += values.confusion.counts
             spacing += caseSpacing
         }
@@ -82,9 +82,9 @@ public struct ResultsRun: Sendable {
     public var caseCount: Int { caseIDs.count }
     public var classCount: Int { classNames.count }
 
-    /// The values of `metric` for class `c` over cases.
+    /// The values of `metric` for class `c` over cases: NaN for each case when the run lacks the metric.
     public func values(_ metric: MetricName, classIndex c: Int) -> [Double] {
-        let all = metrics[metric] ?? []
+        guard let all = metrics[metric] else { return [Double](repeating: .nan, count: caseCount) }
         return (0..<caseCount).map { all[$0 * classCount + c] }
     }
 
@@ -103,10 +103,10 @@ public struct ResultsRun: Sendable {
     }
 }
 
-/// A per-metric, per-class seed derived from a run's recorded seed (SplitMix64 mixing of the triple).
+/// A per-metric, per-class seed derived from a run's recorded seed and the metric's name (SplitMix64 mixing of
+/// the triple): adding a metric moves no other metric's intervals.
 func subSeed(_ seed: UInt64, _ metric: MetricName, _ classIndex: Int) -> UInt64 {
-    let metricIndex = UInt64(MetricName.allCases.firstIndex(of: metric) ?? 0)
-    var generator = SeededGenerator(seed: seed &+ metricIndex &* 1_000_003 &+ UInt64(classIndex) &* 7_919)
+    var generator = SeededGenerator(seed: seed &+ metric.stableHash &* 1_000_003 &+ UInt64(classIndex) &* 7_919)
     return generator.next()
 }
 
@@ -114,7 +114,7 @@ extension ResultsRun {
     /// A run as read back from a file.
     init(stored name: String, method: String, model: String, dataset: String, created: String, configJSON: String,
          settings: EvaluationSettings, caseIDs: [String], classNames: [String], spacing: [Double],
-         metrics: [MetricName: [Double]], confusion: [Int64], bootstrapSeed: UInt64, bootstrapResamples: Int) {
+         metrics: MetricTable, confusion: [Int64], bootstrapSeed: UInt64, bootstrapResamples: Int) {
         (self.name, self.method, self.model, self.dataset, self.created) = (name, method, model, dataset, created)
         (self.configJSON, self.settings, self.caseIDs, self.classNames) = (configJSON, settings, caseIDs, classNames)
         (self.spacing, self.metrics, self.confusion, self.labels) = (spacing, metrics, confusion, [:])

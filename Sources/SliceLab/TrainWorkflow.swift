@@ -21,10 +21,8 @@ public struct TrainOptions: Sendable {
     public var cropSize: Int = 256
     /// Default 1e-3 for AdamW, 1e-2 for SGD.
     public var learningRate: Double?
-    /// "sgd" or "adamw".
-    public var optimizer: String = "adamw"
-    /// "ce", "dice", "dicece" or "focal".
-    public var loss: String = "dicece"
+    public var optimizer: OptimizerConfiguration.Kind = .adamw
+    public var loss: LossConfiguration.Kind = .diceCE
     public var classWeights: [Double]?
     /// Weights to start from (a torchvision safetensors file or a SliceLab checkpoint), for the engine.
     public var initialWeights: String?
@@ -70,18 +68,14 @@ public enum TrainWorkflow {
         }
         let stepsPerEpoch = (trainCount + options.batchSize - 1) / options.batchSize
         let steps = options.steps ?? (options.epochs ?? 1) * stepsPerEpoch
-        guard let lossKind = LossConfiguration.Kind(rawValue: options.loss) else {
-            throw TrainingError.invalidConfiguration("unknown loss \(options.loss)")
-        }
-        let isSGD = options.optimizer == "sgd"
-        let rate = options.learningRate ?? (isSGD ? 1e-2 : 1e-3)
+        let rate = options.learningRate ?? (options.optimizer == .sgd ? 1e-2 : 1e-3)
         let warmup = steps >= 100 ? steps / 20 : 0
         return TrainingConfiguration(
             classCount: options.classCount, steps: steps, batchSize: options.batchSize,
             validateEvery: options.validateEvery ?? max(1, min(steps, stepsPerEpoch)),
             schedule: LearningRateSchedule(baseLearningRate: rate, totalSteps: steps, power: 0.9, warmupSteps: warmup),
-            optimizer: isSGD ? .sgd(SGD.Configuration()) : .adamW(AdamW.Configuration()),
-            loss: LossConfiguration(kind: lossKind, classWeights: options.classWeights),
+            optimizer: OptimizerConfiguration(options.optimizer),
+            loss: LossConfiguration(kind: options.loss, classWeights: options.classWeights),
             gradientClipNorm: 10, earlyStoppingPatience: nil, seed: options.seed,
             augmentation: options.augmentation
                 ?? AugmentationConfiguration(cropSize: options.cropSize, classBalancedCropProbability: 1.0 / 3),

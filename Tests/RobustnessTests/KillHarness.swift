@@ -103,8 +103,8 @@ enum KillHarness {
     }
 
     /// Every run of a results file with its metrics, read back with SliceLab's reader.
-    static func results(_ path: String) throws -> [String: [MetricName: [Double]]] {
-        var runs: [String: [MetricName: [Double]]] = [:]
+    static func results(_ path: String) throws -> [String: MetricTable] {
+        var runs: [String: MetricTable] = [:]
         for name in try ResultsFile.runNames(in: path) {
             runs[name] = try ResultsFile.readRun(name, from: path).metrics
         }
@@ -112,12 +112,12 @@ enum KillHarness {
     }
 
     /// Whether two results agree run by run and metric by metric (NaN equal to NaN, else bit-equal).
-    static func same(_ a: [String: [MetricName: [Double]]], _ b: [String: [MetricName: [Double]]]) -> Bool {
+    static func same(_ a: [String: MetricTable], _ b: [String: MetricTable]) -> Bool {
         guard a.keys.sorted() == b.keys.sorted() else { return false }
         for (run, metrics) in a {
-            guard let other = b[run], metrics.keys.count == other.keys.count else { return false }
-            for (metric, values) in metrics {
-                guard let theirs = other[metric], theirs.count == values.count,
+            guard let other = b[run], metrics.metrics == other.metrics else { return false }
+            for metric in metrics.metrics {
+                guard let values = metrics[metric], let theirs = other[metric], theirs.count == values.count,
                       zip(values, theirs).allSatisfy({ $0 == $1 || ($0.isNaN && $1.isNaN) }) else { return false }
             }
         }

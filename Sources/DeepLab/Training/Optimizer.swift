@@ -46,6 +46,19 @@ public enum OptimizerConfiguration: Codable, Equatable, Sendable {
     case sgd(SGD.Configuration)
     case adamW(AdamW.Configuration)
 
+    /// The optimizers by name (`--optimizer`).
+    public enum Kind: String, CaseIterable, Sendable {
+        case sgd, adamw
+    }
+
+    /// `kind` with its default settings.
+    public init(_ kind: Kind) {
+        switch kind {
+        case .sgd: self = .sgd(SGD.Configuration())
+        case .adamw: self = .adamW(AdamW.Configuration())
+        }
+    }
+
     /// A new optimizer over `parameters`.
     public func makeOptimizer(parameters: [Parameter]) -> Optimizer {
         switch self {

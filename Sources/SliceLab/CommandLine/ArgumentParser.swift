@@ -36,6 +36,11 @@ public struct ParsedArguments: Sendable {
     /// A floating-point option (validated while parsing).
     public func double(_ name: String) -> Double? { string(name).flatMap { Double($0) } }
 
+    /// A choice option as the library type its words come from (validated while parsing).
+    public func choice<T: RawRepresentable>(_ name: String, as type: T.Type = T.self) -> T? where T.RawValue == String {
+        string(name).flatMap(T.init(rawValue:))
+    }
+
     /// A comma-separated number list (validated while parsing).
     public func doubles(_ name: String) -> [Double]? {
         string(name).map { $0.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) } }

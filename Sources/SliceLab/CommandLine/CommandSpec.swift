@@ -46,6 +46,14 @@ public struct OptionSpec: Sendable {
     }
 }
 
+extension OptionSpec.Kind {
+    /// The words of a library's `CaseIterable` type, in its declaration order: the CLI's list is derived from
+    /// the type, so it cannot leave out a case the library implements.
+    public static func choice<T: CaseIterable & RawRepresentable>(of type: T.Type) -> Self where T.RawValue == String {
+        .choice(T.allCases.map(\.rawValue))
+    }
+}
+
 /// A positional argument.
 public struct PositionalSpec: Sendable {
     public let name: String

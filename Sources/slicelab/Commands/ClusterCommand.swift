@@ -8,14 +8,14 @@ enum ClusterCommand: Command {
         summary: "Segment with the classical baseline: color-space clustering and region labelling.",
         positionals: [PositionalSpec("INPUT", help: "DICOM file or series folder, PNG, or HDF5 with /image.")],
         options: [
-            OptionSpec("method", .choice(["otsu", "multiotsu", "histogram", "kmeans", "fcm", "gmm"]),
+            OptionSpec("method", .choice(of: ClusterMethod.self),
                        help: "How classes are built.", required: true),
             OptionSpec("classes", .int(2...255), help: "Number of classes K.", required: true),
-            OptionSpec("space", .choice(["gray", "rgb", "rgbnorm", "hsv", "lab", "ycbcr"]),
+            OptionSpec("space", .choice(of: ClusterSpace.self),
                        help: "Color space the pixels are points in.", default: "gray"),
             OptionSpec("seed", .int(), help: "Random seed.", default: "0"),
             OptionSpec("n-init", .int(1...1000), help: "Restarts for kmeans/gmm.", default: "10"),
-            OptionSpec("regularize", .choice(["none", "majority", "mrf"]), help: "Smoothing after labelling.",
+            OptionSpec("regularize", .choice(of: ClusterRegularizer.self), help: "Smoothing after labelling.",
                        default: "none"),
             OptionSpec("min-region", .int(0...Int.max), help: "Merge regions smaller than N pixels.", default: "0"),
             OptionSpec("connectivity", .choice(["1", "2"]), help: "Region connectivity (1: 4/6, 2: 8/26).",
@@ -27,14 +27,12 @@ enum ClusterCommand: Command {
 
     static func run(_ arguments: ParsedArguments) throws {
         guard let input = arguments.positional(0), let out = arguments.string("out"),
-              let method = arguments.string("method").flatMap(ClusterMethod.init(rawValue:)),
-              let classes = arguments.int("classes"),
-              let space = ClusterSpace(rawValue: arguments.string("space") ?? "gray"),
-              let regularize = ClusterRegularizer(rawValue: arguments.string("regularize") ?? "none") else {
+              let method: ClusterMethod = arguments.choice("method"), let classes = arguments.int("classes") else {
             throw UsageError("slicelab cluster: INPUT, --method, --classes and --out are required")
         }
-        let options = ClusterOptions(method: method, classes: classes, space: space, seed: arguments.int("seed") ?? 0,
-                                     initCount: arguments.int("n-init") ?? 10, regularize: regularize,
+        let options = ClusterOptions(method: method, classes: classes, space: arguments.choice("space") ?? .gray,
+                                     seed: arguments.int("seed") ?? 0, initCount: arguments.int("n-init") ?? 10,
+                                     regularize: arguments.choice("regularize") ?? ClusterRegularizer.none,
                                      minRegion: arguments.int("min-region") ?? 0,
                                      connectivity: arguments.int("connectivity") ?? 1)
         let outcome = try ClusterWorkflow.run(input: input, options: options, out: out,

@@ -13,8 +13,8 @@ enum EvaluateCommand: Command {
             OptionSpec("num-classes", .int(2...65535), help: "Number of classes K.", default: "max label + 1"),
             OptionSpec("class-names", valueName: "a,b,c", help: "Class names."),
             OptionSpec("tolerance", .double(0...Double.greatestFiniteMagnitude), valueName: "MM", help: "NSD tolerance in mm.", default: "1"),
-            OptionSpec("hd95", .choice(["max", "pooled"]), help: "HD95 definition.", default: "max"),
-            OptionSpec("empty", .choice(["nan", "one"]), help: "Overlap metrics when both masks are empty.",
+            OptionSpec("hd95", .choice(of: Evaluate.HD95Definition.self), help: "HD95 definition.", default: "max"),
+            OptionSpec("empty", .choice(of: Evaluate.EmptyRule.self), help: "Overlap metrics when both masks are empty.",
                        default: "nan"),
             OptionSpec("out", valueName: "RESULTS.h5", help: "Results file (runs are added).", required: true),
             OptionSpec("run", help: "Run name.", default: "the prediction's name"),
@@ -37,8 +37,8 @@ enum EvaluateCommand: Command {
             prediction: prediction, reference: reference, output: output, spacing: arguments.doubles("spacing"),
             classCount: arguments.int("num-classes"), classNames: names,
             toleranceMM: arguments.double("tolerance") ?? 1,
-            hd95: Evaluate.HD95Definition(rawValue: arguments.string("hd95") ?? "max") ?? .max,
-            empty: Evaluate.EmptyRule(rawValue: arguments.string("empty") ?? "nan") ?? .nan,
+            hd95: arguments.choice("hd95") ?? .max,
+            empty: arguments.choice("empty") ?? .nan,
             runName: arguments.string("run"), overwrite: arguments.flag("overwrite"))
         let run = try Evaluate.run(options, limits: try readLimits(arguments, command: "evaluate"))
         print(Evaluate.table(run))

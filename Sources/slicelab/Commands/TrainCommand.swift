@@ -7,9 +7,7 @@ enum TrainCommand: Command {
         summary: "Train a DeepLabV3 model on a labeled set.",
         positionals: [PositionalSpec("DATASET", help: "A labeled-set folder (images/, labels/, dataset.json).")],
         options: [
-            OptionSpec("arch", .choice(["deeplabv3_resnet18", "deeplabv3_resnet34", "deeplabv3_resnet50",
-                                        "deeplabv3_resnet101", "deeplabv3_mobilenet_v2"]),
-                       help: "Architecture.", required: true),
+            OptionSpec("arch", .choice(of: Architecture.self), help: "Architecture.", required: true),
             OptionSpec("num-classes", .int(2...65535), help: "Classes K.", required: true),
             OptionSpec("in-channels", .choice(["1", "3"]), help: "Input channels.", default: "1"),
             OptionSpec("output-stride", .choice(["8", "16"]), help: "Backbone output stride (atrous rates 12,24,36 at 8; "
@@ -25,8 +23,8 @@ enum TrainCommand: Command {
             OptionSpec("batch", .int(1...Int.max), help: "Batch size.", default: "8"),
             OptionSpec("crop", .int(8...Int.max), help: "Random crop size in pixels.", default: "256"),
             OptionSpec("lr", .double(0...Double.greatestFiniteMagnitude), help: "Base learning rate."),
-            OptionSpec("optimizer", .choice(["sgd", "adamw"]), help: "Optimizer.", default: "adamw"),
-            OptionSpec("loss", .choice(["ce", "dice", "dicece"]), help: "Loss.", default: "dicece"),
+            OptionSpec("optimizer", .choice(of: OptimizerConfiguration.Kind.self), help: "Optimizer.", default: "adamw"),
+            OptionSpec("loss", .choice(of: LossConfiguration.Kind.self), help: "Loss.", default: "dicece"),
             OptionSpec("class-weights", .doubles, help: "Cross-entropy class weights."),
             OptionSpec("init", valueName: "WEIGHTS", help: "Start from a torchvision safetensors or checkpoint."),
             OptionSpec("resume", valueName: "CKPT", help: "Resume an interrupted run exactly."),
@@ -67,8 +65,8 @@ enum TrainCommand: Command {
         options.batchSize = arguments.int("batch") ?? 8
         options.cropSize = arguments.int("crop") ?? 256
         options.learningRate = arguments.double("lr")
-        options.optimizer = arguments.string("optimizer") ?? "adamw"
-        options.loss = arguments.string("loss") ?? "dicece"
+        options.optimizer = arguments.choice("optimizer") ?? .adamw
+        options.loss = arguments.choice("loss") ?? .diceCE
         options.classWeights = arguments.doubles("class-weights")
         options.initialWeights = arguments.string("init")
         options.resumePath = arguments.string("resume")
