@@ -27,20 +27,29 @@ extension ResidualBlock {
     }
 }
 
+/// Called during a backward pass with parameters whose gradients are complete (each parameter is used once in
+/// the forward, so its gradient is final once its module's backward returns), in the order they complete.
+public typealias GradientsReady = ([Parameter]) -> Void
+
 extension ResNet {
-    /// Backpropagates the gradients of layer4's output and (optionally) layer3's, down to the stem's weights.
-    func backward(out dOut: Tensor, auxiliary dAuxiliary: Tensor?) throws {
+    /// Backpropagates the gradients of layer4's output and (optionally) layer3's, down to the stem's weights,
+    /// reporting each block's parameters as they complete.
+    func backward(out dOut: Tensor, auxiliary dAuxiliary: Tensor?, gradientsReady: GradientsReady) throws {
         guard let pooling else { throw DeepLabError.invalidBackward("no training-mode forward of the ResNet") }
         var gradient = dOut
         for (index, stage) in stages.enumerated().reversed() {
             if index == 2, let dAuxiliary { gradient = try Operations.sum([gradient, dAuxiliary]) }
-            for block in stage.reversed() { gradient = try block.backward(gradient) }
+            for block in stage.reversed() {
+                gradient = try block.backward(gradient)
+                gradientsReady(block.parameters)
+            }
         }
         guard let stemOutput = stem.saved?.output else {
             throw DeepLabError.invalidBackward("no training-mode forward of the stem")
         }
         gradient = try Operations.poolingBackward(gradient, forward: pooling, sourceShape: stemOutput.shape)
         _ = try stem.backward(gradient, needsInputGradient: false)
+        gradientsReady(stem.parameters)
     }
 }
 
@@ -61,15 +70,18 @@ extension InvertedResidual {
 }
 
 extension MobileNetV2 {
-    func backward(out dOut: Tensor, auxiliary dAuxiliary: Tensor?) throws {
+    func backward(out dOut: Tensor, auxiliary dAuxiliary: Tensor?, gradientsReady: GradientsReady) throws {
         guard var gradient = try head.backward(dOut).input else {
             throw DeepLabError.invalidBackward("MobileNetV2 head produced no input gradient")
         }
+        gradientsReady(head.parameters)
         for (i, block) in blocks.enumerated().reversed() {
             if i + 1 == MobileNetV2.auxiliaryIndex, let dAuxiliary { gradient = try Operations.sum([gradient, dAuxiliary]) }
             gradient = try block.backward(gradient)
+            gradientsReady(block.parameters)
         }
         _ = try stem.backward(gradient, needsInputGradient: false)
+        gradientsReady(stem.parameters)
     }
 }
 

@@ -121,8 +121,12 @@ public final class DeepLabV3: SegmentationNetwork {
     /// Backpropagates dLoss/dLogits (and, with the auxiliary head, optionally dLoss/dAuxiliaryLogits) from the
     /// last training-mode forward, accumulating into every trainable parameter's gradient.
     ///
+    /// `gradientsReady` is called with each module's parameters as their gradients complete: the heads first,
+    /// then the backbone's blocks from the last to the stem.
+    ///
     /// - Throws: `DeepLabError.invalidBackward` without a training forward or for a gradient of the wrong shape.
-    public func backward(_ gradientOfLogits: FloatTensor, auxiliary gradientOfAuxiliaryLogits: FloatTensor?) throws {
+    public func backward(_ gradientOfLogits: FloatTensor, auxiliary gradientOfAuxiliaryLogits: FloatTensor?,
+                         gradientsReady: GradientsReady = { _ in }) throws {
         guard let saved else {
             throw DeepLabError.invalidBackward("call forward(_:training: true) before backward")
         }
@@ -133,6 +137,7 @@ public final class DeepLabV3: SegmentationNetwork {
         let dLogits = try Operations.resizeBackward(Tensor(gradientOfLogits), forward: saved.resize,
                                                     sourceShape: saved.headShape)
         let dOut = try head.backward(dLogits)
+        gradientsReady(head.parameters)
         var dAuxiliary: Tensor?
         if let auxiliaryHead, let state = saved.auxiliary, let g = gradientOfAuxiliaryLogits {
             guard g.shape == saved.outputShape else {
@@ -140,15 +145,16 @@ public final class DeepLabV3: SegmentationNetwork {
             }
             let d = try Operations.resizeBackward(Tensor(g), forward: state.resize, sourceShape: state.shape)
             dAuxiliary = try auxiliaryHead.backward(d)
+            gradientsReady(auxiliaryHead.parameters)
         }
         switch backbone {
-        case let .resNet(net): try net.backward(out: dOut, auxiliary: dAuxiliary)
-        case let .mobileNet(net): try net.backward(out: dOut, auxiliary: dAuxiliary)
+        case let .resNet(net): try net.backward(out: dOut, auxiliary: dAuxiliary, gradientsReady: gradientsReady)
+        case let .mobileNet(net): try net.backward(out: dOut, auxiliary: dAuxiliary, gradientsReady: gradientsReady)
         }
     }
 
-    public func backward(_ gradientOfLogits: FloatTensor) throws {
-        try backward(gradientOfLogits, auxiliary: nil)
+    public func backward(_ gradientOfLogits: FloatTensor, gradientsReady: GradientsReady) throws {
+        try backward(gradientOfLogits, auxiliary: nil, gradientsReady: gradientsReady)
     }
 
     /// Switches dropout on or off in training mode (off makes training forwards deterministic, e.g. for

@@ -70,8 +70,10 @@ public protocol SegmentationNetwork: AnyObject {
     func forward(_ input: FloatTensor, training: Bool) throws -> FloatTensor
 
     /// Backpropagates dLoss/dLogits from the last `forward(_:training: true)`, accumulating into every trainable
-    /// parameter's `gradient`.
-    func backward(_ gradientOfLogits: FloatTensor) throws
+    /// parameter's `gradient`, and calls `gradientsReady` with parameters as their gradients complete (every
+    /// trainable parameter exactly once; parameters without gradients may be included), so that work on them
+    /// (an all-reduce) can start while the rest of the pass runs.
+    func backward(_ gradientOfLogits: FloatTensor, gradientsReady: GradientsReady) throws
 
     /// Sets every trainable parameter's gradient to zero.
     func zeroGradients()
@@ -85,4 +87,9 @@ public protocol SegmentationNetwork: AnyObject {
 
 extension SegmentationNetwork {
     public func keyRandomDraws(toStep step: Int) {}
+
+    /// Backpropagates without reporting which gradients are complete.
+    public func backward(_ gradientOfLogits: FloatTensor) throws {
+        try backward(gradientOfLogits, gradientsReady: { _ in })
+    }
 }

@@ -2,7 +2,8 @@ import Foundation
 
 /// Reports training progress on standard error: on a terminal a bar redrawn in place (step, loss, steps/s,
 /// ETA); otherwise a plain line every `plainInterval` steps. Validation results always get their own line.
-public final class TrainProgress {
+/// A `TrainingObserver` of the trainer's events.
+public final class TrainProgress: TrainingObserver {
     private let totalSteps: Int
     private let isTerminal: Bool
     private let plainInterval: Int
@@ -20,6 +21,21 @@ public final class TrainProgress {
         self.isTerminal = isTerminal
         self.plainInterval = max(1, plainInterval)
         self.write = write
+    }
+
+    public func handle(_ event: TrainingEvent) {
+        switch event {
+        case let .stepEnded(step, loss, learningRate, _):
+            self.step(step + 1, loss: loss, learningRate: learningRate)
+        case let .validated(stepsDone, result, improved):
+            let dice = result.dice.map { String(format: "%.3f", $0) }.joined(separator: " ")
+            note(String(format: "validation at step %d: loss %.4f, mean foreground Dice %.4f%@ (per class %@)",
+                        stepsDone, result.loss, result.meanForegroundDice, improved ? ", best" : "", dice))
+        case let .note(line):
+            note(line)
+        default:
+            break
+        }
     }
 
     /// Records that `step` (1-based) finished with `loss`.

@@ -9,6 +9,8 @@ import ImageIO
 /// Checkpoints go to `lastCheckpointPath` at every validation and at the end, and to `bestCheckpointPath`
 /// whenever the mean foreground Dice improves (or at every checkpoint when there is no validation set). Both
 /// hold the full training state, so either resumes; the last one resumes exactly.
+///
+/// What happens is reported to `observers` as `TrainingEvent`s (progress is one of them).
 public final class Trainer {
     public let network: SegmentationNetwork
     public let configuration: TrainingConfiguration
@@ -21,7 +23,10 @@ public final class Trainer {
     public var writeModel: (HDF5File) throws -> Void
     /// Reads the model's part back into `network` on resume.
     public var readModel: (HDF5File) throws -> Void
-    public var progress: TrainProgress
+    /// Who follows the run, in order; the progress reporter is the first.
+    public var observers: [TrainingObserver]
+    /// The size of the gradient buckets of `TrainingEvent.gradientsReady` (PyTorch DDP's default, 25 MiB).
+    public var bucketBytes = 25 << 20
 
     public init(network: SegmentationNetwork, configuration: TrainingConfiguration, sampler: BatchSampler,
                 validation: TrainValidation?, bestCheckpointPath: String, lastCheckpointPath: String,
@@ -36,7 +41,11 @@ public final class Trainer {
         let parameters = network.parameters
         self.writeModel = { try TrainingCheckpoint.writeParameters(parameters, to: $0) }
         self.readModel = { try TrainingCheckpoint.readParameters(parameters, from: $0) }
-        self.progress = progress ?? TrainProgress(totalSteps: configuration.steps)
+        self.observers = [progress ?? TrainProgress(totalSteps: configuration.steps)]
+    }
+
+    private func emit(_ event: TrainingEvent) throws {
+        for observer in observers { try observer.handle(event) }
     }
 
     /// How a run ended.
@@ -70,22 +79,24 @@ public final class Trainer {
             try optimizer.restore(storedState.optimizer)
             state = storedState
             lastWritten = resumePath
-            progress.note("resuming from \(resumePath) at step \(state.step)")
+            try emit(.note("resuming from \(resumePath) at step \(state.step)"))
         }
+        try emit(.started(state: state))
         let prefetcher = BatchPrefetcher(sampler: sampler, state: state.sampler, depth: configuration.prefetchDepth)
         defer { prefetcher.stop() }
         var stoppedEarly = false
         while state.step < configuration.steps {
+            try emit(.stepStarted(step: state.step))
             let batch = try prefetcher.next()
             network.zeroGradients()
             network.keyRandomDraws(toStep: state.step)
             let logits = try network.forward(batch.images, training: true)
             let result = try loss.evaluate(logits: logits, labels: batch.labels)
             guard result.loss.isFinite else {
-                progress.note("stopping: the loss is \(result.loss) at step \(state.step + 1)")
+                try emit(.note("stopping: the loss is \(result.loss) at step \(state.step + 1)"))
                 throw TrainingError.divergedLoss(step: state.step + 1, loss: result.loss, checkpoint: lastWritten)
             }
-            try network.backward(result.gradient)
+            try backward(result.gradient, step: state.step)
             let norm = clipGradientNorm(network.parameters, maxNorm: configuration.gradientClipNorm ?? .infinity)
             let rate = configuration.schedule.learningRate(atStep: state.step)
             optimizer.step(learningRate: rate)
@@ -94,22 +105,44 @@ public final class Trainer {
             state.history.trainLoss.append(result.loss)
             state.history.learningRate.append(rate)
             state.history.gradientNorm.append(norm)
-            progress.step(state.step, loss: result.loss, learningRate: rate)
+            try emit(.stepEnded(step: state.step - 1, loss: result.loss, learningRate: rate, gradientNorm: norm))
             guard state.step % configuration.validateEvery == 0 || state.step == configuration.steps else { continue }
             state.optimizer = optimizer.state()
             let improved = try validate(&state)
-            try writeCheckpoint(state, to: lastCheckpointPath)
-            lastWritten = lastCheckpointPath
-            if improved { try writeCheckpoint(state, to: bestCheckpointPath) }
+            if observers.allSatisfy(\.allowsCheckpoints) {
+                try writeCheckpoint(state, to: lastCheckpointPath)
+                lastWritten = lastCheckpointPath
+                if improved { try writeCheckpoint(state, to: bestCheckpointPath) }
+            }
             if let patience = configuration.earlyStoppingPatience, state.validationsWithoutImprovement >= patience {
-                progress.note("early stop at step \(state.step): no better validation Dice in \(patience) validations "
-                              + "(best \(state.bestScore.map { String(format: "%.4f", $0) } ?? "-") "
-                              + "at step \(state.bestStep ?? 0))")
+                try emit(.note("early stop at step \(state.step): no better validation Dice in \(patience) validations "
+                               + "(best \(state.bestScore.map { String(format: "%.4f", $0) } ?? "-") "
+                               + "at step \(state.bestStep ?? 0))"))
                 stoppedEarly = true
                 break
             }
         }
         return Summary(state: state, stoppedEarly: stoppedEarly)
+    }
+
+    /// Backpropagates, reporting the gradients that complete in buckets of about `bucketBytes`, then all of them.
+    private func backward(_ gradient: FloatTensor, step: Int) throws {
+        var bucket: [Parameter] = [], bytes = 0, failure: Error?
+        func flush() {
+            guard !bucket.isEmpty, failure == nil else { return }
+            do { try emit(.gradientsReady(step: step, bucket: bucket)) } catch { failure = error }
+            (bucket, bytes) = ([], 0)
+        }
+        try network.backward(gradient) { ready in
+            for parameter in ready where parameter.isTrainable {
+                bucket.append(parameter)
+                bytes += MemoryLayout<Float>.size * parameter.value.count
+                if bytes >= bucketBytes { flush() }
+            }
+        }
+        flush()
+        if let failure { throw failure }
+        try emit(.allGradientsReady(step: step))
     }
 
     /// Validates (when there is a validation set), records it, and says whether this is the best so far.
@@ -132,9 +165,7 @@ public final class Trainer {
         } else {
             state.validationsWithoutImprovement += 1
         }
-        let dice = result.dice.map { String(format: "%.3f", $0) }.joined(separator: " ")
-        progress.note(String(format: "validation at step %d: loss %.4f, mean foreground Dice %.4f%@ (per class %@)",
-                             state.step, result.loss, result.meanForegroundDice, improved ? ", best" : "", dice))
+        try emit(.validated(stepsDone: state.step, result: result, improved: improved))
         return improved
     }
 
@@ -145,5 +176,6 @@ public final class Trainer {
             try file.setAttribute("slicelab_version", .string(sliceLabVersion))
             try file.setAttribute("preprocessing", .string(configuration.preprocessing.json))
         }
+        try emit(.checkpointWritten(path: path, stepsDone: state.step))
     }
 }

@@ -271,3 +271,35 @@ import TestSupport
         }
     }
 }
+
+/// The backward pass reports parameters as their gradients complete (issue #17 §6, for the gradient all-reduce
+/// that overlaps the rest of backward): every trainable parameter once, and its gradient at that moment is the
+/// final one.
+struct GradientReadinessTests {
+    @Test(arguments: [DeepLabConfiguration.Architecture.resnet18, .mobilenetV2])
+    func everyTrainableParameterIsReportedOnceWithItsFinalGradient(_ arch: DeepLabConfiguration.Architecture) throws {
+        let model = try DeepLabV3(DeepLabConfiguration(arch: arch, numClasses: 3, inputChannels: 1, outputStride: 16,
+                                                       atrousRates: [2, 3], asppChannels: 8, aux: true,
+                                                       widthMultiplier: 0.35, seed: 5))
+        let input = FloatTensor(shape: [2, 1, 21, 19], values: GradientCheckTests.randomValues(2 * 21 * 19, seed: 9))
+        _ = try model.forward(input, training: true)
+        model.zeroGradients()
+        var reported: [ObjectIdentifier: [Float]] = [:], order: [String] = [], repeated: [String] = []
+        let shape = [2, 3, 21, 19]
+        try model.backward(FloatTensor(shape: shape, values: GradientCheckTests.randomValues(2 * 3 * 21 * 19, seed: 10)),
+                           auxiliary: FloatTensor(shape: shape, values: GradientCheckTests.randomValues(2 * 3 * 21 * 19, seed: 12))) { ready in
+            for p in ready where p.isTrainable {
+                if reported[ObjectIdentifier(p)] != nil { repeated.append(p.name) }
+                reported[ObjectIdentifier(p)] = p.gradient
+                order.append(p.name)
+            }
+        }
+        #expect(repeated.isEmpty, "reported twice: \(repeated.prefix(5))")
+        let trainable = model.parameters.filter(\.isTrainable)
+        #expect(reported.count == trainable.count)
+        for p in trainable {
+            #expect(reported[ObjectIdentifier(p)] == p.gradient, "\(p.name) changed after it was reported")
+        }
+        #expect(order.first?.hasPrefix("classifier") == true && order.last?.hasPrefix("backbone") == true)
+    }
+}

@@ -82,7 +82,9 @@ final class InterruptedNetwork: SegmentationNetwork {
         return try wrapped.forward(input, training: training)
     }
 
-    func backward(_ gradientOfLogits: FloatTensor) throws { try wrapped.backward(gradientOfLogits) }
+    func backward(_ gradientOfLogits: FloatTensor, gradientsReady: GradientsReady) throws {
+        try wrapped.backward(gradientOfLogits, gradientsReady: gradientsReady)
+    }
     func zeroGradients() { wrapped.zeroGradients() }
     func keyRandomDraws(toStep step: Int) { wrapped.keyRandomDraws(toStep: step) }
 }

@@ -56,7 +56,8 @@ final class PixelLinearNetwork: SegmentationNetwork {
         return FloatTensor(shape: [batch, classCount, input.shape[2], input.shape[3]], values: out)
     }
 
-    func backward(_ gradientOfLogits: FloatTensor) throws {
+    func backward(_ gradientOfLogits: FloatTensor, gradientsReady: GradientsReady) throws {
+        defer { gradientsReady(parameters) }
         guard let input = lastInput else { throw TrainingError.invalidConfiguration("backward before forward") }
         let (batch, channels) = (input.shape[0], input.shape[1])
         let pixels = input.shape[2] * input.shape[3]

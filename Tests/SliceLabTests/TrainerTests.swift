@@ -253,3 +253,73 @@ struct TrainerTests {
         #expect(throws: (any Error).self) { _ = try failingPrefetcher.next() }
     }
 }
+
+/// The trainer's events (issue #17 §6): their order, the gradient buckets, and an observer that forbids
+/// checkpoints (as a data-parallel rank other than 0 will).
+struct TrainerEventTests {
+    final class Recorder: TrainingObserver {
+        var events: [TrainingEvent] = []
+        var allowsCheckpoints = true
+        func handle(_ event: TrainingEvent) { events.append(event) }
+    }
+
+    static func run(allowsCheckpoints: Bool) throws -> (Recorder, Trainer, URL) {
+        let folder = try TrainerTests.toySet()
+        let options = TrainerTests.options(folder, steps: 4, validateEvery: 2)
+        let set = try LabeledSet.open(options.datasetPath)
+        let configuration = try TrainWorkflow.configuration(options, set: set)
+        let network = PixelLinearNetwork(inputChannels: 1, classCount: 3, seed: 3)
+        let sample = try set.load("toy000").frame(0)
+        let image = TrainWorkflow.prepare(sample.image, inputChannels: 1, preprocessing: configuration.preprocessing)
+        let sampler = try BatchSampler(sampleCount: 1, batchSize: 2,
+                                       augmenter: Augmenter(configuration.augmentation)) { _ in (image, sample.labels) }
+        let trainer = try Trainer(network: network, configuration: configuration, sampler: sampler, validation: nil,
+                                  bestCheckpointPath: options.outputPath, lastCheckpointPath: options.lastCheckpointPath,
+                                  progress: TrainerTests.quiet(4).0)
+        let recorder = Recorder()
+        recorder.allowsCheckpoints = allowsCheckpoints
+        trainer.observers.append(recorder)
+        trainer.bucketBytes = 8  // the weight and the bias (12 bytes each) fill a bucket each
+        try trainer.run()
+        return (recorder, trainer, folder)
+    }
+
+    @Test func eventsComeInOrderWithEveryGradientInOneBucketPerStep() throws {
+        let (recorder, trainer, folder) = try Self.run(allowsCheckpoints: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var kinds: [String] = []
+        var bucketed: [Int: [ObjectIdentifier]] = [:]
+        for event in recorder.events {
+            switch event {
+            case .started: kinds.append("started")
+            case let .stepStarted(step): kinds.append("start \(step)")
+            case let .gradientsReady(step, bucket):
+                kinds.append("bucket \(step)")
+                bucketed[step, default: []] += bucket.map(ObjectIdentifier.init)
+            case let .allGradientsReady(step): kinds.append("all \(step)")
+            case let .stepEnded(step, loss, _, _):
+                kinds.append("end \(step)")
+                #expect(loss.isFinite)
+            case let .validated(stepsDone, _, _): kinds.append("validated \(stepsDone)")
+            case let .checkpointWritten(path, stepsDone):
+                kinds.append("checkpoint \(stepsDone)")
+                #expect(FileManager.default.fileExists(atPath: path))
+            case .note: break
+            }
+        }
+        func step(_ s: Int) -> [String] { ["start \(s)", "bucket \(s)", "bucket \(s)", "all \(s)", "end \(s)"] }
+        // No validation set: every validation step writes the last and the best checkpoint.
+        #expect(kinds == ["started"] + step(0) + step(1) + ["checkpoint 2", "checkpoint 2"] + step(2) + step(3)
+                + ["checkpoint 4", "checkpoint 4"])
+        let trainable = trainer.network.parameters.filter(\.isTrainable).map(ObjectIdentifier.init)
+        for s in 0..<4 { #expect(bucketed[s]?.sorted { "\($0)" < "\($1)" } == trainable.sorted { "\($0)" < "\($1)" }) }
+    }
+
+    @Test func anObserverThatForbidsCheckpointsLeavesNone() throws {
+        let (recorder, trainer, folder) = try Self.run(allowsCheckpoints: false)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        #expect(!recorder.events.contains { if case .checkpointWritten = $0 { return true } else { return false } })
+        #expect(!FileManager.default.fileExists(atPath: trainer.bestCheckpointPath))
+        #expect(!FileManager.default.fileExists(atPath: trainer.lastCheckpointPath))
+    }
+}
