@@ -59,18 +59,6 @@ public struct MixtureModel: Sendable, Equatable {
         return result
     }
 
-    /// Posterior probabilities of the components for every point, `n × K` row-major.
-    public func posteriors(_ points: FeatureMatrix) throws -> [Double] {
-        var densities = try weightedLogDensities(points)
-        let k = componentCount
-        for point in 0..<points.count {
-            let row = point * k
-            let norm = Self.logSumExp(densities[row..<(row + k)])
-            for component in 0..<k { densities[row + component] = exp(densities[row + component] - norm) }
-        }
-        return densities
-    }
-
     static func logSumExp(_ values: ArraySlice<Double>) -> Double {
         let top = values.max() ?? 0
         guard top.isFinite else { return top }

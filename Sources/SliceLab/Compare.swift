@@ -120,8 +120,7 @@ public enum Compare {
         let settings = EvaluationSettings(classCount: set.classCount)
         let runs = try timed("evaluate") {
             try predictions.map { prediction -> ResultsRun in
-                let metrics = try evaluate(prediction.maps, references: references, settings: settings,
-                                           caseNames: caseNames)
+                let metrics = try evaluate(prediction.maps, references: references, settings: settings)
                 var stored: [String: LabelMap] = [:]
                 for (name, map) in zip(caseNames, prediction.maps) { stored[name] = map }
                 return try ResultsRun(name: prediction.name, method: prediction.method, model: prediction.model,
@@ -171,8 +170,8 @@ public enum Compare {
     }
 
     /// Per-case metrics, cases in parallel.
-    static func evaluate(_ predictions: [LabelMap], references: [LabelMap], settings: EvaluationSettings,
-                         caseNames: [String]) throws -> [CaseMetrics] {
+    static func evaluate(_ predictions: [LabelMap], references: [LabelMap],
+                         settings: EvaluationSettings) throws -> [CaseMetrics] {
         let results = ConcurrentResults<CaseMetrics>(count: predictions.count)
         DispatchQueue.concurrentPerform(iterations: predictions.count) { index in
             results.set(index) {
@@ -181,7 +180,7 @@ public enum Compare {
                                 settings: settings)
             }
         }
-        return try results.values(names: caseNames)
+        return try results.values()
     }
 
     /// Clusters every case and maps clusters to the set's classes as the spec says.
@@ -219,7 +218,7 @@ public enum Compare {
                 return labelMap(classes, like: samples[index])
             }
         }
-        return try results.values(names: samples.map(\.name))
+        return try results.values()
     }
 
     /// The majority-vote mapping from clusters to classes learned on up to `count` training cases.
@@ -240,7 +239,7 @@ public enum Compare {
                 return (clusters, sample.labels.values)
             }
         }
-        let pairs = try results.values(names: chosen)
+        let pairs = try results.values()
         return try ClassMapping.majorityVote(clusters: pairs.flatMap(\.0), truth: pairs.flatMap(\.1),
                                              clusterCount: clusterOptions.classes, classCount: set.classCount)
     }
@@ -345,7 +344,7 @@ final class ConcurrentResults<T>: @unchecked Sendable {
         lock.unlock()
     }
 
-    func values(names: [String]) throws -> [T] {
+    func values() throws -> [T] {
         try slots.map { slot in
             guard let slot else { throw CompareError.internalInconsistency("a case produced no result") }
             return try slot.get()

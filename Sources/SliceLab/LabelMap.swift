@@ -15,9 +15,6 @@ public struct LabelMap: Equatable, Sendable {
         (self.frames, self.rows, self.columns, self.labels, self.spacing) = (frames, rows, columns, labels, spacing)
     }
 
-    /// The largest label plus one (at least 1).
-    public var classCountLowerBound: Int { Int(labels.max() ?? 0) + 1 }
-
     /// Labels of one frame.
     public func frame(_ index: Int) -> ArraySlice<Int32> {
         labels[(index * rows * columns)..<((index + 1) * rows * columns)]

@@ -1,4 +1,5 @@
 import DeepLab
+import DICOM
 import ImageIO
 
 /// SliceLab's version, written into every results file and checkpoint it produces.
@@ -6,7 +7,9 @@ public let sliceLabVersion = "0.1.0"
 
 /// `slicelab --version`: the version, and the instruction set the engine's kernels run at on this CPU (which
 /// `ONEDNN_MAX_CPU_ISA` can cap; `.ci/run` reads it to test the lower levels too).
-public var versionDescription: String { "slicelab \(sliceLabVersion)\noneDNN ISA: \(oneDNNEffectiveISA)" }
+public var versionDescription: String {
+    "slicelab \(sliceLabVersion)\nDCMTK \(dcmtkVersion), oneDNN \(oneDNNVersion)\noneDNN ISA: \(oneDNNEffectiveISA)"
+}
 
 /// The library types whose cases the command line's choice lists are derived from, re-exported for the
 /// executable (which imports only this target).
