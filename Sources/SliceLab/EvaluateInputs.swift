@@ -4,9 +4,6 @@ import ImageIO
 /// Label files for `evaluate`: PNG (8/16-bit gray), HDF5 `/labels`, DICOM SEG; single files or folders
 /// paired by file stem.
 public enum EvaluateInputs {
-    /// The extensions read as label files; extension-less files are tried as DICOM.
-    static let extensions: Set<String> = ["png", "h5", "hdf5", "dcm"]
-
     /// One case to evaluate: its id (the file stem) and the two files.
     public struct CasePair: Sendable, Equatable {
         public let id: String
@@ -55,22 +52,19 @@ public enum EvaluateInputs {
     }
 
     static func stem(_ path: String) -> String {
-        URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+        ImageFormats.stem(URL(fileURLWithPath: path).lastPathComponent)
     }
 
+    /// The label files of a folder (every file of a format SliceLab reads) by stem.
     static func labelFiles(in folder: String) throws -> [String: String] {
-        let names: [String]
+        let found: [(stem: String, url: URL)]
         do {
-            names = try FileManager.default.contentsOfDirectory(atPath: folder)
+            found = try ImageFormats.files(in: URL(fileURLWithPath: folder))
         } catch {
             throw InputError.unsupportedFile(file: folder, reason: "cannot list: \(error.localizedDescription)")
         }
         var files = [String: String]()
-        for name in names.sorted() where !name.hasPrefix(".") {
-            let url = URL(fileURLWithPath: folder).appendingPathComponent(name)
-            let ext = url.pathExtension.lowercased()
-            guard extensions.contains(ext) || ext.isEmpty, try !isFolder(url.path) else { continue }
-            let key = stem(url.path)
+        for (key, url) in found {
             guard files[key] == nil else { throw EvaluateError.duplicateStem(folder: folder, stem: key) }
             files[key] = url.path
         }
@@ -80,18 +74,14 @@ public enum EvaluateInputs {
 
     // MARK: - Reading
 
-    /// Reads a label file by its extension: `.png` (one gray channel, 8 or 16 bits), `.h5`/`.hdf5` (dataset
-    /// `/labels` [rows, columns] or [frames, rows, columns], integer, optional attribute `spacing` (slice, row,
-    /// column mm) as `LabelMap.write` stores it), anything else as DICOM SEG.
+    /// Reads a label file in its format, found from its content (`ImageFormats`): PNG (one gray channel, 8 or
+    /// 16 bits), HDF5 (dataset `/labels` [rows, columns] or [frames, rows, columns], integer, optional attribute
+    /// `spacing` (slice, row, column mm) as `LabelMap.write` stores it), DICOM SEG.
     ///
     /// - Throws: `InputError.invalidContent` naming the file (colour PNG, negative or non-integer labels, bad
     ///   shape), `ImageIOError` from the readers.
     public static func load(_ path: String, limits: ReadLimits = .standard) throws -> LoadedLabels {
-        switch URL(fileURLWithPath: path).pathExtension.lowercased() {
-        case "png": return try loadPNG(path, limits: limits)
-        case "h5", "hdf5": return try loadHDF5(path, limits: limits)
-        default: return try loadDICOMSegmentation(path, limits: limits)
-        }
+        try ImageFormats.format(of: path).readLabels(path, limits: limits)
     }
 
     static func loadPNG(_ path: String, limits: ReadLimits) throws -> LoadedLabels {

@@ -26,31 +26,29 @@ struct FrameReader {
                   spacing: spacing, source: source, modality: modality, hasSpacing: hasSpacing)
     }
 
-    /// Opens `path` by its kind, as `ImageLoader.load` does.
+    /// Opens `path` in its format (`ImageFormats`), as `ImageLoader.load` does.
     ///
     /// - Parameters:
     ///   - limits: bounds each frame (and each file opened) before allocating.
     /// - Throws: `InputError`, `ImageIOError`, `DICOMError`, each naming the file.
     static func open(_ path: String, limits: ReadLimits) throws -> FrameReader {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw InputError.unsupportedFile(file: path, reason: "no such file or folder")
-        }
-        if isDirectory.boolValue { return try series(path, limits: limits) }
-        switch URL(fileURLWithPath: path).pathExtension.lowercased() {
-        case "png": return whole(try ImageLoader.loadPNG(path, limits: limits))
-        case "h5", "hdf5": return try hdf5(path, limits: limits)
-        default: return try dicomFile(path, limits: limits)
-        }
+        try ImageFormats.format(of: path).frames(path, limits: limits)
     }
 
-    private static func whole(_ image: ScanImage) -> FrameReader {
+    /// A DICOM series folder or file.
+    static func dicom(_ path: String, limits: ReadLimits) throws -> FrameReader {
+        var isDirectory: ObjCBool = false
+        _ = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+        return isDirectory.boolValue ? try series(path, limits: limits) : try dicomFile(path, limits: limits)
+    }
+
+    static func whole(_ image: ScanImage) -> FrameReader {
         FrameReader(frames: image.frames, rows: image.rows, columns: image.columns, channels: image.channels,
                     spacing: image.spacing, hasSpacing: image.hasSpacing, source: image.source,
                     modality: image.modality, skipped: []) { Array(image.frame($0)) }
     }
 
-    private static func hdf5(_ path: String, limits: ReadLimits) throws -> FrameReader {
+    static func hdf5(_ path: String, limits: ReadLimits) throws -> FrameReader {
         let file = try HDF5File.open(path)
         let layout = try ImageLoader.hdf5Layout(file)
         let shape = try file.shape(of: "/image")

@@ -49,10 +49,8 @@ extension ImageLoader {
         return (try scanImage(try series.load(), source: path), series)
     }
 
-    /// Whether `load` reads `path` as DICOM: a folder, or a file not named .png, .h5 or .hdf5.
+    /// Whether `load` reads `path` as DICOM: a folder, or a file whose content is DICOM.
     public static func isDICOM(_ path: String) -> Bool {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return true }
-        return !["png", "h5", "hdf5"].contains(URL(fileURLWithPath: path).pathExtension.lowercased())
+        (try? ImageFormats.format(of: path)) is DICOMFormat
     }
 }

@@ -4,7 +4,8 @@ import ImageIO
 /// Loads the inputs of `segment`, `cluster` and the labeled sets: PNG, HDF5 with `/image`, and DICOM (a file
 /// or a series folder).
 public enum ImageLoader {
-    /// Loads `path` by its kind: a folder or `.dcm`/extension-less DICOM file, `.png`, `.h5`/`.hdf5`.
+    /// Loads `path` in its format, found from its content (`ImageFormats`): a DICOM file or series folder, PNG,
+    /// HDF5 `/image`.
     ///
     /// - PNG: gray (gray+alpha drops alpha) → 1 channel; RGB(A) → 3 channels; sample values as they are.
     /// - HDF5 `/image`: [H, W] or [frames, H, W] → gray; [frames, H, W, 3] or [H, W, 3] → RGB; attribute
@@ -13,16 +14,7 @@ public enum ImageLoader {
     /// - Throws: `InputError`, `ImageIOError` (`.tooLarge` naming the limit), or the DICOM reader's errors, each
     ///   naming the file.
     public static func load(_ path: String, limits: ReadLimits = .standard) throws -> ScanImage {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw InputError.unsupportedFile(file: path, reason: "no such file or folder")
-        }
-        if isDirectory.boolValue { return try loadDICOM(path, limits: limits) }
-        switch URL(fileURLWithPath: path).pathExtension.lowercased() {
-        case "png": return try loadPNG(path, limits: limits)
-        case "h5", "hdf5": return try loadHDF5(path, limits: limits)
-        default: return try loadDICOM(path, limits: limits)
-        }
+        try ImageFormats.format(of: path).readImage(path, limits: limits)
     }
 
     static func loadPNG(_ path: String, limits: ReadLimits) throws -> ScanImage {

@@ -203,8 +203,8 @@ public final class LabeledSet: @unchecked Sendable {
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
                 if foldersAllowed { result[name, default: []].append(url) }
-            } else if ["png", "h5", "dcm"].contains(url.pathExtension.lowercased()) {
-                result[url.deletingPathExtension().lastPathComponent, default: []].append(url)
+            } else if ImageFormats.isInput(url) {
+                result[ImageFormats.stem(name), default: []].append(url)
             }
         }
         return result
