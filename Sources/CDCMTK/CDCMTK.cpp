@@ -16,6 +16,7 @@
 #include <dcmtk/dcmiod/iodreferences.h>
 #include <dcmtk/dcmseg/segdoc.h>
 #include <dcmtk/dcmseg/segment.h>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -164,57 +165,60 @@ bool loadImplicitDatasetWithEncapsulatedPixels(cdcmtk_file *file, const char *pa
     return true;
 }
 
-/// A deflated data set is read through an inflating stream, which DCMTK cannot skip ahead in, so it allocates
-/// the value field an element claims before it finds the stream short (3.5 GB reserved for a 4.6 KB fuzzed
-/// file). This walks the element headers through DCMTK's own inflating stream first and returns why the file
-/// is impossible (an element claiming more bytes than the data set holds), or an empty string when it is not a
-/// deflated file or its lengths fit. Explicit VR little endian, as deflated syntaxes are, read as DCMTK reads
-/// it; a walk that mirrors DCMTK's parser, not a proof that DCMTK will never meet a longer claim.
-std::string impossibleDeflatedLength(const char *path) {
-    DcmFileFormat metaOnly;
-    if (metaOnly.loadFile(path, EXS_Unknown, EGL_noChange, DCM_MaxReadLength, ERM_metaOnly).bad()) return "";
-    OFString uid;
-    Uint32 groupLength = 0;
-    DcmMetaInfo *meta = metaOnly.getMetaInfo();
-    if (!meta || meta->findAndGetOFString(DCM_TransferSyntaxUID, uid).bad() ||
-        meta->findAndGetUint32(DCM_FileMetaInformationGroupLength, groupLength).bad() ||
-        DcmXfer(uid.c_str()).getStreamCompression() != ESC_zlib) {
-        return "";
-    }
-    DcmInputFileStream stream(path, 132 + 12 + offile_off_t(groupLength));
-    if (stream.status().bad() || stream.installCompressionFilter(ESC_zlib).bad()) return "";
-    auto little = [](const unsigned char *b, int n) {
-        uint32_t v = 0;
-        for (int i = n - 1; i >= 0; i--) v = (v << 8) | b[i];
-        return v;
-    };
-    // VRs with a 2-byte length; every other VR, a non-standard one included, has 2 reserved bytes and a 4-byte
-    // length (DCMTK reads an unknown VR so too: "assuming 4 byte length field").
+uint32_t littleEndian(const unsigned char *b, int n) {
+    uint32_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = (v << 8) | b[i];
+    return v;
+}
+
+/// Whether an explicit-VR element of this VR has a 2-byte length. Every other VR, a non-standard one
+/// included, has 2 reserved bytes and a 4-byte length (DCMTK reads an unknown VR so too: "assuming 4 byte
+/// length field").
+bool shortLengthForm(const unsigned char *vr) {
     static const char *const shortForms[] = {"AE", "AS", "AT", "CS", "DA", "DS", "DT", "FD", "FL", "IS", "LO",
                                              "LT", "PN", "SH", "SL", "SS", "ST", "TM", "UI", "UL", "US"};
+    return std::any_of(std::begin(shortForms), std::end(shortForms),
+                       [&](const char *v) { return v[0] == char(vr[0]) && v[1] == char(vr[1]); });
+}
+
+/// Where DCMTK's own reading of the meta group ends, so where it starts reading the data set (it may differ
+/// from what the group length says: DCMTK reads a garbled meta element its own way and goes on); -1 when the
+/// meta group cannot be read.
+offile_off_t metaGroupEnd(const char *path) {
+    DcmInputFileStream stream(path);
+    if (stream.status().bad()) return -1;
+    DcmMetaInfo meta;
+    meta.transferInit();
+    OFCondition status = meta.read(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
+    meta.transferEnd();
+    return status.good() ? stream.tell() : -1;
+}
+
+/// The deflated data set from byte `start` walked element by element: why it is impossible, or "".
+std::string impossibleDeflatedLengthFrom(const char *path, offile_off_t start) {
+    DcmInputFileStream stream(path, start);
+    if (stream.status().bad() || stream.installCompressionFilter(ESC_zlib).bad()) return "";
     bool encapsulated = false;  // inside undefined-length pixel data: items hold fragments, not elements
     unsigned char header[8];
     while (stream.read(header, 8) == 8) {
-        uint16_t group = uint16_t(little(header, 2)), element = uint16_t(little(header + 2, 2));
+        uint16_t group = uint16_t(littleEndian(header, 2)), element = uint16_t(littleEndian(header + 2, 2));
         uint32_t length;
         bool descend = false;
         if (group == 0xFFFE) {  // item or delimiter: tag and a 4-byte length, no VR
-            length = little(header + 4, 4);
+            length = littleEndian(header + 4, 4);
             if (element == 0xE0DD) encapsulated = false;
             if (element != 0xE000 || !encapsulated) continue;
         } else {
-            char vr[3] = {char(header[4]), char(header[5]), 0};
-            bool shortForm = std::any_of(std::begin(shortForms), std::end(shortForms),
-                                         [&](const char *v) { return std::strcmp(v, vr) == 0; });
-            if (!shortForm) {
+            bool sequence = header[4] == 'S' && header[5] == 'Q';
+            if (!shortLengthForm(header + 4)) {
                 unsigned char extended[4];
                 if (stream.read(extended, 4) != 4) return "";
-                length = little(extended, 4);
+                length = littleEndian(extended, 4);
             } else {
-                length = little(header + 6, 2);
+                length = littleEndian(header + 6, 2);
             }
-            descend = std::strcmp(vr, "SQ") == 0 || length == 0xFFFFFFFF;
-            if (length == 0xFFFFFFFF && std::strcmp(vr, "SQ") != 0) encapsulated = true;
+            descend = sequence || length == 0xFFFFFFFF;
+            if (length == 0xFFFFFFFF && !sequence) encapsulated = true;
         }
         if (descend) continue;
         offile_off_t skipped = stream.skip(offile_off_t(length));
@@ -224,6 +228,34 @@ std::string impossibleDeflatedLength(const char *path) {
         }
     }
     return "";
+}
+
+/// A deflated data set is read through an inflating stream, which DCMTK cannot skip ahead in, so it allocates
+/// the value field an element claims before it finds the stream short (3.5 GB reserved for a 4.6 KB fuzzed
+/// file). This walks the element headers through DCMTK's own inflating stream first and returns why the file
+/// is impossible (an element claiming more bytes than the data set holds), or an empty string when it is not a
+/// deflated file or its lengths fit. Explicit VR little endian, as deflated syntaxes are, read as DCMTK reads
+/// it; a walk that mirrors DCMTK's parser, not a proof that DCMTK will never meet a longer claim.
+/// The walk starts where DCMTK's own reading of the meta group ends, not where its group length points: a
+/// fuzzed meta element with a garbled VR made the two differ, and DCMTK, reading from the first, reserved
+/// 3.5 GB again (`deflated-meta-garbled-vr.dcm`).
+std::string impossibleDeflatedLength(const char *path) {
+    DcmFileFormat metaOnly;
+    if (metaOnly.loadFile(path, EXS_Unknown, EGL_noChange, DCM_MaxReadLength, ERM_metaOnly).bad()) return "";
+    OFString uid;
+    Uint32 groupLength = 0;
+    DcmMetaInfo *meta = metaOnly.getMetaInfo();
+    if (!meta || meta->findAndGetOFString(DCM_TransferSyntaxUID, uid).bad() ||
+        DcmXfer(uid.c_str()).getStreamCompression() != ESC_zlib) {
+        return "";
+    }
+    // Where DCMTK itself starts the data set; the group length's word only when DCMTK cannot say.
+    offile_off_t start = metaGroupEnd(path);
+    if (start <= 0) {
+        if (meta->findAndGetUint32(DCM_FileMetaInformationGroupLength, groupLength).bad()) return "";
+        start = 132 + 12 + offile_off_t(groupLength);
+    }
+    return impossibleDeflatedLengthFrom(path, start);
 }
 
 }  // namespace

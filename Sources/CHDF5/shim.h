@@ -65,9 +65,13 @@ static inline hid_t chdf5_probe_memory_type_(hid_t type) {
 }
 
 /// A buffer for `space`'s values as `memory`, taken from the budget; NULL when they do not fit it (or are empty).
-static inline void *chdf5_probe_buffer_(chdf5_probe_state_ *state, hid_t memory, hid_t space) {
+/// The values' size in the file counts too (`stored`, the file type): HDF5 converts through a buffer of that
+/// size, and a malformed type may claim gigabytes per value.
+static inline void *chdf5_probe_buffer_(chdf5_probe_state_ *state, hid_t memory, hid_t stored, hid_t space) {
     hssize_t count = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
     size_t size = memory >= 0 ? H5Tget_size(memory) : 0;
+    size_t storedSize = stored >= 0 ? H5Tget_size(stored) : 0;
+    if (storedSize > size) size = storedSize;
     if (count <= 0 || size == 0 || (size_t)count > state->budget / size) return NULL;
     state->budget -= (size_t)count * size;
     return malloc((size_t)count * size);
@@ -77,8 +81,9 @@ static inline herr_t chdf5_probe_attribute_(hid_t object, const char *name, cons
     chdf5_probe_state_ *state = (chdf5_probe_state_ *)data;
     hid_t attribute = H5Aopen(object, name, H5P_DEFAULT);
     if (attribute < 0) return 0;
-    hid_t memory = chdf5_probe_memory_type_(H5Aget_type(attribute));
-    void *buffer = chdf5_probe_buffer_(state, memory, H5Aget_space(attribute));
+    hid_t stored = H5Aget_type(attribute);
+    hid_t memory = chdf5_probe_memory_type_(stored);
+    void *buffer = chdf5_probe_buffer_(state, memory, stored, H5Aget_space(attribute));
     if (buffer) H5Aread(attribute, memory, buffer);
     (void)info;
     return 0;
@@ -96,8 +101,9 @@ static inline herr_t chdf5_probe_link_(hid_t group, const char *name, const H5L_
     if (object < 0) return 0;
     chdf5_probe_attributes_(object, state);
     if (H5Iget_type(object) == H5I_DATASET) {
-        hid_t memory = chdf5_probe_memory_type_(H5Dget_type(object));
-        void *buffer = chdf5_probe_buffer_(state, memory, H5Dget_space(object));
+        hid_t stored = H5Dget_type(object);
+        hid_t memory = chdf5_probe_memory_type_(stored);
+        void *buffer = chdf5_probe_buffer_(state, memory, stored, H5Dget_space(object));
         if (buffer) H5Dread(object, memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer);
     }
     H5Oclose(object);

@@ -37,8 +37,10 @@ struct FuzzRegressionTests {
     /// of them 3.5 GB: DCMTK reserved that much before finding the stream short, because an inflating stream
     /// cannot be skipped. The header walk through the inflating stream refuses it first.
     /// The second file (found by the next campaign) hides its claim behind a non-standard VR, which DCMTK reads
-    /// with a 4-byte length.
-    @Test(arguments: ["deflated-element-length-3.5GB.dcm", "deflated-nonstandard-vr-length.dcm"])
+    /// with a 4-byte length. The third (issue #23's 10-minute campaign) garbles a meta element's VR, so that DCMTK
+    /// starts the data set elsewhere than the meta group length says: the walk now starts where DCMTK does.
+    @Test(arguments: ["deflated-element-length-3.5GB.dcm", "deflated-nonstandard-vr-length.dcm",
+                      "deflated-meta-garbled-vr.dcm"])
     func deflatedElementLongerThanTheDataSetIsRefusedBeforeParsing(name: String) throws {
         let path = fixture(name)
         do {
