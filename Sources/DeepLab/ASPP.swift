@@ -155,3 +155,63 @@ final class FCNHead {
         try classifier(dropout(body(x, training: training), training: training), training: training)
     }
 }
+
+// MARK: - Backward
+
+extension Dropout {
+    /// dLoss/dInput = dLoss/dOutput × mask (the identity when the last forward had no dropout).
+    func backward(_ dy: Tensor, outputDesc: MemoryDesc) throws -> Tensor {
+        guard !mask.isEmpty else { return dy }
+        let g = try dy.reordered(to: outputDesc)
+        let output = try Tensor(desc: outputDesc)
+        g.withStorage { source in output.withStorage { target in
+            for i in 0..<min(mask.count, source.count) { target[i] = source[i] * mask[i] }
+        } }
+        return output
+    }
+}
+
+extension ASPP {
+    func backward(_ dy: Tensor) throws -> Tensor {
+        guard let state else { throw DeepLabError.invalidBackward("no training-mode forward of ASPP") }
+        let g = try dropout.backward(dy, outputDesc: state.projectionOutput)
+        guard let dJoined = try projection.backward(g).input else {
+            throw DeepLabError.invalidBackward("ASPP projection produced no input gradient")
+        }
+        let parts = try Operations.split(dJoined, channels: [Int](repeating: projection.conv.inputChannels / (branches.count + 1),
+                                                                  count: branches.count + 1))
+        var gradients: [Tensor?] = []
+        for (branch, part) in zip(branches, parts) { gradients.append(try branch.backward(part).input) }
+        let pooledGradient = try Operations.resizeBackward(parts[branches.count], forward: state.resize,
+                                                           sourceShape: state.poolingOutputShape)
+        if let g = try pooling.backward(pooledGradient).input {
+            gradients.append(try Operations.poolingBackward(g, forward: state.pooled, sourceShape: state.inputShape))
+        }
+        guard let result = try addGradients(gradients) else {
+            throw DeepLabError.invalidBackward("ASPP produced no input gradient")
+        }
+        return result
+    }
+}
+
+extension DeepLabHead {
+    func backward(_ dy: Tensor) throws -> Tensor {
+        guard let g1 = try classifier.backward(dy).input, let g2 = try refine.backward(g1).input else {
+            throw DeepLabError.invalidBackward("DeepLab head produced no input gradient")
+        }
+        return try aspp.backward(g2)
+    }
+}
+
+extension FCNHead {
+    func backward(_ dy: Tensor) throws -> Tensor {
+        guard let g1 = try classifier.backward(dy).input, let bodyOutput = body.saved?.output else {
+            throw DeepLabError.invalidBackward("FCN head produced no input gradient")
+        }
+        let g2 = try dropout.backward(g1, outputDesc: bodyOutput.desc)
+        guard let g3 = try body.backward(g2).input else {
+            throw DeepLabError.invalidBackward("FCN head produced no input gradient")
+        }
+        return g3
+    }
+}

@@ -8,16 +8,6 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
         case resnet50 = "deeplabv3_resnet50"
         case resnet101 = "deeplabv3_resnet101"
         case mobilenetV2 = "deeplabv3_mobilenet_v2"
-
-        var resNetDepth: ResNet.Depth? {
-            switch self {
-            case .resnet18: return .resNet18
-            case .resnet34: return .resNet34
-            case .resnet50: return .resNet50
-            case .resnet101: return .resNet101
-            case .mobilenetV2: return nil
-            }
-        }
     }
 
     public var arch: Architecture

@@ -9,12 +9,7 @@ public final class DeepLabV3: SegmentationNetwork {
     public let configuration: DeepLabConfiguration
     public let parameters: [Parameter]
 
-    private enum Backbone {
-        case resNet(ResNet)
-        case mobileNet(MobileNetV2)
-    }
-
-    private let backbone: Backbone
+    private let backbone: any Backbone
     private let head: DeepLabHead
     private let auxiliaryHead: FCNHead?
 
@@ -28,37 +23,15 @@ public final class DeepLabV3: SegmentationNetwork {
         try configuration.validate()
         self.configuration = configuration
         var generator = SeededGenerator(seed: configuration.seed)
-        let featureChannels: Int, auxiliaryChannels: Int
-        if let depth = configuration.arch.resNetDepth {
-            let net = ResNet(prefix: "backbone", depth: depth, inputChannels: configuration.inputChannels,
-                             outputStride: configuration.outputStride, multiGrid: configuration.multiGrid,
-                             generator: &generator)
-            backbone = .resNet(net)
-            featureChannels = net.outputChannels
-            auxiliaryChannels = net.auxiliaryChannels
-        } else {
-            let net = MobileNetV2(prefix: "backbone", inputChannels: configuration.inputChannels,
-                                  widthMultiplier: configuration.widthMultiplier,
-                                  outputStride: configuration.outputStride, generator: &generator)
-            backbone = .mobileNet(net)
-            featureChannels = net.outputChannels
-            auxiliaryChannels = net.auxiliaryChannels
-        }
-        head = DeepLabHead(prefix: "classifier", inputChannels: featureChannels, classCount: configuration.numClasses,
+        backbone = configuration.arch.makeBackbone(configuration, generator: &generator)
+        head = DeepLabHead(prefix: "classifier", inputChannels: backbone.outputChannels, classCount: configuration.numClasses,
                            atrousRates: configuration.atrousRates, channels: configuration.asppChannels,
                            generator: &generator)
         auxiliaryHead = configuration.aux
-            ? FCNHead(prefix: "aux_classifier", inputChannels: auxiliaryChannels, classCount: configuration.numClasses,
+            ? FCNHead(prefix: "aux_classifier", inputChannels: backbone.auxiliaryChannels, classCount: configuration.numClasses,
                       generator: &generator)
             : nil
-        var all: [Parameter]
-        switch backbone {
-        case let .resNet(net): all = net.parameters
-        case let .mobileNet(net): all = net.parameters
-        }
-        all += head.parameters
-        all += auxiliaryHead?.parameters ?? []
-        parameters = all
+        parameters = backbone.parameters + head.parameters + (auxiliaryHead?.parameters ?? [])
     }
 
     /// Parameters by `state_dict` key.
@@ -88,11 +61,7 @@ public final class DeepLabV3: SegmentationNetwork {
             x = try Operations.resizeBilinear(x, height: s[2] * configuration.inputScale,
                                               width: s[3] * configuration.inputScale, training: false).0
         }
-        let features: (auxiliary: Tensor, out: Tensor)
-        switch backbone {
-        case let .resNet(net): features = try net(x, training: training)
-        case let .mobileNet(net): features = try net(x, training: training)
-        }
+        let features = try backbone(x, training: training)
         let logits = try head(features.out, training: training)
         var auxiliaryState: (shape: [Int], resize: Primitive)?
         if let auxiliaryHead {
@@ -147,10 +116,7 @@ public final class DeepLabV3: SegmentationNetwork {
             dAuxiliary = try auxiliaryHead.backward(d)
             gradientsReady(auxiliaryHead.parameters)
         }
-        switch backbone {
-        case let .resNet(net): try net.backward(out: dOut, auxiliary: dAuxiliary, gradientsReady: gradientsReady)
-        case let .mobileNet(net): try net.backward(out: dOut, auxiliary: dAuxiliary, gradientsReady: gradientsReady)
-        }
+        try backbone.backward(out: dOut, auxiliary: dAuxiliary, gradientsReady: gradientsReady)
     }
 
     public func backward(_ gradientOfLogits: FloatTensor, gradientsReady: GradientsReady) throws {

@@ -108,3 +108,37 @@ final class InvertedResidual {
         return try last(y, residual: usesResidual ? x : nil, consumingResidual: inputIsConsumable, training: training)
     }
 }
+
+// MARK: - Backward
+
+extension InvertedResidual {
+    func backward(_ dy: Tensor) throws -> Tensor {
+        guard let last = units.last else { return dy }
+        let (mainInput, identity) = try last.backward(dy)
+        var gradient = mainInput
+        for unit in units.dropLast().reversed() {
+            guard let g = gradient else { break }
+            gradient = try unit.backward(g).input
+        }
+        guard let result = try addGradients([gradient, identity]) else {
+            throw DeepLabError.invalidBackward("inverted residual produced no input gradient")
+        }
+        return result
+    }
+}
+
+extension MobileNetV2 {
+    func backward(out dOut: Tensor, auxiliary dAuxiliary: Tensor?, gradientsReady: GradientsReady) throws {
+        guard var gradient = try head.backward(dOut).input else {
+            throw DeepLabError.invalidBackward("MobileNetV2 head produced no input gradient")
+        }
+        gradientsReady(head.parameters)
+        for (i, block) in blocks.enumerated().reversed() {
+            if i + 1 == MobileNetV2.auxiliaryIndex, let dAuxiliary { gradient = try Operations.sum([gradient, dAuxiliary]) }
+            gradient = try block.backward(gradient)
+            gradientsReady(block.parameters)
+        }
+        _ = try stem.backward(gradient, needsInputGradient: false)
+        gradientsReady(stem.parameters)
+    }
+}

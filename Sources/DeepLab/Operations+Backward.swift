@@ -109,3 +109,10 @@ extension Operations {
         return parts
     }
 }
+
+/// Sums gradients that meet at one tensor (nil entries are absent).
+func addGradients(_ gradients: [Tensor?]) throws -> Tensor? {
+    let present = gradients.compactMap { $0 }
+    guard let first = present.first else { return nil }
+    return present.count == 1 ? first : try Operations.sum([first] + present.dropFirst())
+}

@@ -137,3 +137,46 @@ final class ResidualBlock {
                         training: training)
     }
 }
+
+// MARK: - Backward
+
+extension ResidualBlock {
+    /// dLoss/dInput from dLoss/dOutput.
+    func backward(_ dy: Tensor) throws -> Tensor {
+        guard let last = units.last else { return dy }
+        let (mainInput, identityGradient) = try last.backward(dy)
+        var gradient = mainInput
+        for unit in units.dropLast().reversed() {
+            guard let g = gradient else { break }
+            gradient = try unit.backward(g).input
+        }
+        var identity = identityGradient
+        if let downsample, let g = identityGradient { identity = try downsample.backward(g).input }
+        guard let result = try addGradients([gradient, identity]) else {
+            throw DeepLabError.invalidBackward("residual block produced no input gradient")
+        }
+        return result
+    }
+}
+
+extension ResNet {
+    /// Backpropagates the gradients of layer4's output and (optionally) layer3's, down to the stem's weights,
+    /// reporting each block's parameters as they complete.
+    func backward(out dOut: Tensor, auxiliary dAuxiliary: Tensor?, gradientsReady: GradientsReady) throws {
+        guard let pooling else { throw DeepLabError.invalidBackward("no training-mode forward of the ResNet") }
+        var gradient = dOut
+        for (index, stage) in stages.enumerated().reversed() {
+            if index == 2, let dAuxiliary { gradient = try Operations.sum([gradient, dAuxiliary]) }
+            for block in stage.reversed() {
+                gradient = try block.backward(gradient)
+                gradientsReady(block.parameters)
+            }
+        }
+        guard let stemOutput = stem.saved?.output else {
+            throw DeepLabError.invalidBackward("no training-mode forward of the stem")
+        }
+        gradient = try Operations.poolingBackward(gradient, forward: pooling, sourceShape: stemOutput.shape)
+        _ = try stem.backward(gradient, needsInputGradient: false)
+        gradientsReady(stem.parameters)
+    }
+}

@@ -59,6 +59,10 @@ public final class Parameter {
     public func markUpdated() { version &+= 1 }
 }
 
+/// Called during a backward pass with parameters whose gradients are complete (each parameter is used once in
+/// the forward, so its gradient is final once its module's backward returns), in the order they complete.
+public typealias GradientsReady = ([Parameter]) -> Void
+
 /// A segmentation network the trainer can drive: forward in training or eval mode, backward, parameters.
 public protocol SegmentationNetwork: AnyObject {
     /// Every parameter and buffer, in `state_dict` order.
