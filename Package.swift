@@ -9,7 +9,7 @@ let package = Package(
     name: "SliceLab",
     products: [
         .executable(name: "slicelab", targets: ["slicelab"]),
-        .library(name: "SliceLab", targets: ["SliceLab"]),
+        .library(name: "SliceLabKit", targets: ["SliceLabKit"]),
     ],
     targets: [
         // MARK: - C interop (each the only place its C library is named)
@@ -24,33 +24,33 @@ let package = Package(
         .systemLibrary(name: "COpenJPEG", pkgConfig: "libopenjp2", providers: [.apt(["libopenjp2-7-dev"])]),
 
         // MARK: - Swift libraries (data flows downwards only)
-        .target(name: "ImageIO", dependencies: ["CPNG", "CHDF5"]),
+        .target(name: "ImageFiles", dependencies: ["CPNG", "CHDF5"]),
         // Pixel loops run optimised even in debug builds, so the corpus conformance tests stay within minutes.
-        .target(name: "DICOM", dependencies: ["CDCMTK", "COpenJPEG", "ImageIO"],
+        .target(name: "DICOM", dependencies: ["CDCMTK", "COpenJPEG", "ImageFiles"],
                 swiftSettings: [.unsafeFlags(["-O"])]),
         // Training's per-parameter loops (optimizers, gradients, clipping, augmentation) likewise, so the engine's
         // training tests fit the debug `make test`.
-        .target(name: "DeepLab", dependencies: ["COneDNN", "ImageIO"], swiftSettings: [.unsafeFlags(["-O"])]),
+        .target(name: "DeepLab", dependencies: ["COneDNN", "ImageFiles"], swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "Classical"),
         .target(name: "Metrics"),
-        .target(name: "SliceLab", dependencies: ["ImageIO", "DICOM", "DeepLab", "Classical", "Metrics"],
+        .target(name: "SliceLabKit", dependencies: ["ImageFiles", "DICOM", "DeepLab", "Classical", "Metrics"],
                 resources: [.copy("Resources/Demo")]),
 
         // MARK: - The executable
-        .executableTarget(name: "slicelab", dependencies: ["SliceLab"]),
+        .executableTarget(name: "slicelab", dependencies: ["SliceLabKit"]),
 
         // MARK: - Tests
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "ImageIOTests", dependencies: ["ImageIO", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "ImageFilesTests", dependencies: ["ImageFiles", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "DICOMTests", dependencies: ["DICOM", "TestSupport"],
                     swiftSettings: [.unsafeFlags(["-O"])]),
         .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "ClassicalTests", dependencies: ["Classical", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics", "TestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "SliceLabTests", dependencies: ["SliceLab", "DICOM", "ImageIO", "TestSupport"],
+        .testTarget(name: "SliceLabTests", dependencies: ["SliceLabKit", "DICOM", "ImageFiles", "TestSupport"],
                     exclude: ["Fixtures"]),
         // Fault injection (SIGKILL, full and read-only disks), corrupt batches and read bounds, end to end.
-        .testTarget(name: "RobustnessTests", dependencies: ["SliceLab", "DICOM", "DeepLab", "ImageIO", "Metrics",
+        .testTarget(name: "RobustnessTests", dependencies: ["SliceLabKit", "DICOM", "DeepLab", "ImageFiles", "Metrics",
                                                            "TestSupport"], exclude: ["Regressions"]),
     ]
 )

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Copies a handful of test and training cases of built sets into the bundled demo sets
-`Sources/SliceLab/Resources/Demo/<set>/`:
+`Sources/SliceLabKit/Resources/Demo/<set>/`:
 images, labels and a dataset.json whose `test` and `train` splits list them (`val` empty), keeping the
 provenance of the full set. Run after `make datasets`:
 
@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     parser.add_argument("--train-count", type=int, default=4)
     parser.add_argument("--sets", nargs="+", default=["mni-brain", "brain-lesion"])
     parser.add_argument("--cache", type=Path, default=HERE / "cache")
-    parser.add_argument("--out", type=Path, default=HERE.parent / "Sources" / "SliceLab" / "Resources" / "Demo")
+    parser.add_argument("--out", type=Path, default=HERE.parent / "Sources" / "SliceLabKit" / "Resources" / "Demo")
     args = parser.parse_args(argv)
     for name in args.sets:
         chosen = make_demo(args.cache / name, args.out / name, args.count, args.train_count)

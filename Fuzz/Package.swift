@@ -5,7 +5,7 @@ import PackageDescription
 // `swift build -c release --sanitize=fuzzer --sanitize=address` (libFuzzer from the Swift toolchain's clang
 // runtime), never by the main package's `swift build`. Each target defines LLVMFuzzerTestOneInput; libFuzzer
 // supplies `main`.
-let sliceLab = Target.Dependency.product(name: "SliceLab", package: "SliceLab")
+let sliceLab = Target.Dependency.product(name: "SliceLabKit", package: "SliceLab")
 
 func fuzzTarget(_ name: String) -> Target {
     .executableTarget(name: name, dependencies: [sliceLab, "FuzzSupport"])

@@ -456,12 +456,12 @@ def srgb_to_lab(rgb) -> np.ndarray:
 
 # MARK: - The bundled demo data
 
-DEMO = ROOT / "Sources" / "SliceLab" / "Resources" / "Demo"
+DEMO = ROOT / "Sources" / "SliceLabKit" / "Resources" / "Demo"
 
 
 def demo_dataset(name: str = "brain-lesion") -> Path:
     """The labeled set to run on: `SLICELAB_DATASET`, else the bundled demo set `name` (the `slicelab demo` data,
-    `Sources/SliceLab/Resources/Demo/<name>/`)."""
+    `Sources/SliceLabKit/Resources/Demo/<name>/`)."""
     folder = Path(os.environ.get("SLICELAB_DATASET", DEMO / name))
     if not (folder / "dataset.json").is_file():
         raise FileNotFoundError(f"{folder} is not a labeled set (no dataset.json); set SLICELAB_DATASET")

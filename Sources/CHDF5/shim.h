@@ -50,7 +50,7 @@ static inline void chdf5_last_error(char *buffer) {
     H5Eclear2(H5E_DEFAULT);
 }
 
-// MARK: - Probe (runs in a forked child; see `hdf5ProbeInChildProcess` in ImageIO)
+// MARK: - Probe (runs in a forked child; see `hdf5ProbeInChildProcess` in ImageFiles)
 // This walk is C, not Swift, because it runs in a child forked from a multi-threaded process, where code must
 // not take a lock another thread may have held at the fork (the Swift runtime's, say): the child calls only
 // HDF5 and malloc (which glibc makes fork-safe), then `_exit`s, so nothing it allocates is freed.

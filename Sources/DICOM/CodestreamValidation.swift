@@ -151,3 +151,64 @@ extension DicomFile {
         return nil
     }
 }
+
+extension DicomFile {
+    /// Marker segments OpenJPEG reads in JPEG 2000 main and tile-part headers (ISO/IEC 15444-1 Table A.2, the
+    /// Part 2 multi-component markers, and HTJ2K's CAP and CPF of 15444-15).
+    static let jpeg2000HeaderMarkers: Set<UInt8> = [
+        0x50, 0x51, 0x52, 0x53, 0x55, 0x57, 0x58, 0x59, 0x5C, 0x5D, 0x5E, 0x5F, 0x60, 0x61, 0x63, 0x64,
+        0x74, 0x75, 0x77, 0x78,
+    ]
+
+    /// Checks a JPEG 2000 codestream's structure before OpenJPEG sees it: SOC then SIZ; in the main header and in
+    /// every tile-part header only known marker segments, each inside the codestream; tile-parts found where the
+    /// previous one's length (Psot) says. OpenJPEG 2.5.0 skips an unknown marker by scanning for the next known
+    /// one and then wrote past a buffer (SIGSEGV with two decoding threads, a heap over-read under ASan,
+    /// `j2k-unknown-marker-main-header.dcm`, issue #23's 10-minute campaign).
+    ///
+    /// - Throws: `DICOMError.decodeFailed` naming the frame, the marker and its byte offset.
+    func validateJPEG2000Codestream(_ bytes: [UInt8], frame: Int) throws {
+        func fail(_ reason: String) -> DICOMError {
+            .decodeFailed(file: path, frame: frame, reason: "malformed JPEG 2000 codestream: \(reason)")
+        }
+        func u16(_ at: Int) -> Int { Int(bytes[at]) << 8 | Int(bytes[at + 1]) }
+        func u32(_ at: Int) -> Int { u16(at) << 16 | u16(at + 2) }
+        guard bytes.count >= 4, u16(0) == 0xFF4F, u16(2) == 0xFF51 else {
+            throw fail("it does not start with SOC and SIZ (FF 4F FF 51)")
+        }
+        /// Walks the marker segments from `start` up to the marker `end` (SOT or SOD); returns its offset.
+        func segments(from start: Int, until end: UInt8, in header: String) throws -> Int {
+            var offset = start
+            while true {
+                guard offset + 4 <= bytes.count, bytes[offset] == 0xFF else {
+                    throw fail("the \(header) ends at byte \(offset) without a marker")
+                }
+                let marker = bytes[offset + 1]
+                if marker == end { return offset }
+                guard Self.jpeg2000HeaderMarkers.contains(marker) else {
+                    throw fail(String(format: "unknown marker FF %02X at byte %d in the %@", marker, offset, header))
+                }
+                let length = u16(offset + 2)
+                guard length >= 2, offset + 2 + length <= bytes.count else {
+                    throw fail(String(format: "marker FF %02X at byte %d has length %d, past the codestream's %d bytes",
+                                      marker, offset, length, bytes.count))
+                }
+                offset += 2 + length
+            }
+        }
+        var sot = try segments(from: 2, until: 0x90, in: "main header")
+        while sot + 1 < bytes.count, u16(sot) == 0xFF90 {
+            guard sot + 12 <= bytes.count, u16(sot + 2) == 10 else {
+                throw fail("the tile-part header (SOT) at byte \(sot) is cut off or not 10 bytes long")
+            }
+            let tilePartLength = u32(sot + 6)
+            _ = try segments(from: sot + 12, until: 0x93, in: "tile-part header at byte \(sot)")
+            guard tilePartLength != 0 else { return }  // the last tile-part runs to EOC
+            guard tilePartLength >= 14, sot + tilePartLength <= bytes.count else {
+                throw fail("the tile-part at byte \(sot) claims \(tilePartLength) bytes, past the codestream's "
+                    + "\(bytes.count)")
+            }
+            sot += tilePartLength
+        }
+    }
+}

@@ -1,5 +1,5 @@
 import Foundation
-import ImageIO
+import ImageFiles
 
 /// One DICOM file, opened with DCMTK: its attributes and its frames, decoded lazily one at a time.
 ///
@@ -162,7 +162,7 @@ public final class DicomFile: @unchecked Sendable {
     /// Checks decoded values (as Float32) against `limits`.
     /// - Throws: `DICOMError.impossibleDimensions` whose reason names the limit.
     private func checkLimit(_ extents: [Int], what: String) throws {
-        do { try limits.check(extents, bytesPerValue: 4, file: path, what: what) } catch let ImageIOError.tooLarge(_, reason) {
+        do { try limits.check(extents, bytesPerValue: 4, file: path, what: what) } catch let ImageFileError.tooLarge(_, reason) {
             throw DICOMError.impossibleDimensions(file: path, reason: reason)
         }
     }

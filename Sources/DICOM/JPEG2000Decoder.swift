@@ -58,6 +58,7 @@ enum JPEG2000Decoder {
             throw DICOMError.decodeFailed(file: file.path, frame: frame, reason: "JPEG 2000 codestream of "
                 + "\(codestream.count) bytes is shorter than the smallest main header (\(minimumCodestreamBytes) bytes)")
         }
+        try file.validateJPEG2000Codestream(codestream, frame: frame)
         return try codestream.withUnsafeBytes { bytes -> T in
             let context = Context(bytes: bytes)
             let unmanaged = Unmanaged.passRetained(context)

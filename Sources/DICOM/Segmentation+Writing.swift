@@ -1,5 +1,5 @@
 import Foundation
-import ImageIO
+import ImageFiles
 
 extension Segmentation {
     /// Writes a label map as a binary DICOM SEG that references the source series, so viewers (3D Slicer, OHIF)

@@ -1,5 +1,5 @@
 import Foundation
-import ImageIO
+import ImageFiles
 
 /// A DICOM Segmentation (SEG, PS3.3 A.51, C.8.20): binary or fractional segment frames, decoded into label maps.
 ///
@@ -43,7 +43,7 @@ public struct Segmentation: Sendable {
     /// Reads a SEG file. Fractional frames count as inside where value / MaximumFractionalValue ≥ 0.5.
     ///
     /// - Throws: `DICOMError.invalidSegmentation` when the file is not a SEG or its frames name no segment;
-    ///   the reader's errors for its pixels; `ImageIOError.tooLarge` for frames over `limits`.
+    ///   the reader's errors for its pixels; `ImageFileError.tooLarge` for frames over `limits`.
     public init(path: String, limits: ReadLimits = .standard) throws {
         let file = try DicomFile(path: path, limits: limits)
         self.path = path

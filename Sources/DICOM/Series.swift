@@ -1,5 +1,5 @@
 import Foundation
-import ImageIO
+import ImageFiles
 
 /// A series found in a folder: its files and frames sorted into slices, with geometry, before any pixel is
 /// decoded. `load()` decodes it into a `Volume`.
@@ -228,7 +228,7 @@ public struct Series: @unchecked Sendable {
         do {
             try file.limits.check([slices.count, file.rows, file.columns], bytesPerValue: 4, file: file.path,
                                   what: "series \(seriesInstanceUID) of \(slices.count) slices")
-        } catch let ImageIOError.tooLarge(path, reason) {
+        } catch let ImageFileError.tooLarge(path, reason) {
             throw DICOMError.impossibleDimensions(file: path, reason: reason)
         }
     }

@@ -1,5 +1,5 @@
 import Foundation
-import ImageIO
+import ImageFiles
 
 /// SliceLab's native model file, in HDF5:
 ///
@@ -38,7 +38,7 @@ public enum DeepLabCheckpoint {
     /// Rebuilds the model a checkpoint describes and loads its parameters.
     ///
     /// - Throws: `DeepLabError.invalidCheckpoint` for a file without the configuration or a parameter of the
-    ///   wrong shape, `ImageIOError` when the file cannot be read.
+    ///   wrong shape, `ImageFileError` when the file cannot be read.
     public static func load(_ path: String) throws -> (model: DeepLabV3, preprocessing: Preprocessing) {
         try read(from: HDF5File.open(path))
     }

@@ -1,5 +1,5 @@
 import Foundation
-import ImageIO
+import ImageFiles
 
 /// A safetensors file (Hugging Face's format: an 8-byte little-endian header length, a JSON header mapping
 /// each name to `dtype`, `shape` and `data_offsets`, then the raw little-endian tensors). F32, F16, BF16, F64,
@@ -126,7 +126,7 @@ public struct SafetensorsFile {
 
     /// Writes Float32 tensors (and `num_batches_tracked` buffers as I64, as PyTorch stores them) atomically.
     ///
-    /// - Throws: `ImageIOError` from the atomic write.
+    /// - Throws: `ImageFileError` from the atomic write.
     public static func write(_ tensors: [(name: String, tensor: FloatTensor)], metadata: [String: String] = [:],
                              to path: String) throws {
         var header: [String: Any] = [:]

@@ -1,4 +1,4 @@
-import SliceLab
+import SliceLabKit
 
 /// A `slicelab` subcommand: its declaration and the call into the `SliceLab` library that does the work.
 protocol Command {

@@ -1,5 +1,5 @@
 import Foundation
-import SliceLab
+import SliceLabKit
 
 let programHelp = """
     slicelab \(sliceLabVersion): segment DICOM slices with DeepLabV3 and a classical baseline, and evaluate them.

@@ -1,11 +1,11 @@
 import DICOM
 import Foundation
-import ImageIO
+import ImageFiles
 import Testing
 import TestSupport
 
 /// `slicelab info` and `slicelab convert` end to end: the built binary, its files (read back with h5py and
-/// ImageIO's PNG reader), exit codes and error lines.
+/// ImageFiles's PNG reader), exit codes and error lines.
 struct ConvertCommandTests {
     let folder: URL
 

@@ -1,6 +1,6 @@
 import DeepLab
 import Foundation
-import ImageIO
+import ImageFiles
 import TestSupport
 
 /// The deterministic weights and inputs that Datasets/goldens/deeplab_goldens.py feeds torchvision: uniforms in

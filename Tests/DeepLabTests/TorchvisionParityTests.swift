@@ -1,6 +1,6 @@
 import DeepLab
 import Foundation
-import ImageIO
+import ImageFiles
 import Testing
 
 /// Eval-mode logits against torchvision's, for every architecture (fixtures from Datasets/goldens/deeplab_goldens.py).

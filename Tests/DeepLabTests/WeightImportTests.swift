@@ -1,6 +1,6 @@
 import DeepLab
 import Foundation
-import ImageIO
+import ImageFiles
 import Testing
 import TestSupport
 

@@ -1,5 +1,5 @@
 import Foundation
-import ImageIO
+import ImageFiles
 import Testing
 import TestSupport
 
@@ -85,7 +85,7 @@ struct BoundsTests {
         #expect {
             _ = try PNGImage.read(path)
         } throws: { error in
-            guard case let ImageIOError.tooLarge(file, reason) = error else { return false }
+            guard case let ImageFileError.tooLarge(file, reason) = error else { return false }
             return file == path && reason.contains("1000000 × 1000000 × 1") && reason.contains("read limit of 4 GiB")
         }
         let cluster = try TestSupport.slicelab(["cluster", path, "--method", "otsu", "--classes", "2",

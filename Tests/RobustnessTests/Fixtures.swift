@@ -1,6 +1,6 @@
 import DeepLab
 import Foundation
-import ImageIO
+import ImageFiles
 import TestSupport
 
 /// Inputs the robustness tests generate: DICOM files written byte by byte (valid CT slices and broken ones),

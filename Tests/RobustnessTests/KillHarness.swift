@@ -1,7 +1,7 @@
 import DeepLab
 import Foundation
 import Metrics
-import SliceLab
+import SliceLabKit
 import TestSupport
 
 /// Runs the built `slicelab` and kills it with SIGKILL at chosen moments.

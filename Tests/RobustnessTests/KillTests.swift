@@ -1,7 +1,7 @@
 import DeepLab
 import Foundation
-import ImageIO
-import SliceLab
+import ImageFiles
+import SliceLabKit
 import Testing
 import TestSupport
 

@@ -1,5 +1,5 @@
 import Foundation
-import ImageIO
+import ImageFiles
 import Testing
 import TestSupport
 

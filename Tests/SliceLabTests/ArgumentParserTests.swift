@@ -1,4 +1,4 @@
-import SliceLab
+import SliceLabKit
 import Testing
 
 @Suite struct ArgumentParserTests {

@@ -1,6 +1,6 @@
 import DeepLab
 import Foundation
-@testable import SliceLab
+@testable import SliceLabKit
 import TestSupport
 import Testing
 

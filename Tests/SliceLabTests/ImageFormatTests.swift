@@ -1,6 +1,6 @@
 import Foundation
-import ImageIO
-@testable import SliceLab
+import ImageFiles
+@testable import SliceLabKit
 import Testing
 import TestSupport
 
@@ -17,7 +17,7 @@ struct ImageFormatTests {
         try HDF5File.write(to: hdf5) { try $0.write([Float](repeating: 7, count: 6), shape: [2, 3], to: "/image") }
         #expect(try ImageLoader.load(hdf5).values == [Float](repeating: 7, count: 6))
         let dicom = TestSupport.packageRoot
-            .appendingPathComponent("Sources/SliceLab/Resources/Demo/brain-lesion/images/axial025.dcm").path
+            .appendingPathComponent("Sources/SliceLabKit/Resources/Demo/brain-lesion/images/axial025.dcm").path
         let copy = folder.appendingPathComponent("slice.png").path  // DICOM named as PNG
         try FileManager.default.copyItem(atPath: dicom, toPath: copy)
         #expect(try ImageLoader.load(copy).values == (try ImageLoader.load(dicom).values))

@@ -1,5 +1,5 @@
 import Foundation
-import SliceLab
+import SliceLabKit
 import Testing
 import TestSupport
 

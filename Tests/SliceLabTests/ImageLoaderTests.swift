@@ -1,6 +1,6 @@
 import Foundation
-import ImageIO
-import SliceLab
+import ImageFiles
+import SliceLabKit
 import Testing
 import TestSupport
 
@@ -46,7 +46,7 @@ import TestSupport
         #expect(throws: InputError.self) { try ImageLoader.load(wrong) }
         let noImage = folder.appendingPathComponent("n.h5").path
         try HDF5File.write(to: noImage) { try $0.write([Float](repeating: 0, count: 4), shape: [2, 2], to: "/labels") }
-        #expect(throws: ImageIOError.missing(file: noImage, object: "/image")) { try ImageLoader.load(noImage) }
+        #expect(throws: ImageFileError.missing(file: noImage, object: "/image")) { try ImageLoader.load(noImage) }
     }
 
     @Test func labelMapsWriteAsHDF5AndPNG() throws {

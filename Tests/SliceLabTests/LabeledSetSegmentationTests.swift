@@ -1,14 +1,14 @@
 import DICOM
 import Foundation
-import ImageIO
-import SliceLab
+import ImageFiles
+import SliceLabKit
 import Testing
 import TestSupport
 
 /// A labeled set whose labels are DICOM SEG files loads like one with PNG label maps.
 @Suite struct LabeledSetSegmentationTests {
     @Test func segLabelsLoadAsTheLabelMapTheyEncode() throws {
-        let demo = TestSupport.packageRoot.appendingPathComponent("Sources/SliceLab/Resources/Demo/mni-brain")
+        let demo = TestSupport.packageRoot.appendingPathComponent("Sources/SliceLabKit/Resources/Demo/mni-brain")
         let folder = try TestSupport.temporaryFolder("seg-set")
         let set = folder.appendingPathComponent("set")
         for sub in ["images", "labels", "source"] {

@@ -1,7 +1,7 @@
 import DeepLab
 import Foundation
-import ImageIO
-@testable import SliceLab
+import ImageFiles
+@testable import SliceLabKit
 import TestSupport
 import Testing
 
@@ -176,7 +176,7 @@ struct LabeledSetTests {
 struct LabeledSetDemoTests {
     @Test(arguments: ["mni-brain", "brain-lesion"])
     func demoSetLoadsEveryCase(name: String) throws {
-        let folder = TestSupport.packageRoot.appendingPathComponent("Sources/SliceLab/Resources/Demo/\(name)")
+        let folder = TestSupport.packageRoot.appendingPathComponent("Sources/SliceLabKit/Resources/Demo/\(name)")
         let set = try LabeledSet.open(folder.path)
         #expect(set.skipped.isEmpty && set.cases(in: "test").count == 6 && set.cases(in: "train").count == 4)
         #expect(set.description.preprocessing == .percentile(low: 0.5, high: 99.5))

@@ -1,7 +1,7 @@
 import Foundation
-import ImageIO
+import ImageFiles
 import Metrics
-import SliceLab
+import SliceLabKit
 import Testing
 import TestSupport
 

@@ -1,8 +1,8 @@
 import DeepLab
 import DICOM
 import Foundation
-import ImageIO
-import SliceLab
+import ImageFiles
+import SliceLabKit
 import Testing
 import TestSupport
 
@@ -13,7 +13,7 @@ import TestSupport
 
     /// Two single-frame MR slices (233 × 197) of the bundled mni-brain set, made one series with dcmodify.
     static func makeSeries(in folder: URL) throws -> URL {
-        let demo = TestSupport.packageRoot.appendingPathComponent("Sources/SliceLab/Resources/Demo/mni-brain/images")
+        let demo = TestSupport.packageRoot.appendingPathComponent("Sources/SliceLabKit/Resources/Demo/mni-brain/images")
         let series = folder.appendingPathComponent("series")
         try FileManager.default.createDirectory(at: series, withIntermediateDirectories: true)
         // Copied in reverse name order so the slice order comes from the positions, not the names.

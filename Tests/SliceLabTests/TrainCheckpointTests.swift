@@ -1,7 +1,7 @@
 import DeepLab
 import Foundation
-import ImageIO
-@testable import SliceLab
+import ImageFiles
+@testable import SliceLabKit
 import TestSupport
 import Testing
 

@@ -1,6 +1,6 @@
 import DeepLab
 import Foundation
-import ImageIO
+import ImageFiles
 
 /// The toy labeled set of issue #5: bright shapes of 3 classes (discs = 1, squares = 2, on a noisy background
 /// = 0) with distinct brightness, written as 8-bit PNG images and label maps with a `dataset.json`.

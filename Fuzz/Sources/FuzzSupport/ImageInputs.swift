@@ -1,5 +1,6 @@
-import ImageIO
-import SliceLab
+import DICOM
+import ImageFiles
+import SliceLabKit
 
 extension FuzzInput {
     /// The most elements the HDF5 image and label loaders are given here (16 Mi): a few KB of chunked HDF5
@@ -8,9 +9,11 @@ extension FuzzInput {
     public static let maxHDF5Elements = 1 << 24
 
     /// Reads `path` as every command reads an outside image or label file: the image loader (segment, cluster,
-    /// labeled sets) and the label loader (evaluate); each returns or throws `ImageIOError` / `InputError`.
+    /// labeled sets) and the label loader (evaluate); each returns or throws `ImageFileError` / `InputError` /
+    /// `DICOMError`.
     public static func readAsImageAndLabels(_ path: String) {
-        let isTyped: (Error) -> Bool = { $0 is ImageIOError || $0 is InputError }
+        // Formats are found by content, so any input may be read as DICOM (issue #17).
+        let isTyped: (Error) -> Bool = { $0 is ImageFileError || $0 is InputError || $0 is DICOMError }
         if path.hasSuffix(".h5") {
             var within: (image: Bool, labels: Bool) = (false, false)
             expectTypedError(file: path, isTyped: isTyped) {

@@ -1,14 +1,14 @@
 import DeepLab
 import Foundation
 import FuzzSupport
-import ImageIO
+import ImageFiles
 
 /// DeepLabV3 checkpoints (HDF5): the configuration and preprocessing attributes, the model they describe and
 /// every parameter's name and shape.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzCheckpoint(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let path = FuzzInput.write(data, size, name: "checkpoint.h5")
-    FuzzInput.expectTypedError(file: path, isTyped: { $0 is DeepLabError || $0 is ImageIOError }) {
+    FuzzInput.expectTypedError(file: path, isTyped: { $0 is DeepLabError || $0 is ImageFileError }) {
         _ = try DeepLabCheckpoint.load(path)
     }
     return 0

@@ -1,5 +1,5 @@
 import FuzzSupport
-import SliceLab
+import SliceLabKit
 
 /// The command-line parser against every real subcommand declaration (`Sources/slicelab/Commands`, linked
 /// here): the input is a command index byte then NUL-separated arguments; parsing returns `ParsedArguments`

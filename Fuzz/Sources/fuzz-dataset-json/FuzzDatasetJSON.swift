@@ -1,7 +1,7 @@
 import Foundation
 import FuzzSupport
-import ImageIO
-import SliceLab
+import ImageFiles
+import SliceLabKit
 
 /// `dataset.json` of a labeled set: the description (JSON decoding, the rules of Datasets/README.md, the
 /// preprocessing) and what it makes the reader do with the set's one real case (`case-a`, a 4×4 image and its

@@ -1,6 +1,6 @@
 import FuzzSupport
 
-/// PNG reading: libpng through ImageIO, then the image loader and the label loader built on it.
+/// PNG reading: libpng through ImageFiles, then the image loader and the label loader built on it.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzPNG(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     FuzzInput.readAsImageAndLabels(FuzzInput.write(data, size, name: "input.png"))

@@ -1,5 +1,5 @@
 import Foundation
-import ImageIO
+import ImageFiles
 
 /// The training part of a checkpoint HDF5 file, beside the model's parameters:
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import SliceLab
+import SliceLabKit
 
 /// `slicelab cluster INPUT --method … --classes K --space … --out OUT` (issue #6).
 enum ClusterCommand: Command {

@@ -1,5 +1,5 @@
 import Foundation
-import SliceLab
+import SliceLabKit
 
 /// `slicelab compare DATASET --model MODEL.h5 [--classical SPEC]… --out RESULTS.h5` (issue #8).
 enum CompareCommand: Command {

@@ -1,4 +1,4 @@
-import SliceLab
+import SliceLabKit
 
 /// `slicelab convert PATH OUT.h5|OUT.png` (issue #3).
 enum ConvertCommand: Command {

@@ -1,5 +1,5 @@
 import Foundation
-import SliceLab
+import SliceLabKit
 
 /// `slicelab demo`: the main job on the embedded data (issue #8).
 enum DemoCommand: Command {

@@ -1,5 +1,5 @@
 import Foundation
-import SliceLab
+import SliceLabKit
 
 /// `slicelab evaluate --pred PRED --ref REF --out RESULTS.h5` (issue #7).
 enum EvaluateCommand: Command {

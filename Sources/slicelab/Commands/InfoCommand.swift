@@ -1,4 +1,4 @@
-import SliceLab
+import SliceLabKit
 
 /// `slicelab info PATH [--json]` (issue #3).
 enum InfoCommand: Command {

@@ -1,4 +1,4 @@
-import SliceLab
+import SliceLabKit
 
 /// `slicelab segment INPUT --model MODEL.h5 --out OUT` and the torchvision parity entry point (issue #4).
 enum SegmentCommand: Command {

@@ -1,4 +1,4 @@
-import SliceLab
+import SliceLabKit
 
 /// `slicelab train DATASET --arch … --num-classes K --out MODEL.h5` (issue #5).
 enum TrainCommand: Command {

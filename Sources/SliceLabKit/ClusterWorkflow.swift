@@ -1,0 +1,335 @@
+import Classical
+import Foundation
+import ImageFiles
+
+/// How `slicelab cluster` builds its classes.
+public enum ClusterMethod: String, CaseIterable, Sendable {
+    case otsu, multiotsu, histogram, kmeans, fcm, gmm
+}
+
+/// The color space pixels are clustered in (`Classical.ColorSpace`), named here so the executable needs only
+/// `SliceLab`.
+public typealias ClusterSpace = ColorSpace
+
+/// Smoothing applied to the class map after labelling.
+public enum ClusterRegularizer: String, CaseIterable, Sendable {
+    case none, majority, mrf
+}
+
+/// The settings of one `slicelab cluster` run; stored as attributes of the HDF5 it writes.
+public struct ClusterOptions: Sendable {
+    public var method: ClusterMethod
+    public var classes: Int
+    public var space: ColorSpace
+    public var seed: Int
+    /// Restarts for k-means and the Gaussian mixture.
+    public var initCount: Int
+    public var regularize: ClusterRegularizer
+    /// Regions smaller than this many pixels are merged into their largest neighbour (0 or 1: none).
+    public var minRegion: Int
+    /// 1: 4-/6-connected regions; 2: 8-connected in 2-D, 26-connected in 3-D.
+    public var connectivity: Int
+    /// The Potts interaction weight for `--regularize mrf`.
+    public var beta: Double
+
+    public init(method: ClusterMethod, classes: Int, space: ColorSpace = .gray, seed: Int = 0, initCount: Int = 10,
+                regularize: ClusterRegularizer = .none, minRegion: Int = 0, connectivity: Int = 1, beta: Double = 1) {
+        (self.method, self.classes, self.space, self.seed, self.initCount) = (method, classes, space, seed, initCount)
+        (self.regularize, self.minRegion, self.connectivity, self.beta) = (regularize, minRegion, connectivity, beta)
+    }
+}
+
+/// What a cluster run produced, before it is written.
+public struct ClusterOutcome: Sendable {
+    /// [rows, columns] for one image, [slices, rows, columns] for a volume.
+    public var shape: GridShape
+    /// Classes 0..<K, ordered by increasing mean intensity (gray) or L* (color).
+    public var labels: [Int32]
+    /// Connected regions of equal class, ids from 1 in raster order.
+    public var regions: [Int32]
+    public var regionCount: Int
+    /// K × D class centres in the chosen space, in class order (kmeans, fcm, gmm, color histogram peaks).
+    public var centers: FeatureMatrix?
+    /// K − 1 ascending thresholds (otsu, multiotsu, 1-D histogram valleys).
+    public var thresholds: [Double]?
+    /// k-means' inertia in the chosen space.
+    public var inertia: Double?
+    public var iterations: Int
+    /// Seconds per stage (features, cluster, regularize, regions), for `SLICELAB_TIMINGS`.
+    public var timings: [(stage: String, seconds: Double)]
+}
+
+/// `slicelab cluster`: the classical baseline from an image file to a label map (issue #6).
+public enum ClusterWorkflow {
+    /// Loads `input`, clusters it, and writes `out` (and `overlay` if given).
+    /// - Throws: `UsageError` for impossible option combinations; `InputError` naming the file for data the
+    ///   method cannot split (constant images, too few values, NaN/inf); the loader's and writer's errors.
+    @discardableResult
+    public static func run(input: String, options: ClusterOptions, out: String,
+                           overlay: String? = nil, limits: ReadLimits = .standard) throws -> ClusterOutcome {
+        try checkOutput(out)
+        let start = Date()
+        let image = try ImageLoader.load(input, limits: limits)
+        if image.frames > 1, URL(fileURLWithPath: out).pathExtension.lowercased() == "png" {
+            throw InputError.unsupportedOutput(file: out, reason: "a PNG holds one slice and \(input) has "
+                + "\(image.frames); write .h5 instead")
+        }
+        var outcome = try cluster(image, options: options)
+        outcome.timings.insert(("load", Date().timeIntervalSince(start) - outcome.timings.reduce(0) { $0 + $1.seconds }),
+                               at: 0)
+        let writeStart = Date()
+        try write(outcome, options: options, to: out)
+        if let overlay {
+            let frame = image.frames / 2
+            let map = LabelMap(frames: image.frames, rows: image.rows, columns: image.columns, labels: outcome.labels)
+            try Overlay.write(image: image, labels: map, frame: frame, to: overlay)
+        }
+        outcome.timings.append(("write", Date().timeIntervalSince(writeStart)))
+        return outcome
+    }
+
+    static func checkOutput(_ out: String) throws {
+        let kind = URL(fileURLWithPath: out).pathExtension.lowercased()
+        guard ["h5", "hdf5", "png"].contains(kind) else {
+            throw InputError.unsupportedOutput(file: out, reason: "expected .h5 or .png")
+        }
+        try prepareOutputLocation(out)
+    }
+
+    /// Clusters an image already in memory.
+    public static func cluster(_ image: ScanImage, options: ClusterOptions) throws -> ClusterOutcome {
+        do {
+            return try clusterValidated(image, options: options)
+        } catch let error as ClassicalError {
+            throw InputError.invalidContent(file: image.source, reason: "cluster --method \(options.method.rawValue): "
+                + error.description)
+        }
+    }
+
+    // MARK: - Features
+
+    /// Pixels as points in the chosen space, the gray/L* value that orders classes, and 1-D intensities with
+    /// their histogram type (integers when every value is integral, as 8/16-bit and CT images are).
+    struct Features {
+        var points: FeatureMatrix
+        var lightness: [Double]
+        var shape: GridShape
+    }
+
+    static func features(_ image: ScanImage, space: ColorSpace) throws -> Features {
+        let shape = image.frames > 1 ? GridShape(slices: image.frames, rows: image.rows, columns: image.columns)
+            : GridShape(rows: image.rows, columns: image.columns)
+        let count = shape.count
+        let values = image.values.map(Double.init)
+        if let bad = values.firstIndex(where: { !$0.isFinite }) {
+            throw ClassicalError.nonFiniteValue(index: bad / image.channels)
+        }
+        if image.channels == 1 {
+            guard space == .gray else {
+                throw UsageError("slicelab cluster: --space \(space.rawValue) needs a color image, but \(image.source) "
+                    + "is gray; use --space gray")
+            }
+            return Features(points: FeatureMatrix(count: count, dimension: 1, values: values), lightness: values,
+                            shape: shape)
+        }
+        // sRGB in [0, 1]: 8-bit (or float in 0…1 / 0…255) and 16-bit sample ranges.
+        let largest = values.max() ?? 0
+        let scale = largest <= 1 ? 1.0 : (largest <= 255 ? 255.0 : 65535.0)
+        let rgb = FeatureMatrix(count: count, dimension: 3, values: values.map { max(0, min(1, $0 / scale)) })
+        let lab = try ColorSpace.lab.convert(rgb)
+        let lightness = (0..<count).map { lab.values[$0 * 3] }
+        return Features(points: try space.convert(rgb), lightness: lightness, shape: shape)
+    }
+
+    /// The single channel the 1-D methods (otsu, multiotsu, histogram valleys) threshold.
+    static func oneChannel(_ features: Features, space: ColorSpace, method: ClusterMethod) throws -> Intensities {
+        let points = features.points
+        if points.dimension == 1 {
+            let values = points.values
+            let integral = values.allSatisfy { $0 == $0.rounded() && abs($0) < 1e15 }
+            return integral ? .integer(values.map { Int($0) }) : .real(values)
+        }
+        guard let channel = space.lightnessChannel else {
+            throw UsageError("slicelab cluster: --method \(method.rawValue) thresholds one channel; --space "
+                + "\(space.rawValue) has no lightness channel (use gray, lab, hsv or ycbcr)")
+        }
+        return .real((0..<points.count).map { points.values[$0 * points.dimension + channel] })
+    }
+
+    // MARK: - Clustering
+
+    static func clusterValidated(_ image: ScanImage, options: ClusterOptions) throws -> ClusterOutcome {
+        guard options.classes >= 2 || options.method == .kmeans || options.method == .gmm
+            || options.method == .fcm else {
+            throw UsageError("slicelab cluster: --method \(options.method.rawValue) needs --classes ≥ 2")
+        }
+        if options.method == .otsu, options.classes != 2 {
+            throw UsageError("slicelab cluster: --method otsu makes 2 classes; use --method multiotsu for "
+                + "--classes \(options.classes)")
+        }
+        var timings: [(stage: String, seconds: Double)] = []
+        var clock = Date()
+        // Volumes take seconds per stage: show progress on stderr (single slices finish at once).
+        let progress = image.frames > 1 ? ProgressReporter("cluster", total: 4) : nil
+        func lap(_ stage: String) {
+            timings.append((stage, Date().timeIntervalSince(clock)))
+            clock = Date()
+            progress?.advance(status: stage)
+        }
+        let features = try features(image, space: options.space)
+        lap("features")
+        let k = options.classes
+        var labels: [Int32]
+        var centers: FeatureMatrix?
+        var thresholds: [Double]?
+        var inertia: Double?
+        var iterations = 1
+        switch options.method {
+        case .otsu:
+            let values = try oneChannel(features, space: options.space, method: .otsu)
+            let threshold = try Thresholding.otsu(values)
+            thresholds = [threshold]
+            labels = values.doubles.map { $0 > threshold ? 1 : 0 }
+        case .multiotsu:
+            let values = try oneChannel(features, space: options.space, method: .multiotsu)
+            let found = try Thresholding.multiOtsu(values, classes: k)
+            thresholds = found
+            labels = Thresholding.digitize(values.doubles, thresholds: found)
+        case .histogram:
+            if features.points.dimension == 1 {
+                let values = try oneChannel(features, space: options.space, method: .histogram)
+                let found = try HistogramModes.valleyThresholds(values.doubles, classes: k)
+                thresholds = found
+                labels = Thresholding.digitize(values.doubles, thresholds: found)
+            } else {
+                let peaks = try HistogramModes.colorPeaks(features.points, classes: k)
+                centers = peaks
+                labels = try DecisionRules.nearestCenter(features.points, centers: peaks)
+            }
+        case .kmeans:
+            let result = try KMeans(clusterCount: k, initCount: options.initCount, seed: options.seed)
+                .fit(features.points)
+            (labels, centers, inertia, iterations) = (result.labels, result.centers, result.inertia, result.iterations)
+        case .fcm:
+            let result = try FuzzyCMeans(clusterCount: k, seed: options.seed).fit(features.points)
+            labels = try DecisionRules.maximumMembership(result.memberships, classCount: k)
+            (centers, iterations) = (result.centers, result.iterations)
+        case .gmm:
+            let (model, found) = try GaussianMixture(componentCount: k, initCount: options.initCount,
+                                                     seed: options.seed).fit(features.points)
+            (labels, centers, iterations) = (found, model.means, model.iterations)
+        }
+        lap("cluster")
+        // Classes ordered by increasing mean intensity (gray) or L* (color).
+        let order = try ClassMapping.intensityOrder(clusters: labels, intensity: features.lightness, clusterCount: k)
+        labels = try order.apply(labels)
+        if let unordered = centers {
+            var values = unordered.values
+            for cluster in 0..<unordered.count {
+                let rank = Int(order.classOf[cluster])
+                for channel in 0..<unordered.dimension {
+                    values[rank * unordered.dimension + channel] = unordered.values[cluster * unordered.dimension + channel]
+                }
+            }
+            centers = FeatureMatrix(count: unordered.count, dimension: unordered.dimension, values: values)
+        }
+        var classMap = LabelGrid(shape: features.shape, labels: labels)
+        switch options.regularize {
+        case .none: break
+        case .majority:
+            classMap = try Regularization.majority(classMap)
+        case .mrf:
+            classMap = try Regularization.pottsICM(classMap, classCount: k, beta: options.beta,
+                                                   connectivity: 1, cost: gaussianCost(features.points, classMap, k))
+                .map
+        }
+        lap("regularize")
+        // --connectivity 2 is the full neighbourhood: 8 in 2-D, 26 in 3-D (skimage's connectivity = ndim).
+        let connectivity = options.connectivity == 1 ? 1 : (features.shape.isVolume ? 3 : 2)
+        let regions: LabelGrid
+        if options.minRegion > 1 {
+            (classMap, regions) = try RegionMerging.mergeSmallRegions(classMap, minimumSize: options.minRegion,
+                                                                      connectivity: connectivity)
+        } else {
+            regions = try ConnectedComponents.label(classMap, connectivity: connectivity).regions
+        }
+        lap("regions")
+        return ClusterOutcome(shape: features.shape, labels: classMap.labels, regions: regions.labels,
+                              regionCount: regions.labelBound - 1, centers: centers, thresholds: thresholds,
+                              inertia: inertia, iterations: iterations, timings: timings)
+    }
+
+    /// The Potts data term ‖x − μ_k‖² / 2σ², with μ_k the class means of the current map and σ² the pooled
+    /// within-class variance per feature (1 when the classes are pure).
+    static func gaussianCost(_ points: FeatureMatrix, _ map: LabelGrid, _ k: Int) -> (Int, Int) -> Double {
+        let dimension = points.dimension
+        var sums = [Double](repeating: 0, count: k * dimension), counts = [Int](repeating: 0, count: k)
+        for (index, label) in map.labels.enumerated() {
+            counts[Int(label)] += 1
+            for channel in 0..<dimension { sums[Int(label) * dimension + channel] += points.values[index * dimension + channel] }
+        }
+        let means = (0..<(k * dimension)).map { sums[$0] / Double(max(counts[$0 / dimension], 1)) }
+        var spread = 0.0
+        for (index, label) in map.labels.enumerated() {
+            for channel in 0..<dimension {
+                let delta = points.values[index * dimension + channel] - means[Int(label) * dimension + channel]
+                spread += delta * delta
+            }
+        }
+        let variance = spread / Double(max(points.count * dimension, 1))
+        let scale = variance > 0 ? 1 / (2 * variance) : 1
+        return { index, label in
+            var sum = 0.0
+            for channel in 0..<dimension {
+                let delta = points.values[index * dimension + channel] - means[label * dimension + channel]
+                sum += delta * delta
+            }
+            return sum * scale
+        }
+    }
+
+    // MARK: - Output
+
+    /// Writes the outcome: `.h5` with `/labels`, `/regions` (Int32, [H, W] or [slices, H, W]), `/centers`
+    /// (Float64 [K, D]) or `/thresholds` (Float64 [K−1]) and root attributes; `.png` with the class map of a
+    /// single image. Atomic: an earlier file at `path` survives any failure.
+    public static func write(_ outcome: ClusterOutcome, options: ClusterOptions, to path: String) throws {
+        try checkOutput(path)
+        let dims = outcome.shape.dimensions
+        if URL(fileURLWithPath: path).pathExtension.lowercased() == "png" {
+            guard !outcome.shape.isVolume else {
+                throw InputError.unsupportedOutput(file: path, reason: "a PNG holds one slice and this label map has "
+                    + "\(outcome.shape.slices); write .h5 instead")
+            }
+            try LabelMap(frames: 1, rows: outcome.shape.rows, columns: outcome.shape.columns, labels: outcome.labels)
+                .write(to: path)
+            return
+        }
+        try HDF5File.write(to: path, updating: false) { file in
+            let chunks = outcome.shape.isVolume ? [1, outcome.shape.rows, outcome.shape.columns] : dims
+            try file.write(outcome.labels, shape: dims, to: "/labels", chunks: chunks, deflate: 4)
+            try file.write(outcome.regions, shape: dims, to: "/regions", chunks: chunks, deflate: 4)
+            if let centers = outcome.centers {
+                try file.write(centers.values, shape: [centers.count, centers.dimension], to: "/centers")
+            }
+            if let thresholds = outcome.thresholds {
+                try file.write(thresholds, shape: [thresholds.count], to: "/thresholds")
+            }
+            try file.setAttribute("method", .string(options.method.rawValue))
+            try file.setAttribute("space", .string(options.space.rawValue))
+            try file.setAttribute("classes", .int(Int64(options.classes)))
+            try file.setAttribute("seed", .int(Int64(options.seed)))
+            try file.setAttribute("iterations", .int(Int64(outcome.iterations)))
+            if let inertia = outcome.inertia { try file.setAttribute("inertia", .double(inertia)) }
+            try file.setAttribute("regularize", .string(options.regularize.rawValue))
+            if options.regularize == .mrf { try file.setAttribute("beta", .double(options.beta)) }
+            try file.setAttribute("min_region", .int(Int64(options.minRegion)))
+            try file.setAttribute("connectivity", .int(Int64(options.connectivity)))
+            try file.setAttribute("neighbourhood", .int(Int64(options.connectivity == 1
+                ? (outcome.shape.isVolume ? 6 : 4) : (outcome.shape.isVolume ? 26 : 8))))
+            try file.setAttribute("region_count", .int(Int64(outcome.regionCount)))
+            try file.setAttribute("class_order", .string(ClassMapping.Method.intensityOrder.rawValue))
+            try file.setAttribute("slicelab_version", .string(sliceLabVersion))
+        }
+    }
+}

@@ -1,0 +1,353 @@
+import Classical
+import DeepLab
+import Dispatch
+import Foundation
+import ImageFiles
+import Metrics
+
+/// `slicelab compare`: DeepLabV3 and classical configurations on the same cases of a labeled set, each
+/// evaluated into one results file (a run each, plus the paired comparisons of DeepLabV3 against each), a
+/// side-by-side table and an optional HTML report.
+public enum Compare {
+    public struct Options: Sendable {
+        public var dataset: String
+        public var model: String
+        public var classical: [ClassicalSpec]
+        public var split: String
+        public var output: String
+        public var report: String?
+        public var threads: Int?
+        public var skipBad: Bool
+        /// Cases used to learn the `train-vote` mapping, evenly spaced over the training split.
+        public var voteCases: Int
+        public var overwrite: Bool
+        /// Prepended to every run name (the demo puts two sets into one file).
+        public var runPrefix: String
+        /// A folder for overlay PNGs `<case>_<run>.png` (middle frame), or nil.
+        public var overlays: String?
+        /// The bound on decoded sizes the set's files are read with (`--max-memory`).
+        public var limits: ReadLimits = .standard
+
+        public init(dataset: String, model: String, classical: [ClassicalSpec], split: String = "test", output: String,
+                    report: String? = nil, threads: Int? = nil, skipBad: Bool = false, voteCases: Int = 16,
+                    overwrite: Bool = false, runPrefix: String = "", overlays: String? = nil) {
+            (self.dataset, self.model, self.classical, self.split, self.output) = (dataset, model, classical, split, output)
+            (self.report, self.threads, self.skipBad, self.voteCases, self.overwrite) = (report, threads, skipBad,
+                                                                                         voteCases, overwrite)
+            (self.runPrefix, self.overlays) = (runPrefix, overlays)
+        }
+    }
+
+    /// What a comparison produced.
+    public struct Outcome {
+        public var runs: [ResultsRun]
+        public var comparisons: [ResultsComparison]
+        public var skipped: [SkippedCase]
+        /// Seconds per stage: load, deeplab, each classical run, evaluate, write.
+        public var timings: [(stage: String, seconds: Double)]
+    }
+
+    /// The default classical configurations when none is given: k-means and multi-Otsu on intensity.
+    public static let defaultClassical = ["kmeans:space=gray,map=train-vote", "multiotsu:space=gray,map=train-vote"]
+
+    /// Runs the comparison and writes the results file (and the report).
+    ///
+    /// - Throws: `LabeledSetError` naming a bad case, `CompareError`, and the errors of the model, the
+    ///   classical methods and the results writer. Nothing is written unless every run completed.
+    public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws -> Outcome {
+        try prepareOutputLocation(options.output)
+        for folder in [options.report, options.overlays].compactMap({ $0 }) {
+            try prepareOutputLocation(folder, isFolder: true)
+        }
+        var timings: [(String, Double)] = []
+        func timed<T>(_ stage: String, _ body: () throws -> T) rethrows -> T {
+            let start = Date()
+            defer {
+                let seconds = Date().timeIntervalSince(start)
+                if let index = timings.firstIndex(where: { $0.0 == stage }) { timings[index].1 += seconds } else {
+                    timings.append((stage, seconds))
+                }
+            }
+            return try body()
+        }
+        if let threads = options.threads { setComputeThreads(threads) }
+        let set = try timed("load") {
+            try LabeledSet.open(options.dataset, skipBad: options.skipBad, limits: options.limits)
+        }
+        let caseNames = set.cases(in: options.split)
+        guard !caseNames.isEmpty else {
+            throw CompareError.emptySplit(dataset: options.dataset, split: options.split,
+                                          available: set.splits.keys.sorted())
+        }
+        let (model, preprocessing) = try timed("load") { try DeepLabCheckpoint.load(options.model) }
+        guard model.configuration.numClasses == set.classCount else {
+            throw CompareError.classCountMismatch(model: options.model, modelClasses: model.configuration.numClasses,
+                                                  dataset: options.dataset, datasetClasses: set.classCount)
+        }
+        let samples = try timed("load") { try caseNames.map { try set.load($0) } }
+        let images = samples.map(scanImage)
+        let references = samples.map { labelMap($0.labels.values, like: $0) }
+
+        // DeepLabV3, case by case (oneDNN uses every core for one case).
+        let progress = ProgressReporter("compare", total: samples.count * (1 + options.classical.count))
+        var deep: [LabelMap] = []
+        for (index, image) in images.enumerated() {
+            let labels = try timed("segment deeplabv3") {
+                try Segment.labels(model: model, preprocessing: preprocessing, image: image)
+            }
+            deep.append(LabelMap(frames: image.frames, rows: image.rows, columns: image.columns, labels: labels,
+                                 spacing: samples[index].spacing))
+            progress.advance(status: "deeplabv3 \(samples[index].name)")
+        }
+
+        // Each classical configuration, cases in parallel.
+        var predictions: [(name: String, method: String, model: String, config: String, maps: [LabelMap])] = [
+            (options.runPrefix + "deeplabv3", "deeplabv3", options.model, configurationJSON(model.configuration), deep),
+        ]
+        for spec in options.classical {
+            let maps = try timed("segment \(spec.runName)") {
+                try classicalPredictions(spec, set: set, samples: samples, images: images, options: options,
+                                         progress: progress)
+            }
+            predictions.append((options.runPrefix + spec.runName, spec.method.rawValue, spec.text, classicalConfigJSON(spec, set), maps))
+        }
+        let names = predictions.map(\.name)
+        if let duplicate = names.first(where: { name in names.filter { $0 == name }.count > 1 }) {
+            throw CompareError.duplicateRun(name: duplicate)
+        }
+
+        // Evaluation.
+        let settings = EvaluationSettings(classCount: set.classCount)
+        let runs = try timed("evaluate") {
+            try predictions.map { prediction -> ResultsRun in
+                let metrics = try evaluate(prediction.maps, references: references, settings: settings)
+                var stored: [String: LabelMap] = [:]
+                for (name, map) in zip(caseNames, prediction.maps) { stored[name] = map }
+                return try ResultsRun(name: prediction.name, method: prediction.method, model: prediction.model,
+                                      dataset: set.description.name, configJSON: prediction.config, settings: settings,
+                                      classNames: set.description.classes,
+                                      cases: zip(zip(caseNames, samples), metrics).map { ($0.0, $0.1.spacing, $1) },
+                                      labels: stored)
+            }
+        }
+        let comparisons = try timed("evaluate") { try runs.dropFirst().map { try ResultsComparison(runs[0], $0) } }
+        try timed("write") {
+            try ResultsFile.write(runs: runs, comparisons: comparisons, to: options.output, overwrite: options.overwrite)
+            if let folder = options.overlays {
+                try writeOverlays(to: folder, names: predictions.map(\.name), maps: predictions.map(\.maps),
+                                  images: images, references: references, caseNames: caseNames)
+            }
+            if let folder = options.report {
+                try report(runs: runs, comparisons: comparisons, images: images, references: references,
+                           predictions: predictions.map(\.maps), set: set).write(to: folder)
+            }
+        }
+        return Outcome(runs: runs, comparisons: comparisons, skipped: set.skipped,
+                       timings: timings.map { (stage: $0.0, seconds: $0.1) })
+    }
+
+    // MARK: - Pieces
+
+    /// A case's image as a channels-last `ScanImage`.
+    static func scanImage(_ sample: LabeledSample) -> ScanImage {
+        let shape = sample.image.shape  // [F, C, H, W]
+        let (frames, channels, rows, columns) = (shape[0], shape[1], shape[2], shape[3])
+        let plane = rows * columns
+        var values = [Float](repeating: 0, count: sample.image.values.count)
+        for f in 0..<frames {
+            for c in 0..<channels {
+                let source = (f * channels + c) * plane
+                for p in 0..<plane { values[(f * plane + p) * channels + c] = sample.image.values[source + p] }
+            }
+        }
+        return ScanImage(frames: frames, rows: rows, columns: columns, channels: channels, values: values,
+                         spacing: sample.spacing, source: sample.name, hasSpacing: true)
+    }
+
+    static func labelMap(_ labels: [Int32], like sample: LabeledSample) -> LabelMap {
+        let shape = sample.image.shape
+        return LabelMap(frames: shape[0], rows: shape[2], columns: shape[3], labels: labels, spacing: sample.spacing)
+    }
+
+    /// Per-case metrics, cases in parallel.
+    static func evaluate(_ predictions: [LabelMap], references: [LabelMap],
+                         settings: EvaluationSettings) throws -> [CaseMetrics] {
+        let results = ConcurrentResults<CaseMetrics>(count: predictions.count)
+        DispatchQueue.concurrentPerform(iterations: predictions.count) { index in
+            results.set(index) {
+                try CaseMetrics(reference: Evaluate.grid(references[index], references[index].spacing),
+                                prediction: Evaluate.grid(predictions[index], references[index].spacing),
+                                settings: settings)
+            }
+        }
+        return try results.values()
+    }
+
+    /// Clusters every case and maps clusters to the set's classes as the spec says.
+    static func classicalPredictions(_ spec: ClassicalSpec, set: LabeledSet, samples: [LabeledSample],
+                                     images: [ScanImage], options: Options,
+                                     progress: ProgressReporter) throws -> [LabelMap] {
+        let clusterOptions = spec.options(classCount: set.classCount)
+        let clusterCount = clusterOptions.classes
+        var mapping: ClassMapping?
+        switch spec.mapping {
+        case .intensity:
+            guard clusterCount == set.classCount else {
+                throw CompareError.invalidMapping(spec: spec.text, reason: "map=intensity needs classes=\(set.classCount) "
+                    + "(the set's class count), not \(clusterCount)")
+            }
+        case .trainVote:
+            mapping = try trainVote(spec, clusterOptions, set: set, count: options.voteCases)
+        case .oracle:
+            break
+        }
+        let results = ConcurrentResults<LabelMap>(count: images.count)
+        DispatchQueue.concurrentPerform(iterations: images.count) { index in
+            results.set(index) {
+                let clusters = try ClusterWorkflow.cluster(images[index], options: clusterOptions).labels
+                let classes: [Int32]
+                switch spec.mapping {
+                case .intensity: classes = clusters
+                case .trainVote: classes = try mapping!.apply(clusters)
+                case .oracle:
+                    classes = try ClassMapping.hungarianOracle(clusters: clusters, truth: samples[index].labels.values,
+                                                               clusterCount: clusterCount,
+                                                               classCount: set.classCount).apply(clusters)
+                }
+                progress.advance(status: "\(spec.runName) \(samples[index].name)")
+                return labelMap(classes, like: samples[index])
+            }
+        }
+        return try results.values()
+    }
+
+    /// The majority-vote mapping from clusters to classes learned on up to `count` training cases.
+    static func trainVote(_ spec: ClassicalSpec, _ clusterOptions: ClusterOptions, set: LabeledSet,
+                          count: Int) throws -> ClassMapping {
+        let training = set.cases(in: "train")
+        guard !training.isEmpty else {
+            throw CompareError.invalidMapping(spec: spec.text, reason: "map=train-vote needs a 'train' split in "
+                + "\(set.folder.path)/dataset.json")
+        }
+        let stride = max(1, training.count / max(1, count))
+        let chosen = Swift.stride(from: 0, to: training.count, by: stride).prefix(count).map { training[$0] }
+        let results = ConcurrentResults<([Int32], [Int32])>(count: chosen.count)
+        DispatchQueue.concurrentPerform(iterations: chosen.count) { index in
+            results.set(index) {
+                let sample = try set.load(chosen[index])
+                let clusters = try ClusterWorkflow.cluster(scanImage(sample), options: clusterOptions).labels
+                return (clusters, sample.labels.values)
+            }
+        }
+        let pairs = try results.values()
+        return try ClassMapping.majorityVote(clusters: pairs.flatMap(\.0), truth: pairs.flatMap(\.1),
+                                             clusterCount: clusterOptions.classes, classCount: set.classCount)
+    }
+
+    static func classicalConfigJSON(_ spec: ClassicalSpec, _ set: LabeledSet) -> String {
+        let options = spec.options(classCount: set.classCount)
+        let fields: [(String, String)] = [
+            ("spec", "\"\(spec.text)\""), ("method", "\"\(spec.method.rawValue)\""),
+            ("space", "\"\(spec.space.rawValue)\""), ("clusters", "\(options.classes)"),
+            ("map", "\"\(spec.mapping.rawValue)\""), ("oracle", spec.mapping == .oracle ? "true" : "false"),
+            ("seed", "\(spec.seed)"), ("n_init", "\(spec.initCount)"), ("regularize", "\"\(spec.regularize.rawValue)\""),
+            ("min_region", "\(spec.minRegion)"), ("connectivity", "\(spec.connectivity)"),
+        ]
+        return "{" + fields.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}"
+    }
+
+    static func configurationJSON(_ configuration: DeepLabConfiguration) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(configuration)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    // MARK: - Table and report
+
+    /// Per class and run: mean ± std of Dice, IoU and HD95, and the paired Wilcoxon p-value against DeepLabV3.
+    public static func table(_ outcome: Outcome) -> String {
+        guard let first = outcome.runs.first else { return "" }
+        let classWidth = max(8, (first.classNames.map(\.count).max() ?? 0) + 1)
+        let runWidth = max(6, (outcome.runs.map(\.name.count).max() ?? 0) + 1)
+        let pad = TableText.pad
+        var lines = [pad("class", classWidth) + pad("run", runWidth) + pad("Dice", 16) + pad("IoU", 16)
+                     + pad("HD95 mm", 28) + "p (Wilcoxon, Dice) vs \(first.name)"]
+        for c in 1..<first.classNames.count {
+            for (index, run) in outcome.runs.enumerated() {
+                let p = index == 0 ? "" : String(format: "%.2g", (outcome.comparisons[index - 1].rows[.dice]?[c].wilcoxon.pValue ?? .nan))
+                lines.append(pad(first.classNames[c], classWidth) + pad(run.name, runWidth)
+                             + pad(TableText.cell(run.summaries(.dice)[c], digits: 3), 16)
+                             + pad(TableText.cell(run.summaries(.iou)[c], digits: 3), 16)
+                             + pad(TableText.cell(run.summaries(.hd95)[c], digits: 2), 28) + p)
+            }
+        }
+        return lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "\n") + "\n"
+    }
+
+    /// Writes the overlay folder as a whole (`writeFolderAtomically`): a kill leaves the previous set of
+    /// overlays or the new one, never a mixture.
+    static func writeOverlays(to folder: String, names: [String], maps: [[LabelMap]], images: [ScanImage],
+                              references: [LabelMap], caseNames: [String]) throws {
+        try writeFolderAtomically(to: folder) { temporary in
+            for (index, image) in images.enumerated() {
+                let frame = image.frames / 2
+                try Overlay.write(image: image, labels: references[index], frame: frame,
+                                  to: "\(temporary)/\(caseNames[index])_reference.png")
+                for (name, runMaps) in zip(names, maps) {
+                    try Overlay.write(image: image, labels: runMaps[index], frame: frame,
+                                      to: "\(temporary)/\(caseNames[index])_\(name).png")
+                }
+            }
+        }
+    }
+
+    static func report(runs: [ResultsRun], comparisons: [ResultsComparison], images: [ScanImage],
+                       references: [LabelMap], predictions: [[LabelMap]], set: LabeledSet) throws -> HTMLReport {
+        let k = set.classCount
+        func perCase(_ run: ResultsRun, _ metric: MetricName) -> [[Double]] {
+            let columns = (0..<k).map { run.values(metric, classIndex: $0) }
+            return (0..<run.caseIDs.count).map { i in columns.map { $0[i] } }
+        }
+        let methods = runs.enumerated().map { index, run in
+            HTMLReport.Method(name: run.name, dice: perCase(run, .dice), iou: perCase(run, .iou),
+                              hd95: perCase(run, .hd95),
+                              pValues: index == 0 ? nil : (0..<k).map { comparisons[index - 1].rows[.dice]?[$0].wilcoxon.pValue ?? .nan })
+        }
+        let pictures = try images.indices.map { index -> HTMLReport.CasePictures in
+            let image = images[index]
+            let frame = image.frames / 2
+            func overlay(_ map: LabelMap) throws -> Data {
+                try Overlay.render(image: image, labels: map, frame: frame).encoded()
+            }
+            let plain = try PNGImage(rows: image.rows, columns: image.columns, channels: 3,
+                                     samples: Overlay.displayRGB(image, frame: frame)).encoded()
+            return HTMLReport.CasePictures(caseID: runs[0].caseIDs[index], image: plain,
+                                           reference: try overlay(references[index]),
+                                           methods: try predictions.map { try overlay($0[index]) })
+        }
+        return HTMLReport(title: "SliceLab comparison on \(set.description.name)", classNames: set.description.classes,
+                          caseIDs: runs[0].caseIDs, methods: methods, pictures: pictures)
+    }
+}
+
+/// Collects results of `concurrentPerform` by index; the first error (in case order) is rethrown.
+final class ConcurrentResults<T>: @unchecked Sendable {
+    private var slots: [Result<T, Error>?]
+    private let lock = NSLock()
+
+    init(count: Int) { slots = Array(repeating: nil, count: count) }
+
+    func set(_ index: Int, _ body: () throws -> T) {
+        let result = Result { try body() }
+        lock.lock()
+        slots[index] = result
+        lock.unlock()
+    }
+
+    func values() throws -> [T] {
+        try slots.map { slot in
+            guard let slot else { throw CompareError.internalInconsistency("a case produced no result") }
+            return try slot.get()
+        }
+    }
+}

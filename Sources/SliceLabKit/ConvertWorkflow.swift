@@ -1,0 +1,299 @@
+import DICOM
+import Foundation
+import ImageFiles
+
+/// `slicelab convert`: DICOM → HDF5 (values in physical units, with geometry) or PNG (the display image).
+public enum ConvertWorkflow {
+    /// Errors in the conversion request itself.
+    public enum ConvertError: Error, CustomStringConvertible {
+        case unsupportedOutput(String, withReference: Bool = false)
+        case badWindow(String)
+        case frameOutOfRange(frame: Int, count: Int, source: String)
+
+        public var description: String {
+            switch self {
+            case let .unsupportedOutput(path, withReference):
+                if withReference { return "\(path): with --reference the output is a DICOM SEG and must end in .dcm" }
+                if path.lowercased().hasSuffix(".dcm") {
+                    return "\(path): a .dcm output is a DICOM SEG: give a label file as PATH and --reference SERIES"
+                }
+                return "\(path): output must end in .h5 or .png"
+            case let .badWindow(text): return "--window \(text): expected CENTER,WIDTH with WIDTH > 0, or 'auto'"
+            case let .frameOutOfRange(frame, count, source):
+                return "\(source): --frame \(frame) does not exist (\(count) frame\(count == 1 ? "" : "s"))"
+            }
+        }
+    }
+
+    /// The requested window: nil for the file's own (else automatic).
+    public enum WindowChoice: Equatable {
+        case file, automatic
+        case explicit(VOIWindow)
+
+        /// Parses "C,W" or "auto".
+        public init(_ text: String?) throws {
+            guard let text else {
+                self = .file
+                return
+            }
+            if text.lowercased() == "auto" {
+                self = .automatic
+                return
+            }
+            let parts = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+            guard parts.count == 2, let center = parts[0], let width = parts[1], width > 0 else {
+                throw ConvertError.badWindow(text)
+            }
+            self = .explicit(VOIWindow(center: center, width: width))
+        }
+    }
+
+    /// Converts `source` (a file or a folder) to `output` (.h5 or .png), reading with `limits`, or with
+    /// `reference` a label file to a DICOM SEG (`output` .dcm) over that series. Returns lines for the user.
+    public static func run(source: String, output: String, window: WindowChoice, frame: Int, bits: Int,
+                           reference: String? = nil, limits: ReadLimits = .standard) throws -> [String] {
+        let lowered = output.lowercased()
+        if let reference {
+            guard lowered.hasSuffix(".dcm") else {
+                throw ConvertError.unsupportedOutput(output, withReference: true)
+            }
+            return try SegmentationExport.convert(labels: source, reference: reference, to: output)
+        }
+        if lowered.hasSuffix(".dcm") { throw ConvertError.unsupportedOutput(output, withReference: false) }
+        if lowered.hasSuffix(".h5") || lowered.hasSuffix(".hdf5") {
+            return try writeHDF5(source: source, to: output, limits: limits)
+        }
+        if lowered.hasSuffix(".png") {
+            return try writePNG(source: source, to: output, window: window, frame: frame, bits: bits, limits: limits)
+        }
+        throw ConvertError.unsupportedOutput(output)
+    }
+
+    // MARK: - HDF5
+
+    static func isFolder(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+
+    /// A single file keeps its frame order; a folder is one sorted volume per series.
+    static func writeHDF5(source: String, to output: String, limits: ReadLimits) throws -> [String] {
+        if !isFolder(source) {
+            let file = try DicomFile(path: source, limits: limits)
+            guard file.hasPixelData else { throw DICOMError.noPixelData(file: source) }
+            try HDF5File.write(to: output, updating: false) { h5 in
+                try writeFile(file, to: h5, at: "/image")
+            }
+            return ["wrote \(output): /image \(file.frameCount)×\(file.rows)×\(file.columns)"
+                    + (file.isColor ? "×3 RGB" : " Float32")]
+        }
+        let scan = try Series.scan(source, limits: limits)
+        var lines: [String] = []
+        var volumes: [(Series, Volume?)] = []
+        var skipped = scan.skipped
+        for series in scan.series {
+            // A series held in one file (a single image or one multi-frame file) is written as that file is;
+            // colour series are written slice by slice as RGB.
+            if Set(series.slices.map(\.file.path)).count == 1 || series.first.isColor {
+                volumes.append((series, nil))
+                continue
+            }
+            let (volume, failed) = series.loadSkippingFailures()
+            skipped += failed
+            if let volume { volumes.append((series, volume)) }
+        }
+        var written: [(Series, Volume?)] = []
+        try HDF5File.write(to: output, updating: false) { h5 in
+            for (series, volume) in volumes {
+                let path = "/series/\(series.seriesInstanceUID)/image"
+                do {
+                    // A series read from one file (or colour) is decoded here, before anything of it is written:
+                    // a file that fails to decode is skipped like those that fail while loading a volume.
+                    if let volume {
+                        try writeVolume(volume, series: series, to: h5, at: path)
+                    } else if Set(series.slices.map(\.file.path)).count == 1 {
+                        try writeFile(series.first, to: h5, at: path)
+                    } else {
+                        try writeColorSeries(series, to: h5, at: path)
+                    }
+                } catch let error as DICOMError where volume == nil {
+                    for file in Set(series.slices.map(\.file.path)).sorted() {
+                        skipped.append((file, Series.reason(error, file: file)))
+                    }
+                    continue
+                }
+                // /image names the first series' dataset (a hard link: the same values and attributes, stored once).
+                if written.isEmpty { try h5.link("/image", to: path) }
+                written.append((series, volume))
+                lines.append("series \(series.seriesInstanceUID): \(volume?.slices ?? series.slices.count) slice(s)"
+                             + (volume?.warnings.isEmpty == false ? "; warnings: " + (volume?.warnings ?? []).joined(separator: "; ") : ""))
+            }
+            guard !written.isEmpty else {
+                throw DICOMError.noSeries(folder: source, reasons: skipped.map { "\($0.file): \($0.reason)" })
+            }
+        }
+        for entry in skipped { lines.append("skipped \(entry.file): \(entry.reason)") }
+        let used = written.map { volume in volume.1.map { Set($0.sourceFiles).count }
+            ?? Set(volume.0.slices.map(\.file.path)).count }.reduce(0, +)
+        lines.append("converted \(used) of \(used + skipped.count) files into \(written.count) series, "
+                     + "\(skipped.count) skipped")
+        lines.append("wrote \(output)")
+        return lines
+    }
+
+    private static func attributes(_ file: DicomFile, spacing: [Double], source: String, on h5: HDF5File,
+                                   at path: String) throws {
+        let rescale = file.rescale(frame: 0) ?? (1, 0)
+        try h5.setAttribute("spacing", .doubles(spacing), at: path)
+        try h5.setAttribute("photometric_interpretation", .string(file.photometricInterpretation), at: path)
+        try h5.setAttribute("modality", .string(file.dataset.string(.modality) ?? ""), at: path)
+        try h5.setAttribute("rescale_slope", .double(rescale.slope), at: path)
+        try h5.setAttribute("rescale_intercept", .double(rescale.intercept), at: path)
+        try h5.setAttribute("transfer_syntax_uid", .string(file.transferSyntaxUID), at: path)
+        try h5.setAttribute("source", .string(source), at: path)
+    }
+
+    private static func writeFile(_ file: DicomFile, to h5: HDF5File, at path: String) throws {
+        let pixel = file.pixelSpacing
+        var spacing = pixel.map { [$0.row, $0.column] } ?? []
+        if file.frameCount > 1, !spacing.isEmpty,
+           let slice = (try? Series.scan(file.path, limits: file.limits))?.series.first?.sliceSpacing {
+            spacing.append(slice)
+        }
+        if file.isColor {
+            let shape = [file.frameCount, file.rows, file.columns, 3]
+            let first = try file.rgbFrame(0)
+            if first.bitsPerSample <= 8 {
+                var samples = [UInt8]()
+                samples.reserveCapacity(shape.reduce(1, *))
+                for frame in 0..<file.frameCount {
+                    let rgb = frame == 0 ? first : try file.rgbFrame(frame)
+                    samples.append(contentsOf: rgb.samples.lazy.map { UInt8(truncatingIfNeeded: $0) })
+                }
+                try h5.write(samples, shape: shape, to: path)
+            } else {
+                // 32-bit RGB keeps its top 16 bits: the contract stores UInt8 or UInt16.
+                let shift = UInt32(max(first.bitsPerSample - 16, 0))
+                var samples = [UInt16]()
+                samples.reserveCapacity(shape.reduce(1, *))
+                for frame in 0..<file.frameCount {
+                    let rgb = frame == 0 ? first : try file.rgbFrame(frame)
+                    samples.append(contentsOf: rgb.samples.lazy.map { UInt16(truncatingIfNeeded: $0 >> shift) })
+                }
+                try h5.write(samples, shape: shape, to: path)
+            }
+        } else {
+            // Every frame decoded into its place in one array.
+            let plane = file.rows * file.columns
+            let values = try [Float](unsafeUninitializedCapacity: file.frameCount * plane) { buffer, initialized in
+                for frame in 0..<file.frameCount {
+                    try file.modalityFrame(frame, into: UnsafeMutableBufferPointer(
+                        rebasing: buffer[(frame * plane)..<((frame + 1) * plane)]))
+                }
+                initialized = file.frameCount * plane
+            }
+            try h5.write(values, shape: [file.frameCount, file.rows, file.columns], to: path)
+        }
+        try attributes(file, spacing: spacing, source: file.path, on: h5, at: path)
+    }
+
+    /// A colour series in slice order: [slices, rows, columns, 3], UInt8 or UInt16 (the widest slice decides).
+    private static func writeColorSeries(_ series: Series, to h5: HDF5File, at path: String) throws {
+        try series.first.limits.check([series.slices.count, series.first.rows, series.first.columns, 3],
+                                      bytesPerValue: 4, file: (series.first.path as NSString).deletingLastPathComponent,
+                                      what: "colour series \(series.seriesInstanceUID)")
+        var frames: [RGBFrame] = []
+        for slice in series.slices { frames.append(try slice.file.rgbFrame(slice.frame)) }
+        let bits = frames.map(\.bitsPerSample).max() ?? 8
+        let shape = [frames.count, series.first.rows, series.first.columns, 3]
+        if bits <= 8 {
+            try h5.write(frames.flatMap { $0.samples.map { UInt8(truncatingIfNeeded: $0) } }, shape: shape, to: path)
+        } else {
+            try h5.write(frames.flatMap { frame in
+                frame.samples.map { UInt16(truncatingIfNeeded: $0 >> UInt32(max(frame.bitsPerSample - 16, 0))) }
+            }, shape: shape, to: path)
+        }
+        let pixel = series.first.pixelSpacing
+        var spacing = pixel.map { [$0.row, $0.column] } ?? []
+        if let slice = series.sliceSpacing, !spacing.isEmpty { spacing.append(slice) }
+        try attributes(series.first, spacing: spacing, source: (series.first.path as NSString).deletingLastPathComponent,
+                       on: h5, at: path)
+    }
+
+    private static func writeVolume(_ volume: Volume, series: Series, to h5: HDF5File, at path: String) throws {
+        try h5.write(volume.values, shape: [volume.slices, volume.rows, volume.columns], to: path)
+        var spacing = [volume.spacing.row, volume.spacing.column]
+        if volume.slices > 1 { spacing.append(volume.spacing.slice) }
+        let source = Set(volume.sourceFiles).count == 1 ? volume.sourceFiles[0]
+            : ((volume.sourceFiles[0] as NSString).deletingLastPathComponent)
+        try attributes(series.first, spacing: spacing, source: source, on: h5, at: path)
+        try h5.setAttribute("origin", .doubles(volume.origin), at: path)
+        try h5.setAttribute("direction", .doubles(volume.direction.flatMap { $0 }), at: path)
+    }
+
+    // MARK: - PNG
+
+    static func writePNG(source: String, to output: String, window: WindowChoice, frame: Int, bits: Int,
+                         limits: ReadLimits) throws -> [String] {
+        let file: DicomFile
+        let frameInFile: Int
+        if isFolder(source) {
+            let scan = try Series.scan(source, limits: limits)
+            let series = scan.series[0]
+            guard frame < series.slices.count else {
+                throw ConvertError.frameOutOfRange(frame: frame, count: series.slices.count, source: source)
+            }
+            file = series.slices[frame].file
+            frameInFile = series.slices[frame].frame
+        } else {
+            file = try DicomFile(path: source, limits: limits)
+            guard file.hasPixelData else { throw DICOMError.noPixelData(file: source) }
+            guard frame < file.frameCount else {
+                throw ConvertError.frameOutOfRange(frame: frame, count: file.frameCount, source: source)
+            }
+            frameInFile = frame
+        }
+        let image: PNGImage
+        var description = ""
+        if file.isColor {
+            let rgb = try file.rgbFrame(frameInFile)
+            let shift = UInt32(max(rgb.bitsPerSample - bits, 0))
+            let up = UInt32(max(bits - rgb.bitsPerSample, 0))
+            if bits == 8 {
+                image = try PNGImage(rows: rgb.rows, columns: rgb.columns, channels: 3,
+                                     samples: rgb.samples.map { UInt8(truncatingIfNeeded: $0 >> shift) })
+            } else {
+                // 8-bit colour widened to 16 bits as v × 257 (full range).
+                image = try PNGImage(rows: rgb.rows, columns: rgb.columns, channels: 3, samples: rgb.samples.map {
+                    up == 8 ? UInt16($0 & 0xFF) * 257 : UInt16(truncatingIfNeeded: $0 >> shift)
+                })
+            }
+            description = "RGB"
+        } else {
+            let chosen: VOIWindow?
+            switch window {
+            case .file:
+                if let own = file.window(frame: frameInFile) {
+                    chosen = own
+                } else if try file.voiLookupTable() != nil {
+                    chosen = nil
+                } else {
+                    chosen = VOIWindow.automatic(try file.modalityFrame(frameInFile))
+                }
+            case .automatic: chosen = VOIWindow.automatic(try file.modalityFrame(frameInFile))
+            case let .explicit(value): chosen = value
+            }
+            let levels = try file.displayFrame(frameInFile, window: chosen, bits: bits)
+            if bits == 8 {
+                image = try PNGImage(rows: file.rows, columns: file.columns, channels: 1,
+                                     samples: levels.map { UInt8(truncatingIfNeeded: $0) })
+            } else {
+                image = try PNGImage(rows: file.rows, columns: file.columns, channels: 1, samples: levels)
+            }
+            description = chosen.map { String(format: "window %g,%g (%@)", $0.center, $0.width, $0.function.rawValue) }
+                ?? "VOI LUT Sequence"
+        }
+        try image.write(to: output)
+        return ["wrote \(output): \(file.rows)×\(file.columns), \(bits)-bit, frame \(frame), \(description)"]
+    }
+}

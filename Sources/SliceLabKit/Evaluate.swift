@@ -1,0 +1,161 @@
+import Foundation
+import ImageFiles
+import Metrics
+
+/// `slicelab evaluate`: metrics of predicted label maps against references, written as one run of a results
+/// file.
+public enum Evaluate {
+    /// The HD95 definitions (`--hd95 max|pooled`), re-exported for the executable.
+    public typealias HD95Definition = Metrics.HD95Definition
+    /// The empty-mask rules (`--empty nan|one`), re-exported for the executable.
+    public typealias EmptyRule = Metrics.EmptyRule
+
+    /// What `evaluate` was asked to do; recorded as the run's `config` attribute (JSON).
+    public struct Options: Codable, Sendable, Equatable {
+        public var prediction: String
+        public var reference: String
+        /// (slice, row, column) mm for files that carry none; two values mean (row, column) with slice 1.
+        public var spacing: [Double]?
+        public var classCount: Int?
+        public var classNames: [String]?
+        public var toleranceMM: Double
+        public var hd95: HD95Definition
+        public var empty: EmptyRule
+        public var output: String
+        public var runName: String?
+        public var overwrite: Bool
+        public var bootstrapSeed: UInt64
+        public var bootstrapResamples: Int
+
+        public init(prediction: String, reference: String, output: String, spacing: [Double]? = nil,
+                    classCount: Int? = nil, classNames: [String]? = nil, toleranceMM: Double = 1,
+                    hd95: HD95Definition = .max, empty: EmptyRule = .nan, runName: String? = nil,
+                    overwrite: Bool = false, bootstrapSeed: UInt64 = 0, bootstrapResamples: Int = 2000) {
+            (self.prediction, self.reference, self.output, self.spacing) = (prediction, reference, output, spacing)
+            (self.classCount, self.classNames, self.toleranceMM) = (classCount, classNames, toleranceMM)
+            (self.hd95, self.empty, self.runName, self.overwrite) = (hd95, empty, runName, overwrite)
+            (self.bootstrapSeed, self.bootstrapResamples) = (bootstrapSeed, bootstrapResamples)
+        }
+
+        /// The run name: `--run`, else the prediction file's or folder's name without extension.
+        public var resolvedRunName: String {
+            runName ?? URL(fileURLWithPath: prediction).deletingPathExtension().lastPathComponent
+        }
+    }
+
+    /// Evaluates every case, writes the run into `options.output` and returns it.
+    ///
+    /// Nothing is written when any case fails: the file is replaced atomically at the end. Label files are read
+    /// with `limits` (`--max-memory`).
+    /// - Throws: `EvaluateError` (unpaired files, shapes, options), `MetricsError.inCase` (labels ≥ K),
+    ///   `ResultsError.runExists`, `InputError`/`ImageFileError` naming the file.
+    public static func run(_ options: Options, limits: ReadLimits = .standard,
+                           showProgress: Bool = true) throws -> ResultsRun {
+        let runName = options.resolvedRunName
+        try ResultsRun.validate(name: runName)
+        try prepareOutputLocation(options.output)
+        if !options.overwrite, FileManager.default.fileExists(atPath: options.output),
+           try ResultsFile.runNames(in: options.output).contains(runName) {
+            throw ResultsError.runExists(file: options.output, run: runName)
+        }
+        let fallbackSpacing = try resolvedSpacing(options.spacing)
+        let pairs = try EvaluateInputs.pairs(prediction: options.prediction, reference: options.reference)
+        let classCount = try resolveClassCount(options, pairs, limits: limits)
+        let classNames = options.classNames ?? (0..<classCount).map { $0 == 0 ? "background" : "class_\($0)" }
+        let settings = EvaluationSettings(classCount: classCount, toleranceMM: options.toleranceMM,
+                                          hd95: options.hd95, empty: options.empty)
+        let progress = showProgress ? ProgressReporter("evaluate", total: pairs.count) : nil
+        var cases: [(id: String, spacing: [Double], metrics: CaseMetrics)] = []
+        for pair in pairs {
+            let reference = try EvaluateInputs.load(pair.reference, limits: limits)
+            let prediction = try EvaluateInputs.load(pair.prediction, limits: limits)
+            let (r, p) = (reference.labels, prediction.labels)
+            guard [r.frames, r.rows, r.columns] == [p.frames, p.rows, p.columns] else {
+                throw EvaluateError.shapeMismatch(case: pair.id, reference: [r.frames, r.rows, r.columns],
+                                                  prediction: [p.frames, p.rows, p.columns])
+            }
+            let spacing = reference.hasSpacing ? r.spacing : prediction.hasSpacing ? p.spacing : fallbackSpacing
+            do {
+                let metrics = try CaseMetrics(reference: grid(r, spacing), prediction: grid(p, spacing),
+                                              settings: settings, voxelVolumeMM3: spacing.reduce(1, *))
+                cases.append((pair.id, spacing, metrics))
+            } catch let error as MetricsError {
+                throw MetricsError.inCase(pair.id, error)
+            }
+            progress?.advance(status: pair.id)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let config = String(decoding: try encoder.encode(options), as: UTF8.self)
+        let run = try ResultsRun(name: runName, method: "labels", model: "", dataset: options.reference,
+                                 configJSON: config, settings: settings, classNames: classNames, cases: cases,
+                                 bootstrapSeed: options.bootstrapSeed, bootstrapResamples: options.bootstrapResamples)
+        try ResultsFile.write(runs: [run], to: options.output, overwrite: options.overwrite)
+        return run
+    }
+
+    /// Spacing for files without their own: three values (slice, row, column), two (row, column), or 1 mm.
+    static func resolvedSpacing(_ given: [Double]?) throws -> [Double] {
+        guard let given else { return [1, 1, 1] }
+        guard (2...3).contains(given.count), given.allSatisfy({ $0 > 0 && $0.isFinite }) else {
+            throw EvaluateError.invalidOption("--spacing \(given.map { String($0) }.joined(separator: ",")): "
+                + "need three positive values z,y,x in mm (or two, y,x)")
+        }
+        return given.count == 3 ? given : [1] + given
+    }
+
+    /// K from `--num-classes`, else the number of class names, else the largest label in any file + 1 (≥ 2).
+    static func resolveClassCount(_ options: Options, _ pairs: [EvaluateInputs.CasePair],
+                                  limits: ReadLimits = .standard) throws -> Int {
+        if let names = options.classNames, let count = options.classCount, names.count != count {
+            throw EvaluateError.invalidOption("--class-names lists \(names.count) names but --num-classes is \(count)")
+        }
+        let count: Int
+        if let given = options.classCount ?? options.classNames?.count {
+            count = given
+        } else {
+            var largest = 1
+            for pair in pairs {
+                for path in [pair.reference, pair.prediction] {
+                    largest = max(largest, Int(try EvaluateInputs.load(path, limits: limits).labels.labels.max() ?? 0))
+                }
+            }
+            count = largest + 1
+        }
+        guard (2...ConfusionMatrix.maximumClassCount).contains(count) else {
+            throw EvaluateError.invalidOption("\(count) classes: evaluate supports 2...\(ConfusionMatrix.maximumClassCount)")
+        }
+        return count
+    }
+
+    /// A 2-D grid for one frame (slice thickness only in the voxel volume), 3-D otherwise.
+    static func grid(_ map: LabelMap, _ spacing: [Double]) throws -> LabelGrid {
+        let labels = map.labels.map { UInt16(clamping: $0) }
+        if map.frames == 1 {
+            return try LabelGrid(shape: [map.rows, map.columns], spacing: Array(spacing[1...]), labels: labels)
+        }
+        return try LabelGrid(shape: [map.frames, map.rows, map.columns], spacing: spacing, labels: labels)
+    }
+
+    // MARK: - The printed table
+
+    /// Per class: valid cases and mean ± std of Dice, IoU, HD95 and ASSD; then the foreground mean.
+    public static func table(_ run: ResultsRun) -> String {
+        let columns: [(String, MetricName)] = [("Dice", .dice), ("IoU", .iou), ("HD95 mm", .hd95), ("ASSD mm", .assd)]
+        let summaries = columns.map { run.summaries($0.1) }
+        let nameWidth = max(12, (run.classNames.map(\.count).max() ?? 0) + 2)
+        let pad = TableText.pad
+        func cell(_ summary: MetricSummary) -> String { TableText.cell(summary, digits: 4) }
+        var lines = ["run '\(run.name)': \(run.caseCount) case(s), \(run.classCount) classes, HD95 "
+                     + "\(run.settings.hd95.rawValue), empty rule \(run.settings.empty.rawValue)"]
+        lines.append(pad("class", nameWidth) + pad("n", 6) + columns.map { pad($0.0, 28) }.joined())
+        for c in 0..<run.classCount {
+            lines.append(pad(run.classNames[c], nameWidth) + pad("\(summaries[0][c].validCount)", 6)
+                         + summaries.map { pad(cell($0[c]), 28) }.joined())
+        }
+        let foreground = summaries.map { ResultsRun.foregroundMean($0) }
+        lines.append(pad("foreground", nameWidth) + pad("", 6)
+                     + foreground.map { pad(String(format: "%.4f", $0), 28) }.joined())
+        return lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import ImageFiles
+
+/// Label files for `evaluate`: PNG (8/16-bit gray), HDF5 `/labels`, DICOM SEG; single files or folders
+/// paired by file stem.
+public enum EvaluateInputs {
+    /// One case to evaluate: its id (the file stem) and the two files.
+    public struct CasePair: Sendable, Equatable {
+        public let id: String
+        public let prediction: String
+        public let reference: String
+    }
+
+    /// A label map and whether its spacing came from the file.
+    public struct LoadedLabels {
+        public var labels: LabelMap
+        public var hasSpacing: Bool
+    }
+
+    /// Pairs `prediction` with `reference`: two files form one case (named after the reference's stem); two
+    /// folders are paired by stem, sorted by id.
+    ///
+    /// - Throws: `EvaluateError.unpairedFiles` listing every unpaired stem, `.duplicateStem`, `.noLabelFiles`,
+    ///   `.mixedInputs`, `InputError.unsupportedFile` for a missing path.
+    public static func pairs(prediction: String, reference: String) throws -> [CasePair] {
+        let predictionIsFolder = try isFolder(prediction), referenceIsFolder = try isFolder(reference)
+        guard predictionIsFolder == referenceIsFolder else {
+            throw EvaluateError.mixedInputs(prediction: prediction, reference: reference)
+        }
+        guard predictionIsFolder else {
+            return [CasePair(id: stem(reference), prediction: prediction, reference: reference)]
+        }
+        let predictions = try labelFiles(in: prediction), references = try labelFiles(in: reference)
+        let missingReference = predictions.keys.filter { references[$0] == nil }.sorted()
+        let missingPrediction = references.keys.filter { predictions[$0] == nil }.sorted()
+        guard missingReference.isEmpty && missingPrediction.isEmpty else {
+            throw EvaluateError.unpairedFiles(predictionsWithoutReference: missingReference,
+                                              referencesWithoutPrediction: missingPrediction)
+        }
+        return references.keys.sorted().compactMap { id in
+            guard let p = predictions[id], let r = references[id] else { return nil }
+            return CasePair(id: id, prediction: p, reference: r)
+        }
+    }
+
+    static func isFolder(_ path: String) throws -> Bool {
+        var directory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &directory) else {
+            throw InputError.unsupportedFile(file: path, reason: "no such file or folder")
+        }
+        return directory.boolValue
+    }
+
+    static func stem(_ path: String) -> String {
+        ImageFormats.stem(URL(fileURLWithPath: path).lastPathComponent)
+    }
+
+    /// The label files of a folder (every file of a format SliceLab reads) by stem.
+    static func labelFiles(in folder: String) throws -> [String: String] {
+        let found: [(stem: String, url: URL)]
+        do {
+            found = try ImageFormats.files(in: URL(fileURLWithPath: folder))
+        } catch {
+            throw InputError.unsupportedFile(file: folder, reason: "cannot list: \(error.localizedDescription)")
+        }
+        var files = [String: String]()
+        for (key, url) in found {
+            guard files[key] == nil else { throw EvaluateError.duplicateStem(folder: folder, stem: key) }
+            files[key] = url.path
+        }
+        guard !files.isEmpty else { throw EvaluateError.noLabelFiles(folder: folder) }
+        return files
+    }
+
+    // MARK: - Reading
+
+    /// Reads a label file in its format, found from its content (`ImageFormats`): PNG (one gray channel, 8 or
+    /// 16 bits), HDF5 (dataset `/labels` [rows, columns] or [frames, rows, columns], integer, optional attribute
+    /// `spacing` (slice, row, column mm) as `LabelMap.write` stores it), DICOM SEG.
+    ///
+    /// - Throws: `InputError.invalidContent` naming the file (colour PNG, negative or non-integer labels, bad
+    ///   shape), `ImageFileError` from the readers.
+    public static func load(_ path: String, limits: ReadLimits = .standard) throws -> LoadedLabels {
+        try ImageFormats.format(of: path).readLabels(path, limits: limits)
+    }
+
+    static func loadPNG(_ path: String, limits: ReadLimits) throws -> LoadedLabels {
+        let png = try PNGImage.read(path, limits: limits)
+        guard png.channels == 1 else {
+            throw InputError.invalidContent(file: path, reason: "a label PNG must be one gray channel, this one has \(png.channels)")
+        }
+        let labels = png.intSamples.map { Int32($0) }
+        return LoadedLabels(labels: LabelMap(frames: 1, rows: png.rows, columns: png.columns, labels: labels),
+                            hasSpacing: false)
+    }
+
+    static func loadHDF5(_ path: String, limits: ReadLimits) throws -> LoadedLabels {
+        let file = try HDF5File.open(path)
+        let shape = try file.shape(of: "/labels")
+        guard (2...3).contains(shape.count), shape.allSatisfy({ $0 > 0 }) else {
+            throw InputError.invalidContent(file: path, reason: "/labels has shape \(shape); expected [rows, columns] "
+                + "or [frames, rows, columns]")
+        }
+        switch try file.elementType(of: "/labels") {
+        case .float32?, .float64?, nil:
+            throw InputError.invalidContent(file: path, reason: "/labels must hold integers")
+        default: break
+        }
+        let values = try file.read("/labels", as: Int64.self, limits: limits).values
+        guard let low = values.min(), let high = values.max(), low >= 0, high <= 65_535 else {
+            throw InputError.invalidContent(file: path, reason: "/labels holds values outside 0...65535")
+        }
+        let frames = shape.count == 3 ? shape[0] : 1
+        var map = LabelMap(frames: frames, rows: shape[shape.count - 2], columns: shape[shape.count - 1],
+                           labels: values.map { Int32($0) })
+        var hasSpacing = false
+        if file.hasAttribute("spacing", at: "/labels"), let spacing = try file.attribute("spacing", at: "/labels").doubleValues {
+            guard spacing.count == 3, spacing.allSatisfy({ $0 > 0 && $0.isFinite }) else {
+                throw InputError.invalidContent(file: path, reason: "/labels spacing \(spacing) must be three positive "
+                    + "values (slice, row, column) in mm")
+            }
+            map.spacing = spacing
+            hasSpacing = true
+        }
+        return LoadedLabels(labels: map, hasSpacing: hasSpacing)
+    }
+}

@@ -1,0 +1,23 @@
+import ImageFiles
+
+/// PNG: one image, gray or colour (8 or 16 bits); a label map is one gray channel.
+struct PNGFormat: ImageFormat {
+    var name: String { "PNG" }
+    var fileExtensions: [String] { ["png"] }
+
+    func recognizes(_ head: [UInt8]) -> Bool {
+        head.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+    }
+
+    func readImage(_ path: String, limits: ReadLimits) throws -> ScanImage {
+        try ImageLoader.loadPNG(path, limits: limits)
+    }
+
+    func frames(_ path: String, limits: ReadLimits) throws -> FrameReader {
+        FrameReader.whole(try readImage(path, limits: limits))
+    }
+
+    func readLabels(_ path: String, limits: ReadLimits) throws -> EvaluateInputs.LoadedLabels {
+        try EvaluateInputs.loadPNG(path, limits: limits)
+    }
+}

@@ -1,0 +1,108 @@
+import DICOM
+import Foundation
+import ImageFiles
+
+/// `slicelab info`: what a DICOM file or folder holds, per series, without decoding pixels.
+public enum InfoWorkflow {
+    /// One series as `info` reports it (also its JSON schema).
+    public struct SeriesSummary: Codable, Sendable {
+        public var seriesInstanceUID: String
+        public var patientName: String
+        public var patientID: String
+        public var studyDescription: String
+        public var seriesDescription: String
+        public var modality: String
+        public var rows: Int
+        public var columns: Int
+        /// Slices of the series (frames of every file).
+        public var frames: Int
+        public var files: Int
+        /// Millimetres: row spacing, column spacing, then slice spacing when known.
+        public var spacing: [Double]
+        public var transferSyntaxUID: String
+        public var transferSyntax: String
+        public var photometricInterpretation: String
+        public var bitsStored: Int
+        public var windowCenter: Double?
+        public var windowWidth: Double?
+        public var warnings: [String]
+    }
+
+    /// The report: series, and files that were skipped with their reasons.
+    public struct Report: Codable, Sendable {
+        public var path: String
+        public var series: [SeriesSummary]
+        public var skipped: [[String: String]]
+    }
+
+    /// Scans `path` (a file or a folder, recursively), opening every file with `limits`. Throws `DICOMError`
+    /// when nothing loads.
+    public static func report(_ path: String, limits: ReadLimits = .standard) throws -> Report {
+        let scan = try Series.scan(path, limits: limits)
+        let summaries = scan.series.map { series -> SeriesSummary in
+            let file = series.first
+            let pixel = file.pixelSpacing(frame: series.slices[0].frame)
+            var spacing = pixel.map { [$0.row, $0.column] } ?? []
+            if let slice = series.sliceSpacing, !spacing.isEmpty { spacing.append(slice) }
+            let window = file.window(frame: series.slices[0].frame)
+            let data = file.dataset
+            return SeriesSummary(
+                seriesInstanceUID: series.seriesInstanceUID, patientName: data.string(.patientName) ?? "",
+                patientID: data.string(.patientID) ?? "", studyDescription: data.string(.studyDescription) ?? "",
+                seriesDescription: data.string(.seriesDescription) ?? "", modality: data.string(.modality) ?? "",
+                rows: file.rows, columns: file.columns, frames: series.slices.count,
+                files: Set(series.slices.map(\.file.path)).count, spacing: spacing,
+                transferSyntaxUID: file.transferSyntaxUID, transferSyntax: TransferSyntax(uid: file.transferSyntaxUID).name,
+                photometricInterpretation: file.photometricInterpretation, bitsStored: file.bitsStored,
+                windowCenter: window?.center, windowWidth: window?.width, warnings: series.warnings)
+        }
+        return Report(path: path, series: summaries,
+                      skipped: scan.skipped.map { ["file": $0.file, "reason": $0.reason] })
+    }
+
+    /// The report as indented JSON (keys sorted).
+    public static func json(_ report: Report) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return String(decoding: try encoder.encode(report), as: UTF8.self)
+    }
+
+    /// The report as text for people.
+    public static func text(_ report: Report) -> String {
+        var lines: [String] = []
+        for (index, series) in report.series.enumerated() {
+            lines.append("Series \(index + 1): \(series.seriesInstanceUID)")
+            lines.append("  patient:        \(series.patientName) (\(series.patientID))")
+            lines.append("  study:          \(series.studyDescription)")
+            lines.append("  series:         \(series.seriesDescription)")
+            lines.append("  modality:       \(series.modality)")
+            lines.append("  size:           \(series.rows) rows × \(series.columns) columns, \(series.frames) "
+                         + "frame\(series.frames == 1 ? "" : "s") in \(series.files) file\(series.files == 1 ? "" : "s")")
+            lines.append("  spacing (mm):   " + (series.spacing.isEmpty ? "unknown"
+                                                 : series.spacing.map { String(format: "%g", $0) }.joined(separator: ", ")))
+            lines.append("  transfer:       \(series.transferSyntax) (\(series.transferSyntaxUID))")
+            lines.append("  photometric:    \(series.photometricInterpretation), \(series.bitsStored) bits stored")
+            if let center = series.windowCenter, let width = series.windowWidth {
+                lines.append("  window:         centre \(String(format: "%g", center)), width \(String(format: "%g", width))")
+            } else {
+                lines.append("  window:         none (auto)")
+            }
+            for warning in series.warnings { lines.append("  warning:        \(warning)") }
+        }
+        if !report.skipped.isEmpty {
+            lines.append("Skipped \(report.skipped.count) file\(report.skipped.count == 1 ? "" : "s"):")
+            for entry in report.skipped.prefix(200) { lines.append("  \(entry["file"] ?? ""): \(entry["reason"] ?? "")") }
+            if report.skipped.count > 200 { lines.append("  … and \(report.skipped.count - 200) more (--json lists all)") }
+        }
+        lines.append(summary(report))
+        return lines.joined(separator: "\n")
+    }
+
+    /// "Scanned 1000 files: 950 in 1 series, 50 skipped."
+    public static func summary(_ report: Report) -> String {
+        let used = report.series.map(\.files).reduce(0, +)
+        let total = used + report.skipped.count
+        return "Scanned \(total) file\(total == 1 ? "" : "s"): \(used) in \(report.series.count) series, "
+            + "\(report.skipped.count) skipped."
+    }
+}

@@ -1,0 +1,37 @@
+import DeepLab
+import Foundation
+import ImageFiles
+
+// Reading one case's files, in the formats of `ImageFormats`, as every command reads them.
+
+/// Reads an image as [F, C, H, W] Float32 (channels first, as the network takes them), with its spacing
+/// (slice, row, column) in mm when the file carries one.
+func readCaseImage(_ url: URL, case name: String, limits: ReadLimits) throws -> (image: FloatTensor, spacing: [Double]?) {
+    let scan = try wrapped(name, url.path) { try ImageLoader.load(url.path, limits: limits) }
+    let (frames, channels, plane) = (scan.frames, scan.channels, scan.rows * scan.columns)
+    var values = [Float](repeating: 0, count: scan.values.count)
+    for f in 0..<frames {
+        for p in 0..<plane {
+            for c in 0..<channels {
+                values[(f * channels + c) * plane + p] = scan.values[(f * plane + p) * channels + c]
+            }
+        }
+    }
+    return (FloatTensor(shape: [frames, channels, scan.rows, scan.columns], values: values),
+            scan.hasSpacing ? scan.spacing : nil)
+}
+
+/// Reads a label map as [H, W] or [F, H, W], as `slicelab evaluate` reads it (`EvaluateInputs.load`): a
+/// 1-channel PNG, an HDF5 file's integer `/labels`, or a DICOM SEG (segment number = class).
+func readCaseLabels(_ url: URL, case name: String, limits: ReadLimits) throws -> LabelTensor {
+    let map = try wrapped(name, url.path) { try EvaluateInputs.load(url.path, limits: limits).labels }
+    return LabelTensor(shape: map.frames == 1 ? [map.rows, map.columns] : [map.frames, map.rows, map.columns],
+                       values: map.labels)
+}
+
+/// Runs `body`, turning a reader's error into `LabeledSetError.unreadable` naming the case and file.
+private func wrapped<T>(_ name: String, _ path: String, _ body: () throws -> T) throws -> T {
+    do { return try body() } catch let error as LabeledSetError { throw error } catch {
+        throw LabeledSetError.unreadable(case: name, file: path, reason: "\(error)")
+    }
+}

@@ -1,0 +1,230 @@
+import DeepLab
+import Foundation
+import ImageFiles
+
+/// The description of a labeled set, `dataset.json` (Datasets/README.md): `name`, `classes`, `modality`,
+/// `splits`, and optionally `spacing` and `preprocessing`. Other keys are provenance and are ignored.
+public struct LabeledSetDescription: Codable, Equatable, Sendable {
+    public var name: String
+    /// Class names; label value i is class i, 0 the background.
+    public var classes: [String]
+    /// DICOM modality code, e.g. "MR", "CT", "OT".
+    public var modality: String
+    public var splits: [String: [String]]
+    /// Pixel spacing in millimetres (row, column) for images that carry none.
+    public var spacing: [Double]?
+    /// The normalization to train with.
+    public var preprocessing: Preprocessing?
+
+    /// The rules of Datasets/README.md that JSON decoding does not check.
+    func validationProblem() -> String? {
+        if name.isEmpty || modality.isEmpty { return "'name' and 'modality' must not be empty" }
+        if !(2...256).contains(classes.count) || classes.contains(where: \.isEmpty) {
+            return "'classes' must hold 2…256 non-empty strings, got \(classes)"
+        }
+        if Set(classes).count != classes.count { return "'classes' has duplicates: \(classes)" }
+        if let spacing, spacing.count != 2 || !spacing.allSatisfy({ $0 > 0 && $0.isFinite }) {
+            return "'spacing' must be [row, column] in mm, both > 0, got \(spacing)"
+        }
+        do { try preprocessing?.validate() } catch { return "\(error)" }
+        return nil
+    }
+}
+
+/// One loaded case: the raw image [F, C, H, W] (F frames: 1 for a 2D image, the slices of a volume; not yet
+/// preprocessed) and its labels [F, H, W].
+public struct LabeledSample: Sendable {
+    public let name: String
+    public var image: FloatTensor
+    public var labels: LabelTensor
+    /// Voxel spacing in mm (slice, row, column): the image's own, else `dataset.json`'s, else 1.
+    public var spacing: [Double] = [1, 1, 1]
+
+    public var frameCount: Int { image.shape[0] }
+
+    /// Frame `index` as an image [C, H, W] and labels [H, W].
+    public func frame(_ index: Int) -> (image: FloatTensor, labels: LabelTensor) {
+        let (channels, height, width) = (image.shape[1], image.shape[2], image.shape[3])
+        let size = channels * height * width, plane = height * width
+        return (FloatTensor(shape: [channels, height, width],
+                            values: Array(image.values[(index * size)..<((index + 1) * size)])),
+                LabelTensor(shape: [height, width], values: Array(labels.values[(index * plane)..<((index + 1) * plane)])))
+    }
+}
+
+/// A case skipped under `skipBad`, with the error that excluded it.
+public struct SkippedCase: Equatable, Sendable {
+    public let name: String
+    public let error: LabeledSetError
+}
+
+/// A labeled set on disk: `images/`, `labels/` and `dataset.json`, validated when opened.
+///
+/// Opening applies every rule of Datasets/README.md: structure (pairs, forms, splits, names) and each listed
+/// case's content (readable, matching shapes, label values within the classes). Without `skipBad` the first
+/// problem throws a `LabeledSetError` naming the case; with it the case is left out and listed in `skipped`.
+/// Set-level problems always throw.
+public final class LabeledSet: @unchecked Sendable {
+    public let folder: URL
+    public let description: LabeledSetDescription
+    /// Valid cases per split, in `dataset.json` order.
+    public let splits: [String: [String]]
+    public let skipped: [SkippedCase]
+    let files: [String: (image: URL, labels: URL)]
+    /// The bound on decoded sizes every case is read with (`--max-memory`).
+    public let limits: ReadLimits
+
+    public var classCount: Int { description.classes.count }
+
+    /// The cases of `split` (empty when the set has no such split).
+    public func cases(in split: String) -> [String] { splits[split] ?? [] }
+
+    /// Opens and validates the set at `path`.
+    ///
+    /// - Throws: `LabeledSetError` naming `dataset.json` or the first bad case.
+    public static func open(_ path: String, skipBad: Bool = false, limits: ReadLimits = .standard) throws -> LabeledSet {
+        let folder = URL(fileURLWithPath: path)
+        let description = try readDescription(folder.appendingPathComponent("dataset.json"))
+        let images = try entries(folder.appendingPathComponent("images"), foldersAllowed: true)
+        let labels = try entries(folder.appendingPathComponent("labels"), foldersAllowed: false)
+        var problems: [SkippedCase] = []
+        func report(_ error: LabeledSetError) throws {
+            guard skipBad else { throw error }
+            if let name = error.caseName, !problems.contains(where: { $0.name == name }) {
+                problems.append(SkippedCase(name: name, error: error))
+            }
+        }
+        var owner: [String: String] = [:]
+        for split in description.splits.keys.sorted() {
+            for name in description.splits[split] ?? [] {
+                if let first = owner[name] {
+                    try report(.caseInTwoSplits(case: name, splits: [first, split]))
+                    continue
+                }
+                owner[name] = split
+                if !isValidCaseName(name) { try report(.badCaseName(case: name)) }
+            }
+        }
+        for (name, urls) in (images.merging(labels) { $0 + $1 }).sorted(by: { $0.key < $1.key }) where owner[name] == nil {
+            try report(.notInAnySplit(case: name, file: urls[0].path))
+        }
+        var files: [String: (image: URL, labels: URL)] = [:]
+        for (name, split) in owner.sorted(by: { $0.key < $1.key }) {
+            let (imageForms, labelForms) = (images[name] ?? [], labels[name] ?? [])
+            if imageForms.count > 1 || labelForms.count > 1 {
+                try report(.ambiguous(case: name, files: (imageForms + labelForms).map(\.lastPathComponent)))
+            } else if let image = imageForms.first, let label = labelForms.first {
+                files[name] = (image, label)
+            } else if let image = imageForms.first {
+                try report(.unpairedImage(case: name, file: image.path))
+            } else if let label = labelForms.first {
+                try report(.unpairedLabel(case: name, file: label.path))
+            } else {
+                try report(.missingCase(case: name, split: split))
+            }
+        }
+        let unchecked = LabeledSet(folder: folder, description: description, splits: [:], skipped: [], files: files,
+                                   limits: limits)
+        for name in files.keys.sorted() where !problems.contains(where: { $0.name == name }) {
+            do { _ = try unchecked.load(name) } catch let error as LabeledSetError { try report(error) }
+        }
+        let bad = Set(problems.map(\.name))
+        let valid = description.splits.mapValues { $0.filter { !bad.contains($0) && files[$0] != nil } }
+        for (split, cases) in description.splits.sorted(by: { $0.key < $1.key })
+            where !cases.isEmpty && (valid[split] ?? []).isEmpty {
+            throw LabeledSetError.emptySplit(split: split)
+        }
+        return LabeledSet(folder: folder, description: description, splits: valid, skipped: problems, files: files,
+                          limits: limits)
+    }
+
+    init(folder: URL, description: LabeledSetDescription, splits: [String: [String]], skipped: [SkippedCase],
+         files: [String: (image: URL, labels: URL)], limits: ReadLimits = .standard) {
+        self.folder = folder
+        self.limits = limits
+        self.description = description
+        self.splits = splits
+        self.skipped = skipped
+        self.files = files
+    }
+
+    /// Loads one case: image [F, C, H, W] as stored (Float32, physical values) and labels [F, H, W], checked
+    /// against each other and the classes.
+    ///
+    /// - Throws: `LabeledSetError` naming the case.
+    public func load(_ name: String) throws -> LabeledSample {
+        guard let (imageURL, labelURL) = files[name] else {
+            throw LabeledSetError.missingCase(case: name, split: "any")
+        }
+        let (image, fileSpacing) = try readCaseImage(imageURL, case: name, limits: limits)
+        let spacing = fileSpacing ?? description.spacing.map { [1] + $0 } ?? [1, 1, 1]
+        var labels = try readCaseLabels(labelURL, case: name, limits: limits)
+        let imageShape = [image.shape[0], image.shape[2], image.shape[3]]
+        if labels.shape.count == 2 { labels.shape = [1] + labels.shape }
+        guard imageShape == labels.shape else {
+            throw LabeledSetError.shapeMismatch(case: name, image: imageShape, labels: labels.shape)
+        }
+        if let bad = labels.values.first(where: { $0 < 0 || Int($0) >= classCount }) {
+            throw LabeledSetError.labelOutOfRange(case: name, value: Int(bad),
+                                                  pixels: labels.values.lazy.filter { $0 == bad }.count,
+                                                  classCount: classCount)
+        }
+        return LabeledSample(name: name, image: image, labels: labels, spacing: spacing)
+    }
+
+    private static func readDescription(_ url: URL) throws -> LabeledSetDescription {
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw LabeledSetError.invalidDescription(
+                file: url.path, reason: "missing (a labeled set needs dataset.json, images/ and labels/)")
+        }
+        let description: LabeledSetDescription
+        do {
+            description = try JSONDecoder().decode(LabeledSetDescription.self, from: Data(contentsOf: url))
+        } catch let error as DecodingError {
+            throw LabeledSetError.invalidDescription(file: url.path, reason: decodingReason(error))
+        } catch {
+            throw LabeledSetError.invalidDescription(file: url.path, reason: "cannot read: \(error.localizedDescription)")
+        }
+        if let problem = description.validationProblem() {
+            throw LabeledSetError.invalidDescription(file: url.path, reason: problem)
+        }
+        return description
+    }
+
+    /// Case name → its files in `folder` (known extensions, and sub-folders for series); dot-files ignored.
+    private static func entries(_ folder: URL, foldersAllowed: Bool) throws -> [String: [URL]] {
+        let names: [String]
+        do { names = try FileManager.default.contentsOfDirectory(atPath: folder.path) } catch {
+            throw LabeledSetError.invalidDescription(file: folder.path, reason: "missing folder")
+        }
+        var result: [String: [URL]] = [:]
+        for name in names.sorted() where !name.hasPrefix(".") {
+            let url = folder.appendingPathComponent(name)
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
+                if foldersAllowed { result[name, default: []].append(url) }
+            } else if ImageFormats.isInput(url) {
+                result[ImageFormats.stem(name), default: []].append(url)
+            }
+        }
+        return result
+    }
+
+    static func isValidCaseName(_ name: String) -> Bool {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+        guard let first = name.first, first.isASCII, first.isLetter || first.isNumber, name.count <= 128 else {
+            return false
+        }
+        return name.allSatisfy { allowed.contains($0) }
+    }
+
+    private static func decodingReason(_ error: DecodingError) -> String {
+        switch error {
+        case let .keyNotFound(key, _): return "missing required key '\(key.stringValue)'"
+        case let .typeMismatch(_, context), let .valueNotFound(_, context), let .dataCorrupted(context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return (path.isEmpty ? "" : "'\(path)': ") + context.debugDescription
+        @unknown default: return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,21 @@
+import DeepLab
+import DICOM
+import ImageFiles
+
+/// SliceLab's version, written into every results file and checkpoint it produces.
+public let sliceLabVersion = "0.1.0"
+
+/// `slicelab --version`: the version, and the instruction set the engine's kernels run at on this CPU (which
+/// `ONEDNN_MAX_CPU_ISA` can cap; `.ci/run` reads it to test the lower levels too).
+public var versionDescription: String {
+    "slicelab \(sliceLabVersion)\nDCMTK \(dcmtkVersion), oneDNN \(oneDNNVersion)\noneDNN ISA: \(oneDNNEffectiveISA)"
+}
+
+/// The library types whose cases the command line's choice lists are derived from, re-exported for the
+/// executable (which imports only this target).
+public typealias Architecture = DeepLabConfiguration.Architecture
+public typealias OptimizerConfiguration = DeepLab.OptimizerConfiguration
+public typealias LossConfiguration = DeepLab.LossConfiguration
+
+/// Bounds on what the readers of outside files allocate (`--max-memory`), re-exported for the executable.
+public typealias ReadLimits = ImageFiles.ReadLimits

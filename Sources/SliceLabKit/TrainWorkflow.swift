@@ -1,0 +1,203 @@
+import DeepLab
+import Foundation
+import ImageFiles
+
+/// The options of `slicelab train`, with the CLI's names and defaults.
+public struct TrainOptions: Sendable {
+    public var datasetPath: String
+    public var architecture: String
+    public var classCount: Int
+    public var inputChannels: Int = 1
+    /// The backbone's output stride (8 or 16) and the ASPP width; the architecture's defaults when nil.
+    public var outputStride: Int?
+    public var asppChannels: Int?
+    /// ASPP's dilation rates; 12/24/36 at output stride 8 and 6/12/18 at 16 when nil.
+    public var atrousRates: [Int]?
+    /// The model's input resampling factor (`DeepLabConfiguration.inputScale`); 1 when nil.
+    public var inputScale: Int?
+    public var epochs: Int?
+    public var steps: Int?
+    public var batchSize: Int = 8
+    public var cropSize: Int = 256
+    /// Default 1e-3 for AdamW, 1e-2 for SGD.
+    public var learningRate: Double?
+    public var optimizer: OptimizerConfiguration.Kind = .adamw
+    public var loss: LossConfiguration.Kind = .diceCE
+    public var classWeights: [Double]?
+    /// Weights to start from (a torchvision safetensors file or a SliceLab checkpoint), for the engine.
+    public var initialWeights: String?
+    public var resumePath: String?
+    /// Default: once per epoch.
+    public var validateEvery: Int?
+    public var seed: UInt64 = 0
+    public var threads: Int?
+    public var outputPath: String
+    public var skipBad = false
+    public var augmentation: AugmentationConfiguration?
+    /// The bound on decoded sizes the set's files are read with (`--max-memory`).
+    public var limits: ReadLimits = .standard
+
+    public init(datasetPath: String, architecture: String, classCount: Int, outputPath: String) {
+        self.datasetPath = datasetPath
+        self.architecture = architecture
+        self.classCount = classCount
+        self.outputPath = outputPath
+    }
+
+    /// Where the last checkpoint goes beside the best one at `outputPath`: `MODEL.last.h5`.
+    public var lastCheckpointPath: String {
+        let url = URL(fileURLWithPath: outputPath)
+        let stem = url.pathExtension.isEmpty ? url.lastPathComponent : url.deletingPathExtension().lastPathComponent
+        return url.deletingLastPathComponent().appendingPathComponent(stem + ".last.h5").path
+    }
+}
+
+/// `slicelab train`: a labeled set → preprocessed, augmented batches → the trainer → checkpoints.
+public enum TrainWorkflow {
+    /// The run's configuration from the options and the set.
+    ///
+    /// - Throws: `TrainingError.invalidConfiguration` for options that do not fit the set.
+    public static func configuration(_ options: TrainOptions, set: LabeledSet) throws -> TrainingConfiguration {
+        guard options.classCount == set.classCount else {
+            throw TrainingError.invalidConfiguration("--num-classes is \(options.classCount) but \(set.folder.path)/"
+                                                     + "dataset.json lists \(set.classCount) classes")
+        }
+        let trainCount = set.cases(in: "train").count
+        guard trainCount > 0 else {
+            throw TrainingError.invalidConfiguration("\(set.folder.path): the train split has no usable cases")
+        }
+        let stepsPerEpoch = (trainCount + options.batchSize - 1) / options.batchSize
+        let steps = options.steps ?? (options.epochs ?? 1) * stepsPerEpoch
+        let rate = options.learningRate ?? (options.optimizer == .sgd ? 1e-2 : 1e-3)
+        let warmup = steps >= 100 ? steps / 20 : 0
+        return TrainingConfiguration(
+            classCount: options.classCount, steps: steps, batchSize: options.batchSize,
+            validateEvery: options.validateEvery ?? max(1, min(steps, stepsPerEpoch)),
+            schedule: LearningRateSchedule(baseLearningRate: rate, totalSteps: steps, power: 0.9, warmupSteps: warmup),
+            optimizer: OptimizerConfiguration(options.optimizer),
+            loss: LossConfiguration(kind: options.loss, classWeights: options.classWeights),
+            gradientClipNorm: 10, earlyStoppingPatience: nil, seed: options.seed,
+            augmentation: options.augmentation
+                ?? AugmentationConfiguration(cropSize: options.cropSize, classBalancedCropProbability: 1.0 / 3),
+            preprocessing: set.description.preprocessing ?? .minMax)
+    }
+
+    /// Makes an image [C, H, W] network input: channels converted to `inputChannels` (gray replicated, or
+    /// color averaged), then preprocessed.
+    static func prepare(_ image: FloatTensor, inputChannels: Int, preprocessing: Preprocessing) -> FloatTensor {
+        var image = image
+        let (channels, plane) = (image.shape[0], image.shape[1] * image.shape[2])
+        if channels != inputChannels {
+            var gray = [Float](repeating: 0, count: plane)
+            for c in 0..<channels {
+                for p in 0..<plane { gray[p] += image.values[c * plane + p] / Float(channels) }
+            }
+            image = FloatTensor(shape: [inputChannels, image.shape[1], image.shape[2]],
+                                values: Array((0..<inputChannels).map { _ in gray }.joined()))
+        }
+        preprocessing.apply(to: &image.values)
+        return image
+    }
+
+    /// Every frame of every case of `split`, prepared as network input (a volume gives one frame per slice).
+    static func frames(of set: LabeledSet, split: String, options: TrainOptions,
+                       preprocessing: Preprocessing) throws -> [TrainValidation.Case] {
+        try set.cases(in: split).flatMap { name -> [TrainValidation.Case] in
+            let sample = try set.load(name)
+            return (0..<sample.frameCount).map { index in
+                let (image, labels) = sample.frame(index)
+                return TrainValidation.Case(
+                    name: sample.frameCount == 1 ? name : "\(name)#\(index)",
+                    image: prepare(image, inputChannels: options.inputChannels, preprocessing: preprocessing),
+                    labels: labels)
+            }
+        }
+    }
+
+    /// The DeepLabV3 network for `options`: architecture, classes and input channels as given, weights freshly
+    /// initialised from `--seed`, or taken from `--init` (a torchvision `state_dict` as `.safetensors`, or a SliceLab
+    /// checkpoint's `/parameters`) with the engine's conversions: RGB first-layer filters summed for 1 channel, the
+    /// classifiers' last layers left fresh for another class count. The conversion notes go to standard error.
+    ///
+    /// - Throws: `DeepLabError.invalidConfiguration`, `.malformedWeights`, `.mismatchedWeights`; `ImageFileError`
+    ///   for an unreadable checkpoint.
+    public static func makeEngineNetwork(_ options: TrainOptions) throws -> SegmentationNetwork {
+        guard let architecture = DeepLabConfiguration.Architecture(rawValue: options.architecture) else {
+            throw TrainingError.invalidConfiguration("unknown architecture \(options.architecture)")
+        }
+        var configuration = DeepLabConfiguration(arch: architecture, numClasses: options.classCount,
+                                                 inputChannels: options.inputChannels, seed: options.seed)
+        if let stride = options.outputStride {
+            configuration.outputStride = stride
+            configuration.atrousRates = stride == 16 ? [6, 12, 18] : [12, 24, 36]
+        }
+        if let rates = options.atrousRates { configuration.atrousRates = rates }
+        if let channels = options.asppChannels { configuration.asppChannels = channels }
+        if let scale = options.inputScale { configuration.inputScale = scale }
+        let model = try DeepLabV3(configuration)
+        guard let initial = options.initialWeights else { return model }
+        let notes: [String]
+        if initial.lowercased().hasSuffix(".safetensors") {
+            notes = try model.loadSafetensors(initial)
+        } else {
+            let file = try HDF5File.open(initial)
+            guard file.exists(TrainingCheckpoint.parameterGroup) else {
+                throw DeepLabError.invalidCheckpoint(file: initial, reason: "no /parameters group to start from")
+            }
+            var tensors: [String: FloatTensor] = [:]
+            for name in try file.children(of: TrainingCheckpoint.parameterGroup) {
+                let array = try file.read("\(TrainingCheckpoint.parameterGroup)/\(name)", as: Float.self)
+                tensors[name] = FloatTensor(shape: array.shape, values: array.values)
+            }
+            notes = try model.load(stateDict: tensors, source: initial)
+        }
+        for note in notes { FileHandle.standardError.write(Data("init: \(note)\n".utf8)) }
+        return model
+    }
+
+    /// Runs training.
+    ///
+    /// - Parameters:
+    ///   - makeNetwork: builds the network for the options (architecture, classes, channels, initial weights).
+    /// - Throws: `LabeledSetError` for the set, `TrainingError` for the run, and the network's errors.
+    @discardableResult
+    public static func run(_ options: TrainOptions, progress: TrainProgress? = nil,
+                           makeNetwork: (TrainOptions) throws -> SegmentationNetwork) throws -> Trainer.Summary {
+        try prepareOutputLocation(options.outputPath)
+        try prepareOutputLocation(options.lastCheckpointPath)
+        let set = try LabeledSet.open(options.datasetPath, skipBad: options.skipBad, limits: options.limits)
+        for skipped in set.skipped { FileHandle.standardError.write(Data("skipping \(skipped.error)\n".utf8)) }
+        let configuration = try configuration(options, set: set)
+        let network = try makeNetwork(options)
+        let preprocessing = configuration.preprocessing
+        let train = try frames(of: set, split: "train", options: options, preprocessing: preprocessing)
+            .map { ($0.image, $0.labels) }
+        let validationCases = try frames(of: set, split: "val", options: options, preprocessing: preprocessing)
+        let sampler = try BatchSampler(sampleCount: train.count, batchSize: configuration.batchSize,
+                                       augmenter: try Augmenter(configuration.augmentation)) { train[$0] }
+        let loss = try configuration.loss.makeLoss(classCount: configuration.classCount)
+        let trainer = try Trainer(network: network, configuration: configuration, sampler: sampler,
+                                  validation: TrainValidation(cases: validationCases, classCount: set.classCount,
+                                                              loss: loss),
+                                  bestCheckpointPath: options.outputPath,
+                                  lastCheckpointPath: options.lastCheckpointPath,
+                                  progress: progress ?? TrainProgress(totalSteps: configuration.steps))
+        if let model = network as? DeepLabV3 {  // the engine's model file, which `segment --model` loads
+            trainer.writeModel = { file in
+                try DeepLabCheckpoint.write(model, preprocessing: preprocessing, into: file)
+                // The set's class names, which `segment --out OUT.dcm` gives the DICOM SEG's segments.
+                try file.setAttribute("class_names", .strings(set.description.classes))
+            }
+            // Same parameter shapes do not mean the same model (rates, stride, scale): a checkpoint that records its
+            // model must record this one.
+            trainer.readModel = { file in
+                if file.hasAttribute("configuration"), try DeepLabCheckpoint.configuration(in: file) != model.configuration {
+                    throw TrainingError.invalidState(file: file.path, reason: "its model configuration differs from "
+                                                     + "this run's; resume with the same options")
+                }
+                try TrainingCheckpoint.readParameters(model.parameters, from: file)
+            }
+        }
+        return try trainer.run(resumingFrom: options.resumePath)
+    }
+}
