@@ -7,7 +7,7 @@ import Foundation
 // TEM marker before a JPEG frame header makes its bit-depth pre-scan loop forever. Each frame's bytes are checked
 // here first and refused with a typed error that names the file, the frame and the cause.
 
-extension DicomFile {
+extension DICOMFile {
     /// The checks below for the frame's transfer syntax; every call of DCMTK's frame decoder comes after it.
     /// The caller holds `frameLock`.
     func validateBeforeDCMTK(_ index: Int, fragmentCount: Int) throws {
@@ -52,7 +52,7 @@ extension DicomFile {
     }
 }
 
-extension DicomFile {
+extension DICOMFile {
     /// JPEG processes DCMTK decodes with its IJG builds (baseline, extended, progressive, lossless).
     static let dcmtkJPEGSyntaxes: Set<String> = [
         "1.2.840.10008.1.2.4.50", "1.2.840.10008.1.2.4.51", "1.2.840.10008.1.2.4.53", "1.2.840.10008.1.2.4.55",
@@ -152,7 +152,7 @@ extension DicomFile {
     }
 }
 
-extension DicomFile {
+extension DICOMFile {
     /// Marker segments OpenJPEG reads in JPEG 2000 main and tile-part headers (ISO/IEC 15444-1 Table A.2, the
     /// Part 2 multi-component markers, and HTJ2K's CAP and CPF of 15444-15).
     static let jpeg2000HeaderMarkers: Set<UInt8> = [

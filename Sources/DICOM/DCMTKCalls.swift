@@ -53,12 +53,12 @@ final class DCMTKHandle: @unchecked Sendable {
     }
 
     /// Rests on `cdcmtk_has`.
-    func has(_ tag: DicomTag, in item: OpaquePointer?) -> Bool {
+    func has(_ tag: DICOMTag, in item: OpaquePointer?) -> Bool {
         locked { cdcmtk_has(item, tag.group, tag.element) != 0 }
     }
 
     /// Rests on `cdcmtk_value_count`.
-    func valueCount(_ tag: DicomTag, in item: OpaquePointer?) -> Int {
+    func valueCount(_ tag: DICOMTag, in item: OpaquePointer?) -> Int {
         locked {
             var count: UInt = 0
             guard cdcmtk_value_count(pointer, item, tag.group, tag.element, &count) == Int32(CDCMTK_OK) else { return 0 }
@@ -68,7 +68,7 @@ final class DCMTKHandle: @unchecked Sendable {
 
     /// The value at `index` (or all values joined by "\" when `index` is nil); nil when absent.
     /// Rests on `cdcmtk_get_string`.
-    func string(_ tag: DicomTag, index: Int?, in item: OpaquePointer?) -> String? {
+    func string(_ tag: DICOMTag, index: Int?, in item: OpaquePointer?) -> String? {
         locked {
             var needed = 0
             var buffer = [CChar](repeating: 0, count: 256)
@@ -84,7 +84,7 @@ final class DCMTKHandle: @unchecked Sendable {
     }
 
     /// All 16-bit words of an element; nil when absent. Rests on `cdcmtk_get_uint16s`.
-    func words(_ tag: DicomTag, in item: OpaquePointer?) -> [UInt16]? {
+    func words(_ tag: DICOMTag, in item: OpaquePointer?) -> [UInt16]? {
         locked {
             var count = 0
             var status = cdcmtk_get_uint16s(pointer, item, tag.group, tag.element, nil, 0, &count)
@@ -97,7 +97,7 @@ final class DCMTKHandle: @unchecked Sendable {
     }
 
     /// Item `index` of a sequence; nil when absent. Rests on `cdcmtk_sequence_item`.
-    func sequenceItem(_ tag: DicomTag, index: Int, in item: OpaquePointer?) -> OpaquePointer? {
+    func sequenceItem(_ tag: DICOMTag, index: Int, in item: OpaquePointer?) -> OpaquePointer? {
         locked {
             var result: OpaquePointer?
             guard cdcmtk_sequence_item(pointer, item, tag.group, tag.element, UInt(index), &result) == Int32(CDCMTK_OK)

@@ -18,7 +18,7 @@ enum JPEG2000Decoder {
     /// Decodes one frame's codestream (raw J2K or a JP2 file) into stored values interleaved per pixel.
     /// The inverse multi-component transform (YBR_ICT, YBR_RCT) is applied by OpenJPEG, so colour arrives as RGB.
     /// Rests on `opj_read_header`, `opj_decode`, `opj_end_decompress`.
-    static func decode(_ data: [UInt8], file: DicomFile, frame: Int) throws -> DicomFile.DecodedFrame {
+    static func decode(_ data: [UInt8], file: DICOMFile, frame: Int) throws -> DICOMFile.DecodedFrame {
         try withDecodedImage(data, file: file, frame: frame) { components, image in
             let componentCount = components.count
             let pixels = file.rows * file.columns
@@ -41,14 +41,14 @@ enum JPEG2000Decoder {
                 || image.color_space == OPJ_CLRSPC_SRGB) {
                 photometric = "RGB"
             }
-            return DicomFile.DecodedFrame(samples: samples, photometric: photometric)
+            return DICOMFile.DecodedFrame(samples: samples, photometric: photometric)
         }
     }
 
     /// Decodes one frame's codestream and hands its components (rows × columns Int32 samples each, as many as
     /// the dataset's Samples per Pixel, checked) and the image header to `body`, while OpenJPEG's image lives.
     /// Rests on `opj_read_header`, `opj_codec_set_threads`, `opj_decode`, `opj_end_decompress`.
-    static func withDecodedImage<T>(_ data: [UInt8], file: DicomFile, frame: Int,
+    static func withDecodedImage<T>(_ data: [UInt8], file: DICOMFile, frame: Int,
                                     _ body: ([UnsafeBufferPointer<Int32>], opj_image_t) throws -> T) throws -> T {
         // A JP2 file (which some writers put in DICOM) is decoded from its contiguous codestream box.
         let codestream = contiguousCodestream(data) ?? data
@@ -81,9 +81,9 @@ enum JPEG2000Decoder {
             var parameters = opj_dparameters_t()
             opj_set_default_decoder_parameters(&parameters)
             guard opj_setup_decoder(codec, &parameters) != 0 else { throw failure("setup failed") }
-            if DicomFile.decodeThreads > 1 && opj_has_thread_support() != 0 {
+            if DICOMFile.decodeThreads > 1 && opj_has_thread_support() != 0 {
                 // Code blocks decoded on several threads; the result is the same as on one.
-                _ = opj_codec_set_threads(codec, Int32(DicomFile.decodeThreads))
+                _ = opj_codec_set_threads(codec, Int32(DICOMFile.decodeThreads))
             }
 
             guard let stream = opj_stream_default_create(1) else { throw failure("stream unavailable") }

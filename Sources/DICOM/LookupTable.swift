@@ -7,7 +7,7 @@ struct LookupTable: Sendable {
 
     /// Reads LUT Descriptor and LUT Data from a sequence item.
     /// - Throws: `DICOMError.missingAttribute` when either is absent or inconsistent.
-    init(item: DicomItem, file: String) throws {
+    init(item: DICOMItem, file: String) throws {
         guard let descriptor = item.doubles(.lutDescriptor), descriptor.count == 3,
               let data = item.words(.lutData) else {
             throw DICOMError.missingAttribute(file: file, attribute: "LUT Descriptor/LUT Data (0028,3002/3006)")
@@ -47,8 +47,8 @@ struct Palette {
     let green: LookupTable
     let blue: LookupTable
 
-    init(dataset: DicomItem, file: String) throws {
-        func table(_ descriptorTag: DicomTag, _ dataTag: DicomTag, _ segmentedTag: DicomTag) throws -> LookupTable {
+    init(dataset: DICOMItem, file: String) throws {
+        func table(_ descriptorTag: DICOMTag, _ dataTag: DICOMTag, _ segmentedTag: DICOMTag) throws -> LookupTable {
             guard let descriptor = dataset.doubles(descriptorTag), descriptor.count == 3 else {
                 throw DICOMError.missingAttribute(file: file, attribute: "palette descriptor \(descriptorTag)")
             }

@@ -45,7 +45,7 @@ public struct Segmentation: Sendable {
     /// - Throws: `DICOMError.invalidSegmentation` when the file is not a SEG or its frames name no segment;
     ///   the reader's errors for its pixels; `ImageFileError.tooLarge` for frames over `limits`.
     public init(path: String, limits: ReadLimits = .standard) throws {
-        let file = try DicomFile(path: path, limits: limits)
+        let file = try DICOMFile(path: path, limits: limits)
         self.path = path
         let data = file.dataset
         guard let type = data.string(.segmentationType), let kind = Kind(rawValue: type.uppercased()) else {

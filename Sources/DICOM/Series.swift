@@ -6,7 +6,7 @@ import ImageFiles
 public struct Series: @unchecked Sendable {
     /// One slice: a frame of a file and where it lies.
     public struct Slice: @unchecked Sendable {
-        public let file: DicomFile
+        public let file: DICOMFile
         public let frame: Int
         /// ImagePositionPatient projected on the slice normal, millimetres (nil without geometry).
         public let location: Double?
@@ -19,7 +19,7 @@ public struct Series: @unchecked Sendable {
     /// Spacing between slices from positions (millimetres); nil with a single slice or no geometry.
     public let sliceSpacing: Double?
     public let warnings: [String]
-    public var first: DicomFile { slices[0].file }
+    public var first: DICOMFile { slices[0].file }
 
     // MARK: - Scanning folders
 
@@ -42,11 +42,11 @@ public struct Series: @unchecked Sendable {
         }
         let paths = isDirectory.boolValue ? files(under: path) : [path]
         var skipped: [(file: String, reason: String)] = []
-        var groups: [String: [DicomFile]] = [:]
+        var groups: [String: [DICOMFile]] = [:]
         var order: [String] = []
         for file in paths {
             do {
-                let dicom = try DicomFile(path: file, limits: limits)
+                let dicom = try DICOMFile(path: file, limits: limits)
                 guard dicom.hasPixelData else {
                     skipped.append((file, "no Pixel Data (not an image)"))
                     continue
@@ -103,7 +103,7 @@ public struct Series: @unchecked Sendable {
     }
 
     /// Sorts the frames of `files` into slices and derives spacing and warnings.
-    init(uid: String, files: [DicomFile]) {
+    init(uid: String, files: [DICOMFile]) {
         seriesInstanceUID = uid
         var warnings: [String] = []
         let orientation = files.first?.imageOrientation(frame: 0)
@@ -253,9 +253,9 @@ public struct Series: @unchecked Sendable {
         }
         let slices = self.slices
         let values = try [Float](unsafeUninitializedCapacity: slices.count * plane) { buffer, initialized in
-            // Slices are decoded by `DicomFile.decodeThreads` workers (slice k by worker k mod n); each file has its
+            // Slices are decoded by `DICOMFile.decodeThreads` workers (slice k by worker k mod n); each file has its
             // own DCMTK handle, and each slice its own part of the volume.
-            let workers = min(DicomFile.decodeThreads, slices.count)
+            let workers = min(DICOMFile.decodeThreads, slices.count)
             let failures = SliceFailures()
             let volume = buffer
             DispatchQueue.concurrentPerform(iterations: workers) { worker in

@@ -88,11 +88,11 @@ public struct VOILookupTable: Sendable {
     let table: LookupTable
 }
 
-extension DicomFile {
+extension DICOMFile {
     /// The file's VOI window for a frame: the Frame VOI LUT functional group, else Window Center/Width (first
     /// value) with VOI LUT Function; nil when the file has none.
     public func window(frame: Int = 0) -> VOIWindow? {
-        func read(_ item: DicomItem) -> VOIWindow? {
+        func read(_ item: DICOMItem) -> VOIWindow? {
             guard let center = item.double(.windowCenter), let width = item.double(.windowWidth), width > 0
             else { return nil }
             let function = item.string(.voiLUTFunction).flatMap { VOIWindow.Function(rawValue: $0.uppercased()) }

@@ -10,9 +10,9 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
         case mobilenetV2 = "deeplabv3_mobilenet_v2"
     }
 
-    public var arch: Architecture
+    public var architecture: Architecture
     /// Classes K (≥ 2), background included.
-    public var numClasses: Int
+    public var classCount: Int
     /// 1 (grayscale) or 3 (RGB).
     public var inputChannels: Int
     /// 8 or 16: the backbone's total stride after dilation replaces the last stride(s).
@@ -22,7 +22,7 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
     /// Channels of every ASPP branch and of the head.
     public var asppChannels: Int
     /// Whether the FCN auxiliary head on layer3 (ResNet) or the stride-8 features (MobileNetV2) exists.
-    public var aux: Bool
+    public var auxiliaryHead: Bool
     /// MobileNetV2's width multiplier (1.0 for ResNets).
     public var widthMultiplier: Double
     /// ResNet layer4's per-block dilation multipliers (e.g. [1, 2, 4]), or nil.
@@ -35,37 +35,38 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
     public var inputScale: Int
 
     /// torchvision's DeepLabV3 layout: output stride 8, rates 12/24/36, 256 ASPP channels.
-    public init(arch: Architecture, numClasses: Int, inputChannels: Int = 3, outputStride: Int = 8,
-                atrousRates: [Int] = [12, 24, 36], asppChannels: Int = 256, aux: Bool = false,
+    public init(architecture: Architecture, classCount: Int, inputChannels: Int = 3, outputStride: Int = 8,
+                atrousRates: [Int] = [12, 24, 36], asppChannels: Int = 256, auxiliaryHead: Bool = false,
                 widthMultiplier: Double = 1, multiGrid: [Int]? = nil, seed: UInt64 = 0, inputScale: Int = 1) {
-        self.arch = arch
-        self.numClasses = numClasses
+        self.architecture = architecture
+        self.classCount = classCount
         self.inputChannels = inputChannels
         self.outputStride = outputStride
         self.atrousRates = atrousRates
         self.asppChannels = asppChannels
-        self.aux = aux
+        self.auxiliaryHead = auxiliaryHead
         self.widthMultiplier = widthMultiplier
         self.multiGrid = multiGrid
         self.seed = seed
         self.inputScale = inputScale
     }
 
+    /// The JSON keys checkpoints store (PyTorch's names, kept on disk as they always were).
     private enum CodingKeys: String, CodingKey {
-        case arch, numClasses, inputChannels, outputStride, atrousRates, asppChannels, aux, widthMultiplier,
-             multiGrid, seed, inputScale
+        case architecture = "arch", classCount = "numClasses", auxiliaryHead = "aux"
+        case inputChannels, outputStride, atrousRates, asppChannels, widthMultiplier, multiGrid, seed, inputScale
     }
 
     /// Decodes every field; `inputScale` is optional (checkpoints written before it existed mean 1).
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        arch = try c.decode(Architecture.self, forKey: .arch)
-        numClasses = try c.decode(Int.self, forKey: .numClasses)
+        architecture = try c.decode(Architecture.self, forKey: .architecture)
+        classCount = try c.decode(Int.self, forKey: .classCount)
         inputChannels = try c.decode(Int.self, forKey: .inputChannels)
         outputStride = try c.decode(Int.self, forKey: .outputStride)
         atrousRates = try c.decode([Int].self, forKey: .atrousRates)
         asppChannels = try c.decode(Int.self, forKey: .asppChannels)
-        aux = try c.decode(Bool.self, forKey: .aux)
+        auxiliaryHead = try c.decode(Bool.self, forKey: .auxiliaryHead)
         widthMultiplier = try c.decode(Double.self, forKey: .widthMultiplier)
         multiGrid = try c.decodeIfPresent([Int].self, forKey: .multiGrid)
         seed = try c.decode(UInt64.self, forKey: .seed)
@@ -74,8 +75,8 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
 
     /// Throws `DeepLabError.invalidConfiguration` naming the first field out of range.
     public func validate() throws {
-        guard numClasses >= 2 else {
-            throw DeepLabError.invalidConfiguration("numClasses is \(numClasses); it must be at least 2")
+        guard classCount >= 2 else {
+            throw DeepLabError.invalidConfiguration("numClasses is \(classCount); it must be at least 2")
         }
         guard inputChannels == 1 || inputChannels == 3 else {
             throw DeepLabError.invalidConfiguration("inputChannels is \(inputChannels); it must be 1 or 3")

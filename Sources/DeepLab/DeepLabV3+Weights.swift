@@ -3,7 +3,7 @@ import Foundation
 extension DeepLabV3 {
     /// Keys of the first convolution (whose RGB filters are summed for a 1-channel model).
     var firstConvolutionKey: String {
-        configuration.arch == .mobilenetV2 ? "backbone.0.0.weight" : "backbone.conv1.weight"
+        configuration.architecture == .mobilenetV2 ? "backbone.0.0.weight" : "backbone.conv1.weight"
     }
 
     /// Keys of the classifiers' last layers (re-initialised when the class count differs).
@@ -74,7 +74,7 @@ extension DeepLabV3 {
         }
         if !reinitialised.isEmpty {
             notes.append("the file has a different class count: re-initialised \(reinitialised.joined(separator: ", ")) "
-                         + "for \(configuration.numClasses) classes")
+                         + "for \(configuration.classCount) classes")
         }
         if skippedAuxiliary > 0 {
             notes.append("skipped \(skippedAuxiliary) aux_classifier tensors (this model has no auxiliary head)")
@@ -82,7 +82,7 @@ extension DeepLabV3 {
         return notes
     }
 
-    private var auxiliaryLogitsAbsent: Bool { !configuration.aux }
+    private var auxiliaryLogitsAbsent: Bool { !configuration.auxiliaryHead }
 
     /// Loads a torchvision `state_dict` saved as safetensors.
     ///

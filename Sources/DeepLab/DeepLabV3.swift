@@ -23,12 +23,14 @@ public final class DeepLabV3: SegmentationNetwork {
         try configuration.validate()
         self.configuration = configuration
         var generator = SeededGenerator(seed: configuration.seed)
-        backbone = configuration.arch.makeBackbone(configuration, generator: &generator)
-        head = DeepLabHead(prefix: "classifier", inputChannels: backbone.outputChannels, classCount: configuration.numClasses,
+        backbone = configuration.architecture.makeBackbone(configuration, generator: &generator)
+        head = DeepLabHead(prefix: "classifier", inputChannels: backbone.outputChannels,
+                           classCount: configuration.classCount,
                            atrousRates: configuration.atrousRates, channels: configuration.asppChannels,
                            generator: &generator)
-        auxiliaryHead = configuration.aux
-            ? FCNHead(prefix: "aux_classifier", inputChannels: backbone.auxiliaryChannels, classCount: configuration.numClasses,
+        auxiliaryHead = configuration.auxiliaryHead
+            ? FCNHead(prefix: "aux_classifier", inputChannels: backbone.auxiliaryChannels,
+                      classCount: configuration.classCount,
                       generator: &generator)
             : nil
         parameters = backbone.parameters + head.parameters + (auxiliaryHead?.parameters ?? [])

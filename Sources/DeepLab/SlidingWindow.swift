@@ -35,7 +35,7 @@ public struct SlidingWindow: Sendable {
         let tileSize = max(8, self.tileSize / model.configuration.inputScale)
         if h <= tileSize && w <= tileSize { return try model.forward(image, training: false) }
         let th = min(tileSize, h), tw = min(tileSize, w)
-        let k = model.configuration.numClasses
+        let k = model.configuration.classCount
         let sigma = Double(tileSize) / 8
         var weight = [Float](repeating: 0, count: th * tw)
         for y in 0..<th {

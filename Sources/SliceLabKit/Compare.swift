@@ -80,8 +80,8 @@ public enum Compare {
                                           available: set.splits.keys.sorted())
         }
         let (model, preprocessing) = try timed("load") { try DeepLabCheckpoint.load(options.model) }
-        guard model.configuration.numClasses == set.classCount else {
-            throw CompareError.classCountMismatch(model: options.model, modelClasses: model.configuration.numClasses,
+        guard model.configuration.classCount == set.classCount else {
+            throw CompareError.classCountMismatch(model: options.model, modelClasses: model.configuration.classCount,
                                                   dataset: options.dataset, datasetClasses: set.classCount)
         }
         let samples = try timed("load") { try caseNames.map { try set.load($0) } }
@@ -274,7 +274,8 @@ public enum Compare {
                      + pad("HD95 mm", 28) + "p (Wilcoxon, Dice) vs \(first.name)"]
         for c in 1..<first.classNames.count {
             for (index, run) in outcome.runs.enumerated() {
-                let p = index == 0 ? "" : String(format: "%.2g", (outcome.comparisons[index - 1].rows[.dice]?[c].wilcoxon.pValue ?? .nan))
+                let dice = index == 0 ? nil : outcome.comparisons[index - 1].rows[.dice]
+                let p = index == 0 ? "" : String(format: "%.2g", dice?[c].wilcoxon.pValue ?? .nan)
                 lines.append(pad(first.classNames[c], classWidth) + pad(run.name, runWidth)
                              + pad(TableText.cell(run.summaries(.dice)[c], digits: 3), 16)
                              + pad(TableText.cell(run.summaries(.iou)[c], digits: 3), 16)
@@ -311,7 +312,9 @@ public enum Compare {
         let methods = runs.enumerated().map { index, run in
             HTMLReport.Method(name: run.name, dice: perCase(run, .dice), iou: perCase(run, .iou),
                               hd95: perCase(run, .hd95),
-                              pValues: index == 0 ? nil : (0..<k).map { comparisons[index - 1].rows[.dice]?[$0].wilcoxon.pValue ?? .nan })
+                              pValues: index == 0 ? nil : (0..<k).map {
+                                  comparisons[index - 1].rows[.dice]?[$0].wilcoxon.pValue ?? .nan
+                              })
         }
         let pictures = try images.indices.map { index -> HTMLReport.CasePictures in
             let image = images[index]

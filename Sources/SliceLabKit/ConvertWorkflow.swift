@@ -79,7 +79,7 @@ public enum ConvertWorkflow {
     /// A single file keeps its frame order; a folder is one sorted volume per series.
     static func writeHDF5(source: String, to output: String, limits: ReadLimits) throws -> [String] {
         if !isFolder(source) {
-            let file = try DicomFile(path: source, limits: limits)
+            let file = try DICOMFile(path: source, limits: limits)
             guard file.hasPixelData else { throw DICOMError.noPixelData(file: source) }
             try HDF5File.write(to: output, updating: false) { h5 in
                 try writeFile(file, to: h5, at: "/image")
@@ -141,7 +141,7 @@ public enum ConvertWorkflow {
         return lines
     }
 
-    private static func attributes(_ file: DicomFile, spacing: [Double], source: String, on h5: HDF5File,
+    private static func attributes(_ file: DICOMFile, spacing: [Double], source: String, on h5: HDF5File,
                                    at path: String) throws {
         let rescale = file.rescale(frame: 0) ?? (1, 0)
         try h5.setAttribute("spacing", .doubles(spacing), at: path)
@@ -153,7 +153,7 @@ public enum ConvertWorkflow {
         try h5.setAttribute("source", .string(source), at: path)
     }
 
-    private static func writeFile(_ file: DicomFile, to h5: HDF5File, at path: String) throws {
+    private static func writeFile(_ file: DICOMFile, to h5: HDF5File, at path: String) throws {
         let pixel = file.pixelSpacing
         var spacing = pixel.map { [$0.row, $0.column] } ?? []
         if file.frameCount > 1, !spacing.isEmpty,
@@ -235,7 +235,7 @@ public enum ConvertWorkflow {
 
     static func writePNG(source: String, to output: String, window: WindowChoice, frame: Int, bits: Int,
                          limits: ReadLimits) throws -> [String] {
-        let file: DicomFile
+        let file: DICOMFile
         let frameInFile: Int
         if isFolder(source) {
             let scan = try Series.scan(source, limits: limits)
@@ -246,7 +246,7 @@ public enum ConvertWorkflow {
             file = series.slices[frame].file
             frameInFile = series.slices[frame].frame
         } else {
-            file = try DicomFile(path: source, limits: limits)
+            file = try DICOMFile(path: source, limits: limits)
             guard file.hasPixelData else { throw DICOMError.noPixelData(file: source) }
             guard frame < file.frameCount else {
                 throw ConvertError.frameOutOfRange(frame: frame, count: file.frameCount, source: source)

@@ -67,7 +67,7 @@ struct FrameReader {
 
     /// A DICOM file's frames (a multi-frame file's slice spacing from its geometry, else Slice Thickness).
     static func dicomFile(_ path: String, limits: ReadLimits) throws -> FrameReader {
-        let file = try DicomFile(path: path, limits: limits)
+        let file = try DICOMFile(path: path, limits: limits)
         guard file.hasPixelData else { throw DICOMError.noPixelData(file: path) }
         let pixel = file.pixelSpacing
         var sliceSpacing = file.sliceThickness() ?? 1

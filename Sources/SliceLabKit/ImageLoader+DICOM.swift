@@ -25,7 +25,7 @@ extension ImageLoader {
 
     /// A series volume as a one-channel `ScanImage` (slices in the series' order).
     static func scanImage(_ volume: Volume, source: String) throws -> ScanImage {
-        let first = try DicomFile(path: volume.sourceFiles[0])
+        let first = try DICOMFile(path: volume.sourceFiles[0])
         return ScanImage(frames: volume.slices, rows: volume.rows, columns: volume.columns, channels: 1,
                          values: volume.values,
                          spacing: [volume.spacing.slice, volume.spacing.row, volume.spacing.column],

@@ -61,7 +61,7 @@ public enum Segment {
             throw InputError.unsupportedOutput(file: options.output, reason: "the input has \(reader.frames) frames; "
                 + "a PNG holds one, write .h5 instead")
         }
-        let k = model.configuration.numClasses
+        let k = model.configuration.classCount
         let (rows, columns) = (reader.rows, reader.columns)
         let window = SlidingWindow(tileSize: options.tileSize)
         var firstFrame: (image: ScanImage, labels: LabelMap)?
@@ -129,7 +129,7 @@ public enum Segment {
                                                         frame: frame, window: window))
             if image.frames > 1 { log("segment: frame \(frame + 1)/\(image.frames)") }
         }
-        let k = model.configuration.numClasses
+        let k = model.configuration.classCount
         let map = LabelMap(frames: image.frames, rows: image.rows, columns: image.columns, labels: labels,
                            spacing: image.spacing)
         let names = try SegmentationExport.classNames(checkpoint: options.model, classCount: k)
@@ -179,15 +179,12 @@ public enum Segment {
     /// - Returns: notes from the weight import.
     /// - Throws: `DeepLabError`, `InputError`, `ImageFileError`.
     @discardableResult
-    public static func parity(weights: String, arch: String, numClasses: Int, inputChannels: Int, aux: Bool,
-                              rawInput: String, logitsPath: String, threads: Int? = nil,
+    public static func parity(weights: String, architecture: Architecture, classCount: Int, inputChannels: Int,
+                              auxiliaryHead: Bool, rawInput: String, logitsPath: String, threads: Int? = nil,
                               log: (String) -> Void = { _ in }) throws -> [String] {
-        guard let architecture = DeepLabConfiguration.Architecture(rawValue: arch) else {
-            throw DeepLabError.invalidConfiguration("unknown architecture \(arch)")
-        }
         if let threads { setComputeThreads(threads) }
-        let model = try DeepLabV3(DeepLabConfiguration(arch: architecture, numClasses: numClasses,
-                                                       inputChannels: inputChannels, aux: aux))
+        let model = try DeepLabV3(DeepLabConfiguration(architecture: architecture, classCount: classCount,
+                                                       inputChannels: inputChannels, auxiliaryHead: auxiliaryHead))
         let notes = try model.loadSafetensors(weights)
         let file = try HDF5File.open(rawInput)
         guard file.exists("/image") else {

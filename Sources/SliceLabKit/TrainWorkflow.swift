@@ -125,7 +125,7 @@ public enum TrainWorkflow {
         guard let architecture = DeepLabConfiguration.Architecture(rawValue: options.architecture) else {
             throw TrainingError.invalidConfiguration("unknown architecture \(options.architecture)")
         }
-        var configuration = DeepLabConfiguration(arch: architecture, numClasses: options.classCount,
+        var configuration = DeepLabConfiguration(architecture: architecture, classCount: options.classCount,
                                                  inputChannels: options.inputChannels, seed: options.seed)
         if let stride = options.outputStride {
             configuration.outputStride = stride

@@ -15,7 +15,7 @@ struct ConvertCommandTests {
         let series = folder.appendingPathComponent("series")
         try FileManager.default.createDirectory(at: series, withIntermediateDirectories: true)
         for k in 0..<3 {
-            try TestDicomWriter.ctSlice(stored: (0..<20).map { Int16(k * 100 + $0) }, position: [0, 0, Double(2 - k) * 3],
+            try TestDICOMWriter.ctSlice(stored: (0..<20).map { Int16(k * 100 + $0) }, position: [0, 0, Double(2 - k) * 3],
                                         slope: 1, intercept: -1024, instance: k + 1)
                 .write(to: series.appendingPathComponent("\(k).dcm"))
         }

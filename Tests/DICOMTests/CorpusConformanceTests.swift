@@ -67,7 +67,7 @@ struct CorpusConformanceTests {
                            result: golden.status, passed: true)
         }
         do {
-            let file = try DicomFile(path: path)
+            let file = try DICOMFile(path: path)
             guard file.frameCount == frames.count else {
                 return Outcome(file: golden.file, syntax: syntax, photometric: photometric, frames: frames.count,
                                result: "FAIL: \(file.frameCount) frames, pydicom \(frames.count)", passed: false)
@@ -154,7 +154,7 @@ struct CorpusConformanceTests {
             if let expected = Self.expectedRefusals[golden.file] {
                 let path = Self.corpus.appendingPathComponent(golden.file).path
                 var message = "decoded"
-                do { _ = try DicomFile(path: path).rgbFrame(0) } catch { message = "\(error)" }
+                do { _ = try DICOMFile(path: path).rgbFrame(0) } catch { message = "\(error)" }
                 let passed = message.contains(expected) && message.contains(golden.file)
                 table.append("| \(golden.file) | | | | refused: \(expected) (pydicom decodes it with a warning) |")
                 if !passed { failures.append("\(golden.file): expected an error about '\(expected)', got \(message)") }
@@ -192,7 +192,7 @@ struct CorpusConformanceTests {
     /// the values match pydicom's (compared in `everyFilePydicomDecodesMatchesPydicomValues`).
     @Test func decodesAFileWhoseDatasetContradictsItsMetaHeader() throws {
         let path = Self.corpus.appendingPathComponent("pydicom/pydicom/data/test_files/SC_rgb_jpeg.dcm").path
-        let file = try DicomFile(path: path)
+        let file = try DICOMFile(path: path)
         #expect(file.transferSyntaxUID == "1.2.840.10008.1.2.4.50")
         #expect(file.rows == 256 && file.columns == 256 && file.samplesPerPixel == 3)
         #expect(file.dataset.string(.sopClassUID) == "1.2.840.10008.5.1.4.1.1.7")
@@ -220,7 +220,7 @@ struct CorpusConformanceTests {
             let path = Self.corpus.appendingPathComponent(golden.file).path
             var outcome: String
             do {
-                let file = try DicomFile(path: path)
+                let file = try DICOMFile(path: path)
                 for frame in 0..<file.frameCount {
                     if file.isColor { _ = try file.rgbFrame(frame) } else { _ = try file.modalityFrame(frame) }
                 }

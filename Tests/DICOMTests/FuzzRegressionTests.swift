@@ -18,7 +18,7 @@ struct FuzzRegressionTests {
                       "j2k-soc-only.dcm", "j2k-unknown-marker-main-header.dcm"])
     func brokenJPEG2000FrameIsADecodeError(name: String) throws {
         let path = fixture(name)
-        let file = try DicomFile(path: path)
+        let file = try DICOMFile(path: path)
         #expect(TransferSyntax(uid: file.transferSyntaxUID).codec == .jpeg2000)
         do {
             _ = try file.modalityFrame(0)
@@ -45,7 +45,7 @@ struct FuzzRegressionTests {
     func deflatedElementLongerThanTheDataSetIsRefusedBeforeParsing(name: String) throws {
         let path = fixture(name)
         do {
-            _ = try DicomFile(path: path)
+            _ = try DICOMFile(path: path)
             Issue.record("the file opened")
         } catch let error as DICOMError {
             #expect("\(error)".contains(path))
@@ -96,7 +96,7 @@ struct PreDecodeCheckTests {
 
     static func expectDecodeError(_ path: String, _ cause: String) {
         do {
-            let file = try DicomFile(path: path)
+            let file = try DICOMFile(path: path)
             _ = file.isColor ? try file.rgbFrame(0).samples.count : try file.modalityFrame(0).count
             Issue.record("\(path) decoded")
         } catch let error as DICOMError {
@@ -124,7 +124,7 @@ struct PreDecodeCheckTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         #expect(pairs.count >= 10)
         for (original, broken) in pairs {
-            let file = try DicomFile(path: original)
+            let file = try DICOMFile(path: original)
             _ = file.isColor ? try file.rgbFrame(0).samples.count : try file.modalityFrame(0).count
             Self.expectDecodeError(broken, "malformed RLE header")
         }
@@ -143,10 +143,10 @@ struct PreDecodeCheckTests {
     /// The pre-scan's walk, replayed: it stops at a frame header or a marker DCMTK refuses, loops only on TEM.
     @Test func dcmtkWalkReplayFindsTheLoopOnlyWhereDCMTKLoops() {
         let app0: [UInt8] = [0xFF, 0xE0, 0x00, 0x04, 0x00, 0x00]
-        #expect(DicomFile.dcmtkBitDepthWalkLoops([0xFF, 0xD8, 0xFF, 0x01, 0, 0, 0]) == 2)
-        #expect(DicomFile.dcmtkBitDepthWalkLoops([0xFF, 0xD8, 0xFF, 0x01, 0, 0]) == nil)  // too short to enter
-        #expect(DicomFile.dcmtkBitDepthWalkLoops([0xFF, 0xD8] + app0 + [0xFF, 0xFF, 0xFF, 0x01, 0, 0, 0]) == 10)
-        #expect(DicomFile.dcmtkBitDepthWalkLoops([0xFF, 0xD8] + app0 + [0xFF, 0xC0, 0, 11, 8, 0, 1, 0, 1, 1]) == nil)
-        #expect(DicomFile.dcmtkBitDepthWalkLoops([0xFF, 0xD8, 0xFF, 0x02, 0xFF, 0x01, 0, 0]) == nil)  // refused
+        #expect(DICOMFile.dcmtkBitDepthWalkLoops([0xFF, 0xD8, 0xFF, 0x01, 0, 0, 0]) == 2)
+        #expect(DICOMFile.dcmtkBitDepthWalkLoops([0xFF, 0xD8, 0xFF, 0x01, 0, 0]) == nil)  // too short to enter
+        #expect(DICOMFile.dcmtkBitDepthWalkLoops([0xFF, 0xD8] + app0 + [0xFF, 0xFF, 0xFF, 0x01, 0, 0, 0]) == 10)
+        #expect(DICOMFile.dcmtkBitDepthWalkLoops([0xFF, 0xD8] + app0 + [0xFF, 0xC0, 0, 11, 8, 0, 1, 0, 1, 1]) == nil)
+        #expect(DICOMFile.dcmtkBitDepthWalkLoops([0xFF, 0xD8, 0xFF, 0x02, 0xFF, 0x01, 0, 0]) == nil)  // refused
     }
 }

@@ -45,7 +45,7 @@ struct SegmentationWritingTests {
         let seriesFolder = folder.appendingPathComponent("ct")
         try FileManager.default.createDirectory(at: seriesFolder, withIntermediateDirectories: true)
         for k in 0..<3 {
-            try TestDicomWriter.ctSlice(stored: Array(repeating: 0, count: 20), position: [0, 0, Double(k) * 2],
+            try TestDICOMWriter.ctSlice(stored: Array(repeating: 0, count: 20), position: [0, 0, Double(k) * 2],
                                         series: "1.2.3.9", instance: k + 1)
                 .write(to: seriesFolder.appendingPathComponent("\(k).dcm"))
         }
@@ -65,14 +65,14 @@ struct SegmentationWritingTests {
         #expect(seg.frames.count == 4)
         #expect(seg.frames.allSatisfy { $0.referencedSOPInstanceUID?.hasPrefix("1.2.3.9.") == true })
         #expect(try seg.labels(alignedTo: series) == labels)
-        let file = try DicomFile(path: path)
+        let file = try DICOMFile(path: path)
         #expect(file.dataset.string(.patientName) == "Test^Patient")
         #expect(file.dataset.items(.referencedSeriesSequence).first?.string(.seriesInstanceUID) == "1.2.3.9")
     }
 
     @Test func emptyLabelMapIsRefused() throws {
         let folder = try TestSupport.temporaryFolder("dicom-seg-empty")
-        try TestDicomWriter.ctSlice(stored: Array(repeating: 0, count: 20), position: [0, 0, 0])
+        try TestDICOMWriter.ctSlice(stored: Array(repeating: 0, count: 20), position: [0, 0, 0])
             .write(to: folder.appendingPathComponent("0.dcm"))
         let series = try #require(try Series.scan(folder.path).series.first)
         let path = folder.appendingPathComponent("empty.seg.dcm").path

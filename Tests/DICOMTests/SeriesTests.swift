@@ -17,7 +17,7 @@ struct SeriesTests {
         for (k, position) in positions.enumerated() {
             let stored = (0..<20).map { Int16(k * 100 + $0) }
             // Written in reverse instance order, under names that do not sort like the slices.
-            try TestDicomWriter.ctSlice(stored: stored, position: position, orientation: orientation, slope: 0.5,
+            try TestDICOMWriter.ctSlice(stored: stored, position: position, orientation: orientation, slope: 0.5,
                                         intercept: -1024, series: series, instance: positions.count - k)
                 .write(to: directory.appendingPathComponent("file\((k * 7) % positions.count)-\(k).dcm"))
         }
@@ -50,7 +50,7 @@ struct SeriesTests {
         let tilted = try TestSupport.temporaryFolder("dicom-tilt")
         for k in 0..<3 {
             // Positions step along y as well as z: a gantry tilt of 45°.
-            try TestDicomWriter.ctSlice(stored: Array(repeating: 0, count: 20), position: [0, Double(k), Double(k)],
+            try TestDICOMWriter.ctSlice(stored: Array(repeating: 0, count: 20), position: [0, Double(k), Double(k)],
                                         instance: k + 1).write(to: tilted.appendingPathComponent("\(k).dcm"))
         }
         let tiltWarnings = try Series.scan(tilted.path).series[0].warnings.joined(separator: "; ")
@@ -88,20 +88,20 @@ struct EnhancedGeometryTests {
         // Three frames stored at z = 4, 0, 2 with values 40, 0, 20.
         let stored = [Int16](repeating: 40, count: 20) + [Int16](repeating: 0, count: 20)
             + [Int16](repeating: 20, count: 20)
-        var writer = TestDicomWriter.ctSlice(stored: stored, position: [0, 0, 0], slope: 1, intercept: 0)
+        var writer = TestDICOMWriter.ctSlice(stored: stored, position: [0, 0, 0], slope: 1, intercept: 0)
         writer.remove(.imagePositionPatient)
         writer.remove(.pixelSpacing)
         writer.set(.numberOfFrames, "IS", "3")
-        func group(_ sequence: DicomTag, _ element: TestDicomWriter.Element) -> TestDicomWriter.Element {
-            var holder = TestDicomWriter()
+        func group(_ sequence: DICOMTag, _ element: TestDICOMWriter.Element) -> TestDICOMWriter.Element {
+            var holder = TestDICOMWriter()
             holder.setSequence(sequence, items: [[element]])
             return holder.elements[0]
         }
         writer.setSequence(.sharedFunctionalGroupsSequence, items: [[
-            group(.pixelMeasuresSequence, TestDicomWriter.element(.pixelSpacing, "DS", "0.5\\0.6")),
+            group(.pixelMeasuresSequence, TestDICOMWriter.element(.pixelSpacing, "DS", "0.5\\0.6")),
         ]])
         writer.setSequence(.perFrameFunctionalGroupsSequence, items: [4.0, 0, 2].map { z in
-            [group(.planePositionSequence, TestDicomWriter.element(.imagePositionPatient, "DS", "0\\0\\\(Int(z))"))]
+            [group(.planePositionSequence, TestDICOMWriter.element(.imagePositionPatient, "DS", "0\\0\\\(Int(z))"))]
         })
         try writer.write(to: folder.appendingPathComponent("enhanced.dcm"))
         let volume = try #require(try Series.load(folder: folder.path).volumes.first)
@@ -117,15 +117,15 @@ struct SeriesFailureTests {
     @Test func sliceThatFailsToDecodeIsSkippedAndTheRestLoads() throws {
         let folder = try TestSupport.temporaryFolder("dicom-partial")
         for k in 0..<3 {
-            var writer = TestDicomWriter.ctSlice(stored: Array(repeating: Int16(k), count: 20),
+            var writer = TestDICOMWriter.ctSlice(stored: Array(repeating: Int16(k), count: 20),
                                                  position: [0, 0, Double(k)], instance: k + 1)
             if k == 1 {
                 // Claims JPEG 2000, holds a fragment that is not a codestream.
                 writer.transferSyntaxUID = "1.2.840.10008.1.2.4.90"
                 let fragment: [UInt8] = [1, 2, 3, 4]
-                let items = TestDicomWriter.uint16([0xFFFE, 0xE000]) + TestDicomWriter.uint32(0)
-                    + TestDicomWriter.uint16([0xFFFE, 0xE000]) + TestDicomWriter.uint32(4) + fragment
-                    + TestDicomWriter.uint16([0xFFFE, 0xE0DD]) + TestDicomWriter.uint32(0)
+                let items = TestDICOMWriter.uint16([0xFFFE, 0xE000]) + TestDICOMWriter.uint32(0)
+                    + TestDICOMWriter.uint16([0xFFFE, 0xE000]) + TestDICOMWriter.uint32(4) + fragment
+                    + TestDICOMWriter.uint16([0xFFFE, 0xE0DD]) + TestDICOMWriter.uint32(0)
                 writer.set(.pixelData, "OB", items, claimedLength: 0xFFFF_FFFF)
             }
             try writer.write(to: folder.appendingPathComponent("\(k).dcm"))

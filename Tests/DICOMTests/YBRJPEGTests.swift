@@ -37,7 +37,7 @@ struct YBRJPEGTests {
         #expect(goldens.files.count == 3)
         for golden in goldens.files {
             let path = CorpusConformanceTests.corpus.appendingPathComponent(golden.file).path
-            let file = try DicomFile(path: path)
+            let file = try DICOMFile(path: path)
             let stored = try file.storedFrame(0)
             let ybr = try Self.bytes(golden.ybr)
             let rgb = try Self.bytes(golden.rgb)

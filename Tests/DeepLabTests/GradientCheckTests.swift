@@ -117,8 +117,8 @@ import TestSupport
 
     @Test(arguments: [DeepLabConfiguration.Architecture.resnet18, .mobilenetV2])
     func wholeModelBackwardMatchesFiniteDifferences(_ arch: DeepLabConfiguration.Architecture) throws {
-        let configuration = DeepLabConfiguration(arch: arch, numClasses: 3, inputChannels: 1, outputStride: 16,
-                                                 atrousRates: [2, 3], asppChannels: 8, aux: true,
+        let configuration = DeepLabConfiguration(architecture: arch, classCount: 3, inputChannels: 1, outputStride: 16,
+                                                 atrousRates: [2, 3], asppChannels: 8, auxiliaryHead: true,
                                                  widthMultiplier: 0.35, seed: 5)
         let model = try DeepLabV3(configuration)
         model.setDropout(enabled: false)
@@ -173,12 +173,14 @@ import TestSupport
     /// norms) amplify float32 rounding, and PyTorch's own float32 moves by up to 6.9 % of s on MobileNetV2's
     /// late biases and 0.14 % on ResNet-18's ASPP pooling branch.
     @Test(arguments: [("resnet18", DeepLabConfiguration.Architecture.resnet18), ("mobilenet_v2", .mobilenetV2)])
-    func wholeModelGradientsMatchPyTorchAutogradInFloat64(_ c: (group: String, arch: DeepLabConfiguration.Architecture)) throws {
+    func wholeModelGradientsMatchPyTorchAutogradInFloat64(
+        _ c: (group: String, architecture: DeepLabConfiguration.Architecture)
+    ) throws {
         let file = try HDF5File.open(TestSupport.packageRoot
             .appendingPathComponent("Tests/DeepLabTests/Fixtures/gradient_goldens.h5").path)
         let json = try #require(try file.attribute("configuration", at: "/\(c.group)").stringValue)
         let configuration = try JSONDecoder().decode(DeepLabConfiguration.self, from: Data(json.utf8))
-        #expect(configuration.arch == c.arch)
+        #expect(configuration.architecture == c.architecture)
         let model = try DeepLabV3(configuration)
         model.setDropout(enabled: false)
         DeterministicWeights.fill(model)
@@ -186,8 +188,10 @@ import TestSupport
         let count = outputShape.reduce(1, *)
         _ = try model.forward(DeterministicWeights.input(shape), training: true)
         model.zeroGradients()
-        try model.backward(FloatTensor(shape: outputShape, values: DeterministicWeights.uniform(count, salt: 777).map { Float($0) }),
-                           auxiliary: FloatTensor(shape: outputShape, values: DeterministicWeights.uniform(count, salt: 778).map { Float($0) }))
+        func direction(_ salt: UInt64) -> FloatTensor {
+            FloatTensor(shape: outputShape, values: DeterministicWeights.uniform(count, salt: salt).map { Float($0) })
+        }
+        try model.backward(direction(777), auxiliary: direction(778))
         let floor = try #require(try file.attribute("floor", at: "/\(c.group)").doubleValues?.first)
         var checked = 0, worst = (ratio: 0.0, name: "")
         for p in model.parameters where p.isTrainable {
@@ -263,7 +267,7 @@ import TestSupport
     }
 
     @Test func backwardWithoutTrainingForwardIsAClearError() throws {
-        let model = try DeepLabV3(DeepLabConfiguration(arch: .mobilenetV2, numClasses: 2, inputChannels: 1,
+        let model = try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 2, inputChannels: 1,
                                                        outputStride: 16, asppChannels: 8, widthMultiplier: 0.35))
         _ = try model.forward(FloatTensor(zeros: [1, 1, 16, 16]), training: false)
         #expect(throws: DeepLabError.invalidBackward("call forward(_:training: true) before backward")) {
@@ -278,8 +282,8 @@ import TestSupport
 struct GradientReadinessTests {
     @Test(arguments: [DeepLabConfiguration.Architecture.resnet18, .mobilenetV2])
     func everyTrainableParameterIsReportedOnceWithItsFinalGradient(_ arch: DeepLabConfiguration.Architecture) throws {
-        let model = try DeepLabV3(DeepLabConfiguration(arch: arch, numClasses: 3, inputChannels: 1, outputStride: 16,
-                                                       atrousRates: [2, 3], asppChannels: 8, aux: true,
+        let model = try DeepLabV3(DeepLabConfiguration(architecture: arch, classCount: 3, inputChannels: 1, outputStride: 16,
+                                                       atrousRates: [2, 3], asppChannels: 8, auxiliaryHead: true,
                                                        widthMultiplier: 0.35, seed: 5))
         let input = FloatTensor(shape: [2, 1, 21, 19], values: GradientCheckTests.randomValues(2 * 21 * 19, seed: 9))
         _ = try model.forward(input, training: true)

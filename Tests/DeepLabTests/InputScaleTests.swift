@@ -7,7 +7,7 @@ import TestSupport
 /// and returns logits at the input's size.
 @Suite struct InputScaleTests {
     static func model(scale: Int) throws -> DeepLabV3 {
-        let model = try DeepLabV3(DeepLabConfiguration(arch: .mobilenetV2, numClasses: 3, inputChannels: 1,
+        let model = try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 3, inputChannels: 1,
                                                        outputStride: 16, atrousRates: [2, 4], asppChannels: 8,
                                                        widthMultiplier: 0.35, seed: 1, inputScale: scale))
         DeterministicWeights.fill(model)
@@ -85,7 +85,7 @@ import TestSupport
         let old = try JSONDecoder().decode(DeepLabConfiguration.self, from: JSONSerialization.data(withJSONObject: json))
         #expect(old.inputScale == 1)
         #expect(throws: DeepLabError.self) {
-            try DeepLabV3(DeepLabConfiguration(arch: .mobilenetV2, numClasses: 2, inputScale: 5))
+            try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 2, inputScale: 5))
         }
     }
 }

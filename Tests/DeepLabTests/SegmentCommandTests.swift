@@ -7,7 +7,7 @@ import TestSupport
 /// `slicelab segment INPUT --model MODEL.h5 --out …` end to end, and sliding-window blending.
 @Suite(.serialized) struct SegmentCommandTests {
     static func smallModel() throws -> DeepLabV3 {
-        let model = try DeepLabV3(DeepLabConfiguration(arch: .mobilenetV2, numClasses: 3, inputChannels: 1,
+        let model = try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 3, inputChannels: 1,
                                                        outputStride: 16, atrousRates: [2, 4], asppChannels: 8,
                                                        widthMultiplier: 0.35, seed: 1))
         DeterministicWeights.fill(model)

@@ -35,11 +35,11 @@ import Testing
         #expect(logits.shape == expected.shape)
         let (difference, scale) = maxDifference(logits.values, expected.values)
         #expect(difference <= 1e-4 * scale, "\(name): max|Δ| \(difference), max|logit| \(scale)")
-        if configuration.aux {
+        if configuration.auxiliaryHead {
             let aux = try #require(model.auxiliaryLogits)
             let expectedAux = try file.read("/\(name)/aux_logits", as: Float.self)
             let (d, s) = maxDifference(aux.values, expectedAux.values)
-            #expect(d <= 1e-4 * s, "\(name) aux: max|Δ| \(d), max|logit| \(s)")
+            #expect(d <= 1e-4 * s, "\(name) auxiliaryHead: max|Δ| \(d), max|logit| \(s)")
         }
     }
 }

@@ -11,7 +11,7 @@ import TestSupport
         defer { try? FileManager.default.removeItem(at: folder) }
         let name = "resnet18_c1_97x131"
         let golden = try HDF5File.open(DeterministicWeights.goldens.path)
-        let model = try DeepLabV3(DeepLabConfiguration(arch: .resnet18, numClasses: 3, inputChannels: 1))
+        let model = try DeepLabV3(DeepLabConfiguration(architecture: .resnet18, classCount: 3, inputChannels: 1))
         DeterministicWeights.fill(model)
         let weights = folder.appendingPathComponent("w.safetensors").path
         try model.saveSafetensors(to: weights)
@@ -31,10 +31,10 @@ import TestSupport
     }
 
     @Test func rgbWeightsSumIntoGrayModelAndNewClassCountReinitialisesOnlyTheClassifier() throws {
-        let rgb = try DeepLabV3(DeepLabConfiguration(arch: .mobilenetV2, numClasses: 5, inputChannels: 3,
+        let rgb = try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 5, inputChannels: 3,
                                                      outputStride: 16, asppChannels: 16, widthMultiplier: 0.5))
         DeterministicWeights.fill(rgb)
-        let gray = try DeepLabV3(DeepLabConfiguration(arch: .mobilenetV2, numClasses: 2, inputChannels: 1,
+        let gray = try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 2, inputChannels: 1,
                                                       outputStride: 16, asppChannels: 16, widthMultiplier: 0.5,
                                                       seed: 7))
         let freshClassifier = try #require(gray.parametersByName["classifier.4.weight"]).value
@@ -60,7 +60,7 @@ import TestSupport
     }
 
     @Test func missingUnexpectedAndMisshapedKeysAreAllListed() throws {
-        let configuration = DeepLabConfiguration(arch: .mobilenetV2, numClasses: 2, inputChannels: 1, outputStride: 16,
+        let configuration = DeepLabConfiguration(architecture: .mobilenetV2, classCount: 2, inputChannels: 1, outputStride: 16,
                                                  asppChannels: 16, widthMultiplier: 0.5)
         let model = try DeepLabV3(configuration)
         var state = Dictionary(uniqueKeysWithValues: model.parameters.map {
@@ -83,8 +83,8 @@ import TestSupport
     @Test func checkpointRoundTripRestoresModelAndPreprocessing() throws {
         let folder = try TestSupport.temporaryFolder("deeplab-checkpoint")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let configuration = DeepLabConfiguration(arch: .mobilenetV2, numClasses: 3, inputChannels: 1, outputStride: 16,
-                                                 atrousRates: [6, 12, 18], asppChannels: 16, aux: true,
+        let configuration = DeepLabConfiguration(architecture: .mobilenetV2, classCount: 3, inputChannels: 1, outputStride: 16,
+                                                 atrousRates: [6, 12, 18], asppChannels: 16, auxiliaryHead: true,
                                                  widthMultiplier: 0.5, seed: 3)
         let model = try DeepLabV3(configuration)
         DeterministicWeights.fill(model)

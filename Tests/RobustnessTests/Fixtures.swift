@@ -124,7 +124,7 @@ enum Fixtures {
     /// An untrained, seeded DeepLabV3-ResNet-18 (narrow ASPP) for 3 classes and gray input.
     static func model(in folder: URL) throws -> String {
         let path = folder.appendingPathComponent("model.h5").path
-        let model = try DeepLabV3(DeepLabConfiguration(arch: .resnet18, numClasses: 3, inputChannels: 1,
+        let model = try DeepLabV3(DeepLabConfiguration(architecture: .resnet18, classCount: 3, inputChannels: 1,
                                                        outputStride: 16, atrousRates: [6, 12, 18], asppChannels: 32))
         try DeepLabCheckpoint.save(model, preprocessing: .window(center: 600, width: 1200), to: path)
         return path

@@ -44,7 +44,7 @@ import TestSupport
     /// An untrained (seeded) model: the pipeline is under test here, not accuracy.
     static func makeModel(in folder: URL) throws -> String {
         let path = folder.appendingPathComponent("model.h5").path
-        let model = try DeepLabV3(DeepLabConfiguration(arch: .resnet18, numClasses: 3, inputChannels: 1,
+        let model = try DeepLabV3(DeepLabConfiguration(architecture: .resnet18, classCount: 3, inputChannels: 1,
                                                        outputStride: 16, atrousRates: [6, 12, 18], asppChannels: 32))
         try DeepLabCheckpoint.save(model, preprocessing: .percentile(low: 0.5, high: 99.5), to: path)
         return path

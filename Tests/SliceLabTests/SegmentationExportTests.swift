@@ -29,7 +29,7 @@ import TestSupport
     }
 
     static func smallModel(at path: String, classNames: [String]?) throws -> DeepLabV3 {
-        let model = try DeepLabV3(DeepLabConfiguration(arch: .mobilenetV2, numClasses: 3, inputChannels: 1,
+        let model = try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 3, inputChannels: 1,
                                                        outputStride: 16, atrousRates: [2, 4], asppChannels: 8,
                                                        widthMultiplier: 0.35, seed: 7))
         try DeepLabCheckpoint.save(model, preprocessing: .minMax, to: path) { file in

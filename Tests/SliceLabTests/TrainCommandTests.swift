@@ -46,7 +46,7 @@ struct TrainCommandTests {
         // The set's class names travel with the model (a DICOM SEG written by `segment` names its segments so).
         #expect(try file.attribute("class_names") == .strings(["background", "disc", "square"]))
         let (model, preprocessing) = try DeepLabCheckpoint.load(out)
-        #expect(model.configuration.numClasses == 3 && preprocessing == .window(center: 127.5, width: 255))
+        #expect(model.configuration.classCount == 3 && preprocessing == .window(center: 127.5, width: 255))
 
         let other = try TestSupport.temporaryFolder("train-cli")
         defer { try? FileManager.default.removeItem(at: other) }

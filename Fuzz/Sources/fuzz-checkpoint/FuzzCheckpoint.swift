@@ -22,7 +22,7 @@ public func initializeCheckpointFuzzer(_ argc: UnsafeMutablePointer<CInt>,
     -> CInt {
     guard let seed = ProcessInfo.processInfo.environment["SLICELAB_FUZZ_WRITE_SEED"] else { return 0 }
     do {
-        let configuration = DeepLabConfiguration(arch: .mobilenetV2, numClasses: 2, inputChannels: 1,
+        let configuration = DeepLabConfiguration(architecture: .mobilenetV2, classCount: 2, inputChannels: 1,
                                                  atrousRates: [2, 4, 6], asppChannels: 8, widthMultiplier: 0.1)
         try DeepLabCheckpoint.save(DeepLabV3(configuration), preprocessing: .none, to: seed)
     } catch {

@@ -8,7 +8,7 @@ import FuzzSupport
 public func fuzzDICOM(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let path = FuzzInput.write(data, size, name: "input.dcm")
     FuzzInput.expectTypedError(file: path, isTyped: { $0 is DICOMError }) {
-        let file = try DicomFile(path: path)
+        let file = try DICOMFile(path: path)
         _ = file.headerDump()
         _ = (file.pixelSpacing, file.sliceThickness(), file.imagePosition(), file.imageOrientation())
         for frame in 0..<min(file.frameCount, 2) {

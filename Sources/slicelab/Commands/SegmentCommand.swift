@@ -32,15 +32,15 @@ enum SegmentCommand: Command {
                 + "on AVX-512 CPUs, and the machine this was developed on has AVX2, so the mode could not be tested")
         }
         if let weights = arguments.string("weights") {
-            guard let arch = arguments.string("arch"), let classes = arguments.int("num-classes"),
+            guard let architecture: Architecture = arguments.choice("arch"), let classes = arguments.int("num-classes"),
                   let rawInput = arguments.string("raw-input"), let logits = arguments.string("logits") else {
                 throw UsageError("slicelab segment: parity mode needs --weights, --arch, --num-classes, --raw-input "
                     + "and --logits")
             }
-            let notes = try Segment.parity(weights: weights, arch: arch, numClasses: classes,
-                                           inputChannels: arguments.int("in-channels") ?? 3, aux: arguments.flag("aux"),
-                                           rawInput: rawInput, logitsPath: logits, threads: arguments.int("threads"),
-                                           log: standardError)
+            let notes = try Segment.parity(weights: weights, architecture: architecture, classCount: classes,
+                                           inputChannels: arguments.int("in-channels") ?? 3,
+                                           auxiliaryHead: arguments.flag("aux"), rawInput: rawInput,
+                                           logitsPath: logits, threads: arguments.int("threads"), log: standardError)
             for note in notes { standardError("slicelab segment: \(note)") }
             return
         }

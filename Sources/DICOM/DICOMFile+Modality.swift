@@ -2,7 +2,7 @@ import Foundation
 
 // MARK: - Modality values without intermediate arrays
 
-extension DicomFile {
+extension DICOMFile {
     /// The modality transformation of a frame: none, Rescale Slope/Intercept (in double) or the Modality LUT.
     enum ModalityTransform {
         case identity

@@ -2,7 +2,7 @@ import Foundation
 
 // MARK: - Native, DCMTK-decoded and JPEG 2000 frames
 
-extension DicomFile {
+extension DICOMFile {
     /// A native (uncompressed) frame, read lazily from the file. Rests on `cdcmtk_read_pixels`.
     func nativeFrame(_ index: Int, pixelDataLength: Int) throws -> DecodedFrame {
         let pixels = rows * columns

@@ -7,11 +7,11 @@ import ImageFiles
 /// (`modalityFrame`: Modality LUT Sequence, else Rescale Slope/Intercept applied in double, per frame where
 /// Enhanced functional groups carry them) and RGB (`rgbFrame`: palette and YBR converted). Reference: PS3.3
 /// C.7.6.3 (Image Pixel), C.11.1 (Modality LUT), PS3.5 8.2 (encapsulated transfer syntaxes).
-public final class DicomFile: @unchecked Sendable {
+public final class DICOMFile: @unchecked Sendable {
     /// The path as given.
     public let path: String
     /// The main dataset's attributes.
-    public let dataset: DicomItem
+    public let dataset: DICOMItem
     /// The transfer syntax the file was stored in.
     public let transferSyntaxUID: String
     public let rows: Int
@@ -68,9 +68,9 @@ public final class DicomFile: @unchecked Sendable {
         self.handle = handle
         self.path = path
         self.limits = limits
-        let dataset = DicomItem(handle: handle, pointer: handle.dataset)
+        let dataset = DICOMItem(handle: handle, pointer: handle.dataset)
         self.dataset = dataset
-        let meta = DicomItem(handle: handle, pointer: handle.meta)
+        let meta = DICOMItem(handle: handle, pointer: handle.meta)
         let declared = meta.string(.transferSyntaxUID) ?? ""
         transferSyntaxUID = declared.isEmpty ? handle.transferSyntaxUID : declared
         pixelInfo = try handle.pixelInfo()
@@ -86,7 +86,7 @@ public final class DicomFile: @unchecked Sendable {
         if pixelInfo == nil {
             frameCount = 0
         } else {
-            for (tag, name) in [(DicomTag.rows, "Rows"), (.columns, "Columns"), (.bitsAllocated, "Bits Allocated")]
+            for (tag, name) in [(DICOMTag.rows, "Rows"), (.columns, "Columns"), (.bitsAllocated, "Bits Allocated")]
             where dataset.int(tag) == nil {
                 throw DICOMError.missingAttribute(file: path, attribute: "\(name) \(tag)")
             }
@@ -109,7 +109,7 @@ public final class DicomFile: @unchecked Sendable {
     public var isColor: Bool { samplesPerPixel == 3 || photometricInterpretation == "PALETTE COLOR" }
 
     /// The attributes of the file meta information (group 0002).
-    public var meta: DicomItem { DicomItem(handle: handle, pointer: handle.meta) }
+    public var meta: DICOMItem { DICOMItem(handle: handle, pointer: handle.meta) }
 
     /// A text dump of every attribute (long values shortened). Rests on `cdcmtk_dump`.
     public func headerDump() -> String { handle.dump() }
@@ -224,7 +224,7 @@ public final class DicomFile: @unchecked Sendable {
 
     /// Reads a value from a functional group macro: the frame's Per-frame Functional Groups item first, then
     /// the Shared Functional Groups.
-    func functionalGroupValue<T>(frame: Int, sequence: DicomTag, _ read: (DicomItem) -> T?) -> T? {
+    func functionalGroupValue<T>(frame: Int, sequence: DICOMTag, _ read: (DICOMItem) -> T?) -> T? {
         if let perFrame = dataset.item(.perFrameFunctionalGroupsSequence, index: frame),
            let macro = perFrame.item(sequence), let value = read(macro) {
             return value

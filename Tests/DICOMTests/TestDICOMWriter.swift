@@ -3,9 +3,9 @@ import Foundation
 
 /// Writes small DICOM Part 10 files by hand (explicit VR little endian unless told otherwise) so tests can make
 /// exactly the files they need: valid series, broken headers, truncated or oversized pixel data.
-struct TestDicomWriter {
+struct TestDICOMWriter {
     struct Element {
-        var tag: DicomTag
+        var tag: DICOMTag
         var vr: String
         var value: [UInt8]
         /// Written instead of the value's length (to claim more bytes than follow).
@@ -27,17 +27,17 @@ struct TestDicomWriter {
     static func uint32(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(value >> (8 * $0) & 0xFF) } }
     static func decimals(_ values: [Double]) -> String { values.map { String(format: "%.6g", $0) }.joined(separator: "\\") }
 
-    mutating func set(_ tag: DicomTag, _ vr: String, _ value: [UInt8], claimedLength: UInt32? = nil) {
+    mutating func set(_ tag: DICOMTag, _ vr: String, _ value: [UInt8], claimedLength: UInt32? = nil) {
         elements.removeAll { $0.tag == tag }
         elements.append(Element(tag: tag, vr: vr, value: value, claimedLength: claimedLength))
     }
 
-    mutating func set(_ tag: DicomTag, _ vr: String, _ text: String) { set(tag, vr, Self.text(text, vr: vr)) }
-    mutating func set(_ tag: DicomTag, us value: Int) { set(tag, "US", Self.uint16([UInt16(value)])) }
-    mutating func remove(_ tag: DicomTag) { elements.removeAll { $0.tag == tag } }
+    mutating func set(_ tag: DICOMTag, _ vr: String, _ text: String) { set(tag, vr, Self.text(text, vr: vr)) }
+    mutating func set(_ tag: DICOMTag, us value: Int) { set(tag, "US", Self.uint16([UInt16(value)])) }
+    mutating func remove(_ tag: DICOMTag) { elements.removeAll { $0.tag == tag } }
 
     /// A sequence of items, each a list of elements (explicit lengths).
-    mutating func setSequence(_ tag: DicomTag, items: [[Element]]) {
+    mutating func setSequence(_ tag: DICOMTag, items: [[Element]]) {
         var value: [UInt8] = []
         for item in items {
             let body = item.sorted { ($0.tag.group, $0.tag.element) < ($1.tag.group, $1.tag.element) }
@@ -47,7 +47,7 @@ struct TestDicomWriter {
         set(tag, "SQ", value)
     }
 
-    static func element(_ tag: DicomTag, _ vr: String, _ text: String) -> Element {
+    static func element(_ tag: DICOMTag, _ vr: String, _ text: String) -> Element {
         Element(tag: tag, vr: vr, value: Self.text(text, vr: vr), claimedLength: nil)
     }
 
@@ -70,8 +70,8 @@ struct TestDicomWriter {
     static func ctSlice(rows: Int = 4, columns: Int = 5, stored: [Int16], position: [Double],
                         orientation: [Double] = [1, 0, 0, 0, 1, 0], spacing: [Double] = [0.7, 0.8],
                         slope: Double = 1, intercept: Double = -1024, series: String = "1.2.3.4.5",
-                        instance: Int = 1) -> TestDicomWriter {
-        var writer = TestDicomWriter()
+                        instance: Int = 1) -> TestDICOMWriter {
+        var writer = TestDICOMWriter()
         writer.set(.sopClassUID, "UI", "1.2.840.10008.5.1.4.1.1.2")
         writer.set(.sopInstanceUID, "UI", "\(series).\(instance)")
         writer.set(.modality, "CS", "CT")
@@ -101,11 +101,11 @@ struct TestDicomWriter {
     /// The file's bytes: preamble, meta information, then the dataset in tag order.
     func bytes() -> [UInt8] {
         var meta: [UInt8] = []
-        meta += Self.encode(Element(tag: DicomTag(0x0002, 0x0001), vr: "OB", value: [0, 1], claimedLength: nil))
-        meta += Self.encode(Self.element(DicomTag(0x0002, 0x0002), "UI", "1.2.840.10008.5.1.4.1.1.2"))
-        meta += Self.encode(Self.element(DicomTag(0x0002, 0x0003), "UI", "1.2.3.4"))
+        meta += Self.encode(Element(tag: DICOMTag(0x0002, 0x0001), vr: "OB", value: [0, 1], claimedLength: nil))
+        meta += Self.encode(Self.element(DICOMTag(0x0002, 0x0002), "UI", "1.2.840.10008.5.1.4.1.1.2"))
+        meta += Self.encode(Self.element(DICOMTag(0x0002, 0x0003), "UI", "1.2.3.4"))
         meta += Self.encode(Self.element(.transferSyntaxUID, "UI", transferSyntaxUID))
-        let groupLength = Self.encode(Element(tag: DicomTag(0x0002, 0x0000), vr: "UL",
+        let groupLength = Self.encode(Element(tag: DICOMTag(0x0002, 0x0000), vr: "UL",
                                               value: Self.uint32(UInt32(meta.count)), claimedLength: nil))
         let bigEndian = transferSyntaxUID == "1.2.840.10008.1.2.2"
         let body = elements.sorted { ($0.tag.group, $0.tag.element) < ($1.tag.group, $1.tag.element) }
