@@ -43,7 +43,7 @@ public enum ColorSpace: String, CaseIterable, Sendable, Codable {
         if pixels.dimension == 1 {
             guard self == .gray else {
                 throw ClassicalError.invalidArgument(
-                    "color space '\(rawValue)' needs an RGB image, but the image has one channel; use --space gray")
+                    "color space '\(rawValue)' needs an RGB image, but the image has one channel; use the gray color space")
             }
             return pixels
         }

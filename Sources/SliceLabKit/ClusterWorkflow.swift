@@ -16,6 +16,32 @@ public enum ClusterRegularizer: String, CaseIterable, Sendable {
     case none, majority, mrf
 }
 
+/// Classical-baseline options that cannot go together, in the library's words; the command line names its
+/// flags when it reports one (`ClusterCommand`).
+public enum ClusterOptionError: Error, Equatable, CustomStringConvertible {
+    /// A colour space other than gray for a gray image.
+    case colorSpaceNeedsColor(space: ClusterSpace, file: String)
+    /// A method that thresholds one channel, in a colour space without a lightness channel.
+    case noLightnessChannel(method: ClusterMethod, space: ClusterSpace)
+    /// A method that needs at least two classes.
+    case tooFewClasses(method: ClusterMethod)
+    /// Otsu's method, which makes exactly two classes, asked for another number.
+    case otsuMakesTwoClasses(classes: Int)
+
+    public var description: String {
+        switch self {
+        case let .colorSpaceNeedsColor(space, file):
+            return "color space \(space.rawValue) needs a color image, but \(file) is gray"
+        case let .noLightnessChannel(method, space):
+            return "method \(method.rawValue) thresholds one channel; color space \(space.rawValue) has no lightness "
+                + "channel (use gray, lab, hsv or ycbcr)"
+        case let .tooFewClasses(method): return "method \(method.rawValue) needs at least 2 classes"
+        case let .otsuMakesTwoClasses(classes):
+            return "Otsu's method makes 2 classes, not \(classes); multi-Otsu makes more"
+        }
+    }
+}
+
 /// The settings of one `slicelab cluster` run; stored as attributes of the HDF5 it writes.
 public struct ClusterOptions: Sendable {
     public var method: ClusterMethod
@@ -62,7 +88,7 @@ public struct ClusterOutcome: Sendable {
 /// `slicelab cluster`: the classical baseline from an image file to a label map (issue #6).
 public enum ClusterWorkflow {
     /// Loads `input`, clusters it, and writes `out` (and `overlay` if given).
-    /// - Throws: `UsageError` for impossible option combinations; `InputError` naming the file for data the
+    /// - Throws: `ClusterOptionError` for impossible option combinations; `InputError` naming the file for data the
     ///   method cannot split (constant images, too few values, NaN/inf); the loader's and writer's errors.
     @discardableResult
     public static func run(input: String, options: ClusterOptions, out: String,
@@ -126,8 +152,7 @@ public enum ClusterWorkflow {
         }
         if image.channels == 1 {
             guard space == .gray else {
-                throw UsageError("slicelab cluster: --space \(space.rawValue) needs a color image, but \(image.source) "
-                    + "is gray; use --space gray")
+                throw ClusterOptionError.colorSpaceNeedsColor(space: space, file: image.source)
             }
             return Features(points: FeatureMatrix(count: count, dimension: 1, values: values), lightness: values,
                             shape: shape)
@@ -150,8 +175,7 @@ public enum ClusterWorkflow {
             return integral ? .integer(values.map { Int($0) }) : .real(values)
         }
         guard let channel = space.lightnessChannel else {
-            throw UsageError("slicelab cluster: --method \(method.rawValue) thresholds one channel; --space "
-                + "\(space.rawValue) has no lightness channel (use gray, lab, hsv or ycbcr)")
+            throw ClusterOptionError.noLightnessChannel(method: method, space: space)
         }
         return .real((0..<points.count).map { points.values[$0 * points.dimension + channel] })
     }
@@ -161,11 +185,10 @@ public enum ClusterWorkflow {
     static func clusterValidated(_ image: ScanImage, options: ClusterOptions) throws -> ClusterOutcome {
         guard options.classes >= 2 || options.method == .kmeans || options.method == .gmm
             || options.method == .fcm else {
-            throw UsageError("slicelab cluster: --method \(options.method.rawValue) needs --classes ≥ 2")
+            throw ClusterOptionError.tooFewClasses(method: options.method)
         }
         if options.method == .otsu, options.classes != 2 {
-            throw UsageError("slicelab cluster: --method otsu makes 2 classes; use --method multiotsu for "
-                + "--classes \(options.classes)")
+            throw ClusterOptionError.otsuMakesTwoClasses(classes: options.classes)
         }
         var timings: [(stage: String, seconds: Double)] = []
         var clock = Date()

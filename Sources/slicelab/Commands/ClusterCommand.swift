@@ -25,6 +25,20 @@ enum ClusterCommand: Command {
             maxMemoryOption,
         ])
 
+    /// The library's option error in the command line's words, naming the flags.
+    static func usage(_ error: ClusterOptionError) -> String {
+        switch error {
+        case let .colorSpaceNeedsColor(space, file):
+            return "--space \(space.rawValue) needs a color image, but \(file) is gray; use --space gray"
+        case let .noLightnessChannel(method, space):
+            return "--method \(method.rawValue) thresholds one channel; --space \(space.rawValue) has no lightness "
+                + "channel (use gray, lab, hsv or ycbcr)"
+        case let .tooFewClasses(method): return "--method \(method.rawValue) needs --classes ≥ 2"
+        case let .otsuMakesTwoClasses(classes):
+            return "--method otsu makes 2 classes; use --method multiotsu for --classes \(classes)"
+        }
+    }
+
     static func run(_ arguments: ParsedArguments) throws {
         guard let input = arguments.positional(0), let out = arguments.string("out"),
               let method: ClusterMethod = arguments.choice("method"), let classes = arguments.int("classes") else {
@@ -35,9 +49,14 @@ enum ClusterCommand: Command {
                                      regularize: arguments.choice("regularize") ?? ClusterRegularizer.none,
                                      minRegion: arguments.int("min-region") ?? 0,
                                      connectivity: arguments.int("connectivity") ?? 1)
-        let outcome = try ClusterWorkflow.run(input: input, options: options, out: out,
+        let outcome: ClusterOutcome
+        do {
+            outcome = try ClusterWorkflow.run(input: input, options: options, out: out,
                                               overlay: arguments.string("overlay"),
                                               limits: try readLimits(arguments, command: "cluster"))
+        } catch let error as ClusterOptionError {
+            throw UsageError("slicelab cluster: " + Self.usage(error))
+        }
         // Hidden: per-stage seconds on stderr for Benchmarks/bench_classical.py.
         if ProcessInfo.processInfo.environment["SLICELAB_TIMINGS"] != nil {
             for (stage, seconds) in outcome.timings { standardError("timing \(stage) \(seconds)") }

@@ -34,7 +34,11 @@ enum CompareCommand: Command {
             throw UsageError("slicelab compare: give DATASET, --model MODEL.h5 and --out RESULTS.h5")
         }
         let specs = arguments.strings("classical").isEmpty ? Compare.defaultClassical : arguments.strings("classical")
-        var options = Compare.Options(dataset: dataset, model: model, classical: try specs.map(ClassicalSpec.init),
+        let classical: [ClassicalSpec]
+        do { classical = try specs.map(ClassicalSpec.init) } catch let error as ClassicalSpec.ParseError {
+            throw UsageError("slicelab compare: --classical \(error)")
+        }
+        var options = Compare.Options(dataset: dataset, model: model, classical: classical,
                                       split: arguments.string("split") ?? "test", output: output,
                                       report: arguments.string("report"), threads: arguments.int("threads"),
                                       skipBad: arguments.flag("skip-bad"), overwrite: arguments.flag("overwrite"))
@@ -44,7 +48,12 @@ enum CompareCommand: Command {
 
     /// Runs a comparison and prints its table, skips, timings and outputs (shared with `demo`).
     static func runCompare(_ options: Compare.Options, timings: Bool) throws {
-        let outcome = try Compare.run(options)
+        let outcome: Compare.Outcome
+        do {
+            outcome = try Compare.run(options)
+        } catch let error as ClusterOptionError {  // a --classical specification that cannot run on these images
+            throw UsageError("slicelab compare: --classical: \(error)")
+        }
         for skipped in outcome.skipped { standardError("slicelab compare: skipped \(skipped.name): \(skipped.error)") }
         print(Compare.table(outcome), terminator: "")
         if timings {
