@@ -42,8 +42,8 @@ public enum ColorSpace: String, CaseIterable, Sendable, Codable {
         try pixels.validate("the image")
         if pixels.dimension == 1 {
             guard self == .gray else {
-                throw ClassicalError.invalidArgument(
-                    "color space '\(rawValue)' needs an RGB image, but the image has one channel; use the gray color space")
+                throw ClassicalError.invalidArgument("color space '\(rawValue)' needs an RGB image, but the image has "
+                    + "one channel; use the gray color space")
             }
             return pixels
         }

@@ -30,6 +30,23 @@ struct TrainerTests {
         return options
     }
 
+    /// A trainer of the pixel-linear network on the toy set's first case alone, without validation.
+    static func oneCaseTrainer(_ folder: URL, steps: Int,
+                               validateEvery: Int) throws -> (Trainer, PixelLinearNetwork, TrainOptions) {
+        let options = Self.options(folder, steps: steps, validateEvery: validateEvery)
+        let set = try LabeledSet.open(options.datasetPath)
+        let configuration = try TrainWorkflow.configuration(options, set: set)
+        let network = PixelLinearNetwork(inputChannels: 1, classCount: 3, seed: 3)
+        let sample = try set.load("toy000").frame(0)
+        let image = TrainWorkflow.prepare(sample.image, inputChannels: 1, preprocessing: configuration.preprocessing)
+        let sampler = try BatchSampler(sampleCount: 1, batchSize: 2,
+                                       augmenter: Augmenter(configuration.augmentation)) { _ in (image, sample.labels) }
+        let trainer = try Trainer(network: network, configuration: configuration, sampler: sampler, validation: nil,
+                                  bestCheckpointPath: options.outputPath, lastCheckpointPath: options.lastCheckpointPath,
+                                  progress: Self.quiet(steps).0)
+        return (trainer, network, options)
+    }
+
     static func quiet(_ steps: Int) -> (TrainProgress, () -> String) {
         final class Box: @unchecked Sendable { var text = "" }
         let box = Box()
@@ -95,17 +112,7 @@ struct TrainerTests {
     @Test func failedCheckpointWriteKeepsThePreviousOne() throws {
         let folder = try Self.toySet()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let options = Self.options(folder, steps: 8, validateEvery: 4)
-        let set = try LabeledSet.open(options.datasetPath)
-        let configuration = try TrainWorkflow.configuration(options, set: set)
-        let network = PixelLinearNetwork(inputChannels: 1, classCount: 3, seed: 3)
-        let sample = try set.load("toy000").frame(0)
-        let image = TrainWorkflow.prepare(sample.image, inputChannels: 1, preprocessing: configuration.preprocessing)
-        let sampler = try BatchSampler(sampleCount: 1, batchSize: 2,
-                                       augmenter: Augmenter(configuration.augmentation)) { _ in (image, sample.labels) }
-        let trainer = try Trainer(network: network, configuration: configuration, sampler: sampler, validation: nil,
-                                  bestCheckpointPath: options.outputPath, lastCheckpointPath: options.lastCheckpointPath,
-                                  progress: Self.quiet(8).0)
+        let (trainer, network, options) = try Self.oneCaseTrainer(folder, steps: 8, validateEvery: 4)
         struct DiskFull: Error {}
         var writes = 0
         let parameters = network.parameters
@@ -265,17 +272,7 @@ struct TrainerEventTests {
 
     static func run(allowsCheckpoints: Bool) throws -> (Recorder, Trainer, URL) {
         let folder = try TrainerTests.toySet()
-        let options = TrainerTests.options(folder, steps: 4, validateEvery: 2)
-        let set = try LabeledSet.open(options.datasetPath)
-        let configuration = try TrainWorkflow.configuration(options, set: set)
-        let network = PixelLinearNetwork(inputChannels: 1, classCount: 3, seed: 3)
-        let sample = try set.load("toy000").frame(0)
-        let image = TrainWorkflow.prepare(sample.image, inputChannels: 1, preprocessing: configuration.preprocessing)
-        let sampler = try BatchSampler(sampleCount: 1, batchSize: 2,
-                                       augmenter: Augmenter(configuration.augmentation)) { _ in (image, sample.labels) }
-        let trainer = try Trainer(network: network, configuration: configuration, sampler: sampler, validation: nil,
-                                  bestCheckpointPath: options.outputPath, lastCheckpointPath: options.lastCheckpointPath,
-                                  progress: TrainerTests.quiet(4).0)
+        let trainer = try TrainerTests.oneCaseTrainer(folder, steps: 4, validateEvery: 2).0
         let recorder = Recorder()
         recorder.allowsCheckpoints = allowsCheckpoints
         trainer.observers.append(recorder)
