@@ -71,7 +71,8 @@ func summarizedHDF5Stack(_ text: String) -> String {
 /// `budget` bytes, every dataset's values, then exits.
 ///
 /// A fork taken while another thread of this process was inside an HDF5 call copies HDF5's lock held: that
-/// child can never finish. It is recognised by sleeping without using CPU time (`/proc/PID/stat`) for 50 ms,
+/// child can never finish. It is recognised by sleeping without using CPU time (`/proc/PID/stat`) and without
+/// children of its own for 50 ms,
 /// killed, and the fork retried after a growing random pause (the other thread's call is short, but on a busy
 /// machine it can take several tries to fork outside one); after ten such tries, after `timeout` seconds, or
 /// when `fork` fails, the file is read in-process as if no probe had run.
@@ -120,7 +121,7 @@ private func probeOnce(_ path: String, budget: Int, deadline: Date) -> ProbeOutc
         if done == child { break }
         if done < 0 && errno != EINTR { return .unavailable }
         let (state, ticks) = processState(child)
-        if state == "S" && ticks == lastTicks {
+        if state == "S" && ticks == lastTicks && !hasChildren(child) {
             if let since = idleSince, Date().timeIntervalSince(since) >= 0.05 { return stuck(child) }
             idleSince = idleSince ?? Date()
         } else {
@@ -141,6 +142,15 @@ private func stuck(_ child: pid_t) -> ProbeOutcome {
     var status: Int32 = 0
     _ = waitpid(child, &status, 0)
     return .stuck
+}
+
+/// Whether a process has children of its own (`/proc/PID/task/PID/children`): a probe child waiting for one
+/// (a sanitizer's symbolizer writing a crash report, in the fuzzing builds) is not stuck on a lock.
+private func hasChildren(_ pid: pid_t) -> Bool {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8) else {
+        return false
+    }
+    return !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
 }
 
 /// A process's scheduling state ("R", "S", "D", …) and CPU time in clock ticks, from `/proc/PID/stat`.
