@@ -1,11 +1,14 @@
 import Foundation
 
-// MARK: - Checks of compressed frames before DCMTK's decoders see them
+// Checks of compressed frames before their decoders see them (issue #23).
 //
 // DCMTK 3.6.7 decodes RLE and JPEG frames one at a time (`DcmPixelData::getUncompressedFrame`) without some of the
 // checks its whole-object path makes: a bad RLE segment offset is followed out of its fragment (SIGSEGV), and a
-// TEM marker before a JPEG frame header makes its bit-depth pre-scan loop forever. Each frame's bytes are checked
-// here first and refused with a typed error that names the file, the frame and the cause.
+// TEM marker before a JPEG frame header makes its bit-depth pre-scan loop forever. OpenJPEG 2.5.0 mishandles
+// unknown markers and decodes whatever size a codestream declares. Each frame's bytes are checked here first and
+// refused with a typed error that names the file, the frame and the cause.
+
+// MARK: - RLE
 
 extension DICOMFile {
     /// The checks below for the frame's transfer syntax; every call of DCMTK's frame decoder comes after it.
@@ -51,6 +54,8 @@ extension DICOMFile {
         }
     }
 }
+
+// MARK: - JPEG (DCMTK's IJG builds)
 
 extension DICOMFile {
     /// JPEG processes DCMTK decodes with its IJG builds (baseline, extended, progressive, lossless).
@@ -151,6 +156,8 @@ extension DICOMFile {
         return nil
     }
 }
+
+// MARK: - JPEG 2000 (OpenJPEG)
 
 extension DICOMFile {
     /// Marker segments OpenJPEG reads in JPEG 2000 main and tile-part headers (ISO/IEC 15444-1 Table A.2, the
