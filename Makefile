@@ -55,18 +55,18 @@ bench: release
 	$(PYTHON) Benchmarks/run.py
 
 clean:
-	rm -rf .build demo-output Fuzz/.build
+	rm -rf .build demo-output Tests/Fuzz/.build
 
-## fuzz: libFuzzer + AddressSanitizer on every reader of outside files (Fuzz/, issue #10), FUZZ_SECONDS each
+## fuzz: libFuzzer + AddressSanitizer on every reader of outside files (Tests/Fuzz/, issue #10), FUZZ_SECONDS each
 ## (default 60; FUZZ_TARGETS picks runs). Any crash, leak, timeout (> 2 s) or allocation (> 2 GB) fails.
 ## swiftc keeps only the last -sanitize= it is given, so the fuzzer and address sanitizers go in one flag.
 FUZZ_SECONDS ?= 60
 fuzz: setup
-	cd Fuzz && $(SWIFT) build -c release --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer,address
-	$(PYTHON) Fuzz/make_seeds.py . Fuzz/work/seeds
-	@mkdir -p Fuzz/work/seeds/checkpoint
-	SLICELAB_FUZZ_WRITE_SEED=Fuzz/work/seeds/checkpoint/mobilenet-tiny.h5 Fuzz/.build/release/fuzz-checkpoint
-	FUZZ_SECONDS=$(FUZZ_SECONDS) Fuzz/run.sh $(FUZZ_TARGETS)
+	cd Tests/Fuzz && $(SWIFT) build -c release --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer,address
+	$(PYTHON) Tests/Fuzz/make_seeds.py . Tests/Fuzz/work/seeds
+	@mkdir -p Tests/Fuzz/work/seeds/checkpoint
+	SLICELAB_FUZZ_WRITE_SEED=Tests/Fuzz/work/seeds/checkpoint/mobilenet-tiny.h5 Tests/Fuzz/.build/release/fuzz-checkpoint
+	FUZZ_SECONDS=$(FUZZ_SECONDS) Tests/Fuzz/run.sh $(FUZZ_TARGETS)
 
 ## corpus: the DICOM conformance corpus (every file of the PyPI packages pydicom-data and pydicom), into
 ## Datasets/cache/dicom-corpus; idempotent (issue #3, Datasets/dicom/fetch_corpus.sh)

@@ -42,7 +42,7 @@ let package = Package(
         // MARK: - Tests
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "ImageFilesTests", dependencies: ["ImageFiles", "TestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "DICOMTests", dependencies: ["DICOM", "TestSupport"],
+        .testTarget(name: "DICOMTests", dependencies: ["DICOM", "TestSupport"], exclude: ["Fixtures"],
                     swiftSettings: [.unsafeFlags(["-O"])]),
         .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "ClassicalTests", dependencies: ["Classical", "TestSupport"], exclude: ["Fixtures"]),

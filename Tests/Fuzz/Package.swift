@@ -13,7 +13,7 @@ func fuzzTarget(_ name: String) -> Target {
 
 let package = Package(
     name: "SliceLabFuzz",
-    dependencies: [.package(name: "SliceLab", path: "..")],
+    dependencies: [.package(name: "SliceLab", path: "../..")],
     targets: [
         .target(name: "FuzzSupport", dependencies: [sliceLab]),
         fuzzTarget("fuzz-dicom"),

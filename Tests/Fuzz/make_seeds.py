@@ -1,4 +1,4 @@
-"""Seed corpora for the fuzz targets (issue #10), written into Fuzz/work/seeds/<run>/ (git-ignored).
+"""Seed corpora for the fuzz targets (issue #10), written into Tests/Fuzz/work/seeds/<run>/ (git-ignored).
 
 DICOM seeds are the conformance corpus (Datasets/cache/dicom-corpus, `make corpus`) files under 256 KB, sorted
 by transfer syntax so each decoder family gets its own run; the other seeds are the test fixtures and small

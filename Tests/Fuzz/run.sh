@@ -2,7 +2,7 @@
 # Runs every fuzz run (issue #10) one after another for FUZZ_SECONDS each (default 60) under libFuzzer with
 # -timeout=2 -rss_limit_mb=2048 -malloc_limit_mb=2048; a crash, leak, timeout or oversized allocation in any run
 # fails the whole (exit 1) after all runs have had their time. Inputs that fail are saved in
-# Fuzz/work/crashes/<run>/; the growing corpus is kept in Fuzz/work/corpus/<run>/ between invocations.
+# Tests/Fuzz/work/crashes/<run>/; the growing corpus is kept in Tests/Fuzz/work/corpus/<run>/ between invocations.
 # Usage: run.sh [RUN ...]   (default: every run; FUZZ_TARGETS overrides the list as well)
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -1,1 +1,0 @@
-../../../Sources/slicelab/Command.swift

@@ -1,0 +1,1 @@
+../../../../Sources/slicelab/Command.swift
