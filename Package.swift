@@ -24,16 +24,19 @@ let package = Package(
         .systemLibrary(name: "COpenJPEG", pkgConfig: "libopenjp2", providers: [.apt(["libopenjp2-7-dev"])]),
 
         // MARK: - Swift libraries (data flows downwards only)
-        .target(name: "ImageFiles", dependencies: ["CPNG", "CHDF5"]),
+        // Read limits, atomic writes, the seeded generator, parallel-for and grid shapes; no C library.
+        .target(name: "SliceLabSupport"),
+        .target(name: "ImageFiles", dependencies: ["CPNG", "CHDF5", "SliceLabSupport"]),
         // Pixel loops run optimised even in debug builds, so the corpus conformance tests stay within minutes.
-        .target(name: "DICOM", dependencies: ["CDCMTK", "COpenJPEG", "ImageFiles"],
+        .target(name: "DICOM", dependencies: ["CDCMTK", "COpenJPEG", "SliceLabSupport"],
                 swiftSettings: [.unsafeFlags(["-O"])]),
         // Training's per-parameter loops (optimizers, gradients, clipping, augmentation) likewise, so the engine's
         // training tests fit the debug `make test`.
-        .target(name: "DeepLab", dependencies: ["COneDNN", "ImageFiles"], swiftSettings: [.unsafeFlags(["-O"])]),
-        .target(name: "Classical"),
-        .target(name: "Metrics"),
-        .target(name: "SliceLabKit", dependencies: ["ImageFiles", "DICOM", "DeepLab", "Classical", "Metrics"],
+        .target(name: "DeepLab", dependencies: ["COneDNN", "ImageFiles", "SliceLabSupport"], swiftSettings: [.unsafeFlags(["-O"])]),
+        .target(name: "Classical", dependencies: ["SliceLabSupport"]),
+        .target(name: "Metrics", dependencies: ["SliceLabSupport"]),
+        .target(name: "SliceLabKit", dependencies: ["SliceLabSupport", "ImageFiles", "DICOM", "DeepLab", "Classical",
+                                                   "Metrics"],
                 resources: [.copy("Resources/Demo")]),
 
         // MARK: - The executable
@@ -41,16 +44,21 @@ let package = Package(
 
         // MARK: - Tests
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "ImageFilesTests", dependencies: ["ImageFiles", "TestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "DICOMTests", dependencies: ["DICOM", "TestSupport"], exclude: ["Fixtures"],
+        .testTarget(name: "SliceLabSupportTests", dependencies: ["SliceLabSupport", "TestSupport"]),
+        .testTarget(name: "ImageFilesTests", dependencies: ["ImageFiles", "SliceLabSupport", "TestSupport"],
+                    exclude: ["Fixtures"]),
+        .testTarget(name: "DICOMTests", dependencies: ["DICOM", "ImageFiles", "SliceLabSupport", "TestSupport"], exclude: ["Fixtures"],
                     swiftSettings: [.unsafeFlags(["-O"])]),
         .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "ClassicalTests", dependencies: ["Classical", "TestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "MetricsTests", dependencies: ["Metrics", "TestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "SliceLabTests", dependencies: ["SliceLabKit", "DICOM", "ImageFiles", "TestSupport"],
+        .testTarget(name: "ClassicalTests", dependencies: ["Classical", "SliceLabSupport", "TestSupport"],
+                    exclude: ["Fixtures"]),
+        .testTarget(name: "MetricsTests", dependencies: ["Metrics", "SliceLabSupport", "TestSupport"],
+                    exclude: ["Fixtures"]),
+        .testTarget(name: "SliceLabTests", dependencies: ["SliceLabKit", "SliceLabSupport", "DICOM", "ImageFiles",
+                                                       "TestSupport"],
                     exclude: ["Fixtures"]),
         // Fault injection (SIGKILL, full and read-only disks), corrupt batches and read bounds, end to end.
         .testTarget(name: "RobustnessTests", dependencies: ["SliceLabKit", "DICOM", "DeepLab", "ImageFiles", "Metrics",
-                                                           "TestSupport"], exclude: ["Regressions"]),
+                                                           "SliceLabSupport", "TestSupport"], exclude: ["Regressions"]),
     ]
 )

@@ -1,3 +1,5 @@
+import SliceLabSupport
+
 /// Errors of the classical baseline: degenerate inputs and impossible configurations.
 ///
 /// Every case says what was wrong and what to do; callers that read files prefix the file name.
@@ -26,5 +28,12 @@ public enum ClassicalError: Error, CustomStringConvertible, Equatable {
         case let .searchTooLarge(message): return message
         case let .shapeMismatch(message): return message
         }
+    }
+}
+
+extension GridShape {
+    /// Throws `ClassicalError.emptyInput` unless every dimension is positive.
+    func validate() throws {
+        guard !isEmpty else { throw ClassicalError.emptyInput("image of shape \(dimensions)") }
     }
 }

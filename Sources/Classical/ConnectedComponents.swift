@@ -1,3 +1,5 @@
+import SliceLabSupport
+
 /// Connected-component labelling of label maps, as `skimage.measure.label`.
 public enum ConnectedComponents {
     /// The neighbour offsets (dz, dy, dx) that precede a pixel in raster order, for `connectivity` 1...rank
@@ -41,8 +43,8 @@ public enum ConnectedComponents {
     /// Two-pass union-find; O(n α(n)).
     /// - Returns: the region map and the number of regions.
     /// - Throws: `ClassicalError.invalidArgument` for a connectivity outside 1...rank, `.emptyInput`.
-    public static func label(_ map: LabelGrid, connectivity: Int = 1,
-                             background: Int32? = nil) throws -> (regions: LabelGrid, count: Int) {
+    public static func label(_ map: LabelGrid<Int32>, connectivity: Int = 1,
+                             background: Int32? = nil) throws -> (regions: LabelGrid<Int32>, count: Int) {
         try map.shape.validate()
         try checkConnectivity(connectivity, shape: map.shape)
         let shape = map.shape

@@ -1,3 +1,5 @@
+import SliceLabSupport
+
 /// Rules that turn class models into one class per pixel.
 public enum DecisionRules {
     /// How distance to a centre is measured.
@@ -32,7 +34,7 @@ public enum DecisionRules {
         }
         var labels = [Int32](repeating: 0, count: points.count)
         labels.withUnsafeMutableBufferPointer { output in
-            _ = Parallel.forEachChunk(points.count) { _, range in
+            Parallel.forEachChunk(points.count) { _, range in
                 var difference = [Double](repeating: 0, count: dimension)
                 for point in range {
                     var best = 0, bestDistance = Double.infinity

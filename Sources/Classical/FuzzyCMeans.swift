@@ -1,4 +1,5 @@
 import Foundation
+import SliceLabSupport
 
 /// The outcome of fuzzy c-means: centres and a membership of every point in every cluster.
 public struct FuzzyClustering: Sendable, Equatable {
@@ -55,7 +56,7 @@ public struct FuzzyCMeans: Sendable {
             memberships = initialMemberships
         } else {
             var generator = SeededGenerator.stream(seed: seed, index: 0)
-            memberships = (0..<(c * n)).map { _ in generator.nextUnit() }
+            memberships = (0..<(c * n)).map { _ in generator.uniform() }
             Self.normalizeColumns(&memberships, rows: c, columns: n)
         }
         let epsilon = Double.ulpOfOne
@@ -111,12 +112,12 @@ public struct FuzzyCMeans: Sendable {
             for channel in 0..<dimension { centers[cluster * dimension + channel] = sum[channel] / weight }
         }
         let exponent = -2 / (m - 1)
-        var objectives = [Double](repeating: 0, count: Parallel.plannedChunks(n, minimumChunk: 2048))
+        var objectives = [Double](repeating: 0, count: Parallel.chunkCount(n, minimumChunk: 2048))
         memberships.withUnsafeMutableBufferPointer { output in
             objectives.withUnsafeMutableBufferPointer { objectiveBuffer in
                 points.values.withUnsafeBufferPointer { values in
                     centers.withUnsafeBufferPointer { centerBuffer in
-                        _ = Parallel.forEachChunk(n, minimumChunk: 2048) { chunk, range in
+                        Parallel.forEachChunk(n, minimumChunk: 2048) { chunk, range in
                             var distances = [Double](repeating: 0, count: c), scaled = distances
                             var objective = 0.0
                             for point in range {

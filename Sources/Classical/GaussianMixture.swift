@@ -1,4 +1,5 @@
 import Foundation
+import SliceLabSupport
 
 /// A fitted Gaussian mixture: weights, means and covariances of `componentCount` components.
 public struct MixtureModel: Sendable, Equatable {
@@ -41,7 +42,7 @@ public struct MixtureModel: Sendable, Equatable {
         let constant = Double(dimension) * log(2 * Double.pi)
         var result = [Double](repeating: 0, count: n * k)
         result.withUnsafeMutableBufferPointer { output in
-            _ = Parallel.forEachChunk(n, minimumChunk: 2048) { _, range in
+            Parallel.forEachChunk(n, minimumChunk: 2048) { _, range in
                 var difference = [Double](repeating: 0, count: dimension)
                 for point in range {
                     for component in 0..<k {

@@ -1,4 +1,5 @@
 import Foundation
+import SliceLabSupport
 
 /// The outcome of partitioning points into clusters.
 public struct Clustering: Sendable, Equatable {
@@ -92,7 +93,7 @@ public struct KMeans: Sendable {
         let (count, dimension) = (points.count, points.dimension)
         let trials = 2 + Int(log(Double(clusterCount)))
         var centers = [Double](repeating: 0, count: clusterCount * dimension)
-        let first = Int(generator.nextUnit() * Double(count))
+        let first = Int(generator.uniform() * Double(count))
         centers.replaceSubrange(0..<dimension, with: points.values[first * dimension..<(first + 1) * dimension])
         var closest = squaredDistances(points, to: points.row(first))
         var potential = closest.reduce(0, +)
@@ -106,7 +107,7 @@ public struct KMeans: Sendable {
             var bestCandidate = 0, bestPotential = Double.infinity
             var bestDistances: [Double] = []
             for _ in 0..<trials {
-                let target = generator.nextUnit() * potential
+                let target = generator.uniform() * potential
                 var low = 0, high = count  // first index with cumulative >= target (searchsorted 'left')
                 while low < high {
                     let middle = (low + high) / 2
@@ -135,7 +136,7 @@ public struct KMeans: Sendable {
         result.withUnsafeMutableBufferPointer { output in
             points.values.withUnsafeBufferPointer { values in
                 vector.withUnsafeBufferPointer { target in
-                    _ = Parallel.forEachChunk(points.count) { _, range in
+                    Parallel.forEachChunk(points.count) { _, range in
                         for index in range {
                             var sum = 0.0
                             for channel in 0..<dimension {
@@ -157,7 +158,7 @@ public struct KMeans: Sendable {
     static func assign(_ points: FeatureMatrix, centers: [Double], clusterCount: Int, labels: inout [Int32],
                        distances: inout [Double]) -> (sums: [Double], counts: [Int], inertia: Double) {
         let (count, dimension) = (points.count, points.dimension)
-        let chunks = Parallel.plannedChunks(count)
+        let chunks = Parallel.chunkCount(count)
         var sums = [Double](repeating: 0, count: chunks * clusterCount * dimension)
         var counts = [Int](repeating: 0, count: chunks * clusterCount)
         var inertias = [Double](repeating: 0, count: chunks)
@@ -168,7 +169,7 @@ public struct KMeans: Sendable {
                         inertias.withUnsafeMutableBufferPointer { inertiaBuffer in
                             points.values.withUnsafeBufferPointer { values in
                                 centers.withUnsafeBufferPointer { centerBuffer in
-                                    _ = Parallel.forEachChunk(count) { chunk, range in
+                                    Parallel.forEachChunk(count) { chunk, range in
                                         let sumBase = chunk * clusterCount * dimension
                                         var inertia = 0.0
                                         for index in range {
@@ -368,7 +369,7 @@ public struct KMeans: Sendable {
             upper.withUnsafeMutableBufferPointer { upperBuffer in
                 lower.withUnsafeMutableBufferPointer { lowerBuffer in
                     points.values.withUnsafeBufferPointer { values in
-                        _ = Parallel.forEachChunk(points.count) { _, range in
+                        Parallel.forEachChunk(points.count) { _, range in
                             func distance(_ index: Int, _ cluster: Int) -> Double {
                                 var sum = 0.0
                                 for channel in 0..<dimension {

@@ -1,3 +1,5 @@
+import SliceLabSupport
+
 /// Per-region measurements of a region map.
 public struct RegionStatistics: Sendable, Equatable {
     public let id: Int32
@@ -13,7 +15,7 @@ public struct RegionStatistics: Sendable, Equatable {
     /// Statistics of every region id 1...count of `regions` (id 0 is skipped: unlabelled).
     /// - Parameter features: one row per pixel, or nil for no mean feature.
     /// - Throws: `ClassicalError.shapeMismatch` when `features` has another pixel count.
-    public static func measure(_ regions: LabelGrid, features: FeatureMatrix? = nil) throws -> [RegionStatistics] {
+    public static func measure(_ regions: LabelGrid<Int32>, features: FeatureMatrix? = nil) throws -> [RegionStatistics] {
         if let features, features.count != regions.shape.count {
             throw ClassicalError.shapeMismatch("\(features.count) feature rows for \(regions.shape.count) pixels")
         }
@@ -63,8 +65,8 @@ public enum RegionMerging {
     /// - Parameter classes: a class map; regions are its connected components under `connectivity`.
     /// - Returns: the class map after merging, and its connected regions (ids from 1 in raster order).
     /// - Throws: the errors of `ConnectedComponents.label`.
-    public static func mergeSmallRegions(_ classes: LabelGrid, minimumSize: Int,
-                                         connectivity: Int = 1) throws -> (classes: LabelGrid, regions: LabelGrid) {
+    public static func mergeSmallRegions(_ classes: LabelGrid<Int32>, minimumSize: Int,
+                                         connectivity: Int = 1) throws -> (classes: LabelGrid<Int32>, regions: LabelGrid<Int32>) {
         let (regions, count) = try ConnectedComponents.label(classes, connectivity: connectivity)
         guard minimumSize > 1, count > 1 else { return (classes, regions) }
         let shape = classes.shape

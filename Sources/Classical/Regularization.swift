@@ -1,3 +1,5 @@
+import SliceLabSupport
+
 /// Smoothing a label map after the fact; works on any label map (classical or a network's output).
 public enum Regularization {
     /// Visits every pixel with the indices of its in-bounds neighbours under `connectivity`.
@@ -24,7 +26,7 @@ public enum Regularization {
         }
     }
 
-    static func validate(_ map: LabelGrid, connectivity: Int) throws {
+    static func validate(_ map: LabelGrid<Int32>, connectivity: Int) throws {
         try map.shape.validate()
         try ConnectedComponents.checkConnectivity(connectivity, shape: map.shape)
         if let negative = map.labels.firstIndex(where: { $0 < 0 }) {
@@ -36,7 +38,7 @@ public enum Regularization {
     /// (3×3 / 3×3×3 window under `connectivity`; 2 in 2-D and 3 in 3-D give the full window). A tie keeps the
     /// pixel's own label when it is among the tied, else the lowest tied label. Repeated `iterations` times
     /// or until nothing changes.
-    public static func majority(_ map: LabelGrid, connectivity: Int? = nil, iterations: Int = 1) throws -> LabelGrid {
+    public static func majority(_ map: LabelGrid<Int32>, connectivity: Int? = nil, iterations: Int = 1) throws -> LabelGrid<Int32> {
         let connectivity = connectivity ?? (map.shape.isVolume ? 3 : 2)
         try validate(map, connectivity: connectivity)
         var current = map
@@ -86,7 +88,7 @@ public enum Regularization {
     /// the connectivity's structuring element): pixels an opening removes from their class are reassigned to
     /// the most frequent label among their kept neighbours, spreading inwards until every pixel has a label.
     /// Classes are processed in increasing label order. Removes specks and thin spurs.
-    public static func opening(_ map: LabelGrid, radius: Int = 1, connectivity: Int = 1) throws -> LabelGrid {
+    public static func opening(_ map: LabelGrid<Int32>, radius: Int = 1, connectivity: Int = 1) throws -> LabelGrid<Int32> {
         try validate(map, connectivity: connectivity)
         let shape = map.shape
         var released = [Bool](repeating: false, count: shape.count)
@@ -104,8 +106,8 @@ public enum Regularization {
     /// as the background), in increasing label order: dilation then erosion of the class's mask, and the
     /// pixels the closing adds join the class. Fills gaps and holes narrower than the structuring element.
     /// Closing the background too would let it swallow every thin foreground structure, so it is opt-in.
-    public static func closing(_ map: LabelGrid, radius: Int = 1, connectivity: Int = 1,
-                               classes: [Int32]? = nil) throws -> LabelGrid {
+    public static func closing(_ map: LabelGrid<Int32>, radius: Int = 1, connectivity: Int = 1,
+                               classes: [Int32]? = nil) throws -> LabelGrid<Int32> {
         try validate(map, connectivity: connectivity)
         let shape = map.shape
         var counts = [Int](repeating: 0, count: map.labelBound)
@@ -123,7 +125,7 @@ public enum Regularization {
     }
 
     /// Gives every released pixel the most frequent label among its labelled neighbours, layer by layer.
-    static func fill(_ map: LabelGrid, released: [Bool], connectivity: Int) -> LabelGrid {
+    static func fill(_ map: LabelGrid<Int32>, released: [Bool], connectivity: Int) -> LabelGrid<Int32> {
         var result = map
         var pending = released
         var remaining = pending.filter { $0 }.count
@@ -166,8 +168,8 @@ public enum Regularization {
     ///     smooth a label map with no features, such as a network's output.
     ///   - classCount: K (at least the map's label bound).
     /// - Returns: the smoothed map and the number of sweeps run.
-    public static func pottsICM(_ map: LabelGrid, classCount: Int, beta: Double, dataCost: [Double]? = nil,
-                                connectivity: Int = 1, maxSweeps: Int = 20) throws -> (map: LabelGrid, sweeps: Int) {
+    public static func pottsICM(_ map: LabelGrid<Int32>, classCount: Int, beta: Double, dataCost: [Double]? = nil,
+                                connectivity: Int = 1, maxSweeps: Int = 20) throws -> (map: LabelGrid<Int32>, sweeps: Int) {
         if let dataCost {
             guard dataCost.count == map.shape.count * classCount else {
                 throw ClassicalError.shapeMismatch("data cost has \(dataCost.count) entries, not \(map.shape.count)x\(classCount)")
@@ -183,9 +185,9 @@ public enum Regularization {
     }
 
     /// Potts ICM with the data cost computed on demand, `cost(pixel, label)` (no n × K table: volumes).
-    public static func pottsICM(_ map: LabelGrid, classCount: Int, beta: Double, connectivity: Int = 1,
+    public static func pottsICM(_ map: LabelGrid<Int32>, classCount: Int, beta: Double, connectivity: Int = 1,
                                 maxSweeps: Int = 20,
-                                cost dataCost: ((Int, Int) -> Double)?) throws -> (map: LabelGrid, sweeps: Int) {
+                                cost dataCost: ((Int, Int) -> Double)?) throws -> (map: LabelGrid<Int32>, sweeps: Int) {
         try validate(map, connectivity: connectivity)
         guard classCount >= map.labelBound, beta >= 0, beta.isFinite else {
             throw ClassicalError.invalidArgument(

@@ -1,5 +1,3 @@
-import Foundation
-
 // MARK: - Modality values without intermediate arrays
 
 extension DICOMFile {

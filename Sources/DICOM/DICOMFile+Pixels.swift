@@ -1,5 +1,3 @@
-import Foundation
-
 // MARK: - Native, DCMTK-decoded and JPEG 2000 frames
 
 extension DICOMFile {

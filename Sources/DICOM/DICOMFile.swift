@@ -1,5 +1,5 @@
 import Foundation
-import ImageFiles
+import SliceLabSupport
 
 /// One DICOM file, opened with DCMTK: its attributes and its frames, decoded lazily one at a time.
 ///
@@ -46,7 +46,7 @@ public final class DICOMFile: @unchecked Sendable {
            value >= 1 {
             return min(value, 64)
         }
-        return min(2, max(ProcessInfo.processInfo.activeProcessorCount, 1))
+        return min(2, max(Parallel.processorCount, 1))
     }()
     /// The bound on decoded sizes this file was opened with (`--max-memory`).
     public let limits: ReadLimits
@@ -162,7 +162,7 @@ public final class DICOMFile: @unchecked Sendable {
     /// Checks decoded values (as Float32) against `limits`.
     /// - Throws: `DICOMError.impossibleDimensions` whose reason names the limit.
     private func checkLimit(_ extents: [Int], what: String) throws {
-        do { try limits.check(extents, bytesPerValue: 4, file: path, what: what) } catch let ImageFileError.tooLarge(_, reason) {
+        do { try limits.check(extents, bytesPerValue: 4, file: path, what: what) } catch let ReadLimitError.tooLarge(_, reason) {
             throw DICOMError.impossibleDimensions(file: path, reason: reason)
         }
     }

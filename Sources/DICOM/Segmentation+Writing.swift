@@ -1,5 +1,4 @@
-import Foundation
-import ImageFiles
+import SliceLabSupport
 
 extension Segmentation {
     /// Writes a label map as a binary DICOM SEG that references the source series, so viewers (3D Slicer, OHIF)

@@ -1,5 +1,5 @@
 import Foundation
-import ImageFiles
+import SliceLabSupport
 
 /// A DICOM Segmentation (SEG, PS3.3 A.51, C.8.20): binary or fractional segment frames, decoded into label maps.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import ImageFiles
+import SliceLabSupport
 
 /// A series found in a folder: its files and frames sorted into slices, with geometry, before any pixel is
 /// decoded. `load()` decodes it into a `Volume`.
@@ -224,11 +224,10 @@ public struct Series: @unchecked Sendable {
     ///
     /// - Throws: `DICOMError.impossibleDimensions` naming the first file and the limit.
     public func checkLimits() throws {
-        let file = first
         do {
-            try file.limits.check([slices.count, file.rows, file.columns], bytesPerValue: 4, file: file.path,
-                                  what: "series \(seriesInstanceUID) of \(slices.count) slices")
-        } catch let ImageFileError.tooLarge(path, reason) {
+            try first.limits.check([slices.count, first.rows, first.columns], bytesPerValue: 4, file: first.path,
+                                   what: "series \(seriesInstanceUID) of \(slices.count) slices")
+        } catch let ReadLimitError.tooLarge(path, reason) {
             throw DICOMError.impossibleDimensions(file: path, reason: reason)
         }
     }
@@ -258,7 +257,7 @@ public struct Series: @unchecked Sendable {
             let workers = min(DICOMFile.decodeThreads, slices.count)
             let failures = SliceFailures()
             let volume = buffer
-            DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            Parallel.forEach(workers) { worker in
                 for index in stride(from: worker, to: slices.count, by: workers) where !failures.any {
                     do {
                         try slices[index].file.modalityFrame(slices[index].frame, into: UnsafeMutableBufferPointer(

@@ -1,5 +1,6 @@
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 /// A safetensors file (Hugging Face's format: an 8-byte little-endian header length, a JSON header mapping
 /// each name to `dtype`, `shape` and `data_offsets`, then the raw little-endian tensors). F32, F16, BF16, F64,

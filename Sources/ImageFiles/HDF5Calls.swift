@@ -1,5 +1,6 @@
 import CHDF5
 import Foundation
+import SliceLabSupport
 
 // Raw HDF5 C calls, each wrapped so that a negative status becomes a thrown `ImageFileError` carrying the
 // library's own message. Nothing else in the package calls HDF5 directly.

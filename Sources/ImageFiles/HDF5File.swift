@@ -1,5 +1,6 @@
 import CHDF5
 import Foundation
+import SliceLabSupport
 
 /// Element types SliceLab stores in HDF5 datasets.
 public enum HDF5ElementType: String, Sendable, CaseIterable {
@@ -441,7 +442,7 @@ public final class HDF5File {
     public func read<T: HDF5Scalar>(_ path: String, as type: T.Type = T.self,
                                     limits: ReadLimits = .standard) throws -> HDF5Array<T> {
         let shape = try self.shape(of: path)
-        try limits.check(shape, bytesPerValue: MemoryLayout<T>.size, file: self.path, what: path)
+        try limits.checkFile(shape, bytesPerValue: MemoryLayout<T>.size, file: self.path, what: path)
         return try read(path, as: type, start: shape.map { _ in 0 }, count: shape)
     }
 

@@ -1,5 +1,6 @@
 import CPNG
 import Foundation
+import SliceLabSupport
 
 /// A PNG image in memory: `rows × columns × channels` interleaved samples, row-major.
 ///
@@ -68,7 +69,7 @@ public struct PNGImage: Equatable, Sendable {
         guard status == 0, let pixels = image.pixels else {
             let reason = String(cString: message)
             if status == -2 {
-                try limits.check([Int(image.rows), Int(image.cols), Int(image.channels)], bytesPerValue: 4,
+                try limits.checkFile([Int(image.rows), Int(image.cols), Int(image.channels)], bytesPerValue: 4,
                                  file: path, what: "the image")
                 throw ImageFileError.tooLarge(file: path, reason: reason)
             }

@@ -1,10 +1,14 @@
-/// The metrics a results file holds, by their dataset names under `/runs/<run>/metrics/`.
-public enum MetricName: String, Sendable, CaseIterable, Codable {
-    case dice, iou, precision, recall, specificity, accuracy
-    case volumeSimilarity = "volume_similarity"
-    case volumeReferenceML = "volume_ref_ml"
-    case volumePredictedML = "volume_pred_ml"
-    case hd, hd95, assd, nsd
+import SliceLabSupport
+
+/// A metric's name: its dataset name under `/runs/<run>/metrics/`. The metrics themselves are the registered
+/// `Metric` types (`MetricRegistry.metrics`); `allCases` lists their names in the registry's order.
+public struct MetricName: RawRepresentable, Hashable, Sendable, Codable, CaseIterable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+
+    public static var allCases: [MetricName] { MetricRegistry.metrics.map { $0.name } }
+    public var description: String { rawValue }
 }
 
 /// Metric values by metric: a table in which a metric is present or absent (a results file written before a
@@ -62,41 +66,26 @@ public struct CaseMetrics: Sendable {
     ///   - voxelVolumeMM3: the voxel volume for the mL volumes; by default the product of the map's spacing
     ///     (for a 2-D map pass the slice thickness times the pixel area).
     /// - Throws: `MetricsError.shapeMismatch`, `.labelOutOfRange`, `.invalidArgument`.
-    public init(reference: LabelGrid, prediction: LabelGrid, settings: EvaluationSettings,
+    public init(reference: LabelGrid<UInt16>, prediction: LabelGrid<UInt16>, settings: EvaluationSettings,
                 voxelVolumeMM3: Double? = nil) throws {
         guard reference.shape == prediction.shape else {
-            throw MetricsError.shapeMismatch(reference: reference.shape, prediction: prediction.shape)
+            throw MetricsError.shapeMismatch(reference: reference.shape.dimensions, prediction: prediction.shape.dimensions)
         }
         guard settings.toleranceMM >= 0, settings.toleranceMM.isFinite else {
             throw MetricsError.invalidArgument("NSD tolerance \(settings.toleranceMM) mm must be finite and ≥ 0")
         }
         let k = settings.classCount
-        confusion = try ConfusionMatrix(reference: reference, prediction: prediction, classCount: k)
+        let confusion = try ConfusionMatrix(reference: reference, prediction: prediction, classCount: k)
+        self.confusion = confusion
         let volume = voxelVolumeMM3 ?? reference.voxelVolume
-        var rows: [[MetricName: Double]] = []
-        for c in 0..<k {
-            let overlap = OverlapMetrics(confusion, classIndex: c, voxelVolumeMM3: volume, empty: settings.empty)
-            var row: [MetricName: Double] = [
-                .dice: overlap.dice, .iou: overlap.iou, .precision: overlap.precision, .recall: overlap.recall,
-                .specificity: overlap.specificity, .accuracy: overlap.accuracy,
-                .volumeSimilarity: overlap.volumeSimilarity, .volumeReferenceML: overlap.referenceVolumeML,
-                .volumePredictedML: overlap.predictedVolumeML,
-            ]
-            let distances: SurfaceDistances
-            if confusion.truePositives(c) + confusion.falsePositives(c) + confusion.falseNegatives(c) == 0 {
-                distances = .bothEmpty
-            } else {
-                distances = try SurfaceDistances(prediction: prediction.mask(of: c), reference: reference.mask(of: c),
-                                                 shape: reference.shape, spacing: reference.spacing)
-            }
-            row[.hd] = distances.hausdorff
-            row[.hd95] = distances.hausdorff95(settings.hd95)
-            row[.assd] = distances.averageSymmetricSurfaceDistance
-            row[.nsd] = distances.normalizedSurfaceDistance(toleranceMM: settings.toleranceMM)
-            rows.append(row)
+        let evaluations = (0..<k).map {
+            ClassEvaluation(reference: reference, prediction: prediction, confusion: confusion, classIndex: $0,
+                            settings: settings, voxelVolumeMM3: volume)
         }
         var values = MetricTable()
-        for metric in MetricName.allCases { values[metric] = rows.map { $0[metric] ?? .nan } }
+        for metric in MetricRegistry.metrics {
+            values[metric.name] = try evaluations.map { try metric.value($0) }
+        }
         self.values = values
     }
 }

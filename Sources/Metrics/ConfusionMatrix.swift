@@ -1,4 +1,4 @@
-import Dispatch
+import SliceLabSupport
 
 /// The confusion matrix of one case: `counts[reference * classCount + prediction]` voxels.
 ///
@@ -24,9 +24,9 @@ public struct ConfusionMatrix: Sendable, Equatable {
     /// - Throws: `MetricsError.shapeMismatch`, `.labelOutOfRange` (naming the first offending label and
     ///   whether it is in the reference or the prediction), `.invalidArgument` for a class count out of
     ///   1...`maximumClassCount`.
-    public init(reference: LabelGrid, prediction: LabelGrid, classCount: Int) throws {
+    public init(reference: LabelGrid<UInt16>, prediction: LabelGrid<UInt16>, classCount: Int) throws {
         guard reference.shape == prediction.shape else {
-            throw MetricsError.shapeMismatch(reference: reference.shape, prediction: prediction.shape)
+            throw MetricsError.shapeMismatch(reference: reference.shape.dimensions, prediction: prediction.shape.dimensions)
         }
         try self.init(reference: reference.labels, prediction: prediction.labels, classCount: classCount)
     }
@@ -41,7 +41,7 @@ public struct ConfusionMatrix: Sendable, Equatable {
             throw MetricsError.shapeMismatch(reference: [reference.count], prediction: [prediction.count])
         }
         let count = reference.count
-        let chunkCount = Swift.max(1, Swift.min(workers ?? parallelWorkers(), count / (1 << 18)))
+        let chunkCount = Swift.max(1, Swift.min(workers ?? Parallel.processorCount, count / (1 << 18)))
         let chunk = (count + chunkCount - 1) / Swift.max(chunkCount, 1)
         let k = classCount
         var partial = [[Int64]](repeating: [], count: chunkCount)
@@ -51,7 +51,7 @@ public struct ConfusionMatrix: Sendable, Equatable {
                 partial.withUnsafeMutableBufferPointer { partialResults in
                     outOfRange.withUnsafeMutableBufferPointer { bad in
                         let results = partialResults, badResults = bad
-                        DispatchQueue.concurrentPerform(iterations: chunkCount) { index in
+                        Parallel.forEach(chunkCount) { index in
                             var local = [Int64](repeating: 0, count: k * k)
                             let start = index * chunk, end = Swift.min(count, start + chunk)
                             var maxR: UInt16 = 0, maxP: UInt16 = 0
@@ -107,15 +107,6 @@ public struct ConfusionMatrix: Sendable, Equatable {
     }
 }
 
-/// Worker count for the multi-threaded loops: the active processors.
-func parallelWorkers() -> Int {
-    #if canImport(Glibc) || canImport(Darwin)
-    return Swift.max(1, ProcessorCount.active)
-    #else
-    return 1
-    #endif
-}
-
 extension ConfusionMatrix {
     /// One confusion matrix per item of a batch (slices of a stack, cases of equal size), items in parallel.
     ///
@@ -132,7 +123,7 @@ extension ConfusionMatrix {
                                                         count: items)
         results.withUnsafeMutableBufferPointer { slots in
             let output = slots
-            DispatchQueue.concurrentPerform(iterations: items) { item in
+            Parallel.forEach(items) { item in
                 let range = (item * itemSize)..<((item + 1) * itemSize)
                 output[item] = Result {
                     try ConfusionMatrix(reference: Array(reference[range]), prediction: Array(prediction[range]),

@@ -1,4 +1,4 @@
-import Dispatch
+import SliceLabSupport
 
 /// The exact Euclidean distance transform in linear time, anisotropic, 2-D and 3-D.
 ///
@@ -14,7 +14,7 @@ public enum DistanceTransform {
     ///   - features: row-major booleans over `shape`.
     ///   - shape: `[rows, columns]` or `[slices, rows, columns]`.
     ///   - spacing: mm per axis, same order.
-    /// - Precondition: 2 or 3 axes and matching counts (checked by `LabelGrid` upstream).
+    /// - Precondition: 2 or 3 axes and matching counts (checked by `LabelGrid<UInt16>` upstream).
     public static func squaredDistances(features: [Bool], shape: [Int], spacing: [Double]) -> [Double] {
         precondition((2...3).contains(shape.count) && spacing.count == shape.count
                      && features.count == shape.reduce(1, *), "distance transform: inconsistent shape")
@@ -34,8 +34,8 @@ public enum DistanceTransform {
     /// Squared distances to the nearest feature along each contiguous line (two scans).
     private static func contiguousPass(_ features: UnsafeBufferPointer<Bool>, _ out: UnsafeMutableBufferPointer<Double>,
                                        lines: Int, length: Int, step: Double) {
-        let workers = Swift.min(parallelWorkers(), Swift.max(1, lines * length / 65_536))
-        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+        let workers = Swift.min(Parallel.processorCount, Swift.max(1, lines * length / 65_536))
+        Parallel.forEach(workers) { worker in
             let first = lines * worker / workers, last = lines * (worker + 1) / workers
             for line in first..<last {
                 let base = line * length
@@ -70,9 +70,9 @@ public enum DistanceTransform {
         let columnsPerTask = 16
         let tasksPerBlock = (inner + columnsPerTask - 1) / columnsPerTask
         let tasks = outer * tasksPerBlock
-        let workers = Swift.min(parallelWorkers(), tasks)
+        let workers = Swift.min(Parallel.processorCount, tasks)
         let weight = step * step
-        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+        Parallel.forEach(workers) { worker in
             let line = UnsafeMutablePointer<Double>.allocate(capacity: length)
             let result = UnsafeMutablePointer<Double>.allocate(capacity: length)
             let vertices = UnsafeMutablePointer<Int>.allocate(capacity: length)

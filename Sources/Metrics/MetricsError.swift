@@ -19,7 +19,7 @@ public enum MetricsError: Error, CustomStringConvertible, Equatable {
         switch self {
         case let .shapeMismatch(r, p): return "shape mismatch: reference \(r), prediction \(p)"
         case let .labelOutOfRange(label, count, role):
-            return "\(role) holds label \(label), not below the class count \(count); pass a larger --num-classes"
+            return "\(role) holds label \(label), not below the class count \(count)"
         case let .unsupportedShape(shape): return "unsupported label-map shape \(shape): need 2-D or 3-D, no empty axis"
         case let .invalidSpacing(spacing): return "invalid spacing \(spacing): need one positive value per axis (mm)"
         case let .unpairedRuns(reason): return "runs cannot be compared: \(reason)"

@@ -1,3 +1,5 @@
+import SliceLabSupport
+
 /// Descriptive statistics over cases, as numpy computes them.
 public enum Statistics {
     /// The `q`-th percentile (0...100) with numpy's default linear interpolation, including numpy's `_lerp`

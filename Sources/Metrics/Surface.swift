@@ -1,4 +1,4 @@
-import Dispatch
+import SliceLabSupport
 
 /// Surface voxels of a binary mask: the mask XOR its erosion by the cross (connectivity 1), with voxels outside
 /// the image counting as background, as `scipy.ndimage.binary_erosion` (MONAI `get_mask_edges`, medpy
@@ -29,7 +29,7 @@ public enum Surface {
                     }
                 }
                 if slices >= 4 && mask.count >= 1 << 20 {
-                    DispatchQueue.concurrentPerform(iterations: slices) { scan(slice: $0) }
+                    Parallel.forEach(slices) { scan(slice: $0) }
                 } else {
                     for z in 0..<slices { scan(slice: z) }
                 }

@@ -1,20 +1,11 @@
 import Classical
 import Foundation
 import ImageFiles
-
-/// How `slicelab cluster` builds its classes.
-public enum ClusterMethod: String, CaseIterable, Sendable {
-    case otsu, multiotsu, histogram, kmeans, fcm, gmm
-}
+import SliceLabSupport
 
 /// The color space pixels are clustered in (`Classical.ColorSpace`), named here so the executable needs only
 /// `SliceLab`.
 public typealias ClusterSpace = ColorSpace
-
-/// Smoothing applied to the class map after labelling.
-public enum ClusterRegularizer: String, CaseIterable, Sendable {
-    case none, majority, mrf
-}
 
 /// Classical-baseline options that cannot go together, in the library's words; the command line names its
 /// flags when it reports one (`ClusterCommand`).
@@ -183,13 +174,11 @@ public enum ClusterWorkflow {
     // MARK: - Clustering
 
     static func clusterValidated(_ image: ScanImage, options: ClusterOptions) throws -> ClusterOutcome {
-        guard options.classes >= 2 || options.method == .kmeans || options.method == .gmm
-            || options.method == .fcm else {
-            throw ClusterOptionError.tooFewClasses(method: options.method)
+        guard let method = ClassicalMethods.named(options.method),
+              let regularizer = PostProcessingSteps.named(options.regularize) else {
+            preconditionFailure("\(options.method) and \(options.regularize) are parsed from the registries")
         }
-        if options.method == .otsu, options.classes != 2 {
-            throw ClusterOptionError.otsuMakesTwoClasses(classes: options.classes)
-        }
+        try method.check(classes: options.classes)
         var timings: [(stage: String, seconds: Double)] = []
         var clock = Date()
         // Volumes take seconds per stage: show progress on stderr (single slices finish at once).
@@ -202,51 +191,13 @@ public enum ClusterWorkflow {
         let features = try features(image, space: options.space)
         lap("features")
         let k = options.classes
-        var labels: [Int32]
-        var centers: FeatureMatrix?
-        var thresholds: [Double]?
-        var inertia: Double?
-        var iterations = 1
-        switch options.method {
-        case .otsu:
-            let values = try oneChannel(features, space: options.space, method: .otsu)
-            let threshold = try Thresholding.otsu(values)
-            thresholds = [threshold]
-            labels = values.doubles.map { $0 > threshold ? 1 : 0 }
-        case .multiotsu:
-            let values = try oneChannel(features, space: options.space, method: .multiotsu)
-            let found = try Thresholding.multiOtsu(values, classes: k)
-            thresholds = found
-            labels = Thresholding.digitize(values.doubles, thresholds: found)
-        case .histogram:
-            if features.points.dimension == 1 {
-                let values = try oneChannel(features, space: options.space, method: .histogram)
-                let found = try HistogramModes.valleyThresholds(values.doubles, classes: k)
-                thresholds = found
-                labels = Thresholding.digitize(values.doubles, thresholds: found)
-            } else {
-                let peaks = try HistogramModes.colorPeaks(features.points, classes: k)
-                centers = peaks
-                labels = try DecisionRules.nearestCenter(features.points, centers: peaks)
-            }
-        case .kmeans:
-            let result = try KMeans(clusterCount: k, initCount: options.initCount, seed: options.seed)
-                .fit(features.points)
-            (labels, centers, inertia, iterations) = (result.labels, result.centers, result.inertia, result.iterations)
-        case .fcm:
-            let result = try FuzzyCMeans(clusterCount: k, seed: options.seed).fit(features.points)
-            labels = try DecisionRules.maximumMembership(result.memberships, classCount: k)
-            (centers, iterations) = (result.centers, result.iterations)
-        case .gmm:
-            let (model, found) = try GaussianMixture(componentCount: k, initCount: options.initCount,
-                                                     seed: options.seed).fit(features.points)
-            (labels, centers, iterations) = (found, model.means, model.iterations)
-        }
+        var clustering = try method.cluster(features, options: options)
         lap("cluster")
         // Classes ordered by increasing mean intensity (gray) or L* (color).
-        let order = try ClassMapping.intensityOrder(clusters: labels, intensity: features.lightness, clusterCount: k)
-        labels = try order.apply(labels)
-        if let unordered = centers {
+        let order = try ClassMapping.intensityOrder(clusters: clustering.labels, intensity: features.lightness,
+                                                    clusterCount: k)
+        let labels = try order.apply(clustering.labels)
+        if let unordered = clustering.centers {
             var values = unordered.values
             for cluster in 0..<unordered.count {
                 let rank = Int(order.classOf[cluster])
@@ -254,22 +205,16 @@ public enum ClusterWorkflow {
                     values[rank * unordered.dimension + channel] = unordered.values[cluster * unordered.dimension + channel]
                 }
             }
-            centers = FeatureMatrix(count: unordered.count, dimension: unordered.dimension, values: values)
+            clustering.centers = FeatureMatrix(count: unordered.count, dimension: unordered.dimension, values: values)
         }
-        var classMap = LabelGrid(shape: features.shape, labels: labels)
-        switch options.regularize {
-        case .none: break
-        case .majority:
-            classMap = try Regularization.majority(classMap)
-        case .mrf:
-            classMap = try Regularization.pottsICM(classMap, classCount: k, beta: options.beta,
-                                                   connectivity: 1, cost: gaussianCost(features.points, classMap, k))
-                .map
-        }
+        let ordered = LabelGrid<Int32>(shape: features.shape, labels: labels)
+        let context = PostProcessingContext(classCount: k, beta: options.beta,
+                                            unaryCost: { gaussianCost(features.points, ordered, k) })
+        var classMap = try regularizer.apply(ordered, context: context)
         lap("regularize")
         // --connectivity 2 is the full neighbourhood: 8 in 2-D, 26 in 3-D (skimage's connectivity = ndim).
         let connectivity = options.connectivity == 1 ? 1 : (features.shape.isVolume ? 3 : 2)
-        let regions: LabelGrid
+        let regions: LabelGrid<Int32>
         if options.minRegion > 1 {
             (classMap, regions) = try RegionMerging.mergeSmallRegions(classMap, minimumSize: options.minRegion,
                                                                       connectivity: connectivity)
@@ -278,13 +223,14 @@ public enum ClusterWorkflow {
         }
         lap("regions")
         return ClusterOutcome(shape: features.shape, labels: classMap.labels, regions: regions.labels,
-                              regionCount: regions.labelBound - 1, centers: centers, thresholds: thresholds,
-                              inertia: inertia, iterations: iterations, timings: timings)
+                              regionCount: regions.labelBound - 1, centers: clustering.centers,
+                              thresholds: clustering.thresholds, inertia: clustering.inertia,
+                              iterations: clustering.iterations, timings: timings)
     }
 
     /// The Potts data term ‖x − μ_k‖² / 2σ², with μ_k the class means of the current map and σ² the pooled
     /// within-class variance per feature (1 when the classes are pure).
-    static func gaussianCost(_ points: FeatureMatrix, _ map: LabelGrid, _ k: Int) -> (Int, Int) -> Double {
+    static func gaussianCost(_ points: FeatureMatrix, _ map: LabelGrid<Int32>, _ k: Int) -> (Int, Int) -> Double {
         let dimension = points.dimension
         var sums = [Double](repeating: 0, count: k * dimension), counts = [Int](repeating: 0, count: k)
         for (index, label) in map.labels.enumerated() {

@@ -1,9 +1,9 @@
 import Classical
 import DeepLab
-import Dispatch
 import Foundation
 import ImageFiles
 import Metrics
+import SliceLabSupport
 
 /// `slicelab compare`: DeepLabV3 and classical configurations on the same cases of a labeled set, each
 /// evaluated into one results file (a run each, plus the paired comparisons of DeepLabV3 against each), a
@@ -173,7 +173,7 @@ public enum Compare {
     static func evaluate(_ predictions: [LabelMap], references: [LabelMap],
                          settings: EvaluationSettings) throws -> [CaseMetrics] {
         let results = ConcurrentResults<CaseMetrics>(count: predictions.count)
-        DispatchQueue.concurrentPerform(iterations: predictions.count) { index in
+        Parallel.forEach(predictions.count) { index in
             results.set(index) {
                 try CaseMetrics(reference: Evaluate.grid(references[index], references[index].spacing),
                                 prediction: Evaluate.grid(predictions[index], references[index].spacing),
@@ -202,7 +202,7 @@ public enum Compare {
             break
         }
         let results = ConcurrentResults<LabelMap>(count: images.count)
-        DispatchQueue.concurrentPerform(iterations: images.count) { index in
+        Parallel.forEach(images.count) { index in
             results.set(index) {
                 let clusters = try ClusterWorkflow.cluster(images[index], options: clusterOptions).labels
                 let classes: [Int32]
@@ -232,7 +232,7 @@ public enum Compare {
         let stride = max(1, training.count / max(1, count))
         let chosen = Swift.stride(from: 0, to: training.count, by: stride).prefix(count).map { training[$0] }
         let results = ConcurrentResults<([Int32], [Int32])>(count: chosen.count)
-        DispatchQueue.concurrentPerform(iterations: chosen.count) { index in
+        Parallel.forEach(chosen.count) { index in
             results.set(index) {
                 let sample = try set.load(chosen[index])
                 let clusters = try ClusterWorkflow.cluster(scanImage(sample), options: clusterOptions).labels

@@ -1,6 +1,7 @@
 import DICOM
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 /// `slicelab convert`: DICOM → HDF5 (values in physical units, with geometry) or PNG (the display image).
 public enum ConvertWorkflow {

@@ -1,6 +1,7 @@
 import Foundation
 import ImageFiles
 import Metrics
+import SliceLabSupport
 
 /// `slicelab evaluate`: metrics of predicted label maps against references, written as one run of a results
 /// file.
@@ -79,6 +80,9 @@ public enum Evaluate {
                 let metrics = try CaseMetrics(reference: grid(r, spacing), prediction: grid(p, spacing),
                                               settings: settings, voxelVolumeMM3: spacing.reduce(1, *))
                 cases.append((pair.id, spacing, metrics))
+            } catch let MetricsError.labelOutOfRange(label, classCount, role) {
+                throw EvaluateError.invalidOption("case '\(pair.id)': \(role) holds label \(label), not below the "
+                    + "class count \(classCount); pass a larger --num-classes")
             } catch let error as MetricsError {
                 throw MetricsError.inCase(pair.id, error)
             }
@@ -129,7 +133,7 @@ public enum Evaluate {
     }
 
     /// A 2-D grid for one frame (slice thickness only in the voxel volume), 3-D otherwise.
-    static func grid(_ map: LabelMap, _ spacing: [Double]) throws -> LabelGrid {
+    static func grid(_ map: LabelMap, _ spacing: [Double]) throws -> LabelGrid<UInt16> {
         let labels = map.labels.map { UInt16(clamping: $0) }
         if map.frames == 1 {
             return try LabelGrid(shape: [map.rows, map.columns], spacing: Array(spacing[1...]), labels: labels)

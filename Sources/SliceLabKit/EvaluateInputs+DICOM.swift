@@ -1,5 +1,6 @@
 import DICOM
 import ImageFiles
+import SliceLabSupport
 
 extension EvaluateInputs {
     /// Reads a DICOM SEG as a label map with its spacing (segment number = label), one slice per source frame

@@ -1,5 +1,6 @@
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 /// Label files for `evaluate`: PNG (8/16-bit gray), HDF5 `/labels`, DICOM SEG; single files or folders
 /// paired by file stem.

@@ -1,6 +1,7 @@
 import DICOM
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 /// An input image read one frame at a time, so a long series never has to be in memory at once: a DICOM
 /// series folder decodes one slice per frame, a multi-frame DICOM file one frame, an HDF5 `/image` one box of

@@ -1,6 +1,7 @@
 import DICOM
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 extension ImageLoader {
     /// Loads a DICOM file (all frames, in file order) or a series folder (the first series as one volume sorted

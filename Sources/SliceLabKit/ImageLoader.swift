@@ -1,5 +1,6 @@
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 /// Loads the inputs of `segment`, `cluster` and the labeled sets: PNG, HDF5 with `/image`, and DICOM (a file
 /// or a series folder).

@@ -1,6 +1,7 @@
 import DeepLab
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 // Reading one case's files, in the formats of `ImageFormats`, as every command reads them.
 

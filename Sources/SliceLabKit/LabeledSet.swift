@@ -1,6 +1,7 @@
 import DeepLab
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 /// The description of a labeled set, `dataset.json` (Datasets/README.md): `name`, `classes`, `modality`,
 /// `splits`, and optionally `spacing` and `preprocessing`. Other keys are provenance and are ignored.

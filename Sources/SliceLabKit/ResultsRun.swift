@@ -1,5 +1,6 @@
 import Foundation
 import Metrics
+import SliceLabSupport
 
 /// One evaluated run: every metric of every case and class, ready for `ResultsFile`.
 ///
@@ -103,7 +104,7 @@ public struct ResultsRun: Sendable {
     }
 }
 
-/// A per-metric, per-class seed derived from a run's recorded seed and the metric's name (SplitMix64 mixing of
+/// A per-metric, per-class seed derived from a run's recorded seed and the metric's name (the first draw seeded by
 /// the triple): adding a metric moves no other metric's intervals.
 func subSeed(_ seed: UInt64, _ metric: MetricName, _ classIndex: Int) -> UInt64 {
     var generator = SeededGenerator(seed: seed &+ metric.stableHash &* 1_000_003 &+ UInt64(classIndex) &* 7_919)

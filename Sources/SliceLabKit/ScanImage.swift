@@ -1,5 +1,3 @@
-import Foundation
-
 /// An image or a stack of slices as SliceLab's workflows consume it: Float32 values in physical units where
 /// the source has them (modality values for DICOM), channels last.
 ///

@@ -1,7 +1,8 @@
-import DeepLab
 import DICOM
+import DeepLab
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 /// `slicelab segment`: a DeepLabV3 checkpoint applied to an image or series, and the torchvision parity entry
 /// point (raw tensors in, logits out).

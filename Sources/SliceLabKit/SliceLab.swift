@@ -1,6 +1,6 @@
-import DeepLab
 import DICOM
-import ImageFiles
+import DeepLab
+import SliceLabSupport
 
 /// SliceLab's version, written into every results file and checkpoint it produces.
 public let sliceLabVersion = "0.1.0"
@@ -18,4 +18,4 @@ public typealias OptimizerConfiguration = DeepLab.OptimizerConfiguration
 public typealias LossConfiguration = DeepLab.LossConfiguration
 
 /// Bounds on what the readers of outside files allocate (`--max-memory`), re-exported for the executable.
-public typealias ReadLimits = ImageFiles.ReadLimits
+public typealias ReadLimits = SliceLabSupport.ReadLimits

@@ -1,6 +1,7 @@
 import DeepLab
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 /// The options of `slicelab train`, with the CLI's names and defaults.
 public struct TrainOptions: Sendable {

@@ -1,4 +1,5 @@
 import SliceLabKit
+import SliceLabSupport
 
 /// A `slicelab` subcommand: its declaration and the call into the `SliceLab` library that does the work.
 protocol Command {
@@ -22,6 +23,10 @@ let maxMemoryOption = OptionSpec(
 
 /// The read limits `--max-memory` asks for; a malformed size is a usage error.
 func readLimits(_ arguments: ParsedArguments, command: String) throws -> ReadLimits {
-    guard let text = arguments.string("max-memory") else { return .standard }
-    do { return try ReadLimits(parsing: text) } catch { throw UsageError("slicelab \(command): \(error)") }
+    let text = arguments.string("max-memory") ?? "4G"
+    guard var limits = ReadLimits(parsing: text) else {
+        throw UsageError("slicelab \(command): --max-memory \(text): expected a size such as 4G, 512M or 1000000 (bytes)")
+    }
+    limits.remedy = "raise it with --max-memory"
+    return limits
 }

@@ -1,5 +1,6 @@
 @testable import Classical
 import Foundation
+import SliceLabSupport
 import Testing
 
 @Suite struct HistogramModesTests {
@@ -7,7 +8,7 @@ import Testing
     static func trimodal() -> [Double] {
         var generator = SeededGenerator(seed: 3)
         return (0..<3000).map { index in
-            let (u, v) = (max(generator.nextUnit(), 1e-12), generator.nextUnit())
+            let (u, v) = (max(generator.uniform(), 1e-12), generator.uniform())
             let normal = (-2 * log(u)).squareRoot() * cos(2 * Double.pi * v)
             return Double(index % 3) * 10 + normal
         }

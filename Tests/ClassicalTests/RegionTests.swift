@@ -1,15 +1,16 @@
 @testable import Classical
+import SliceLabSupport
 import Testing
 
 @Suite struct RegionTests {
     static let golden = Goldens.section("components")
 
-    static func map(_ key: String, shapeKey: String) -> LabelGrid {
+    static func map(_ key: String, shapeKey: String) -> LabelGrid<Int32> {
         let values = Goldens.ints(golden, key).map(Int32.init)
         let dims = Goldens.ints(golden, shapeKey)
         let shape = dims.count == 3 ? GridShape(slices: dims[0], rows: dims[1], columns: dims[2])
             : GridShape(rows: dims.first ?? 0, columns: dims.last ?? 0)
-        return LabelGrid(shape: shape, labels: values)
+        return LabelGrid<Int32>(shape: shape, labels: values)
     }
 
     /// skimage.measure.label(map, background=-1, connectivity=c): every pixel labelled, 2-D 4/8-connectivity.
@@ -41,8 +42,8 @@ import Testing
         for (shape, classes) in [(GridShape(rows: 61, columns: 47), 2), (GridShape(rows: 40, columns: 40), 4),
                                  (GridShape(slices: 17, rows: 19, columns: 23), 2),
                                  (GridShape(slices: 12, rows: 9, columns: 30), 3)] {
-            let labels = (0..<shape.count).map { _ in Int32(generator.nextUnit() * Double(classes)) }
-            let map = LabelGrid(shape: shape, labels: labels)
+            let labels = (0..<shape.count).map { _ in Int32(generator.uniform() * Double(classes)) }
+            let map = LabelGrid<Int32>(shape: shape, labels: labels)
             let fast = try ConnectedComponents.label(map, connectivity: 1)
             let general = try ConnectedComponents.label(map, connectivity: 1, background: Int32.min)
             #expect(fast.regions == general.regions && fast.count == general.count, "\(shape)")
@@ -50,14 +51,14 @@ import Testing
     }
 
     @Test func componentsHonourABackgroundValueAndRefuseABadConnectivity() throws {
-        let map = LabelGrid(shape: GridShape(rows: 2, columns: 3), labels: [1, 0, 1, 1, 0, 0])
+        let map = LabelGrid<Int32>(shape: GridShape(rows: 2, columns: 3), labels: [1, 0, 1, 1, 0, 0])
         let (regions, count) = try ConnectedComponents.label(map, connectivity: 1, background: 0)
         #expect(regions.labels == [1, 0, 2, 1, 0, 0] && count == 2)
         #expect(throws: ClassicalError.self) { try ConnectedComponents.label(map, connectivity: 3) }
     }
 
     @Test func regionStatisticsGiveAreaMeanAndBoundingBox() throws {
-        let regions = LabelGrid(shape: GridShape(rows: 2, columns: 3), labels: [1, 1, 2, 1, 2, 2])
+        let regions = LabelGrid<Int32>(shape: GridShape(rows: 2, columns: 3), labels: [1, 1, 2, 1, 2, 2])
         let features = FeatureMatrix(count: 6, dimension: 1, values: [1, 2, 10, 3, 20, 30])
         let statistics = try RegionStatistics.measure(regions, features: features)
         #expect(statistics.map(\.area) == [3, 3])
@@ -71,7 +72,7 @@ import Testing
         let labels: [Int32] = [0, 0, 0, 1,
                                0, 2, 0, 1,
                                0, 0, 1, 1]
-        let map = LabelGrid(shape: GridShape(rows: 3, columns: 4), labels: labels)
+        let map = LabelGrid<Int32>(shape: GridShape(rows: 3, columns: 4), labels: labels)
         let (classes, regions) = try RegionMerging.mergeSmallRegions(map, minimumSize: 2, connectivity: 1)
         #expect(classes.labels[5] == 0)
         #expect(regions.labelBound - 1 == 2)
@@ -79,7 +80,7 @@ import Testing
         let areas = try RegionStatistics.measure(regions).map(\.area)
         #expect(areas.allSatisfy { $0 >= 2 })
         // A map that is one region has nothing to merge into.
-        let single = LabelGrid(shape: GridShape(rows: 1, columns: 2), labels: [3, 3])
+        let single = LabelGrid<Int32>(shape: GridShape(rows: 1, columns: 2), labels: [3, 3])
         #expect(try RegionMerging.mergeSmallRegions(single, minimumSize: 10).classes == single)
     }
 }
@@ -87,7 +88,7 @@ import Testing
 @Suite struct RegularizationTests {
     /// A 5×5 map: class 1 fills the middle 3×3 except a one-pixel hole of class 0 at its centre, and a
     /// one-pixel speck of class 2 in a corner.
-    static let noisy = LabelGrid(shape: GridShape(rows: 5, columns: 5), labels: [
+    static let noisy = LabelGrid<Int32>(shape: GridShape(rows: 5, columns: 5), labels: [
         2, 0, 0, 0, 0,
         0, 1, 1, 1, 0,
         0, 1, 0, 1, 0,
@@ -103,12 +104,12 @@ import Testing
 
     /// A 9×9 map: a 5×5 block of class 1 with a one-pixel hole at its centre, in class 0, with a one-pixel
     /// speck of class 2 in the corner.
-    static let blocky: LabelGrid = {
+    static let blocky: LabelGrid<Int32> = {
         var labels = [Int32](repeating: 0, count: 81)
         for row in 2...6 { for column in 2...6 { labels[row * 9 + column] = 1 } }
         labels[4 * 9 + 4] = 0
         labels[0] = 2
-        return LabelGrid(shape: GridShape(rows: 9, columns: 9), labels: labels)
+        return LabelGrid<Int32>(shape: GridShape(rows: 9, columns: 9), labels: labels)
     }()
 
     @Test func openingRemovesSpecksAndClosingFillsHoles() throws {
@@ -135,7 +136,7 @@ import Testing
     @Test func regularisersWorkOnVolumes() throws {
         var labels = [Int32](repeating: 0, count: 27)
         labels[13] = 1  // the centre voxel
-        let volume = LabelGrid(shape: GridShape(slices: 3, rows: 3, columns: 3), labels: labels)
+        let volume = LabelGrid<Int32>(shape: GridShape(slices: 3, rows: 3, columns: 3), labels: labels)
         #expect(try Regularization.majority(volume).labels.allSatisfy { $0 == 0 })
         #expect(try Regularization.pottsICM(volume, classCount: 2, beta: 1, connectivity: 1).map.labels[13] == 0)
     }

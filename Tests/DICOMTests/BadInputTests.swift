@@ -1,7 +1,7 @@
 import DICOM
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Bad input gives a typed error naming the file and the cause, never a crash or an unbounded allocation.
 struct BadInputTests {

@@ -1,8 +1,8 @@
 import DICOM
 import Foundation
 import ImageFiles
-import Testing
 import TestSupport
+import Testing
 
 /// `slicelab info` and `slicelab convert` end to end: the built binary, its files (read back with h5py and
 /// ImageFiles's PNG reader), exit codes and error lines.

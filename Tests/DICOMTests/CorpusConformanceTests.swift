@@ -1,7 +1,7 @@
 import DICOM
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// SliceLab against pydicom 3 on every file of the corpus (pydicom's test files and pydicom-data), using the
 /// goldens of Datasets/goldens/dicom_goldens.py (Tests/DICOMTests/Fixtures/dicom_goldens.json).

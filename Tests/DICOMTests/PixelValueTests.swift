@@ -1,7 +1,7 @@
 import DICOM
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Modality values, bit handling and the VOI display pipeline on files made by the test.
 struct PixelValueTests {

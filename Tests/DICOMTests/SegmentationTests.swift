@@ -1,7 +1,7 @@
 import DICOM
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// DICOM SEG reading on pydicom-data's liver.dcm (binary, 3 frames of 512 × 512, segment 1 "Liver").
 struct SegmentationTests {

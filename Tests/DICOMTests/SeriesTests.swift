@@ -1,7 +1,7 @@
 import DICOM
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Folder loading: grouping by SeriesInstanceUID, sorting on the slice normal, spacing, warnings, skipped files.
 struct SeriesTests {

@@ -1,7 +1,7 @@
 @testable import DICOM
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The three lossy 4:2:0 YBR JPEG files whose RGB differs from pydicom's by 2 (goldens of
 /// Datasets/goldens/dicom_ybr_goldens.py: pydicom 3 with pylibjpeg-libjpeg, colour conversion off and on).

@@ -1,8 +1,8 @@
 @testable import DeepLab
 import Foundation
 import ImageFiles
-import Testing
 import TestSupport
+import Testing
 
 /// Backward passes against central finite differences (float32; relative error ≤ 1e-2, issue #5), checked as
 /// directional derivatives along a random direction per tensor, which keeps float32 rounding far below the signal.

@@ -1,7 +1,7 @@
 import DeepLab
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `DeepLabConfiguration.inputScale`: the model resamples its input by an integer factor before the backbone
 /// and returns logits at the input's size.

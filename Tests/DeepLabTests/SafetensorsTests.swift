@@ -1,7 +1,7 @@
 import DeepLab
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The safetensors reader against a file written by the safetensors library (Datasets/goldens/deeplab_goldens.py)
 /// and against broken files.

@@ -1,8 +1,8 @@
 import DeepLab
 import Foundation
 import ImageFiles
-import Testing
 import TestSupport
+import Testing
 
 /// `slicelab segment INPUT --model MODEL.h5 --out …` end to end, and sliding-window blending.
 @Suite(.serialized) struct SegmentCommandTests {

@@ -1,8 +1,8 @@
 import DeepLab
 import Foundation
 import ImageFiles
-import Testing
 import TestSupport
+import Testing
 
 /// torchvision state_dict import (safetensors), the parity CLI contract, and native HDF5 checkpoints.
 @Suite(.serialized) struct WeightImportTests {

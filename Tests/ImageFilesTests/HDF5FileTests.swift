@@ -1,7 +1,7 @@
 import Foundation
 @testable import ImageFiles
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct HDF5FileTests {
     @Test func whatSwiftWritesH5pyReads() throws {

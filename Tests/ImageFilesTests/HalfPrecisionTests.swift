@@ -1,7 +1,7 @@
 import Foundation
 import ImageFiles
-import Testing
 import TestSupport
+import Testing
 
 /// Half-precision datasets (the bundled models' parameters) are widened to Float32 exactly as NumPy does,
 /// whether they are read through the raw-bits path (little endian) or HDF5's own conversion (big endian).

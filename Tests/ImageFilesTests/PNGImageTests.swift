@@ -1,7 +1,8 @@
 import Foundation
 import ImageFiles
-import Testing
+import SliceLabSupport
 import TestSupport
+import Testing
 
 @Suite struct PNGImageTests {
     @Test(arguments: [1, 2, 3, 4])

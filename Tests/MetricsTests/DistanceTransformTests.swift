@@ -1,4 +1,5 @@
 @testable import Metrics
+import SliceLabSupport
 import Testing
 
 /// The linear-time transform equals brute force on random anisotropic grids.

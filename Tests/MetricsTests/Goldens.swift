@@ -1,5 +1,6 @@
 import Foundation
 import Metrics
+import SliceLabSupport
 import TestSupport
 
 /// The committed goldens of `Datasets/goldens/metrics_goldens.py` (MONAI, medpy, scipy, numpy values).
@@ -15,7 +16,7 @@ struct Goldens: Decodable {
         let monai: [String: [String]]
         let medpy: [String: [String?]]
 
-        func grid(_ digits: String) throws -> LabelGrid {
+        func grid(_ digits: String) throws -> LabelGrid<UInt16> {
             try LabelGrid(shape: shape, spacing: spacing, labels: digits.utf8.map { UInt16($0 - 48) })
         }
     }

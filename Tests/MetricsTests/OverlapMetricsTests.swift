@@ -1,4 +1,5 @@
 import Metrics
+import SliceLabSupport
 import Testing
 
 /// The confusion matrix, the overlap formulas, volumes from spacing and the pinned empty-mask rules.

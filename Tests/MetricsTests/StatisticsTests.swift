@@ -1,4 +1,5 @@
 import Metrics
+import SliceLabSupport
 import Testing
 
 /// Descriptive statistics against numpy, the Wilcoxon test against scipy.stats.wilcoxon (committed goldens).

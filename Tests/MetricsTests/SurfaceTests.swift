@@ -1,4 +1,5 @@
 import Metrics
+import SliceLabSupport
 import Testing
 
 /// Surfaces are the mask minus its erosion by the cross, image border as background, in 2-D and 3-D.

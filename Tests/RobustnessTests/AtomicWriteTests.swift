@@ -1,7 +1,8 @@
 import Foundation
 import ImageFiles
-import Testing
+import SliceLabSupport
 import TestSupport
+import Testing
 
 /// The atomic writers' own guarantees: a folder is replaced as a whole, a failed write keeps the previous
 /// version, and the temporaries of dead writers are cleared while a live writer's are kept.

@@ -1,7 +1,7 @@
 import Foundation
 import ImageFiles
-import Testing
 import TestSupport
+import Testing
 
 /// Headers that claim absurd sizes are refused before anything is allocated, with the limit named, and the
 /// limit moves with `--max-memory`.

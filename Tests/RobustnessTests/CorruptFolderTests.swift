@@ -1,8 +1,8 @@
 import DeepLab
 import Foundation
 import ImageFiles
-import Testing
 import TestSupport
+import Testing
 
 /// A folder of 1,000 small DICOM slices of which 5 % are corrupt (truncated, garbage, lying lengths): every
 /// batch command completes, lists each corrupt file with its reason, and counts them in its summary.

@@ -1,7 +1,6 @@
 import DeepLab
 import Foundation
 import ImageFiles
-import TestSupport
 
 /// Inputs the robustness tests generate: DICOM files written byte by byte (valid CT slices and broken ones),
 /// a small labeled set of PNGs, and an untrained, seeded model.

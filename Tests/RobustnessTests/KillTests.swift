@@ -2,8 +2,8 @@ import DeepLab
 import Foundation
 import ImageFiles
 import SliceLabKit
-import Testing
 import TestSupport
+import Testing
 
 /// SIGKILL at seeded random moments of `evaluate`, `compare` and `train`: every output is afterwards absent,
 /// the previous complete version, or the new complete one; no leftover temporary trips a later run; and

@@ -1,7 +1,7 @@
 import Foundation
 import ImageFiles
-import Testing
 import TestSupport
+import Testing
 
 /// Small files that crashed, hung or cost gigabytes in the readers (issue #23, from `../shared/regressions/`,
 /// kept in Regressions/): each gives one line naming the file and the cause, exit 1 and no output through every

@@ -1,7 +1,7 @@
 import Foundation
 import ImageFiles
-import Testing
 import TestSupport
+import Testing
 
 /// Writes that fail part-way (a full disk, a file-size limit, a read-only folder) end with one error line naming
 /// the file, leave the previous output byte for byte, and leave no temporary behind.

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// End-to-end tests of the built `slicelab`: exit codes, help and error lines.
 @Suite struct CLITests {

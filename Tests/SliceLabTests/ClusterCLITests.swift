@@ -1,8 +1,9 @@
 import Classical
 import Foundation
 import ImageFiles
-import Testing
+import SliceLabSupport
 import TestSupport
+import Testing
 
 /// End-to-end tests of `slicelab cluster`: the HDF5/PNG contract of issue #6, exit codes and error lines.
 @Suite struct ClusterCLITests {
@@ -12,7 +13,7 @@ import TestSupport
         return (0..<(48 * 64)).map { index in
             let (row, column) = (index / 64, index % 64)
             let base = column < 20 ? 40 : (row < 24 ? 120 : 200)
-            return UInt8(base + Int(generator.nextUnit() * 17) - 8)
+            return UInt8(base + Int(generator.uniform() * 17) - 8)
         }
     }
 
@@ -23,7 +24,7 @@ import TestSupport
         var samples: [UInt8] = []
         for index in 0..<(40 * 40) {
             for base in tints[min(index % 40 / 14, 2)] {
-                let noise = Int(generator.nextUnit() * 13) - 6
+                let noise = Int(generator.uniform() * 13) - 6
                 samples.append(UInt8(max(0, min(255, base + noise))))
             }
         }

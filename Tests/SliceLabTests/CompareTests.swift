@@ -2,8 +2,8 @@ import DeepLab
 import Foundation
 import ImageFiles
 import SliceLabKit
-import Testing
 import TestSupport
+import Testing
 
 /// `slicelab compare` end to end on a generated set: bright discs and squares on a noisy background.
 @Suite struct CompareTests {

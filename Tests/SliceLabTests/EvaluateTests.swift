@@ -2,8 +2,9 @@ import Foundation
 import ImageFiles
 import Metrics
 import SliceLabKit
-import Testing
+import SliceLabSupport
 import TestSupport
+import Testing
 
 /// `slicelab evaluate` end to end, and the results-file layout read back with h5py.
 @Suite struct EvaluateTests {

@@ -1,8 +1,8 @@
 import Foundation
 import ImageFiles
 @testable import SliceLabKit
-import Testing
 import TestSupport
+import Testing
 
 /// One image-format registry, by content (issue #17 §1): a file's name does not decide how it is read, an
 /// unrecognised file gets one line listing the formats, and labeled sets and `evaluate` find the same files.

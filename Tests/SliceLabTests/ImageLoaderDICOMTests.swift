@@ -1,7 +1,7 @@
 import Foundation
 import SliceLabKit
-import Testing
 import TestSupport
+import Testing
 
 /// The DICOM branch of `ImageLoader` on pydicom's CT_small.dcm from the conformance corpus (`make corpus`).
 struct ImageLoaderDICOMTests {

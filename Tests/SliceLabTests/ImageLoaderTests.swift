@@ -1,8 +1,8 @@
 import Foundation
 import ImageFiles
 import SliceLabKit
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct ImageLoaderTests {
     @Test func pngGrayAndRGBALoadAsOneAndThreeChannels() throws {

@@ -2,8 +2,8 @@ import DICOM
 import Foundation
 import ImageFiles
 import SliceLabKit
-import Testing
 import TestSupport
+import Testing
 
 /// A labeled set whose labels are DICOM SEG files loads like one with PNG label maps.
 @Suite struct LabeledSetSegmentationTests {

@@ -2,8 +2,8 @@ import Foundation
 import ImageFiles
 import Metrics
 import SliceLabKit
-import Testing
 import TestSupport
+import Testing
 
 /// Results files written before metrics became a table (issue #17 §5): `Fixtures/results-before-metric-table.h5`
 /// was written by `slicelab evaluate` at e9a3897 (two runs, 6 cases, 3 classes). They still load, a file lacking

@@ -1,10 +1,10 @@
-import DeepLab
 import DICOM
+import DeepLab
 import Foundation
 import ImageFiles
 import SliceLabKit
-import Testing
 import TestSupport
+import Testing
 
 /// `slicelab segment SERIES --out OUT.dcm` and `slicelab convert LABELS --reference SERIES OUT.dcm`: the label map
 /// as a binary DICOM SEG over the source series, read back by SliceLab and by pydicom 3.

@@ -1,4 +1,5 @@
 import ImageFiles
+import SliceLabSupport
 
 /// DICOM: a file (Part 10 with its preamble, or a bare data set) or a folder of series. Images are modality
 /// values (colour as RGB); label maps are DICOM SEG.

@@ -1,4 +1,5 @@
 import ImageFiles
+import SliceLabSupport
 
 /// HDF5: an image in `/image`, a label map in `/labels` (the layouts `slicelab convert` and `segment` write).
 struct HDF5Format: ImageFormat {

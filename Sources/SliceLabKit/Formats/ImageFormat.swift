@@ -1,5 +1,6 @@
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 /// A format SliceLab reads images and label maps from: how a file of it is recognised by its first bytes, and
 /// how it is read. Every command and the labeled-set reader find a file's format through `ImageFormats`; a new

@@ -1,4 +1,5 @@
 import ImageFiles
+import SliceLabSupport
 
 /// PNG: one image, gray or colour (8 or 16 bits); a label map is one gray channel.
 struct PNGFormat: ImageFormat {

@@ -1,5 +1,6 @@
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 /// A static, self-contained HTML report of a comparison: the summary table, per-class box plots (inline SVG),
 /// and per case the image with the reference and each method's overlay, sorted from worst to best Dice of the

@@ -8,7 +8,7 @@ import Foundation
 /// - Parameters:
 ///   - path: the destination.
 ///   - body: writes the complete content to the temporary path it is given.
-/// - Throws: `ImageFileError.unwritable` naming `path`, or whatever `body` throws; the temporary file is removed.
+/// - Throws: `FileWriteError.unwritable` naming `path`, or whatever `body` throws; the temporary file is removed.
 ///   Rests on `rename(2)`.
 public func writeAtomically(to path: String, _ body: (_ temporaryPath: String) throws -> Void) throws {
     let (directory, name) = try destinationFolder(of: path)
@@ -18,7 +18,7 @@ public func writeAtomically(to path: String, _ body: (_ temporaryPath: String) t
         try body(temporary)
         try syncFile(temporary, destination: path)
         guard rename(temporary, path) == 0 else {
-            throw ImageFileError.unwritable(file: path, reason: String(cString: strerror(errno)))
+            throw FileWriteError.unwritable(file: path, reason: String(cString: strerror(errno)))
         }
         syncFolder(directory)
     } catch {
@@ -31,7 +31,7 @@ public func writeAtomically(to path: String, _ body: (_ temporaryPath: String) t
 public func writeAtomically(_ data: Data, to path: String) throws {
     try writeAtomically(to: path) { temporary in
         guard FileManager.default.createFile(atPath: temporary, contents: data) else {
-            throw ImageFileError.unwritable(file: path, reason: "cannot create \(temporary): "
+            throw FileWriteError.unwritable(file: path, reason: "cannot create \(temporary): "
                 + String(cString: strerror(errno)))
         }
     }
@@ -42,7 +42,7 @@ public func writeAtomically(_ data: Data, to path: String) throws {
 /// (`renameat2` with `RENAME_EXCHANGE` when a previous folder exists, which is then removed). A kill leaves the
 /// previous folder or the new one, never a mixture; anything already in `path` is replaced.
 ///
-/// - Throws: `ImageFileError.unwritable` naming `path`, or whatever `body` throws; the temporary folder is removed.
+/// - Throws: `FileWriteError.unwritable` naming `path`, or whatever `body` throws; the temporary folder is removed.
 ///   Rests on `rename(2)` and `renameat2(2)`.
 public func writeFolderAtomically(to path: String, _ body: (_ temporaryFolder: String) throws -> Void) throws {
     let (directory, name) = try destinationFolder(of: path)
@@ -50,7 +50,7 @@ public func writeFolderAtomically(to path: String, _ body: (_ temporaryFolder: S
     let temporary = directory + "/" + temporaryName(for: name, kind: "tmp")
     do {
         guard mkdir(temporary, 0o755) == 0 else {
-            throw ImageFileError.unwritable(file: path, reason: "cannot create \(temporary): "
+            throw FileWriteError.unwritable(file: path, reason: "cannot create \(temporary): "
                 + String(cString: strerror(errno)))
         }
         try body(temporary)
@@ -65,13 +65,13 @@ public func writeFolderAtomically(to path: String, _ body: (_ temporaryFolder: S
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else {
-                throw ImageFileError.unwritable(file: path, reason: "a file, not a folder, is in the way")
+                throw FileWriteError.unwritable(file: path, reason: "a file, not a folder, is in the way")
             }
             try exchange(temporary, path)
             // `temporary` now holds the previous folder.
             try? FileManager.default.removeItem(atPath: temporary)
         } else if rename(temporary, path) != 0 {
-            throw ImageFileError.unwritable(file: path, reason: String(cString: strerror(errno)))
+            throw FileWriteError.unwritable(file: path, reason: String(cString: strerror(errno)))
         }
         syncFolder(directory)
     } catch {
@@ -88,7 +88,7 @@ private func destinationFolder(of path: String) throws -> (directory: String, na
     do {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     } catch {
-        throw ImageFileError.unwritable(file: path, reason: "cannot create folder \(directory): "
+        throw FileWriteError.unwritable(file: path, reason: "cannot create folder \(directory): "
             + ((error as NSError).userInfo[NSUnderlyingErrorKey].map { "\($0)" } ?? error.localizedDescription))
     }
     return (directory, url.lastPathComponent)
@@ -122,18 +122,18 @@ private func exchange(_ source: String, _ destination: String) throws {
         let renameat2 = unsafeBitCast(symbol, to: RenameAt2.self)
         if renameat2(AT_FDCWD, source, AT_FDCWD, destination, renameExchange) == 0 { return }
         guard errno == EINVAL || errno == ENOSYS else {
-            throw ImageFileError.unwritable(file: destination, reason: String(cString: strerror(errno)))
+            throw FileWriteError.unwritable(file: destination, reason: String(cString: strerror(errno)))
         }
     }
     let url = URL(fileURLWithPath: destination)
     let aside = url.deletingLastPathComponent().path + "/" + temporaryName(for: url.lastPathComponent, kind: "old")
     guard rename(destination, aside) == 0 else {
-        throw ImageFileError.unwritable(file: destination, reason: String(cString: strerror(errno)))
+        throw FileWriteError.unwritable(file: destination, reason: String(cString: strerror(errno)))
     }
     guard rename(source, destination) == 0 else {
         let reason = String(cString: strerror(errno))
         _ = rename(aside, destination)
-        throw ImageFileError.unwritable(file: destination, reason: reason)
+        throw FileWriteError.unwritable(file: destination, reason: reason)
     }
     guard rename(aside, source) == 0 else {
         try? FileManager.default.removeItem(atPath: aside)
@@ -144,12 +144,12 @@ private func exchange(_ source: String, _ destination: String) throws {
 private func syncFile(_ temporary: String, destination: String) throws {
     let fd = open(temporary, O_RDONLY)
     guard fd >= 0 else {
-        throw ImageFileError.unwritable(file: destination, reason: "temporary file vanished: "
+        throw FileWriteError.unwritable(file: destination, reason: "temporary file vanished: "
             + String(cString: strerror(errno)))
     }
     defer { close(fd) }
     guard fsync(fd) == 0 else {
-        throw ImageFileError.unwritable(file: destination, reason: String(cString: strerror(errno)))
+        throw FileWriteError.unwritable(file: destination, reason: String(cString: strerror(errno)))
     }
 }
 
@@ -169,7 +169,7 @@ private func syncFolder(_ folder: String) {
 /// are removed now, not only if this run writes the same output again.
 ///
 /// - Parameter path: the output file (or, with `isFolder`, the output folder itself).
-/// - Throws: `ImageFileError.unwritable` naming `path` and the cause. Rests on `access(2)`.
+/// - Throws: `FileWriteError.unwritable` naming `path` and the cause. Rests on `access(2)`.
 public func prepareOutputLocation(_ path: String, isFolder: Bool = false) throws {
     let url = URL(fileURLWithPath: path)
     var folder = isFolder ? url : url.deletingLastPathComponent()
@@ -178,11 +178,22 @@ public func prepareOutputLocation(_ path: String, isFolder: Bool = false) throws
     }
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue else {
-        throw ImageFileError.unwritable(file: path, reason: "\(folder.path) is not a folder")
+        throw FileWriteError.unwritable(file: path, reason: "\(folder.path) is not a folder")
     }
     guard access(folder.path, W_OK | X_OK) == 0 else {
-        throw ImageFileError.unwritable(file: path, reason: "folder \(folder.path) is not writable: "
+        throw FileWriteError.unwritable(file: path, reason: "folder \(folder.path) is not writable: "
             + String(cString: strerror(errno)))
     }
     removeStaleTemporaries(of: url.lastPathComponent, in: url.deletingLastPathComponent().path)
+}
+
+/// A write that failed; any earlier version of the file is intact.
+public enum FileWriteError: Error, CustomStringConvertible, Equatable {
+    case unwritable(file: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case let .unwritable(file, reason): return "\(file): cannot write: \(reason)"
+        }
+    }
 }

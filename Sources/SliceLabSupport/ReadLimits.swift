@@ -1,7 +1,7 @@
 import Foundation
 
 /// Bounds on what a reader of outside files may allocate, checked against the sizes a header claims before
-/// any value is allocated (`--max-memory` on every command that reads images, labels or series).
+/// any value is allocated.
 ///
 /// The bound is on the decoded size of one image, volume or dataset: its values (pixels × channels × frames)
 /// times the bytes each takes in memory: 4 for images and volumes (SliceLab holds them as Float32), the
@@ -9,19 +9,21 @@ import Foundation
 public struct ReadLimits: Sendable, Equatable, CustomStringConvertible {
     /// The most bytes one decoded image, volume or dataset may take.
     public var maxBytes: Int
+    /// How the user raises the limit, appended to every refusal ("raise it with --max-memory"); set by whoever
+    /// offers the setting, so the libraries need not know its name.
+    public var remedy: String?
 
     /// The default: 4 GiB.
     public static let standard = ReadLimits(maxBytes: 4 << 30)
 
-    public init(maxBytes: Int) {
+    public init(maxBytes: Int, remedy: String? = nil) {
         self.maxBytes = max(0, maxBytes)
+        self.remedy = remedy
     }
 
-    /// Parses a size as `--max-memory` takes it: bytes, or a number with K, M, G or T (binary multiples, an
-    /// optional trailing "B" or "iB"): "4G", "512M", "1.5GiB", "1000000".
-    ///
-    /// - Throws: `ImageFileError.invalidArgument` naming the text.
-    public init(parsing text: String) throws {
+    /// Parses a size: bytes, or a number with K, M, G or T (binary multiples, an optional trailing "B" or
+    /// "iB"): "4G", "512M", "1.5GiB", "1000000". Nil for anything else.
+    public init?(parsing text: String) {
         var digits = text.trimmingCharacters(in: .whitespaces).uppercased()
         for suffix in ["IB", "B"] where digits.hasSuffix(suffix) && digits.count > suffix.count {
             digits.removeLast(suffix.count)
@@ -33,8 +35,7 @@ public struct ReadLimits: Sendable, Equatable, CustomStringConvertible {
             digits.removeLast()
         }
         guard let number = Double(digits), number.isFinite, number > 0, number * multiplier < 0x1p62 else {
-            throw ImageFileError.invalidArgument("--max-memory \(text): expected a size such as 4G, 512M or 1000000 "
-                + "(bytes)")
+            return nil
         }
         self.init(maxBytes: Int(number * multiplier))
     }
@@ -58,7 +59,7 @@ public struct ReadLimits: Sendable, Equatable, CustomStringConvertible {
     ///
     /// - Parameters:
     ///   - what: what is being read, for the message ("/image", "frame", "series of 300 slices").
-    /// - Throws: `ImageFileError.tooLarge` naming the file, the claimed extents, the size and the limit.
+    /// - Throws: `ReadLimitError.tooLarge` naming the file, the claimed extents, the size and the limit.
     public func check(_ extents: [Int], bytesPerValue: Int, file: String, what: String) throws {
         var bytes = Double(bytesPerValue)
         var exact = bytesPerValue
@@ -70,8 +71,20 @@ public struct ReadLimits: Sendable, Equatable, CustomStringConvertible {
             overflow = overflow || o
         }
         guard overflow || exact > maxBytes else { return }
-        throw ImageFileError.tooLarge(
+        throw ReadLimitError.tooLarge(
             file: file, reason: "\(what) (\(extents.map(String.init).joined(separator: " × ")) values) would take "
-                + "\(Self.format(bytes: bytes)) in memory, over the read limit of \(self) (raise it with --max-memory)")
+                + "\(Self.format(bytes: bytes)) in memory, over the read limit of \(self)"
+                + (remedy.map { " (\($0))" } ?? ""))
+    }
+}
+
+/// A file that claims more than the read limit allows; nothing was allocated.
+public enum ReadLimitError: Error, CustomStringConvertible, Equatable {
+    case tooLarge(file: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case let .tooLarge(file, reason): return "\(file): refused: \(reason)"
+        }
     }
 }

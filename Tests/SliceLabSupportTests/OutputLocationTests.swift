@@ -1,7 +1,7 @@
 import Foundation
-import ImageFiles
-import Testing
+import SliceLabSupport
 import TestSupport
+import Testing
 
 @Suite struct OutputLocationTests {
     @Test func missingFoldersAreAcceptedUntouchedAndCreatedByTheWriter() throws {
@@ -24,7 +24,7 @@ import TestSupport
         do {
             try prepareOutputLocation(output)
             Issue.record("an output below a regular file was accepted")
-        } catch let error as ImageFileError {
+        } catch let error as FileWriteError {
             #expect("\(error)".contains(output))
         }
     }

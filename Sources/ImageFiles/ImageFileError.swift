@@ -1,3 +1,5 @@
+import SliceLabSupport
+
 /// Errors reading or writing PNG and HDF5 files, each naming the file and the cause.
 public enum ImageFileError: Error, CustomStringConvertible, Equatable {
     /// The file is missing, unreadable, or not of the expected format.
@@ -21,6 +23,17 @@ public enum ImageFileError: Error, CustomStringConvertible, Equatable {
         case let .missing(file, object): return "\(file): no object '\(object)'"
         case let .typeMismatch(file, object, reason): return "\(file): '\(object)': \(reason)"
         case let .invalidArgument(message): return message
+        }
+    }
+}
+
+extension ReadLimits {
+    /// `check(_:bytesPerValue:file:what:)`, its refusal as `ImageFileError.tooLarge`.
+    func checkFile(_ extents: [Int], bytesPerValue: Int, file: String, what: String) throws {
+        do {
+            try check(extents, bytesPerValue: bytesPerValue, file: file, what: what)
+        } catch let ReadLimitError.tooLarge(file, reason) {
+            throw ImageFileError.tooLarge(file: file, reason: reason)
         }
     }
 }

@@ -1,0 +1,49 @@
+import Dispatch
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Work split across the machine's cores (`DispatchQueue.concurrentPerform`) when it is large enough to pay
+/// for it; small inputs run inline. The engine's oneDNN-thread team (`DeepLab`'s compute threads) is separate:
+/// it runs work between oneDNN primitives on oneDNN's own OpenMP threads.
+public enum Parallel {
+    /// The processors this process may use. Rests on `sysconf(_SC_NPROCESSORS_ONLN)`.
+    public static var processorCount: Int {
+        #if canImport(Glibc)
+        return max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        #else
+        return 1
+        #endif
+    }
+
+    /// Calls `body(index)` for every index in `0..<count`, concurrently when `count` > 1.
+    public static func forEach(_ count: Int, _ body: (Int) -> Void) {
+        if count == 1 {
+            body(0)
+        } else if count > 1 {
+            DispatchQueue.concurrentPerform(iterations: count, execute: body)
+        }
+    }
+
+    /// The number of chunks for `count` items of which each chunk should hold at least `minimumChunk`.
+    ///
+    /// It does not depend on the machine's core count, so sums combined per chunk (k-means centres, inertia)
+    /// round the same way everywhere and a seed reproduces a run bit for bit on any machine.
+    public static func chunkCount(_ count: Int, minimumChunk: Int = 4096) -> Int {
+        max(1, min(64, count / max(minimumChunk, 1)))
+    }
+
+    /// Calls `body(chunk, range)` for every chunk of `0..<count` (`chunkCount` of them), concurrently when
+    /// there is more than one. Chunks are contiguous, ascending and cover every index once; results written
+    /// per chunk are combined by the caller in chunk order, so results do not depend on scheduling.
+    ///
+    /// - Returns: the number of chunks.
+    @discardableResult
+    public static func forEachChunk(_ count: Int, minimumChunk: Int = 4096,
+                                    _ body: (_ chunk: Int, _ range: Range<Int>) -> Void) -> Int {
+        let chunks = chunkCount(count, minimumChunk: minimumChunk)
+        forEach(chunks) { chunk in body(chunk, (chunk * count / chunks)..<((chunk + 1) * count / chunks)) }
+        return chunks
+    }
+}
