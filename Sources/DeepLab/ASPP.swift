@@ -1,5 +1,3 @@
-import COneDNN
-
 /// Atrous spatial pyramid pooling as torchvision's `ASPP`: a 1×1 branch, one 3×3 atrous branch per rate, an
 /// image-level branch (global average pool, 1×1, BN, ReLU, bilinear back to the feature size), concatenated
 /// and projected by 1×1 + BN + ReLU + dropout(0.5).

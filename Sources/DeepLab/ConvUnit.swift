@@ -1,5 +1,3 @@
-import COneDNN
-
 /// Convolution, optional batch norm, optional residual addition and activation — the unit every DeepLabV3
 /// layer is built from (torchvision's `Conv2dNormActivation`, or a block's `convN`/`bnN` pair).
 ///
@@ -103,10 +101,10 @@ final class ConvUnit {
                 return try Primitive("convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
             }
         }
-        let input = padded ? try paddedCopy(x, desc: primitive.desc(dnnl_query_src_md))
-            : try x.reordered(to: primitive.desc(dnnl_query_src_md))
+        let input = padded ? try paddedCopy(x, desc: primitive.desc(.source))
+            : try x.reordered(to: primitive.desc(.source))
         let (weights, bias) = try preparedInferenceWeights(primitive)
-        let dstDesc = primitive.desc(dnnl_query_dst_md)
+        let dstDesc = primitive.desc(.destination)
         let output: Tensor
         if let residual, consumingResidual, residual.desc.isEqual(to: dstDesc) {
             output = residual
@@ -140,7 +138,7 @@ final class ConvUnit {
     }
 
     private func preparedInferenceWeights(_ primitive: Primitive) throws -> (Tensor, Tensor) {
-        let desc = primitive.desc(dnnl_query_weights_md)
+        let desc = primitive.desc(.weights)
         let version = parameterVersion
         if let f = foldedWeights, f.version == version, f.key == desc.cacheKey { return (f.weights, f.bias) }
         let (w, b) = foldedPlainWeights()
@@ -176,15 +174,12 @@ final class ConvUnit {
         var mean: Tensor?, variance: Tensor?
         if let norm {
             let p = try primitives.primitive(PrimitiveCache.Key("bn", convOutput.desc.cacheKey)) {
-                var data = convOutput.desc
-                var op = dnnl_batch_normalization_desc_t()
-                try dnnlCheck("dnnl_batch_normalization_forward_desc_init", dnnl_batch_normalization_forward_desc_init(
-                    &op, dnnl_forward_training, &data, norm.epsilon, dnnl_use_scale.rawValue | dnnl_use_shift.rawValue))
-                return try Primitive("batch normalization", op: op)
+                try Primitive("batch normalization",
+                              op: BatchNormalizationOp.trainingForward(convOutput.desc, epsilon: norm.epsilon))
             }
             let out = try Tensor(desc: convOutput.desc)
-            let m = try Tensor(desc: p.desc(dnnl_query_dst_md, 1))
-            let v = try Tensor(desc: p.desc(dnnl_query_dst_md, 2))
+            let m = try Tensor(desc: p.desc(.destination, 1))
+            let v = try Tensor(desc: p.desc(.destination, 2))
             let scale = try Tensor(plain: [norm.channels], values: norm.weight.value)
             let shift = try Tensor(plain: [norm.channels], values: norm.bias.value)
             try p.execute([(Arg.src, convOutput), (Arg.dst, out), (Arg.mean, m), (Arg.variance, v),
@@ -206,12 +201,12 @@ final class ConvUnit {
         switch activation {
         case .none: break
         case .relu:
-            let (y, p) = try Operations.eltwise(current, dnnl_eltwise_relu_use_dst_for_bwd, training: true,
+            let (y, p) = try Operations.eltwise(current, .reluUsingDestination, training: true,
                                                 inPlace: true)
             current = y
             activationPrimitive = p
         case .relu6:
-            let (y, p) = try Operations.eltwise(current, dnnl_eltwise_clip_v2_use_dst_for_bwd, alpha: 0, beta: 6,
+            let (y, p) = try Operations.eltwise(current, .clipUsingDestination, alpha: 0, beta: 6,
                                                 training: true, inPlace: true)
             current = y
             activationPrimitive = p
@@ -234,10 +229,10 @@ final class ConvUnit {
         // Converted for this forward alone (they change at every step); backward converts them again rather than
         // keeping a second copy of every weight through the step.
         let weights = try Tensor(plain: conv.weightDims, values: conv.weight.value)
-            .reordered(to: primitive.desc(dnnl_query_weights_md))
-        let input = explicitPadding ? try paddedCopy(x, desc: primitive.desc(dnnl_query_src_md))
-            : try x.reordered(to: primitive.desc(dnnl_query_src_md))
-        let output = try Tensor(desc: primitive.desc(dnnl_query_dst_md))
+            .reordered(to: primitive.desc(.weights))
+        let input = explicitPadding ? try paddedCopy(x, desc: primitive.desc(.source))
+            : try x.reordered(to: primitive.desc(.source))
+        let output = try Tensor(desc: primitive.desc(.destination))
         var arguments: [(Int32, Tensor)] = [(Arg.src, input), (Arg.weights, weights), (Arg.dst, output)]
         if let bias = conv.bias { arguments.append((Arg.bias, try Tensor(plain: [conv.outputChannels], values: bias.value))) }
         try primitive.execute(arguments)
@@ -268,11 +263,9 @@ final class ConvUnit {
         let residualGradient: Tensor? = saved.hasResidual ? gradient : nil
         if let norm, let normPrimitive = saved.normPrimitive, let mean = saved.mean, let variance = saved.variance {
             let p = try primitives.primitive(PrimitiveCache.Key("bn-backward", saved.convOutput.desc.cacheKey)) {
-                var data = saved.convOutput.desc
-                var op = dnnl_batch_normalization_desc_t()
-                try dnnlCheck("dnnl_batch_normalization_backward_desc_init", dnnl_batch_normalization_backward_desc_init(
-                    &op, dnnl_backward, &data, &data, norm.epsilon, dnnl_use_scale.rawValue | dnnl_use_shift.rawValue))
-                return try Primitive("batch normalization backward", op: op, hint: normPrimitive)
+                try Primitive("batch normalization backward",
+                              op: BatchNormalizationOp.backward(saved.convOutput.desc, epsilon: norm.epsilon),
+                              hint: normPrimitive)
             }
             let diffSource = try Tensor(desc: saved.convOutput.desc)
             let scale = try Tensor(plain: [norm.channels], values: norm.weight.value)
@@ -314,13 +307,13 @@ final class ConvUnit {
             try Primitive("convolution backward weights", op: ConvolutionOp.backwardWeights(
                 source: s, weights: conv.weightDims, destination: o, bias: hasBias, geometry), hint: primitive)
         }
-        let diffDst = try gradient.reordered(to: weightsPrimitive.desc(dnnl_query_diff_dst_md))
-        let source = try input.reordered(to: weightsPrimitive.desc(dnnl_query_src_md))
-        let diffWeights = try Tensor(desc: weightsPrimitive.desc(dnnl_query_diff_weights_md))
+        let diffDst = try gradient.reordered(to: weightsPrimitive.desc(.diffDestination))
+        let source = try input.reordered(to: weightsPrimitive.desc(.source))
+        let diffWeights = try Tensor(desc: weightsPrimitive.desc(.diffWeights))
         var arguments: [(Int32, Tensor)] = [(Arg.src, source), (Arg.diffDst, diffDst), (Arg.diffWeights, diffWeights)]
         var diffBias: Tensor?
         if hasBias {
-            let b = try Tensor(desc: weightsPrimitive.desc(dnnl_query_diff_weights_md, 1))
+            let b = try Tensor(desc: weightsPrimitive.desc(.diffWeights, 1))
             arguments.append((Arg.diffBias, b))
             diffBias = b
         }
@@ -336,9 +329,9 @@ final class ConvUnit {
                 source: s, weights: conv.weightDims, destination: o, geometry), hint: primitive)
         }
         let weights = try Tensor(plain: conv.weightDims, values: conv.weight.value)
-            .reordered(to: dataPrimitive.desc(dnnl_query_weights_md))
-        let diffInput = try Tensor(desc: dataPrimitive.desc(dnnl_query_diff_src_md))
-        try dataPrimitive.execute([(Arg.diffDst, try gradient.reordered(to: dataPrimitive.desc(dnnl_query_diff_dst_md))),
+            .reordered(to: dataPrimitive.desc(.weights))
+        let diffInput = try Tensor(desc: dataPrimitive.desc(.diffSource))
+        try dataPrimitive.execute([(Arg.diffDst, try gradient.reordered(to: dataPrimitive.desc(.diffDestination))),
                                    (Arg.weights, weights), (Arg.diffSrc, diffInput)])
         guard explicitPadding else { return diffInput }
         // The padded input's gradient; the input's is its interior.

@@ -1,5 +1,3 @@
-import COneDNN
-
 /// DeepLabV3 as torchvision composes it: a backbone returning named features, `DeepLabHead` on the last one,
 /// an optional `FCNHead` on the auxiliary one, each upsampled bilinearly to the input size.
 /// Parameter names are torchvision's `state_dict` keys.

@@ -1,5 +1,3 @@
-import COneDNN
-
 /// An interval of output positions along one spatial axis of a 3×3 convolution dilated by `rate` (padding
 /// `rate`, stride 1) within which the same kernel taps read inside the input. The others read only zero
 /// padding, so they add nothing and can be skipped: at ASPP's rates (12, 24, 36 at output stride 8) on a
@@ -56,7 +54,7 @@ extension ConvUnit {
     /// view, not a change of layout. (The whole padded convolution, whose layouts these used to be, falls back to
     /// a plain-layout GEMM at ASPP's rates.)
     ///
-    /// Rests on `dnnl_dilated_convolution_forward_desc_init` and submemory reorders.
+    /// Rests on `ConvolutionOp.forward` and submemory reorders.
     func paddingFreeForward(_ x: Tensor, plan: TapPlan) throws -> Tensor {
         // Folding batch norm is needed only when a rectangle's weights are not cached yet.
         lazy var folded = foldedPlainWeights()
@@ -99,10 +97,10 @@ extension ConvUnit {
                 }
                 let primitive = try rectangle(s, r, c, training: training)
                 let weights = try zoneWeights(kernel, rows: r.taps, columns: c.taps, training: training,
-                                              desc: primitive.desc(dnnl_query_weights_md))
+                                              desc: primitive.desc(.weights))
                 let zoneInput = try input.spatialView(rows: r.inputs(rate: rate), columns: c.inputs(rate: rate))
-                    .reordered(to: primitive.desc(dnnl_query_src_md))
-                let zoneOutput = try Tensor(desc: primitive.desc(dnnl_query_dst_md))
+                    .reordered(to: primitive.desc(.source))
+                let zoneOutput = try Tensor(desc: primitive.desc(.destination))
                 var arguments = [(Arg.src, zoneInput), (Arg.weights, weights), (Arg.dst, zoneOutput)]
                 if let bias { arguments.append((Arg.bias, bias)) }
                 try primitive.execute(arguments)
@@ -116,8 +114,8 @@ extension ConvUnit {
     /// added into the parameters' and, when `needsInputGradient`, the rectangle's input gradient into the
     /// input's (the rectangles' inputs overlap). `dy` is dLoss/d(convolution output).
     ///
-    /// Rests on `dnnl_dilated_convolution_backward_weights_desc_init`, `…_backward_data_desc_init` and
-    /// accumulating reorders into submemory views.
+    /// Rests on `ConvolutionOp.backwardWeights`, `ConvolutionOp.backwardData` and accumulating reorders into
+    /// submemory views.
     func paddingFreeBackward(_ dy: Tensor, input: Tensor, plan: TapPlan, needsInputGradient: Bool) throws -> Tensor? {
         let s = input.shape
         let rate = conv.window.dilation
@@ -140,11 +138,11 @@ extension ConvUnit {
                         geometry), hint: forward)
                 }
                 let zoneInput = try input.spatialView(rows: inRows, columns: inColumns)
-                    .reordered(to: weightsPrimitive.desc(dnnl_query_src_md))
-                let diffDst = try zoneGradient.reordered(to: weightsPrimitive.desc(dnnl_query_diff_dst_md))
-                let diffWeights = try Tensor(desc: weightsPrimitive.desc(dnnl_query_diff_weights_md))
+                    .reordered(to: weightsPrimitive.desc(.source))
+                let diffDst = try zoneGradient.reordered(to: weightsPrimitive.desc(.diffDestination))
+                let diffWeights = try Tensor(desc: weightsPrimitive.desc(.diffWeights))
                 var arguments = [(Arg.src, zoneInput), (Arg.diffDst, diffDst), (Arg.diffWeights, diffWeights)]
-                let diffBias = hasBias ? try Tensor(desc: weightsPrimitive.desc(dnnl_query_diff_weights_md, 1)) : nil
+                let diffBias = hasBias ? try Tensor(desc: weightsPrimitive.desc(.diffWeights, 1)) : nil
                 if let diffBias { arguments.append((Arg.diffBias, diffBias)) }
                 try weightsPrimitive.execute(arguments)
                 try diffWeights.accumulate(into: kernelGradient.spatialView(rows: Range(r.taps), columns: Range(c.taps)))
@@ -157,10 +155,10 @@ extension ConvUnit {
                                   hint: forward)
                 }
                 let weights = try zoneWeights({ try kernel.get() }, rows: r.taps, columns: c.taps, training: true,
-                                              desc: dataPrimitive.desc(dnnl_query_weights_md))
-                let diffSource = try Tensor(desc: dataPrimitive.desc(dnnl_query_diff_src_md))
+                                              desc: dataPrimitive.desc(.weights))
+                let diffSource = try Tensor(desc: dataPrimitive.desc(.diffSource))
                 try dataPrimitive.execute([
-                    (Arg.diffDst, try zoneGradient.reordered(to: dataPrimitive.desc(dnnl_query_diff_dst_md))),
+                    (Arg.diffDst, try zoneGradient.reordered(to: dataPrimitive.desc(.diffDestination))),
                     (Arg.weights, weights), (Arg.diffSrc, diffSource),
                 ])
                 try diffSource.accumulate(into: dx.spatialView(rows: inRows, columns: inColumns))
@@ -201,10 +199,10 @@ extension ConvUnit {
     }
 
     /// The layout of the largest rectangle's (all taps) source, which the whole input and output take.
-    private func blockedTag(_ s: [Int], plan: TapPlan, training: Bool) throws -> dnnl_format_tag_t {
+    private func blockedTag(_ s: [Int], plan: TapPlan, training: Bool) throws -> FormatTag {
         func widest(_ intervals: [TapInterval]) -> TapInterval { intervals.max { $0.taps.count < $1.taps.count }! }
         return MemoryDesc.formatTag(of: try rectangle(s, widest(plan.rows), widest(plan.columns), training: training)
-            .desc(dnnl_query_src_md))
+            .desc(.source))
     }
 
     /// The sub-kernel `rows` × `columns` of the plain [O, I, 3, 3] `kernel` (the folded weights in eval, the

@@ -1,4 +1,3 @@
-import COneDNN
 import Dispatch
 
 // Eval-mode 3×3 convolutions (stride 1, any dilation, padding equal to the dilation) by Winograd's minimal
@@ -73,8 +72,8 @@ extension ConvUnit {
     /// channel-blocked (8) output. Rests on a reorder of the input into that layout.
     func winogradForward(_ x: Tensor) throws -> Tensor {
         let s = x.shape
-        let input = try x.reordered(to: .make(s, dnnl_aBcd8b))
-        let output = try Tensor(desc: .make(conv.outputDims(s), dnnl_aBcd8b))
+        let input = try x.reordered(to: .make(s, .channelBlocked8))
+        let output = try Tensor(desc: .make(conv.outputDims(s), .channelBlocked8))
         try winograd(input, into: output, rows: 0..<s[2], columns: 0..<s[3])
         return output
     }
@@ -83,15 +82,15 @@ extension ConvUnit {
     /// `columns` by `winograd`: in eval mode, on the layout it reads and writes, where Winograd applies to the
     /// whole convolution and the rectangle fills at least 60 % of its tiles (ASPP's rate-12 centre on a 64 × 64
     /// map, 40 × 40 outputs, fills 69 %; 2.25-fold fewer products then still leave a 1.5-fold gain).
-    func winogradRectangle(rows: TapInterval, columns: TapInterval, tag: dnnl_format_tag_t, training: Bool) -> Bool {
-        !training && tag == dnnl_aBcd8b && rows.taps == 0...2 && columns.taps == 0...2
+    func winogradRectangle(rows: TapInterval, columns: TapInterval, tag: FormatTag, training: Bool) -> Bool {
+        !training && tag == .channelBlocked8 && rows.taps == 0...2 && columns.taps == 0...2
             && winogradApplies(residual: nil)
             && WinogradTiling.occupancy(rows: rows.outputs.count, columns: columns.outputs.count,
                                         dilation: conv.window.dilation) >= 0.6
     }
 
     /// Computes the outputs `rows` × `columns` of the unit (eval: folded batch norm, activation) from `input`
-    /// into `output`, both channel-blocked (8) and of the input's extent. Rests on `dnnl_sgemm`.
+    /// into `output`, both channel-blocked (8) and of the input's extent. Rests on `matrixProduct` (oneDNN's GEMM).
     func winograd(_ input: Tensor, into output: Tensor, rows: Range<Int>, columns: Range<Int>) throws {
         let s = input.shape
         let tiling = WinogradTiling(batch: s[0], inputChannels: conv.inputChannels,
@@ -125,13 +124,12 @@ extension ConvUnit {
                         }
                         let tiles = chunk.count * tiling.tileColumns
                         for plane in 0..<16 {
-                            try dnnlCheck("dnnl_sgemm", dnnl_sgemm(
-                                CChar(UInt8(ascii: "N")), CChar(UInt8(ascii: "N")), Int64(tiles),
-                                Int64(tiling.outputChannels), Int64(tiling.inputChannels), 1,
-                                v + plane * chunkTiles * tiling.inputChannels, Int64(tiling.inputChannels),
+                            try matrixProduct(
+                                rows: tiles, columns: tiling.outputChannels, inner: tiling.inputChannels,
+                                v + plane * chunkTiles * tiling.inputChannels, lda: tiling.inputChannels,
                                 u.baseAddress! + plane * tiling.inputChannels * tiling.outputChannels,
-                                Int64(tiling.outputChannels), 0,
-                                m + plane * chunkTiles * tiling.outputChannels, Int64(tiling.outputChannels)))
+                                ldb: tiling.outputChannels,
+                                into: m + plane * chunkTiles * tiling.outputChannels, ldc: tiling.outputChannels)
                         }
                         concurrentForEach(chunk) { row in
                             WinogradTransforms.output(m, tile: (row - first) * tiling.tileColumns,
