@@ -10,6 +10,9 @@ let package = Package(
     products: [
         .executable(name: "slicelab", targets: ["slicelab"]),
         .library(name: "SliceLabKit", targets: ["SliceLabKit"]),
+        // Training (optimizers, losses, augmentation, batches, schedules, checkpoints) for drivers that link it alone,
+        // such as Benchmarks/training_driver.
+        .library(name: "DeepLabTraining", targets: ["DeepLabTraining"]),
     ],
     targets: [
         // MARK: - C interop (each the only place its C library is named)
@@ -28,12 +31,15 @@ let package = Package(
         // Pixel loops run optimised even in debug builds, so the corpus conformance tests stay within minutes.
         .target(name: "DICOM", dependencies: ["CDCMTK", "COpenJPEG", "ImageFiles"],
                 swiftSettings: [.unsafeFlags(["-O"])]),
-        // Training's per-parameter loops (optimizers, gradients, clipping, augmentation) likewise, so the engine's
-        // training tests fit the debug `make test`.
+        // The engine's and training's per-element loops (gradients, optimizers, clipping, augmentation) likewise,
+        // so the engine's training tests fit the debug `make test`.
         .target(name: "DeepLab", dependencies: ["COneDNN", "ImageFiles"], swiftSettings: [.unsafeFlags(["-O"])]),
+        .target(name: "DeepLabTraining", dependencies: ["DeepLab", "ImageFiles"],
+                swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "Classical"),
         .target(name: "Metrics"),
-        .target(name: "SliceLabKit", dependencies: ["ImageFiles", "DICOM", "DeepLab", "Classical", "Metrics"],
+        .target(name: "SliceLabKit", dependencies: ["ImageFiles", "DICOM", "DeepLab", "DeepLabTraining", "Classical",
+                                                   "Metrics"],
                 resources: [.copy("Resources/Demo")]),
 
         // MARK: - The executable
@@ -44,13 +50,16 @@ let package = Package(
         .testTarget(name: "ImageFilesTests", dependencies: ["ImageFiles", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "DICOMTests", dependencies: ["DICOM", "TestSupport"], exclude: ["Fixtures"],
                     swiftSettings: [.unsafeFlags(["-O"])]),
-        .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "DeepLabTraining", "TestSupport"],
+                    exclude: ["Fixtures"]),
         .testTarget(name: "ClassicalTests", dependencies: ["Classical", "TestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics", "TestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "SliceLabTests", dependencies: ["SliceLabKit", "DICOM", "ImageFiles", "TestSupport"],
+        .testTarget(name: "SliceLabTests", dependencies: ["SliceLabKit", "DICOM", "DeepLabTraining", "ImageFiles",
+                                                     "TestSupport"],
                     exclude: ["Fixtures"]),
         // Fault injection (SIGKILL, full and read-only disks), corrupt batches and read bounds, end to end.
-        .testTarget(name: "RobustnessTests", dependencies: ["SliceLabKit", "DICOM", "DeepLab", "ImageFiles", "Metrics",
-                                                           "TestSupport"], exclude: ["Regressions"]),
+        .testTarget(name: "RobustnessTests", dependencies: ["SliceLabKit", "DICOM", "DeepLab", "DeepLabTraining",
+                                                           "ImageFiles", "Metrics", "TestSupport"],
+                    exclude: ["Regressions"]),
     ]
 )

@@ -1,7 +1,9 @@
 // Times SliceLab's training numerics for Benchmarks/bench_training.py: Dice+CE loss with its gradient, one
-// AdamW and one SGD step over a parameter list, and augmenting a batch. Compiled with the files of
-// Sources/DeepLab/Training (minus the HDF5 checkpoint) and SegmentationNetwork.swift in one module.
+// AdamW and one SGD step over a parameter list, and augmenting a batch. Built by this folder's Package.swift
+// against the `DeepLabTraining` product.
 // Usage: training_driver SPEC.json → prints JSON of median milliseconds.
+import DeepLab
+import DeepLabTraining
 import Foundation
 
 struct Spec: Decodable {

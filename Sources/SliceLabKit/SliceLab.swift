@@ -1,4 +1,5 @@
 import DeepLab
+import DeepLabTraining
 import DICOM
 import ImageFiles
 
@@ -14,8 +15,8 @@ public var versionDescription: String {
 /// The library types whose cases the command line's choice lists are derived from, re-exported for the
 /// executable (which imports only this target).
 public typealias Architecture = DeepLabConfiguration.Architecture
-public typealias OptimizerConfiguration = DeepLab.OptimizerConfiguration
-public typealias LossConfiguration = DeepLab.LossConfiguration
+public typealias OptimizerConfiguration = DeepLabTraining.OptimizerConfiguration
+public typealias LossConfiguration = DeepLabTraining.LossConfiguration
 
 /// Bounds on what the readers of outside files allocate (`--max-memory`), re-exported for the executable.
 public typealias ReadLimits = ImageFiles.ReadLimits

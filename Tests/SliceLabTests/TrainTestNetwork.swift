@@ -1,4 +1,5 @@
 import DeepLab
+import DeepLabTraining
 import Foundation
 
 /// A per-pixel linear classifier (a 1×1 convolution with bias), exact forward and backward in pure Swift,

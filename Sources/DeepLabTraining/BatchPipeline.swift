@@ -1,3 +1,4 @@
+import DeepLab
 import Foundation
 
 /// Where the sampler stands: its random generator, the current epoch's order of samples and the position in

@@ -1,3 +1,4 @@
+import DeepLab
 import Foundation
 
 /// What the augmenter does to each training sample, and how strongly. Stored with the checkpoint's training

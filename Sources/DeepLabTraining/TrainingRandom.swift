@@ -1,3 +1,4 @@
+import DeepLab
 import Foundation
 
 /// The trainer's seeded random number generator: xoshiro256** (Blackman and Vigna, 2018) seeded through
