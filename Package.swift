@@ -10,6 +10,9 @@ let package = Package(
     products: [
         .executable(name: "slicelab", targets: ["slicelab"]),
         .library(name: "SliceLabKit", targets: ["SliceLabKit"]),
+        // Training (optimizers, losses, augmentation, batches, schedules, checkpoints) for drivers that link it alone,
+        // such as Benchmarks/training_driver.
+        .library(name: "DeepLabTraining", targets: ["DeepLabTraining"]),
     ],
     targets: [
         // MARK: - C interop (each the only place its C library is named)
@@ -30,12 +33,16 @@ let package = Package(
         // Pixel loops run optimised even in debug builds, so the corpus conformance tests stay within minutes.
         .target(name: "DICOM", dependencies: ["CDCMTK", "COpenJPEG", "SliceLabSupport"],
                 swiftSettings: [.unsafeFlags(["-O"])]),
-        // Training's per-parameter loops (optimizers, gradients, clipping, augmentation) likewise, so the engine's
-        // training tests fit the debug `make test`.
-        .target(name: "DeepLab", dependencies: ["COneDNN", "ImageFiles", "SliceLabSupport"], swiftSettings: [.unsafeFlags(["-O"])]),
+        // The engine's and training's per-element loops (gradients, optimizers, clipping, augmentation) likewise,
+        // so the engine's training tests fit the debug `make test`.
+        .target(name: "DeepLab", dependencies: ["COneDNN", "ImageFiles", "SliceLabSupport"],
+                swiftSettings: [.unsafeFlags(["-O"])]),
+        .target(name: "DeepLabTraining", dependencies: ["DeepLab", "ImageFiles", "SliceLabSupport"],
+                swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "Classical", dependencies: ["SliceLabSupport"]),
         .target(name: "Metrics", dependencies: ["SliceLabSupport"]),
-        .target(name: "SliceLabKit", dependencies: ["SliceLabSupport", "ImageFiles", "DICOM", "DeepLab", "Classical",
+        .target(name: "SliceLabKit", dependencies: ["SliceLabSupport", "ImageFiles", "DICOM", "DeepLab", "DeepLabTraining",
+                                                   "Classical",
                                                    "Metrics"],
                 resources: [.copy("Resources/Demo")]),
 
@@ -47,18 +54,22 @@ let package = Package(
         .testTarget(name: "SliceLabSupportTests", dependencies: ["SliceLabSupport", "TestSupport"]),
         .testTarget(name: "ImageFilesTests", dependencies: ["ImageFiles", "SliceLabSupport", "TestSupport"],
                     exclude: ["Fixtures"]),
-        .testTarget(name: "DICOMTests", dependencies: ["DICOM", "ImageFiles", "SliceLabSupport", "TestSupport"], exclude: ["Fixtures"],
+        .testTarget(name: "DICOMTests", dependencies: ["DICOM", "ImageFiles", "SliceLabSupport", "TestSupport"],
+                    exclude: ["Fixtures"],
                     swiftSettings: [.unsafeFlags(["-O"])]),
-        .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "DeepLabTraining", "SliceLabSupport",
+                                                      "TestSupport"],
+                    exclude: ["Fixtures"]),
         .testTarget(name: "ClassicalTests", dependencies: ["Classical", "SliceLabSupport", "TestSupport"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics", "SliceLabSupport", "TestSupport"],
                     exclude: ["Fixtures"]),
-        .testTarget(name: "SliceLabTests", dependencies: ["SliceLabKit", "SliceLabSupport", "DICOM", "ImageFiles",
-                                                       "TestSupport"],
+        .testTarget(name: "SliceLabTests", dependencies: ["SliceLabKit", "SliceLabSupport", "DICOM", "DeepLabTraining",
+                                                       "ImageFiles", "TestSupport"],
                     exclude: ["Fixtures"]),
         // Fault injection (SIGKILL, full and read-only disks), corrupt batches and read bounds, end to end.
-        .testTarget(name: "RobustnessTests", dependencies: ["SliceLabKit", "DICOM", "DeepLab", "ImageFiles", "Metrics",
-                                                           "SliceLabSupport", "TestSupport"], exclude: ["Regressions"]),
+        .testTarget(name: "RobustnessTests", dependencies: ["SliceLabKit", "DICOM", "DeepLab", "DeepLabTraining",
+                                                           "ImageFiles", "Metrics", "SliceLabSupport", "TestSupport"],
+                    exclude: ["Regressions"]),
     ]
 )

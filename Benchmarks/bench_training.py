@@ -14,7 +14,8 @@
    thread. PyTorch: torchvision's model in train mode, MONAI DiceCELoss, torch.optim.AdamW, mean of steps 2..STEPS.
    Peak RSS of each (SliceLab from /usr/bin/time, PyTorch from resource.getrusage in a subprocess). The two run
    alternately BENCH_FULL_REPEATS times (default 3) and the medians are compared, so a busy machine slows both.
-SliceLab is timed by Benchmarks/training_driver (compiled here with `swiftc -O -wmo`): the loss spreads the batch's
+SliceLab is timed by Benchmarks/training_driver (built here with `swift build -c release` as a package linking the
+DeepLabTraining product, so -O as in the product): the loss spreads the batch's
 images over OpenMP's threads, the optimizers split large tensors over OpenMP's threads, the augmenter runs on one thread; the peers with torch.set_num_threads(2). Median of REPEATS runs each. Needs torch, torchvision, monai: run with the goldens venv,
     /work/goldens-venv/bin/python Benchmarks/bench_training.py
 (`make bench` runs it with .venv; without the peers it says so and exits 0). BENCH_QUICK=1 for smaller sizes;
@@ -23,7 +24,6 @@ BENCH_FULL_REPEATS and BENCH_FULL_ARCHS (comma-separated) choose part 4's repeat
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,19 +50,13 @@ SPEC = {"batch": 2 if QUICK else 8, "classes": 4, "size": 128 if QUICK else 256,
         "augmentBatch": 8, "augmentSource": 512, "augmentCrop": 256}
 
 
-def build_driver(workdir):
-    snapshot = pathlib.Path(workdir) / "src"
-    snapshot.mkdir()
-    sources = [p for p in (ROOT / "Sources/DeepLab/Training").glob("*.swift") if p.name != "TrainingCheckpoint.swift"]
-    for path in [*sources, ROOT / "Sources/DeepLab/SegmentationNetwork.swift",
-                 ROOT / "Sources/DeepLab/ComputeThreads.swift", ROOT / "Benchmarks/training_driver/main.swift"]:
-        shutil.copy(path, snapshot / path.name)
-    binary = pathlib.Path(workdir) / "training_driver"
-    files = sorted(str(p) for p in snapshot.glob("*.swift") if p.name != "main.swift") + [str(snapshot / "main.swift")]
-    # libgomp linked, so the optimizers' slices run on OpenMP threads as they do beside oneDNN in the product
-    subprocess.run(["swiftc", "-O", "-wmo", *files, "-Xlinker", "--no-as-needed", "-lgomp", "-o", str(binary)],
-                   check=True)
-    return binary
+def build_driver():
+    """Builds Benchmarks/training_driver, a package linking SliceLab's DeepLabTraining product; its path."""
+    package = ROOT / "Benchmarks/training_driver"
+    command = ["swift", "build", "-c", "release", "--package-path", str(package)]
+    subprocess.run(command, check=True)
+    bin_path = subprocess.run([*command, "--show-bin-path"], check=True, capture_output=True, text=True)
+    return pathlib.Path(bin_path.stdout.strip()) / "training_driver"
 
 
 def median(fn, repeats=REPEATS):
@@ -201,7 +195,7 @@ def main():
     shapes = [list(p.shape) for p in model.parameters()]
     count = sum(p.numel() for p in model.parameters())
     with tempfile.TemporaryDirectory() as workdir:
-        driver = build_driver(workdir)
+        driver = build_driver()
         spec_path = pathlib.Path(workdir) / "spec.json"
         spec_path.write_text(json.dumps({**SPEC, "parameterShapes": shapes}))
         ours = json.loads(subprocess.run([str(driver), str(spec_path)], check=True, capture_output=True,

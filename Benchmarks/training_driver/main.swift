@@ -1,8 +1,11 @@
 // Times SliceLab's training numerics for Benchmarks/bench_training.py: Dice+CE loss with its gradient, one
-// AdamW and one SGD step over a parameter list, and augmenting a batch. Compiled with the files of
-// Sources/DeepLab/Training (minus the HDF5 checkpoint) and SegmentationNetwork.swift in one module.
+// AdamW and one SGD step over a parameter list, and augmenting a batch. Built by this folder's Package.swift
+// against the `DeepLabTraining` product.
 // Usage: training_driver SPEC.json → prints JSON of median milliseconds.
+import DeepLab
+import DeepLabTraining
 import Foundation
+import SliceLabSupport
 
 struct Spec: Decodable {
     let batch: Int, classes: Int, size: Int, repeats: Int
@@ -21,7 +24,7 @@ func median(_ repeats: Int, _ body: () throws -> Void) rethrows -> Double {
 }
 
 let spec = try JSONDecoder().decode(Spec.self, from: Data(contentsOf: URL(fileURLWithPath: CommandLine.arguments[1])))
-var random = TrainingRandom(seed: 1)
+var random = SeededGenerator(seed: 1)
 let logitCount = spec.batch * spec.classes * spec.size * spec.size
 let logits = FloatTensor(shape: [spec.batch, spec.classes, spec.size, spec.size],
                          values: (0..<logitCount).map { _ in Float(random.normal()) })

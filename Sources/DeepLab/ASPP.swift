@@ -1,4 +1,4 @@
-import COneDNN
+import SliceLabSupport
 
 /// Atrous spatial pyramid pooling as torchvision's `ASPP`: a 1×1 branch, one 3×3 atrous branch per rate, an
 /// image-level branch (global average pool, 1×1, BN, ReLU, bilinear back to the feature size), concatenated
@@ -77,8 +77,8 @@ final class Dropout {
         self.seed = seed
     }
 
-    /// The generator of `step`'s mask: SplitMix64 started at the layer's seed mixed with the step's own
-    /// SplitMix64 output, so every (seed, step) pair starts an independent stream.
+    /// The generator of `step`'s mask: seeded with the layer's seed mixed with the first draw of a generator
+    /// seeded with the step, so every (seed, step) pair starts an independent stream.
     static func generator(seed: UInt64, step: UInt64) -> SeededGenerator {
         var stepMixer = SeededGenerator(seed: step)
         return SeededGenerator(seed: seed ^ stepMixer.next())

@@ -1,3 +1,5 @@
+import SliceLabSupport
+
 /// A DeepLabV3 backbone: the features the heads take (the auxiliary head's at stride 8 or 16, the main head's
 /// at the output stride), its parameters under their torchvision `state_dict` keys, and the backward pass of
 /// its last training forward. A new backbone is one file conforming to this, its `Architecture` case and entry

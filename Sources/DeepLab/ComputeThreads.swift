@@ -40,7 +40,7 @@ func parallelWorkers(_ body: (Int, Int) -> Void) {
 
 /// Runs `body` on contiguous slices of `range`, one per compute thread (`parallelWorkers`); on the whole range,
 /// on the calling thread, when it has fewer than `minimum` elements.
-func forEachSlice(of range: Range<Int>, minimum: Int = 1, _ body: (Range<Int>) -> Void) {
+package func forEachSlice(of range: Range<Int>, minimum: Int = 1, _ body: (Range<Int>) -> Void) {
     guard range.count >= minimum else { return body(range) }
     parallelWorkers { worker, workers in
         let start = { range.lowerBound + range.count * $0 / workers }
@@ -49,7 +49,7 @@ func forEachSlice(of range: Range<Int>, minimum: Int = 1, _ body: (Range<Int>) -
 }
 
 /// Runs `body` for every element of `range`, the range split among the compute threads.
-func concurrentForEach(_ range: Range<Int>, _ body: (Int) -> Void) {
+package func concurrentForEach(_ range: Range<Int>, _ body: (Int) -> Void) {
     forEachSlice(of: range) { $0.forEach(body) }
 }
 

@@ -1,20 +1,27 @@
-import COneDNN
+import SliceLabSupport
 
 /// Convolution, optional batch norm, optional residual addition and activation — the unit every DeepLabV3
 /// layer is built from (torchvision's `Conv2dNormActivation`, or a block's `convN`/`bnN` pair).
 ///
-/// Eval mode runs one oneDNN convolution with batch norm folded into its weights and the residual sum and
-/// activation fused as post-ops. Training mode runs convolution, batch norm with batch statistics, sum and
-/// activation as separate primitives and keeps what `backward` needs.
+/// Eval mode computes the convolution with batch norm folded into its weights and the residual sum and
+/// activation fused. Training mode runs convolution, batch norm with batch statistics, sum and activation as
+/// separate primitives and keeps what `backward` needs. The convolution itself is computed by the first of
+/// `strategies` that applies (`ConvolutionStrategy`): padding-free rectangles for dilated 3×3 convolutions
+/// whose padding taps are a tenth of the work or more, Winograd for wide 3×3 ones in eval mode, else oneDNN's
+/// direct convolution.
 final class ConvUnit {
     let conv: Conv2d
     let norm: BatchNorm2d?
     let activation: Activation
+    /// The ways to compute the convolution, in order of preference; the last applies to every unit.
+    let strategies: [ConvolutionStrategy]
 
     init(conv: Conv2d, norm: BatchNorm2d?, activation: Activation) {
         self.conv = conv
         self.norm = norm
         self.activation = activation
+        let winograd = WinogradConvolution()
+        strategies = [PaddingFreeConvolution(centre: winograd), winograd, DirectConvolution()]
     }
 
     /// `conv` named `convName`, batch norm named `normName`, as torchvision's blocks name them.
@@ -30,28 +37,15 @@ final class ConvUnit {
 
     var parameters: [Parameter] { conv.parameters + (norm?.parameters ?? []) }
 
+    /// Batch norm's and the activation's primitives in training.
     private let primitives = PrimitiveCache()
-    /// Eval and training skip the taps of dilated 3×3 convolutions that read only padding (see `TapInterval`);
-    /// false runs the whole convolution (tests compare the two).
-    var skipsPaddingTaps = true
-    /// Pad the convolution's input explicitly: nil when oneDNN's implicitly padded convolution would fall back
-    /// from a direct kernel (see `choosePadding`); true or false forces it (tests compare the two).
-    var padsExplicitly: Bool?
-    /// Eval mode computes eligible 3×3 convolutions by Winograd's F(2×2, 3×3) (see `winogradApplies`); false
-    /// runs oneDNN's direct convolution (tests compare the two).
-    var usesWinograd = true
-    /// Eval-mode weights in the Winograd domain, with the parameter version they were made from.
-    var winogradWeights: (version: Int, transformed: [Float], bias: [Float])?
-    let zonePrimitives = PrimitiveCache()
-    var zoneWeightCache: [PrimitiveCache.Key: (version: Int, weights: Tensor)] = [:]
-    /// Eval-mode weights and bias in the primitive's layout, with the parameter versions they were made from.
-    private var foldedWeights: (key: DescKey, version: Int, weights: Tensor, bias: Tensor)?
     /// What the last training forward kept for backward, until backward has used it.
     private(set) var saved: Saved?
 
     struct Saved {
+        /// The strategy that computed the convolution, and what it kept for its backward.
+        let strategy: ConvolutionStrategy
         let convolution: SavedConvolution
-        let inputShape: [Int]
         let convOutput: Tensor
         let normPrimitive: Primitive?
         let mean: Tensor?
@@ -60,14 +54,6 @@ final class ConvUnit {
         let activationPrimitive: Primitive?
         let output: Tensor
         let hasResidual: Bool
-    }
-
-    /// How the training forward computed the convolution, with what its backward needs.
-    enum SavedConvolution {
-        /// One primitive on `input` (the unit's input, or with `explicitPadding` that input padded).
-        case whole(input: Tensor, primitive: Primitive, explicitPadding: Bool)
-        /// One primitive per rectangle of `plan` (see `paddingFreeTrainingForward`).
-        case rectangles(input: Tensor, plan: TapPlan)
     }
 
     var parameterVersion: Int { parameters.reduce(0) { $0 &+ $1.version } }
@@ -80,76 +66,19 @@ final class ConvUnit {
     ///   - consumingResidual: the caller no longer needs `residual`, so eval mode may write the output into it
     ///     (saving a copy) when its layout is the convolution's.
     ///   - training: batch statistics and saved state for backward, instead of folded eval arithmetic.
-    func callAsFunction(_ x: Tensor, residual: Tensor? = nil, consumingResidual: Bool = false,
-                        training: Bool) throws -> Tensor {
-        training ? try trainingForward(x, residual: residual)
-            : try inferenceForward(x, residual: residual, consumingResidual: consumingResidual)
+    ///   - strategy: how to compute the convolution; nil takes the first of `strategies` that applies (tests
+    ///     pass the strategies they compare).
+    func callAsFunction(_ x: Tensor, residual: Tensor? = nil, consumingResidual: Bool = false, training: Bool,
+                        strategy: ConvolutionStrategy? = nil) throws -> Tensor {
+        let strategy = strategy ?? strategies.first {
+            $0.applies(to: self, inputShape: x.shape, residual: residual != nil, training: training)
+        } ?? DirectConvolution()
+        if training { return try trainingForward(x, residual: residual, strategy: strategy) }
+        saved = nil
+        return try strategy.inferenceForward(self, x, residual: residual, consumingResidual: consumingResidual)
     }
 
     // MARK: Eval
-
-    private func inferenceForward(_ x: Tensor, residual: Tensor?, consumingResidual: Bool) throws -> Tensor {
-        saved = nil
-        if residual == nil, let plan = paddingFreePlan(x.shape) {
-            return try paddingFreeForward(x, plan: plan)
-        }
-        if winogradApplies(residual: residual) { return try winogradForward(x) }
-        let (primitive, padded) = try choosePadding { explicitPadding in
-            try primitives.primitive(PrimitiveCache.Key("eval", x.shape, residual != nil, explicitPadding)) {
-                let op = try conv.forwardDescriptor(x.shape, training: false, withBias: true,
-                                                    explicitPadding: explicitPadding)
-                var postOps: [PrimitiveAttributes.PostOp] = residual != nil ? [.sum] : []
-                if let p = activation.postOp { postOps.append(p) }
-                return try Primitive("convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
-            }
-        }
-        let input = padded ? try paddedCopy(x, desc: primitive.desc(dnnl_query_src_md))
-            : try x.reordered(to: primitive.desc(dnnl_query_src_md))
-        let (weights, bias) = try preparedInferenceWeights(primitive)
-        let dstDesc = primitive.desc(dnnl_query_dst_md)
-        let output: Tensor
-        if let residual, consumingResidual, residual.desc.isEqual(to: dstDesc) {
-            output = residual
-        } else {
-            output = try Tensor(desc: dstDesc)
-            if let residual { try residual.reorder(into: output) }
-        }
-        try primitive.execute([(Arg.src, input), (Arg.weights, weights), (Arg.bias, bias), (Arg.dst, output)])
-        return output
-    }
-
-    /// The convolution primitive `make(explicitPadding)` to run. oneDNN's direct kernels take no more padding
-    /// than their register blocking (3 columns on AVX2), so a convolution dilated further falls back to a GEMM
-    /// with layout changes around it; padding the input explicitly (its interior copied into a zeroed tensor,
-    /// `paddedCopy`) puts it back on the direct kernel. `padsExplicitly` nil makes that choice, true or false
-    /// forces one.
-    private func choosePadding(_ make: (Bool) throws -> Primitive) throws -> (Primitive, explicit: Bool) {
-        guard conv.window.padding > 0, padsExplicitly != false else { return (try make(false), false) }
-        if padsExplicitly == true { return (try make(true), true) }
-        let implicit = try make(false)
-        if !implicit.isDirectKernel, let padded = try? make(true), padded.isDirectKernel { return (padded, true) }
-        return (implicit, false)
-    }
-
-    /// `x` copied into the interior of a zeroed tensor of `desc` (the input padded by the convolution's padding).
-    private func paddedCopy(_ x: Tensor, desc: MemoryDesc) throws -> Tensor {
-        let padded = try Tensor.zeros(like: desc)
-        let p = conv.window.padding, s = x.shape
-        try x.reorder(into: padded.spatialView(rows: p..<(p + s[2]), columns: p..<(p + s[3])))
-        return padded
-    }
-
-    private func preparedInferenceWeights(_ primitive: Primitive) throws -> (Tensor, Tensor) {
-        let desc = primitive.desc(dnnl_query_weights_md)
-        let version = parameterVersion
-        if let f = foldedWeights, f.version == version, f.key == desc.cacheKey { return (f.weights, f.bias) }
-        let (w, b) = foldedPlainWeights()
-        let plain = try Tensor(plain: conv.weightDims, values: w)
-        let weights = try plain.reordered(to: desc)
-        let bias = try Tensor(plain: [conv.outputChannels], values: b)
-        foldedWeights = (desc.cacheKey, version, weights, bias)
-        return (weights, bias)
-    }
 
     /// The weights and bias with batch norm folded in, in PyTorch's plain [O, I, k, k] order.
     func foldedPlainWeights() -> (weights: [Float], bias: [Float]) {
@@ -161,30 +90,21 @@ final class ConvUnit {
 
     // MARK: Training
 
-    private func trainingForward(_ x: Tensor, residual: Tensor?) throws -> Tensor {
+    private func trainingForward(_ x: Tensor, residual: Tensor?, strategy: ConvolutionStrategy) throws -> Tensor {
         // Eval-mode weights (from a validation pass) are stale once training updates the parameters.
-        foldedWeights = nil
-        winogradWeights = nil
-        zoneWeightCache.removeAll()
-        let (convOutput, convolution) = if let plan = paddingFreePlan(x.shape) {
-            try paddingFreeTrainingForward(x, plan: plan)
-        } else {
-            try wholeTrainingConvolution(x)
-        }
+        for strategy in strategies { strategy.releaseInferenceWeights() }
+        let (convOutput, convolution) = try strategy.trainingForward(self, x)
         var current = convOutput
         var normPrimitive: Primitive?
         var mean: Tensor?, variance: Tensor?
         if let norm {
             let p = try primitives.primitive(PrimitiveCache.Key("bn", convOutput.desc.cacheKey)) {
-                var data = convOutput.desc
-                var op = dnnl_batch_normalization_desc_t()
-                try dnnlCheck("dnnl_batch_normalization_forward_desc_init", dnnl_batch_normalization_forward_desc_init(
-                    &op, dnnl_forward_training, &data, norm.epsilon, dnnl_use_scale.rawValue | dnnl_use_shift.rawValue))
-                return try Primitive("batch normalization", op: op)
+                try Primitive("batch normalization",
+                              op: BatchNormalizationOp.trainingForward(convOutput.desc, epsilon: norm.epsilon))
             }
             let out = try Tensor(desc: convOutput.desc)
-            let m = try Tensor(desc: p.desc(dnnl_query_dst_md, 1))
-            let v = try Tensor(desc: p.desc(dnnl_query_dst_md, 2))
+            let m = try Tensor(desc: p.desc(.destination, 1))
+            let v = try Tensor(desc: p.desc(.destination, 2))
             let scale = try Tensor(plain: [norm.channels], values: norm.weight.value)
             let shift = try Tensor(plain: [norm.channels], values: norm.bias.value)
             try p.execute([(Arg.src, convOutput), (Arg.dst, out), (Arg.mean, m), (Arg.variance, v),
@@ -206,42 +126,20 @@ final class ConvUnit {
         switch activation {
         case .none: break
         case .relu:
-            let (y, p) = try Operations.eltwise(current, dnnl_eltwise_relu_use_dst_for_bwd, training: true,
+            let (y, p) = try Operations.eltwise(current, .reluUsingDestination, training: true,
                                                 inPlace: true)
             current = y
             activationPrimitive = p
         case .relu6:
-            let (y, p) = try Operations.eltwise(current, dnnl_eltwise_clip_v2_use_dst_for_bwd, alpha: 0, beta: 6,
+            let (y, p) = try Operations.eltwise(current, .clipUsingDestination, alpha: 0, beta: 6,
                                                 training: true, inPlace: true)
             current = y
             activationPrimitive = p
         }
-        saved = Saved(convolution: convolution, inputShape: x.shape, convOutput: convOutput,
+        saved = Saved(strategy: strategy, convolution: convolution, convOutput: convOutput,
                       normPrimitive: normPrimitive, mean: mean, variance: variance,
                       activationPrimitive: activationPrimitive, output: current, hasResidual: residual != nil)
         return current
-    }
-
-    /// The training-mode convolution as one primitive.
-    private func wholeTrainingConvolution(_ x: Tensor) throws -> (output: Tensor, saved: SavedConvolution) {
-        let hasBias = conv.bias != nil
-        let (primitive, explicitPadding) = try choosePadding { explicitPadding in
-            try primitives.primitive(PrimitiveCache.Key("train", x.shape, explicitPadding)) {
-                try Primitive("convolution", op: conv.forwardDescriptor(x.shape, training: true, withBias: hasBias,
-                                                                        explicitPadding: explicitPadding))
-            }
-        }
-        // Converted for this forward alone (they change at every step); backward converts them again rather than
-        // keeping a second copy of every weight through the step.
-        let weights = try Tensor(plain: conv.weightDims, values: conv.weight.value)
-            .reordered(to: primitive.desc(dnnl_query_weights_md))
-        let input = explicitPadding ? try paddedCopy(x, desc: primitive.desc(dnnl_query_src_md))
-            : try x.reordered(to: primitive.desc(dnnl_query_src_md))
-        let output = try Tensor(desc: primitive.desc(dnnl_query_dst_md))
-        var arguments: [(Int32, Tensor)] = [(Arg.src, input), (Arg.weights, weights), (Arg.dst, output)]
-        if let bias = conv.bias { arguments.append((Arg.bias, try Tensor(plain: [conv.outputChannels], values: bias.value))) }
-        try primitive.execute(arguments)
-        return (output, .whole(input: input, primitive: primitive, explicitPadding: explicitPadding))
     }
 
     // MARK: Backward
@@ -268,11 +166,9 @@ final class ConvUnit {
         let residualGradient: Tensor? = saved.hasResidual ? gradient : nil
         if let norm, let normPrimitive = saved.normPrimitive, let mean = saved.mean, let variance = saved.variance {
             let p = try primitives.primitive(PrimitiveCache.Key("bn-backward", saved.convOutput.desc.cacheKey)) {
-                var data = saved.convOutput.desc
-                var op = dnnl_batch_normalization_desc_t()
-                try dnnlCheck("dnnl_batch_normalization_backward_desc_init", dnnl_batch_normalization_backward_desc_init(
-                    &op, dnnl_backward, &data, &data, norm.epsilon, dnnl_use_scale.rawValue | dnnl_use_shift.rawValue))
-                return try Primitive("batch normalization backward", op: op, hint: normPrimitive)
+                try Primitive("batch normalization backward",
+                              op: BatchNormalizationOp.backward(saved.convOutput.desc, epsilon: norm.epsilon),
+                              hint: normPrimitive)
             }
             let diffSource = try Tensor(desc: saved.convOutput.desc)
             let scale = try Tensor(plain: [norm.channels], values: norm.weight.value)
@@ -287,64 +183,9 @@ final class ConvUnit {
             accumulate(norm.bias, diffShift)
             gradient = diffSource
         }
-        switch saved.convolution {
-        case let .rectangles(input, plan):
-            return (try paddingFreeBackward(gradient, input: input, plan: plan, needsInputGradient: needsInputGradient),
-                    residualGradient)
-        case let .whole(input, primitive, explicitPadding):
-            let dx = try wholeConvolutionBackward(gradient, input: input, inputShape: saved.inputShape,
-                                                  primitive: primitive, explicitPadding: explicitPadding,
-                                                  needsInputGradient: needsInputGradient)
-            return (dx, residualGradient)
-        }
-    }
-
-    /// Backward of the training convolution as one primitive: weight and bias gradients accumulated, the input's
-    /// returned when `needsInputGradient`.
-    private func wholeConvolutionBackward(_ gradient: Tensor, input: Tensor, inputShape: [Int], primitive: Primitive,
-                                          explicitPadding: Bool, needsInputGradient: Bool) throws -> Tensor? {
-        let s = input.shape
-        let o = conv.outputDims(inputShape)
-        let geometry = conv.geometry(inputShape, explicitPadding: explicitPadding)
-        let hasBias = conv.bias != nil
-
-        // Weights (and bias) gradients.
-        let weightsKey = PrimitiveCache.Key("conv-backward-weights", s, explicitPadding)
-        let weightsPrimitive = try primitives.primitive(weightsKey) {
-            try Primitive("convolution backward weights", op: ConvolutionOp.backwardWeights(
-                source: s, weights: conv.weightDims, destination: o, bias: hasBias, geometry), hint: primitive)
-        }
-        let diffDst = try gradient.reordered(to: weightsPrimitive.desc(dnnl_query_diff_dst_md))
-        let source = try input.reordered(to: weightsPrimitive.desc(dnnl_query_src_md))
-        let diffWeights = try Tensor(desc: weightsPrimitive.desc(dnnl_query_diff_weights_md))
-        var arguments: [(Int32, Tensor)] = [(Arg.src, source), (Arg.diffDst, diffDst), (Arg.diffWeights, diffWeights)]
-        var diffBias: Tensor?
-        if hasBias {
-            let b = try Tensor(desc: weightsPrimitive.desc(dnnl_query_diff_weights_md, 1))
-            arguments.append((Arg.diffBias, b))
-            diffBias = b
-        }
-        try weightsPrimitive.execute(arguments)
-        let plainWeights = try diffWeights.reordered(to: .make(conv.weightDims, MemoryDesc.plainTag(rank: conv.weightDims.count)))
-        accumulate(conv.weight, plainWeights)
-        if let bias = conv.bias, let diffBias { accumulate(bias, diffBias) }
-
-        guard needsInputGradient else { return nil }
-        let dataKey = PrimitiveCache.Key("conv-backward-data", s, explicitPadding)
-        let dataPrimitive = try primitives.primitive(dataKey) {
-            try Primitive("convolution backward data", op: ConvolutionOp.backwardData(
-                source: s, weights: conv.weightDims, destination: o, geometry), hint: primitive)
-        }
-        let weights = try Tensor(plain: conv.weightDims, values: conv.weight.value)
-            .reordered(to: dataPrimitive.desc(dnnl_query_weights_md))
-        let diffInput = try Tensor(desc: dataPrimitive.desc(dnnl_query_diff_src_md))
-        try dataPrimitive.execute([(Arg.diffDst, try gradient.reordered(to: dataPrimitive.desc(dnnl_query_diff_dst_md))),
-                                   (Arg.weights, weights), (Arg.diffSrc, diffInput)])
-        guard explicitPadding else { return diffInput }
-        // The padded input's gradient; the input's is its interior.
-        let p = conv.window.padding, x = inputShape
-        let interior = try diffInput.spatialView(rows: p..<(p + x[2]), columns: p..<(p + x[3]))
-        return try interior.reordered(to: .make(x, MemoryDesc.formatTag(of: diffInput.desc)))
+        let dx = try saved.strategy.backward(self, gradient, saved: saved.convolution,
+                                             needsInputGradient: needsInputGradient)
+        return (dx, residualGradient)
     }
 }
 

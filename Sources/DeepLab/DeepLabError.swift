@@ -1,5 +1,3 @@
-import COneDNN
-
 /// Errors of the DeepLabV3 engine: configuration, weights and oneDNN failures.
 public enum DeepLabError: Error, CustomStringConvertible, Equatable {
     /// A oneDNN call returned a status other than success.
@@ -37,10 +35,4 @@ public enum DeepLabError: Error, CustomStringConvertible, Equatable {
             return "out of memory: the system refused \(bytes / 1_048_576) MB for a tensor (try a smaller input or batch)"
         }
     }
-}
-
-/// The version of oneDNN underneath the engine, e.g. "2.6.3".
-public var oneDNNVersion: String {
-    guard let v = dnnl_version() else { return "unknown" }
-    return "\(v.pointee.major).\(v.pointee.minor).\(v.pointee.patch)"
 }

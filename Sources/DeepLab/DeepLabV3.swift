@@ -1,4 +1,4 @@
-import COneDNN
+import SliceLabSupport
 
 /// DeepLabV3 as torchvision composes it: a backbone returning named features, `DeepLabHead` on the last one,
 /// an optional `FCNHead` on the auxiliary one, each upsampled bilinearly to the input size.

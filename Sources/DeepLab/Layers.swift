@@ -1,23 +1,13 @@
-import COneDNN
 import Foundation
+import SliceLabSupport
 
 // MARK: - Random initialisation
 
-/// SplitMix64: a small seeded generator for weight initialisation and dropout masks (seed recorded by callers).
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+/// Weight initialisation and dropout masks draw from SliceLab's one seeded generator (seed recorded by callers).
+extension SeededGenerator {
     /// A uniform sample in [−1, 1).
     mutating func symmetricUniform() -> Float {
-        Float(Double(next() >> 11) * 0x1p-53 * 2 - 1)
+        Float(uniform() * 2 - 1)
     }
 }
 
@@ -70,7 +60,7 @@ final class Conv2d {
     /// The convolution operation descriptor for input `x` (layouts left to oneDNN). With `explicitPadding`, the
     /// source is the input already padded (`paddedDims`) and the convolution itself pads nothing.
     func forwardDescriptor(_ s: [Int], training: Bool, withBias: Bool,
-                           explicitPadding: Bool = false) throws -> dnnl_convolution_desc_t {
+                           explicitPadding: Bool = false) throws -> ConvolutionDescriptor {
         try ConvolutionOp.forward(source: explicitPadding ? paddedDims(s) : s, weights: weightDims,
                                   destination: outputDims(s), bias: withBias, training: training,
                                   geometry(s, explicitPadding: explicitPadding))
@@ -93,66 +83,6 @@ final class Conv2d {
                                    dilation: [Int64(window.dilation - 1), Int64(window.dilation - 1)],
                                    left: explicitPadding ? [0, 0] : [Int64(window.padding), Int64(window.padding)],
                                    right: explicitPadding ? right.map { min($0, 0) } : right)
-    }
-}
-
-/// Strides, dilations (oneDNN counts from 0), leading and trailing paddings of a convolution.
-struct ConvolutionGeometry {
-    var strides: [Int64]
-    var dilation: [Int64]
-    var left: [Int64]
-    var right: [Int64]
-}
-
-/// oneDNN convolution operation descriptors from source, weights and destination dims (layouts left to oneDNN)
-/// and a geometry: the whole convolutions' and the padding-free rectangles' alike.
-enum ConvolutionOp {
-    /// Rests on `dnnl_dilated_convolution_forward_desc_init`.
-    static func forward(source: [Int], weights: [Int], destination: [Int], bias: Bool, training: Bool,
-                        _ g: ConvolutionGeometry) throws -> dnnl_convolution_desc_t {
-        var src = try MemoryDesc.make(source, dnnl_format_tag_any)
-        var weightsDesc = try MemoryDesc.make(weights, dnnl_format_tag_any)
-        var biasDesc = try MemoryDesc.make([destination[1]], dnnl_a)
-        var dst = try MemoryDesc.make(destination, dnnl_format_tag_any)
-        var op = dnnl_convolution_desc_t()
-        let status = withUnsafePointer(to: &biasDesc) { biasPointer in
-            dnnl_dilated_convolution_forward_desc_init(
-                &op, training ? dnnl_forward_training : dnnl_forward_inference, dnnl_convolution_direct,
-                &src, &weightsDesc, bias ? biasPointer : nil, &dst, g.strides, g.dilation, g.left, g.right)
-        }
-        try dnnlCheck("dnnl_dilated_convolution_forward_desc_init", status)
-        return op
-    }
-
-    /// Rests on `dnnl_dilated_convolution_backward_weights_desc_init`.
-    static func backwardWeights(source: [Int], weights: [Int], destination: [Int], bias: Bool,
-                                _ g: ConvolutionGeometry) throws -> dnnl_convolution_desc_t {
-        var src = try MemoryDesc.make(source, dnnl_format_tag_any)
-        var diffWeights = try MemoryDesc.make(weights, dnnl_format_tag_any)
-        var diffBias = try MemoryDesc.make([destination[1]], dnnl_a)
-        var diffDst = try MemoryDesc.make(destination, dnnl_format_tag_any)
-        var op = dnnl_convolution_desc_t()
-        let status = withUnsafePointer(to: &diffBias) { biasPointer in
-            dnnl_dilated_convolution_backward_weights_desc_init(
-                &op, dnnl_convolution_direct, &src, &diffWeights, bias ? biasPointer : nil, &diffDst, g.strides,
-                g.dilation, g.left, g.right)
-        }
-        try dnnlCheck("dnnl_dilated_convolution_backward_weights_desc_init", status)
-        return op
-    }
-
-    /// Rests on `dnnl_dilated_convolution_backward_data_desc_init`.
-    static func backwardData(source: [Int], weights: [Int], destination: [Int],
-                             _ g: ConvolutionGeometry) throws -> dnnl_convolution_desc_t {
-        var diffSrc = try MemoryDesc.make(source, dnnl_format_tag_any)
-        var weightsDesc = try MemoryDesc.make(weights, dnnl_format_tag_any)
-        var diffDst = try MemoryDesc.make(destination, dnnl_format_tag_any)
-        var op = dnnl_convolution_desc_t()
-        try dnnlCheck("dnnl_dilated_convolution_backward_data_desc_init",
-                      dnnl_dilated_convolution_backward_data_desc_init(
-                        &op, dnnl_convolution_direct, &diffSrc, &weightsDesc, &diffDst, g.strides, g.dilation,
-                        g.left, g.right))
-        return op
     }
 }
 

@@ -1,3 +1,5 @@
+import SliceLabSupport
+
 /// MobileNetV2's feature extractor in torchvision's layout (`features.0` … `features.18`, here under the
 /// DeepLab prefix as `backbone.0` … as torchvision's DeepLab-MobileNet wraps `features`), with strides
 /// replaced by dilation from the stage that would exceed the output stride.

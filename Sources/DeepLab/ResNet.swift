@@ -1,3 +1,5 @@
+import SliceLabSupport
+
 /// A ResNet backbone in torchvision's module layout (`conv1`, `bn1`, `layer1`…`layer4`), with strides replaced
 /// by dilation in the last stage(s) for DeepLab's output stride.
 ///

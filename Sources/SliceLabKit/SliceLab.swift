@@ -1,5 +1,6 @@
 import DICOM
 import DeepLab
+import DeepLabTraining
 import SliceLabSupport
 
 /// SliceLab's version, written into every results file and checkpoint it produces.
@@ -14,8 +15,8 @@ public var versionDescription: String {
 /// The library types whose cases the command line's choice lists are derived from, re-exported for the
 /// executable (which imports only this target).
 public typealias Architecture = DeepLabConfiguration.Architecture
-public typealias OptimizerConfiguration = DeepLab.OptimizerConfiguration
-public typealias LossConfiguration = DeepLab.LossConfiguration
+public typealias OptimizerConfiguration = DeepLabTraining.OptimizerConfiguration
+public typealias LossConfiguration = DeepLabTraining.LossConfiguration
 
 /// Bounds on what the readers of outside files allocate (`--max-memory`), re-exported for the executable.
 public typealias ReadLimits = SliceLabSupport.ReadLimits

@@ -1,4 +1,5 @@
 import DeepLab
+import DeepLabTraining
 
 /// What happens in a training run, in order, as `Trainer` reports it to its observers.
 ///

@@ -6,7 +6,7 @@ import Foundation
 /// Every random choice (k-means restarts, bootstrap resamples, weight initialisation, augmentation, dropout)
 /// takes one of these, so a run is repeated by repeating its recorded seed. Its whole state is four words,
 /// which checkpoints store so a resumed run draws the same numbers as an uninterrupted one.
-public struct SeededGenerator: RandomNumberGenerator, Codable, Equatable, Sendable {
+public struct SeededGenerator: RandomNumberGenerator, Equatable, Sendable {
     private var s0, s1, s2, s3: UInt64
 
     /// A generator seeded from `seed` (any value, including 0).

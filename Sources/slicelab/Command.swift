@@ -1,5 +1,4 @@
 import SliceLabKit
-import SliceLabSupport
 
 /// A `slicelab` subcommand: its declaration and the call into the `SliceLab` library that does the work.
 protocol Command {

@@ -1,14 +1,25 @@
 @testable import DeepLab
 import Foundation
+import SliceLabSupport
 import Testing
 
 /// A convolution unit computes its convolution in one of three ways: one primitive padding inside oneDNN, one
 /// primitive on the input padded explicitly (copied into a zeroed, larger tensor; keeps large dilations on the
 /// direct kernels), or one primitive per rectangle of output with only the taps that read the input
-/// (`paddingFreePlan`). Forward, and in training every gradient, must not depend on the way.
+/// (`PaddingFreeConvolution`). Forward, and in training every gradient, must not depend on the way.
 @Suite struct ConvolutionStrategyTests {
     enum Strategy: CaseIterable {
         case implicitPadding, explicitPadding, automatic, rectangles
+
+        /// A fresh instance of the strategy.
+        func make() -> ConvolutionStrategy {
+            switch self {
+            case .implicitPadding: DirectConvolution(padding: .implicit)
+            case .explicitPadding: DirectConvolution(padding: .explicit)
+            case .automatic: DirectConvolution(padding: .automatic)
+            case .rectangles: PaddingFreeConvolution()
+            }
+        }
     }
 
     static func values(_ count: Int, seed: UInt64) -> [Float] {
@@ -19,13 +30,8 @@ import Testing
     /// The output of a forward (and in training the input's and every parameter's gradient after a backward).
     static func run(_ unit: ConvUnit, _ strategy: Strategy, input: [Float], shape: [Int],
                     training: Bool) throws -> [[Float]] {
-        unit.skipsPaddingTaps = strategy == .rectangles
-        unit.padsExplicitly = switch strategy {
-        case .implicitPadding, .rectangles: false
-        case .explicitPadding: true
-        case .automatic: nil
-        }
-        let y = try unit(Tensor(plain: shape, values: input), training: training).floatTensor()
+        let y = try unit(Tensor(plain: shape, values: input), training: training, strategy: strategy.make())
+            .floatTensor()
         guard training else { return [y.values] }
         for p in unit.parameters where p.isTrainable { p.gradient = [Float](repeating: 0, count: p.value.count) }
         let dy = values(y.values.count, seed: 9)
@@ -57,9 +63,8 @@ import Testing
 
         let reference = try Self.run(unit, .implicitPadding, input: input, shape: shape, training: c.training)
         for strategy in Strategy.allCases where strategy != .implicitPadding {
-            if strategy == .rectangles {
-                unit.skipsPaddingTaps = true
-                guard unit.paddingFreePlan(shape) != nil else { continue }  // strided: no rectangles
+            if strategy == .rectangles, PaddingFreeConvolution.plan(for: unit, inputShape: shape) == nil {
+                continue  // strided: no rectangles
             }
             let result = try Self.run(unit, strategy, input: input, shape: shape, training: c.training)
             #expect(result.count == reference.count)

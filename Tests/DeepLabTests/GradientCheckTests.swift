@@ -1,6 +1,7 @@
 @testable import DeepLab
 import Foundation
 import ImageFiles
+import SliceLabSupport
 import TestSupport
 import Testing
 

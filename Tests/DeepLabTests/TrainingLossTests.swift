@@ -1,4 +1,5 @@
 @testable import DeepLab
+@testable import DeepLabTraining
 import Foundation
 import Testing
 

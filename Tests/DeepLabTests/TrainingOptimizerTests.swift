@@ -1,5 +1,7 @@
 @testable import DeepLab
+@testable import DeepLabTraining
 import Foundation
+import SliceLabSupport
 import Testing
 
 /// SGD and AdamW trajectories against torch.optim, clipping against clip_grad_norm_, and the schedule against

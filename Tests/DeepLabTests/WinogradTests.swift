@@ -1,5 +1,5 @@
-import COneDNN
 @testable import DeepLab
+import SliceLabSupport
 import Testing
 
 /// Eval mode computes wide 3×3 convolutions (stride 1, padding equal to the dilation) by Winograd's
@@ -20,6 +20,12 @@ import Testing
         return unit
     }
 
+    /// Whether a unit's default strategies would pick Winograd for it (eval mode, an 8 × 8 input).
+    static func picksWinograd(_ unit: ConvUnit, residual: Bool = false) -> Bool {
+        WinogradConvolution().applies(to: unit, inputShape: [1, unit.conv.inputChannels, 8, 8], residual: residual,
+                                      training: false)
+    }
+
     @Test(arguments: [(dilation: 1, batch: 2, rows: 9, columns: 11, activation: Activation.relu),
                       (dilation: 1, batch: 1, rows: 1, columns: 1, activation: .none),
                       (dilation: 2, batch: 2, rows: 10, columns: 7, activation: .relu6),
@@ -29,13 +35,11 @@ import Testing
         _ c: (dilation: Int, batch: Int, rows: Int, columns: Int, activation: Activation)
     ) throws {
         let unit = try Self.unit(channels: 256, outputs: 264, dilation: c.dilation, activation: c.activation)
-        unit.skipsPaddingTaps = false
         let shape = [c.batch, 256, c.rows, c.columns]
         let input = try Tensor(plain: shape, values: ConvolutionStrategyTests.values(shape.reduce(1, *), seed: 9))
-        #expect(unit.winogradApplies(residual: nil))
-        let fast = try unit(input, training: false).floatTensor()
-        unit.usesWinograd = false
-        let direct = try unit(input, training: false).floatTensor()
+        #expect(Self.picksWinograd(unit))
+        let fast = try unit(input, training: false, strategy: WinogradConvolution()).floatTensor()
+        let direct = try unit(input, training: false, strategy: DirectConvolution()).floatTensor()
         #expect(fast.shape == [c.batch, 264, c.rows, c.columns] && fast.shape == direct.shape)
         let difference = zip(fast.values, direct.values).map { abs($0 - $1) }.max() ?? .infinity
         let scale = direct.values.map(abs).max() ?? 0
@@ -48,16 +52,17 @@ import Testing
         let unit = try Self.unit(dilation: 6)
         let shape = [1, 256, 32, 32]
         let input = try Tensor(plain: shape, values: ConvolutionStrategyTests.values(shape.reduce(1, *), seed: 11))
-        let plan = try #require(unit.paddingFreePlan(shape))
+        let plan = try #require(PaddingFreeConvolution.plan(for: unit, inputShape: shape))
         let centre = (rows: try #require(plan.rows.first { $0.taps == 0...2 }),
                       columns: try #require(plan.columns.first { $0.taps == 0...2 }))
         #expect(centre.rows.outputs == 6..<26)
-        #expect(unit.winogradRectangle(rows: centre.rows, columns: centre.columns, tag: dnnl_aBcd8b, training: false))
-        #expect(!unit.winogradRectangle(rows: centre.rows, columns: centre.columns, tag: dnnl_aBcd8b, training: true))
+        let winograd = WinogradConvolution()
+        #expect(winograd.computesRectangle(of: unit, rows: centre.rows, columns: centre.columns,
+                                           tag: .channelBlocked8, training: false))
+        #expect(!winograd.computesRectangle(of: unit, rows: centre.rows, columns: centre.columns,
+                                            tag: .channelBlocked8, training: true))
         let fast = try unit(input, training: false).floatTensor()
-        unit.usesWinograd = false
-        unit.skipsPaddingTaps = false
-        let direct = try unit(input, training: false).floatTensor()
+        let direct = try unit(input, training: false, strategy: DirectConvolution()).floatTensor()
         let difference = zip(fast.values, direct.values).map { abs($0 - $1) }.max() ?? .infinity
         let scale = direct.values.map(abs).max() ?? 0
         #expect(scale > 1 && difference <= 1e-5 * scale, "max |Δ| \(difference) against \(scale)")
@@ -71,19 +76,20 @@ import Testing
         unit.conv.weight.value = unit.conv.weight.value.map { $0 * 2 }
         unit.conv.weight.markUpdated()
         let after = try unit(input, training: false).floatTensor().values
-        unit.usesWinograd = false
         #expect(before != after)
-        let direct = try unit(input, training: false).floatTensor().values
+        let direct = try unit(input, training: false, strategy: DirectConvolution()).floatTensor().values
         #expect(zip(after, direct).allSatisfy { abs($0 - $1) <= 1e-4 })
     }
 
     @Test func appliesOnlyToWideSameSizeConvolutions() throws {
-        #expect(try Self.unit(dilation: 2).winogradApplies(residual: nil))
-        #expect(try !Self.unit(dilation: 2).winogradApplies(residual: Tensor(plain: [1], values: [0])))
-        #expect(try !Self.unit(stride: 2).winogradApplies(residual: nil))
-        #expect(try !Self.unit(padding: 0).winogradApplies(residual: nil))
-        #expect(try !Self.unit(channels: 128, outputs: 128).winogradApplies(residual: nil))
-        #expect(try !Self.unit(outputs: 260).winogradApplies(residual: nil))
+        #expect(try Self.picksWinograd(Self.unit(dilation: 2)))
+        #expect(try !Self.picksWinograd(Self.unit(dilation: 2), residual: true))
+        #expect(try !Self.picksWinograd(Self.unit(stride: 2)))
+        #expect(try !Self.picksWinograd(Self.unit(padding: 0)))
+        #expect(try !Self.picksWinograd(Self.unit(channels: 128, outputs: 128)))
+        #expect(try !Self.picksWinograd(Self.unit(outputs: 260)))
+        #expect(try !WinogradConvolution().applies(to: Self.unit(), inputShape: [1, 256, 8, 8], residual: false,
+                                                   training: true))
     }
 
     @Test func gradientsReadAsZerosUntilWritten() {

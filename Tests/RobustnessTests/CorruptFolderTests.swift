@@ -1,6 +1,8 @@
 import DeepLab
+import DeepLabTraining
 import Foundation
 import ImageFiles
+import SliceLabSupport
 import TestSupport
 import Testing
 
@@ -18,7 +20,7 @@ struct CorruptFolderTests {
     /// returns the corrupt files' paths.
     static func writeSeries(to folder: URL, count: Int, seed: UInt64) throws -> Set<String> {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        var random = TrainingRandom(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let corrupt = Set(Array(0..<count).shuffled(using: &random).prefix(count / 20))
         var paths: Set<String> = []
         for index in 0..<count {

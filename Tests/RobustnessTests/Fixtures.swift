@@ -1,6 +1,8 @@
 import DeepLab
+import DeepLabTraining
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 /// Inputs the robustness tests generate: DICOM files written byte by byte (valid CT slices and broken ones),
 /// a small labeled set of PNGs, and an untrained, seeded model.
@@ -87,7 +89,7 @@ enum Fixtures {
         for sub in ["images", "labels"] {
             try FileManager.default.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
-        var random = TrainingRandom(seed: seed)
+        var random = SeededGenerator(seed: seed)
         var names: [String] = []
         for index in 0..<count {
             let name = String(format: "case%02d", index)

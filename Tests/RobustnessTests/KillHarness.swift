@@ -1,7 +1,9 @@
 import DeepLab
+import DeepLabTraining
 import Foundation
 import Metrics
 import SliceLabKit
+import SliceLabSupport
 import TestSupport
 
 /// Runs the built `slicelab` and kills it with SIGKILL at chosen moments.
@@ -82,7 +84,7 @@ enum KillHarness {
     /// `duration`, uniform within each stratum) and a moment 0–`writeWindow` s into writing one of `outputs`.
     static func points(_ count: Int, within duration: Double, outputs: [URL], writeWindow: Double = 0.05,
                        label: String) -> [KillPoint] {
-        var random = TrainingRandom(seed: seed ^ UInt64(truncatingIfNeeded: label.utf8.reduce(5381) { $0 &* 33 &+ Int($1) }))
+        var random = SeededGenerator(seed: seed ^ UInt64(truncatingIfNeeded: label.utf8.reduce(5381) { $0 &* 33 &+ Int($1) }))
         let timed = (count + 1) / 2
         return (0..<count).map { index in
             if index % 2 == 0 {

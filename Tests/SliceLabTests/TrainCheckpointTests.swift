@@ -1,7 +1,9 @@
 import DeepLab
+import DeepLabTraining
 import Foundation
 import ImageFiles
 @testable import SliceLabKit
+import SliceLabSupport
 import TestSupport
 import Testing
 
@@ -21,7 +23,7 @@ struct TrainCheckpointTests {
     @Test func trainingStateRoundTripsExactly() throws {
         let folder = try TestSupport.temporaryFolder("train-checkpoint")
         defer { try? FileManager.default.removeItem(at: folder) }
-        var random = TrainingRandom(seed: UInt64.max)
+        var random = SeededGenerator(seed: UInt64.max)
         _ = random.next()
         var history = TrainingHistory()
         history.trainLoss = [0.9, 0.7, .pi]

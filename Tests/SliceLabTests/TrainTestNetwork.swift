@@ -1,5 +1,7 @@
 import DeepLab
+import DeepLabTraining
 import Foundation
+import SliceLabSupport
 
 /// A per-pixel linear classifier (a 1×1 convolution with bias), exact forward and backward in pure Swift,
 /// so the training loop can be tested without the oneDNN engine. `forward_count` is a buffer (like batch
@@ -19,7 +21,7 @@ final class PixelLinearNetwork: SegmentationNetwork {
     init(inputChannels: Int, classCount: Int, seed: UInt64) {
         self.inputChannels = inputChannels
         self.classCount = classCount
-        var random = TrainingRandom(seed: seed)
+        var random = SeededGenerator(seed: seed)
         weight = Parameter(name: "classifier.weight", shape: [classCount, inputChannels, 1, 1],
                            value: (0..<(classCount * inputChannels)).map { _ in Float(random.normal() * 0.1) })
         bias = Parameter(name: "classifier.bias", shape: [classCount], value: [Float](repeating: 0, count: classCount))

@@ -1,6 +1,8 @@
 import DeepLab
+import DeepLabTraining
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 /// The toy labeled set of issue #5: bright shapes of 3 classes (discs = 1, squares = 2, on a noisy background
 /// = 0) with distinct brightness, written as 8-bit PNG images and label maps with a `dataset.json`.
@@ -13,7 +15,7 @@ enum TrainToySet {
         for sub in ["images", "labels"] {
             try fm.createDirectory(at: folder.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
-        var random = TrainingRandom(seed: seed)
+        var random = SeededGenerator(seed: seed)
         var names: [String] = []
         for index in 0..<(trainCases + validationCases) {
             let name = String(format: "toy%03d", index)
@@ -35,7 +37,7 @@ enum TrainToySet {
 
     /// One image: background ≈ 50, discs ≈ 130, squares ≈ 210, Gaussian noise σ = 12, two to four shapes
     /// (at least one disc and one square; later shapes may cover earlier ones).
-    static func sample(size: Int, random: inout TrainingRandom) -> (image: [UInt8], labels: [UInt8]) {
+    static func sample(size: Int, random: inout SeededGenerator) -> (image: [UInt8], labels: [UInt8]) {
         var labels = [UInt8](repeating: 0, count: size * size)
         for shape in 0..<(2 + random.index(below: 3)) {
             let isSquare = shape < 2 ? shape == 1 : random.bernoulli(0.5)  // every image has both classes

@@ -53,11 +53,11 @@ enum Operations {
                 &src, &dst, st, k, dil, pl, pr))
             return try Primitive("max pooling", op: op)
         }
-        let output = try Tensor(desc: primitive.desc(dnnl_query_dst_md))
+        let output = try Tensor(desc: primitive.desc(.destination))
         var arguments: [(Int32, Tensor)] = [(Arg.src, x), (Arg.dst, output)]
         var workspace: Tensor?
         if training {
-            let ws = try Tensor(desc: primitive.desc(dnnl_query_workspace_md))
+            let ws = try Tensor(desc: primitive.desc(.workspace))
             arguments.append((Arg.workspace, ws))
             workspace = ws
         }
@@ -80,7 +80,7 @@ enum Operations {
                 &src, &dst, one, k, zero, zero, zero))
             return try Primitive("global average pooling", op: op)
         }
-        let output = try Tensor(desc: primitive.desc(dnnl_query_dst_md))
+        let output = try Tensor(desc: primitive.desc(.destination))
         try primitive.execute([(Arg.src, x), (Arg.dst, output)])
         return PoolingResult(output: output, workspace: nil, primitive: primitive)
     }
@@ -99,7 +99,7 @@ enum Operations {
                 &src, &dst))
             return try Primitive("bilinear resampling", op: op)
         }
-        let output = try Tensor(desc: primitive.desc(dnnl_query_dst_md))
+        let output = try Tensor(desc: primitive.desc(.destination))
         try primitive.execute([(Arg.src, x), (Arg.dst, output)])
         return (output, primitive)
     }
@@ -116,7 +116,7 @@ enum Operations {
                 }
             }
         }
-        let output = try Tensor(desc: primitive.desc(dnnl_query_dst_md))
+        let output = try Tensor(desc: primitive.desc(.destination))
         var arguments: [(Int32, Tensor)] = [(Arg.dst, output)]
         for (i, t) in tensors.enumerated() { arguments.append((Arg.multipleSrc(i), t)) }
         try primitive.execute(arguments)

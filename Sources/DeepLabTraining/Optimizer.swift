@@ -1,3 +1,5 @@
+import DeepLab
+
 /// An optimizer over a network's trainable parameters: one `step` per batch, after `backward`.
 /// Buffers (`isTrainable == false`) are never touched.
 public protocol Optimizer: AnyObject {

@@ -1,5 +1,7 @@
-// Raw oneDNN calls: status checking, the CPU engine and stream, memory descriptors, primitives and their
-// execution. Everything else in the target goes through these few wrappers.
+// Raw oneDNN calls: status checking, the CPU engine and stream, memory descriptors and layout tags, primitives
+// and their execution, GEMM. With the other files of Primitives/ (`Tensor`, the stateless `Operations` and their
+// backward passes, the layers' operation descriptors in `LayerOperations.swift`) these are the only files of the
+// target that name oneDNN; layers, `ConvUnit` and its convolution strategies go through their Swift wrappers.
 import COneDNN
 import Foundation
 #if canImport(Glibc)
@@ -41,10 +43,18 @@ final class OneDNNEngine {
 
 typealias MemoryDesc = dnnl_memory_desc_t
 
+/// A memory layout tag (`dnnl_format_tag_t`).
+typealias FormatTag = dnnl_format_tag_t
+
+extension FormatTag {
+    /// Channels blocked by 8 (`nChw8c`), the layout of the engine's Winograd convolution.
+    static let channelBlocked8 = dnnl_aBcd8b
+}
+
 extension dnnl_memory_desc_t {
     /// A descriptor with dims and a format tag (`dnnl_nchw`, `dnnl_format_tag_any`, …).
     /// Rests on `dnnl_memory_desc_init_by_tag`.
-    static func make(_ dims: [Int], _ tag: dnnl_format_tag_t, _ type: dnnl_data_type_t = dnnl_f32) throws -> MemoryDesc {
+    static func make(_ dims: [Int], _ tag: FormatTag, _ type: dnnl_data_type_t = dnnl_f32) throws -> MemoryDesc {
         var desc = dnnl_memory_desc_t()
         let d = dims.map(Int64.init)
         try dnnlCheck("dnnl_memory_desc_init_by_tag", dnnl_memory_desc_init_by_tag(&desc, Int32(d.count), d, type, tag))
@@ -52,7 +62,7 @@ extension dnnl_memory_desc_t {
     }
 
     /// The plain row-major tag for `rank` dimensions.
-    static func plainTag(rank: Int) -> dnnl_format_tag_t {
+    static func plainTag(rank: Int) -> FormatTag {
         switch rank {
         case 1: return dnnl_a
         case 2: return dnnl_ab
@@ -64,7 +74,7 @@ extension dnnl_memory_desc_t {
 
     /// The format tag among channel-blocked (16, 8), channels-last and plain NCHW that describes this 4-D
     /// descriptor; plain NCHW when none does.
-    static func formatTag(of desc: MemoryDesc) -> dnnl_format_tag_t {
+    static func formatTag(of desc: MemoryDesc) -> FormatTag {
         let candidates = [dnnl_aBcd16b, dnnl_aBcd8b, dnnl_acdb, dnnl_abcd]
         return candidates.first { tag in (try? MemoryDesc.make(desc.shape, tag))?.isEqual(to: desc) == true }
             ?? dnnl_abcd
@@ -142,10 +152,27 @@ final class Primitive {
         dnnl_primitive_desc_destroy(descriptor)
     }
 
-    /// A memory descriptor the primitive expects (`dnnl_query_src_md`, `dnnl_query_weights_md`, …).
-    /// Rests on `dnnl_primitive_desc_query_md`.
-    func desc(_ what: dnnl_query_t, _ index: Int32 = 0) -> MemoryDesc {
-        guard let md = dnnl_primitive_desc_query_md(descriptor, what, index) else { return dnnl_memory_desc_t() }
+    /// The memories a primitive reads and writes, as `desc(_:_:)` asks for them.
+    enum Role {
+        case source, weights, destination, workspace, diffSource, diffWeights, diffDestination
+
+        var query: dnnl_query_t {
+            switch self {
+            case .source: return dnnl_query_src_md
+            case .weights: return dnnl_query_weights_md
+            case .destination: return dnnl_query_dst_md
+            case .workspace: return dnnl_query_workspace_md
+            case .diffSource: return dnnl_query_diff_src_md
+            case .diffWeights: return dnnl_query_diff_weights_md
+            case .diffDestination: return dnnl_query_diff_dst_md
+            }
+        }
+    }
+
+    /// The memory descriptor the primitive expects for `role` (`index` 1 for a bias or a batch norm's mean, 2
+    /// for its variance). Rests on `dnnl_primitive_desc_query_md`.
+    func desc(_ role: Role, _ index: Int32 = 0) -> MemoryDesc {
+        guard let md = dnnl_primitive_desc_query_md(descriptor, role.query, index) else { return dnnl_memory_desc_t() }
         return md.pointee
     }
 
@@ -212,6 +239,16 @@ final class PrimitiveAttributes {
     deinit { dnnl_primitive_attr_destroy(handle) }
 }
 
+/// An element-wise function (`dnnl_alg_kind_t`).
+typealias EltwiseAlgorithm = dnnl_alg_kind_t
+
+extension EltwiseAlgorithm {
+    /// ReLU whose backward reads the forward's output (so it may run in place).
+    static let reluUsingDestination = dnnl_eltwise_relu_use_dst_for_bwd
+    /// Clip to [α, β] (ReLU6 with 0, 6) whose backward reads the forward's output.
+    static let clipUsingDestination = dnnl_eltwise_clip_v2_use_dst_for_bwd
+}
+
 /// Argument slots of `Primitive.execute`.
 enum Arg {
     static let src = conednn_arg_src()
@@ -270,4 +307,21 @@ public var oneDNNEffectiveISA: String {
     case dnnl_cpu_isa_avx512_core_amx: return "AVX512_CORE_AMX"
     case let other: return "ISA 0x\(String(other.rawValue, radix: 16))"
     }
+}
+
+/// The version of oneDNN underneath the engine, e.g. "2.6.3". Rests on `dnnl_version`.
+public var oneDNNVersion: String {
+    guard let v = dnnl_version() else { return "unknown" }
+    return "\(v.pointee.major).\(v.pointee.minor).\(v.pointee.patch)"
+}
+
+// MARK: - GEMM
+
+/// C = A·B for row-major single-precision matrices: A is `rows` × `inner` (leading dimension `lda`), B `inner` ×
+/// `columns` (`ldb`), C `rows` × `columns` (`ldc`), overwritten. Rests on `dnnl_sgemm`.
+func matrixProduct(rows: Int, columns: Int, inner: Int, _ a: UnsafePointer<Float>, lda: Int,
+                   _ b: UnsafePointer<Float>, ldb: Int, into c: UnsafeMutablePointer<Float>, ldc: Int) throws {
+    let plain = CChar(UInt8(ascii: "N"))
+    try dnnlCheck("dnnl_sgemm", dnnl_sgemm(plain, plain, Int64(rows), Int64(columns), Int64(inner), 1, a, Int64(lda),
+                                           b, Int64(ldb), 0, c, Int64(ldc)))
 }

@@ -1,4 +1,6 @@
+import DeepLab
 import Foundation
+import SliceLabSupport
 
 /// What the augmenter does to each training sample, and how strongly. Stored with the checkpoint's training
 /// configuration. The default is a moderate set for grayscale medical slices; `.none` changes nothing.
@@ -88,7 +90,7 @@ public struct AugmentationConfiguration: Codable, Equatable, Sendable {
 }
 
 /// Applies the same random geometric transform to an image [C, H, W] (bilinear) and its labels [H, W]
-/// (nearest), then intensity changes to the image alone. Every draw comes from the caller's `TrainingRandom`,
+/// (nearest), then intensity changes to the image alone. Every draw comes from the caller's `SeededGenerator`,
 /// so a seed fixes the result.
 public struct Augmenter: Sendable {
     public let configuration: AugmentationConfiguration
@@ -101,7 +103,7 @@ public struct Augmenter: Sendable {
     /// One augmented sample.
     ///
     /// - Throws: `TrainingError.shapeMismatch` unless the image is [C, H, W] and the labels [H, W].
-    public func augment(image: FloatTensor, labels: LabelTensor, random: inout TrainingRandom) throws
+    public func augment(image: FloatTensor, labels: LabelTensor, random: inout SeededGenerator) throws
         -> (image: FloatTensor, labels: LabelTensor) {
         guard image.shape.count == 3, labels.shape == [image.shape[1], image.shape[2]] else {
             throw TrainingError.shapeMismatch(what: "augmentation labels [H, W] for image \(image.shape)",
@@ -169,7 +171,7 @@ public struct Augmenter: Sendable {
     /// The crop's top-left corner in the source: centred on a foreground pixel of a random present class with
     /// probability `classBalancedCropProbability`, else uniform; centred (with padding) where the image is smaller.
     private func cropOrigin(labels: LabelTensor, outputHeight: Int, outputWidth: Int,
-                            random: inout TrainingRandom) -> (Int, Int) {
+                            random: inout SeededGenerator) -> (Int, Int) {
         let (height, width) = (labels.shape[0], labels.shape[1])
         func clamp(_ value: Int, _ size: Int, _ output: Int) -> Int {
             size >= output ? min(max(value, 0), size - output) : -(output - size) / 2
@@ -190,7 +192,7 @@ public struct Augmenter: Sendable {
     }
 
     /// Elastic displacements (dy, dx) per output pixel, interleaved, or nil when disabled.
-    private func elasticField(outputHeight: Int, outputWidth: Int, random: inout TrainingRandom) -> [Double]? {
+    private func elasticField(outputHeight: Int, outputWidth: Int, random: inout SeededGenerator) -> [Double]? {
         let magnitude = configuration.elasticMagnitude, points = configuration.elasticControlPoints
         guard magnitude > 0 else { return nil }
         let grid = (0..<(2 * points * points)).map { _ in random.uniform(-magnitude...magnitude) }
@@ -213,7 +215,7 @@ public struct Augmenter: Sendable {
     }
 
     /// Contrast around the mean, brightness, gamma on the min–max range, then Gaussian noise.
-    private func adjustIntensity(_ values: inout [Float], random: inout TrainingRandom) {
+    private func adjustIntensity(_ values: inout [Float], random: inout SeededGenerator) {
         let c = configuration
         guard !values.isEmpty else { return }
         if c.contrast > 0 || c.brightness > 0 {

@@ -64,7 +64,7 @@ extension Operations {
             try dnnlCheck("dnnl_pooling_v2_backward_desc_init", status)
             return try Primitive("pooling backward", op: op, hint: forward.primitive)
         }
-        let output = try Tensor(desc: primitive.desc(dnnl_query_diff_src_md))
+        let output = try Tensor(desc: primitive.desc(.diffSource))
         var arguments: [(Int32, Tensor)] = [(Arg.diffDst, try dy.reordered(to: destination)), (Arg.diffSrc, output)]
         if let ws = forward.workspace { arguments.append((Arg.workspace, ws)) }
         try primitive.execute(arguments)
@@ -73,7 +73,7 @@ extension Operations {
 
     /// dLoss/dSource of bilinear resampling. Rests on `dnnl_resampling_backward_desc_init`.
     static func resizeBackward(_ dy: Tensor, forward: Primitive, sourceShape s: [Int]) throws -> Tensor {
-        let destination = forward.desc(dnnl_query_dst_md)
+        let destination = forward.desc(.destination)
         let key = PrimitiveCache.Key("resize-backward", destination.cacheKey, s)
         let primitive = try operationCache.primitive(key) {
             var diffSrc = try MemoryDesc.make(s, dnnl_format_tag_any)
@@ -83,7 +83,7 @@ extension Operations {
                           dnnl_resampling_backward_desc_init(&op, dnnl_resampling_linear, nil, &diffSrc, &diffDst))
             return try Primitive("resampling backward", op: op, hint: forward)
         }
-        let output = try Tensor(desc: primitive.desc(dnnl_query_diff_src_md))
+        let output = try Tensor(desc: primitive.desc(.diffSource))
         try primitive.execute([(Arg.diffDst, try dy.reordered(to: destination)), (Arg.diffSrc, output)])
         return output
     }

@@ -1,5 +1,3 @@
-import COneDNN
-
 /// An interval of output positions along one spatial axis of a 3×3 convolution dilated by `rate` (padding
 /// `rate`, stride 1) within which the same kernel taps read inside the input. The others read only zero
 /// padding, so they add nothing and can be skipped: at ASPP's rates (12, 24, 36 at output stride 8) on a
@@ -36,12 +34,32 @@ struct TapInterval: Hashable {
 /// The rectangles a padding-free convolution is computed in: every pair of a row and a column interval.
 typealias TapPlan = (rows: [TapInterval], columns: [TapInterval])
 
-extension ConvUnit {
-    /// The rectangles to compute separately when this unit is a dilated 3×3 convolution on an input of dims `s`
+/// A dilated 3×3 convolution (stride 1, padding equal to the dilation) as one convolution per rectangle of
+/// output (`TapPlan`), each with only the taps that read inside the input, when the padding taps are at least a
+/// tenth of the work; in eval mode a large all-taps rectangle may go to `centre` (Winograd).
+final class PaddingFreeConvolution: ConvolutionStrategy {
+    /// Computes the all-taps rectangle in eval mode where it applies (see `WinogradConvolution.computesRectangle`).
+    let centre: WinogradConvolution?
+    private let zonePrimitives = PrimitiveCache()
+    /// Eval-mode sub-kernels (and the folded bias), with the parameter version they were made from.
+    private var zoneWeightCache: [PrimitiveCache.Key: (version: Int, weights: Tensor)] = [:]
+
+    init(centre: WinogradConvolution? = nil) {
+        self.centre = centre
+    }
+
+    /// Eval without a residual input, or training, where `plan(for:inputShape:)` finds rectangles.
+    func applies(to unit: ConvUnit, inputShape: [Int], residual: Bool, training: Bool) -> Bool {
+        (training || !residual) && Self.plan(for: unit, inputShape: inputShape) != nil
+    }
+
+    func releaseInferenceWeights() { zoneWeightCache.removeAll() }
+
+    /// The rectangles to compute separately when `unit` is a dilated 3×3 convolution on an input of dims `s`
     /// whose padding taps are at least a tenth of the work; nil otherwise.
-    func paddingFreePlan(_ s: [Int]) -> TapPlan? {
-        let w = conv.window
-        guard skipsPaddingTaps, conv.groups == 1, w.kernel == 3, w.stride == 1, w.dilation > 1,
+    static func plan(for unit: ConvUnit, inputShape s: [Int]) -> TapPlan? {
+        let w = unit.conv.window
+        guard unit.conv.groups == 1, w.kernel == 3, w.stride == 1, w.dilation > 1,
               w.padding == w.dilation else { return nil }
         let rows = TapInterval.intervals(extent: s[2], rate: w.dilation)
         let columns = TapInterval.intervals(extent: s[3], rate: w.dilation)
@@ -56,53 +74,65 @@ extension ConvUnit {
     /// view, not a change of layout. (The whole padded convolution, whose layouts these used to be, falls back to
     /// a plain-layout GEMM at ASPP's rates.)
     ///
-    /// Rests on `dnnl_dilated_convolution_forward_desc_init` and submemory reorders.
-    func paddingFreeForward(_ x: Tensor, plan: TapPlan) throws -> Tensor {
+    /// Rests on `ConvolutionOp.forward` and submemory reorders.
+    func inferenceForward(_ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
+                          consumingResidual: Bool) throws -> Tensor {
+        precondition(residual == nil, "padding-free rectangles take no residual input")
+        guard let plan = Self.plan(for: unit, inputShape: x.shape) else {
+            throw DeepLabError.invalidInput("no padding-free rectangles for this convolution on \(x.shape)")
+        }
         // Folding batch norm is needed only when a rectangle's weights are not cached yet.
-        lazy var folded = foldedPlainWeights()
-        lazy var kernel = Result { try Tensor(plain: conv.weightDims, values: folded.weights) }
+        lazy var folded = unit.foldedPlainWeights()
+        lazy var kernel = Result { try Tensor(plain: unit.conv.weightDims, values: folded.weights) }
         let biasKey = PrimitiveCache.Key("bias")
         let biasTensor: Tensor
-        if let cached = zoneWeightCache[biasKey], cached.version == parameterVersion {
+        if let cached = zoneWeightCache[biasKey], cached.version == unit.parameterVersion {
             biasTensor = cached.weights
         } else {
-            biasTensor = try Tensor(plain: [conv.outputChannels], values: folded.bias)
-            zoneWeightCache[biasKey] = (parameterVersion, biasTensor)
+            biasTensor = try Tensor(plain: [unit.conv.outputChannels], values: folded.bias)
+            zoneWeightCache[biasKey] = (unit.parameterVersion, biasTensor)
         }
-        return try rectangleForward(x, plan: plan, training: false, kernel: { try kernel.get() }, bias: biasTensor).output
+        return try rectangleForward(unit, x, plan: plan, training: false, kernel: { try kernel.get() },
+                                    bias: biasTensor).output
     }
 
     /// Training-mode forward of the convolution alone (batch norm and activation follow it as usual) by the
-    /// rectangles of `plan`, with the unit's own weights. Returns the output and what `paddingFreeBackward` needs.
-    func paddingFreeTrainingForward(_ x: Tensor, plan: TapPlan) throws -> (output: Tensor, saved: SavedConvolution) {
-        let bias = try conv.bias.map { try Tensor(plain: [conv.outputChannels], values: $0.value) }
-        let kernel = try Tensor(plain: conv.weightDims, values: conv.weight.value)
-        let (input, output) = try rectangleForward(x, plan: plan, training: true, kernel: { kernel }, bias: bias)
+    /// rectangles of its plan, with the unit's own weights. Returns the output and what `backward` needs.
+    func trainingForward(_ unit: ConvUnit, _ x: Tensor) throws -> (output: Tensor, saved: SavedConvolution) {
+        guard let plan = Self.plan(for: unit, inputShape: x.shape) else {
+            throw DeepLabError.invalidInput("no padding-free rectangles for this convolution on \(x.shape)")
+        }
+        let bias = try unit.conv.bias.map { try Tensor(plain: [unit.conv.outputChannels], values: $0.value) }
+        let kernel = try Tensor(plain: unit.conv.weightDims, values: unit.conv.weight.value)
+        let (input, output) = try rectangleForward(unit, x, plan: plan, training: true, kernel: { kernel },
+                                                   bias: bias)
         return (output, .rectangles(input: input, plan: plan))
     }
 
     /// The forward pass shared by eval and training: `x` and the output in the blocked layout of the rectangles'
     /// primitives, each rectangle's input copied out of a view of `x` and its output into a view of the output
-    /// (in eval, a large all-taps rectangle is computed by Winograd in place instead: `winogradRectangle`).
-    private func rectangleForward(_ x: Tensor, plan: TapPlan, training: Bool, kernel: () throws -> Tensor,
+    /// (in eval, a large all-taps rectangle is computed by `centre` in place instead).
+    private func rectangleForward(_ unit: ConvUnit, _ x: Tensor, plan: TapPlan, training: Bool,
+                                  kernel: () throws -> Tensor,
                                   bias: Tensor?) throws -> (input: Tensor, output: Tensor) {
         let s = x.shape
-        let rate = conv.window.dilation
-        let tag = try blockedTag(s, plan: plan, training: training)
+        let rate = unit.conv.window.dilation
+        let tag = try blockedTag(unit, s, plan: plan, training: training)
         let input = try x.reordered(to: MemoryDesc.make(s, tag))
-        let output = try Tensor(desc: MemoryDesc.make(conv.outputDims(s), tag))
+        let output = try Tensor(desc: MemoryDesc.make(unit.conv.outputDims(s), tag))
         for r in plan.rows {
             for c in plan.columns {
-                if winogradRectangle(rows: r, columns: c, tag: tag, training: training) {
-                    try winograd(input, into: output, rows: r.outputs, columns: c.outputs)
+                if let centre,
+                   centre.computesRectangle(of: unit, rows: r, columns: c, tag: tag, training: training) {
+                    try centre.compute(unit, input, into: output, rows: r.outputs, columns: c.outputs)
                     continue
                 }
-                let primitive = try rectangle(s, r, c, training: training)
-                let weights = try zoneWeights(kernel, rows: r.taps, columns: c.taps, training: training,
-                                              desc: primitive.desc(dnnl_query_weights_md))
+                let primitive = try rectangle(unit, s, r, c, training: training)
+                let weights = try zoneWeights(unit, kernel, rows: r.taps, columns: c.taps, training: training,
+                                              desc: primitive.desc(.weights))
                 let zoneInput = try input.spatialView(rows: r.inputs(rate: rate), columns: c.inputs(rate: rate))
-                    .reordered(to: primitive.desc(dnnl_query_src_md))
-                let zoneOutput = try Tensor(desc: primitive.desc(dnnl_query_dst_md))
+                    .reordered(to: primitive.desc(.source))
+                let zoneOutput = try Tensor(desc: primitive.desc(.destination))
                 var arguments = [(Arg.src, zoneInput), (Arg.weights, weights), (Arg.dst, zoneOutput)]
                 if let bias { arguments.append((Arg.bias, bias)) }
                 try primitive.execute(arguments)
@@ -112,26 +142,31 @@ extension ConvUnit {
         return (input, output)
     }
 
-    /// Backward of `paddingFreeTrainingForward`: per rectangle, the sub-kernel's weight (and bias) gradients are
+    /// Backward of `trainingForward`: per rectangle, the sub-kernel's weight (and bias) gradients are
     /// added into the parameters' and, when `needsInputGradient`, the rectangle's input gradient into the
     /// input's (the rectangles' inputs overlap). `dy` is dLoss/d(convolution output).
     ///
-    /// Rests on `dnnl_dilated_convolution_backward_weights_desc_init`, `…_backward_data_desc_init` and
-    /// accumulating reorders into submemory views.
-    func paddingFreeBackward(_ dy: Tensor, input: Tensor, plan: TapPlan, needsInputGradient: Bool) throws -> Tensor? {
+    /// Rests on `ConvolutionOp.backwardWeights`, `ConvolutionOp.backwardData` and accumulating reorders into
+    /// submemory views.
+    func backward(_ unit: ConvUnit, _ dy: Tensor, saved: SavedConvolution,
+                  needsInputGradient: Bool) throws -> Tensor? {
+        guard case let .rectangles(input, plan) = saved else {
+            throw DeepLabError.invalidBackward("the padding-free convolution's backward got another strategy's "
+                                               + "forward")
+        }
         let s = input.shape
-        let rate = conv.window.dilation
+        let rate = unit.conv.window.dilation
         let gradient = try dy.reordered(to: MemoryDesc.make(dy.shape, MemoryDesc.formatTag(of: input.desc)))
         let dx = needsInputGradient ? try Tensor.zeros(like: input.desc) : nil
-        let hasBias = conv.bias != nil
-        lazy var kernel = Result { try Tensor(plain: conv.weightDims, values: conv.weight.value) }
-        let kernelGradient = try Tensor.zeros(like: .make(conv.weightDims, MemoryDesc.plainTag(rank: 4)))
+        let hasBias = unit.conv.bias != nil
+        lazy var kernel = Result { try Tensor(plain: unit.conv.weightDims, values: unit.conv.weight.value) }
+        let kernelGradient = try Tensor.zeros(like: .make(unit.conv.weightDims, MemoryDesc.plainTag(rank: 4)))
         for r in plan.rows {
             for c in plan.columns {
-                let forward = try rectangle(s, r, c, training: true)
+                let forward = try rectangle(unit, s, r, c, training: true)
                 let inRows = r.inputs(rate: rate), inColumns = c.inputs(rate: rate)
-                let dims = rectangleDims(s, r, c)
-                let geometry = rectangleGeometry(r, c)
+                let dims = rectangleDims(unit, s, r, c)
+                let geometry = rectangleGeometry(unit, r, c)
                 let zoneGradient = try gradient.spatialView(rows: r.outputs, columns: c.outputs)
 
                 let weightsPrimitive = try zonePrimitives.primitive(PrimitiveCache.Key("backward-weights", s, r, c)) {
@@ -140,15 +175,15 @@ extension ConvUnit {
                         geometry), hint: forward)
                 }
                 let zoneInput = try input.spatialView(rows: inRows, columns: inColumns)
-                    .reordered(to: weightsPrimitive.desc(dnnl_query_src_md))
-                let diffDst = try zoneGradient.reordered(to: weightsPrimitive.desc(dnnl_query_diff_dst_md))
-                let diffWeights = try Tensor(desc: weightsPrimitive.desc(dnnl_query_diff_weights_md))
+                    .reordered(to: weightsPrimitive.desc(.source))
+                let diffDst = try zoneGradient.reordered(to: weightsPrimitive.desc(.diffDestination))
+                let diffWeights = try Tensor(desc: weightsPrimitive.desc(.diffWeights))
                 var arguments = [(Arg.src, zoneInput), (Arg.diffDst, diffDst), (Arg.diffWeights, diffWeights)]
-                let diffBias = hasBias ? try Tensor(desc: weightsPrimitive.desc(dnnl_query_diff_weights_md, 1)) : nil
+                let diffBias = hasBias ? try Tensor(desc: weightsPrimitive.desc(.diffWeights, 1)) : nil
                 if let diffBias { arguments.append((Arg.diffBias, diffBias)) }
                 try weightsPrimitive.execute(arguments)
                 try diffWeights.accumulate(into: kernelGradient.spatialView(rows: Range(r.taps), columns: Range(c.taps)))
-                if let bias = conv.bias, let diffBias { accumulate(bias, diffBias) }
+                if let bias = unit.conv.bias, let diffBias { accumulate(bias, diffBias) }
 
                 guard let dx else { continue }
                 let dataPrimitive = try zonePrimitives.primitive(PrimitiveCache.Key("backward-data", s, r, c)) {
@@ -156,67 +191,73 @@ extension ConvUnit {
                         source: dims.source, weights: dims.weights, destination: dims.destination, geometry),
                                   hint: forward)
                 }
-                let weights = try zoneWeights({ try kernel.get() }, rows: r.taps, columns: c.taps, training: true,
-                                              desc: dataPrimitive.desc(dnnl_query_weights_md))
-                let diffSource = try Tensor(desc: dataPrimitive.desc(dnnl_query_diff_src_md))
+                let weights = try zoneWeights(unit, { try kernel.get() }, rows: r.taps, columns: c.taps,
+                                              training: true,
+                                              desc: dataPrimitive.desc(.weights))
+                let diffSource = try Tensor(desc: dataPrimitive.desc(.diffSource))
                 try dataPrimitive.execute([
-                    (Arg.diffDst, try zoneGradient.reordered(to: dataPrimitive.desc(dnnl_query_diff_dst_md))),
+                    (Arg.diffDst, try zoneGradient.reordered(to: dataPrimitive.desc(.diffDestination))),
                     (Arg.weights, weights), (Arg.diffSrc, diffSource),
                 ])
                 try diffSource.accumulate(into: dx.spatialView(rows: inRows, columns: inColumns))
             }
         }
-        accumulate(conv.weight, kernelGradient)
+        accumulate(unit.conv.weight, kernelGradient)
         return dx
     }
 
     /// A rectangle's source, sub-kernel and destination dims for input dims `s`.
-    private func rectangleDims(_ s: [Int], _ r: TapInterval,
+    private func rectangleDims(_ unit: ConvUnit, _ s: [Int], _ r: TapInterval,
                                _ c: TapInterval) -> (source: [Int], weights: [Int], destination: [Int]) {
-        let rate = conv.window.dilation
+        let rate = unit.conv.window.dilation
         return ([s[0], s[1], r.inputs(rate: rate).count, c.inputs(rate: rate).count],
-                [conv.outputChannels, conv.inputChannels, r.taps.count, c.taps.count],
-                [s[0], conv.outputChannels, r.outputs.count, c.outputs.count])
+                [unit.conv.outputChannels, unit.conv.inputChannels, r.taps.count, c.taps.count],
+                [s[0], unit.conv.outputChannels, r.outputs.count, c.outputs.count])
     }
 
     /// A rectangle's geometry: stride 1, no padding, the unit's dilation along an axis with more than one tap
     /// (none along one with a single tap, where it means nothing, so a 1×1 rectangle runs as a 1×1 convolution).
-    private func rectangleGeometry(_ r: TapInterval, _ c: TapInterval) -> ConvolutionGeometry {
-        let d = Int64(conv.window.dilation - 1)
+    private func rectangleGeometry(_ unit: ConvUnit, _ r: TapInterval, _ c: TapInterval) -> ConvolutionGeometry {
+        let d = Int64(unit.conv.window.dilation - 1)
         return ConvolutionGeometry(strides: [1, 1], dilation: [r.taps.count > 1 ? d : 0, c.taps.count > 1 ? d : 0],
                                    left: [0, 0], right: [0, 0])
     }
 
     /// The primitive of one rectangle for input dims `s`: eval with the unit's activation fused (and the folded
     /// bias), or training (the unit's bias, if any; no post-ops).
-    private func rectangle(_ s: [Int], _ r: TapInterval, _ c: TapInterval, training: Bool) throws -> Primitive {
+    private func rectangle(_ unit: ConvUnit, _ s: [Int], _ r: TapInterval, _ c: TapInterval,
+                           training: Bool) throws -> Primitive {
         try zonePrimitives.primitive(PrimitiveCache.Key(s, r, c, training)) {
-            let dims = rectangleDims(s, r, c)
+            let dims = rectangleDims(unit, s, r, c)
             let op = try ConvolutionOp.forward(source: dims.source, weights: dims.weights,
-                                               destination: dims.destination, bias: !training || conv.bias != nil,
-                                               training: training, rectangleGeometry(r, c))
-            let postOps = training ? [] : activation.postOp.map { [$0] } ?? []
+                                               destination: dims.destination, bias: !training || unit.conv.bias != nil,
+                                               training: training, rectangleGeometry(unit, r, c))
+            let postOps = training ? [] : unit.activation.postOp.map { [$0] } ?? []
             return try Primitive("convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
         }
     }
 
     /// The layout of the largest rectangle's (all taps) source, which the whole input and output take.
-    private func blockedTag(_ s: [Int], plan: TapPlan, training: Bool) throws -> dnnl_format_tag_t {
+    private func blockedTag(_ unit: ConvUnit, _ s: [Int], plan: TapPlan, training: Bool) throws -> FormatTag {
         func widest(_ intervals: [TapInterval]) -> TapInterval { intervals.max { $0.taps.count < $1.taps.count }! }
-        return MemoryDesc.formatTag(of: try rectangle(s, widest(plan.rows), widest(plan.columns), training: training)
-            .desc(dnnl_query_src_md))
+        return MemoryDesc.formatTag(of: try rectangle(unit, s, widest(plan.rows), widest(plan.columns),
+                                                      training: training)
+            .desc(.source))
     }
 
     /// The sub-kernel `rows` × `columns` of the plain [O, I, 3, 3] `kernel` (the folded weights in eval, the
     /// unit's own in training) in `desc`'s layout. In eval it is cached until the parameters change (`kernel` is
     /// called only on a miss); in training it is not kept (the weights change every step, and the rectangles'
     /// sub-kernels together hold several times the kernel).
-    private func zoneWeights(_ kernel: () throws -> Tensor, rows: ClosedRange<Int>, columns: ClosedRange<Int>,
+    private func zoneWeights(_ unit: ConvUnit, _ kernel: () throws -> Tensor, rows: ClosedRange<Int>,
+                             columns: ClosedRange<Int>,
                              training: Bool, desc: MemoryDesc) throws -> Tensor {
         let key = PrimitiveCache.Key(rows, columns, desc.cacheKey)
-        if !training, let cached = zoneWeightCache[key], cached.version == parameterVersion { return cached.weights }
+        if !training, let cached = zoneWeightCache[key], cached.version == unit.parameterVersion {
+            return cached.weights
+        }
         let weights = try kernel().spatialView(rows: Range(rows), columns: Range(columns)).reordered(to: desc)
-        if !training { zoneWeightCache[key] = (parameterVersion, weights) }
+        if !training { zoneWeightCache[key] = (unit.parameterVersion, weights) }
         return weights
     }
 }

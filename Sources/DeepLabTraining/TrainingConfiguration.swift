@@ -1,3 +1,5 @@
+import DeepLab
+
 /// Everything that defines a training run, stored as JSON in the checkpoint (`/training@configuration`) so a
 /// run can be resumed and a model traced back to how it was made.
 public struct TrainingConfiguration: Codable, Equatable, Sendable {

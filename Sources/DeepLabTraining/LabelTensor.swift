@@ -1,3 +1,5 @@
+import DeepLab
+
 /// Class labels [N, H, W] (or [H, W] for one image) in row-major order, one class index per pixel.
 /// A pixel equal to the loss's ignore label contributes nothing to losses or gradients.
 public struct LabelTensor: Equatable, Sendable {

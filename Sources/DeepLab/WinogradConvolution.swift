@@ -1,4 +1,3 @@
-import COneDNN
 import Dispatch
 
 // Eval-mode 3×3 convolutions (stride 1, any dilation, padding equal to the dilation) by Winograd's minimal
@@ -24,7 +23,7 @@ struct WinogradTiling {
     let height: Int
     let width: Int
     let dilation: Int
-    /// The outputs computed: all of them, or one rectangle (see `ConvUnit.winogradRectangle`).
+    /// The outputs computed: all of them, or one rectangle (see `WinogradConvolution.computesRectangle`).
     let rows: Range<Int>
     let columns: Range<Int>
 
@@ -56,48 +55,75 @@ struct WinogradTiling {
     }
 }
 
-extension ConvUnit {
-    /// Whether eval mode computes this unit by Winograd's F(2×2, 3×3): a 3×3 convolution, stride 1, padding
+/// A `ConvUnit`'s eval-mode 3×3 convolution by Winograd's F(2×2, 3×3) (see the file comment), batch norm folded
+/// and the activation applied; the centre rectangle of `PaddingFreeConvolution` too.
+final class WinogradConvolution: ConvolutionStrategy {
+    /// The folded weights in the Winograd domain, with the parameter version they were made from.
+    private var domainWeights: (version: Int, transformed: [Float], bias: [Float])?
+
+    /// Whether eval mode computes `unit` by Winograd's F(2×2, 3×3): a 3×3 convolution, stride 1, padding
     /// equal to its dilation (the output keeps the input's extent), not grouped, without a residual input, with
     /// channel counts in whole blocks of 8 and wide enough (256 and up) for the saved products to outweigh the
     /// transforms: ResNet-50's 64- and 128-channel 3×3 convolutions took 10 and 8 ms this way against 6.5 and
-    /// 6.6 ms direct; its 256- and 512-channel ones 18 and 62 ms against 26 and 108 ms.
-    func winogradApplies(residual: Tensor?) -> Bool {
-        let w = conv.window
-        return usesWinograd && residual == nil && conv.groups == 1 && w.kernel == 3 && w.stride == 1
-            && w.padding == w.dilation && conv.inputChannels % 8 == 0 && conv.outputChannels % 8 == 0
-            && min(conv.inputChannels, conv.outputChannels) >= 256
+    /// 6.6 ms direct; its 256- and 512-channel ones 18 and 62 ms against 26 and 108 ms. Never in training.
+    func applies(to unit: ConvUnit, inputShape: [Int], residual: Bool, training: Bool) -> Bool {
+        !training && !residual && Self.fits(unit)
+    }
+
+    /// Whether `unit`'s convolution and channel counts suit F(2×2, 3×3) (see `applies`).
+    static func fits(_ unit: ConvUnit) -> Bool {
+        let w = unit.conv.window
+        return unit.conv.groups == 1 && w.kernel == 3 && w.stride == 1
+            && w.padding == w.dilation && unit.conv.inputChannels % 8 == 0 && unit.conv.outputChannels % 8 == 0
+            && min(unit.conv.inputChannels, unit.conv.outputChannels) >= 256
+    }
+
+    func releaseInferenceWeights() { domainWeights = nil }
+
+    /// Eval mode only: `applies` excludes training, so a unit never asks for it.
+    func trainingForward(_ unit: ConvUnit, _ x: Tensor) throws -> (output: Tensor, saved: SavedConvolution) {
+        throw DeepLabError.invalidConfiguration("the Winograd convolution runs in eval mode only")
+    }
+
+    /// Eval mode only (see `trainingForward`).
+    func backward(_ unit: ConvUnit, _ dy: Tensor, saved: SavedConvolution,
+                  needsInputGradient: Bool) throws -> Tensor? {
+        throw DeepLabError.invalidBackward("the Winograd convolution runs in eval mode only")
     }
 
     /// Eval-mode forward by Winograd's F(2×2, 3×3), batch norm folded and the activation applied, into a
     /// channel-blocked (8) output. Rests on a reorder of the input into that layout.
-    func winogradForward(_ x: Tensor) throws -> Tensor {
+    func inferenceForward(_ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
+                          consumingResidual: Bool) throws -> Tensor {
+        precondition(residual == nil, "the Winograd convolution takes no residual input")
         let s = x.shape
-        let input = try x.reordered(to: .make(s, dnnl_aBcd8b))
-        let output = try Tensor(desc: .make(conv.outputDims(s), dnnl_aBcd8b))
-        try winograd(input, into: output, rows: 0..<s[2], columns: 0..<s[3])
+        let input = try x.reordered(to: .make(s, .channelBlocked8))
+        let output = try Tensor(desc: .make(unit.conv.outputDims(s), .channelBlocked8))
+        try compute(unit, input, into: output, rows: 0..<s[2], columns: 0..<s[3])
         return output
     }
 
-    /// Whether the padding-free rectangles (see `paddingFreePlan`) compute the all-taps rectangle `rows` ×
-    /// `columns` by `winograd`: in eval mode, on the layout it reads and writes, where Winograd applies to the
+    /// Whether `PaddingFreeConvolution` computes the all-taps rectangle `rows` × `columns` of `unit` by
+    /// `compute`: in eval mode, on the layout it reads and writes, where Winograd applies to the
     /// whole convolution and the rectangle fills at least 60 % of its tiles (ASPP's rate-12 centre on a 64 × 64
     /// map, 40 × 40 outputs, fills 69 %; 2.25-fold fewer products then still leave a 1.5-fold gain).
-    func winogradRectangle(rows: TapInterval, columns: TapInterval, tag: dnnl_format_tag_t, training: Bool) -> Bool {
-        !training && tag == dnnl_aBcd8b && rows.taps == 0...2 && columns.taps == 0...2
-            && winogradApplies(residual: nil)
+    func computesRectangle(of unit: ConvUnit, rows: TapInterval, columns: TapInterval, tag: FormatTag,
+                           training: Bool) -> Bool {
+        !training && tag == .channelBlocked8 && rows.taps == 0...2 && columns.taps == 0...2 && Self.fits(unit)
             && WinogradTiling.occupancy(rows: rows.outputs.count, columns: columns.outputs.count,
-                                        dilation: conv.window.dilation) >= 0.6
+                                        dilation: unit.conv.window.dilation) >= 0.6
     }
 
-    /// Computes the outputs `rows` × `columns` of the unit (eval: folded batch norm, activation) from `input`
-    /// into `output`, both channel-blocked (8) and of the input's extent. Rests on `dnnl_sgemm`.
-    func winograd(_ input: Tensor, into output: Tensor, rows: Range<Int>, columns: Range<Int>) throws {
+    /// Computes the outputs `rows` × `columns` of `unit` (eval: folded batch norm, activation) from `input`
+    /// into `output`, both channel-blocked (8) and of the input's extent. Rests on `matrixProduct` (oneDNN's
+    /// GEMM).
+    func compute(_ unit: ConvUnit, _ input: Tensor, into output: Tensor, rows: Range<Int>,
+                 columns: Range<Int>) throws {
         let s = input.shape
-        let tiling = WinogradTiling(batch: s[0], inputChannels: conv.inputChannels,
-                                    outputChannels: conv.outputChannels, height: s[2], width: s[3],
-                                    dilation: conv.window.dilation, rows: rows, columns: columns)
-        let weights = winogradDomainWeights()
+        let tiling = WinogradTiling(batch: s[0], inputChannels: unit.conv.inputChannels,
+                                    outputChannels: unit.conv.outputChannels, height: s[2], width: s[3],
+                                    dilation: unit.conv.window.dilation, rows: rows, columns: columns)
+        let weights = winogradDomainWeights(unit)
         let allRows = tiling.batch * tiling.tileRows
         let rowsPerChunk = min(tiling.rowsPerChunk, allRows)
         let chunkTiles = rowsPerChunk * tiling.tileColumns
@@ -125,18 +151,17 @@ extension ConvUnit {
                         }
                         let tiles = chunk.count * tiling.tileColumns
                         for plane in 0..<16 {
-                            try dnnlCheck("dnnl_sgemm", dnnl_sgemm(
-                                CChar(UInt8(ascii: "N")), CChar(UInt8(ascii: "N")), Int64(tiles),
-                                Int64(tiling.outputChannels), Int64(tiling.inputChannels), 1,
-                                v + plane * chunkTiles * tiling.inputChannels, Int64(tiling.inputChannels),
+                            try matrixProduct(
+                                rows: tiles, columns: tiling.outputChannels, inner: tiling.inputChannels,
+                                v + plane * chunkTiles * tiling.inputChannels, lda: tiling.inputChannels,
                                 u.baseAddress! + plane * tiling.inputChannels * tiling.outputChannels,
-                                Int64(tiling.outputChannels), 0,
-                                m + plane * chunkTiles * tiling.outputChannels, Int64(tiling.outputChannels)))
+                                ldb: tiling.outputChannels,
+                                into: m + plane * chunkTiles * tiling.outputChannels, ldc: tiling.outputChannels)
                         }
                         concurrentForEach(chunk) { row in
                             WinogradTransforms.output(m, tile: (row - first) * tiling.tileColumns,
                                                       tileCount: chunkTiles, tiling: tiling, row: row,
-                                                      bias: weights.bias, activation: activation,
+                                                      bias: weights.bias, activation: unit.activation,
                                                       into: destination)
                         }
                     }
@@ -147,11 +172,11 @@ extension ConvUnit {
 
     /// The folded weights in the Winograd domain, G g Gᵀ for every (input, output) channel pair, as 16 planes of
     /// [input channels, output channels] (the matrix products' right-hand sides); cached per parameter version.
-    private func winogradDomainWeights() -> (transformed: [Float], bias: [Float]) {
-        let version = parameterVersion
-        if let cached = winogradWeights, cached.version == version { return (cached.transformed, cached.bias) }
-        let (w, bias) = foldedPlainWeights()
-        let inputs = conv.inputChannels, outputs = conv.outputChannels
+    private func winogradDomainWeights(_ unit: ConvUnit) -> (transformed: [Float], bias: [Float]) {
+        let version = unit.parameterVersion
+        if let cached = domainWeights, cached.version == version { return (cached.transformed, cached.bias) }
+        let (w, bias) = unit.foldedPlainWeights()
+        let inputs = unit.conv.inputChannels, outputs = unit.conv.outputChannels
         var u = [Float](repeating: 0, count: 16 * inputs * outputs)
         // G = [[1, 0, 0], [½, ½, ½], [½, −½, ½], [0, 0, 1]] on three vectors: four combinations of them.
         typealias Four = (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>)
@@ -177,7 +202,7 @@ extension ConvUnit {
                 }
             }
         }
-        winogradWeights = (version, u, bias)
+        domainWeights = (version, u, bias)
         return (u, bias)
     }
 }

@@ -1,3 +1,4 @@
+import DeepLab
 import Foundation
 
 /// The learning rate as a function of the step: linear warm-up, then the poly decay of DeepLab

@@ -1,19 +1,21 @@
+import DeepLab
 import Foundation
+import SliceLabSupport
 
 /// Where the sampler stands: its random generator, the current epoch's order of samples and the position in
 /// it. Saved in checkpoints so a resumed run draws the same batches as an uninterrupted one.
 public struct SamplerState: Equatable, Sendable {
-    public var random: TrainingRandom
+    public var random: SeededGenerator
     public var order: [Int]
     public var position: Int
     public var epoch: Int
 
     /// The state before the first batch: no order yet, so the first batch shuffles.
     public init(seed: UInt64) {
-        self.init(random: TrainingRandom(seed: seed), order: [], position: 0, epoch: 0)
+        self.init(random: SeededGenerator(seed: seed), order: [], position: 0, epoch: 0)
     }
 
-    public init(random: TrainingRandom, order: [Int], position: Int, epoch: Int) {
+    public init(random: SeededGenerator, order: [Int], position: Int, epoch: Int) {
         self.random = random
         self.order = order
         self.position = position

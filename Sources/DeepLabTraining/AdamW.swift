@@ -1,3 +1,4 @@
+import DeepLab
 import Foundation
 
 /// Adam with decoupled weight decay (Loshchilov and Hutter, arXiv:1711.05101), with `torch.optim.AdamW`'s exact

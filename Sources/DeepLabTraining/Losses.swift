@@ -1,3 +1,4 @@
+import DeepLab
 import Foundation
 
 /// A loss value and its gradient with respect to the logits, which `SegmentationNetwork.backward` takes.

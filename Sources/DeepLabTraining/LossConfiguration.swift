@@ -1,3 +1,5 @@
+import DeepLab
+
 /// Which loss to train with and its options, as the CLI names them (`ce`, `dice`, `dicece`, `focal`). Stored
 /// with the checkpoint's training configuration.
 public struct LossConfiguration: Codable, Equatable, Sendable {

@@ -1,50 +1,11 @@
+import DeepLab
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
-/// The training part of a checkpoint HDF5 file, beside the model's parameters:
-///
-/// - `/training` attributes: `configuration` (JSON of `TrainingConfiguration`), `step`, `epoch`, `position`,
-///   `best_score`, `best_step`, `validations_without_improvement`; datasets `/training/random_state`
-///   (int64 [4], the generator's words as bit patterns) and `/training/order` (int64, the epoch's order).
-/// - `/optimizer` attributes `kind`, `step_count`; datasets `/optimizer/<parameter key>/<buffer>` (float32).
-/// - `/history/train_loss`, `learning_rate`, `gradient_norm` (float64 [steps]); `val_step` (int64 [V]),
-///   `val_loss`, `val_mean_dice` (float64 [V]), `val_dice`, `val_iou` (float64 [V, K]).
-/// - Parameters, by default, as float32 datasets `/parameters/<state_dict key>` with their PyTorch shapes.
-public enum TrainingCheckpoint {
-    /// Where parameters go when no model writer is given.
-    public static let parameterGroup = "/parameters"
-
-    /// Writes the parameters as `/parameters/<key>` datasets.
-    public static func writeParameters(_ parameters: [Parameter], to file: HDF5File) throws {
-        for parameter in parameters {
-            try file.write(parameter.value, shape: parameter.shape, to: "\(parameterGroup)/\(parameter.name)")
-        }
-    }
-
-    /// Reads every parameter's value from `/parameters/<key>`, checking shapes.
-    ///
-    /// - Throws: `TrainingError.invalidState` listing missing or mis-shaped keys.
-    public static func readParameters(_ parameters: [Parameter], from file: HDF5File) throws {
-        var problems: [String] = []
-        for parameter in parameters {
-            let path = "\(parameterGroup)/\(parameter.name)"
-            guard file.exists(path) else {
-                problems.append("\(parameter.name) missing")
-                continue
-            }
-            let array = try file.read(path, as: Float.self)
-            guard array.shape == parameter.shape else {
-                problems.append("\(parameter.name) has shape \(array.shape), expected \(parameter.shape)")
-                continue
-            }
-            parameter.value = array.values
-            parameter.markUpdated()
-        }
-        guard problems.isEmpty else {
-            throw TrainingError.invalidState(file: file.path, reason: problems.joined(separator: "; "))
-        }
-    }
-
+/// The training state of a checkpoint: configuration, step, sampler, best score, random state, optimizer and
+/// history (the layout is on `TrainingCheckpoint`).
+extension TrainingCheckpoint {
     /// Writes the configuration, state and history into an open file.
     public static func writeTraining(_ configuration: TrainingConfiguration, _ state: TrainingState,
                                      to file: HDF5File) throws {
@@ -112,8 +73,11 @@ public enum TrainingCheckpoint {
             return Int(value)
         }
         let words = try file.read("/training/random_state", as: Int64.self).values.map { UInt64(bitPattern: $0) }
-        let random: TrainingRandom
-        do { random = try TrainingRandom(state: words) } catch { throw fail("/training/random_state: \(error)") }
+        let random: SeededGenerator
+        guard let state = SeededGenerator(state: words) else {
+            throw fail("/training/random_state: a random-generator state needs four words, not all zero")
+        }
+        random = state
         let order = try file.read("/training/order", as: Int64.self).values.map { Int($0) }
         let sampler = SamplerState(random: random, order: order, position: try integer("position"),
                                    epoch: try integer("epoch"))

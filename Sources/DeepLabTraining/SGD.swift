@@ -1,3 +1,5 @@
+import DeepLab
+
 /// Stochastic gradient descent with momentum, dampening, weight decay and optional Nesterov momentum, with
 /// `torch.optim.SGD`'s exact update (single-tensor path, Float32 arithmetic):
 /// g ← grad + λ·p; b ← g on the first step, else μ·b + (1 − τ)·g; g ← g + μ·b (Nesterov) or b; p ← p − lr·g.

@@ -1,0 +1,38 @@
+/// One way of computing a `ConvUnit`'s convolution: oneDNN's direct convolution (`DirectConvolution`), one
+/// convolution per rectangle of output without the taps that read only padding (`PaddingFreeConvolution`), or
+/// Winograd's F(2×2, 3×3) (`WinogradConvolution`). All give the same numbers to float32 rounding.
+///
+/// A unit asks its strategies in order and runs the first that applies; tests pass the one they compare
+/// (`ConvUnit.callAsFunction(_:residual:consumingResidual:training:strategy:)`). A strategy instance keeps the
+/// primitives and eval-mode weights of the unit it serves.
+protocol ConvolutionStrategy: AnyObject {
+    /// Whether this strategy computes `unit` on input dims `inputShape` (NCHW): in eval mode with a residual
+    /// input when `residual`, or in training mode when `training`.
+    func applies(to unit: ConvUnit, inputShape: [Int], residual: Bool, training: Bool) -> Bool
+
+    /// Eval mode: act(bn(conv(x)) + residual) with batch norm folded into the weights. `consumingResidual`: the
+    /// caller no longer needs `residual`, so the output may be written into it.
+    func inferenceForward(_ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
+                          consumingResidual: Bool) throws -> Tensor
+
+    /// Training mode: the convolution alone (batch norm, residual and activation follow in the unit), with the
+    /// unit's own weights, and what `backward` needs.
+    func trainingForward(_ unit: ConvUnit, _ x: Tensor) throws -> (output: Tensor, saved: SavedConvolution)
+
+    /// Backward of `trainingForward`: the weight (and bias) gradients are accumulated into the unit's
+    /// parameters; dLoss/dInput is returned when `needsInputGradient`. `dy` is dLoss/d(convolution output).
+    func backward(_ unit: ConvUnit, _ dy: Tensor, saved: SavedConvolution,
+                  needsInputGradient: Bool) throws -> Tensor?
+
+    /// Drops the eval-mode weights kept for the unit (training is about to change its parameters).
+    func releaseInferenceWeights()
+}
+
+/// What a training forward kept for its strategy's backward.
+enum SavedConvolution {
+    /// One primitive on `input` (the unit's input of dims `inputShape`, or with `explicitPadding` that input
+    /// padded).
+    case whole(input: Tensor, inputShape: [Int], primitive: Primitive, explicitPadding: Bool)
+    /// One primitive per rectangle of `plan` (see `PaddingFreeConvolution`).
+    case rectangles(input: Tensor, plan: TapPlan)
+}
