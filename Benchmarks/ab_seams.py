@@ -328,7 +328,7 @@ def measure(names, binaries, work, corpus_folders, rounds):
 
 
 def seconds(value):
-    return f"{value * 1000:.1f} ms" if value < 10 else f"{value:.2f} s"
+    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.3f} s"
 
 
 def table(times):

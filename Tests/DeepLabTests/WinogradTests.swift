@@ -43,7 +43,7 @@ import Testing
         #expect(fast.shape == [c.batch, 264, c.rows, c.columns] && fast.shape == direct.shape)
         let difference = zip(fast.values, direct.values).map { abs($0 - $1) }.max() ?? .infinity
         let scale = direct.values.map(abs).max() ?? 0
-        #expect(scale > 1 && difference <= 1e-5 * scale, "max |Δ| \(difference) against \(scale)")
+        #expect(scale > 0.5 && difference <= 1e-5 * scale, "max |Δ| \(difference) against \(scale)")  // not all zero
     }
 
     /// ASPP-like: most taps of a dilation-6 convolution on a 32 × 32 map read padding, so it runs as padding-free
@@ -65,7 +65,7 @@ import Testing
         let direct = try unit(input, training: false, strategy: DirectConvolution()).floatTensor()
         let difference = zip(fast.values, direct.values).map { abs($0 - $1) }.max() ?? .infinity
         let scale = direct.values.map(abs).max() ?? 0
-        #expect(scale > 1 && difference <= 1e-5 * scale, "max |Δ| \(difference) against \(scale)")
+        #expect(scale > 0.5 && difference <= 1e-5 * scale, "max |Δ| \(difference) against \(scale)")  // not all zero
     }
 
     @Test func followsParameterChanges() throws {
