@@ -24,12 +24,17 @@ let package = Package(
         .systemLibrary(name: "CHDF5", pkgConfig: "hdf5", providers: [.apt(["libhdf5-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         .systemLibrary(name: "COneDNN", providers: [.apt(["libdnnl-dev"])]),
+        // nifti_clib: Debian's libnifti2-dev ships no pkg-config file, and its headers sit in /usr/include/nifti and
+        // include each other by bare name: the shim compiles with that folder on its path and links libnifti2
+        // (not also libniftiio). Swift sees only the shim's own header.
+        .target(name: "CNIfTI", cSettings: [.unsafeFlags(["-I/usr/include/nifti"])],
+                linkerSettings: [.linkedLibrary("nifti2"), .linkedLibrary("z")]),
         .systemLibrary(name: "COpenJPEG", pkgConfig: "libopenjp2", providers: [.apt(["libopenjp2-7-dev"])]),
 
         // MARK: - Swift libraries (data flows downwards only)
         // Read limits, atomic writes, the seeded generator, parallel-for and grid shapes; no C library.
         .target(name: "SliceLabSupport"),
-        .target(name: "ImageFiles", dependencies: ["CPNG", "CHDF5", "SliceLabSupport"]),
+        .target(name: "ImageFiles", dependencies: ["CPNG", "CHDF5", "CNIfTI", "SliceLabSupport"]),
         // Pixel loops run optimised even in debug builds, so the corpus conformance tests stay within minutes.
         .target(name: "DICOM", dependencies: ["CDCMTK", "COpenJPEG", "SliceLabSupport"],
                 swiftSettings: [.unsafeFlags(["-O"])]),

@@ -1,6 +1,6 @@
 // The compute threads: oneDNN's OpenMP runtime (Debian builds oneDNN with OpenMP), reached with `dlsym` because
-// libgomp comes in through libdnnl rather than being linked directly. No oneDNN call here, so the training
-// benchmark's driver builds this file without oneDNN.
+// libgomp comes in through libdnnl rather than being linked directly. General parallel-for (not on oneDNN's
+// threads) is `SliceLabSupport.Parallel`.
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -107,3 +107,34 @@ public enum InfoWorkflow {
             + "\(report.skipped.count) skipped."
     }
 }
+
+extension InfoWorkflow {
+    /// What a NIfTI file holds and where it is (the geometry contract: spacing z, y, x; origin and direction
+    /// in LPS, as SimpleITK gives them), as text or JSON; nil when `path` is not a NIfTI file.
+    ///
+    /// - Throws: the reader's errors naming the file.
+    public static func niftiDescription(_ path: String, limits: ReadLimits, json: Bool) throws -> String? {
+        guard (try? ImageFormats.format(of: path)) is NIfTIFormat else { return nil }
+        let image = try NIfTIImage.read(path, limits: limits)
+        let geometry = image.geometry
+        if json {
+            let object: [String: Any] = [
+                "path": path, "format": "NIfTI-\(image.version)", "dimensions": image.dimensions,
+                "datatype": image.datatype, "spacing": geometry.spacing, "origin": geometry.origin,
+                "direction": geometry.direction, "qform_code": image.qformCode, "sform_code": image.sformCode,
+                "geometry_source": image.geometrySource,
+            ]
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            return String(decoding: data, as: UTF8.self)
+        }
+        func numbers(_ values: [Double]) -> String { values.map { String(format: "%g", $0) }.joined(separator: ", ") }
+        return """
+            \(path): NIfTI-\(image.version), datatype \(image.datatype)
+              dimensions:  \(image.dimensions.map(String.init).joined(separator: " × ")) (x fastest)
+              spacing:     \(numbers(geometry.spacing)) mm (z, y, x)
+              origin:      \(numbers(geometry.origin)) mm (x, y, z, LPS; centre of voxel 0)
+              direction:   \(numbers(geometry.direction)) (row-major; columns along x, y, z index, LPS)
+              from:        \(image.geometrySource) (qform_code \(image.qformCode), sform_code \(image.sformCode))
+            """
+    }
+}

@@ -20,6 +20,7 @@ let package = Package(
         fuzzTarget("fuzz-dicom-seg"),
         fuzzTarget("fuzz-png"),
         fuzzTarget("fuzz-hdf5"),
+        fuzzTarget("fuzz-nifti"),
         fuzzTarget("fuzz-checkpoint"),
         fuzzTarget("fuzz-safetensors"),
         fuzzTarget("fuzz-dataset-json"),

@@ -102,6 +102,13 @@ def hdf5_seeds():
         f.create_dataset("image", data=rng.random((6, 5)))
 
 
+def nifti_seeds():
+    """The committed NIfTI fixtures (every datatype, NIfTI-1 and -2, gzip or not, 2-D to 4-D)."""
+    target = folder("nifti")
+    for path in sorted((root / "Tests/ImageFilesTests/Fixtures/nifti").glob("*.nii*")):
+        shutil.copy(path, target / path.name)
+
+
 def safetensors_seeds():
     target = folder("safetensors")
     shutil.copy(root / "Tests/DeepLabTests/Fixtures/small.safetensors", target / "small.safetensors")
@@ -153,6 +160,7 @@ def cli_seeds(commands):
 dicom_seeds()
 png_seeds()
 hdf5_seeds()
+nifti_seeds()
 safetensors_seeds()
 dataset_json_seeds()
 cli_seeds(["info", "convert", "segment", "cluster", "evaluate", "compare", "train", "demo"])

@@ -4,13 +4,17 @@ import SliceLabKit
 enum InfoCommand: Command {
     static let spec = CommandSpec(
         name: "info",
-        summary: "Describe a DICOM file or a folder of series.",
-        positionals: [PositionalSpec("PATH", help: "A DICOM file or a folder (searched recursively).")],
+        summary: "Describe a DICOM file, a folder of series, or a NIfTI file.",
+        positionals: [PositionalSpec("PATH", help: "A DICOM file, a folder (searched recursively), or a NIfTI file.")],
         options: [OptionSpec("json", .flag, help: "Print JSON for machines instead of text."), maxMemoryOption])
 
     static func run(_ arguments: ParsedArguments) throws {
         let path = arguments.positional(0) ?? ""
-        let report = try InfoWorkflow.report(path, limits: try readLimits(arguments, command: "info"))
+        let limits = try readLimits(arguments, command: "info")
+        if let description = try InfoWorkflow.niftiDescription(path, limits: limits, json: arguments.flag("json")) {
+            return print(description)
+        }
+        let report = try InfoWorkflow.report(path, limits: limits)
         print(arguments.flag("json") ? try InfoWorkflow.json(report) : InfoWorkflow.text(report))
     }
 }

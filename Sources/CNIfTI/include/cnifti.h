@@ -1,0 +1,44 @@
+// A flat C API over nifti_clib (Debian's libnifti2: `nifti2_io.h`) for SliceLab's NIfTI reader. The only place
+// nifti_clib is named. Headers are checked here, byte by byte, before nifti_clib sees a file.
+#ifndef CNIFTI_H
+#define CNIFTI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// What SliceLab needs from a NIfTI header, after nifti_clib has parsed it (qform and sform matrices computed
+/// by the library from the quaternion and srow fields).
+typedef struct {
+    int version;              // 1 or 2
+    int64_t dim[8];           // dim[0] = number of dimensions, dim[1...] = nx, ny, nz, nt, …
+    int datatype;             // NIFTI DT_* code
+    double pixdim[8];
+    double scl_slope, scl_inter;
+    int qform_code, sform_code;
+    double qto_xyz[16];       // row-major 4 × 4, RAS+ millimetres
+    double sto_xyz[16];
+    int xyz_units;
+} cnifti_header;
+
+/// 1 when `bytes` (the first bytes of a file, gzip-compressed or not) start a NIfTI-1 or NIfTI-2 header.
+int cnifti_sniff(const uint8_t *bytes, size_t count);
+
+/// Checks the header of `path` (sizes, datatype, offsets, the file's length) against `max_bytes` of decoded
+/// Float32 values, then reads it with nifti_clib. 0 on success; -1 with a message on any error, -2 when the
+/// decoded size is over `max_bytes`.
+int cnifti_read_header(const char *path, int64_t max_bytes, cnifti_header *header, char *message,
+                       size_t capacity);
+
+/// Reads the voxel values of `path` as Float32 with scl_slope and scl_inter applied (slope 0: unscaled), in
+/// the file's order (x fastest). `count` must equal the header's voxel count. 0 on success, -1 with a message.
+int cnifti_read_values(const char *path, float *values, int64_t count, char *message, size_t capacity);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

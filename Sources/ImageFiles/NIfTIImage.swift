@@ -1,0 +1,104 @@
+import CNIfTI
+import Foundation
+import SliceLabSupport
+
+/// A NIfTI-1 or NIfTI-2 image (`.nii`, `.nii.gz`; single-file, "n+1" / "n+2"), read through nifti_clib.
+///
+/// `values` are Float32 after `scl_slope`/`scl_inter` (slope 0: unscaled, as the standard says) in the file's
+/// order, x fastest: row-major [w…, t, z, y, x], which is SimpleITK's `GetArrayFromImage` order. A 4-D file's
+/// 4th axis is left to the caller (channels, as the Medical Segmentation Decathlon stores modalities).
+public struct NIfTIImage: Sendable {
+    public let path: String
+    /// 1 or 2.
+    public let version: Int
+    /// nx, ny, nz, nt, … as the header's `dim[1...dim[0]]`.
+    public let dimensions: [Int]
+    /// The header's NIFTI_TYPE code.
+    public let datatype: Int
+    public let values: [Float]
+    public let geometry: VolumeGeometry
+    /// The header's qform and sform codes, and which of the two gave `geometry` ("sform", "qform" or "none").
+    public let qformCode: Int, sformCode: Int, geometrySource: String
+
+    /// Whether `head`, the first bytes of a file (gzip-compressed or not), starts a NIfTI header.
+    /// Rests on `cnifti_sniff`.
+    public static func recognizes(_ head: [UInt8]) -> Bool {
+        head.withUnsafeBufferPointer { cnifti_sniff($0.baseAddress, $0.count) == 1 }
+    }
+
+    /// Reads the image at `path`: its header is checked before nifti_clib reads it (sizes, datatype, offsets,
+    /// the file's length, `limits`).
+    ///
+    /// - Throws: `ImageFileError.unreadable` naming the file and the cause, `.tooLarge` over `limits`.
+    ///   Rests on `nifti_image_read`.
+    public static func read(_ path: String, limits: ReadLimits = .standard) throws -> NIfTIImage {
+        var header = cnifti_header()
+        var message = [CChar](repeating: 0, count: 512)
+        let status = cnifti_read_header(path, Int64(limits.maxBytes), &header, &message, message.count)
+        if status == -2 {
+            throw ImageFileError.tooLarge(file: path, reason: String(cString: message)
+                + (limits.remedy.map { " (\($0))" } ?? ""))
+        }
+        guard status == 0 else { throw ImageFileError.unreadable(file: path, reason: String(cString: message)) }
+        let dim = withUnsafeBytes(of: header.dim) { Array($0.bindMemory(to: Int64.self)) }.map { Int($0) }
+        let pixdim = withUnsafeBytes(of: header.pixdim) { Array($0.bindMemory(to: Double.self)) }
+        let dimensions = Array(dim[1...dim[0]])
+        let count = dimensions.reduce(1, *)
+        var values = [Float](repeating: 0, count: count)
+        let read = values.withUnsafeMutableBufferPointer {
+            cnifti_read_values(path, $0.baseAddress, Int64(count), &message, message.count)
+        }
+        guard read == 0 else { throw ImageFileError.unreadable(file: path, reason: String(cString: message)) }
+        let qto = withUnsafeBytes(of: header.qto_xyz) { Array($0.bindMemory(to: Double.self)) }
+        let sto = withUnsafeBytes(of: header.sto_xyz) { Array($0.bindMemory(to: Double.self)) }
+        let (geometry, source) = Self.geometry(pixdim: pixdim, dimensionCount: dim[0],
+                                               qformCode: Int(header.qform_code), qto: qto,
+                                               sformCode: Int(header.sform_code), sto: sto)
+        return NIfTIImage(path: path, version: Int(header.version), dimensions: dimensions,
+                          datatype: Int(header.datatype), values: values, geometry: geometry,
+                          qformCode: Int(header.qform_code), sformCode: Int(header.sform_code),
+                          geometrySource: source)
+    }
+
+    /// ITK's reading of a header's geometry (`itk::NiftiImageIO`, ITK 5): spacing from `pixdim`; rotation and
+    /// origin from the sform when its code is set and its 3 × 3 part, divided by the spacing, is a rotation
+    /// (within 1e-4), else from the qform when its code is set, else none (origin 0, axes along R, A, S);
+    /// then RAS to LPS (x and y negated).
+    static func geometry(pixdim: [Double], dimensionCount: Int, qformCode: Int, qto: [Double], sformCode: Int,
+                         sto: [Double]) -> (VolumeGeometry, String) {
+        let spacingXYZ = (1...3).map { axis in
+            axis <= dimensionCount && pixdim[axis] > 0 ? pixdim[axis] : 1
+        }
+        func rotation(_ matrix: [Double]) -> [Double]? {
+            var columns = [Double](repeating: 0, count: 9)
+            for row in 0..<3 {
+                for column in 0..<3 { columns[row * 3 + column] = matrix[row * 4 + column] / spacingXYZ[column] }
+            }
+            for a in 0..<3 {
+                for b in 0..<3 {
+                    let dot = (0..<3).reduce(0.0) { $0 + columns[$1 * 3 + a] * columns[$1 * 3 + b] }
+                    if abs(dot - (a == b ? 1 : 0)) > 1e-4 { return nil }
+                }
+            }
+            return columns
+        }
+        var source = "none"
+        var rasDirection: [Double] = [1, 0, 0, 0, 1, 0, 0, 0, 1]
+        var rasOrigin: [Double] = [0, 0, 0]
+        if sformCode > 0, let columns = rotation(sto) {
+            (source, rasDirection, rasOrigin) = ("sform", columns, [sto[3], sto[7], sto[11]])
+        } else if qformCode > 0 {
+            // nifti_clib's qto_xyz is R · diag(dx, dy, qfac·dz): normalise each column to a unit vector.
+            var columns = [Double](repeating: 0, count: 9)
+            for column in 0..<3 {
+                let norm = (0..<3).reduce(0.0) { $0 + qto[$1 * 4 + column] * qto[$1 * 4 + column] }.squareRoot()
+                for row in 0..<3 { columns[row * 3 + column] = norm > 0 ? qto[row * 4 + column] / norm : 0 }
+            }
+            (source, rasDirection, rasOrigin) = ("qform", columns, [qto[3], qto[7], qto[11]])
+        }
+        // x and y negated; + 0 turns negative zeros into zeros.
+        let direction = rasDirection.enumerated().map { $0.offset < 6 ? -$0.element + 0 : $0.element + 0 }
+        let origin = [-rasOrigin[0] + 0, -rasOrigin[1] + 0, rasOrigin[2] + 0]
+        return (VolumeGeometry(spacing: spacingXYZ.reversed(), origin: origin, direction: direction), source)
+    }
+}

@@ -1,0 +1,62 @@
+import ImageFiles
+import SliceLabSupport
+
+/// NIfTI-1 and NIfTI-2 (`.nii`, `.nii.gz`): 2-D and 3-D images, a 4th axis as channels (as the Medical
+/// Segmentation Decathlon stores modalities), label maps of integer values. Recognised by the header inside,
+/// compressed or not.
+struct NIfTIFormat: ImageFormat {
+    var name: String { "NIfTI (.nii, .nii.gz)" }
+    var fileExtensions: [String] { ["nii.gz", "nii"] }
+
+    func recognizes(_ head: [UInt8]) -> Bool { NIfTIImage.recognizes(head) }
+
+    func readImage(_ path: String, limits: ReadLimits) throws -> ScanImage {
+        let image = try NIfTIImage.read(path, limits: limits)
+        let (slices, rows, columns, channels) = try Self.extents(image)
+        var values = image.values
+        if channels > 1 {  // file order [c][z][y][x] to channels last, [z][y][x][c]
+            let voxels = slices * rows * columns
+            values = [Float](repeating: 0, count: image.values.count)
+            for channel in 0..<channels {
+                for voxel in 0..<voxels { values[voxel * channels + channel] = image.values[channel * voxels + voxel] }
+            }
+        }
+        return ScanImage(frames: slices, rows: rows, columns: columns, channels: channels, values: values,
+                         spacing: image.geometry.spacing, source: path, hasSpacing: true)
+    }
+
+    func frames(_ path: String, limits: ReadLimits) throws -> FrameReader {
+        FrameReader.whole(try readImage(path, limits: limits))
+    }
+
+    func readLabels(_ path: String, limits: ReadLimits) throws -> EvaluateInputs.LoadedLabels {
+        let image = try NIfTIImage.read(path, limits: limits)
+        let (slices, rows, columns, channels) = try Self.extents(image)
+        guard channels == 1 else {
+            throw InputError.invalidContent(file: path, reason: "a label map has one value per voxel; this NIfTI "
+                + "file has \(channels) along its 4th axis")
+        }
+        var labels = [Int32](repeating: 0, count: image.values.count)
+        for (index, value) in image.values.enumerated() {
+            guard value >= 0, value <= 65535, value == value.rounded() else {
+                throw InputError.invalidContent(file: path, reason: "label \(value) at voxel \(index) is not an "
+                    + "integer in 0...65535")
+            }
+            labels[index] = Int32(value)
+        }
+        return EvaluateInputs.LoadedLabels(
+            labels: LabelMap(frames: slices, rows: rows, columns: columns, labels: labels,
+                             spacing: image.geometry.spacing),
+            hasSpacing: true)
+    }
+
+    /// (slices, rows, columns, channels) of a 2-D, 3-D or 4-D image.
+    static func extents(_ image: NIfTIImage) throws -> (Int, Int, Int, Int) {
+        let d = image.dimensions + [Int](repeating: 1, count: max(0, 4 - image.dimensions.count))
+        guard d.dropFirst(4).allSatisfy({ $0 == 1 }) else {
+            throw InputError.invalidContent(file: image.path, reason: "\(image.dimensions.count)-D NIfTI images "
+                + "are not read (2-D, 3-D, or 4-D with channels on the 4th axis)")
+        }
+        return (d[2], d[1], d[0], d[3])
+    }
+}

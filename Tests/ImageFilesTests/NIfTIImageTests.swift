@@ -1,0 +1,115 @@
+import Foundation
+import ImageFiles
+import SliceLabSupport
+import TestSupport
+import Testing
+
+/// The NIfTI reader against SimpleITK (NIfTI-1) and nibabel (NIfTI-2, 4-D), from the committed goldens of
+/// Datasets/goldens/nifti_goldens.py: arrays exactly for integers, within float32 rounding after scaling;
+/// spacing, origin and direction within 1e-4 (the geometry contract).
+@Suite struct NIfTIImageTests {
+    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/nifti")
+    static let cases = ["int16-sform-only.nii.gz", "uint8-qform-only-qfac.nii", "float32-qform-sform.nii.gz",
+                        "int16-scaled.nii.gz", "int8.nii", "uint16.nii", "int32.nii", "uint32.nii", "int64.nii",
+                        "float64.nii", "int16-2d.nii", "nifti2-int16.nii.gz", "float32-4d.nii.gz"]
+
+    @Test(arguments: cases)
+    func arrayAndGeometryAgreeWithThePeer(name: String) throws {
+        let goldens = try HDF5File.open(Self.folder.appendingPathComponent("goldens.h5").path)
+        let expected = try goldens.read("\(name)/array", as: Double.self).values
+        let image = try NIfTIImage.read(Self.folder.appendingPathComponent(name).path)
+        #expect(image.values.count == expected.count)
+        let integral = !name.hasPrefix("float") && !name.contains("scaled")
+        for (value, reference) in zip(image.values, expected) {
+            // Integers exactly; scaled and float values within float32 rounding of the peer's float64.
+            let tolerance = integral ? 0 : Double(Float(reference).ulp) + abs(reference) * 1e-7
+            if abs(Double(value) - reference) > tolerance {
+                Issue.record("\(name): \(value) against \(reference)")
+                break
+            }
+        }
+        for (field, values) in [("spacing", image.geometry.spacing), ("origin", image.geometry.origin),
+                                ("direction", image.geometry.direction)] {
+            let reference = try goldens.read("\(name)/\(field)", as: Double.self).values
+            #expect(zip(values, reference).allSatisfy { abs($0 - $1) <= 1e-4 } && values.count == reference.count,
+                    "\(name) \(field): \(values) against \(reference)")
+        }
+    }
+
+    @Test func filesAreRecognisedByTheHeaderInsideCompressedOrNot() throws {
+        for name in Self.cases {
+            let head = [UInt8](try Data(contentsOf: Self.folder.appendingPathComponent(name)).prefix(2056))
+            #expect(NIfTIImage.recognizes(head), "\(name)")
+        }
+        #expect(!NIfTIImage.recognizes([0x89, 0x50, 0x4E, 0x47]) && !NIfTIImage.recognizes([0x1f, 0x8b, 0, 0]))
+    }
+
+    // MARK: - Bad files: one error naming the file and the cause, nothing read
+
+    /// A copy of an uncompressed fixture with `edit` applied to its bytes.
+    static func corrupted(_ name: String, _ edit: (inout [UInt8]) -> Void) throws -> String {
+        var bytes = [UInt8](try Data(contentsOf: folder.appendingPathComponent(name)))
+        edit(&bytes)
+        let path = try TestSupport.temporaryFolder().appendingPathComponent("bad.nii").path
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    static func put<T>(_ value: T, at offset: Int, in bytes: inout [UInt8]) {
+        withUnsafeBytes(of: value) { for (i, byte) in $0.enumerated() { bytes[offset + i] = byte } }
+    }
+
+    @Test(arguments: [
+        ("sizeof_hdr", "sizeof_hdr is neither 348"),
+        ("zero dimension", "dim[2] is 0"),
+        ("negative dimension", "dim[1] is -4"),
+        ("dimension count", "dim[0] is 9"),
+        ("unknown datatype", "datatype 1536 is not one SliceLab reads"),
+        ("vox_offset past the end", "the file holds"),
+        ("truncated", "the file holds"),
+    ])
+    func badHeadersAreRefusedNamingTheCause(edit: String, cause: String) throws {
+        let path = try Self.corrupted("int16-2d.nii") { bytes in
+            switch edit {
+            case "sizeof_hdr": Self.put(Int32(349), at: 0, in: &bytes)
+            case "zero dimension": Self.put(Int16(0), at: 44, in: &bytes)
+            case "negative dimension": Self.put(Int16(-4), at: 42, in: &bytes)
+            case "dimension count": Self.put(Int16(9), at: 40, in: &bytes)
+            case "unknown datatype": Self.put(Int16(1536), at: 70, in: &bytes)
+            case "vox_offset past the end": Self.put(Float(100_000), at: 108, in: &bytes)
+            default: bytes.removeLast(20)
+            }
+        }
+        #expect {
+            try NIfTIImage.read(path)
+        } throws: { error in
+            guard case let ImageFileError.unreadable(file, reason) = error else { return false }
+            return file == path && reason.contains(cause)
+        }
+    }
+
+    @Test func dimensionsOverTheReadLimitAreRefusedBeforeAllocating() throws {
+        let path = try Self.corrupted("int16-2d.nii") { bytes in
+            Self.put(Int16(3), at: 40, in: &bytes)
+            for axis in 1...3 { Self.put(Int16(32000), at: 40 + 2 * axis, in: &bytes) }
+        }
+        #expect {
+            try NIfTIImage.read(path, limits: ReadLimits(maxBytes: 1 << 30, remedy: "raise it"))
+        } throws: { error in
+            guard case let ImageFileError.tooLarge(file, reason) = error else { return false }
+            return file == path && reason.contains("over the read limit") && reason.hasSuffix("(raise it)")
+        }
+    }
+
+    @Test func aTruncatedGzipStreamIsAnErrorNamingTheFile() throws {
+        let bytes = [UInt8](try Data(contentsOf: Self.folder.appendingPathComponent("int16-sform-only.nii.gz")))
+        let path = try TestSupport.temporaryFolder().appendingPathComponent("cut.nii.gz").path
+        try Data(bytes.prefix(bytes.count * 2 / 3)).write(to: URL(fileURLWithPath: path))
+        #expect {
+            try NIfTIImage.read(path)
+        } throws: { error in
+            guard case let ImageFileError.unreadable(file, _) = error else { return false }
+            return file == path
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// NIfTI files through the command line: `info` prints the geometry contract, every reading command takes
+/// them (recognised by content), and a bad file is one line naming it, exit 1.
+@Suite struct NIfTICommandTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../ImageFilesTests/Fixtures/nifti").standardized
+
+    @Test func infoPrintsTheGeometryAsSimpleITKGivesIt() throws {
+        let path = Self.fixtures.appendingPathComponent("int16-sform-only.nii.gz").path
+        let result = try TestSupport.slicelab(["info", path, "--json"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
+        #expect(object["format"] as? String == "NIfTI-1" && object["dimensions"] as? [Int] == [7, 6, 5])
+        let spacing = try #require(object["spacing"] as? [Double])
+        let origin = try #require(object["origin"] as? [Double])
+        #expect(zip(spacing, [3, 0.9, 0.8]).allSatisfy { abs($0 - $1) < 1e-6 })
+        #expect(origin == [-10, 20, 30])  // RAS (10, −20, 30) in LPS
+        #expect(object["direction"] as? [Double] == [-1, 0, 0, 0, -1, 0, 0, 0, 1])
+    }
+
+    @Test func clusterReadsAVolumeByItsContent() throws {
+        let folder = try TestSupport.temporaryFolder()
+        let input = folder.appendingPathComponent("scan").path  // no extension: found by content
+        try FileManager.default.copyItem(atPath: Self.fixtures.appendingPathComponent("float32-qform-sform.nii.gz").path,
+                                         toPath: input)
+        let output = folder.appendingPathComponent("labels.h5").path
+        let result = try TestSupport.slicelab(["cluster", input, "--method", "otsu", "--classes", "2", "--out", output])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(FileManager.default.fileExists(atPath: output))
+    }
+
+    @Test func aBadFileIsOneLineNamingItExitOne() throws {
+        let folder = try TestSupport.temporaryFolder()
+        var bytes = [UInt8](try Data(contentsOf: Self.fixtures.appendingPathComponent("int16-2d.nii")))
+        bytes.removeLast(40)
+        let path = folder.appendingPathComponent("cut.nii").path
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let result = try TestSupport.slicelab(["info", path])
+        #expect(result.status == 1)
+        let lines = result.standardError.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains(path) && lines[0].contains("the file holds"),
+                "\(result.standardError)")
+    }
+}
