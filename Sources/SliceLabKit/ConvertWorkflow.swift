@@ -61,6 +61,12 @@ public enum ConvertWorkflow {
             return try SegmentationExport.convert(labels: source, reference: reference, to: output)
         }
         if lowered.hasSuffix(".dcm") { throw ConvertError.unsupportedOutput(output, withReference: false) }
+        if !isFolder(source), (try? ImageFormats.format(of: source)) is NIfTIFormat {
+            guard lowered.hasSuffix(".h5") || lowered.hasSuffix(".hdf5") else {
+                throw ConvertError.unsupportedOutput(output)
+            }
+            return try writeNIfTI(source: source, to: output, limits: limits)
+        }
         if lowered.hasSuffix(".h5") || lowered.hasSuffix(".hdf5") {
             return try writeHDF5(source: source, to: output, limits: limits)
         }
@@ -230,6 +236,24 @@ public enum ConvertWorkflow {
         try attributes(series.first, spacing: spacing, source: source, on: h5, at: path)
         try h5.setAttribute("origin", .doubles(volume.origin), at: path)
         try h5.setAttribute("direction", .doubles(volume.direction.flatMap { $0 }), at: path)
+    }
+
+    /// A NIfTI image as `/image` [z, y, x] (a 2-D image as one slice) or [z, y, x, c] for a 4-D file, with the
+    /// geometry contract's attributes: `spacing` (z, y, x), `origin`, `direction`, `geometry_version` 2.
+    static func writeNIfTI(source: String, to output: String, limits: ReadLimits) throws -> [String] {
+        let nifti = try NIfTIImage.read(source, limits: limits)
+        let (image, geometry) = (try NIfTIFormat.scanImage(nifti), nifti.geometry)
+        var shape = [image.frames, image.rows, image.columns]
+        if image.channels > 1 { shape.append(image.channels) }
+        try HDF5File.write(to: output, updating: false) { h5 in
+            try h5.write(image.values, shape: shape, to: "/image")
+            try h5.setAttribute("spacing", .doubles(geometry.spacing), at: "/image")
+            try h5.setAttribute("origin", .doubles(geometry.origin), at: "/image")
+            try h5.setAttribute("direction", .doubles(geometry.direction), at: "/image")
+            try h5.setAttribute("geometry_version", .ints([2]), at: "/image")
+            try h5.setAttribute("source", .string(source), at: "/image")
+        }
+        return ["wrote \(output): /image \(shape.map(String.init).joined(separator: "×")) Float32"]
     }
 
     // MARK: - PNG

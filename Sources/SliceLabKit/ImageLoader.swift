@@ -71,9 +71,12 @@ public enum ImageLoader {
         var spacing: [Double] = [1, 1, 1]
         var hasSpacing = false
         if file.hasAttribute("spacing", at: "/image"), let given = try file.attribute("spacing", at: "/image").doubleValues {
-            // `slicelab convert` writes (row, column[, slice]) in mm.
+            // Geometry version 2 (the contract, NIfTI conversions so far) is (z, y, x); files without it hold
+            // (row, column[, slice]), as `slicelab convert` writes DICOM.
+            let version = file.hasAttribute("geometry_version", at: "/image")
+                ? try file.attribute("geometry_version", at: "/image").doubleValues?.first : nil
             if given.count == 2 { spacing = [1, given[0], given[1]] } else if given.count == 3 {
-                spacing = [given[2], given[0], given[1]]
+                spacing = version == 2 ? given : [given[2], given[0], given[1]]
             }
             hasSpacing = given.count >= 2 && given.allSatisfy { $0 > 0 && $0.isFinite }
             if !hasSpacing { spacing = [1, 1, 1] }

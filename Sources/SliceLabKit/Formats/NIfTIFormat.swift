@@ -11,8 +11,12 @@ struct NIfTIFormat: ImageFormat {
     func recognizes(_ head: [UInt8]) -> Bool { NIfTIImage.recognizes(head) }
 
     func readImage(_ path: String, limits: ReadLimits) throws -> ScanImage {
-        let image = try NIfTIImage.read(path, limits: limits)
-        let (slices, rows, columns, channels) = try Self.extents(image)
+        try Self.scanImage(NIfTIImage.read(path, limits: limits))
+    }
+
+    /// The image as SliceLab's workflows take it: [z, y, x, c], the 4th axis as channels.
+    static func scanImage(_ image: NIfTIImage) throws -> ScanImage {
+        let (slices, rows, columns, channels) = try extents(image)
         var values = image.values
         if channels > 1 {  // file order [c][z][y][x] to channels last, [z][y][x][c]
             let voxels = slices * rows * columns
@@ -22,7 +26,7 @@ struct NIfTIFormat: ImageFormat {
             }
         }
         return ScanImage(frames: slices, rows: rows, columns: columns, channels: channels, values: values,
-                         spacing: image.geometry.spacing, source: path, hasSpacing: true)
+                         spacing: image.geometry.spacing, source: image.path, hasSpacing: true)
     }
 
     func frames(_ path: String, limits: ReadLimits) throws -> FrameReader {
