@@ -253,3 +253,49 @@ int cnifti_read_values(const char *path, float *values, int64_t count, char *mes
     nifti_image_free(image);
     return 0;
 }
+
+int cnifti_write(const char *path, const int64_t *dimensions, int dimension_count, int datatype,
+                 const void *values, const double *sto_xyz, int qform_code, int sform_code, char *message,
+                 size_t capacity) {
+    if (dimension_count < 1 || dimension_count > 4) return fail(message, capacity, -1, "1 to 4 dimensions only");
+    if (datatype != DT_UINT8 && datatype != DT_UINT16 && datatype != DT_FLOAT32) {
+        return fail(message, capacity, -1, "only uint8, uint16 and float32 are written");
+    }
+    int64_t dims[8] = {dimension_count, 1, 1, 1, 1, 1, 1, 1};
+    for (int i = 0; i < dimension_count; i++) dims[i + 1] = dimensions[i];
+    nifti_set_debug_level(0);
+    nifti_image *image = nifti_make_new_nim(dims, datatype, 0);
+    if (!image) return fail(message, capacity, -1, "nifti_clib cannot make the image");
+    nifti_dmat44 matrix;
+    for (int r = 0; r < 4; r++) for (int c = 0; c < 4; c++) matrix.m[r][c] = sto_xyz[r * 4 + c];
+    image->sto_xyz = matrix;
+    image->sto_ijk = nifti_dmat44_inverse(matrix);
+    image->sform_code = sform_code;
+    image->qform_code = qform_code;
+    double dx, dy, dz;
+    nifti_dmat44_to_quatern(matrix, &image->quatern_b, &image->quatern_c, &image->quatern_d, &image->qoffset_x,
+                            &image->qoffset_y, &image->qoffset_z, &dx, &dy, &dz, &image->qfac);
+    image->qto_xyz = nifti_quatern_to_dmat44(image->quatern_b, image->quatern_c, image->quatern_d,
+                                             image->qoffset_x, image->qoffset_y, image->qoffset_z, dx, dy, dz,
+                                             image->qfac);
+    image->qto_ijk = nifti_dmat44_inverse(image->qto_xyz);
+    image->dx = image->pixdim[1] = dx;
+    image->dy = image->pixdim[2] = dy;
+    image->dz = image->pixdim[3] = dz;
+    image->xyz_units = NIFTI_UNITS_MM;
+    image->nifti_type = NIFTI_FTYPE_NIFTI1_1;
+    free(image->fname);
+    free(image->iname);
+    image->fname = strdup(path);
+    image->iname = strdup(path);
+    image->iname_offset = 352;
+    image->data = (void *)values;
+    nifti_image_write(image);
+    image->data = NULL;  // the caller's buffer
+    nifti_image_free(image);
+    struct stat status;
+    if (stat(path, &status) != 0 || status.st_size == 0) {
+        return fail(message, capacity, -1, "nifti_clib did not write the file");
+    }
+    return 0;
+}

@@ -102,3 +102,70 @@ public struct NIfTIImage: Sendable {
         return (VolumeGeometry(spacing: spacingXYZ.reversed(), origin: origin, direction: direction), source)
     }
 }
+
+// MARK: - Writing
+
+extension NIfTIImage {
+    /// What a NIfTI file holds, for writing: Float32 images, or label maps as uint8 (uint16 above 255 classes).
+    public enum Voxels {
+        case float32([Float])
+        case labels([Int32])
+    }
+
+    /// Writes a single-file NIfTI-1 image atomically, gzip-compressed when `path` ends in ".gz": `dimensions`
+    /// nx, ny, nz (and channels as the 4th axis), values x fastest, with `geometry` as both the sform and the
+    /// qform (codes as given; 1, scanner anatomical, by default).
+    ///
+    /// - Throws: `ImageFileError.invalidArgument` for values that do not fill the dimensions or labels outside
+    ///   0...65535, `.unwritable` naming `path`. Rests on `nifti_image_write`.
+    public static func write(_ voxels: Voxels, dimensions: [Int], geometry: VolumeGeometry, to path: String,
+                             qformCode: Int = 1, sformCode: Int = 1) throws {
+        let count = dimensions.reduce(1, *)
+        let extent = "\(dimensions.map(String.init).joined(separator: " × "))"
+        let sto = rasMatrix(geometry)
+        let suffix = path.lowercased().hasSuffix(".gz") ? ".nii.gz" : ".nii"
+        var message = [CChar](repeating: 0, count: 512)
+        func write(_ pointer: UnsafeRawPointer?, _ datatype: Int32, into temporary: String) -> Int32 {
+            cnifti_write(temporary, dimensions.map { Int64($0) }, Int32(dimensions.count), datatype, pointer, sto,
+                         Int32(qformCode), Int32(sformCode), &message, message.count)
+        }
+        try writeAtomically(to: path) { temporary in
+            let named = temporary + suffix  // nifti_clib compresses by name
+            defer { unlink(named) }
+            let status: Int32
+            switch voxels {
+            case let .float32(values):
+                guard values.count == count else {
+                    throw ImageFileError.invalidArgument("\(values.count) values cannot fill \(extent)")
+                }
+                status = values.withUnsafeBytes { write($0.baseAddress, 16, into: named) }
+            case let .labels(labels):
+                guard labels.count == count, let largest = labels.max(), let smallest = labels.min(),
+                      smallest >= 0, largest <= 65535 else {
+                    throw ImageFileError.invalidArgument("labels must fill \(extent) with values in 0...65535")
+                }
+                if largest <= 255 {
+                    status = labels.map { UInt8($0) }.withUnsafeBytes { write($0.baseAddress, 2, into: named) }
+                } else {
+                    status = labels.map { UInt16($0) }.withUnsafeBytes { write($0.baseAddress, 512, into: named) }
+                }
+            }
+            guard status == 0, rename(named, temporary) == 0 else {
+                throw ImageFileError.unwritable(file: path, reason: String(cString: message))
+            }
+        }
+    }
+
+    /// The RAS voxel-to-world matrix (row-major 4 × 4) of a geometry: LPS to RAS, columns scaled by spacing.
+    static func rasMatrix(_ geometry: VolumeGeometry) -> [Double] {
+        let spacingXYZ = Array(geometry.spacing.reversed())
+        var matrix = [Double](repeating: 0, count: 16)
+        for row in 0..<3 {
+            let flip: Double = row < 2 ? -1 : 1
+            for column in 0..<3 { matrix[row * 4 + column] = flip * geometry.direction[row * 3 + column] * spacingXYZ[column] }
+            matrix[row * 4 + 3] = flip * geometry.origin[row]
+        }
+        matrix[15] = 1
+        return matrix
+    }
+}

@@ -18,7 +18,7 @@ public enum ConvertWorkflow {
                 if path.lowercased().hasSuffix(".dcm") {
                     return "\(path): a .dcm output is a DICOM SEG: give a label file as PATH and --reference SERIES"
                 }
-                return "\(path): output must end in .h5 or .png"
+                return "\(path): output must end in .h5, .png, .nii or .nii.gz (NIfTI from HDF5 or NIfTI only)"
             case let .badWindow(text): return "--window \(text): expected CENTER,WIDTH with WIDTH > 0, or 'auto'"
             case let .frameOutOfRange(frame, count, source):
                 return "\(source): --frame \(frame) does not exist (\(count) frame\(count == 1 ? "" : "s"))"
@@ -61,6 +61,9 @@ public enum ConvertWorkflow {
             return try SegmentationExport.convert(labels: source, reference: reference, to: output)
         }
         if lowered.hasSuffix(".dcm") { throw ConvertError.unsupportedOutput(output, withReference: false) }
+        if lowered.hasSuffix(".nii") || lowered.hasSuffix(".nii.gz") {
+            return try writeNIfTIFile(source: source, to: output, limits: limits)
+        }
         if !isFolder(source), (try? ImageFormats.format(of: source)) is NIfTIFormat {
             guard lowered.hasSuffix(".h5") || lowered.hasSuffix(".hdf5") else {
                 throw ConvertError.unsupportedOutput(output)
@@ -254,6 +257,61 @@ public enum ConvertWorkflow {
             try h5.setAttribute("source", .string(source), at: "/image")
         }
         return ["wrote \(output): /image \(shape.map(String.init).joined(separator: "×")) Float32"]
+    }
+
+    /// An HDF5 label map (`/labels`, written as uint8 or uint16) or image (`/image`, Float32), or a NIfTI image,
+    /// as a NIfTI file with the source's geometry in both its sform and qform.
+    static func writeNIfTIFile(source: String, to output: String, limits: ReadLimits) throws -> [String] {
+        guard !isFolder(source) else { throw ConvertError.unsupportedOutput(output) }
+        let format = try ImageFormats.format(of: source)
+        if format is NIfTIFormat {
+            let image = try NIfTIImage.read(source, limits: limits)
+            try NIfTIImage.write(.float32(image.values), dimensions: image.dimensions, geometry: image.geometry,
+                                 to: output)
+            return ["wrote \(output): \(image.dimensions.map(String.init).joined(separator: "×")) Float32"]
+        }
+        guard format is HDF5Format else { throw ConvertError.unsupportedOutput(output) }
+        let file = try HDF5File.open(source)
+        let dataset = file.exists("/labels") ? "/labels" : "/image"
+        let shape = try file.shape(of: dataset)
+        guard (2...4).contains(shape.count), dataset == "/image" || shape.count <= 3 else {
+            throw InputError.invalidContent(file: source, reason: "\(dataset) has shape \(shape); expected [y, x], "
+                + "[z, y, x]" + (dataset == "/image" ? " or [z, y, x, c]" : ""))
+        }
+        let geometry = try storedGeometry(file, dataset, dimensions: shape.count)
+        let dimensions = Array((shape.count == 4 ? [shape[2], shape[1], shape[0], shape[3]] : shape.reversed()))
+        if dataset == "/labels" {
+            let labels = try file.read(dataset, as: Int32.self, limits: limits).values
+            try NIfTIImage.write(.labels(labels), dimensions: dimensions, geometry: geometry, to: output)
+        } else {
+            var values = try file.read(dataset, as: Float.self, limits: limits).values
+            if shape.count == 4 {  // channels last to the 4th NIfTI axis: [z, y, x, c] → [c, z, y, x]
+                let (voxels, channels) = (shape[0] * shape[1] * shape[2], shape[3])
+                values = (0..<(voxels * channels)).map { values[($0 % voxels) * channels + $0 / voxels] }
+            }
+            try NIfTIImage.write(.float32(values), dimensions: dimensions, geometry: geometry, to: output)
+        }
+        return ["wrote \(output): \(dataset) as \(dimensions.map(String.init).joined(separator: "×"))"]
+    }
+
+    /// A dataset's geometry: version 2 as stored; older files hold `spacing` (row, column[, slice]) and
+    /// `direction` transposed (rows along the axes), as `convert` wrote DICOM series before the contract.
+    static func storedGeometry(_ file: HDF5File, _ dataset: String, dimensions: Int) throws -> VolumeGeometry {
+        func values(_ name: String) throws -> [Double]? {
+            file.hasAttribute(name, at: dataset) ? try file.attribute(name, at: dataset).doubleValues : nil
+        }
+        var geometry = VolumeGeometry.identity
+        let version = try values("geometry_version")?.first
+        if let spacing = try values("spacing"), spacing.count >= 2 {
+            geometry.spacing = version == 2 ? Array(spacing.suffix(3))
+                : [spacing.count == 3 ? spacing[2] : 1, spacing[0], spacing[1]]
+            if geometry.spacing.count == 2 { geometry.spacing.insert(1, at: 0) }
+        }
+        if let origin = try values("origin"), origin.count == 3 { geometry.origin = origin }
+        if let direction = try values("direction"), direction.count == 9 {
+            geometry.direction = version == 2 ? direction : (0..<9).map { direction[($0 % 3) * 3 + $0 / 3] }
+        }
+        return geometry
     }
 
     // MARK: - PNG

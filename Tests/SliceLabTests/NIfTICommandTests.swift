@@ -73,3 +73,38 @@ extension NIfTICommandTests {
         #expect(check.trimmingCharacters(in: .whitespacesAndNewlines) == "ok")
     }
 }
+
+extension NIfTICommandTests {
+    /// NIfTI → HDF5 → NIfTI keeps the voxels and the geometry, with the sform and qform both set (code 1), as
+    /// nibabel reads them back; an HDF5 label map becomes a uint8 NIfTI label map.
+    @Test func convertRoundTripsThroughHDF5AndWritesLabelMaps() throws {
+        let folder = try TestSupport.temporaryFolder()
+        let source = Self.fixtures.appendingPathComponent("uint8-qform-only-qfac.nii").path
+        let h5 = folder.appendingPathComponent("image.h5").path, back = folder.appendingPathComponent("back.nii.gz").path
+        #expect(try TestSupport.slicelab(["convert", source, h5]).status == 0)
+        let written = try TestSupport.slicelab(["convert", h5, back])
+        #expect(written.status == 0, "\(written.standardError)")
+        let labels = folder.appendingPathComponent("labels.h5").path, labelsOut = folder.appendingPathComponent("labels.nii").path
+        let check = try TestSupport.runPython("""
+            import h5py, nibabel as nib, numpy as np, subprocess, sys
+            source, back, labels, labels_out, slicelab = sys.argv[1:6]
+            a, b = nib.load(source), nib.load(back)
+            assert np.array_equal(np.asarray(a.dataobj, np.float32), np.asarray(b.dataobj)), 'voxels'
+            assert np.allclose(a.affine, b.affine, atol=1e-4), (a.affine, b.affine)
+            assert int(b.header['qform_code']) == 1 and int(b.header['sform_code']) == 1
+            assert np.allclose(b.get_qform(), b.get_sform(), atol=1e-4)
+            with h5py.File(labels, 'w') as f:
+                d = f.create_dataset('labels', data=np.arange(24, dtype=np.uint8).reshape(2, 3, 4) % 3)
+                d.attrs['spacing'] = [2.0, 0.5, 0.25]; d.attrs['geometry_version'] = [2]
+                d.attrs['origin'] = [1.0, 2.0, 3.0]; d.attrs['direction'] = np.eye(3).ravel()
+            subprocess.run([slicelab, 'convert', labels, labels_out], check=True, capture_output=True)
+            c = nib.load(labels_out)
+            assert c.get_data_dtype() == np.uint8 and c.shape == (4, 3, 2)
+            assert np.array_equal(np.asarray(c.dataobj).transpose(2, 1, 0), np.arange(24).reshape(2, 3, 4) % 3)
+            assert np.allclose(c.header.get_zooms(), (0.25, 0.5, 2.0))
+            assert np.allclose(c.affine[:3, 3], (-1, -2, 3))  # LPS origin (1, 2, 3) in RAS
+            print('ok')
+            """, arguments: [source, back, labels, labelsOut, TestSupport.slicelabBinary])
+        #expect(check.trimmingCharacters(in: .whitespacesAndNewlines) == "ok")
+    }
+}

@@ -37,6 +37,14 @@ int cnifti_read_header(const char *path, int64_t max_bytes, cnifti_header *heade
 /// the file's order (x fastest). `count` must equal the header's voxel count. 0 on success, -1 with a message.
 int cnifti_read_values(const char *path, float *values, int64_t count, char *message, size_t capacity);
 
+/// Writes a single-file NIfTI-1 image to `path` (gzip-compressed when it ends in ".gz", as nifti_clib decides): `dimensions` nx, ny, nz
+/// (and nt), `datatype` DT_UINT8, DT_UINT16 or DT_FLOAT32 with `values` of that type, x fastest; `sto_xyz` the
+/// row-major RAS voxel-to-world matrix, written as the sform and (its rotation and offset) as the qform, with
+/// the given codes. 0 on success, -1 with a message.
+int cnifti_write(const char *path, const int64_t *dimensions, int dimension_count, int datatype,
+                 const void *values, const double *sto_xyz, int qform_code, int sform_code, char *message,
+                 size_t capacity);
+
 #ifdef __cplusplus
 }
 #endif
