@@ -24,6 +24,13 @@ let package = Package(
         .systemLibrary(name: "CHDF5", pkgConfig: "hdf5", providers: [.apt(["libhdf5-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         .systemLibrary(name: "COneDNN", providers: [.apt(["libdnnl-dev"])]),
+        // ONNX's own library (Debian's libonnx-dev 1.12, built with ONNX_ML), behind a flat extern "C" shim.
+        .target(
+            name: "CONNX",
+            cxxSettings: [.define("ONNX_NAMESPACE", to: "onnx"), .define("ONNX_ML", to: "1"),
+                          .unsafeFlags(["-std=c++17"])],
+            linkerSettings: [.linkedLibrary("onnx"), .linkedLibrary("onnx_proto"), .linkedLibrary("protobuf")]
+        ),
         .systemLibrary(name: "COpenJPEG", pkgConfig: "libopenjp2", providers: [.apt(["libopenjp2-7-dev"])]),
 
         // MARK: - Swift libraries (data flows downwards only)
@@ -39,11 +46,13 @@ let package = Package(
                 swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "DeepLabTraining", dependencies: ["DeepLab", "ImageFiles", "SliceLabSupport"],
                 swiftSettings: [.unsafeFlags(["-O"])]),
+        // Exports checkpoints to ONNX (through CONNX), torchvision's safetensors and Core ML.
+        .target(name: "ModelExport", dependencies: ["CONNX", "DeepLab", "SliceLabSupport"]),
         .target(name: "Classical", dependencies: ["SliceLabSupport"]),
         .target(name: "Metrics", dependencies: ["SliceLabSupport"]),
         .target(name: "SliceLabKit", dependencies: ["SliceLabSupport", "ImageFiles", "DICOM", "DeepLab", "DeepLabTraining",
                                                    "Classical",
-                                                   "Metrics"],
+                                                   "Metrics", "ModelExport"],
                 resources: [.copy("Resources/Demo")]),
 
         // MARK: - The executable
