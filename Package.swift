@@ -76,6 +76,9 @@ let package = Package(
         .testTarget(name: "SliceLabTests", dependencies: ["SliceLabKit", "SliceLabSupport", "DICOM", "DeepLabTraining",
                                                        "ImageFiles", "TestSupport"],
                     exclude: ["Fixtures"]),
+        .testTarget(name: "ModelExportTests", dependencies: ["ModelExport", "DeepLab", "ImageFiles", "SliceLabSupport",
+                                                          "TestSupport"],
+                    exclude: ["Fixtures"]),
         // Fault injection (SIGKILL, full and read-only disks), corrupt batches and read bounds, end to end.
         .testTarget(name: "RobustnessTests", dependencies: ["SliceLabKit", "DICOM", "DeepLab", "DeepLabTraining",
                                                            "ImageFiles", "Metrics", "SliceLabSupport", "TestSupport"],

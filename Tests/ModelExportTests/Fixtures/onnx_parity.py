@@ -2,7 +2,7 @@
 the logits with SliceLab's (LOGITS.h5's /logits). Prints one JSON line:
 {"onnxruntime": version, "openvino": version, "ort_ratio": max|Δ|/max|logit|, "openvino_ratio": …,
  "labels_agree": fraction of pixels whose `labels` output equals the argmax of the runtime's own logits,
- "labels_shape": […], "logits_shape": […]}.
+ "labels_shape": […], "logits_shape": […], "metadata": the model's metadata_props}.
 
 Usage: python onnx_parity.py MODEL.onnx IN.h5 LOGITS.h5
 """
@@ -39,6 +39,7 @@ def main(model_path, input_path, logits_path):
         "labels_dtype": str(ort_labels.dtype),
         "labels_shape": list(ort_labels.shape),
         "logits_shape": list(ort_logits.shape),
+        "metadata": dict(session.get_modelmeta().custom_metadata_map),
     }))
 
 
