@@ -103,42 +103,18 @@ final class ONNXExportTests: XCTestCase {
 
     // MARK: - Helpers
 
-    /// Saves a model of `configuration` (batch-norm statistics and affine parameters drawn away from their
-    /// initial values, so folding is exercised), exports it, and compares SliceLab's logits with both runtimes'.
+    /// Exports a model of `configuration` and compares SliceLab's logits with both runtimes'.
     private func checkParity(_ configuration: DeepLabConfiguration, batch: Int, height: Int, width: Int,
                              file: StaticString = #filePath, line: UInt = #line) throws {
-        let model = try DeepLabV3(configuration)
-        var generator = SeededGenerator(seed: configuration.seed &+ 100)
-        for p in model.parameters where p.shape.count == 1 && !p.name.hasPrefix("classifier.4") {
-            let range: ClosedRange<Double>
-            if p.name.hasSuffix("running_var") { range = 0.5...1.5 }
-            else if p.name.hasSuffix("running_mean") || p.name.hasSuffix(".bias") { range = -0.2...0.2 }
-            else if p.name.hasSuffix(".weight") { range = 0.7...1.3 }
-            else { continue }
-            p.value = p.value.map { _ in Float(generator.uniform(range)) }
-            p.markUpdated()
-        }
-        let checkpoint = folder.appendingPathComponent("model.h5").path
-        try DeepLabCheckpoint.save(model, preprocessing: .percentile(low: 1, high: 99), to: checkpoint)
+        let checkpoint = try ExportFixtures.checkpoint(configuration, in: folder)
         let c = configuration.inputChannels
-        let input = folder.appendingPathComponent("input.h5").path
-        let values = (0..<(batch * c * height * width)).map { _ in Float(generator.normal()) }
-        try HDF5File.write(to: input) { try $0.write(values, shape: [batch, c, height, width], to: "/image") }
-
+        let input = try ExportFixtures.input(batch: batch, channels: c, height: height, width: width,
+                                             seed: configuration.seed, in: folder)
         let onnx = folder.appendingPathComponent("model.onnx").path
         let export = try TestSupport.slicelab(["export", checkpoint, "--format", "onnx", "--out", onnx])
         XCTAssertEqual(export.status, 0, export.standardError, file: file, line: line)
-        let logits = folder.appendingPathComponent("logits.h5").path
-        let segment = try TestSupport.slicelab(["segment", "--model", checkpoint, "--raw-input", input,
-                                                "--logits", logits])
-        XCTAssertEqual(segment.status, 0, segment.standardError, file: file, line: line)
-
-        let script = TestSupport.packageRoot.appendingPathComponent("Tests/ModelExportTests/Fixtures/onnx_parity.py")
-        let run = try TestSupport.run(TestSupport.python, [script.path, onnx, input, logits])
-        XCTAssertEqual(run.status, 0, run.standardError, file: file, line: line)
-        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8))
-            as? [String: Any])
-        print("\(configuration.architecture.rawValue) \(batch)×\(c)×\(height)×\(width): \(run.standardOutput)")
+        let logits = try ExportFixtures.logits(checkpoint: checkpoint, input: input, in: folder)
+        let report = try ExportFixtures.runScript("onnx_parity.py", [onnx, input, logits])
         let k = configuration.classCount
         XCTAssertEqual(report["logits_shape"] as? [Int], [batch, k, height, width], file: file, line: line)
         XCTAssertEqual(report["labels_shape"] as? [Int], [batch, height, width], file: file, line: line)
