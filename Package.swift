@@ -47,7 +47,8 @@ let package = Package(
         .target(name: "DeepLabTraining", dependencies: ["DeepLab", "ImageFiles", "SliceLabSupport"],
                 swiftSettings: [.unsafeFlags(["-O"])]),
         // Exports checkpoints to ONNX (through CONNX), torchvision's safetensors and Core ML.
-        .target(name: "ModelExport", dependencies: ["CONNX", "DeepLab", "SliceLabSupport"]),
+        .target(name: "ModelExport", dependencies: ["CONNX", "DeepLab", "SliceLabSupport"],
+                resources: [.copy("coreml_converter.py")]),
         .target(name: "Classical", dependencies: ["SliceLabSupport"]),
         .target(name: "Metrics", dependencies: ["SliceLabSupport"]),
         .target(name: "SliceLabKit", dependencies: ["SliceLabSupport", "ImageFiles", "DICOM", "DeepLab", "DeepLabTraining",
