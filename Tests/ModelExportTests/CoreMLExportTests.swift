@@ -5,17 +5,7 @@ import XCTest
 
 /// `slicelab export --format coreml`: coremltools (on Linux it saves and loads packages but cannot predict) loads
 /// the package; its interface is Apple's DeepLabV3 one, and it has one convolution per ONNX convolution.
-final class CoreMLExportTests: XCTestCase {
-    private var folder: URL!
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder("slicelab-export-coreml")
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: folder)
-    }
-
+final class CoreMLExportTests: ExportTestCase {
     private func export(_ checkpoint: String, to package: String, size: String? = nil,
                         python: String = TestSupport.python) throws -> TestSupport.ProcessResult {
         try TestSupport.run(TestSupport.slicelabBinary,

@@ -60,3 +60,16 @@ enum ExportFixtures {
         return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any])
     }
 }
+
+/// A test case with a fresh temporary folder per test, removed afterwards.
+class ExportTestCase: XCTestCase {
+    var folder: URL!
+
+    override func setUpWithError() throws {
+        folder = try TestSupport.temporaryFolder("slicelab-export")
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(at: folder)
+    }
+}

@@ -8,19 +8,9 @@ import XCTest
 /// `slicelab export --format onnx` end to end: the exported file loads in ONNX Runtime (CPU) and OpenVINO (CPU,
 /// f32) and gives SliceLab's logits (`segment --model … --raw-input … --logits …`) on the same input within
 /// 1e-4 × max|logit|, for every architecture, odd sizes and batch 2; bad input gets one line and no file.
-final class ONNXExportTests: XCTestCase {
+final class ONNXExportTests: ExportTestCase {
     /// The consumers' tolerance: both run float32 convolutions in other summation orders than oneDNN's.
     static let relativeTolerance = 1e-4
-
-    private var folder: URL!
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder("slicelab-export")
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: folder)
-    }
 
     // MARK: - Parity with ONNX Runtime and OpenVINO
 

@@ -8,19 +8,9 @@ import XCTest
 /// configuration. Without PyTorch (as in `make test`), the file is checked by SliceLab's own torchvision import
 /// (`segment --weights`), which must reproduce the checkpoint's logits exactly; with PyTorch
 /// (`SLICELAB_TORCH_PYTHON`, `make test-torchvision`), torchvision's constructors load it and match within 1e-4.
-final class TorchvisionExportTests: XCTestCase {
+final class TorchvisionExportTests: ExportTestCase {
     /// torchvision against SliceLab on the same weights: the README's parity contract.
     static let relativeTolerance = 1e-4
-
-    private var folder: URL!
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder("slicelab-export-tv")
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: folder)
-    }
 
     private func configuration(_ architecture: Architecture, channels: Int = 3, aux: Bool = false)
         -> DeepLabConfiguration {
