@@ -3,11 +3,12 @@ SHELL := /bin/bash
 SWIFT ?= swift
 VENV := .venv
 PYTHON := $(VENV)/bin/python
-APT_PACKAGES := libdcmtk-dev dcmtk libpng-dev libhdf5-dev libdnnl-dev libopenjp2-7-dev libnifti2-dev zlib1g-dev pkg-config python3-venv chromium
+APT_PACKAGES := libdcmtk-dev dcmtk libpng-dev libhdf5-dev libdnnl-dev libopenjp2-7-dev libnifti2-dev zlib1g-dev \
+	libonnx-dev libprotobuf-dev pkg-config python3-venv chromium
 REQUIREMENTS := Tests/requirements.txt $(wildcard Notebooks/requirements.txt)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup apt build release test notebooks demo bench clean corpus fuzz
+.PHONY: setup apt build release test test-torchvision notebooks demo bench clean corpus fuzz
 
 ## setup: install missing Debian packages and the Python virtual environment (idempotent)
 setup: apt $(VENV)/.installed corpus
@@ -39,6 +40,15 @@ test: setup
 	$(SWIFT) build --build-tests
 	SLICELAB_PYTHON=$(abspath $(PYTHON)) $(SWIFT) test --skip-build
 	$(MAKE) --no-print-directory notebooks
+
+## test-torchvision: the torchvision export loaded by torchvision's own constructors (PyTorch in .venv-torch,
+## Datasets/goldens/requirements-deeplab.txt; `make test` skips this check and says so)
+test-torchvision: setup
+	@[ -x .venv-torch/bin/python ] || python3 -m venv .venv-torch
+	.venv-torch/bin/python -m pip install -q -r Datasets/goldens/requirements-deeplab.txt
+	$(SWIFT) build --build-tests
+	SLICELAB_PYTHON=$(abspath $(PYTHON)) SLICELAB_TORCH_PYTHON=$(abspath .venv-torch/bin/python) \
+	  $(SWIFT) test --skip-build --filter TorchvisionExportTests
 
 ## notebooks: execute every notebook headless against the debug build (figures in Notebooks/output/)
 notebooks: setup

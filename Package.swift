@@ -29,6 +29,13 @@ let package = Package(
         // (not also libniftiio). Swift sees only the shim's own header.
         .target(name: "CNIfTI", cSettings: [.unsafeFlags(["-I/usr/include/nifti"])],
                 linkerSettings: [.linkedLibrary("nifti2"), .linkedLibrary("z")]),
+        // ONNX's own library (Debian's libonnx-dev 1.12, built with ONNX_ML), behind a flat extern "C" shim.
+        .target(
+            name: "CONNX",
+            cxxSettings: [.define("ONNX_NAMESPACE", to: "onnx"), .define("ONNX_ML", to: "1"),
+                          .unsafeFlags(["-std=c++17"])],
+            linkerSettings: [.linkedLibrary("onnx"), .linkedLibrary("onnx_proto"), .linkedLibrary("protobuf")]
+        ),
         .systemLibrary(name: "COpenJPEG", pkgConfig: "libopenjp2", providers: [.apt(["libopenjp2-7-dev"])]),
 
         // MARK: - Swift libraries (data flows downwards only)
@@ -44,11 +51,14 @@ let package = Package(
                 swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "DeepLabTraining", dependencies: ["DeepLab", "ImageFiles", "SliceLabSupport"],
                 swiftSettings: [.unsafeFlags(["-O"])]),
+        // Exports checkpoints to ONNX (through CONNX), torchvision's safetensors and Core ML.
+        .target(name: "ModelExport", dependencies: ["CONNX", "DeepLab", "SliceLabSupport"],
+                resources: [.copy("coreml_converter.py")]),
         .target(name: "Classical", dependencies: ["SliceLabSupport"]),
         .target(name: "Metrics", dependencies: ["SliceLabSupport"]),
         .target(name: "SliceLabKit", dependencies: ["SliceLabSupport", "ImageFiles", "DICOM", "DeepLab", "DeepLabTraining",
                                                    "Classical",
-                                                   "Metrics"],
+                                                   "Metrics", "ModelExport"],
                 resources: [.copy("Resources/Demo")]),
 
         // MARK: - The executable
@@ -71,6 +81,9 @@ let package = Package(
                     exclude: ["Fixtures"]),
         .testTarget(name: "SliceLabTests", dependencies: ["SliceLabKit", "SliceLabSupport", "DICOM", "DeepLabTraining",
                                                        "ImageFiles", "TestSupport"],
+                    exclude: ["Fixtures"]),
+        .testTarget(name: "ModelExportTests", dependencies: ["ModelExport", "DeepLab", "ImageFiles", "SliceLabSupport",
+                                                          "TestSupport"],
                     exclude: ["Fixtures"]),
         // Fault injection (SIGKILL, full and read-only disks), corrupt batches and read bounds, end to end.
         .testTarget(name: "RobustnessTests", dependencies: ["SliceLabKit", "DICOM", "DeepLab", "DeepLabTraining",

@@ -16,6 +16,8 @@ protocol Backbone: AnyObject {
     /// Backpropagates the gradients of the main features and (optionally) the auxiliary ones, reporting each
     /// block's parameters as their gradients complete.
     func backward(out dOut: Tensor, auxiliary dAuxiliary: Tensor?, gradientsReady: GradientsReady) throws
+    /// Appends the eval-mode backbone to `graph` from value `x`; returns the main head's input features.
+    func describe(_ x: String, in graph: inout InferenceGraph) -> String
 }
 
 extension ResNet: Backbone {}

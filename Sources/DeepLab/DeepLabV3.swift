@@ -9,8 +9,8 @@ public final class DeepLabV3: SegmentationNetwork {
     public let configuration: DeepLabConfiguration
     public let parameters: [Parameter]
 
-    private let backbone: any Backbone
-    private let head: DeepLabHead
+    let backbone: any Backbone
+    let head: DeepLabHead
     private let auxiliaryHead: FCNHead?
 
     /// Auxiliary logits [N, K, H, W] of the last forward, when the model has the auxiliary head.

@@ -187,16 +187,7 @@ public enum Segment {
         let model = try DeepLabV3(DeepLabConfiguration(architecture: architecture, classCount: classCount,
                                                        inputChannels: inputChannels, auxiliaryHead: auxiliaryHead))
         let notes = try model.loadSafetensors(weights)
-        let file = try HDF5File.open(rawInput)
-        guard file.exists("/image") else {
-            throw InputError.invalidContent(file: rawInput, reason: "no /image dataset")
-        }
-        let image = try file.read("/image", as: Float.self)
-        guard image.shape.count == 4, image.shape[1] == inputChannels else {
-            throw InputError.invalidContent(file: rawInput, reason: "/image has shape \(image.shape); expected "
-                + "[N, \(inputChannels), H, W]")
-        }
-        let input = FloatTensor(shape: image.shape, values: image.values)
+        let input = try readRawInput(rawInput, channels: inputChannels)
         var logits = try model.forward(input, training: false)
         // Benchmarks: SLICELAB_PARITY_REPEAT=R repeats the (warm) forward R times and prints each latency.
         if let text = ProcessInfo.processInfo.environment["SLICELAB_PARITY_REPEAT"], let repeats = Int(text), repeats > 0 {
@@ -208,9 +199,39 @@ public enum Segment {
             }
             log("latencies_ms " + latencies.map { String(format: "%.2f", $0) }.joined(separator: " "))
         }
-        try HDF5File.write(to: logitsPath, updating: false) { out in
+        try writeLogits(logits, to: logitsPath)
+        return notes
+    }
+
+    /// Parity mode on a checkpoint: the logits [N, K, H, W] of `rawInput`'s `/image` [N, C, H, W], fed untouched
+    /// (no preprocessing, no tiling), written to `logitsPath`'s `/logits`; what an exported model is compared with.
+    ///
+    /// - Throws: `DeepLabError.invalidCheckpoint`, `InputError.invalidContent` for an input of the wrong shape.
+    public static func rawLogits(model path: String, rawInput: String, logitsPath: String,
+                                 threads: Int? = nil) throws {
+        if let threads { setComputeThreads(threads) }
+        let (model, _) = try DeepLabCheckpoint.load(path)
+        let input = try readRawInput(rawInput, channels: model.configuration.inputChannels)
+        try writeLogits(try model.forward(input, training: false), to: logitsPath)
+    }
+
+    /// `/image` Float32 [N, channels, H, W] of an HDF5 file.
+    private static func readRawInput(_ path: String, channels: Int) throws -> FloatTensor {
+        let file = try HDF5File.open(path)
+        guard file.exists("/image") else {
+            throw InputError.invalidContent(file: path, reason: "no /image dataset")
+        }
+        let image = try file.read("/image", as: Float.self)
+        guard image.shape.count == 4, image.shape[1] == channels else {
+            throw InputError.invalidContent(file: path, reason: "/image has shape \(image.shape); expected "
+                + "[N, \(channels), H, W]")
+        }
+        return FloatTensor(shape: image.shape, values: image.values)
+    }
+
+    private static func writeLogits(_ logits: FloatTensor, to path: String) throws {
+        try HDF5File.write(to: path, updating: false) { out in
             try out.write(logits.values, shape: logits.shape, to: "/logits")
         }
-        return notes
     }
 }

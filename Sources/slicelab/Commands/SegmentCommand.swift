@@ -22,8 +22,10 @@ enum SegmentCommand: Command {
             OptionSpec("num-classes", .int(2...65535), help: "Parity mode: classes K."),
             OptionSpec("in-channels", .choice(["1", "3"]), help: "Parity mode: input channels C.", default: "3"),
             OptionSpec("aux", .flag, help: "Parity mode: the weights include the auxiliary FCN head."),
-            OptionSpec("raw-input", valueName: "IN.h5", help: "Parity mode: /image Float32 [N, C, H, W], fed untouched."),
-            OptionSpec("logits", valueName: "OUT.h5", help: "Parity mode: write /logits Float32 [N, K, H, W]."),
+            OptionSpec("raw-input", valueName: "IN.h5",
+                       help: "Parity mode (with --weights or --model): /image Float32 [N, C, H, W], fed untouched."),
+            OptionSpec("logits", valueName: "OUT.h5",
+                       help: "Parity mode (with --weights or --model): write /logits Float32 [N, K, H, W]."),
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
@@ -42,6 +44,14 @@ enum SegmentCommand: Command {
                                            auxiliaryHead: arguments.flag("aux"), rawInput: rawInput,
                                            logitsPath: logits, threads: arguments.int("threads"), log: standardError)
             for note in notes { standardError("slicelab segment: \(note)") }
+            return
+        }
+        if let rawInput = arguments.string("raw-input") {
+            guard let model = arguments.string("model"), let logits = arguments.string("logits") else {
+                throw UsageError("slicelab segment: --raw-input needs --model MODEL.h5 (or --weights …) and --logits")
+            }
+            try Segment.rawLogits(model: model, rawInput: rawInput, logitsPath: logits,
+                                  threads: arguments.int("threads"))
             return
         }
         guard let input = arguments.positional(0), let model = arguments.string("model"),
