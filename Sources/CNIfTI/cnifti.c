@@ -188,15 +188,17 @@ int cnifti_read_header(const char *path, int64_t max_bytes, cnifti_header *heade
                  "bytes", claimed, claimed * 4, (long long)max_bytes);
         return -2;
     }
-    if (direct) {
-        struct stat status;
-        if (stat(path, &status) != 0) return fail(message, capacity, -1, "cannot stat the file");
-        if ((double)offset + claimed * size > (double)status.st_size) {
-            snprintf(message, capacity, "the file holds %lld bytes but its header claims %.0f (vox_offset %lld "
-                     "+ %.0f voxels of %d bytes)", (long long)status.st_size, (double)offset + claimed * size,
-                     (long long)offset, claimed, size);
-            return -1;
-        }
+    // Uncompressed, the file must hold what the header claims; compressed, deflate cannot exceed 1032:1, so a
+    // small file claiming a large volume is refused before anything is allocated or inflated.
+    struct stat status;
+    if (stat(path, &status) != 0) return fail(message, capacity, -1, "cannot stat the file");
+    double needed = (double)offset + claimed * size, ratio = direct ? 1 : 1032;
+    if (needed > ratio * (double)status.st_size + (direct ? 0 : 1024)) {
+        snprintf(message, capacity, "the file holds %lld bytes%s but its header claims %.0f (vox_offset %lld "
+                 "+ %.0f voxels of %d bytes)", (long long)status.st_size,
+                 direct ? "" : " of gzip (at most 1032 times that inflated)", needed, (long long)offset, claimed,
+                 size);
+        return -1;
     }
     nifti_image *image = read_image(path, 0);
     if (!image) return fail(message, capacity, -1, "nifti_clib cannot read the header");
