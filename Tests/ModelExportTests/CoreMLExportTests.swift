@@ -50,6 +50,25 @@ final class CoreMLExportTests: ExportTestCase {
         }
     }
 
+    /// Labels of the Core ML package (float16 on the device's compute units) against ONNX Runtime's on the same
+    /// image: at least 99.9 % of pixels agree. Core ML predicts only on macOS; elsewhere this says so and skips.
+    func testPredictionsAgreeWithONNXRuntimeOnMacOS() throws {
+        #if !os(macOS)
+        throw XCTSkip("Core ML predicts only on macOS (coremltools saves and loads packages on Linux, but has no "
+                      + "runtime there); this parity check runs on a Mac")
+        #else
+        let checkpoint = try ExportFixtures.checkpoint(
+            DeepLabConfiguration(architecture: .resnet18, classCount: 4, inputChannels: 3, outputStride: 16,
+                                 atrousRates: [6, 12, 18], asppChannels: 16, seed: 3), in: folder)
+        let package = folder.appendingPathComponent("DeepLab.mlpackage").path
+        let onnx = folder.appendingPathComponent("model.onnx").path
+        XCTAssertEqual(try export(checkpoint, to: package, size: "97,131").status, 0)
+        XCTAssertEqual(try TestSupport.slicelab(["export", checkpoint, "--format", "onnx", "--out", onnx]).status, 0)
+        let result = try ExportFixtures.runScript("coreml_parity.py", [package, onnx, "97", "131", "3"])
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(result["agreement"] as? Double), 0.999)
+        #endif
+    }
+
     func testMissingPythonPackageIsNamedAndNothingIsWritten() throws {
         let checkpoint = try ExportFixtures.checkpoint(
             DeepLabConfiguration(architecture: .mobilenetV2, classCount: 2, asppChannels: 8, widthMultiplier: 0.35),

@@ -35,7 +35,8 @@ struct ImageFormatTests {
         let lines = result.standardError.split(separator: "\n")
         #expect(lines.count == 1 && lines[0].contains(notes)
                 && lines[0].contains("not a format SliceLab reads (it reads DICOM (a file or a series folder; SEG "
-                                     + "for labels), PNG, HDF5 (/image or /labels))"), "\(result.standardError)")
+                                     + "for labels), PNG, HDF5 (/image or /labels), NIfTI (.nii, .nii.gz))"),
+                "\(result.standardError)")
         #expect(!FileManager.default.fileExists(atPath: out))
     }
 
