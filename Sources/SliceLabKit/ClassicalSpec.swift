@@ -6,8 +6,8 @@ import Classical
 /// the set's class count), `map` (how clusters become the set's classes: `train-vote` learns a majority vote
 /// on the training split — the fair baseline, default; `intensity` takes cluster i as class i; `oracle`
 /// matches clusters to the reference of each evaluated case by the Hungarian method — an upper bound, always
-/// named as such), `seed`, `n-init`, `regularize` (none, majority, mrf, largest-component, fill-holes; not crf, which needs probabilities), `min-region`, `connectivity` (1, 2),
-/// `name` (the run's name).
+/// named as such), `seed`, `n-init`, `regularize` (none, majority, mrf, largest-component, fill-holes; not
+/// crf, which needs probabilities), `min-region`, `connectivity` (1, 2), `name` (the run's name).
 public struct ClassicalSpec: Sendable, Equatable {
     public enum Mapping: String, Sendable, CaseIterable {
         case trainVote = "train-vote"

@@ -12,7 +12,14 @@ enum SegmentCommand: Command {
             OptionSpec("out", valueName: "OUT.h5|OUT.png|OUT.dcm",
                        help: "Label map: HDF5 /labels, PNG, or (DICOM input) a binary DICOM SEG over the series."),
             OptionSpec("overlay", valueName: "OVERLAY.png", help: "The image with each class tinted."),
-            OptionSpec("probabilities", .flag, help: "Also write /probabilities [frames, classes, H, W]."),
+            OptionSpec("probabilities", .flag,
+                       help: "Also write /probabilities [frames, classes, H, W] (before post-processing)."),
+            OptionSpec("regularize", .choice(of: ClusterRegularizer.self),
+                       help: "Post-processing: crf and mrf use the class probabilities, the others the labels; "
+                           + "a multi-frame input is post-processed as one volume.", default: "none"),
+            OptionSpec("crf", valueName: "SPEC",
+                       help: "Dense CRF parameters for --regularize crf: "
+                           + SegmentPostProcessing.crfKeys.map { "\($0)=…" }.joined(separator: ",") + "."),
             OptionSpec("precision", .choice(["fp32", "bf16"]), help: "Arithmetic precision.", default: "fp32"),
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
             maxMemoryOption,
@@ -49,10 +56,21 @@ enum SegmentCommand: Command {
             throw UsageError("slicelab segment: give INPUT, --model MODEL.h5 and --out OUT.h5|OUT.png|OUT.dcm "
                 + "(or the parity options --weights … --raw-input … --logits …)")
         }
-        try Segment.run(Segment.Options(input: input, model: model, output: out, overlay: arguments.string("overlay"),
-                                        probabilities: arguments.flag("probabilities"),
-                                        threads: arguments.int("threads"),
-                                        limits: try readLimits(arguments, command: "segment")),
-                        log: standardError)
+        var options = Segment.Options(input: input, model: model, output: out, overlay: arguments.string("overlay"),
+                                      probabilities: arguments.flag("probabilities"),
+                                      threads: arguments.int("threads"),
+                                      limits: try readLimits(arguments, command: "segment"))
+        options.postProcessing.step = arguments.choice("regularize") ?? ClusterRegularizer.none
+        if let spec = arguments.string("crf") {
+            guard options.postProcessing.step == .crf else {
+                throw UsageError("slicelab segment: --crf needs --regularize crf")
+            }
+            do {
+                options.postProcessing.crf = try SegmentPostProcessing.crfParameters(parsing: spec)
+            } catch {
+                throw UsageError("slicelab segment: --crf: \(error)")
+            }
+        }
+        try Segment.run(options, log: standardError)
     }
 }
