@@ -1,10 +1,13 @@
 import Classical
 import DeepLab
+import ImageFiles
 import Foundation
 import SliceLabSupport
 
 /// `segment --regularize STEP [--crf SPEC]`: a registered post-processing step applied to a model's output.
 public struct SegmentPostProcessing: Sendable, Equatable {
+    /// The dense CRF's parameters (`Classical.DenseCRF.Parameters`), named for callers that import only SliceLabKit.
+    public typealias CRFParameters = DenseCRF.Parameters
     /// The step; `.none` leaves the argmax as it is.
     public var step: ClusterRegularizer
     /// The dense CRF's parameters (`--crf`), used by `crf`.
@@ -71,5 +74,49 @@ public struct SegmentPostProcessing: Sendable, Equatable {
         let rgb = Overlay.displayRGB(image, frame: frame)
         if image.channels == 1 { return (stride(from: 0, to: rgb.count, by: 3).map { Float(rgb[$0]) }, 1) }
         return (rgb.map(Float.init), 3)
+    }
+}
+
+// MARK: - CRF parity entry point
+
+extension SegmentPostProcessing {
+    /// The CRF parity and benchmark entry point (`segment --crf-input IN.h5 --logits OUT.h5`): reads
+    /// `/probabilities` Float32 [K, H, W] or [K, D, H, W] (class-major, as pydensecrf takes them) and `/image`
+    /// [C, H, W] or [C, D, H, W] at 0–255 (C = 1 or 3; a volume may carry a `spacing` attribute, mm), runs the
+    /// CRF and writes `/marginals` Float32 in the probabilities' shape.
+    ///
+    /// - Returns: the seconds the CRF took (lattices and iterations, not I/O).
+    /// - Throws: `InputError`, `ClassicalError`, `ImageFileError`.
+    public static func crfParity(input: String, output: String, parameters: DenseCRF.Parameters) throws -> Double {
+        let file = try HDF5File.open(input)
+        for dataset in ["/probabilities", "/image"] where !file.exists(dataset) {
+            throw InputError.invalidContent(file: input, reason: "no \(dataset) dataset")
+        }
+        let probabilities = try file.read("/probabilities", as: Float.self)
+        let image = try file.read("/image", as: Float.self)
+        let dims = Array(probabilities.shape.dropFirst())
+        guard let shape = GridShape(dimensions: dims), image.shape.count == probabilities.shape.count,
+              Array(image.shape.dropFirst()) == dims, [1, 3].contains(image.shape[0]) else {
+            throw InputError.invalidContent(file: input, reason: "/probabilities \(probabilities.shape) and /image "
+                + "\(image.shape) must be [K, …] and [1 or 3, …] over the same 2-D or 3-D grid")
+        }
+        let spacing = try? file.attribute("spacing", at: "/image").doubleValues
+        let (k, channels, n) = (probabilities.shape[0], image.shape[0], shape.count)
+        func pixelMajor(_ values: [Float], _ count: Int) -> [Float] {
+            var out = [Float](repeating: 0, count: values.count)
+            for c in 0..<count { for p in 0..<n { out[p * count + c] = values[c * n + p] } }
+            return out
+        }
+        let start = Date()
+        let marginals = try DenseCRF.marginals(probabilities: pixelMajor(probabilities.values, k), classCount: k,
+                                               image: pixelMajor(image.values, channels), channels: channels,
+                                               shape: shape, spacing: spacing, parameters: parameters)
+        let seconds = Date().timeIntervalSince(start)
+        var classMajor = [Float](repeating: 0, count: marginals.count)
+        for p in 0..<n { for c in 0..<k { classMajor[c * n + p] = marginals[p * k + c] } }
+        try HDF5File.write(to: output, updating: false) { out in
+            try out.write(classMajor, shape: probabilities.shape, to: "/marginals")
+        }
+        return seconds
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import SliceLabKit
 
 /// `slicelab segment INPUT --model MODEL.h5 --out OUT` and the torchvision parity entry point (issue #4).
@@ -31,6 +32,9 @@ enum SegmentCommand: Command {
             OptionSpec("aux", .flag, help: "Parity mode: the weights include the auxiliary FCN head."),
             OptionSpec("raw-input", valueName: "IN.h5", help: "Parity mode: /image Float32 [N, C, H, W], fed untouched."),
             OptionSpec("logits", valueName: "OUT.h5", help: "Parity mode: write /logits Float32 [N, K, H, W]."),
+            OptionSpec("crf-input", valueName: "IN.h5",
+                       help: "CRF parity mode: /probabilities [K, (D,) H, W] and /image [C, (D,) H, W] at 0–255."),
+            OptionSpec("marginals", valueName: "OUT.h5", help: "CRF parity mode: write /marginals (with --crf)."),
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
@@ -51,6 +55,17 @@ enum SegmentCommand: Command {
             for note in notes { standardError("slicelab segment: \(note)") }
             return
         }
+        if let crfInput = arguments.string("crf-input") {
+            guard let marginals = arguments.string("marginals") else {
+                throw UsageError("slicelab segment: CRF parity mode needs --crf-input and --marginals")
+            }
+            let seconds = try SegmentPostProcessing.crfParity(input: crfInput, output: marginals,
+                                                              parameters: try crfParameters(arguments))
+            if ProcessInfo.processInfo.environment["SLICELAB_TIMINGS"] != nil {
+                standardError("timing crf \(seconds)")
+            }
+            return
+        }
         guard let input = arguments.positional(0), let model = arguments.string("model"),
               let out = arguments.string("out") else {
             throw UsageError("slicelab segment: give INPUT, --model MODEL.h5 and --out OUT.h5|OUT.png|OUT.dcm "
@@ -61,16 +76,21 @@ enum SegmentCommand: Command {
                                       threads: arguments.int("threads"),
                                       limits: try readLimits(arguments, command: "segment"))
         options.postProcessing.step = arguments.choice("regularize") ?? ClusterRegularizer.none
-        if let spec = arguments.string("crf") {
-            guard options.postProcessing.step == .crf else {
-                throw UsageError("slicelab segment: --crf needs --regularize crf")
-            }
-            do {
-                options.postProcessing.crf = try SegmentPostProcessing.crfParameters(parsing: spec)
-            } catch {
-                throw UsageError("slicelab segment: --crf: \(error)")
-            }
+        if arguments.string("crf") != nil, options.postProcessing.step != .crf {
+            throw UsageError("slicelab segment: --crf needs --regularize crf")
         }
+        options.postProcessing.crf = try crfParameters(arguments)
         try Segment.run(options, log: standardError)
+    }
+
+    /// `--crf SPEC` parsed (the defaults without it); a bad spec is a usage error.
+    static func crfParameters(_ arguments: ParsedArguments,
+                              command: String = "segment") throws -> SegmentPostProcessing.CRFParameters {
+        guard let spec = arguments.string("crf") else { return SegmentPostProcessing().crf }
+        do {
+            return try SegmentPostProcessing.crfParameters(parsing: spec)
+        } catch {
+            throw UsageError("slicelab \(command): --crf: \(error)")
+        }
     }
 }
