@@ -155,15 +155,22 @@ public enum DenseCRF {
         let bilateral = Kernel(features: bilateralFeatures, dimension: axes + channels,
                                weight: Float(parameters.bilateralWeight))
 
-        let unary = probabilities.map { -logf(max(min($0, 1), probabilityFloor)) }
+        let negativeUnary = probabilities.map { logf(max(min($0, 1), probabilityFloor)) }
         var q = [Float](repeating: 0, count: n * k)
-        var energy = unary.map { -$0 }
-        normalise(&q, from: energy, classCount: k)
+        normalise(&q, from: negativeUnary, classCount: k)
+        var energy = [Float](repeating: 0, count: n * k)
+        let kernels = [gaussian, bilateral].filter { $0.weight > 0 }
         for _ in 0..<parameters.iterations {
-            energy = unary.map { -$0 }
-            for kernel in [gaussian, bilateral] where kernel.weight > 0 {
-                let message = kernel.apply(q, classCount: k)
-                for i in 0..<energy.count { energy[i] += kernel.weight * message[i] }
+            let messages = kernels.map { $0.apply(q, classCount: k) }
+            energy.withUnsafeMutableBufferPointer { energy in
+                negativeUnary.withUnsafeBufferPointer { negativeUnary in
+                    for i in 0..<energy.count { energy[i] = negativeUnary[i] }
+                }
+                for (kernel, message) in zip(kernels, messages) {
+                    message.withUnsafeBufferPointer { message in
+                        for i in 0..<energy.count { energy[i] += kernel.weight * message[i] }
+                    }
+                }
             }
             normalise(&q, from: energy, classCount: k)
         }
@@ -200,17 +207,26 @@ public enum DenseCRF {
 
         /// D^-½ K D^-½ Q, pixel-major.
         func apply(_ q: [Float], classCount k: Int) -> [Float] {
-            var input = q
-            for pixel in 0..<lattice.pointCount {
-                let scale = normalisation[pixel]
-                for c in 0..<k { input[pixel * k + c] *= scale }
-            }
-            var output = lattice.filter(input, valueCount: k)
-            for pixel in 0..<lattice.pointCount {
-                let scale = normalisation[pixel]
-                for c in 0..<k { output[pixel * k + c] *= scale }
-            }
+            var output = lattice.filter(scaledByNormalisation(q, classCount: k), valueCount: k)
+            scaleByNormalisation(&output, classCount: k)
             return output
+        }
+
+        private func scaledByNormalisation(_ values: [Float], classCount k: Int) -> [Float] {
+            var scaled = values
+            scaleByNormalisation(&scaled, classCount: k)
+            return scaled
+        }
+
+        private func scaleByNormalisation(_ values: inout [Float], classCount k: Int) {
+            normalisation.withUnsafeBufferPointer { normalisation in
+                values.withUnsafeMutableBufferPointer { values in
+                    for pixel in 0..<normalisation.count {
+                        let scale = normalisation[pixel]
+                        for c in 0..<k { values[pixel * k + c] *= scale }
+                    }
+                }
+            }
         }
     }
 

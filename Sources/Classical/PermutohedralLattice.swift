@@ -41,92 +41,106 @@ public struct PermutohedralLattice: Sendable {
         let n = features.count / d
         (dimension, pointCount) = (d, n)
         let corners = d + 1
-        var table = LatticeHashTable(keySize: d, expected: max(n, 8))
+        let table = LatticeHashTable(keySize: d, expected: max(n, 8))
         var offsets = [Int32](repeating: 0, count: n * corners)
         var weights = [Float](repeating: 0, count: n * corners)
 
-        // canonical[r][i]: the coordinates of corner r of the canonical simplex.
-        var canonical = [Int](repeating: 0, count: corners * corners)
+        // Scratch: canonical[r × (d + 1) + i], the coordinates of corner r of the canonical simplex; the point's
+        // elevated position, nearest remainder-0 point, rank, barycentric weights and key.
+        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: 3 * corners + 1)
+        let ints = UnsafeMutablePointer<Int>.allocate(capacity: corners * corners + corners)
+        let key = UnsafeMutablePointer<Int16>.allocate(capacity: 3 * d)
+        defer {
+            scratch.deallocate()
+            ints.deallocate()
+            key.deallocate()
+        }
+        let (elevated, remainder0, barycentric) = (scratch, scratch + corners, scratch + 2 * corners)
+        let (canonical, rank) = (ints, ints + corners * corners)
         for r in 0...d {
-            for i in 0...(d - r) { canonical[r * corners + i] = r }
-            if d - r + 1 <= d { for i in (d - r + 1)...d { canonical[r * corners + i] = r - corners } }
+            for i in 0...d { canonical[r * corners + i] = i <= d - r ? r : r - corners }
         }
         let inverseStandardDeviation = Float((2.0 / 3.0).squareRoot() * Double(corners))
         let scale = (0..<d).map {
             Float(1.0 / Double(($0 + 2) * ($0 + 1)).squareRoot() * Double(inverseStandardDeviation))
         }
         let down = 1 / Float(corners), up = Float(corners)
-        var elevated = [Float](repeating: 0, count: corners)
-        var remainder0 = [Float](repeating: 0, count: corners)
-        var rank = [Int](repeating: 0, count: corners)
-        var barycentric = [Float](repeating: 0, count: corners + 1)
-        var key = [Int16](repeating: 0, count: d)
 
-        for point in 0..<n {
-            // Elevate onto the hyperplane Σ x = 0 in d + 1 dimensions.
-            var sum: Float = 0
-            for j in stride(from: d, to: 0, by: -1) {
-                let scaled = features[point * d + j - 1] * scale[j - 1]
-                elevated[j] = sum - Float(j) * scaled
-                sum += scaled
-            }
-            elevated[0] = sum
-            // The nearest remainder-0 point, then the simplex's permutation (rank).
-            var total: Float = 0
-            for i in 0...d {
-                let v = (down * elevated[i]).rounded(.toNearestOrEven)
-                remainder0[i] = v * up
-                total += v
-            }
-            for i in 0...d { rank[i] = 0 }
-            for i in 0..<d {
-                let di = elevated[i] - remainder0[i]
-                for j in (i + 1)...d {
-                    if di < elevated[j] - remainder0[j] { rank[i] += 1 } else { rank[j] += 1 }
+        features.withUnsafeBufferPointer { features in
+            offsets.withUnsafeMutableBufferPointer { offsets in
+                weights.withUnsafeMutableBufferPointer { weights in
+                    for point in 0..<n {
+                        // Elevate onto the hyperplane Σ x = 0 in d + 1 dimensions.
+                        var sum: Float = 0
+                        for j in stride(from: d, to: 0, by: -1) {
+                            let scaled = features[point * d + j - 1] * scale[j - 1]
+                            elevated[j] = sum - Float(j) * scaled
+                            sum += scaled
+                        }
+                        elevated[0] = sum
+                        // The nearest remainder-0 point, then the simplex's permutation (rank).
+                        var total: Float = 0
+                        for i in 0...d {
+                            let v = (down * elevated[i]).rounded(.toNearestOrEven)
+                            remainder0[i] = v * up
+                            total += v
+                            rank[i] = 0
+                        }
+                        for i in 0..<d {
+                            let di = elevated[i] - remainder0[i]
+                            for j in (i + 1)...d {
+                                if di < elevated[j] - remainder0[j] { rank[i] += 1 } else { rank[j] += 1 }
+                            }
+                        }
+                        let shift = Int(total)
+                        for i in 0...d {
+                            rank[i] += shift
+                            if rank[i] < 0 {
+                                rank[i] += corners
+                                remainder0[i] += up
+                            } else if rank[i] >= corners {
+                                rank[i] -= corners
+                                remainder0[i] -= up
+                            }
+                        }
+                        for i in 0...(d + 1) { barycentric[i] = 0 }
+                        for i in 0...d {
+                            let v = (elevated[i] - remainder0[i]) * down
+                            barycentric[d - rank[i]] += v
+                            barycentric[d - rank[i] + 1] -= v
+                        }
+                        barycentric[0] += 1 + barycentric[d + 1]
+                        for r in 0...d {
+                            for i in 0..<d {
+                                key[i] = Int16(truncatingIfNeeded: Int(remainder0[i]) + canonical[r * corners + rank[i]])
+                            }
+                            offsets[point * corners + r] = Int32(table.find(key, create: true) + 1)
+                            weights[point * corners + r] = barycentric[r]
+                        }
+                    }
                 }
-            }
-            let shift = Int(total)
-            for i in 0...d {
-                rank[i] += shift
-                if rank[i] < 0 {
-                    rank[i] += corners
-                    remainder0[i] += up
-                } else if rank[i] >= corners {
-                    rank[i] -= corners
-                    remainder0[i] -= up
-                }
-            }
-            for i in 0...(d + 1) { barycentric[i] = 0 }
-            for i in 0...d {
-                let v = (elevated[i] - remainder0[i]) * down
-                barycentric[d - rank[i]] += v
-                barycentric[d - rank[i] + 1] -= v
-            }
-            barycentric[0] += 1 + barycentric[d + 1]
-            for r in 0...d {
-                for i in 0..<d { key[i] = Int16(truncatingIfNeeded: Int(remainder0[i]) + canonical[r * corners + rank[i]]) }
-                offsets[point * corners + r] = Int32(table.find(key, create: true) + 1)
-                weights[point * corners + r] = barycentric[r]
             }
         }
 
         let m = table.count
         vertexCount = m
         var neighbours = [Int32](repeating: 0, count: corners * m * 2)
-        var lower = [Int16](repeating: 0, count: d), upper = [Int16](repeating: 0, count: d)
-        for j in 0...d {
-            for vertex in 0..<m {
-                let vertexKey = table.key(vertex)
-                for k in 0..<d {
-                    lower[k] = vertexKey[k] &- 1
-                    upper[k] = vertexKey[k] &+ 1
+        let (lower, upper) = (key + d, key + 2 * d)
+        neighbours.withUnsafeMutableBufferPointer { neighbours in
+            for j in 0...d {
+                for vertex in 0..<m {
+                    let vertexKey = table.key(vertex)
+                    for k in 0..<d {
+                        lower[k] = vertexKey[k] &- 1
+                        upper[k] = vertexKey[k] &+ 1
+                    }
+                    if j < d {
+                        lower[j] = vertexKey[j] &+ Int16(d)
+                        upper[j] = vertexKey[j] &- Int16(d)
+                    }
+                    neighbours[(j * m + vertex) * 2] = Int32(table.find(lower, create: false) + 1)
+                    neighbours[(j * m + vertex) * 2 + 1] = Int32(table.find(upper, create: false) + 1)
                 }
-                if j < d {
-                    lower[j] = vertexKey[j] &+ Int16(d)
-                    upper[j] = vertexKey[j] &- Int16(d)
-                }
-                neighbours[(j * m + vertex) * 2] = Int32(table.find(lower, create: false) + 1)
-                neighbours[(j * m + vertex) * 2 + 1] = Int32(table.find(upper, create: false) + 1)
             }
         }
 
@@ -232,63 +246,76 @@ private func pow2(_ exponent: Int) -> Double {
 // MARK: - Hash table
 
 /// Open addressing over keys of `keySize` 16-bit coordinates; entries are numbered in insertion order.
-private struct LatticeHashTable {
+private final class LatticeHashTable {
     let keySize: Int
     private(set) var count = 0
-    private var keys: [Int16]
-    private var table: [Int32]
+    private var keyCapacity: Int
+    private var keys: UnsafeMutablePointer<Int16>
+    private var slots: Int
+    private var table: UnsafeMutablePointer<Int32>
 
     init(keySize: Int, expected: Int) {
         self.keySize = keySize
-        table = [Int32](repeating: -1, count: 2 * expected)
-        keys = []
-        keys.reserveCapacity(expected * keySize)
+        slots = 2 * expected
+        table = .allocate(capacity: slots)
+        table.initialize(repeating: -1, count: slots)
+        keyCapacity = expected + 10
+        keys = .allocate(capacity: keyCapacity * keySize)
     }
 
-    private func hash(_ key: UnsafeBufferPointer<Int16>) -> Int {
+    deinit {
+        table.deallocate()
+        keys.deallocate()
+    }
+
+    private func hash(_ key: UnsafePointer<Int16>) -> Int {
         var h: UInt = 0
-        for k in key { h = (h &+ UInt(bitPattern: Int(k))) &* 1_664_525 }
-        return Int(h % UInt(table.count))
+        for i in 0..<keySize { h = (h &+ UInt(bitPattern: Int(key[i]))) &* 1_664_525 }
+        return Int(h % UInt(slots))
     }
 
-    /// The key of entry `entry`.
-    func key(_ entry: Int) -> [Int16] { Array(keys[(entry * keySize)..<((entry + 1) * keySize)]) }
+    /// The key of entry `entry` (valid until the next insertion).
+    func key(_ entry: Int) -> UnsafePointer<Int16> { UnsafePointer(keys + entry * keySize) }
 
     /// The entry number of `key`, inserting it when `create`; −1 when absent and not created.
-    mutating func find(_ key: [Int16], create: Bool) -> Int {
-        if 2 * count >= table.count { grow() }
-        return key.withUnsafeBufferPointer { key -> Int in
-            var slot = hash(key)
-            while true {
-                let entry = Int(table[slot])
-                if entry < 0 {
-                    guard create else { return -1 }
-                    keys.append(contentsOf: key)
-                    table[slot] = Int32(count)
-                    count += 1
-                    return count - 1
+    func find(_ key: UnsafePointer<Int16>, create: Bool) -> Int {
+        if 2 * count >= slots { grow() }
+        var slot = hash(key)
+        while true {
+            let entry = Int(table[slot])
+            if entry < 0 {
+                guard create else { return -1 }
+                if count == keyCapacity {
+                    let larger = UnsafeMutablePointer<Int16>.allocate(capacity: 2 * keyCapacity * keySize)
+                    larger.update(from: keys, count: count * keySize)
+                    keys.deallocate()
+                    (keys, keyCapacity) = (larger, 2 * keyCapacity)
                 }
-                var same = true
-                let base = entry * keySize
-                for i in 0..<keySize where keys[base + i] != key[i] {
-                    same = false
-                    break
-                }
-                if same { return entry }
-                slot += 1
-                if slot == table.count { slot = 0 }
+                (keys + count * keySize).update(from: key, count: keySize)
+                table[slot] = Int32(count)
+                count += 1
+                return count - 1
             }
+            let stored = keys + entry * keySize
+            var same = true
+            for i in 0..<keySize where stored[i] != key[i] {
+                same = false
+                break
+            }
+            if same { return entry }
+            slot += 1
+            if slot == slots { slot = 0 }
         }
     }
 
-    private mutating func grow() {
-        table = [Int32](repeating: -1, count: table.count * 2)
+    private func grow() {
+        table.deallocate()
+        slots *= 2
+        table = .allocate(capacity: slots)
+        table.initialize(repeating: -1, count: slots)
         for entry in 0..<count {
-            let slot0 = keys.withUnsafeBufferPointer { all in
-                hash(UnsafeBufferPointer(rebasing: all[(entry * keySize)..<((entry + 1) * keySize)]))
-            }
-            var slot = slot0
-            while table[slot] >= 0 { slot = slot + 1 == table.count ? 0 : slot + 1 }
+            var slot = hash(keys + entry * keySize)
+            while table[slot] >= 0 { slot = slot + 1 == slots ? 0 : slot + 1 }
             table[slot] = Int32(entry)
         }
     }
