@@ -28,7 +28,9 @@ public struct PermutohedralLattice: Sendable {
     /// The (point, corner) entries that splat onto each vertex, in point order (CSR over vertices), so that
     /// splatting is a gather that runs in parallel and sums in the same order as a sequential splat.
     private let splatStart: [Int32]
-    private let splatEntries: [Int32]
+    /// The point and barycentric weight of each CSR entry.
+    private let splatPoints: [Int32]
+    private let splatWeights: [Float]
 
     /// Builds the lattice.
     ///
@@ -149,13 +151,15 @@ public struct PermutohedralLattice: Sendable {
         for entry in offsets { start[Int(entry) + 1] += 1 }
         for v in 0...m { start[v + 1] += start[v] }
         var fill = start
-        var entries = [Int32](repeating: 0, count: offsets.count)
+        var points = [Int32](repeating: 0, count: offsets.count)
+        var entryWeights = [Float](repeating: 0, count: offsets.count)
         for (index, entry) in offsets.enumerated() {
-            entries[Int(fill[Int(entry)])] = Int32(index)
+            points[Int(fill[Int(entry)])] = Int32(index / corners)
+            entryWeights[Int(fill[Int(entry)])] = weights[index]
             fill[Int(entry)] += 1
         }
         (self.offsets, self.weights, self.neighbours) = (offsets, weights, neighbours)
-        (splatStart, splatEntries) = (start, entries)
+        (splatStart, splatPoints, splatWeights) = (start, points, entryWeights)
     }
 
     /// Filters `valueCount` values per point (point-major, `input[i × valueCount + c]`).
@@ -169,18 +173,18 @@ public struct PermutohedralLattice: Sendable {
         var scratch = [Float](repeating: 0, count: (m + 1) * width)
         // Splat (as a gather per vertex, in point order).
         input.withUnsafeBufferPointer { input in
-            weights.withUnsafeBufferPointer { weights in
-                splatEntries.withUnsafeBufferPointer { entries in
+            splatWeights.withUnsafeBufferPointer { weights in
+                splatPoints.withUnsafeBufferPointer { points in
                     splatStart.withUnsafeBufferPointer { start in
                         values.withUnsafeMutableBufferPointer { values in
                             let values = values
                             Parallel.forEachChunk(m, minimumChunk: 2048) { _, range in
                                 for vertex in range {
-                                    let target = (vertex + 1) * width
+                                    let target = values.baseAddress! + (vertex + 1) * width
                                     for e in Int(start[vertex + 1])..<Int(start[vertex + 2]) {
-                                        let entry = Int(entries[e])
-                                        let w = weights[entry], source = (entry / corners) * width
-                                        for c in 0..<width { values[target + c] += w * input[source + c] }
+                                        let w = weights[e]
+                                        let source = input.baseAddress! + Int(points[e]) * width
+                                        for c in 0..<width { target[c] += w * source[c] }
                                     }
                                 }
                             }
