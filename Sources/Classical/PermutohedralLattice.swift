@@ -171,25 +171,12 @@ public struct PermutohedralLattice: Sendable {
         let d = dimension, corners = d + 1, m = vertexCount, width = valueCount
         var values = [Float](repeating: 0, count: (m + 1) * width)
         var scratch = [Float](repeating: 0, count: (m + 1) * width)
-        // Splat (as a gather per vertex, in point order).
+        // Splat (as a gather per vertex, in point order) into rows 1…M; row 0 stays the zero "outside" slot.
         input.withUnsafeBufferPointer { input in
-            splatWeights.withUnsafeBufferPointer { weights in
-                splatPoints.withUnsafeBufferPointer { points in
-                    splatStart.withUnsafeBufferPointer { start in
-                        values.withUnsafeMutableBufferPointer { values in
-                            let values = values
-                            Parallel.forEachChunk(m, minimumChunk: 2048) { _, range in
-                                for vertex in range {
-                                    let target = values.baseAddress! + (vertex + 1) * width
-                                    for e in Int(start[vertex + 1])..<Int(start[vertex + 2]) {
-                                        let w = weights[e]
-                                        let source = input.baseAddress! + Int(points[e]) * width
-                                        for c in 0..<width { target[c] += w * source[c] }
-                                    }
-                                }
-                            }
-                        }
-                    }
+            values.withUnsafeMutableBufferPointer { values in
+                splatStart.withUnsafeBufferPointer { start in
+                    Self.gather(rows: m, width: width, firstRow: 1, entries: { Int(start[$0 + 1])..<Int(start[$0 + 2]) },
+                                sources: splatPoints, weights: splatWeights, scale: 1, from: input, into: values)
                 }
             }
         }
@@ -219,25 +206,37 @@ public struct PermutohedralLattice: Sendable {
         let alpha = 1 / (1 + Float(pow2(-d)))
         var output = [Float](repeating: 0, count: pointCount * width)
         values.withUnsafeBufferPointer { values in
-            offsets.withUnsafeBufferPointer { offsets in
-                weights.withUnsafeBufferPointer { weights in
-                    output.withUnsafeMutableBufferPointer { output in
-                        let output = output
-                        Parallel.forEachChunk(pointCount, minimumChunk: 4096) { _, range in
-                            for point in range {
-                                let target = point * width
-                                for r in 0..<corners {
-                                    let source = Int(offsets[point * corners + r]) * width
-                                    let w = weights[point * corners + r] * alpha
-                                    for c in 0..<width { output[target + c] += w * values[source + c] }
-                                }
-                            }
+            output.withUnsafeMutableBufferPointer { output in
+                Self.gather(rows: pointCount, width: width, firstRow: 0,
+                            entries: { ($0 * corners)..<(($0 + 1) * corners) }, sources: offsets, weights: weights,
+                            scale: alpha, from: values, into: output)
+            }
+        }
+        return output
+    }
+}
+
+extension PermutohedralLattice {
+    /// `target[firstRow + row] = Σ_{e ∈ entries(row)} (weights[e] × scale) × source[sources[e]]` for every row
+    /// (rows of `width` values), rows split into chunks that run in parallel; each row sums in entry order.
+    fileprivate static func gather(rows: Int, width: Int, firstRow: Int, entries: (Int) -> Range<Int>,
+                                   sources: [Int32], weights: [Float], scale: Float,
+                                   from source: UnsafeBufferPointer<Float>,
+                                   into target: UnsafeMutableBufferPointer<Float>) {
+        sources.withUnsafeBufferPointer { sources in
+            weights.withUnsafeBufferPointer { weights in
+                Parallel.forEachChunk(rows, minimumChunk: 2048) { _, range in
+                    for row in range {
+                        let out = target.baseAddress! + (firstRow + row) * width
+                        for e in entries(row) {
+                            let w = weights[e] * scale
+                            let from = source.baseAddress! + Int(sources[e]) * width
+                            for c in 0..<width { out[c] += w * from[c] }
                         }
                     }
                 }
             }
         }
-        return output
     }
 }
 
