@@ -182,9 +182,8 @@ public enum DenseCRF {
         let n = marginals.count / max(classCount, 1)
         return (0..<n).map { pixel in
             var best = 0
-            for c in 1..<max(classCount, 1) where marginals[pixel * classCount + c] > marginals[pixel * classCount + best] {
-                best = c
-            }
+            let base = pixel * classCount
+            for c in 1..<max(classCount, 1) where marginals[base + c] > marginals[base + best] { best = c }
             return Int32(best)
         }
     }

@@ -114,7 +114,8 @@ public struct PermutohedralLattice: Sendable {
                         barycentric[0] += 1 + barycentric[d + 1]
                         for r in 0...d {
                             for i in 0..<d {
-                                key[i] = Int16(truncatingIfNeeded: Int(remainder0[i]) + canonical[r * corners + rank[i]])
+                                let coordinate = Int(remainder0[i]) + canonical[r * corners + rank[i]]
+                                key[i] = Int16(truncatingIfNeeded: coordinate)
                             }
                             offsets[point * corners + r] = Int32(table.find(key, create: true) + 1)
                             weights[point * corners + r] = barycentric[r]
@@ -175,8 +176,9 @@ public struct PermutohedralLattice: Sendable {
         input.withUnsafeBufferPointer { input in
             values.withUnsafeMutableBufferPointer { values in
                 splatStart.withUnsafeBufferPointer { start in
-                    Self.gather(rows: m, width: width, firstRow: 1, entries: { Int(start[$0 + 1])..<Int(start[$0 + 2]) },
-                                sources: splatPoints, weights: splatWeights, scale: 1, from: input, into: values)
+                    Self.gather(rows: m, width: width, firstRow: 1,
+                                entries: { Int(start[$0 + 1])..<Int(start[$0 + 2]) }, sources: splatPoints,
+                                weights: splatWeights, scale: 1, from: input, into: values)
                 }
             }
         }

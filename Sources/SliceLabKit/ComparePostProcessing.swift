@@ -84,7 +84,8 @@ struct AutoPostProcessing: Equatable {
     var split: String
 
     /// Chooses the rules on `outputs` (the selection cases) against `references`.
-    init(outputs: DeepOutputs, images: [ScanImage], references: [[Int32]], classCount: Int, split: String) throws {
+    init(outputs: DeepOutputs, images: [ScanImage], references: [[Int32]], classCount: Int,
+         split: String) throws {
         (rules, diceBefore, diceAfter, self.split) = ([:], [:], [:], split)
         for label in 1..<classCount {
             var best: (rules: [ClusterRegularizer], dice: Double)?
@@ -126,7 +127,9 @@ struct AutoPostProcessing: Equatable {
                                       "dice_after": diceAfter[label] ?? .nan]
         }
         let object: [String: Any] = ["method": "auto", "split": split, "classes": classes]
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+            return "{}"
+        }
         return String(decoding: data, as: UTF8.self)
     }
 

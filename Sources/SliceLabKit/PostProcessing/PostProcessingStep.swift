@@ -64,7 +64,9 @@ enum PostProcessingSteps {
     }
 
     /// Whether the named step needs class probabilities.
-    static func needsProbabilities(_ name: ClusterRegularizer) -> Bool { named(name)?.needsProbabilities ?? false }
+    static func needsProbabilities(_ name: ClusterRegularizer) -> Bool {
+        named(name)?.needsProbabilities ?? false
+    }
 }
 
 /// A post-processing step's name, as `--regularize` takes it; the choices are the registered steps.
