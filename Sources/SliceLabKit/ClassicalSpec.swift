@@ -6,8 +6,8 @@ import Classical
 /// the set's class count), `map` (how clusters become the set's classes: `train-vote` learns a majority vote
 /// on the training split — the fair baseline, default; `intensity` takes cluster i as class i; `oracle`
 /// matches clusters to the reference of each evaluated case by the Hungarian method — an upper bound, always
-/// named as such), `seed`, `n-init`, `regularize` (none, majority, mrf), `min-region`, `connectivity` (1, 2),
-/// `name` (the run's name).
+/// named as such), `seed`, `n-init`, `regularize` (none, majority, mrf, largest-component, fill-holes; not
+/// crf, which needs probabilities), `min-region`, `connectivity` (1, 2), `name` (the run's name).
 public struct ClassicalSpec: Sendable, Equatable {
     public enum Mapping: String, Sendable, CaseIterable {
         case trainVote = "train-vote"
@@ -70,6 +70,10 @@ public struct ClassicalSpec: Sendable, Equatable {
             case "n-init": initCount = try integer(1...1000)
             case "regularize":
                 guard let parsed = ClusterRegularizer(rawValue: value) else { throw bad("unknown regularizer '\(value)'") }
+                if parsed.needsProbabilities {
+                    throw bad("regularizer '\(value)' works on class probabilities, which a classical method does "
+                        + "not produce")
+                }
                 regularize = parsed
             case "min-region": minRegion = try integer(0...Int.max)
             case "connectivity": connectivity = try integer(1...2)

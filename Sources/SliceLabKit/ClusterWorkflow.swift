@@ -18,6 +18,8 @@ public enum ClusterOptionError: Error, Equatable, CustomStringConvertible {
     case tooFewClasses(method: ClusterMethod)
     /// Otsu's method, which makes exactly two classes, asked for another number.
     case otsuMakesTwoClasses(classes: Int)
+    /// A post-processing step that works on class probabilities (`crf`): a classical run has labels only.
+    case regularizerNeedsProbabilities(ClusterRegularizer)
 
     public var description: String {
         switch self {
@@ -29,6 +31,8 @@ public enum ClusterOptionError: Error, Equatable, CustomStringConvertible {
         case let .tooFewClasses(method): return "method \(method.rawValue) needs at least 2 classes"
         case let .otsuMakesTwoClasses(classes):
             return "Otsu's method makes 2 classes, not \(classes); multi-Otsu makes more"
+        case let .regularizerNeedsProbabilities(step):
+            return "regularizer \(step) works on class probabilities, which a classical method does not produce"
         }
     }
 }
@@ -179,6 +183,9 @@ public enum ClusterWorkflow {
             preconditionFailure("\(options.method) and \(options.regularize) are parsed from the registries")
         }
         try method.check(classes: options.classes)
+        if options.regularize.needsProbabilities {
+            throw ClusterOptionError.regularizerNeedsProbabilities(options.regularize)
+        }
         var timings: [(stage: String, seconds: Double)] = []
         var clock = Date()
         // Volumes take seconds per stage: show progress on stderr (single slices finish at once).

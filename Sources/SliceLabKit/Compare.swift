@@ -27,6 +27,12 @@ public enum Compare {
         public var overlays: String?
         /// The bound on decoded sizes the set's files are read with (`--max-memory`).
         public var limits: ReadLimits = .standard
+        /// Post-processing of the model's output, each an extra run `<run>.<post>` (`none` is the plain run,
+        /// always present); `auto` chooses the component rules per class on the validation split (the train
+        /// split when the set has no validation cases).
+        public var post: [ComparePost] = []
+        /// The dense CRF's parameters for `--post crf`.
+        public var crf = SegmentPostProcessing.CRFParameters()
 
         public init(dataset: String, model: String, classical: [ClassicalSpec], split: String = "test", output: String,
                     report: String? = nil, threads: Int? = nil, skipBad: Bool = false, voteCases: Int = 16,
@@ -90,20 +96,54 @@ public enum Compare {
 
         // DeepLabV3, case by case (oneDNN uses every core for one case).
         let progress = ProgressReporter("compare", total: samples.count * (1 + options.classical.count))
+        let posts = options.post.filter { $0 != .step(.none) }
         var deep: [LabelMap] = []
-        for (index, image) in images.enumerated() {
-            let labels = try timed("segment deeplabv3") {
-                try Segment.labels(model: model, preprocessing: preprocessing, image: image)
+        var outputs = DeepOutputs()
+        if posts.isEmpty {
+            for (index, image) in images.enumerated() {
+                let labels = try timed("segment deeplabv3") {
+                    try Segment.labels(model: model, preprocessing: preprocessing, image: image)
+                }
+                deep.append(labelMap(labels, like: samples[index]))
+                progress.advance(status: "deeplabv3 \(samples[index].name)")
             }
-            deep.append(LabelMap(frames: image.frames, rows: image.rows, columns: image.columns, labels: labels,
-                                 spacing: samples[index].spacing))
-            progress.advance(status: "deeplabv3 \(samples[index].name)")
+        } else {
+            outputs = try timed("segment deeplabv3") {
+                try DeepOutputs.segment(model: model, preprocessing: preprocessing, images: images) {
+                    progress.advance(status: "deeplabv3 \(samples[$0].name)")
+                }
+            }
+            deep = zip(outputs.labels, samples).map { labelMap($0, like: $1) }
         }
 
         // Each classical configuration, cases in parallel.
         var predictions: [(name: String, method: String, model: String, config: String, maps: [LabelMap])] = [
             (options.runPrefix + "deeplabv3", "deeplabv3", options.model, configurationJSON(model.configuration), deep),
         ]
+        var postprocessing: [String: String] = [:]
+        for post in posts {
+            let name = options.runPrefix + "deeplabv3.\(post)"
+            let maps: [[Int32]] = try timed("post-process \(post)") {
+                switch post {
+                case let .step(step):
+                    let settings = SegmentPostProcessing(step: step, crf: options.crf)
+                    postprocessing[name] = "{\"method\":\"\(step)\""
+                        + (step == .crf ? ",\"crf\":\"\(options.crf.spec)\"" : "") + "}"
+                    return try images.indices.map {
+                        try outputs.apply(settings, case: $0, image: images[$0], classCount: set.classCount)
+                    }
+                case .auto:
+                    let choice = try chooseAuto(set: set, model: model, preprocessing: preprocessing,
+                                                options: options)
+                    postprocessing[name] = choice.json
+                    return try images.indices.map {
+                        try choice.apply(case: $0, outputs: outputs, image: images[$0], classCount: set.classCount)
+                    }
+                }
+            }
+            predictions.append((name, "deeplabv3", options.model, configurationJSON(model.configuration),
+                                zip(maps, samples).map { labelMap($0, like: $1) }))
+        }
         for spec in options.classical {
             let maps = try timed("segment \(spec.runName)") {
                 try classicalPredictions(spec, set: set, samples: samples, images: images, options: options,
@@ -123,11 +163,13 @@ public enum Compare {
                 let metrics = try evaluate(prediction.maps, references: references, settings: settings)
                 var stored: [String: LabelMap] = [:]
                 for (name, map) in zip(caseNames, prediction.maps) { stored[name] = map }
-                return try ResultsRun(name: prediction.name, method: prediction.method, model: prediction.model,
-                                      dataset: set.description.name, configJSON: prediction.config, settings: settings,
-                                      classNames: set.description.classes,
-                                      cases: zip(zip(caseNames, samples), metrics).map { ($0.0, $0.1.spacing, $1) },
-                                      labels: stored)
+                var run = try ResultsRun(name: prediction.name, method: prediction.method, model: prediction.model,
+                                         dataset: set.description.name, configJSON: prediction.config,
+                                         settings: settings, classNames: set.description.classes,
+                                         cases: zip(zip(caseNames, samples), metrics).map { ($0.0, $0.1.spacing, $1) },
+                                         labels: stored)
+                run.postprocessingJSON = postprocessing[prediction.name]
+                return run
             }
         }
         let comparisons = try timed("evaluate") { try runs.dropFirst().map { try ResultsComparison(runs[0], $0) } }
@@ -147,6 +189,22 @@ public enum Compare {
     }
 
     // MARK: - Pieces
+
+    /// `--post auto`: the component rules chosen per class on the validation split (else the train split).
+    static func chooseAuto(set: LabeledSet, model: DeepLabV3, preprocessing: Preprocessing,
+                           options: Options) throws -> AutoPostProcessing {
+        let split = set.cases(in: "val").isEmpty ? "train" : "val"
+        let names = set.cases(in: split)
+        guard !names.isEmpty else {
+            throw CompareError.emptySplit(dataset: options.dataset, split: "val", available: set.splits.keys.sorted())
+        }
+        let samples = try names.map { try set.load($0) }
+        let images = samples.map(scanImage)
+        let outputs = try DeepOutputs.segment(model: model, preprocessing: preprocessing, images: images)
+        return try AutoPostProcessing(outputs: outputs, images: images,
+                                      references: samples.map(\.labels.values),
+                                      classCount: set.classCount, split: split)
+    }
 
     /// A case's image as a channels-last `ScanImage`.
     static func scanImage(_ sample: LabeledSample) -> ScanImage {

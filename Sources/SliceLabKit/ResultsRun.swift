@@ -18,6 +18,8 @@ public struct ResultsRun: Sendable {
     public var created: String
     /// The run's configuration as JSON (recorded verbatim).
     public var configJSON: String
+    /// How the model's output was post-processed (`compare --post`), as JSON; the `postprocessing` attribute.
+    public var postprocessingJSON: String?
     public var settings: EvaluationSettings
     public var caseIDs: [String]
     public var classNames: [String]

@@ -18,6 +18,9 @@ public enum Segment {
         public var tileSize: Int
         /// The bound on decoded sizes the input is read with (`--max-memory`); it applies to each frame.
         public var limits: ReadLimits
+        /// The step applied to the model's output (`--regularize`, `--crf`); `/probabilities` keeps the
+        /// model's output before it.
+        public var postProcessing = SegmentPostProcessing()
 
         public init(input: String, model: String, output: String, overlay: String? = nil, probabilities: Bool = false,
                     threads: Int? = nil, tileSize: Int = 512, limits: ReadLimits = .standard) {
@@ -39,7 +42,8 @@ public enum Segment {
     ///
     /// Streams: one frame is read, segmented and written into the output before the next is read, so memory
     /// holds one frame and its logits whatever the number of frames. The HDF5 output is a temporary file
-    /// renamed into place when every frame is in it.
+    /// renamed into place when every frame is in it. A post-processing step other than `none` works on the
+    /// whole input (a multi-frame input as one volume), so then memory holds every frame's probabilities.
     ///
     /// - Throws: `InputError`, `DeepLabError`, `ImageFileError`, each naming the file and cause.
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws {
@@ -66,14 +70,28 @@ public enum Segment {
         let (rows, columns) = (reader.rows, reader.columns)
         let window = SlidingWindow(tileSize: options.tileSize)
         var firstFrame: (image: ScanImage, labels: LabelMap)?
+        let processed = options.postProcessing.step == .none ? nil
+            : try segmentWhole(reader: reader, model: model, preprocessing: preprocessing, window: window,
+                               options: options, log: log)
+        let plane = rows * columns
         /// Segments frame `index` and hands its labels (and probabilities when asked) to `store`.
         func segment(_ index: Int, _ store: ([Int32], [Float]) throws -> Void) throws {
-            let image = try reader.frame(index)
-            let logits = try frameLogits(model: model, preprocessing: preprocessing, image: image, frame: 0,
-                                         window: window)
-            let labels = argmaxOverClasses(logits)
-            try store(labels, options.probabilities ? softmaxOverClasses(logits).values : [])
-            if index == 0 {
+            let image: ScanImage?
+            let labels: [Int32]
+            if let processed {
+                image = index == 0 ? processed.first : nil
+                labels = Array(processed.labels[(index * plane)..<((index + 1) * plane)])
+                try store(labels, options.probabilities
+                    ? Array(processed.probabilities[(index * k * plane)..<((index + 1) * k * plane)]) : [])
+            } else {
+                let frame = try reader.frame(index)
+                image = frame
+                let logits = try frameLogits(model: model, preprocessing: preprocessing, image: frame, frame: 0,
+                                             window: window)
+                labels = argmaxOverClasses(logits)
+                try store(labels, options.probabilities ? softmaxOverClasses(logits).values : [])
+            }
+            if index == 0, let image {
                 firstFrame = (image, LabelMap(frames: 1, rows: rows, columns: columns, labels: labels,
                                               spacing: reader.spacing))
             }
@@ -88,6 +106,10 @@ public enum Segment {
                 try file.createDataset("/labels", type, shape: [reader.frames, rows, columns],
                                        chunks: [1, rows, columns], deflate: 4)
                 try file.setAttribute("spacing", .doubles(reader.spacing), at: "/labels")
+                try file.setAttribute("regularize", .string(options.postProcessing.step.rawValue), at: "/labels")
+                if options.postProcessing.step == .crf {
+                    try file.setAttribute("crf", .string(options.postProcessing.crf.spec), at: "/labels")
+                }
                 if options.probabilities {
                     try file.createDataset("/probabilities", .float32, shape: [reader.frames, k, rows, columns],
                                            chunks: [1, 1, rows, columns], deflate: 4)
@@ -124,13 +146,26 @@ public enum Segment {
         }
         let (image, source) = try ImageLoader.loadDICOMSeries(options.input, limits: options.limits)
         let window = SlidingWindow(tileSize: options.tileSize)
-        var labels: [Int32] = []
+        var labels: [Int32] = [], probabilities: [Float] = [], display: [Float] = [], channels = 1
+        let post = options.postProcessing.step != .none
         for frame in 0..<image.frames {
-            labels += argmaxOverClasses(try frameLogits(model: model, preprocessing: preprocessing, image: image,
-                                                        frame: frame, window: window))
+            let logits = try frameLogits(model: model, preprocessing: preprocessing, image: image, frame: frame,
+                                         window: window)
+            labels += argmaxOverClasses(logits)
+            if post {
+                probabilities += softmaxOverClasses(logits).values
+                let shown = SegmentPostProcessing.display(image, frame: frame)
+                (display, channels) = (display + shown.values, shown.channels)
+            }
             if image.frames > 1 { log("segment: frame \(frame + 1)/\(image.frames)") }
         }
         let k = model.configuration.classCount
+        if post {
+            labels = try options.postProcessing.apply(labels: labels, probabilities: probabilities, classCount: k,
+                                                      display: display, channels: channels, frames: image.frames,
+                                                      rows: image.rows, columns: image.columns,
+                                                      spacing: image.spacing)
+        }
         let map = LabelMap(frames: image.frames, rows: image.rows, columns: image.columns, labels: labels,
                            spacing: image.spacing)
         let names = try SegmentationExport.classNames(checkpoint: options.model, classCount: k)
@@ -138,6 +173,33 @@ public enum Segment {
         log("segment: wrote DICOM SEG \(options.output) referencing series \(source.seriesInstanceUID) "
             + "(\(source.slices.count) slice(s))")
         if let overlay = options.overlay { try Overlay.write(image: image, labels: map, frame: 0, to: overlay) }
+    }
+
+    /// Every frame's probabilities (class-major per frame, the model's output) and the post-processed labels,
+    /// with the first frame's image for the overlay.
+    private static func segmentWhole(reader: FrameReader, model: DeepLabV3, preprocessing: Preprocessing,
+                                     window: SlidingWindow, options: Options, log: (String) -> Void) throws
+        -> (labels: [Int32], probabilities: [Float], first: ScanImage) {
+        var labels: [Int32] = [], probabilities: [Float] = [], display: [Float] = [], channels = 1
+        var first: ScanImage?
+        for index in 0..<reader.frames {
+            let image = try reader.frame(index)
+            if index == 0 { first = image }
+            let logits = try frameLogits(model: model, preprocessing: preprocessing, image: image, frame: 0,
+                                         window: window)
+            labels += argmaxOverClasses(logits)
+            probabilities += softmaxOverClasses(logits).values
+            let shown = SegmentPostProcessing.display(image)
+            display += shown.values
+            channels = shown.channels
+        }
+        let processed = try options.postProcessing.apply(
+            labels: labels, probabilities: probabilities, classCount: model.configuration.classCount,
+            display: display, channels: channels, frames: reader.frames, rows: reader.rows,
+            columns: reader.columns, spacing: reader.spacing)
+        log("segment: post-processed with \(options.postProcessing.step)")
+        guard let first else { throw InputError.invalidContent(file: options.input, reason: "no frames") }
+        return (processed, probabilities, first)
     }
 
     /// The logits [1, K, H, W] of one frame, tiled by `window` when the frame is larger than a tile.

@@ -36,6 +36,9 @@ enum ClusterCommand: Command {
         case let .tooFewClasses(method): return "--method \(method.rawValue) needs --classes ≥ 2"
         case let .otsuMakesTwoClasses(classes):
             return "--method otsu makes 2 classes; use --method multiotsu for --classes \(classes)"
+        case let .regularizerNeedsProbabilities(step):
+            return "--regularize \(step) works on a model's class probabilities; a classical method has labels "
+                + "only (use none, majority, mrf, largest-component or fill-holes)"
         }
     }
 

@@ -15,6 +15,11 @@ enum CompareCommand: Command {
             OptionSpec("out", valueName: "RESULTS.h5", help: "Results file.", required: true),
             OptionSpec("report", valueName: "DIR", help: "Write an HTML report into DIR."),
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
+            OptionSpec("post", valueName: "STEP",
+                       help: "Also run the model with post-processing STEP (\(ComparePost.names.joined(separator: ", "))) "
+                           + "as run deeplabv3.STEP; auto picks component rules per class on the val split.",
+                       repeatable: true),
+            OptionSpec("crf", valueName: "SPEC", help: "Dense CRF parameters for --post crf."),
             OptionSpec("timings", .flag, help: "Print a timing breakdown."),
             OptionSpec("skip-bad", .flag, help: "Skip and list invalid cases instead of failing."),
             OptionSpec("overwrite", .flag, help: "Replace runs of the same names in RESULTS.h5."),
@@ -43,6 +48,17 @@ enum CompareCommand: Command {
                                       report: arguments.string("report"), threads: arguments.int("threads"),
                                       skipBad: arguments.flag("skip-bad"), overwrite: arguments.flag("overwrite"))
         options.limits = try readLimits(arguments, command: "compare")
+        options.post = try arguments.strings("post").map { text in
+            guard let post = ComparePost(text) else {
+                throw UsageError("slicelab compare: unknown --post '\(text)'; choose from "
+                    + ComparePost.names.joined(separator: ", "))
+            }
+            return post
+        }
+        if arguments.string("crf") != nil, !options.post.contains(.step(.crf)) {
+            throw UsageError("slicelab compare: --crf needs --post crf")
+        }
+        options.crf = try SegmentCommand.crfParameters(arguments, command: "compare")
         try runCompare(options, timings: arguments.flag("timings"))
     }
 

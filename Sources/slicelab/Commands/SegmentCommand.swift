@@ -1,3 +1,4 @@
+import Foundation
 import SliceLabKit
 
 /// `slicelab segment INPUT --model MODEL.h5 --out OUT` and the torchvision parity entry point (issue #4).
@@ -12,7 +13,14 @@ enum SegmentCommand: Command {
             OptionSpec("out", valueName: "OUT.h5|OUT.png|OUT.dcm",
                        help: "Label map: HDF5 /labels, PNG, or (DICOM input) a binary DICOM SEG over the series."),
             OptionSpec("overlay", valueName: "OVERLAY.png", help: "The image with each class tinted."),
-            OptionSpec("probabilities", .flag, help: "Also write /probabilities [frames, classes, H, W]."),
+            OptionSpec("probabilities", .flag,
+                       help: "Also write /probabilities [frames, classes, H, W] (before post-processing)."),
+            OptionSpec("regularize", .choice(of: ClusterRegularizer.self),
+                       help: "Post-processing: crf and mrf use the class probabilities, the others the labels; "
+                           + "a multi-frame input is post-processed as one volume.", default: "none"),
+            OptionSpec("crf", valueName: "SPEC",
+                       help: "Dense CRF parameters for --regularize crf: "
+                           + SegmentPostProcessing.crfKeys.map { "\($0)=…" }.joined(separator: ",") + "."),
             OptionSpec("precision", .choice(["fp32", "bf16"]), help: "Arithmetic precision.", default: "fp32"),
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
             maxMemoryOption,
@@ -26,6 +34,9 @@ enum SegmentCommand: Command {
                        help: "Parity mode (with --weights or --model): /image Float32 [N, C, H, W], fed untouched."),
             OptionSpec("logits", valueName: "OUT.h5",
                        help: "Parity mode (with --weights or --model): write /logits Float32 [N, K, H, W]."),
+            OptionSpec("crf-input", valueName: "IN.h5",
+                       help: "CRF parity mode: /probabilities [K, (D,) H, W] and /image [C, (D,) H, W] at 0–255."),
+            OptionSpec("marginals", valueName: "OUT.h5", help: "CRF parity mode: write /marginals (with --crf)."),
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
@@ -54,15 +65,42 @@ enum SegmentCommand: Command {
                                   threads: arguments.int("threads"))
             return
         }
+        if let crfInput = arguments.string("crf-input") {
+            guard let marginals = arguments.string("marginals") else {
+                throw UsageError("slicelab segment: CRF parity mode needs --crf-input and --marginals")
+            }
+            let seconds = try SegmentPostProcessing.crfParity(input: crfInput, output: marginals,
+                                                              parameters: try crfParameters(arguments))
+            if ProcessInfo.processInfo.environment["SLICELAB_TIMINGS"] != nil {
+                standardError("timing crf \(seconds)")
+            }
+            return
+        }
         guard let input = arguments.positional(0), let model = arguments.string("model"),
               let out = arguments.string("out") else {
             throw UsageError("slicelab segment: give INPUT, --model MODEL.h5 and --out OUT.h5|OUT.png|OUT.dcm "
                 + "(or the parity options --weights … --raw-input … --logits …)")
         }
-        try Segment.run(Segment.Options(input: input, model: model, output: out, overlay: arguments.string("overlay"),
-                                        probabilities: arguments.flag("probabilities"),
-                                        threads: arguments.int("threads"),
-                                        limits: try readLimits(arguments, command: "segment")),
-                        log: standardError)
+        var options = Segment.Options(input: input, model: model, output: out, overlay: arguments.string("overlay"),
+                                      probabilities: arguments.flag("probabilities"),
+                                      threads: arguments.int("threads"),
+                                      limits: try readLimits(arguments, command: "segment"))
+        options.postProcessing.step = arguments.choice("regularize") ?? ClusterRegularizer.none
+        if arguments.string("crf") != nil, options.postProcessing.step != .crf {
+            throw UsageError("slicelab segment: --crf needs --regularize crf")
+        }
+        options.postProcessing.crf = try crfParameters(arguments)
+        try Segment.run(options, log: standardError)
+    }
+
+    /// `--crf SPEC` parsed (the defaults without it); a bad spec is a usage error.
+    static func crfParameters(_ arguments: ParsedArguments,
+                              command: String = "segment") throws -> SegmentPostProcessing.CRFParameters {
+        guard let spec = arguments.string("crf") else { return SegmentPostProcessing().crf }
+        do {
+            return try SegmentPostProcessing.crfParameters(parsing: spec)
+        } catch {
+            throw UsageError("slicelab \(command): --crf: \(error)")
+        }
     }
 }

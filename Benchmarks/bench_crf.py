@@ -1,0 +1,113 @@
+"""Dense CRF: SliceLab against pydensecrf2 (Krähenbühl's C++), measured in the same run (issue #24).
+
+  1. 2-D: a 512 x 512 gray image, 21 classes, 5 iterations, pydensecrf's default widths and weights, the same
+     probabilities and display image on both sides. pydensecrf is single-threaded, so SliceLab runs pinned to one
+     core (`taskset -c 0`) for the like-for-like ratio; its time on every core is printed beside it.
+  2. 3-D: a 200 x 256 x 256 volume (spacing 1.5 x 0.8 x 0.8 mm), 3 classes, 5 iterations: SliceLab's time and
+     peak resident memory (GNU time's "Maximum resident set size" of the whole process, which includes reading
+     the 157 MB of probabilities).
+
+How SliceLab is timed: the release `slicelab segment --crf-input IN.h5 --marginals OUT.h5` with SLICELAB_TIMINGS
+set prints "timing crf S", the CRF alone (lattices and iterations, no I/O); pydensecrf is timed around
+DenseCRF construction, both addPairwiseEnergy calls and inference(5) (feature creation excluded on both sides).
+Best of REPEATS. The head of `slicelab --version` names the CPU's oneDNN ISA.
+Run with a venv holding pydensecrf2, numpy, h5py (see Datasets/goldens/densecrf_goldens.py), after
+`swift build -c release --product slicelab`:  /work/crf-venv/bin/python Benchmarks/bench_crf.py
+"""
+import os
+import pathlib
+import platform
+import re
+import subprocess
+import tempfile
+import time
+from importlib import metadata
+
+import h5py
+import numpy as np
+import pydensecrf.densecrf as dcrf
+from pydensecrf.utils import create_pairwise_bilateral, create_pairwise_gaussian, unary_from_softmax
+
+REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
+root = pathlib.Path(__file__).resolve().parents[1]
+binary = os.environ.get("SLICELAB_BINARY", str(root / ".build/release/slicelab"))
+rng = np.random.default_rng(24)
+
+
+def probabilities(classes, shape):
+    logits = rng.normal(0, 1.5, size=(classes,) + shape).astype(np.float32)
+    p = np.exp(logits - logits.max(axis=0))
+    return (p / p.sum(axis=0)).astype(np.float32)
+
+
+def write_input(path, p, image, spacing=None):
+    with h5py.File(path, "w") as f:
+        f["/probabilities"] = p
+        f["/image"] = image[np.newaxis].astype(np.float32)
+        if spacing:
+            f["/image"].attrs["spacing"] = np.array(spacing, dtype=np.float64)
+
+
+def slicelab(path, out, pin):
+    command = (["taskset", "-c", "0"] if pin else []) + ["/usr/bin/time", "-v", binary, "segment", "--crf-input",
+                                                          str(path), "--marginals", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, SLICELAB_TIMINGS="1"))
+    if result.returncode != 0:
+        raise SystemExit(result.stderr)
+    seconds = float(re.search(r"timing crf ([0-9.e-]+)", result.stderr).group(1))
+    peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr).group(1))
+    return seconds, peak / 1024
+
+
+def peer(p, image):
+    classes, shape = p.shape[0], p.shape[1:]
+    unary = np.ascontiguousarray(unary_from_softmax(p))
+    gauss = np.ascontiguousarray(create_pairwise_gaussian((3, 3), shape))
+    bilateral = np.ascontiguousarray(create_pairwise_bilateral((80, 80), (13,), image, chdim=-1))
+    start = time.perf_counter()
+    d = dcrf.DenseCRF(int(np.prod(shape)), classes)
+    d.setUnaryEnergy(unary)
+    d.addPairwiseEnergy(gauss, compat=3)
+    d.addPairwiseEnergy(bilateral, compat=10)
+    q = np.array(d.inference(5))
+    return time.perf_counter() - start, q.reshape((classes,) + shape)
+
+
+def main():
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    isa = next((l for l in version if l.startswith("oneDNN ISA")), "oneDNN ISA: ?")
+    print(f"slicelab: {version[0]}, {isa}")
+    print(f"CPU: {cpu}, {os.cpu_count()} logical cores; {platform.python_version()}, "
+          f"pydensecrf2 {metadata.version('pydensecrf2')}, numpy {np.__version__}; best of {REPEATS}")
+    with tempfile.TemporaryDirectory() as folder:
+        folder = pathlib.Path(folder)
+        shape = (512, 512)
+        p = probabilities(21, shape)
+        yy, xx = np.mgrid[0:512, 0:512]
+        image = np.clip(128 + 90 * np.sin(xx / 40) * np.cos(yy / 55) + rng.normal(0, 10, shape), 0, 255)
+        image = image.astype(np.uint8)
+        write_input(folder / "in2d.h5", p, image)
+        ours_one = min(slicelab(folder / "in2d.h5", folder / "out2d.h5", pin=True)[0] for _ in range(REPEATS))
+        ours_all = min(slicelab(folder / "in2d.h5", folder / "out2d.h5", pin=False)[0] for _ in range(REPEATS))
+        runs = [peer(p, image) for _ in range(REPEATS)]
+        theirs = min(t for t, _ in runs)
+        with h5py.File(folder / "out2d.h5") as f:
+            q = f["/marginals"][...]
+        agree = float((q.argmax(0) == runs[0][1].argmax(0)).mean())
+        print(f"2-D 512x512, 21 classes, 5 iterations: pydensecrf2 {theirs:.3f} s (1 thread); SliceLab "
+              f"{ours_one:.3f} s on 1 core ({ours_one / theirs:.2f}x), {ours_all:.3f} s on {os.cpu_count()} cores "
+              f"({ours_all / theirs:.2f}x); labels agree {100 * agree:.3f} %, "
+              f"max |dQ| {float(np.abs(q - runs[0][1]).max()):.2e}")
+
+        shape3 = (200, 256, 256)
+        p3 = probabilities(3, shape3)
+        image3 = rng.integers(0, 256, size=shape3).astype(np.uint8)
+        write_input(folder / "in3d.h5", p3, image3, spacing=[1.5, 0.8, 0.8])
+        seconds, peak = slicelab(folder / "in3d.h5", folder / "out3d.h5", pin=False)
+        print(f"3-D 200x256x256, 3 classes, 5 iterations: SliceLab {seconds:.1f} s on {os.cpu_count()} cores, "
+              f"peak resident memory {peak:.0f} MB (whole process)")
+
+
+if __name__ == "__main__":
+    main()

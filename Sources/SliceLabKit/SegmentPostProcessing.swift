@@ -1,0 +1,122 @@
+import Classical
+import DeepLab
+import ImageFiles
+import Foundation
+import SliceLabSupport
+
+/// `segment --regularize STEP [--crf SPEC]`: a registered post-processing step applied to a model's output.
+public struct SegmentPostProcessing: Sendable, Equatable {
+    /// The dense CRF's parameters (`Classical.DenseCRF.Parameters`), named for callers that import only SliceLabKit.
+    public typealias CRFParameters = DenseCRF.Parameters
+    /// The step; `.none` leaves the argmax as it is.
+    public var step: ClusterRegularizer
+    /// The dense CRF's parameters (`--crf`), used by `crf`.
+    public var crf: DenseCRF.Parameters
+    /// The Potts weight of `mrf`.
+    public var beta: Double
+    /// The classes the component rules apply to; nil for every foreground class.
+    public var ruleClasses: Set<Int>?
+
+    public init(step: ClusterRegularizer = .none, crf: DenseCRF.Parameters = DenseCRF.Parameters(), beta: Double = 1,
+                ruleClasses: Set<Int>? = nil) {
+        (self.step, self.crf, self.beta, self.ruleClasses) = (step, crf, beta, ruleClasses)
+    }
+
+    /// Parses a `--crf` spec (`iterations=5,gaussian-sxy=3,…`).
+    ///
+    /// - Throws: `ClassicalError.invalidArgument` for an unknown key, a malformed value or a non-positive width.
+    public static func crfParameters(parsing spec: String) throws -> DenseCRF.Parameters {
+        try DenseCRF.Parameters(parsing: spec)
+    }
+
+    /// The keys a `--crf` spec takes.
+    public static var crfKeys: [String] { DenseCRF.Parameters.keys }
+
+    /// The labels after the step.
+    ///
+    /// - Parameters:
+    ///   - labels: the argmax map, [frames, rows, columns] row-major.
+    ///   - probabilities: the model's softmax, class-major per frame ([frames, K, rows, columns], as
+    ///     `/probabilities` stores it).
+    ///   - display: the display image at 0–255, pixel-major per frame with `channels` values a pixel.
+    ///   - spacing: (slice, row, column) in millimetres; a multi-frame input is post-processed as one volume.
+    func apply(labels: [Int32], probabilities: [Float], classCount k: Int, display: [Float], channels: Int,
+               frames: Int, rows: Int, columns: Int, spacing: [Double]) throws -> [Int32] {
+        guard let registered = PostProcessingSteps.named(step), step != .none else { return labels }
+        let shape = frames > 1 ? GridShape(slices: frames, rows: rows, columns: columns)
+            : GridShape(rows: rows, columns: columns)
+        let gridSpacing = frames > 1 ? spacing : Array(spacing.suffix(2))
+        let plane = rows * columns
+        var pixelMajor = [Float](repeating: 0, count: probabilities.count)
+        for frame in 0..<frames {
+            for c in 0..<k {
+                let source = (frame * k + c) * plane
+                for p in 0..<plane { pixelMajor[(frame * plane + p) * k + c] = probabilities[source + p] }
+            }
+        }
+        let floor = DenseCRF.probabilityFloor
+        let unary = pixelMajor
+        var context = PostProcessingContext(classCount: k, beta: beta, unaryCost: {
+            { pixel, c in -Double(logf(max(unary[pixel * k + c], floor))) }
+        })
+        context.probabilities = pixelMajor
+        context.displayImage = display
+        context.displayChannels = channels
+        context.crf = crf
+        context.ruleClasses = ruleClasses
+        let map = LabelGrid<Int32>(shape: shape, spacing: gridSpacing, labels: labels)
+        return try registered.apply(map, context: context).labels
+    }
+
+    /// One frame's display image at 0–255 as the CRF takes it: the overlay's (`Overlay.displayRGB`), one
+    /// channel for gray, three for color.
+    static func display(_ image: ScanImage, frame: Int = 0) -> (values: [Float], channels: Int) {
+        let rgb = Overlay.displayRGB(image, frame: frame)
+        if image.channels == 1 { return (stride(from: 0, to: rgb.count, by: 3).map { Float(rgb[$0]) }, 1) }
+        return (rgb.map(Float.init), 3)
+    }
+}
+
+// MARK: - CRF parity entry point
+
+extension SegmentPostProcessing {
+    /// The CRF parity and benchmark entry point (`segment --crf-input IN.h5 --logits OUT.h5`): reads
+    /// `/probabilities` Float32 [K, H, W] or [K, D, H, W] (class-major, as pydensecrf takes them) and `/image`
+    /// [C, H, W] or [C, D, H, W] at 0–255 (C = 1 or 3; a volume may carry a `spacing` attribute, mm), runs the
+    /// CRF and writes `/marginals` Float32 in the probabilities' shape.
+    ///
+    /// - Returns: the seconds the CRF took (lattices and iterations, not I/O).
+    /// - Throws: `InputError`, `ClassicalError`, `ImageFileError`.
+    public static func crfParity(input: String, output: String, parameters: DenseCRF.Parameters) throws -> Double {
+        let file = try HDF5File.open(input)
+        for dataset in ["/probabilities", "/image"] where !file.exists(dataset) {
+            throw InputError.invalidContent(file: input, reason: "no \(dataset) dataset")
+        }
+        let probabilities = try file.read("/probabilities", as: Float.self)
+        let image = try file.read("/image", as: Float.self)
+        let dims = Array(probabilities.shape.dropFirst())
+        guard let shape = GridShape(dimensions: dims), image.shape.count == probabilities.shape.count,
+              Array(image.shape.dropFirst()) == dims, [1, 3].contains(image.shape[0]) else {
+            throw InputError.invalidContent(file: input, reason: "/probabilities \(probabilities.shape) and /image "
+                + "\(image.shape) must be [K, …] and [1 or 3, …] over the same 2-D or 3-D grid")
+        }
+        let spacing = try? file.attribute("spacing", at: "/image").doubleValues
+        let (k, channels, n) = (probabilities.shape[0], image.shape[0], shape.count)
+        func pixelMajor(_ values: [Float], _ count: Int) -> [Float] {
+            var out = [Float](repeating: 0, count: values.count)
+            for c in 0..<count { for p in 0..<n { out[p * count + c] = values[c * n + p] } }
+            return out
+        }
+        let start = Date()
+        let marginals = try DenseCRF.marginals(probabilities: pixelMajor(probabilities.values, k), classCount: k,
+                                               image: pixelMajor(image.values, channels), channels: channels,
+                                               shape: shape, spacing: spacing, parameters: parameters)
+        let seconds = Date().timeIntervalSince(start)
+        var classMajor = [Float](repeating: 0, count: marginals.count)
+        for p in 0..<n { for c in 0..<k { classMajor[c * n + p] = marginals[p * k + c] } }
+        try HDF5File.write(to: output, updating: false) { out in
+            try out.write(classMajor, shape: probabilities.shape, to: "/marginals")
+        }
+        return seconds
+    }
+}
