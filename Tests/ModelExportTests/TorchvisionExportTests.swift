@@ -70,6 +70,46 @@ final class TorchvisionExportTests: ExportTestCase {
         }
     }
 
+    /// The cases checked against torchvision: with PyTorch directly, without it against the committed goldens.
+    private var torchvisionCases: [(DeepLabConfiguration, Int)] {
+        [(configuration(.resnet18), 3), (configuration(.resnet34, channels: 1, aux: true), 1),
+         (configuration(.resnet50, aux: true), 3), (configuration(.resnet101, channels: 1), 1)]
+    }
+
+    private static let goldens = TestSupport.packageRoot.appendingPathComponent("Tests/ModelExportTests/Fixtures/torchvision")
+
+    /// Without PyTorch: the export is byte for byte the file torchvision loaded when the goldens were made
+    /// (`make test-torchvision` with SLICELAB_WRITE_GOLDENS=1), and SliceLab's logits match torchvision's
+    /// recorded ones within 1e-4 of the largest.
+    func testExportMatchesTheCommittedTorchvisionLogits() throws {
+        for (c, channels) in torchvisionCases {
+            let golden = Self.goldens.appendingPathComponent("\(c.architecture.rawValue).h5").path
+            let checkpoint = try ExportFixtures.checkpoint(c, in: folder)
+            let prefix = folder.appendingPathComponent("tv").path
+            XCTAssertEqual(try TestSupport.slicelab(["export", checkpoint, "--format", "torchvision",
+                                                     "--out", prefix]).status, 0)
+            let input = try ExportFixtures.input(batch: 2, channels: channels, height: 33, width: 41, seed: 5,
+                                                 in: folder)
+            let logits = try ExportFixtures.logits(checkpoint: checkpoint, input: input, in: folder)
+            let report = try TestSupport.runPython("""
+                import h5py, hashlib, json, numpy as np, sys
+                prefix, golden, logits = sys.argv[1:4]
+                with h5py.File(golden) as g, h5py.File(logits) as l:
+                    out, ours = g['out'][()], l['logits'][()]
+                    digest = hashlib.sha256(open(prefix + '.safetensors', 'rb').read()).hexdigest()
+                    print(json.dumps({'same_file': digest == g.attrs['safetensors_sha256'],
+                                      'ratio': float(np.abs(out - ours).max() / np.abs(out).max()),
+                                      'torchvision': str(g.attrs['torchvision'])}))
+                """, arguments: [prefix, golden, logits])
+            let values = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any])
+            XCTAssertEqual(values["same_file"] as? Bool, true,
+                           "\(c.architecture.rawValue): the export changed; remake the goldens (make test-torchvision "
+                           + "with SLICELAB_WRITE_GOLDENS=1)")
+            XCTAssertLessThanOrEqual(try XCTUnwrap(values["ratio"] as? Double), Self.relativeTolerance,
+                                     c.architecture.rawValue)
+        }
+    }
+
     // MARK: - With PyTorch
 
     func testTorchvisionConstructorsLoadTheExportAndMatchSliceLab() throws {
@@ -81,11 +121,8 @@ final class TorchvisionExportTests: ExportTestCase {
             print("TorchvisionExportTests: skipped: \(reason)")
             throw XCTSkip(reason)
         }
-        let cases: [(DeepLabConfiguration, Int)] = [
-            (configuration(.resnet18), 3), (configuration(.resnet34, channels: 1, aux: true), 1),
-            (configuration(.resnet50, aux: true), 3), (configuration(.resnet101, channels: 1), 1),
-        ]
-        for (c, channels) in cases {
+        let writeGoldens = ProcessInfo.processInfo.environment["SLICELAB_WRITE_GOLDENS"] != nil
+        for (c, channels) in torchvisionCases {
             let checkpoint = try ExportFixtures.checkpoint(c, in: folder)
             let prefix = folder.appendingPathComponent("tv").path
             let export = try TestSupport.slicelab(["export", checkpoint, "--format", "torchvision", "--out", prefix])
@@ -93,7 +130,9 @@ final class TorchvisionExportTests: ExportTestCase {
             let input = try ExportFixtures.input(batch: 2, channels: channels, height: 33, width: 41, seed: 5,
                                                  in: folder)
             let logits = try ExportFixtures.logits(checkpoint: checkpoint, input: input, in: folder)
-            let report = try ExportFixtures.runScript("torchvision_parity.py", python: python, [prefix, input, logits])
+            let golden = Self.goldens.appendingPathComponent("\(c.architecture.rawValue).h5").path
+            let report = try ExportFixtures.runScript("torchvision_parity.py", python: python,
+                                                      [prefix, input, logits] + (writeGoldens ? [golden] : []))
             XCTAssertEqual(report["shape"] as? [Int], [2, 3, 33, 41], c.architecture.rawValue)
             let ratio = try XCTUnwrap(report["ratio"] as? Double)
             XCTAssertLessThanOrEqual(ratio, Self.relativeTolerance, c.architecture.rawValue)

@@ -6,8 +6,11 @@ constructors, as the README's Export section shows, runs it in eval mode on IN.h
 Needs torch and torchvision (Datasets/goldens/requirements-deeplab.txt), which `make test`'s .venv does not
 have; ModelExportTests runs it with SLICELAB_TORCH_PYTHON, or skips with the reason.
 
-Usage: python torchvision_parity.py PREFIX IN.h5 LOGITS.h5
+Usage: python torchvision_parity.py PREFIX IN.h5 LOGITS.h5 [GOLDEN.h5]
+With GOLDEN.h5 it also writes torchvision's logits there (/out) with the SHA-256 of the safetensors file it
+loaded and the peer versions, the committed goldens `make test` checks without PyTorch.
 """
+import hashlib
 import json
 import sys
 
@@ -63,7 +66,7 @@ def build(configuration):
     return torchvision, model
 
 
-def main(prefix, input_path, logits_path):
+def main(prefix, input_path, logits_path, golden_path=None):
     with open(prefix + ".json") as f:
         configuration = json.load(f)
     torchvision, model = build(configuration)
@@ -75,6 +78,14 @@ def main(prefix, input_path, logits_path):
         reference = np.asarray(f["/logits"], dtype=np.float32)
     with torch.no_grad():
         out = model(image)["out"].numpy()
+    if golden_path:
+        with open(prefix + ".safetensors", "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        with h5py.File(golden_path, "w") as f:
+            f["out"] = out
+            f.attrs["safetensors_sha256"] = digest
+            f.attrs["torch"], f.attrs["torchvision"] = str(torch.__version__), str(torchvision.__version__)
+            f.attrs["constructor"] = configuration["constructor"]
     print(json.dumps({
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,
@@ -85,4 +96,4 @@ def main(prefix, input_path, logits_path):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])
