@@ -38,6 +38,8 @@ import struct
 import subprocess
 import sys
 import time
+
+from corpus_folders import separate_skipped
 import zlib
 
 import h5py
@@ -230,16 +232,8 @@ def prepare_corpus(folder, binary):
     for index, entry in enumerate(f for f in goldens["files"] if f["status"] == "ok"):
         source = CORPUS / entry["file"]
         shutil.copy(source, folder / f"{index:03d}_{source.name}")
-    folders = [folder]
     probe = run([binary, "convert", str(folder), str(folder.parent / "probe.h5")])
-    for line in probe.stdout.splitlines():
-        if line.startswith("skipped "):
-            skipped = pathlib.Path(line[len("skipped "):].split(": ", 1)[0])
-            own = folder.parent / f"{folder.name}-{len(folders)}"
-            own.mkdir()
-            shutil.move(skipped, own / skipped.name)
-            folders.append(own)
-    return folders
+    return separate_skipped(folder, probe.stdout)
 
 
 def prepare_kmeans(folder, rng):

@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 
+from corpus_folders import separate_skipped
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "Datasets" / "cache" / "dicom-corpus"
 GOLDENS = ROOT / "Tests" / "DICOMTests" / "Fixtures" / "dicom_goldens.json"
@@ -131,15 +133,8 @@ def compare(name, folder, mode, slicelab, output, rounds):
     its series (two corpus files share a series UID with a file of another size). A first SliceLab run finds them;
     each is moved into a folder of its own, and both sides convert every folder, so both decode every file and
     both pay one process start per folder."""
-    folders = [folder]
     _, _, printed, _ = run([slicelab, "convert", str(folder), str(output / "slicelab.h5")])
-    for line in printed.splitlines():
-        if line.startswith("skipped "):
-            skipped = pathlib.Path(line[len("skipped "):].split(": ", 1)[0])
-            own = folder.parent / f"{folder.name}-{len(folders)}"
-            own.mkdir()
-            shutil.move(skipped, own / skipped.name)
-            folders.append(own)
+    folders = separate_skipped(folder, printed)
     files = sorted(path for each in folders for path in each.iterdir())
     megabytes = decoded_megabytes(files)
     sides = {"SliceLab 1 thread ": ({"SLICELAB_DECODE_THREADS": "1"}, True),

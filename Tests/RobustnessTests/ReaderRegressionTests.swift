@@ -29,6 +29,17 @@ struct ReaderRegressionTests {
         #expect(!FileManager.default.fileExists(atPath: output), "\(command) wrote \(output)")
     }
 
+    /// `cluster` and `segment` each refuse `file` with one line naming it and `cause`, and write nothing.
+    static func expectClusterAndSegmentRefuse(_ file: String, _ cause: String, in folder: URL) throws {
+        var out = folder.appendingPathComponent("clusters.h5").path
+        expectRefused(try TestSupport.slicelab(["cluster", file, "--method", "kmeans", "--classes", "2", "--out", out],
+                                               timeout: timeout), file, cause, output: out, "cluster")
+        let model = try Fixtures.model(in: folder)
+        out = folder.appendingPathComponent("labels.h5").path
+        expectRefused(try TestSupport.slicelab(["segment", file, "--model", model, "--out", out], timeout: timeout),
+                      file, cause, output: out, "segment")
+    }
+
     @Test(arguments: dicomCases)
     func convertAndSegmentRefuseTheDICOMFile(_ c: (name: String, cause: String)) throws {
         let folder = try TestSupport.temporaryFolder("regression-dicom")
@@ -109,14 +120,7 @@ struct ReaderRegressionTests {
         let file = folder.appendingPathComponent("image.h5").path
         try FileManager.default.copyItem(atPath: Self.regression("hdf5-contiguous-extent-past-eof.h5"), toPath: file)
         let cause = "runs past the file's end"
-        var out = folder.appendingPathComponent("clusters.h5").path
-        Self.expectRefused(try TestSupport.slicelab(["cluster", file, "--method", "kmeans", "--classes", "2",
-                                                     "--out", out], timeout: Self.timeout),
-                           file, cause, output: out, "cluster")
-        let model = try Fixtures.model(in: folder)
-        out = folder.appendingPathComponent("labels.h5").path
-        Self.expectRefused(try TestSupport.slicelab(["segment", file, "--model", model, "--out", out],
-                                                    timeout: Self.timeout), file, cause, output: out, "segment")
+        try Self.expectClusterAndSegmentRefuse(file, cause, in: folder)
         // evaluate reads /labels: the same flaw there, made by h5py and one patched layout message (the data's
         // address moved 256 MiB past the end of the file).
         let labels = folder.appendingPathComponent("labels-past-eof.h5").path
@@ -134,7 +138,7 @@ struct ReaderRegressionTests {
             """, arguments: [labels])
         let reference = folder.appendingPathComponent("reference.h5").path
         try HDF5File.write(to: reference, updating: false) { try $0.write([UInt8](repeating: 1, count: 60), shape: [3, 4, 5], to: "/labels") }
-        out = folder.appendingPathComponent("results.h5").path
+        let out = folder.appendingPathComponent("results.h5").path
         for (pred, ref) in [(labels, reference), (reference, labels)] {
             Self.expectRefused(try TestSupport.slicelab(["evaluate", "--pred", pred, "--ref", ref, "--out", out],
                                                         timeout: Self.timeout), labels, cause, output: out, "evaluate")
@@ -149,14 +153,7 @@ struct ReaderRegressionTests {
         let file = folder.appendingPathComponent("image.nii.gz").path
         try FileManager.default.copyItem(atPath: Self.regression("nifti-gzip-claims-huge-volume.nii.gz"), toPath: file)
         let cause = "at most 1032 times that inflated"
-        var out = folder.appendingPathComponent("clusters.h5").path
-        Self.expectRefused(try TestSupport.slicelab(["cluster", file, "--method", "otsu", "--classes", "2",
-                                                     "--out", out], timeout: Self.timeout),
-                           file, cause, output: out, "cluster")
-        let model = try Fixtures.model(in: folder)
-        out = folder.appendingPathComponent("labels.h5").path
-        Self.expectRefused(try TestSupport.slicelab(["segment", file, "--model", model, "--out", out],
-                                                    timeout: Self.timeout), file, cause, output: out, "segment")
+        try Self.expectClusterAndSegmentRefuse(file, cause, in: folder)
         let info = try TestSupport.slicelab(["info", file], timeout: Self.timeout)
         #expect(info.status == 1 && info.standardError.contains(cause), "\(info.standardError)")
     }
