@@ -98,20 +98,37 @@ def convert(graph, height, width, channels):
     return program
 
 
+def input_scaling(preprocessing):
+    """The image input's scale and bias (value = scale × pixel + bias, per channel) for the checkpoint's
+    preprocessing where it is linear in the 8-bit pixel: none (the pixel as it is) and a window (its linear part;
+    the clip to [0, 1] is not applied, so pixels outside the window give values outside [0, 1]); otherwise
+    (percentiles, z-score, min-max, which depend on the whole image) pixels / 255, and the app normalises first."""
+    kind = preprocessing.get("normalize", "none")
+    if kind == "none":
+        return 1.0, 0.0, "image pixels as they are (0…255)"
+    if kind == "window":
+        center, width = float(preprocessing["center"]), float(preprocessing["width"])
+        low = center - width / 2
+        return 1 / width, -low / width, f"image pixels windowed: (pixel − {low:g}) / {width:g}, not clipped"
+    return 1 / 255, 0.0, f"image pixels scaled by 1/255; apply the {kind} normalisation to the image first"
+
+
 def main(onnx_path, package_path, height, width):
     model = onnx.load(onnx_path)
     metadata = {p.key: p.value for p in model.metadata_props}
+    scale, bias, described = input_scaling(json.loads(metadata.get("slicelab.preprocessing", "{}")))
     channels = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value
     program = convert(model.graph, height, width, channels)
     color = ct.colorlayout.RGB if channels == 3 else ct.colorlayout.GRAYSCALE
     mlmodel = ct.convert(program, convert_to="mlprogram", minimum_deployment_target=ct.target.iOS16,
-                         inputs=[ct.ImageType(name="image", shape=(1, channels, height, width), scale=1 / 255,
+                         inputs=[ct.ImageType(name="image", shape=(1, channels, height, width), scale=scale,
+                                              bias=[bias] * channels if channels == 3 else bias,
                                               color_layout=color)],
                          compute_precision=ct.precision.FLOAT32)
     mlmodel.short_description = "DeepLabV3 semantic segmentation exported by SliceLab"
     mlmodel.author = "slicelab export"
     mlmodel.user_defined_metadata.update(metadata)
-    mlmodel.user_defined_metadata["slicelab.coreml_input"] = "image pixels scaled by 1/255"
+    mlmodel.user_defined_metadata["slicelab.coreml_input"] = described
     # coremltools insists on the .mlpackage extension; the caller's folder (an atomic-write temporary) has
     # another, so the package is saved beside it and its contents moved in.
     with tempfile.TemporaryDirectory() as scratch:

@@ -47,6 +47,8 @@ final class CoreMLExportTests: ExportTestCase {
             XCTAssertEqual(ops["conv"], onnxConvolutions)
             let metadata = spec["metadata"] as? [String: String]
             XCTAssertEqual(metadata?["slicelab.preprocessing"], Preprocessing.percentile(low: 1, high: 99).json)
+            XCTAssertEqual(metadata?["slicelab.coreml_input"],
+                           "image pixels scaled by 1/255; apply the percentile normalisation to the image first")
         }
     }
 
