@@ -2,12 +2,9 @@ import CNIfTI
 import Foundation
 import SliceLabSupport
 
-/// A NIfTI-1 or NIfTI-2 image (`.nii`, `.nii.gz`; single-file, "n+1" / "n+2"), read through nifti_clib.
-///
-/// `values` are Float32 after `scl_slope`/`scl_inter` (slope 0: unscaled, as the standard says) in the file's
-/// order, x fastest: row-major [w…, t, z, y, x], which is SimpleITK's `GetArrayFromImage` order. A 4-D file's
-/// 4th axis is left to the caller (channels, as the Medical Segmentation Decathlon stores modalities).
-public struct NIfTIImage: Sendable {
+/// What a NIfTI-1 or NIfTI-2 header (`.nii`, `.nii.gz`; single-file, "n+1" / "n+2") says, read through
+/// nifti_clib after SliceLab has checked it: sizes, datatype and geometry, no voxels.
+public struct NIfTIHeader: Sendable {
     public let path: String
     /// 1 or 2.
     public let version: Int
@@ -15,23 +12,16 @@ public struct NIfTIImage: Sendable {
     public let dimensions: [Int]
     /// The header's NIFTI_TYPE code.
     public let datatype: Int
-    public let values: [Float]
     public let geometry: VolumeGeometry
     /// The header's qform and sform codes, and which of the two gave `geometry` ("sform", "qform" or "none").
     public let qformCode: Int, sformCode: Int, geometrySource: String
 
-    /// Whether `head`, the first bytes of a file (gzip-compressed or not), starts a NIfTI header.
-    /// Rests on `cnifti_sniff`.
-    public static func recognizes(_ head: [UInt8]) -> Bool {
-        head.withUnsafeBufferPointer { cnifti_sniff($0.baseAddress, $0.count) == 1 }
-    }
-
-    /// Reads the image at `path`: its header is checked before nifti_clib reads it (sizes, datatype, offsets,
-    /// the file's length, `limits`).
+    /// Reads and checks the header at `path` (sizes, datatype, offsets, the file's length, `limits` on the
+    /// decoded Float32 size).
     ///
     /// - Throws: `ImageFileError.unreadable` naming the file and the cause, `.tooLarge` over `limits`.
     ///   Rests on `nifti_image_read`.
-    public static func read(_ path: String, limits: ReadLimits = .standard) throws -> NIfTIImage {
+    public static func read(_ path: String, limits: ReadLimits = .standard) throws -> NIfTIHeader {
         var header = cnifti_header()
         var message = [CChar](repeating: 0, count: 512)
         let status = cnifti_read_header(path, Int64(limits.maxBytes), &header, &message, message.count)
@@ -40,24 +30,53 @@ public struct NIfTIImage: Sendable {
                 + (limits.remedy.map { " (\($0))" } ?? ""))
         }
         guard status == 0 else { throw ImageFileError.unreadable(file: path, reason: String(cString: message)) }
-        let dim = withUnsafeBytes(of: header.dim) { Array($0.bindMemory(to: Int64.self)) }.map { Int($0) }
-        let pixdim = withUnsafeBytes(of: header.pixdim) { Array($0.bindMemory(to: Double.self)) }
-        let dimensions = Array(dim[1...dim[0]])
-        let count = dimensions.reduce(1, *)
+        func array<Tuple, Element>(_ tuple: Tuple, of _: Element.Type) -> [Element] {
+            withUnsafeBytes(of: tuple) { Array($0.bindMemory(to: Element.self)) }
+        }
+        let dim = array(header.dim, of: Int64.self).map { Int($0) }
+        let (geometry, source) = NIfTIImage.geometry(
+            pixdim: array(header.pixdim, of: Double.self), dimensionCount: dim[0],
+            qformCode: Int(header.qform_code), qto: array(header.qto_xyz, of: Double.self),
+            sformCode: Int(header.sform_code), sto: array(header.sto_xyz, of: Double.self))
+        return NIfTIHeader(path: path, version: Int(header.version), dimensions: Array(dim[1...dim[0]]),
+                           datatype: Int(header.datatype), geometry: geometry, qformCode: Int(header.qform_code),
+                           sformCode: Int(header.sform_code), geometrySource: source)
+    }
+}
+
+/// A NIfTI image: its header and its voxels.
+///
+/// `values` are Float32 after `scl_slope`/`scl_inter` (slope 0: unscaled, as the standard says) in the file's
+/// order, x fastest: row-major [w…, t, z, y, x], which is SimpleITK's `GetArrayFromImage` order. A 4-D file's
+/// 4th axis is left to the caller (channels, as the Medical Segmentation Decathlon stores modalities).
+public struct NIfTIImage: Sendable {
+    public let header: NIfTIHeader
+    public let values: [Float]
+
+    public var path: String { header.path }
+    public var dimensions: [Int] { header.dimensions }
+    public var geometry: VolumeGeometry { header.geometry }
+
+    /// Whether `head`, the first bytes of a file (gzip-compressed or not), starts a NIfTI header.
+    /// Rests on `cnifti_sniff`.
+    public static func recognizes(_ head: [UInt8]) -> Bool {
+        head.withUnsafeBufferPointer { cnifti_sniff($0.baseAddress, $0.count) == 1 }
+    }
+
+    /// Reads the image at `path`: its header is checked (`NIfTIHeader.read`) before nifti_clib reads the voxels.
+    ///
+    /// - Throws: `ImageFileError.unreadable` naming the file and the cause, `.tooLarge` over `limits`.
+    ///   Rests on `nifti_image_read`.
+    public static func read(_ path: String, limits: ReadLimits = .standard) throws -> NIfTIImage {
+        let header = try NIfTIHeader.read(path, limits: limits)
+        let count = header.dimensions.reduce(1, *)
         var values = [Float](repeating: 0, count: count)
+        var message = [CChar](repeating: 0, count: 512)
         let read = values.withUnsafeMutableBufferPointer {
             cnifti_read_values(path, $0.baseAddress, Int64(count), &message, message.count)
         }
         guard read == 0 else { throw ImageFileError.unreadable(file: path, reason: String(cString: message)) }
-        let qto = withUnsafeBytes(of: header.qto_xyz) { Array($0.bindMemory(to: Double.self)) }
-        let sto = withUnsafeBytes(of: header.sto_xyz) { Array($0.bindMemory(to: Double.self)) }
-        let (geometry, source) = Self.geometry(pixdim: pixdim, dimensionCount: dim[0],
-                                               qformCode: Int(header.qform_code), qto: qto,
-                                               sformCode: Int(header.sform_code), sto: sto)
-        return NIfTIImage(path: path, version: Int(header.version), dimensions: dimensions,
-                          datatype: Int(header.datatype), values: values, geometry: geometry,
-                          qformCode: Int(header.qform_code), sformCode: Int(header.sform_code),
-                          geometrySource: source)
+        return NIfTIImage(header: header, values: values)
     }
 
     /// ITK's reading of a header's geometry (`itk::NiftiImageIO`, ITK 5): spacing from `pixdim`; rotation and

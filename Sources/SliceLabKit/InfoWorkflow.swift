@@ -115,7 +115,7 @@ extension InfoWorkflow {
     /// - Throws: the reader's errors naming the file.
     public static func niftiDescription(_ path: String, limits: ReadLimits, json: Bool) throws -> String? {
         guard (try? ImageFormats.format(of: path)) is NIfTIFormat else { return nil }
-        let image = try NIfTIImage.read(path, limits: limits)
+        let image = try NIfTIHeader.read(path, limits: limits)
         let geometry = image.geometry
         if json {
             let object: [String: Any] = [

@@ -22,16 +22,6 @@ public struct SegmentPostProcessing: Sendable, Equatable {
         (self.step, self.crf, self.beta, self.ruleClasses) = (step, crf, beta, ruleClasses)
     }
 
-    /// Parses a `--crf` spec (`iterations=5,gaussian-sxy=3,…`).
-    ///
-    /// - Throws: `ClassicalError.invalidArgument` for an unknown key, a malformed value or a non-positive width.
-    public static func crfParameters(parsing spec: String) throws -> DenseCRF.Parameters {
-        try DenseCRF.Parameters(parsing: spec)
-    }
-
-    /// The keys a `--crf` spec takes.
-    public static var crfKeys: [String] { DenseCRF.Parameters.keys }
-
     /// The labels after the step.
     ///
     /// - Parameters:

@@ -20,7 +20,7 @@ enum SegmentCommand: Command {
                            + "a multi-frame input is post-processed as one volume.", default: "none"),
             OptionSpec("crf", valueName: "SPEC",
                        help: "Dense CRF parameters for --regularize crf: "
-                           + SegmentPostProcessing.crfKeys.map { "\($0)=…" }.joined(separator: ",") + "."),
+                           + SegmentPostProcessing.CRFParameters.keys.map { "\($0)=…" }.joined(separator: ",") + "."),
             OptionSpec("precision", .choice(["fp32", "bf16"]), help: "Arithmetic precision.", default: "fp32"),
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
             maxMemoryOption,
@@ -98,7 +98,7 @@ enum SegmentCommand: Command {
                               command: String = "segment") throws -> SegmentPostProcessing.CRFParameters {
         guard let spec = arguments.string("crf") else { return SegmentPostProcessing().crf }
         do {
-            return try SegmentPostProcessing.crfParameters(parsing: spec)
+            return try SegmentPostProcessing.CRFParameters(parsing: spec)
         } catch {
             throw UsageError("slicelab \(command): --crf: \(error)")
         }
