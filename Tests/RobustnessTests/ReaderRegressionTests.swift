@@ -157,4 +157,22 @@ struct ReaderRegressionTests {
         let info = try TestSupport.slicelab(["info", file], timeout: Self.timeout)
         #expect(info.status == 1 && info.standardError.contains(cause), "\(info.standardError)")
     }
+
+    /// Two inputs from the review's fuzz runs: a DICOM file whose many elements took DCMTK over libFuzzer's
+    /// 3 s under AddressSanitizer (about 1.7 s in a debug build: slow, not a hang), and an HDF5 file whose group's
+    /// local heap claims 5 GB (libhdf5 tries to allocate it). Each finishes well within the time limit: the
+    /// DICOM file is described, the HDF5 file is one line naming it, and nothing is written.
+    @Test func fuzzFindingsOfTheReviewFinishWithinTheTimeLimit() throws {
+        let folder = try TestSupport.temporaryFolder("regression-review")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let described = try TestSupport.slicelab(["info", Self.regression("dicom-many-elements-slow-under-asan.dcm")],
+                                                 timeout: Self.timeout)
+        #expect(described.status == 0, "\(described.standardError)")
+        let file = folder.appendingPathComponent("image.h5").path
+        try FileManager.default.copyItem(atPath: Self.regression("hdf5-local-heap-claims-5gb.h5"), toPath: file)
+        let out = folder.appendingPathComponent("clusters.h5").path
+        Self.expectRefused(try TestSupport.slicelab(["cluster", file, "--method", "otsu", "--classes", "2",
+                                                     "--out", out], timeout: Self.timeout),
+                           file, "no object '/image'", output: out, "cluster")
+    }
 }
