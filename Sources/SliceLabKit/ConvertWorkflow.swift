@@ -9,16 +9,23 @@ public enum ConvertWorkflow {
     public enum ConvertError: Error, CustomStringConvertible {
         case unsupportedOutput(String, withReference: Bool = false)
         case badWindow(String)
+        case segmentationNeedsReference(String)
         case frameOutOfRange(frame: Int, count: Int, source: String)
 
         public var description: String {
             switch self {
             case let .unsupportedOutput(path, withReference):
-                if withReference { return "\(path): with --reference the output is a DICOM SEG and must end in .dcm" }
+                if withReference {
+                    return "\(path): with --reference the output is a DICOM SEG (.dcm), or for a SEG input a label "
+                        + "map (.h5, .nii, .nii.gz)"
+                }
                 if path.lowercased().hasSuffix(".dcm") {
                     return "\(path): a .dcm output is a DICOM SEG: give a label file as PATH and --reference SERIES"
                 }
                 return "\(path): output must end in .h5, .png, .nii or .nii.gz (NIfTI from DICOM, HDF5 or NIfTI)"
+            case let .segmentationNeedsReference(path):
+                return "\(path): a DICOM SEG holds only the slices where a segment lies; give the series it was made "
+                    + "on with --reference SERIES to convert it to a label map on that series' grid"
             case let .badWindow(text): return "--window \(text): expected CENTER,WIDTH with WIDTH > 0, or 'auto'"
             case let .frameOutOfRange(frame, count, source):
                 return "\(source): --frame \(frame) does not exist (\(count) frame\(count == 1 ? "" : "s"))"
@@ -54,12 +61,18 @@ public enum ConvertWorkflow {
     public static func run(source: String, output: String, window: WindowChoice, frame: Int, bits: Int,
                            reference: String? = nil, limits: ReadLimits = .standard) throws -> [String] {
         let lowered = output.lowercased()
+        let fromSEG = !isFolder(source) && (try? ImageFormats.format(of: source)) is DICOMFormat
+            && (try? DICOMFile(path: source, limits: limits))?.dataset.string(.segmentationType) != nil
         if let reference {
+            if fromSEG, lowered.hasSuffix(".h5") || lowered.hasSuffix(".nii") || lowered.hasSuffix(".nii.gz") {
+                return try writeSegmentationLabels(seg: source, reference: reference, to: output, limits: limits)
+            }
             guard lowered.hasSuffix(".dcm") else {
                 throw ConvertError.unsupportedOutput(output, withReference: true)
             }
             return try SegmentationExport.convert(labels: source, reference: reference, to: output)
         }
+        if fromSEG { throw ConvertError.segmentationNeedsReference(source) }
         if lowered.hasSuffix(".dcm") { throw ConvertError.unsupportedOutput(output, withReference: false) }
         if lowered.hasSuffix(".nii") || lowered.hasSuffix(".nii.gz") {
             return try writeNIfTIFile(source: source, to: output, limits: limits)
@@ -250,6 +263,30 @@ public enum ConvertWorkflow {
             try h5.setAttribute("source", .string(source), at: "/image")
         }
         return ["wrote \(output): /image \(shape.map(String.init).joined(separator: "×")) Float32"]
+    }
+
+    /// A DICOM SEG's label map (segment number = label value) on the grid of the series it references, with that
+    /// series' geometry: `/labels` (uint8, uint16 above 255) with the contract's attributes, or a NIfTI label map.
+    static func writeSegmentationLabels(seg path: String, reference: String, to output: String,
+                                        limits: ReadLimits) throws -> [String] {
+        let series = try SegmentationExport.sourceSeries(reference)
+        let labels = try Segmentation(path: path, limits: limits).labels(alignedTo: series)
+        let (geometry, rows, columns) = (series.geometry, series.first.rows, series.first.columns)
+        let wide = (labels.max() ?? 0) > 255
+        let lowered = output.lowercased()
+        if lowered.hasSuffix(".h5") {
+            try LabelMap(frames: series.slices.count, rows: rows, columns: columns, labels: labels,
+                         spacing: geometry.spacing).write(to: output, elementType: wide ? .uint16 : .uint8) { h5 in
+                try h5.setAttribute("origin", .doubles(geometry.origin), at: "/labels")
+                try h5.setAttribute("direction", .doubles(geometry.direction), at: "/labels")
+                try h5.setAttribute("geometry_version", .ints([2]), at: "/labels")
+            }
+        } else {
+            try NIfTIImage.write(.labels(labels), dimensions: [columns, rows, series.slices.count], geometry: geometry,
+                                 to: output)
+        }
+        return ["wrote \(output): labels of \(path) on series \(series.seriesInstanceUID) "
+                + "(\(series.slices.count)×\(rows)×\(columns))"]
     }
 
     /// A DICOM series or multi-frame file (Float32 modality values), an HDF5 label map (`/labels`, written as uint8

@@ -59,4 +59,27 @@ import Testing
         try Self.expectGeometry(stored, of: name, "HDF5")
         try Self.expectGeometry(try NIfTIImage.read(nifti).geometry, of: name, "NIfTI")
     }
+
+    /// A label map goes NIfTI → DICOM SEG → NIfTI over a series through `convert`, and comes back on the series' grid
+    /// with its geometry; a SEG without `--reference` is refused with the reason.
+    @Test func labelMapRoundTripsNIfTIToSegAndBack() throws {
+        let output = try TestSupport.temporaryFolder("series-seg-nifti")
+        let series = Self.folder.appendingPathComponent("gantry-tilt").path
+        var labels = [Int32](repeating: 0, count: 6 * 5 * 4)
+        for index in labels.indices where index % 3 == 0 { labels[index] = Int32(1 + index % 2) }
+        let geometry = try #require(try Series.scan(series).series.first).geometry
+        let nifti = output.appendingPathComponent("labels.nii.gz").path
+        try NIfTIImage.write(.labels(labels), dimensions: [4, 5, 6], geometry: geometry, to: nifti)
+        let seg = output.appendingPathComponent("labels.seg.dcm").path
+        let back = output.appendingPathComponent("back.nii.gz").path
+        for arguments in [[nifti, "--reference", series, seg], [seg, "--reference", series, back]] {
+            let result = try TestSupport.slicelab(["convert"] + arguments, timeout: 120)
+            #expect(result.status == 0, "\(result.standardError)")
+        }
+        let read = try NIfTIImage.read(back)
+        #expect(read.values.map { Int32($0) } == labels)
+        try Self.expectGeometry(read.geometry, of: "gantry-tilt", "SEG to NIfTI")
+        let refused = try TestSupport.slicelab(["convert", seg, output.appendingPathComponent("x.nii.gz").path])
+        #expect(refused.status == 1 && refused.standardError.contains("--reference"))
+    }
 }
