@@ -3,7 +3,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 VENV := .venv
 PYTHON := $(VENV)/bin/python
-APT_PACKAGES := libdcmtk-dev dcmtk libpng-dev libhdf5-dev libdnnl-dev libopenjp2-7-dev libnifti2-dev zlib1g-dev \
+APT_PACKAGES := libdcmtk-dev dcmtk libpng-dev libhdf5-dev libdnnl-dev libopenjp2-7-dev libnifti2-dev zlib1g-dev libdeflate-dev \
 	libonnx-dev libprotobuf-dev dicom3tools pkg-config python3-venv chromium
 REQUIREMENTS := Tests/requirements.txt $(wildcard Notebooks/requirements.txt)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
