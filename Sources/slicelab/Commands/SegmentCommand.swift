@@ -84,7 +84,10 @@ enum SegmentCommand: Command {
             throw UsageError("slicelab segment: give INPUT, --model MODEL.h5 and --out OUT.h5|OUT.png|OUT.dcm "
                 + "(or the parity options --weights … --raw-input … --logits …)")
         }
-        let folderOutput = out.hasSuffix("/") || URL(fileURLWithPath: out).pathExtension.isEmpty
+        // A folder of cases into a folder; one image into an output without a known ending keeps its error.
+        var inputIsFolder: ObjCBool = false
+        let folderOutput = (out.hasSuffix("/") || URL(fileURLWithPath: out).pathExtension.isEmpty)
+            && FileManager.default.fileExists(atPath: input, isDirectory: &inputIsFolder) && inputIsFolder.boolValue
         let shard = try parseShard(arguments, command: "segment")
         if !folderOutput, shard != nil || arguments.flag("skip-bad") {
             throw UsageError("slicelab segment: --shard and --skip-bad need a folder of cases and --out FOLDER/")
