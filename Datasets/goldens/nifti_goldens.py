@@ -6,8 +6,10 @@ Usage: python nifti_goldens.py OUT_FOLDER   (peers: requirements-nifti.txt)
 Writes OUT_FOLDER/<case>.nii[.gz] and OUT_FOLDER/goldens.h5 with /<case>/{array, spacing, origin, direction} and
 the peers' versions as attributes of the root.
 """
+import gzip
 import math
 import pathlib
+import struct
 import sys
 
 import h5py
@@ -55,9 +57,16 @@ def main(out):
     out.mkdir(parents=True, exist_ok=True)
     cases = []  # (name, image, peer)
 
-    def add(name, image, peer="sitk"):
+    def add(name, image, peer="sitk", scaling=None):
         path = out / name
         image.to_filename(str(path))
+        if scaling:  # nibabel drops a scaling that integer voxels do not need: write scl_slope, scl_inter itself
+            opener = gzip.open if name.endswith(".gz") else open
+            with opener(path, "rb") as file:
+                raw = bytearray(file.read())
+            struct.pack_into(image.header.endianness + "ff", raw, 112, *scaling)
+            with (gzip.GzipFile(path, "wb", mtime=0) if name.endswith(".gz") else open(path, "wb")) as file:
+                file.write(bytes(raw))
         cases.append((name, path, peer))
 
     # xyz shapes (nibabel's order); arrays are stored x fastest.
@@ -79,8 +88,7 @@ def main(out):
     add("float32-qform-sform.nii.gz", img)
 
     img = nib.Nifti1Image(values((5, 5, 3), np.int16), affine((1, 1, 2)))
-    img.header.set_slope_inter(2.5, -10)
-    add("int16-scaled.nii.gz", img)
+    add("int16-scaled.nii.gz", img, scaling=(2.5, -10))
 
     for dtype in (np.int8, np.uint16, np.int32, np.uint32, np.int64, np.float64):
         img = nib.Nifti1Image(values((4, 3, 2), dtype), affine((1.5, 1.5, 4)), dtype=dtype)
@@ -97,6 +105,15 @@ def main(out):
 
     img = nib.Nifti1Image(values((5, 4, 3, 2), np.float32), affine((1, 1, 1.5), offset=(2, 2, 2)))
     add("float32-4d.nii.gz", img, peer="nibabel")
+
+    # Big-endian files (header and voxels), compressed and not, scaled and not.
+    for name, dtype, scaled in (("int16-big-endian-scaled.nii.gz", ">i2", True),
+                                ("float64-big-endian.nii", ">f8", False)):
+        header = nib.Nifti1Header(endianness=">")
+        native = np.dtype(dtype).newbyteorder("=")
+        img = nib.Nifti1Image(values((5, 4, 3), native), affine((0.9, 1.1, 2.0), offset=(4, -3, 8)), header=header)
+        img.set_data_dtype(native)
+        add(name, img, scaling=(0.5, 100) if scaled else None)
 
     with h5py.File(out / "goldens.h5", "w") as goldens:
         goldens.attrs["SimpleITK"] = sitk.Version_VersionString()

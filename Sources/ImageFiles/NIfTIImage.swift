@@ -87,26 +87,38 @@ public struct NIfTIImage: Sendable {
             throw ImageFileError.unreadable(file: path, reason: "cannot read the file: \(error.localizedDescription)")
         }
         let needed = Int(layout.offset) + count * Int(layout.bytes_per_voxel)
-        var values = [Float](repeating: 0, count: count)
-        func convert(_ bytes: UnsafeRawBufferPointer) -> Int32 {
-            values.withUnsafeMutableBufferPointer { out in
-                cnifti_convert(bytes.bindMemory(to: UInt8.self).baseAddress, bytes.count, &layout, out.baseAddress,
-                               &message, message.count)
-            }
+        // Voxels of up to 4 bytes are inflated into the tail of the Float32 array itself and widened front to
+        // back (each value is read before its wider result can reach it), so no second volume is allocated.
+        let inPlace = needed <= count * MemoryLayout<Float>.size
+        var values = [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
+            adviseHugePages(UnsafeMutableRawBufferPointer(buffer))
+            initialized = count  // every value is written below, or the array is thrown away with an error
         }
-        var status: Int32
-        if compressed == 0 {
-            status = file.withUnsafeBytes(convert)
-        } else {
-            switch file.withUnsafeBytes({ Gzip.inflate($0, capacity: needed) }) {
-            case let .inflated(bytes): status = bytes.withUnsafeBytes(convert)
-            case .corrupt: throw ImageFileError.unreadable(file: path, reason: "corrupt or truncated gzip stream")
+        var status: Int32 = 0
+        var corrupt = false
+        values.withUnsafeMutableBytes { storage in
+            let out = storage.bindMemory(to: Float.self).baseAddress
+            func convert(_ bytes: UnsafeRawBufferPointer) -> Int32 {
+                cnifti_convert(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &layout, out, &message,
+                               message.count)
+            }
+            if compressed == 0 {
+                status = file.withUnsafeBytes(convert)
+                return
+            }
+            let separate: UnsafeMutableRawBufferPointer? = inPlace ? nil : .allocate(byteCount: needed, alignment: 16)
+            defer { separate?.deallocate() }
+            if let separate { adviseHugePages(separate) }
+            let target = separate ?? UnsafeMutableRawBufferPointer(rebasing: storage[(storage.count - needed)...])
+            switch file.withUnsafeBytes({ Gzip.inflate($0, into: target) }) {
+            case let .inflated(produced):
+                status = convert(UnsafeRawBufferPointer(rebasing: target[..<produced]))
+            case .corrupt: corrupt = true
             case .needsStreaming:
-                status = values.withUnsafeMutableBufferPointer {
-                    cnifti_read_values(path, $0.baseAddress, Int64(count), &message, message.count)
-                }
+                status = cnifti_read_values(path, out, Int64(count), &message, message.count)
             }
         }
+        if corrupt { throw ImageFileError.unreadable(file: path, reason: "corrupt or truncated gzip stream") }
         guard status == 0 else { throw ImageFileError.unreadable(file: path, reason: String(cString: message)) }
         return NIfTIImage(header: header, values: values)
     }

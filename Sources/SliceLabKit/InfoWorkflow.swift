@@ -114,20 +114,37 @@ public enum InfoWorkflow {
 
 extension InfoWorkflow {
     /// What a NIfTI file holds and where it is (the geometry contract: spacing z, y, x; origin and direction
-    /// in LPS, as SimpleITK gives them), as text or JSON; nil when `path` is not a NIfTI file.
+    /// in LPS, as SimpleITK gives them), as text or JSON; nil when `path` is not a NIfTI file. With `statistics`
+    /// the voxels are read too: their minimum, maximum and mean after scaling, and the read's wall time.
     ///
     /// - Throws: the reader's errors naming the file.
-    public static func niftiDescription(_ path: String, limits: ReadLimits, json: Bool) throws -> String? {
+    public static func niftiDescription(_ path: String, limits: ReadLimits, json: Bool,
+                                        statistics: Bool = false) throws -> String? {
         guard (try? ImageFormats.format(of: path)) is NIfTIFormat else { return nil }
         let image = try NIfTIHeader.read(path, limits: limits)
         let geometry = image.geometry
+        var voxels: (minimum: Double, maximum: Double, mean: Double, seconds: Double, cpuSeconds: Double)?
+        if statistics {
+            func cpuTime() -> Double { Double(clock()) / Double(CLOCKS_PER_SEC) }
+            let (start, cpuStart) = (DispatchTime.now().uptimeNanoseconds, cpuTime())
+            let values = try NIfTIImage.read(path, limits: limits).values
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            let cpuSeconds = cpuTime() - cpuStart
+            let sum = values.reduce(0.0) { $0 + Double($1) }
+            voxels = (Double(values.min() ?? 0), Double(values.max() ?? 0), sum / Double(max(values.count, 1)),
+                      seconds, cpuSeconds)
+        }
         if json {
-            let object: [String: Any] = [
+            var object: [String: Any] = [
                 "path": path, "format": "NIfTI-\(image.version)", "dimensions": image.dimensions,
                 "datatype": image.datatype, "spacing": geometry.spacing, "origin": geometry.origin,
                 "direction": geometry.direction, "qform_code": image.qformCode, "sform_code": image.sformCode,
                 "geometry_source": image.geometrySource,
             ]
+            if let voxels {
+                object["statistics"] = ["min": voxels.minimum, "max": voxels.maximum, "mean": voxels.mean,
+                                        "read_seconds": voxels.seconds, "read_cpu_seconds": voxels.cpuSeconds]
+            }
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
             return String(decoding: data, as: UTF8.self)
         }
@@ -139,6 +156,7 @@ extension InfoWorkflow {
               origin:      \(numbers(geometry.origin)) mm (x, y, z, LPS; centre of voxel 0)
               direction:   \(numbers(geometry.direction)) (row-major; columns along x, y, z index, LPS)
               from:        \(image.geometrySource) (qform_code \(image.qformCode), sform_code \(image.sformCode))
-            """
+            """ + (voxels.map { String(format: "\n  voxels:      min %g, max %g, mean %g (read in %.3f s)", $0.minimum,
+                                            $0.maximum, $0.mean, $0.seconds) } ?? "")
     }
 }

@@ -11,7 +11,8 @@ import Testing
     static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/nifti")
     static let cases = ["int16-sform-only.nii.gz", "uint8-qform-only-qfac.nii", "float32-qform-sform.nii.gz",
                         "int16-scaled.nii.gz", "int8.nii", "uint16.nii", "int32.nii", "uint32.nii", "int64.nii",
-                        "float64.nii", "int16-2d.nii", "nifti2-int16.nii.gz", "float32-4d.nii.gz"]
+                        "float64.nii", "int16-2d.nii", "nifti2-int16.nii.gz", "float32-4d.nii.gz",
+                        "int16-big-endian-scaled.nii.gz", "float64-big-endian.nii"]
 
     @Test(arguments: cases)
     func arrayAndGeometryAgreeWithThePeer(name: String) throws {

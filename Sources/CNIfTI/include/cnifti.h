@@ -49,7 +49,8 @@ int cnifti_read_layout(const char *path, cnifti_layout *layout, int *compressed,
 
 /// Converts the voxels of a decompressed file's bytes (`bytes`, `length` of them, laid out as `layout` says) to
 /// Float32 with scl_slope and scl_inter applied (slope 0: unscaled), x fastest. 0 on success, -1 with a message
-/// when `bytes` end before the last voxel.
+/// when `bytes` end before the last voxel. `bytes` may be the tail of `values`' own storage when voxels are at
+/// most 4 bytes: values are converted front to back, each read before any result reaches it.
 int cnifti_convert(const uint8_t *bytes, size_t length, const cnifti_layout *layout, float *values, char *message,
                    size_t capacity);
 
