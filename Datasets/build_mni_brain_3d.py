@@ -60,11 +60,11 @@ def nnunet_splits(identifiers: list[str], seed: int = NNUNET_SPLIT_SEED, folds: 
 
 
 def write_nifti(path: Path, data: np.ndarray, affine: np.ndarray, description: str) -> None:
-    """Writes data with affine as both sform and qform (code 1, scanner), millimetre units, no scaling."""
+    """Writes data with affine as both sform and qform (code 1, scanner), millimetre units, the array's own
+    datatype, unscaled (nibabel stores scl_slope as NaN then, which nifti_clib, ITK and nibabel read as 1)."""
     image = nibabel.Nifti1Image(data, affine)
     image.header.set_data_dtype(data.dtype)
     image.header.set_xyzt_units("mm")
-    image.header.set_slope_inter(1.0, 0.0)
     image.header["descrip"] = description.encode()[:79]
     image.set_sform(affine, code=1)
     image.set_qform(affine, code=1)
