@@ -23,7 +23,7 @@ import nibabel
 import numpy as np
 
 from datasetlib import volume3d
-from datasetlib.labeledset import tree_sha256, versions
+from datasetlib.labeledset import install, tree_sha256, versions
 from datasetlib.seeding import generator
 from datasetlib.template import load_template
 
@@ -146,13 +146,7 @@ def build(out_dir: Path, seed: int, wheels: Path) -> dict:
                   "class_statistics": statistics, "cases": per_case}
     (staging / "provenance.json").write_text(json.dumps(provenance, indent=2) + "\n")
     digest = tree_sha256(staging)
-    if out_dir.exists():
-        retired = out_dir.parent / f"{out_dir.name}.tmp-old-{os.getpid()}"
-        out_dir.rename(retired)
-        staging.rename(out_dir)
-        shutil.rmtree(retired)
-    else:
-        staging.rename(out_dir)
+    install(staging, out_dir)
     files = [p for p in out_dir.rglob("*") if p.is_file()]
     shapes = np.array([per_case[c]["shape"] for c in names])
     return {"name": NAME, "cases": {"train": len(training), "test": len(test)},
