@@ -35,11 +35,13 @@ SKLEARN_VAL_7 = [["c3", "c6"], ["c0", "c4"], ["c1"], ["c5"], ["c2"]]
 
 
 def tiny_template() -> Template:
-    """A 40 x 44 x 40 mm 'brain': a white-matter ball inside a gray-matter shell, T1 214 and 169, 1 mm RAS."""
+    """A 40 x 44 x 40 mm 'brain': a white-matter ball off-centre (+4 mm along x, so a flipped or shifted label
+    map shows) inside a gray-matter ball, T1 214 and 169, 1 mm RAS."""
     shape = (40, 44, 40)
     grid = np.stack(np.meshgrid(*[np.arange(n) - (n - 1) / 2 for n in shape], indexing="ij"))
     radius = np.sqrt((grid ** 2).sum(axis=0))
-    wm = np.clip(12.0 - radius, 0, 1).astype(np.float32)
+    wm = np.clip(11.0 - np.sqrt(((grid - np.array([4.0, 0, 0])[:, None, None, None]) ** 2).sum(axis=0)), 0, 1)
+    wm = wm.astype(np.float32)
     gm = (np.clip(17.0 - radius, 0, 1) - wm).astype(np.float32)
     t1 = (214.0 * wm + 169.0 * gm).astype(np.float32)
     affine = np.eye(4)
@@ -126,6 +128,21 @@ class BuiltSetTests(unittest.TestCase):
         spacing = image.header.get_zooms()
         self.assertGreater(spacing[2], 2.5 * spacing[0])               # anisotropic: thick slices
         self.assertEqual(build_tiny(self.root / "again")["sha256"], self.stats["sha256"])
+
+    def test_labels_follow_the_image_through_the_deformation(self):
+        """T1 contrast: white matter brighter than gray matter brighter than background, in every case (fails if
+        image and labels were sampled through different maps or grids)."""
+        folder = self.root / "tiny"
+        for label_path in sorted(folder.glob("labels*/*.nii.gz")):
+            case = label_path.name[:-len(".nii.gz")]
+            images = "imagesTr" if label_path.parent.name == "labelsTr" else "imagesTs"
+            image = np.asanyarray(nibabel.load(folder / images / f"{case}_0000.nii.gz").dataobj)
+            labels = np.asanyarray(nibabel.load(label_path).dataobj)
+            medians = [np.median(image[labels == value]) for value in (0, 1, 2)]
+            self.assertLess(medians[0], medians[1], case)
+            self.assertLess(medians[1], medians[2], case)
+            # the tissue boundary: few white-matter voxels darker than the gray-matter median
+            self.assertLess(np.mean(image[labels == 2] < medians[1]), 0.2, case)
 
     def test_checker_accepts_the_built_set(self):
         ok, errors = check(self.root / "tiny")
