@@ -94,11 +94,15 @@ DATASETS_VENV := .venv-datasets
 DATASETS_PYTHON := $(DATASETS_VENV)/bin/python
 .PHONY: datasets
 
-## datasets: build mni-brain and brain-lesion into Datasets/cache/ (downloads only the pinned nilearn wheel)
+## datasets: build mni-brain, brain-lesion and mni-brain-3d (nnU-Net v2) into Datasets/cache/ (downloads only the
+## pinned nilearn wheel); the builders' own tests run first
 datasets: apt $(DATASETS_VENV)/.installed
+	$(DATASETS_PYTHON) -m unittest discover -s Datasets -p 'test_*.py'
 	$(DATASETS_PYTHON) Datasets/build_mni_brain.py --out Datasets/cache/mni-brain
 	$(DATASETS_PYTHON) Datasets/build_brain_lesion.py --out Datasets/cache/brain-lesion
-	$(DATASETS_PYTHON) Datasets/check_labeled_set.py Datasets/cache/mni-brain Datasets/cache/brain-lesion
+	$(DATASETS_PYTHON) Datasets/build_mni_brain_3d.py --out Datasets/cache/mni-brain-3d
+	$(DATASETS_PYTHON) Datasets/check_labeled_set.py Datasets/cache/mni-brain Datasets/cache/brain-lesion \
+	    Datasets/cache/mni-brain-3d
 
 $(DATASETS_VENV)/.installed: Datasets/requirements-datasets.txt
 	@[ -x $(DATASETS_PYTHON) ] || python3 -m venv $(DATASETS_VENV)

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Checks labeled sets against the format in Datasets/README.md and prints what they hold.
+"""Checks labeled sets against the format in Datasets/README.md and prints what they hold. A folder whose
+dataset.json has `channel_names` and `file_ending` is checked as an nnU-Net v2 raw dataset instead (NIfTI or PNG
+files; geometry read with SimpleITK as nnU-Net reads it, and cross-checked against nibabel).
 
     python Datasets/check_labeled_set.py SET [SET…] [--skip-bad] [--quiet]
 
@@ -350,6 +352,236 @@ def check_set(folder: Path, skip_bad: bool, quiet: bool) -> bool:
     return True
 
 
+# MARK: - nnU-Net v2 raw datasets
+
+#: Geometry tolerance (spacing, origin, direction) between an image's channels and its label, and between readers.
+GEOMETRY_TOLERANCE = 1e-4
+
+
+def is_nnunet(folder: Path) -> bool:
+    """True when folder/dataset.json is an nnU-Net v2 description (it has channel_names and file_ending)."""
+    try:
+        description = json.loads((folder / "dataset.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(description, dict) and "channel_names" in description and "file_ending" in description
+
+
+def read_nnunet_description(folder: Path) -> dict:
+    """dataset.json as nnU-Net v2 requires it: channel_names {"0": name, …}, labels {name: value} with the values
+    0 … n-1 (background 0), numTraining, file_ending (.nii.gz, .nii or .png here)."""
+    path = folder / "dataset.json"
+    description = json.loads(path.read_text(encoding="utf-8"))
+    for key, kind in (("channel_names", dict), ("labels", dict), ("numTraining", int), ("file_ending", str)):
+        if not isinstance(description.get(key), kind) or isinstance(description.get(key), bool):
+            raise SetError(f"{path}: '{key}' must be a{'n' if kind is int else ''} {kind.__name__}")
+    channels = description["channel_names"]
+    if sorted(channels) != [str(i) for i in range(len(channels))] or not channels:
+        raise SetError(f"{path}: channel_names keys must be \"0\" … \"{len(channels) - 1}\", "
+                       f"got {sorted(channels)}")
+    values = description["labels"].values()
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values) \
+            or sorted(values) != list(range(len(values))) or description["labels"].get("background") != 0:
+        raise SetError(f"{path}: labels must map names to the integers 0 … n-1 with background 0, got "
+                       f"{description['labels']!r}")
+    if description["file_ending"] not in (".nii.gz", ".nii", ".png"):
+        raise SetError(f"{path}: file_ending {description['file_ending']!r} is not one this checker reads "
+                       f"(.nii.gz, .nii, .png)")
+    return description
+
+
+def _nnunet_files(folder: Path, ending: str, channels: int | None) -> tuple[dict, list[str]]:
+    """Case -> {channel: path} (images, channels given) or case -> path (labels), and the names that fit neither
+    pattern."""
+    found, strays = {}, []
+    if not folder.is_dir():
+        return found, strays
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith(".") or not entry.is_file():
+            continue
+        if not entry.name.endswith(ending):
+            strays.append(entry.name)
+            continue
+        stem = entry.name[:-len(ending)]
+        if channels is None:
+            found[stem] = entry
+            continue
+        match = re.fullmatch(r"(.+)_(\d{4})", stem)
+        if not match or int(match.group(2)) >= channels:
+            strays.append(entry.name)
+            continue
+        found.setdefault(match.group(1), {})[int(match.group(2))] = entry
+    return found, strays
+
+
+def _geometry_itk(path: Path):
+    """(array in z, y, x order, spacing x y z, origin, direction) as SimpleITK (nnU-Net's reader) reads it."""
+    import SimpleITK as sitk
+    image = sitk.ReadImage(str(path))
+    return (sitk.GetArrayFromImage(image), np.array(image.GetSpacing()), np.array(image.GetOrigin()),
+            np.array(image.GetDirection()))
+
+
+def _nibabel_agrees(path: Path, array: np.ndarray, spacing, origin, direction) -> str | None:
+    """None when nibabel's array and affine (RAS, turned to LPS) agree with SimpleITK's, else the cause."""
+    import nibabel
+    image = nibabel.load(str(path))
+    affine = np.diag([-1.0, -1.0, 1.0, 1.0]) @ image.affine                      # RAS -> LPS
+    columns = affine[:3, :3]
+    nib_spacing = np.linalg.norm(columns, axis=0)
+    nib_direction = (columns / nib_spacing).ravel()
+    for what, ours, theirs in (("spacing", nib_spacing, spacing), ("origin", affine[:3, 3], origin),
+                               ("direction", nib_direction, direction)):
+        if ours.shape != theirs.shape or not np.allclose(ours, theirs, rtol=0, atol=GEOMETRY_TOLERANCE):
+            return f"nibabel's {what} {np.round(ours, 6).tolist()} differs from SimpleITK's " \
+                   f"{np.round(theirs, 6).tolist()}"
+    data = np.asanyarray(image.dataobj)
+    if data.ndim == 3 and not np.array_equal(np.transpose(data, (2, 1, 0)), array):
+        return "nibabel's voxels differ from SimpleITK's"
+    return None
+
+
+def check_nnunet_case(folder: Path, case: str, images: dict, label: Path, description: dict) -> dict:
+    """One case: every channel readable, no NaN, channels and label on one grid (shape, spacing, origin,
+    direction within GEOMETRY_TOLERANCE), label values declared; for NIfTI nibabel must agree with SimpleITK."""
+    nifti = description["file_ending"] != ".png"
+    values = sorted(description["labels"].values())
+    grids = []
+    for channel, path in sorted(images.items()) + [("label", label)]:
+        try:
+            if nifti:
+                array, spacing, origin, direction = _geometry_itk(path)
+                disagreement = _nibabel_agrees(path, array, spacing, origin, direction)
+                if disagreement:
+                    raise CaseError(case, f"{path.relative_to(folder)}: {disagreement}")
+            else:
+                array = read_png(path, single_channel=channel == "label")
+                spacing = origin = direction = np.zeros(0)
+        except CaseError:
+            raise
+        except Exception as error:
+            raise CaseError(case, f"unreadable: {path.relative_to(folder)}: {error}") from None
+        grids.append((path, array.shape if nifti or channel == "label" else array.shape[:2], spacing, origin,
+                      direction))
+        if channel != "label" and np.issubdtype(array.dtype, np.floating) and np.isnan(array).any():
+            raise CaseError(case, f"{path.relative_to(folder)}: image holds NaN values")
+        if channel == "label":
+            labels = array
+    reference = grids[-1]
+    for path, shape, spacing, origin, direction in grids[:-1]:
+        if tuple(shape) != tuple(reference[1]):
+            raise CaseError(case, f"shape mismatch: {path.relative_to(folder)} {tuple(shape)}, label "
+                                  f"{tuple(reference[1])}")
+        for what, ours, theirs in (("spacing", spacing, reference[2]), ("origin", origin, reference[3]),
+                                   ("direction", direction, reference[4])):
+            if not np.allclose(ours, theirs, rtol=0, atol=GEOMETRY_TOLERANCE):
+                raise CaseError(case, f"geometry mismatch: {path.relative_to(folder)} {what} "
+                                      f"{np.round(ours, 6).tolist()}, label {np.round(theirs, 6).tolist()}")
+    found = np.unique(labels)
+    if not np.all(np.isin(found, values)):
+        raise CaseError(case, f"label outside classes: value(s) {sorted(set(found.tolist()) - set(values))} in "
+                              f"{label.relative_to(folder)} are not among the declared {values}")
+    return {"counts": np.bincount(labels.astype(np.int64).ravel(), minlength=len(values)),
+            "shape": tuple(int(n) for n in labels.shape), "spacing": tuple(float(v) for v in reference[2]),
+            "bytes": sum(p.stat().st_size for p in [*images.values(), label])}
+
+
+def check_splits_final(folder: Path, training: set) -> list[str]:
+    """splits_final.json beside dataset.json (optional): nnU-Net's list of folds {"train": [...], "val": [...]}
+    over training cases, train and val disjoint in each fold."""
+    path = folder / "splits_final.json"
+    if not path.is_file():
+        return []
+    try:
+        folds = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        return [f"{path.name}: not valid JSON: {error}"]
+    if not isinstance(folds, list) or not folds or not all(
+            isinstance(f, dict) and isinstance(f.get("train"), list) and isinstance(f.get("val"), list)
+            for f in folds):
+        return [f"{path.name}: must be a list of folds, each {{\"train\": [...], \"val\": [...]}}"]
+    problems = []
+    for index, fold in enumerate(folds):
+        unknown = sorted(set(fold["train"] + fold["val"]) - training)
+        if unknown:
+            problems.append(f"{path.name}: fold {index} lists {unknown[:5]} which are not training cases")
+        both = sorted(set(fold["train"]) & set(fold["val"]))
+        if both:
+            problems.append(f"{path.name}: fold {index} has {both[:5]} in both train and val")
+    return problems
+
+
+def check_nnunet_set(folder: Path, skip_bad: bool, quiet: bool) -> bool:
+    """imagesTr/labelsTr (numTraining cases), optional imagesTs with optional labelsTs (a labeled test split),
+    optional splits_final.json; every problem is printed, by case."""
+    description = read_nnunet_description(folder)
+    ending = description["file_ending"]
+    channels = len(description["channel_names"])
+    classes = [name for name, _ in sorted(description["labels"].items(), key=lambda item: item[1])]
+    problems: list[str] = []
+    results = {}
+    training: set = set()
+    layout = (("train", "imagesTr", "labelsTr"), ("test", "imagesTs", "labelsTs"))
+    for split, images_folder, labels_folder in layout:
+        if split == "train" and not (folder / images_folder).is_dir():
+            raise SetError(f"{folder / images_folder}: missing folder")
+        images, strays = _nnunet_files(folder / images_folder, ending, channels)
+        if split == "test" and not (folder / labels_folder).is_dir():
+            results[split] = {"unlabeled": len(images)}
+            continue
+        labels, label_strays = _nnunet_files(folder / labels_folder, ending, None)
+        problems += [f"{images_folder}/{name}: not <case>_<XXXX>{ending} with a channel below {channels}"
+                     for name in strays]
+        problems += [f"{labels_folder}/{name}: not <case>{ending}" for name in label_strays]
+        problems += [f"{case}: unpaired image: {images_folder} has it, {labels_folder} has no {case}{ending}"
+                     for case in sorted(set(images) - set(labels))]
+        problems += [f"{case}: unpaired label: {labels_folder}/{case}{ending} has no image in {images_folder}"
+                     for case in sorted(set(labels) - set(images))]
+        for case in sorted(set(images) & set(labels)):
+            missing = sorted(set(range(channels)) - set(images[case]))
+            if missing:
+                problems.append(f"{case}: missing channel(s) {missing} ({case}_{missing[0]:04d}{ending})")
+                continue
+            try:
+                results.setdefault(split, {})[case] = check_nnunet_case(folder, case, images[case], labels[case],
+                                                                        description)
+            except CaseError as error:
+                problems.append(str(error))
+        if split == "train":
+            training = set(images) & set(labels)
+            if len(images) != description["numTraining"]:
+                problems.append(f"dataset.json: numTraining is {description['numTraining']}, {images_folder} "
+                                f"holds {len(images)} cases")
+    problems += check_splits_final(folder, training)
+    for problem in problems:
+        print(f"{folder}: {'skipped ' if skip_bad else ''}{problem}", file=sys.stderr)
+    if problems and not skip_bad:
+        return False
+    if not results.get("train"):
+        print(f"{folder}: no valid training case", file=sys.stderr)
+        return False
+    if not quiet:
+        print(f"{folder}: {description.get('name', folder.name)} (nnU-Net v2 raw, {channels} channel(s) "
+              f"{list(description['channel_names'].values())}), classes {classes}")
+        total = 0
+        for split, cases in results.items():
+            if "unlabeled" in cases:
+                print(f"  {split}: {cases['unlabeled']} unlabeled cases (imagesTs/ without labelsTs/)")
+                continue
+            counts = sum(r["counts"] for r in cases.values())
+            shapes = np.array([r["shape"] for r in cases.values()])
+            spacings = np.array([r["spacing"] for r in cases.values()])
+            total += sum(r["bytes"] for r in cases.values())
+            print(f"  {split}: {len(cases)} cases, shapes (z, y, x) {shapes.min(0).tolist()} … "
+                  f"{shapes.max(0).tolist()}, spacing (x, y, z) mm "
+                  f"{np.round(spacings.min(0), 3).tolist()} … {np.round(spacings.max(0), 3).tolist()}, "
+                  f"class fractions "
+                  + ", ".join(f"{name} {c / counts.sum():.4f}" for name, c in zip(classes, counts)))
+        folds = "no splits_final.json" if not (folder / "splits_final.json").is_file() else "splits_final.json OK"
+        print(f"  {folds}, {len(problems)} problem(s), {total / 1e6:.2f} MB of images and labels: OK")
+    return True
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sets", nargs="+", type=Path, help="labeled-set folders")
@@ -359,7 +591,8 @@ def main(argv=None) -> int:
     ok = True
     for folder in args.sets:
         try:
-            ok = check_set(folder, args.skip_bad, args.quiet) and ok
+            check = check_nnunet_set if is_nnunet(folder) else check_set
+            ok = check(folder, args.skip_bad, args.quiet) and ok
         except SetError as error:
             print(f"{error}", file=sys.stderr)
             ok = False

@@ -9,6 +9,10 @@ stride. It is an estimate of the ceiling, not a bound: a network can place sharp
 but a structure thinner than a cell (a 2-3 pixel cortical ribbon at stride 8) cannot be drawn by any smooth
 interpolation of a coarse grid. Pure NumPy, no model.
 
+An nnU-Net v2 raw set (NIfTI, e.g. mni-brain-3d) is read slice by slice along its third (slice) axis, as SliceLab
+segments volumes, and scored with one Dice per case over the whole volume: `--split test` is labelsTs/, `--split
+val` fold 0's val cases of splits_final.json (labelsTr/), `--split train` labelsTr/.
+
     python Datasets/stride_ceiling.py Datasets/cache/mni-brain --split val --strides 8,4,2
 """
 
@@ -58,6 +62,22 @@ def bilinear(planes: np.ndarray, height: int, width: int) -> np.ndarray:
     return rows[:, :, x0] * (1 - fx)[None, None, :] + rows[:, :, x1] * fx[None, None, :]
 
 
+def nnunet_cases(folder: pathlib.Path, description: dict, split: str) -> tuple[list, dict]:
+    """(case names, case -> label volume reader) of an nnU-Net v2 raw set's split; planes are axial slices."""
+    import nibabel
+    ending = description["file_ending"]
+    labels = folder / ("labelsTs" if split == "test" else "labelsTr")
+    if split == "val":
+        cases = json.loads((folder / "splits_final.json").read_text())[0]["val"]
+    else:
+        cases = sorted(p.name[:-len(ending)] for p in labels.glob(f"*{ending}"))
+
+    def read(case: str) -> np.ndarray:
+        volume = np.asanyarray(nibabel.load(str(labels / f"{case}{ending}")).dataobj).astype(np.int64)
+        return np.transpose(volume, (2, 1, 0))                          # (slices, rows, columns)
+    return cases, read
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dataset")
@@ -66,17 +86,25 @@ def main() -> None:
     args = parser.parse_args()
     folder = pathlib.Path(args.dataset)
     description = json.loads((folder / "dataset.json").read_text())
-    classes = description["classes"]
-    cases = description["splits"][args.split]
+    if "file_ending" in description:                                     # nnU-Net v2 raw: volumes
+        classes = [name for name, _ in sorted(description["labels"].items(), key=lambda item: item[1])]
+        cases, read = nnunet_cases(folder, description, args.split)
+        description["name"] = description.get("name", folder.name)
+    else:
+        classes = description["classes"]
+        cases = description["splits"][args.split]
+        read = lambda case: read_labels(folder, case)[None]             # noqa: E731 (one plane)
     print(f"{description['name']}, split {args.split} ({len(cases)} cases): Dice ceiling per class "
           f"({', '.join(classes[1:])})")
     for stride in (int(s) for s in args.strides.split(",")):
         dice = {k: [] for k in range(1, len(classes))}
         for case in cases:
-            truth = read_labels(folder, case)
-            one_hot = (truth[None] == np.arange(len(classes))[:, None, None]).astype(np.float64)
-            logits = bilinear(np.log(area_downsample(one_hot, stride) + 1e-3), *truth.shape)
-            predicted = logits.argmax(axis=0)
+            truth = read(case)
+            predicted = np.empty_like(truth)
+            for index, plane in enumerate(truth):
+                one_hot = (plane[None] == np.arange(len(classes))[:, None, None]).astype(np.float64)
+                logits = bilinear(np.log(area_downsample(one_hot, stride) + 1e-3), *plane.shape)
+                predicted[index] = logits.argmax(axis=0)
             for k in dice:
                 a, b = predicted == k, truth == k
                 if a.sum() + b.sum():

@@ -85,6 +85,18 @@ def tree_sha256(folder: Path) -> str:
     return digest.hexdigest()
 
 
+def install(staging: Path, out_dir: Path) -> None:
+    """Puts a finished staging folder in place of out_dir: renames any old out_dir away first, then deletes it,
+    so out_dir is never half written."""
+    if out_dir.exists():
+        retired = out_dir.parent / f"{out_dir.name}.tmp-old-{os.getpid()}"
+        out_dir.rename(retired)
+        staging.rename(out_dir)
+        shutil.rmtree(retired)
+    else:
+        staging.rename(out_dir)
+
+
 def build_set(spec: SetSpec, template: Template, out_dir: Path, versions: dict) -> dict:
     """Builds the set into out_dir (replaced atomically) and returns its statistics."""
     started = time.monotonic()
@@ -143,13 +155,7 @@ def build_set(spec: SetSpec, template: Template, out_dir: Path, versions: dict) 
     }
     (staging / "dataset.json").write_text(json.dumps(dataset, indent=2) + "\n")
     digest = tree_sha256(staging)
-    if out_dir.exists():
-        retired = out_dir.parent / f"{out_dir.name}.tmp-old-{os.getpid()}"
-        out_dir.rename(retired)
-        staging.rename(out_dir)
-        shutil.rmtree(retired)
-    else:
-        staging.rename(out_dir)
+    install(staging, out_dir)
 
     sizes = [p.stat().st_size for p in out_dir.rglob("*") if p.is_file()]
     fractions = {split: [round(float(v) / max(int(counts.sum()), 1), 4) for v in counts]
