@@ -33,6 +33,13 @@ public enum Compare {
         public var post: [ComparePost] = []
         /// The dense CRF's parameters for `--post crf`.
         public var crf = SegmentPostProcessing.CRFParameters()
+        /// The fold and split seed for nnU-Net and Decathlon sets (`--fold`, `--split-seed`).
+        public var selection = SplitSelection()
+        /// A folder for each run's label volumes, `<folder>/<run>/<case><file ending>` in the set's own format
+        /// (`--predictions`), or nil.
+        public var predictions: String?
+        /// Runs from another tool's label files, `<folder>/<case><file ending>` (`--external NAME=FOLDER`).
+        public var external: [(name: String, folder: String)] = []
 
         public init(dataset: String, model: String, classical: [ClassicalSpec], split: String = "test", output: String,
                     report: String? = nil, threads: Int? = nil, skipBad: Bool = false, voteCases: Int = 16,
@@ -62,7 +69,7 @@ public enum Compare {
     ///   classical methods and the results writer. Nothing is written unless every run completed.
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws -> Outcome {
         try prepareOutputLocation(options.output)
-        for folder in [options.report, options.overlays].compactMap({ $0 }) {
+        for folder in [options.report, options.overlays, options.predictions].compactMap({ $0 }) {
             try prepareOutputLocation(folder, isFolder: true)
         }
         var timings: [(String, Double)] = []
@@ -78,7 +85,8 @@ public enum Compare {
         }
         if let threads = options.threads { setComputeThreads(threads) }
         let set = try timed("load") {
-            try LabeledSet.open(options.dataset, skipBad: options.skipBad, limits: options.limits)
+            try LabeledSet.open(options.dataset, skipBad: options.skipBad, limits: options.limits,
+                                selection: options.selection)
         }
         let caseNames = set.cases(in: options.split)
         guard !caseNames.isEmpty else {
@@ -102,7 +110,7 @@ public enum Compare {
         if posts.isEmpty {
             for (index, image) in images.enumerated() {
                 let labels = try timed("segment deeplabv3") {
-                    try Segment.labels(model: model, preprocessing: preprocessing, image: image)
+                    try segmentVolume(model: model, preprocessing: preprocessing, image: image)
                 }
                 deep.append(labelMap(labels, like: samples[index]))
                 progress.advance(status: "deeplabv3 \(samples[index].name)")
@@ -151,6 +159,13 @@ public enum Compare {
             }
             predictions.append((options.runPrefix + spec.runName, spec.method.rawValue, spec.text, classicalConfigJSON(spec, set), maps))
         }
+        for (name, folder) in options.external {
+            let maps = try timed("read \(name)") {
+                try externalPredictions(run: name, folder: folder, caseNames: caseNames, references: references,
+                                        set: set)
+            }
+            predictions.append((options.runPrefix + name, "external", folder, "{\"folder\": \"\(folder)\"}", maps))
+        }
         let names = predictions.map(\.name)
         if let duplicate = names.first(where: { name in names.filter { $0 == name }.count > 1 }) {
             throw CompareError.duplicateRun(name: duplicate)
@@ -169,6 +184,7 @@ public enum Compare {
                                          cases: zip(zip(caseNames, samples), metrics).map { ($0.0, $0.1.spacing, $1) },
                                          labels: stored)
                 run.postprocessingJSON = postprocessing[prediction.name]
+                run.splitJSON = set.splitJSON
                 return run
             }
         }
@@ -178,6 +194,10 @@ public enum Compare {
             if let folder = options.overlays {
                 try writeOverlays(to: folder, names: predictions.map(\.name), maps: predictions.map(\.maps),
                                   images: images, references: references, caseNames: caseNames)
+            }
+            if let folder = options.predictions {
+                try writePredictions(to: folder, names: predictions.map(\.name), maps: predictions.map(\.maps),
+                                     samples: samples, set: set)
             }
             if let folder = options.report {
                 try report(runs: runs, comparisons: comparisons, images: images, references: references,
@@ -189,6 +209,77 @@ public enum Compare {
     }
 
     // MARK: - Pieces
+
+    /// The model's labels for a case, slice by slice along the first axis ([frames, rows, columns]).
+    ///
+    /// The one place `compare` runs the model over a case: segmenting a whole volume (context slices, in-plane
+    /// resampling to the training spacing) replaces this function.
+    static func segmentVolume(model: DeepLabV3, preprocessing: Preprocessing, image: ScanImage) throws -> [Int32] {
+        try Segment.labels(model: model, preprocessing: preprocessing, image: image)
+    }
+
+    /// The label maps of `--external NAME=FOLDER`: `<case><file ending>` for every case of the split (any format
+    /// SliceLab reads, found by the case name), on each reference's grid.
+    ///
+    /// - Throws: `CompareError.externalMissing` listing every case without a file, `.externalShape`, and the
+    ///   readers' errors naming the file.
+    static func externalPredictions(run: String, folder: String, caseNames: [String], references: [LabelMap],
+                                    set: LabeledSet) throws -> [LabelMap] {
+        let found: [(stem: String, url: URL)]
+        do { found = try ImageFormats.files(in: URL(fileURLWithPath: folder)) } catch {
+            throw InputError.unsupportedFile(file: folder, reason: "cannot list it: \(error.localizedDescription)")
+        }
+        var byCase: [String: URL] = [:]
+        for (stem, url) in found where byCase[stem] == nil || url.lastPathComponent == stem + (set.fileEnding ?? "") {
+            byCase[stem] = url
+        }
+        let missing = caseNames.filter { byCase[$0] == nil }
+        guard missing.isEmpty else { throw CompareError.externalMissing(run: run, folder: folder, cases: missing) }
+        return try zip(caseNames, references).map { name, reference in
+            let path = byCase[name]!.path
+            var map = try EvaluateInputs.load(path, limits: set.limits).labels
+            let (shape, expected) = ([map.frames, map.rows, map.columns],
+                                     [reference.frames, reference.rows, reference.columns])
+            guard shape == expected else {
+                throw CompareError.externalShape(run: run, file: path, shape: shape, reference: expected)
+            }
+            map.spacing = reference.spacing
+            return map
+        }
+    }
+
+    /// Writes `<folder>/<run>/<case><ending>` for every run and case, the folder as a whole: NIfTI with the case's
+    /// geometry for NIfTI sets, PNG for 2-D PNG sets, else HDF5 `/labels` (a DICOM SEG needs its source series).
+    static func writePredictions(to folder: String, names: [String], maps: [[LabelMap]], samples: [LabeledSample],
+                                 set: LabeledSet) throws {
+        try writeFolderAtomically(to: folder) { temporary in
+            for (name, runMaps) in zip(names, maps) {
+                try FileManager.default.createDirectory(atPath: "\(temporary)/\(name)", withIntermediateDirectories: true)
+                for (map, sample) in zip(runMaps, samples) {
+                    let ending = predictionEnding(set, sample.name)
+                    let path = "\(temporary)/\(name)/\(sample.name)\(ending)"
+                    if ending.hasPrefix(".nii") {
+                        let geometry = sample.geometry ?? VolumeGeometry(spacing: sample.spacing, origin: [0, 0, 0],
+                                                                         direction: VolumeGeometry.identity.direction)
+                        try NIfTIImage.write(.labels(map.labels), dimensions: [map.columns, map.rows, map.frames],
+                                             geometry: geometry, to: path)
+                    } else {
+                        try map.write(to: path, elementType: map.labels.max() ?? 0 > 255 ? .uint16 : .uint8)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The ending of a case's written labels: the set's file ending, else its label file's (".h5" for DICOM SEG
+    /// and multi-frame PNG-less cases).
+    static func predictionEnding(_ set: LabeledSet, _ name: String) -> String {
+        let ending = set.fileEnding ?? set.files[name].flatMap { ImageFormats.knownEnding($0.labels.lastPathComponent) }
+        switch ending?.lowercased() {
+        case ".nii.gz"?, ".nii"?, ".png"?: return ending!.lowercased()
+        default: return ".h5"
+        }
+    }
 
     /// `--post auto`: the component rules chosen per class on the validation split (else the train split).
     static func chooseAuto(set: LabeledSet, model: DeepLabV3, preprocessing: Preprocessing,
@@ -235,7 +326,7 @@ public enum Compare {
             results.set(index) {
                 try CaseMetrics(reference: Evaluate.grid(references[index], references[index].spacing),
                                 prediction: Evaluate.grid(predictions[index], references[index].spacing),
-                                settings: settings)
+                                settings: settings, voxelVolumeMM3: references[index].spacing.reduce(1, *))
             }
         }
         return try results.values()
