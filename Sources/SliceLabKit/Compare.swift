@@ -101,6 +101,13 @@ public enum Compare {
         let samples = try timed("load") { try caseNames.map { try set.load($0) } }
         let images = samples.map(scanImage)
         let references = samples.map { labelMap($0.labels.values, like: $0) }
+        // Other tools' runs first: a missing or misshapen file fails before the model runs.
+        let externalMaps = try timed("load") {
+            try options.external.map {
+                try externalPredictions(run: $0.name, folder: $0.folder, caseNames: caseNames, references: references,
+                                        set: set)
+            }
+        }
 
         // DeepLabV3, case by case (oneDNN uses every core for one case).
         let progress = ProgressReporter("compare", total: samples.count * (1 + options.classical.count))
@@ -159,12 +166,9 @@ public enum Compare {
             }
             predictions.append((options.runPrefix + spec.runName, spec.method.rawValue, spec.text, classicalConfigJSON(spec, set), maps))
         }
-        for (name, folder) in options.external {
-            let maps = try timed("read \(name)") {
-                try externalPredictions(run: name, folder: folder, caseNames: caseNames, references: references,
-                                        set: set)
-            }
-            predictions.append((options.runPrefix + name, "external", folder, "{\"folder\": \"\(folder)\"}", maps))
+        for ((name, folder), maps) in zip(options.external, externalMaps) {
+            predictions.append((options.runPrefix + name, "external", folder,
+                                DatasetLayouts.jsonText(["folder": folder]), maps))
         }
         let names = predictions.map(\.name)
         if let duplicate = names.first(where: { name in names.filter { $0 == name }.count > 1 }) {

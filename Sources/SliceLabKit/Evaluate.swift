@@ -61,6 +61,11 @@ public enum Evaluate {
         }
         let fallbackSpacing = try resolvedSpacing(options.spacing)
         let pairs = try EvaluateInputs.pairs(prediction: options.prediction, reference: options.reference)
+        var options = options
+        if options.classNames == nil, options.classCount == nil,
+           let dataset = try EvaluateInputs.datasetLabels(options.reference) {
+            options.classNames = dataset.classNames  // an nnU-Net or Decathlon set names its classes
+        }
         let classCount = try resolveClassCount(options, pairs, limits: limits)
         let classNames = options.classNames ?? (0..<classCount).map { $0 == 0 ? "background" : "class_\($0)" }
         let settings = EvaluationSettings(classCount: classCount, toleranceMM: options.toleranceMM,
