@@ -56,6 +56,36 @@ import Testing
         #expect(throws: LabeledSetError.self) { try LabeledSet.open(root.path, selection: SplitSelection(fold: 1)) }
     }
 
+    /// A 2-D nnU-Net set of PNGs: read as one-slice cases, and `compare --predictions` writes `.png` label files.
+    @Test func nnUNetPNGSetComparesAndWritesPNGPredictions() throws {
+        let folder = try TestSupport.temporaryFolder()
+        let root = folder.appendingPathComponent("Dataset502_Flat")
+        for sub in ["imagesTr", "labelsTr"] {
+            try FileManager.default.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
+        }
+        for k in 0..<5 {
+            let labels = Array(DatasetFixtures.reference(k)[(3 * 256)..<(4 * 256)])  // slice 3
+            try PNGImage(rows: 16, columns: 16, channels: 1, samples: labels.map { UInt8($0) * 90 + UInt8(k) })
+                .write(to: root.appendingPathComponent("imagesTr/flat\(k)_0000.png").path)
+            try PNGImage(rows: 16, columns: 16, channels: 1, samples: labels.map { UInt8($0) })
+                .write(to: root.appendingPathComponent("labelsTr/flat\(k).png").path)
+        }
+        let json: [String: Any] = ["channel_names": ["0": "gray"], "labels": ["background": 0, "sphere": 1, "box": 2],
+                                   "numTraining": 5, "file_ending": ".png"]
+        try JSONSerialization.data(withJSONObject: json).write(to: root.appendingPathComponent("dataset.json"))
+        let set = try LabeledSet.open(root.path, selection: SplitSelection(preprocessedFolder: nil))
+        #expect(set.description.name == "Dataset502_Flat" && set.description.modality == "OT")
+        #expect(set.cases(in: "test") == ["flat0"])  // n = 5, seed 12345: permutation [0, 4, 3, 1, 2]
+        #expect(try set.load("flat2").image.shape == [1, 1, 16, 16])
+        let written = folder.appendingPathComponent("predictions")
+        let run = try TestSupport.slicelab(["compare", root.path, "--model", try CompareTests.makeModel(in: folder),
+                                            "--classical", "kmeans:space=gray,map=train-vote", "--predictions",
+                                            written.path, "--out", folder.appendingPathComponent("r.h5").path])
+        #expect(run.status == 0, "\(run.standardError)")
+        let png = try PNGImage.read(written.appendingPathComponent("kmeans-gray-train-vote/flat0.png").path)
+        #expect(png.rows == 16 && png.columns == 16 && png.channels == 1)
+    }
+
     @Test func decathlonSetReadsFourDimensionalImagesAsChannels() throws {
         let folder = try TestSupport.temporaryFolder()
         let root = try DatasetFixtures.makeMSD(in: folder)
@@ -71,6 +101,23 @@ import Testing
                 == Array(DatasetFixtures.image(3, channel: 1)[5 * plane..<6 * plane]))
     }
 
+    /// `train` on an nnU-Net set: fold K's train cases train (slice by slice), its val cases validate; a fold the
+    /// split does not have is one line, exit 1.
+    @Test func trainUsesTheSelectedFoldOfAnNNUNetSet() throws {
+        let folder = try TestSupport.temporaryFolder()
+        let root = try DatasetFixtures.makeNNUNet(in: folder, count: 6, channels: 1)
+        let out = folder.appendingPathComponent("m.h5").path
+        let result = try TestSupport.slicelab(["train", root.path, "--arch", "deeplabv3_mobilenet_v2", "--num-classes",
+                                               "3", "--steps", "1", "--batch", "2", "--crop", "16", "--fold", "1",
+                                               "--out", out])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(FileManager.default.fileExists(atPath: out))
+        let bad = try TestSupport.slicelab(["train", root.path, "--arch", "deeplabv3_mobilenet_v2", "--num-classes",
+                                            "3", "--steps", "1", "--fold", "5", "--out", out])
+        #expect(bad.status == 1 && bad.standardError.contains("--fold 5: the split has folds 0…4"))
+        #expect(bad.standardError.split(separator: "\n").count == 1)
+    }
+
     // MARK: - dataset check
 
     @Test func datasetCheckListsEveryProblemByCaseAndExitsOne() throws {
@@ -79,6 +126,9 @@ import Testing
         let ok = try TestSupport.slicelab(["dataset", "check", clean.path])
         #expect(ok.status == 0, "\(ok.standardOutput)\(ok.standardError)")
         #expect(ok.standardOutput.contains("nnunet set, 4 labeled case(s): no problems"))
+        let own = try TestSupport.slicelab(["dataset", "check", try CompareTests.makeSet(in: folder).path])
+        #expect(own.status == 0 && own.standardOutput.contains("slicelab set, 6 labeled case(s): no problems"),
+                "\(own.standardOutput)\(own.standardError)")
 
         let root = try DatasetFixtures.makeNNUNet(in: folder.appendingPathComponent("bad"))
         let fm = FileManager.default
