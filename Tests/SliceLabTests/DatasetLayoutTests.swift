@@ -240,6 +240,17 @@ import Testing
         let cases: [Case]
     }
 
+    /// Writes another tool's labels `<case>.nii.gz` for `cases` into `folder` and returns it.
+    func writePredictions(_ cases: Range<Int>, into folder: URL) throws -> URL {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for k in cases {
+            try NIfTIImage.write(.labels(DatasetFixtures.prediction(k)), dimensions: DatasetFixtures.dimensions,
+                                 geometry: DatasetFixtures.geometry,
+                                 to: folder.appendingPathComponent("\(DatasetFixtures.caseName(k)).nii.gz").path)
+        }
+        return folder
+    }
+
     /// The metrics of a results file's run: per metric, [case][class].
     func runMetrics(_ path: String, run: String, metrics: [String]) throws -> [String: [[Double]]] {
         let file = try HDF5File.open(path)
@@ -257,13 +268,7 @@ import Testing
         let goldens = try JSONDecoder().decode(Goldens.self, from: Data(contentsOf: Self.goldensURL))
         let folder = try TestSupport.temporaryFolder()
         let root = try DatasetFixtures.makeNNUNet(in: folder, channels: 1)
-        let predictions = folder.appendingPathComponent("predictions")
-        try FileManager.default.createDirectory(at: predictions, withIntermediateDirectories: true)
-        for k in 0..<4 {
-            try NIfTIImage.write(.labels(DatasetFixtures.prediction(k)), dimensions: DatasetFixtures.dimensions,
-                                 geometry: DatasetFixtures.geometry,
-                                 to: predictions.appendingPathComponent("\(DatasetFixtures.caseName(k)).nii.gz").path)
-        }
+        let predictions = try writePredictions(0..<4, into: folder.appendingPathComponent("predictions"))
         let results = folder.appendingPathComponent("results.h5").path
         let run = try TestSupport.slicelab(["evaluate", "--pred", predictions.path, "--ref",
                                             root.appendingPathComponent("labelsTr").path, "--num-classes", "3",
@@ -301,13 +306,7 @@ import Testing
         let folder = try TestSupport.temporaryFolder()
         let root = try DatasetFixtures.makeNNUNet(in: folder, channels: 1)
         try DatasetFixtures.writeSplits([(["case_000", "case_001"], ["case_002", "case_003"])], in: root)
-        let external = folder.appendingPathComponent("nnunet_fold0")
-        try FileManager.default.createDirectory(at: external, withIntermediateDirectories: true)
-        for k in 2..<4 {
-            try NIfTIImage.write(.labels(DatasetFixtures.prediction(k)), dimensions: DatasetFixtures.dimensions,
-                                 geometry: DatasetFixtures.geometry,
-                                 to: external.appendingPathComponent("\(DatasetFixtures.caseName(k)).nii.gz").path)
-        }
+        let external = try writePredictions(2..<4, into: folder.appendingPathComponent("nnunet_fold0"))
         try Data("{}".utf8).write(to: external.appendingPathComponent("plans.json"))  // as nnU-Net leaves it
         let model = try CompareTests.makeModel(in: folder)
         let results = folder.appendingPathComponent("results.h5").path

@@ -24,6 +24,19 @@ struct LayoutContents {
     var channelNames: [String]
     /// How the splits were made, as JSON (recorded in results files).
     var splitJSON: String
+
+    /// The contents of a layout's set: its fold selected among the labeled cases (`CrossValidationSplit`), its
+    /// name from `dataset.json` (else the folder's), its modality from the first channel's name.
+    init(folder: URL, json: [String: Any], classes: [String], channelNames: [String], files: [String: CaseFiles],
+         caseProblems: [LabeledSetError], setProblems: [String], fileEnding: String,
+         selection: SplitSelection) throws {
+        let (splits, splitJSON) = try CrossValidationSplit.select(cases: files.keys.sorted(), folder: folder,
+                                                                  selection: selection)
+        description = LabeledSetDescription(name: json["name"] as? String ?? folder.lastPathComponent, classes: classes,
+                                            modality: DatasetLayouts.modality(channelNames[0]), splits: splits)
+        (self.files, self.caseProblems, self.setProblems) = (files, caseProblems, setProblems)
+        (self.fileEnding, self.channelNames, self.splitJSON) = (fileEnding, channelNames, splitJSON)
+    }
 }
 
 /// A dataset layout that other tools write, recognised by its `dataset.json` (nnU-Net v2 raw, the Medical
@@ -83,6 +96,27 @@ enum DatasetLayouts {
             return ([], "'labels' must declare 2…256 classes (background 0 included), got \(values.count)")
         }
         return (values.map { byValue[$0]! }, nil)
+    }
+
+    /// The names of a table `"0": name, "1": name, …` (the channels of `channel_names` or `modality`), in index
+    /// order.
+    ///
+    /// - Throws: `LabeledSetError.invalidDescription` naming `file` for other keys, non-string names, or indices
+    ///   that are not 0, 1, 2, ….
+    static func indexedNames(_ table: Any?, key: String, file: String) throws -> [String] {
+        var names: [Int: String] = [:]
+        for (index, value) in table as? [String: Any] ?? [:] {
+            guard let position = Int(index), let name = value as? String else {
+                throw LabeledSetError.invalidDescription(file: file, reason: "'\(key)' maps channel indices (\"0\", "
+                    + "\"1\", …) to names, got \"\(index)\"")
+            }
+            names[position] = name
+        }
+        guard !names.isEmpty, names.keys.sorted() == Array(0..<names.count) else {
+            throw LabeledSetError.invalidDescription(file: file, reason: "'\(key)' must name the channels 0, 1, 2, …, "
+                + "got \(names.keys.sorted())")
+        }
+        return (0..<names.count).map { names[$0]! }
     }
 
     /// SliceLab's modality code for a channel name: "CT" stays, MR sequences become "MR", anything else "OT".

@@ -32,17 +32,7 @@ struct MSDLayout: DatasetLayout {
         }
         let (classes, labelProblem) = DatasetLayouts.classNames(byValue)
         if let labelProblem { throw invalid(labelProblem) }
-        var channels: [Int: String] = [:]
-        for (key, value) in json["modality"] as? [String: Any] ?? [:] {
-            guard let index = Int(key), let name = value as? String else {
-                throw invalid("'modality' maps channel indices (\"0\", \"1\", …) to names, got \"\(key)\"")
-            }
-            channels[index] = name
-        }
-        guard !channels.isEmpty, channels.keys.sorted() == Array(0..<channels.count) else {
-            throw invalid("'modality' must name the channels 0, 1, 2, …, got \(channels.keys.sorted())")
-        }
-        let channelNames = (0..<channels.count).map { channels[$0]! }
+        let channelNames = try DatasetLayouts.indexedNames(json["modality"], key: "modality", file: descriptionFile)
         let training = json["training"] as? [Any] ?? []
         var files: [String: CaseFiles] = [:]
         var caseProblems: [LabeledSetError] = []
@@ -78,13 +68,8 @@ struct MSDLayout: DatasetLayout {
         if let expected = DatasetLayouts.integer(json["numTraining"]), expected != training.count {
             setProblems.append("'numTraining' is \(expected) but 'training' lists \(training.count) cases")
         }
-        let (splits, splitJSON) = try CrossValidationSplit.select(cases: files.keys.sorted(), folder: folder,
-                                                                  selection: selection)
-        let description = LabeledSetDescription(
-            name: json["name"] as? String ?? folder.lastPathComponent, classes: classes,
-            modality: DatasetLayouts.modality(channelNames[0]), splits: splits)
-        return LayoutContents(description: description, files: files, caseProblems: caseProblems,
-                              setProblems: setProblems, fileEnding: endings.count == 1 ? endings.first! : ".nii.gz",
-                              channelNames: channelNames, splitJSON: splitJSON)
+        return try LayoutContents(folder: folder, json: json, classes: classes, channelNames: channelNames,
+                                  files: files, caseProblems: caseProblems, setProblems: setProblems,
+                                  fileEnding: endings.count == 1 ? endings.first! : ".nii.gz", selection: selection)
     }
 }

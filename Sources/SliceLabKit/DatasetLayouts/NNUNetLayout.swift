@@ -20,18 +20,8 @@ struct NNUNetLayout: DatasetLayout {
         guard let ending = json["file_ending"] as? String, ending.hasPrefix("."), ending.count > 1 else {
             throw invalid("'file_ending' must be a file ending such as \".nii.gz\" or \".png\"")
         }
-        let channelTable = json["channel_names"] as? [String: Any] ?? [:]
-        var channels: [Int: String] = [:]
-        for (key, value) in channelTable {
-            guard let index = Int(key), let name = value as? String else {
-                throw invalid("'channel_names' maps channel indices (\"0\", \"1\", …) to names, got \"\(key)\"")
-            }
-            channels[index] = name
-        }
-        guard !channels.isEmpty, channels.keys.sorted() == Array(0..<channels.count) else {
-            throw invalid("'channel_names' must name the channels 0, 1, 2, …, got \(channels.keys.sorted())")
-        }
-        let channelNames = (0..<channels.count).map { channels[$0]! }
+        let channelNames = try DatasetLayouts.indexedNames(json["channel_names"], key: "channel_names",
+                                                           file: descriptionFile)
         guard let labelTable = json["labels"] as? [String: Any] else {
             throw invalid("missing required key 'labels' (class name → label value)")
         }
@@ -68,7 +58,7 @@ struct NNUNetLayout: DatasetLayout {
                 }
             }
         } else {
-            (files, caseProblems) = try Self.scan(folder: folder, ending: ending, channelCount: channels.count,
+            (files, caseProblems) = try Self.scan(folder: folder, ending: ending, channelCount: channelNames.count,
                                                   descriptionFile: descriptionFile)
         }
         let found = Set(files.keys).union(caseProblems.compactMap(\.caseName)).count
@@ -79,14 +69,9 @@ struct NNUNetLayout: DatasetLayout {
         } else {
             setProblems.append("missing required key 'numTraining'")
         }
-        let (splits, splitJSON) = try CrossValidationSplit.select(cases: files.keys.sorted(), folder: folder,
-                                                                  selection: selection)
-        let description = LabeledSetDescription(
-            name: json["name"] as? String ?? folder.lastPathComponent, classes: classes,
-            modality: DatasetLayouts.modality(channelNames[0]), splits: splits)
-        return LayoutContents(description: description, files: files, caseProblems: caseProblems,
-                              setProblems: setProblems, fileEnding: ending, channelNames: channelNames,
-                              splitJSON: splitJSON)
+        return try LayoutContents(folder: folder, json: json, classes: classes, channelNames: channelNames,
+                                  files: files, caseProblems: caseProblems, setProblems: setProblems,
+                                  fileEnding: ending, selection: selection)
     }
 
     /// Pairs `imagesTr/{case}_{XXXX}{ending}` with `labelsTr/{case}{ending}`, listing each case's problems.
