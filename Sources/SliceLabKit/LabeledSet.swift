@@ -105,6 +105,11 @@ public final class LabeledSet: @unchecked Sendable {
         if let layout = DatasetLayouts.layout(of: json) {
             return try open(folder, layout: layout, json: json, skipBad: skipBad, limits: limits, selection: selection)
         }
+        guard selection.fold == 0 else {
+            throw LabeledSetError.invalidDescription(file: folder.appendingPathComponent("dataset.json").path,
+                                                     reason: "--fold \(selection.fold) applies to nnU-Net and Decathlon "
+                                                         + "sets; this set's splits are in its dataset.json")
+        }
         let description = try readDescription(folder.appendingPathComponent("dataset.json"))
         let images = try entries(folder.appendingPathComponent("images"), foldersAllowed: true)
         let labels = try entries(folder.appendingPathComponent("labels"), foldersAllowed: false)

@@ -50,8 +50,19 @@ import Testing
         #expect(sample.spacing == [3.0, 0.75, 1.25])
         #expect(sample.geometry.map { zip($0.origin, [-10, 20, 30]).allSatisfy { abs($0 - $1) < 1e-4 } } == true)
 
+        let preprocessed = folder.appendingPathComponent("preprocessed")
+        let planned = preprocessed.appendingPathComponent("Dataset501_Synth")
+        try FileManager.default.createDirectory(at: planned, withIntermediateDirectories: true)
+        try DatasetFixtures.writeSplits([(["case_005"], ["case_003"]), (["case_003"], ["case_005", "case_001"])],
+                                        in: planned)
+        let fromPreprocessed = try LabeledSet.open(root.path, selection: SplitSelection(
+            fold: 1, preprocessedFolder: preprocessed.path))
+        #expect(fromPreprocessed.cases(in: "train") == ["case_003"])
+        #expect(fromPreprocessed.cases(in: "val") == ["case_005", "case_001"])
+        #expect(fromPreprocessed.splitJSON?.contains("preprocessed") == true)
+
         try DatasetFixtures.writeSplits([(["case_000", "case_001"], ["case_002"])], in: root)
-        let fromFile = try LabeledSet.open(root.path)
+        let fromFile = try LabeledSet.open(root.path, selection: SplitSelection(preprocessedFolder: preprocessed.path))
         #expect(fromFile.cases(in: "train") == ["case_000", "case_001"] && fromFile.cases(in: "test") == ["case_002"])
         #expect(throws: LabeledSetError.self) { try LabeledSet.open(root.path, selection: SplitSelection(fold: 1)) }
     }
