@@ -1,7 +1,8 @@
 """nnU-Net's own checks on what SliceLab writes and reads (`make test-nnunet`; needs nnunetv2, so not in `make test`).
 
-1. A Decathlon set (4-D NIfTI, two channels, written here with nibabel) goes through
-   `slicelab dataset export --format nnunet`; nnunetv2's `verify_dataset_integrity` must accept the result.
+1. A Decathlon set (4-D NIfTI, two channels, written here with nibabel) and a set in SliceLab's own layout (2-D
+   PNG) go through `slicelab dataset export --format nnunet`; nnunetv2's `verify_dataset_integrity` must accept
+   both results.
 2. nnunetv2's `generate_crossval_split` (scikit-learn's KFold) must give the folds that SliceLab generates, as
    `DatasetLayoutTests.foldsAreNNUNetsKFoldOverSortedIdentifiers` expects them.
 
@@ -42,6 +43,23 @@ def make_msd(root: pathlib.Path, count: int = 6):
         "numTraining": count, "training": training, "test": []}))
 
 
+def make_own_png_set(root: pathlib.Path):
+    """SliceLab's own layout (Datasets/README.md): 2-D PNG images and labels, train/val/test splits."""
+    from PIL import Image
+    (root / "images").mkdir(parents=True)
+    (root / "labels").mkdir()
+    y, x = np.meshgrid(np.arange(24), np.arange(24), indexing="ij")
+    names = [f"slice{k}" for k in range(6)]
+    for k, name in enumerate(names):
+        labels = np.zeros((24, 24), np.uint8)
+        labels[(y - 10) ** 2 + (x - 8 - k) ** 2 <= 25] = 1
+        Image.fromarray((labels * 120 + (x + y) % 9).astype(np.uint8)).save(root / "images" / f"{name}.png")
+        Image.fromarray(labels).save(root / "labels" / f"{name}.png")
+    (root / "dataset.json").write_text(json.dumps({
+        "name": "own png", "classes": ["background", "disc"], "modality": "OT",
+        "splits": {"train": names[:3], "val": names[3:4], "test": names[4:]}}))
+
+
 def main():
     slicelab = sys.argv[1]
     print("peers:", {name: version(name) for name in ("nnunetv2", "scikit-learn", "nibabel", "SimpleITK")})
@@ -56,6 +74,10 @@ def main():
         exported = work / "raw" / "Dataset009_SynthMSD"
         verify_dataset_integrity(str(exported), num_processes=1)  # raises on any error
         subprocess.run([slicelab, "dataset", "check", str(exported)], check=True)
+        make_own_png_set(work / "own")
+        subprocess.run([slicelab, "dataset", "export", str(work / "own"), "--format", "nnunet",
+                        "--out", str(work / "raw"), "--id", "10"], check=True)
+        verify_dataset_integrity(str(work / "raw" / "Dataset010_own_png"), num_processes=1)
 
     def names(n):
         return [f"c{i:02d}" for i in range(n)]
