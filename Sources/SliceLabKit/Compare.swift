@@ -258,7 +258,8 @@ public enum Compare {
                                  set: LabeledSet) throws {
         try writeFolderAtomically(to: folder) { temporary in
             for (name, runMaps) in zip(names, maps) {
-                try FileManager.default.createDirectory(atPath: "\(temporary)/\(name)", withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(atPath: "\(temporary)/\(name)",
+                                                        withIntermediateDirectories: true)
                 for (map, sample) in zip(runMaps, samples) {
                     let ending = predictionEnding(set, sample.name)
                     let path = "\(temporary)/\(name)/\(sample.name)\(ending)"
@@ -278,7 +279,8 @@ public enum Compare {
     /// The ending of a case's written labels: the set's file ending, else its label file's (".h5" for DICOM SEG
     /// and multi-frame PNG-less cases).
     static func predictionEnding(_ set: LabeledSet, _ name: String) -> String {
-        let ending = set.fileEnding ?? set.files[name].flatMap { ImageFormats.knownEnding($0.labels.lastPathComponent) }
+        let ending = set.fileEnding
+            ?? set.files[name].flatMap { ImageFormats.knownEnding($0.labels.lastPathComponent) }
         switch ending?.lowercased() {
         case ".nii.gz"?, ".nii"?, ".png"?: return ending!.lowercased()
         default: return ".h5"

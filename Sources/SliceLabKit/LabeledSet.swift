@@ -106,9 +106,10 @@ public final class LabeledSet: @unchecked Sendable {
             return try open(folder, layout: layout, json: json, skipBad: skipBad, limits: limits, selection: selection)
         }
         guard selection.fold == 0 else {
-            throw LabeledSetError.invalidDescription(file: folder.appendingPathComponent("dataset.json").path,
-                                                     reason: "--fold \(selection.fold) applies to nnU-Net and Decathlon "
-                                                         + "sets; this set's splits are in its dataset.json")
+            throw LabeledSetError.invalidDescription(
+                file: folder.appendingPathComponent("dataset.json").path,
+                reason: "--fold \(selection.fold) applies to nnU-Net and Decathlon sets; this set's splits are in its "
+                    + "dataset.json")
         }
         let description = try readDescription(folder.appendingPathComponent("dataset.json"))
         let images = try entries(folder.appendingPathComponent("images"), foldersAllowed: true)
@@ -191,8 +192,9 @@ public final class LabeledSet: @unchecked Sendable {
         for (split, cases) in contents.description.splits.sorted(by: { $0.key < $1.key }) {
             let unknown = cases.filter { contents.files[$0] == nil && !bad.contains($0) }
             if let first = unknown.first {
-                throw LabeledSetError.invalidDescription(file: folder.path, reason: "the selected fold's split \"\(split)\" lists "
-                    + "case \(first), which has no image and label in the set (\(unknown.count) such case(s))")
+                throw LabeledSetError.invalidDescription(
+                    file: folder.path, reason: "the selected fold's split \"\(split)\" lists case \(first), which has "
+                        + "no image and label in the set (\(unknown.count) such case(s))")
             }
             valid[split] = cases.filter { !bad.contains($0) }
             if !cases.isEmpty && valid[split]!.isEmpty { throw LabeledSetError.emptySplit(split: split) }

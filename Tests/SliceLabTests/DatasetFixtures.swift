@@ -46,7 +46,11 @@ enum DatasetFixtures {
 
     static func volume<T>(_ value: (Int, Int, Int) -> T) -> [T] {
         var values: [T] = []
-        for z in 0..<shape.slices { for y in 0..<shape.rows { for x in 0..<shape.columns { values.append(value(z, y, x)) } } }
+        for z in 0..<shape.slices {
+            for y in 0..<shape.rows {
+                for x in 0..<shape.columns { values.append(value(z, y, x)) }
+            }
+        }
         return values
     }
 
@@ -62,8 +66,9 @@ enum DatasetFixtures {
         }
         for k in 0..<count {
             for c in 0..<channels {
+                let file = "imagesTr/\(caseName(k))_" + String(format: "%04d", c) + ".nii.gz"
                 try NIfTIImage.write(.float32(image(k, channel: c)), dimensions: dimensions, geometry: geometry,
-                                     to: root.appendingPathComponent("imagesTr/\(caseName(k))_\(String(format: "%04d", c)).nii.gz").path)
+                                     to: root.appendingPathComponent(file).path)
             }
             try NIfTIImage.write(.labels(reference(k)), dimensions: dimensions, geometry: geometry,
                                  to: root.appendingPathComponent("labelsTr/\(caseName(k)).nii.gz").path)
@@ -71,7 +76,10 @@ enum DatasetFixtures {
         try NIfTIImage.write(.float32(image(9, channel: 0)), dimensions: dimensions, geometry: geometry,
                              to: root.appendingPathComponent("imagesTs/test_009_0000.nii.gz").path)
         let json: [String: Any] = [
-            "name": "Synth", "channel_names": Dictionary(uniqueKeysWithValues: (0..<channels).map { ("\($0)", $0 == 0 ? "CT" : "noise") }),
+            "name": "Synth",
+            "channel_names": Dictionary(uniqueKeysWithValues: (0..<channels).map {
+                ("\($0)", $0 == 0 ? "CT" : "noise")
+            }),
             "labels": ["background": 0, "sphere": 1, "box": 2], "numTraining": count, "file_ending": ".nii.gz",
         ]
         try JSONSerialization.data(withJSONObject: json).write(to: root.appendingPathComponent("dataset.json"))
@@ -96,7 +104,8 @@ enum DatasetFixtures {
             training.append(["image": "./imagesTr/\(name).nii.gz", "label": "./labelsTr/\(name).nii.gz"])
         }
         let json: [String: Any] = [
-            "name": "Synth MSD", "modality": ["0": "T1", "1": "T2"], "labels": ["0": "background", "1": "sphere", "2": "box"],
+            "name": "Synth MSD", "modality": ["0": "T1", "1": "T2"],
+            "labels": ["0": "background", "1": "sphere", "2": "box"],
             "numTraining": count, "numTest": 0, "training": training, "test": [String](),
         ]
         try JSONSerialization.data(withJSONObject: json).write(to: root.appendingPathComponent("dataset.json"))

@@ -72,7 +72,8 @@ import Testing
         let folder = try TestSupport.temporaryFolder()
         let root = folder.appendingPathComponent("Dataset502_Flat")
         for sub in ["imagesTr", "labelsTr"] {
-            try FileManager.default.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: root.appendingPathComponent(sub),
+                                                    withIntermediateDirectories: true)
         }
         for k in 0..<5 {
             let labels = Array(DatasetFixtures.reference(k)[(3 * 256)..<(4 * 256)])  // slice 3
@@ -146,7 +147,8 @@ import Testing
         try fm.removeItem(at: root.appendingPathComponent("imagesTr/case_001_0001.nii.gz"))
         var labels = DatasetFixtures.reference(2)
         labels[5] = 7
-        try NIfTIImage.write(.labels(labels), dimensions: DatasetFixtures.dimensions, geometry: DatasetFixtures.geometry,
+        try NIfTIImage.write(.labels(labels), dimensions: DatasetFixtures.dimensions,
+                             geometry: DatasetFixtures.geometry,
                              to: root.appendingPathComponent("labelsTr/case_002.nii.gz").path)
         var moved = DatasetFixtures.geometry
         moved.origin[2] += 0.5
@@ -158,7 +160,9 @@ import Testing
         #expect(result.status == 1)
         let lines = result.standardOutput.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.hasPrefix("set: 'numTraining' is 4 but 5") })
-        #expect(lines.contains { $0.hasPrefix("case case_001: missing channel file:") && $0.hasSuffix("case_001_0001.nii.gz") })
+        #expect(lines.contains {
+            $0.hasPrefix("case case_001: missing channel file:") && $0.hasSuffix("case_001_0001.nii.gz")
+        })
         #expect(lines.contains { $0.hasPrefix("case case_002: label outside classes: value 7 in 1 pixels") })
         #expect(lines.contains { $0.hasPrefix("case case_003: geometry mismatch:") && $0.contains("origin") })
         #expect(lines.contains { $0.hasPrefix("case case_007: unpaired label:") })
@@ -201,7 +205,8 @@ import Testing
         #expect(fromPNG.status == 0, "\(fromPNG.standardError)")
         let pngRoot = out.appendingPathComponent("Dataset012_shapes")
         try checkNNUNetRawLayout(pngRoot, cases: 3, channels: 1)
-        let tests = try FileManager.default.contentsOfDirectory(atPath: pngRoot.appendingPathComponent("imagesTs").path)
+        let tests = try FileManager.default.contentsOfDirectory(
+            atPath: pngRoot.appendingPathComponent("imagesTs").path)
         #expect(tests.sorted() == ["case03_0000.nii.gz", "case04_0000.nii.gz", "case05_0000.nii.gz"])
     }
 
@@ -245,7 +250,9 @@ import Testing
         }
         struct AnyDecodable: Decodable {
             let table: [String: String]?
-            init(from decoder: Decoder) throws { table = try? decoder.singleValueContainer().decode([String: String].self) }
+            init(from decoder: Decoder) throws {
+                table = try? decoder.singleValueContainer().decode([String: String].self)
+            }
         }
         let versions: [String: String]
         let cases: [Case]
@@ -358,7 +365,8 @@ import Testing
                                                 "kmeans:space=gray,map=train-vote", "--external",
                                                 "nnunet=\(external.path)", "--out", results, "--overwrite"])
         #expect(missing.status == 1)
-        #expect(missing.standardError.contains("error: --external nnunet=") && missing.standardError.contains("case_003"),
+        #expect(missing.standardError.contains("error: --external nnunet=")
+                    && missing.standardError.contains("case_003"),
                 "\(missing.standardError)")
     }
 }

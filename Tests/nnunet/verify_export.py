@@ -1,4 +1,4 @@
-"""nnU-Net's own checks on what SliceLab writes and reads (`make test-nnunet`; needs nnunetv2, so not in `make test`).
+"""nnU-Net's own checks on what SliceLab writes and reads (`make test-nnunet`; needs nnunetv2, not in `make test`).
 
 1. A Decathlon set (4-D NIfTI, two channels, written here with nibabel) and a set in SliceLab's own layout (2-D
    PNG) go through `slicelab dataset export --format nnunet`; nnunetv2's `verify_dataset_integrity` must accept

@@ -49,8 +49,7 @@ public enum DatasetCheck {
         set.channelNames = contents.channelNames
         var problems = contents.caseProblems
         for name in contents.files.keys.sorted() { problems += caseProblems(set, name) }
-        problems = problems.enumerated().sorted { ($0.element.caseName ?? "", $0.offset) < ($1.element.caseName ?? "", $1.offset) }
-            .map(\.element)
+        problems = byCase(problems)
         let caseCount = Set(contents.files.keys).union(contents.caseProblems.compactMap(\.caseName)).count
         return Report(layout: layout.name, caseCount: caseCount, setProblems: contents.setProblems,
                       caseProblems: problems)
@@ -67,10 +66,16 @@ public enum DatasetCheck {
         var problems = set.skipped.map(\.error)
         let skipped = Set(set.skipped.map(\.name))
         for name in set.files.keys.sorted() where !skipped.contains(name) { problems += caseProblems(set, name) }
-        problems = problems.enumerated().sorted { ($0.element.caseName ?? "", $0.offset) < ($1.element.caseName ?? "", $1.offset) }
-            .map(\.element)
+        problems = byCase(problems)
         return Report(layout: "slicelab", caseCount: Set(set.files.keys).union(skipped).count, setProblems: [],
                       caseProblems: problems)
+    }
+
+    /// Problems in case order, each case's in the order found.
+    static func byCase(_ problems: [LabeledSetError]) -> [LabeledSetError] {
+        problems.enumerated()
+            .sorted { ($0.element.caseName ?? "", $0.offset) < ($1.element.caseName ?? "", $1.offset) }
+            .map(\.element)
     }
 
     /// Every problem of one case's content.
@@ -83,7 +88,9 @@ public enum DatasetCheck {
             do {
                 let (image, spacing) = try readCaseImage(url, case: name, limits: set.limits)
                 var geometry = try readCaseGeometry(url, case: name, limits: set.limits)
-                if geometry == nil, let spacing { geometry = VolumeGeometry(spacing: spacing, origin: [], direction: []) }
+                if geometry == nil, let spacing {
+                    geometry = VolumeGeometry(spacing: spacing, origin: [], direction: [])
+                }
                 images.append((url, [image.shape[0], image.shape[2], image.shape[3]], geometry))
                 channels += image.shape[1]
             } catch let error as LabeledSetError { problems.append(error) } catch {
@@ -120,7 +127,9 @@ public enum DatasetCheck {
                 }
             }
             var counts: [Int32: Int] = [:]
-            for value in labels.labels where value < 0 || Int(value) >= set.classCount { counts[value, default: 0] += 1 }
+            for value in labels.labels where value < 0 || Int(value) >= set.classCount {
+                counts[value, default: 0] += 1
+            }
             for (value, pixels) in counts.sorted(by: { $0.key < $1.key }) {
                 problems.append(.labelOutOfRange(case: name, value: Int(value), pixels: pixels,
                                                  classCount: set.classCount))
@@ -137,7 +146,9 @@ public enum DatasetCheck {
         for (part, x, y) in [("spacing", a.spacing, b.spacing), ("origin", a.origin, b.origin),
                              ("direction", a.direction, b.direction)] where !x.isEmpty && !y.isEmpty {
             if x.count != y.count || zip(x, y).contains(where: { abs($0 - $1) > geometryTolerance }) {
-                let format = { (v: [Double]) in "(" + v.map { String(format: "%.6g", $0) }.joined(separator: ", ") + ")" }
+                let format = { (v: [Double]) in
+                    "(" + v.map { String(format: "%.6g", $0) }.joined(separator: ", ") + ")"
+                }
                 return "\(part) \(format(y)) differs from \(format(x)) by more than \(geometryTolerance)"
             }
         }

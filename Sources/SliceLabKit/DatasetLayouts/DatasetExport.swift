@@ -60,25 +60,30 @@ public enum DatasetExport {
             for (cases, images, labels) in [(training, "imagesTr", "labelsTr"), (test, "imagesTs", "labelsTs")]
                 where !cases.isEmpty {
                 for sub in [images, labels] {
-                    try FileManager.default.createDirectory(atPath: "\(folder)/\(sub)", withIntermediateDirectories: true)
+                    try FileManager.default.createDirectory(atPath: "\(folder)/\(sub)",
+                                                            withIntermediateDirectories: true)
                 }
                 for name in cases {
                     let sample = try set.load(name)
                     let channels = try write(sample, images: "\(folder)/\(images)", labels: "\(folder)/\(labels)")
                     if channelNames.isEmpty {
+                        let modality = set.description.modality
                         channelNames = channels == 3 ? ["R", "G", "B"]
-                            : (0..<channels).map { $0 == 0 ? set.description.modality : "\(set.description.modality)\($0)" }
+                            : (0..<channels).map { $0 == 0 ? modality : "\(modality)\($0)" }
                     }
                     log(name)
                 }
             }
             var labels: [String: Int] = [:]
-            for (value, name) in set.description.classes.enumerated() { labels[value == 0 ? "background" : name] = value }
+            for (value, name) in set.description.classes.enumerated() {
+                labels[value == 0 ? "background" : name] = value
+            }
             var description: [String: Any] = [
                 "name": set.description.name,
                 "channel_names": Dictionary(uniqueKeysWithValues: channelNames.enumerated().map { ("\($0)", $1) }),
                 "labels": labels, "numTraining": training.count, "file_ending": ".nii.gz",
-                "description": "Exported by slicelab \(sliceLabVersion) from \(set.folder.path) (\(set.layout) layout)",
+                "description": "Exported by slicelab \(sliceLabVersion) from \(set.folder.path) "
+                    + "(\(set.layout) layout)",
             ]
             if !test.isEmpty { description["numTest"] = test.count }
             try writeJSON(description, to: "\(folder)/dataset.json")

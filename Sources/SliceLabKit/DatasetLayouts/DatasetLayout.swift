@@ -32,8 +32,9 @@ struct LayoutContents {
          selection: SplitSelection) throws {
         let (splits, splitJSON) = try CrossValidationSplit.select(cases: files.keys.sorted(), folder: folder,
                                                                   selection: selection)
-        description = LabeledSetDescription(name: json["name"] as? String ?? folder.lastPathComponent, classes: classes,
-                                            modality: DatasetLayouts.modality(channelNames[0]), splits: splits)
+        description = LabeledSetDescription(name: json["name"] as? String ?? folder.lastPathComponent,
+                                            classes: classes, modality: DatasetLayouts.modality(channelNames[0]),
+                                            splits: splits)
         (self.files, self.caseProblems, self.setProblems) = (files, caseProblems, setProblems)
         (self.fileEnding, self.channelNames, self.splitJSON) = (fileEnding, channelNames, splitJSON)
     }
@@ -107,14 +108,14 @@ enum DatasetLayouts {
         var names: [Int: String] = [:]
         for (index, value) in table as? [String: Any] ?? [:] {
             guard let position = Int(index), let name = value as? String else {
-                throw LabeledSetError.invalidDescription(file: file, reason: "'\(key)' maps channel indices (\"0\", "
-                    + "\"1\", …) to names, got \"\(index)\"")
+                throw LabeledSetError.invalidDescription(
+                    file: file, reason: "'\(key)' maps channel indices (\"0\", \"1\", …) to names, got \"\(index)\"")
             }
             names[position] = name
         }
         guard !names.isEmpty, names.keys.sorted() == Array(0..<names.count) else {
-            throw LabeledSetError.invalidDescription(file: file, reason: "'\(key)' must name the channels 0, 1, 2, …, "
-                + "got \(names.keys.sorted())")
+            throw LabeledSetError.invalidDescription(
+                file: file, reason: "'\(key)' must name the channels 0, 1, 2, …, got \(names.keys.sorted())")
         }
         return (0..<names.count).map { names[$0]! }
     }
@@ -129,7 +130,9 @@ enum DatasetLayouts {
 
     /// JSON text of a value (sorted keys).
     static func jsonText(_ object: Any) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+            return "{}"
+        }
         return String(decoding: data, as: UTF8.self)
     }
 

@@ -30,7 +30,9 @@ enum DatasetCommand: Command {
             let report = try DatasetCheck.run(path, limits: limits, selection: selection)
             for line in report.lines.dropLast() { print(line) }
             print(report.lines.last ?? "")
-            if !report.isClean { throw DatasetCheckFailed(count: report.setProblems.count + report.caseProblems.count) }
+            if !report.isClean {
+                throw DatasetCheckFailed(count: report.setProblems.count + report.caseProblems.count)
+            }
         case "export":
             guard arguments.string("format") == "nnunet", let out = arguments.string("out"),
                   let id = arguments.int("id") else {
