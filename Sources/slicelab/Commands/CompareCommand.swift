@@ -29,7 +29,8 @@ enum CompareCommand: Command {
             OptionSpec("external", valueName: "NAME=FOLDER",
                        help: "Add run NAME from another tool's label files FOLDER/<case><file ending> (nnU-Net, "
                            + "MONAI), scored with the same metrics and paired tests.", repeatable: true),
-            foldOption, splitSeedOption, maxMemoryOption,
+            shardOption, foldOption, splitSeedOption,
+            maxMemoryOption,
         ],
         discussion: """
             SPEC is METHOD[:key=value,…] with METHOD one of otsu, multiotsu, histogram, kmeans, fcm, gmm and keys
@@ -63,6 +64,10 @@ enum CompareCommand: Command {
             }
             return (String(text[..<equals]), String(text[text.index(after: equals)...]))
         }
+        options.shard = try parseShard(arguments, command: "compare")
+        if options.shard != nil, options.report != nil {
+            throw UsageError("slicelab compare: --report needs every case; write it from a single run, not with --shard")
+        }
         options.post = try arguments.strings("post").map { text in
             guard let post = ComparePost(text) else {
                 throw UsageError("slicelab compare: unknown --post '\(text)'; choose from "
@@ -93,6 +98,11 @@ enum CompareCommand: Command {
                 let label = stage.padding(toLength: max(36, stage.count + 1), withPad: " ", startingAt: 0)
                 print("  " + label + String(format: "%8.2f s  %5.1f %%", seconds, 100 * seconds / max(total, 1e-9)))
             }
+        }
+        if let shard = options.shard {
+            print("wrote shard \(shard) (\(outcome.runs.first?.caseCount ?? 0) cases) of \(outcome.runs.count) runs to "
+                + "\(options.output); join the parts with 'slicelab merge'")
+            return
         }
         print("wrote \(outcome.runs.count) runs to \(options.output)" + (options.report.map { ", report in \($0)/index.html" } ?? ""))
     }
