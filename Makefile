@@ -8,7 +8,7 @@ APT_PACKAGES := libdcmtk-dev dcmtk libpng-dev libhdf5-dev libdnnl-dev libopenjp2
 REQUIREMENTS := Tests/requirements.txt $(wildcard Notebooks/requirements.txt)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup apt build release test test-torchvision notebooks demo bench clean corpus fuzz cluster-test
+.PHONY: setup apt build release test test-torchvision test-nnunet notebooks demo bench clean corpus fuzz cluster-test
 
 ## setup: install missing Debian packages and the Python virtual environment (idempotent)
 setup: apt $(VENV)/.installed corpus
@@ -55,6 +55,14 @@ test-torchvision: setup
 	$(SWIFT) build --build-tests
 	SLICELAB_PYTHON=$(abspath $(PYTHON)) SLICELAB_TORCH_PYTHON=$(abspath .venv-torch/bin/python) \
 	  $(SWIFT) test --skip-build --filter TorchvisionExportTests
+
+## test-nnunet: nnU-Net's own verify_dataset_integrity on a `slicelab dataset export`, and its folds against
+## SliceLab's (nnunetv2 in .venv-nnunet, Tests/nnunet/requirements.txt; `make test` checks the layout rules only)
+test-nnunet: setup
+	@[ -x .venv-nnunet/bin/python ] || python3 -m venv .venv-nnunet
+	.venv-nnunet/bin/python -m pip install -q -r Tests/nnunet/requirements.txt
+	$(SWIFT) build
+	.venv-nnunet/bin/python Tests/nnunet/verify_export.py $(abspath .build/debug/slicelab)
 
 ## notebooks: execute every notebook headless against the debug build (figures in Notebooks/output/)
 notebooks: setup

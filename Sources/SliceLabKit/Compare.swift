@@ -33,6 +33,13 @@ public enum Compare {
         public var post: [ComparePost] = []
         /// The dense CRF's parameters for `--post crf`.
         public var crf = SegmentPostProcessing.CRFParameters()
+        /// The fold and split seed for nnU-Net and Decathlon sets (`--fold`, `--split-seed`).
+        public var selection = SplitSelection()
+        /// A folder for each run's label volumes, `<folder>/<run>/<case><file ending>` in the set's own format
+        /// (`--predictions`), or nil.
+        public var predictions: String?
+        /// Runs from another tool's label files, `<folder>/<case><file ending>` (`--external NAME=FOLDER`).
+        public var external: [(name: String, folder: String)] = []
         /// Run only this shard of the split's cases (`--shard I/N`) and write a part for `slicelab merge`
         /// (no comparisons, report or overlays: they need every case).
         public var shard: Shard?
@@ -68,11 +75,14 @@ public enum Compare {
         if options.shard != nil {
             if options.report != nil { throw ShardError.notShardable(option: "--report", command: "compare") }
             if options.overlays != nil { throw ShardError.notShardable(option: "overlays", command: "compare") }
+            if options.predictions != nil {
+                throw ShardError.notShardable(option: "--predictions", command: "compare")
+            }
             if !options.overwrite, FileManager.default.fileExists(atPath: options.output) {
                 throw ShardError.outputExists(file: options.output)
             }
         }
-        for folder in [options.report, options.overlays].compactMap({ $0 }) {
+        for folder in [options.report, options.overlays, options.predictions].compactMap({ $0 }) {
             try prepareOutputLocation(folder, isFolder: true)
         }
         var timings: [(String, Double)] = []
@@ -88,7 +98,8 @@ public enum Compare {
         }
         if let threads = options.threads { setComputeThreads(threads) }
         let set = try timed("load") {
-            try LabeledSet.open(options.dataset, skipBad: options.skipBad, limits: options.limits)
+            try LabeledSet.open(options.dataset, skipBad: options.skipBad, limits: options.limits,
+                                selection: options.selection)
         }
         let allCases = set.cases(in: options.split)
         guard !allCases.isEmpty else {
@@ -98,7 +109,9 @@ public enum Compare {
         var caseNames = allCases
         if let shard = options.shard {
             let sizes = allCases.map { name in
-                set.files[name].map { ShardSplit.diskSize($0.image.path) + ShardSplit.diskSize($0.labels.path) } ?? 0
+                set.files[name].map { files in
+                    files.images.map { ShardSplit.diskSize($0.path) }.reduce(0, +) + ShardSplit.diskSize(files.labels.path)
+                } ?? 0
             }
             caseNames = try ShardSplit.indices(of: shard, sizes: sizes).map { allCases[$0] }
         }
@@ -110,6 +123,13 @@ public enum Compare {
         let samples = try timed("load") { try caseNames.map { try set.load($0) } }
         let images = samples.map(scanImage)
         let references = samples.map { labelMap($0.labels.values, like: $0) }
+        // Other tools' runs first: a missing or misshapen file fails before the model runs.
+        let externalMaps = try timed("load") {
+            try options.external.map {
+                try externalPredictions(run: $0.name, folder: $0.folder, caseNames: caseNames, references: references,
+                                        set: set)
+            }
+        }
 
         // DeepLabV3, case by case (oneDNN uses every core for one case).
         let progress = ProgressReporter("compare", total: samples.count * (1 + options.classical.count))
@@ -119,7 +139,7 @@ public enum Compare {
         if posts.isEmpty {
             for (index, image) in images.enumerated() {
                 let labels = try timed("segment deeplabv3") {
-                    try Segment.labels(model: model, preprocessing: preprocessing, image: image)
+                    try segmentVolume(model: model, preprocessing: preprocessing, image: image)
                 }
                 deep.append(labelMap(labels, like: samples[index]))
                 progress.advance(status: "deeplabv3 \(samples[index].name)")
@@ -168,6 +188,10 @@ public enum Compare {
             }
             predictions.append((options.runPrefix + spec.runName, spec.method.rawValue, spec.text, classicalConfigJSON(spec, set), maps))
         }
+        for ((name, folder), maps) in zip(options.external, externalMaps) {
+            predictions.append((options.runPrefix + name, "external", folder,
+                                DatasetLayouts.jsonText(["folder": folder]), maps))
+        }
         let names = predictions.map(\.name)
         if let duplicate = names.first(where: { name in names.filter { $0 == name }.count > 1 }) {
             throw CompareError.duplicateRun(name: duplicate)
@@ -186,6 +210,7 @@ public enum Compare {
                                          cases: zip(zip(caseNames, samples), metrics).map { ($0.0, $0.1.spacing, $1) },
                                          labels: stored)
                 run.postprocessingJSON = postprocessing[prediction.name]
+                run.splitJSON = set.splitJSON
                 return run
             }
         }
@@ -208,6 +233,10 @@ public enum Compare {
                 try writeOverlays(to: folder, names: predictions.map(\.name), maps: predictions.map(\.maps),
                                   images: images, references: references, caseNames: caseNames)
             }
+            if let folder = options.predictions {
+                try writePredictions(to: folder, names: predictions.map(\.name), maps: predictions.map(\.maps),
+                                     samples: samples, set: set)
+            }
             if let folder = options.report {
                 try report(runs: runs, comparisons: comparisons, images: images, references: references,
                            predictions: predictions.map(\.maps), set: set).write(to: folder)
@@ -218,6 +247,79 @@ public enum Compare {
     }
 
     // MARK: - Pieces
+
+    /// The model's labels for a case, slice by slice along the first axis ([frames, rows, columns]).
+    ///
+    /// The one place `compare` runs the model over a case: segmenting a whole volume (context slices, in-plane
+    /// resampling to the training spacing) replaces this function.
+    static func segmentVolume(model: DeepLabV3, preprocessing: Preprocessing, image: ScanImage) throws -> [Int32] {
+        try Segment.labels(model: model, preprocessing: preprocessing, image: image)
+    }
+
+    /// The label maps of `--external NAME=FOLDER`: `<case><file ending>` for every case of the split (any format
+    /// SliceLab reads, found by the case name), on each reference's grid.
+    ///
+    /// - Throws: `CompareError.externalMissing` listing every case without a file, `.externalShape`, and the
+    ///   readers' errors naming the file.
+    static func externalPredictions(run: String, folder: String, caseNames: [String], references: [LabelMap],
+                                    set: LabeledSet) throws -> [LabelMap] {
+        let found: [(stem: String, url: URL)]
+        do { found = try ImageFormats.files(in: URL(fileURLWithPath: folder)) } catch {
+            throw InputError.unsupportedFile(file: folder, reason: "cannot list it: \(error.localizedDescription)")
+        }
+        var byCase: [String: URL] = [:]
+        for (stem, url) in found where byCase[stem] == nil || url.lastPathComponent == stem + (set.fileEnding ?? "") {
+            byCase[stem] = url
+        }
+        let missing = caseNames.filter { byCase[$0] == nil }
+        guard missing.isEmpty else { throw CompareError.externalMissing(run: run, folder: folder, cases: missing) }
+        return try zip(caseNames, references).map { name, reference in
+            let path = byCase[name]!.path
+            var map = try EvaluateInputs.load(path, limits: set.limits).labels
+            let (shape, expected) = ([map.frames, map.rows, map.columns],
+                                     [reference.frames, reference.rows, reference.columns])
+            guard shape == expected else {
+                throw CompareError.externalShape(run: run, file: path, shape: shape, reference: expected)
+            }
+            map.spacing = reference.spacing
+            return map
+        }
+    }
+
+    /// Writes `<folder>/<run>/<case><ending>` for every run and case, the folder as a whole: NIfTI with the case's
+    /// geometry for NIfTI sets, PNG for 2-D PNG sets, else HDF5 `/labels` (a DICOM SEG needs its source series).
+    static func writePredictions(to folder: String, names: [String], maps: [[LabelMap]], samples: [LabeledSample],
+                                 set: LabeledSet) throws {
+        try writeFolderAtomically(to: folder) { temporary in
+            for (name, runMaps) in zip(names, maps) {
+                try FileManager.default.createDirectory(atPath: "\(temporary)/\(name)",
+                                                        withIntermediateDirectories: true)
+                for (map, sample) in zip(runMaps, samples) {
+                    let ending = predictionEnding(set, sample.name)
+                    let path = "\(temporary)/\(name)/\(sample.name)\(ending)"
+                    if ending.hasPrefix(".nii") {
+                        let geometry = sample.geometry ?? VolumeGeometry(spacing: sample.spacing, origin: [0, 0, 0],
+                                                                         direction: VolumeGeometry.identity.direction)
+                        try NIfTIImage.write(.labels(map.labels), dimensions: [map.columns, map.rows, map.frames],
+                                             geometry: geometry, to: path)
+                    } else {
+                        try map.write(to: path, elementType: map.labels.max() ?? 0 > 255 ? .uint16 : .uint8)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The ending of a case's written labels: the set's file ending, else its label file's (".h5" for DICOM SEG
+    /// and multi-frame PNG-less cases).
+    static func predictionEnding(_ set: LabeledSet, _ name: String) -> String {
+        let ending = set.fileEnding
+            ?? set.files[name].flatMap { ImageFormats.knownEnding($0.labels.lastPathComponent) }
+        switch ending?.lowercased() {
+        case ".nii.gz"?, ".nii"?, ".png"?: return ending!.lowercased()
+        default: return ".h5"
+        }
+    }
 
     /// The options every shard of a run shares, as JSON (`/shard` `config`): not the output, threads or shard.
     static func shardConfigJSON(_ options: Options) -> String {
@@ -231,7 +333,10 @@ public enum Compare {
             ("split", quoted(options.split)), ("skip_bad", options.skipBad ? "true" : "false"),
             ("vote_cases", "\(options.voteCases)"), ("run_prefix", quoted(options.runPrefix)),
             ("post", "[" + options.post.map { quoted("\($0)") }.joined(separator: ",") + "]"),
-            ("crf", quoted(options.crf.spec)),
+            ("crf", quoted(options.crf.spec)), ("fold", "\(options.selection.fold)"),
+            ("split_seed", "\(options.selection.seed)"),
+            ("external", "[" + options.external.map { quoted("\($0.name)=\($0.folder)") }
+                .joined(separator: ",") + "]"),
         ]
         return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
     }
@@ -281,7 +386,7 @@ public enum Compare {
             results.set(index) {
                 try CaseMetrics(reference: Evaluate.grid(references[index], references[index].spacing),
                                 prediction: Evaluate.grid(predictions[index], references[index].spacing),
-                                settings: settings)
+                                settings: settings, voxelVolumeMM3: references[index].spacing.reduce(1, *))
             }
         }
         return try results.values()

@@ -5,6 +5,10 @@ public enum CompareError: Error, CustomStringConvertible, Equatable {
     case invalidMapping(spec: String, reason: String)
     case duplicateRun(name: String)
     case internalInconsistency(String)
+    /// `--external NAME=FOLDER` lacks label files for cases of the split.
+    case externalMissing(run: String, folder: String, cases: [String])
+    /// An `--external` label file on another grid than the case's reference.
+    case externalShape(run: String, file: String, shape: [Int], reference: [Int])
 
     public var description: String {
         switch self {
@@ -15,6 +19,11 @@ public enum CompareError: Error, CustomStringConvertible, Equatable {
         case let .invalidMapping(spec, reason): return "--classical '\(spec)': \(reason)"
         case let .duplicateRun(name): return "two runs are named '\(name)'; give one a name=… in its --classical spec"
         case let .internalInconsistency(message): return "internal error: \(message)"
+        case let .externalMissing(run, folder, cases):
+            return "--external \(run)=\(folder): no label file for \(cases.count) case(s) of the split: "
+                + cases.prefix(5).joined(separator: ", ") + (cases.count > 5 ? ", …" : "")
+        case let .externalShape(run, file, shape, reference):
+            return "--external \(run): \(file) has shape \(shape) but the case's reference has \(reference)"
         }
     }
 }

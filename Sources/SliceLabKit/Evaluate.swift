@@ -66,6 +66,11 @@ public enum Evaluate {
         }
         let fallbackSpacing = try resolvedSpacing(options.spacing)
         let allPairs = try EvaluateInputs.pairs(prediction: options.prediction, reference: options.reference)
+        var options = options
+        if options.classNames == nil, options.classCount == nil,
+           let dataset = try EvaluateInputs.datasetLabels(options.reference) {
+            options.classNames = dataset.classNames  // an nnU-Net or Decathlon set names its classes
+        }
         let classCount = try resolveClassCount(options, allPairs, limits: limits)
         var pairs = allPairs
         if let shard = options.shard {

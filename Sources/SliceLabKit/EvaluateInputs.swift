@@ -31,17 +31,35 @@ public enum EvaluateInputs {
         guard predictionIsFolder else {
             return [CasePair(id: stem(reference), prediction: prediction, reference: reference)]
         }
-        let predictions = try labelFiles(in: prediction), references = try labelFiles(in: reference)
+        let predictions = try labelFiles(in: prediction)
+        let dataset = try datasetLabels(reference)
+        let references = try dataset?.files ?? labelFiles(in: reference)
         let missingReference = predictions.keys.filter { references[$0] == nil }.sorted()
-        let missingPrediction = references.keys.filter { predictions[$0] == nil }.sorted()
+        // A set's labels may be more than a prediction folder holds (nnU-Net predicts one fold's cases).
+        let missingPrediction = dataset != nil ? [] : references.keys.filter { predictions[$0] == nil }.sorted()
         guard missingReference.isEmpty && missingPrediction.isEmpty else {
             throw EvaluateError.unpairedFiles(predictionsWithoutReference: missingReference,
                                               referencesWithoutPrediction: missingPrediction)
         }
         return references.keys.sorted().compactMap { id in
+            guard predictions[id] != nil else { return nil }
             guard let p = predictions[id], let r = references[id] else { return nil }
             return CasePair(id: id, prediction: p, reference: r)
         }
+    }
+
+    /// The label files (by case) and class names of an nnU-Net or Decathlon set at `folder`, or nil when the
+    /// folder has no `dataset.json` that such a layout recognises.
+    ///
+    /// - Throws: `LabeledSetError.invalidDescription` for a recognised but unusable `dataset.json`.
+    static func datasetLabels(_ folder: String) throws -> (files: [String: String], classNames: [String])? {
+        let root = URL(fileURLWithPath: folder)
+        let descriptionFile = root.appendingPathComponent("dataset.json")
+        guard FileManager.default.fileExists(atPath: descriptionFile.path) else { return nil }
+        let json = try DatasetLayouts.readJSON(descriptionFile)
+        guard let layout = DatasetLayouts.layout(of: json) else { return nil }
+        let contents = try layout.open(folder: root, json: json, selection: SplitSelection(preprocessedFolder: nil))
+        return (contents.files.mapValues(\.labels.path), contents.description.classes)
     }
 
     static func isFolder(_ path: String) throws -> Bool {

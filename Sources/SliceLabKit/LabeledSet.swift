@@ -41,6 +41,8 @@ public struct LabeledSample: Sendable {
     public var labels: LabelTensor
     /// Voxel spacing in mm (slice, row, column): the image's own, else `dataset.json`'s, else 1.
     public var spacing: [Double] = [1, 1, 1]
+    /// The image's full geometry when its file has one (NIfTI), for writing label volumes beside it.
+    public var geometry: VolumeGeometry?
 
     public var frameCount: Int { image.shape[0] }
 
@@ -60,21 +62,33 @@ public struct SkippedCase: Equatable, Sendable {
     public let error: LabeledSetError
 }
 
-/// A labeled set on disk: `images/`, `labels/` and `dataset.json`, validated when opened.
+/// A labeled set on disk, validated when opened: SliceLab's own layout (`images/`, `labels/` and
+/// `dataset.json`), or a layout of `DatasetLayouts` (nnU-Net v2 raw, the Medical Segmentation Decathlon)
+/// recognised by its `dataset.json`.
 ///
-/// Opening applies every rule of Datasets/README.md: structure (pairs, forms, splits, names) and each listed
-/// case's content (readable, matching shapes, label values within the classes). Without `skipBad` the first
-/// problem throws a `LabeledSetError` naming the case; with it the case is left out and listed in `skipped`.
-/// Set-level problems always throw.
+/// Opening applies every rule of Datasets/README.md (or of the recognised layout): structure (pairs, forms,
+/// splits, names) and each listed case's content (readable, matching shapes, label values within the classes).
+/// Without `skipBad` the first problem throws a `LabeledSetError` naming the case; with it the case is left out
+/// and listed in `skipped`. Set-level problems always throw.
 public final class LabeledSet: @unchecked Sendable {
     public let folder: URL
     public let description: LabeledSetDescription
-    /// Valid cases per split, in `dataset.json` order.
+    /// Valid cases per split, in `dataset.json` order. An nnU-Net or Decathlon set has `train` and `val` (the
+    /// selected fold's) and `test`, the same cases as `val`: their test labels are not on disk.
     public let splits: [String: [String]]
     public let skipped: [SkippedCase]
-    let files: [String: (image: URL, labels: URL)]
+    /// Every labeled case's files.
+    public let files: [String: CaseFiles]
     /// The bound on decoded sizes every case is read with (`--max-memory`).
     public let limits: ReadLimits
+    /// "slicelab", or the recognised layout's name ("nnunet", "msd").
+    public internal(set) var layout = "slicelab"
+    /// How label files are named after their case in this set (".nii.gz", ".png"), nil when they differ.
+    public internal(set) var fileEnding: String?
+    /// The channel names `dataset.json` declares (empty for SliceLab's own layout).
+    public internal(set) var channelNames: [String] = []
+    /// How the splits were made (fold, source, seed, cases) as JSON, for sets whose splits SliceLab chose.
+    public internal(set) var splitJSON: String?
 
     public var classCount: Int { description.classes.count }
 
@@ -84,8 +98,19 @@ public final class LabeledSet: @unchecked Sendable {
     /// Opens and validates the set at `path`.
     ///
     /// - Throws: `LabeledSetError` naming `dataset.json` or the first bad case.
-    public static func open(_ path: String, skipBad: Bool = false, limits: ReadLimits = .standard) throws -> LabeledSet {
+    public static func open(_ path: String, skipBad: Bool = false, limits: ReadLimits = .standard,
+                            selection: SplitSelection = SplitSelection()) throws -> LabeledSet {
         let folder = URL(fileURLWithPath: path)
+        let json = try DatasetLayouts.readJSON(folder.appendingPathComponent("dataset.json"))
+        if let layout = DatasetLayouts.layout(of: json) {
+            return try open(folder, layout: layout, json: json, skipBad: skipBad, limits: limits, selection: selection)
+        }
+        guard selection.fold == 0 else {
+            throw LabeledSetError.invalidDescription(
+                file: folder.appendingPathComponent("dataset.json").path,
+                reason: "--fold \(selection.fold) applies to nnU-Net and Decathlon sets; this set's splits are in its "
+                    + "dataset.json")
+        }
         let description = try readDescription(folder.appendingPathComponent("dataset.json"))
         let images = try entries(folder.appendingPathComponent("images"), foldersAllowed: true)
         let labels = try entries(folder.appendingPathComponent("labels"), foldersAllowed: false)
@@ -110,13 +135,13 @@ public final class LabeledSet: @unchecked Sendable {
         for (name, urls) in (images.merging(labels) { $0 + $1 }).sorted(by: { $0.key < $1.key }) where owner[name] == nil {
             try report(.notInAnySplit(case: name, file: urls[0].path))
         }
-        var files: [String: (image: URL, labels: URL)] = [:]
+        var files: [String: CaseFiles] = [:]
         for (name, split) in owner.sorted(by: { $0.key < $1.key }) {
             let (imageForms, labelForms) = (images[name] ?? [], labels[name] ?? [])
             if imageForms.count > 1 || labelForms.count > 1 {
                 try report(.ambiguous(case: name, files: (imageForms + labelForms).map(\.lastPathComponent)))
             } else if let image = imageForms.first, let label = labelForms.first {
-                files[name] = (image, label)
+                files[name] = CaseFiles(images: [image], labels: label)
             } else if let image = imageForms.first {
                 try report(.unpairedImage(case: name, file: image.path))
             } else if let label = labelForms.first {
@@ -140,8 +165,49 @@ public final class LabeledSet: @unchecked Sendable {
                           limits: limits)
     }
 
+    /// Opens a set of a recognised layout: its structure from the layout, each case's content checked here.
+    private static func open(_ folder: URL, layout: any DatasetLayout, json: [String: Any], skipBad: Bool,
+                             limits: ReadLimits, selection: SplitSelection) throws -> LabeledSet {
+        let contents = try layout.open(folder: folder, json: json, selection: selection)
+        if let problem = contents.setProblems.first {
+            throw LabeledSetError.invalidDescription(file: folder.appendingPathComponent("dataset.json").path,
+                                                     reason: problem)
+        }
+        var problems: [SkippedCase] = []
+        func report(_ error: LabeledSetError) throws {
+            guard skipBad else { throw error }
+            if let name = error.caseName, !problems.contains(where: { $0.name == name }) {
+                problems.append(SkippedCase(name: name, error: error))
+            }
+        }
+        for problem in contents.caseProblems { try report(problem) }
+        let unchecked = LabeledSet(folder: folder, description: contents.description, splits: [:], skipped: [],
+                                   files: contents.files, limits: limits)
+        unchecked.channelNames = contents.channelNames
+        for name in contents.files.keys.sorted() where !problems.contains(where: { $0.name == name }) {
+            do { _ = try unchecked.load(name) } catch let error as LabeledSetError { try report(error) }
+        }
+        let bad = Set(problems.map(\.name))
+        var valid: [String: [String]] = [:]
+        for (split, cases) in contents.description.splits.sorted(by: { $0.key < $1.key }) {
+            let unknown = cases.filter { contents.files[$0] == nil && !bad.contains($0) }
+            if let first = unknown.first {
+                throw LabeledSetError.invalidDescription(
+                    file: folder.path, reason: "the selected fold's split \"\(split)\" lists case \(first), which has "
+                        + "no image and label in the set (\(unknown.count) such case(s))")
+            }
+            valid[split] = cases.filter { !bad.contains($0) }
+            if !cases.isEmpty && valid[split]!.isEmpty { throw LabeledSetError.emptySplit(split: split) }
+        }
+        let set = LabeledSet(folder: folder, description: contents.description, splits: valid, skipped: problems,
+                             files: contents.files, limits: limits)
+        (set.layout, set.fileEnding, set.channelNames) = (layout.name, contents.fileEnding, contents.channelNames)
+        set.splitJSON = contents.splitJSON
+        return set
+    }
+
     init(folder: URL, description: LabeledSetDescription, splits: [String: [String]], skipped: [SkippedCase],
-         files: [String: (image: URL, labels: URL)], limits: ReadLimits = .standard) {
+         files: [String: CaseFiles], limits: ReadLimits = .standard) {
         self.folder = folder
         self.limits = limits
         self.description = description
@@ -155,12 +221,15 @@ public final class LabeledSet: @unchecked Sendable {
     ///
     /// - Throws: `LabeledSetError` naming the case.
     public func load(_ name: String) throws -> LabeledSample {
-        guard let (imageURL, labelURL) = files[name] else {
+        guard let caseFiles = files[name] else {
             throw LabeledSetError.missingCase(case: name, split: "any")
         }
-        let (image, fileSpacing) = try readCaseImage(imageURL, case: name, limits: limits)
+        let (image, fileSpacing) = try readCaseChannels(caseFiles.images, case: name, limits: limits)
+        if !channelNames.isEmpty, image.shape[1] != channelNames.count {
+            throw LabeledSetError.channelCount(case: name, found: image.shape[1], expected: channelNames.count)
+        }
         let spacing = fileSpacing ?? description.spacing.map { [1] + $0 } ?? [1, 1, 1]
-        var labels = try readCaseLabels(labelURL, case: name, limits: limits)
+        var labels = try readCaseLabels(caseFiles.labels, case: name, limits: limits)
         let imageShape = [image.shape[0], image.shape[2], image.shape[3]]
         if labels.shape.count == 2 { labels.shape = [1] + labels.shape }
         guard imageShape == labels.shape else {
@@ -171,7 +240,9 @@ public final class LabeledSet: @unchecked Sendable {
                                                   pixels: labels.values.lazy.filter { $0 == bad }.count,
                                                   classCount: classCount)
         }
-        return LabeledSample(name: name, image: image, labels: labels, spacing: spacing)
+        var sample = LabeledSample(name: name, image: image, labels: labels, spacing: spacing)
+        sample.geometry = try readCaseGeometry(caseFiles.images[0], case: name, limits: limits)
+        return sample
     }
 
     private static func readDescription(_ url: URL) throws -> LabeledSetDescription {

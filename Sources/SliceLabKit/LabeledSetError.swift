@@ -25,6 +25,14 @@ public enum LabeledSetError: Error, CustomStringConvertible, Equatable {
     case unreadable(case: String, file: String, reason: String)
     /// With `skipBad`, a split that had cases has none left.
     case emptySplit(split: String)
+    /// A channel file of a case is missing (nnU-Net: `{case}_{XXXX}`; or a file `dataset.json` lists).
+    case missingChannel(case: String, file: String)
+    /// An image file in nnU-Net's `imagesTr/` not named `{case}_{XXXX}{file_ending}`.
+    case badChannelFileName(case: String, file: String)
+    /// A case with another number of channels than the set declares.
+    case channelCount(case: String, found: Int, expected: Int)
+    /// Image and label files (or two channel files) of a case lie on different voxel grids (beyond 1e-4).
+    case geometryMismatch(case: String, file: String, reason: String)
 
     public var description: String {
         switch self {
@@ -48,6 +56,13 @@ public enum LabeledSetError: Error, CustomStringConvertible, Equatable {
                 + "0…\(classCount - 1)"
         case let .unreadable(name, file, reason): return "case \(name): unreadable: \(file): \(reason)"
         case let .emptySplit(split): return "split \"\(split)\" has no usable case left after skipping bad cases"
+        case let .missingChannel(name, file): return "case \(name): missing channel file: \(file)"
+        case let .badChannelFileName(name, file):
+            return "case \(name): bad image file name: \(file) (nnU-Net names images {case}_{XXXX}{file_ending})"
+        case let .channelCount(name, found, expected):
+            return "case \(name): \(found) channels where dataset.json declares \(expected)"
+        case let .geometryMismatch(name, file, reason):
+            return "case \(name): geometry mismatch: \(file): \(reason)"
         }
     }
 
@@ -58,7 +73,8 @@ public enum LabeledSetError: Error, CustomStringConvertible, Equatable {
         case let .unpairedImage(name, _), let .unpairedLabel(name, _), let .missingCase(name, _),
              let .ambiguous(name, _), let .notInAnySplit(name, _), let .caseInTwoSplits(name, _),
              let .badCaseName(name), let .shapeMismatch(name, _, _), let .labelOutOfRange(name, _, _, _),
-             let .unreadable(name, _, _):
+             let .unreadable(name, _, _), let .missingChannel(name, _), let .badChannelFileName(name, _),
+             let .channelCount(name, _, _), let .geometryMismatch(name, _, _):
             return name
         }
     }

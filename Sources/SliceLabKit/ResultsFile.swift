@@ -107,6 +107,7 @@ public enum ResultsFile {
         ]
         for (name, value) in attributes { try file.setAttribute(name, value, at: group) }
         if let post = run.postprocessingJSON { try file.setAttribute("postprocessing", .string(post), at: group) }
+        if let split = run.splitJSON { try file.setAttribute("split", .string(split), at: group) }
         try file.writeStrings(run.caseIDs, to: "\(group)/case_ids")
         try file.writeStrings(run.classNames, to: "\(group)/class_names")
         try file.write(run.spacing, shape: [cases, 3], to: "\(group)/spacing")

@@ -20,6 +20,9 @@ public struct ResultsRun: Sendable {
     public var configJSON: String
     /// How the model's output was post-processed (`compare --post`), as JSON; the `postprocessing` attribute.
     public var postprocessingJSON: String?
+    /// How the evaluated split was chosen (`--fold`, the splits file or `--split-seed`), as JSON; the `split`
+    /// attribute, for nnU-Net and Decathlon sets.
+    public var splitJSON: String?
     public var settings: EvaluationSettings
     public var caseIDs: [String]
     public var classNames: [String]

@@ -38,6 +38,8 @@ public struct TrainOptions: Sendable {
     public var augmentation: AugmentationConfiguration?
     /// The bound on decoded sizes the set's files are read with (`--max-memory`).
     public var limits: ReadLimits = .standard
+    /// The fold and split seed for nnU-Net and Decathlon sets (`--fold`, `--split-seed`).
+    public var selection = SplitSelection()
 
     public init(datasetPath: String, architecture: String, classCount: Int, outputPath: String) {
         self.datasetPath = datasetPath
@@ -167,7 +169,8 @@ public enum TrainWorkflow {
                            makeNetwork: (TrainOptions) throws -> SegmentationNetwork) throws -> Trainer.Summary {
         try prepareOutputLocation(options.outputPath)
         try prepareOutputLocation(options.lastCheckpointPath)
-        let set = try LabeledSet.open(options.datasetPath, skipBad: options.skipBad, limits: options.limits)
+        let set = try LabeledSet.open(options.datasetPath, skipBad: options.skipBad, limits: options.limits,
+                                      selection: options.selection)
         for skipped in set.skipped { FileHandle.standardError.write(Data("skipping \(skipped.error)\n".utf8)) }
         let configuration = try configuration(options, set: set)
         let network = try makeNetwork(options)

@@ -6,7 +6,8 @@ enum CompareCommand: Command {
     static let spec = CommandSpec(
         name: "compare",
         summary: "Run DeepLabV3 and classical baselines on a labeled set, evaluate and compare them.",
-        positionals: [PositionalSpec("DATASET", help: "A labeled-set folder (images/, labels/, dataset.json).")],
+        positionals: [PositionalSpec("DATASET", help: "A labeled-set folder: SliceLab's (images/, labels/, "
+                                     + "dataset.json), nnU-Net v2 raw or the Decathlon's.")],
         options: [
             OptionSpec("model", valueName: "MODEL.h5", help: "A SliceLab checkpoint.", required: true),
             OptionSpec("classical", valueName: "SPEC", help: "e.g. kmeans:space=gray,classes=3,map=train-vote",
@@ -23,7 +24,12 @@ enum CompareCommand: Command {
             OptionSpec("timings", .flag, help: "Print a timing breakdown."),
             OptionSpec("skip-bad", .flag, help: "Skip and list invalid cases instead of failing."),
             OptionSpec("overwrite", .flag, help: "Replace runs of the same names in RESULTS.h5."),
-            shardOption,
+            OptionSpec("predictions", valueName: "DIR",
+                       help: "Write each run's label volumes as DIR/<run>/<case><file ending> in the set's format."),
+            OptionSpec("external", valueName: "NAME=FOLDER",
+                       help: "Add run NAME from another tool's label files FOLDER/<case><file ending> (nnU-Net, "
+                           + "MONAI), scored with the same metrics and paired tests.", repeatable: true),
+            shardOption, foldOption, splitSeedOption,
             maxMemoryOption,
         ],
         discussion: """
@@ -49,6 +55,15 @@ enum CompareCommand: Command {
                                       report: arguments.string("report"), threads: arguments.int("threads"),
                                       skipBad: arguments.flag("skip-bad"), overwrite: arguments.flag("overwrite"))
         options.limits = try readLimits(arguments, command: "compare")
+        options.selection = splitSelection(arguments)
+        options.predictions = arguments.string("predictions")
+        options.external = try arguments.strings("external").map { text in
+            guard let equals = text.firstIndex(of: "="), equals != text.startIndex,
+                  text.index(after: equals) != text.endIndex else {
+                throw UsageError("slicelab compare: --external takes NAME=FOLDER, not '\(text)'")
+            }
+            return (String(text[..<equals]), String(text[text.index(after: equals)...]))
+        }
         options.shard = try parseShard(arguments, command: "compare")
         if options.shard != nil, options.report != nil {
             throw UsageError("slicelab compare: --report needs every case; write it from a single run, not with --shard")

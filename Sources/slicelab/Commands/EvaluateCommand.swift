@@ -8,7 +8,8 @@ enum EvaluateCommand: Command {
         summary: "Compute segmentation metrics and write them to an HDF5 results file.",
         options: [
             OptionSpec("pred", valueName: "PRED", help: "Predicted label file or folder.", required: true),
-            OptionSpec("ref", valueName: "REF", help: "Reference label file or folder.", required: true),
+            OptionSpec("ref", valueName: "REF", help: "Reference label file or folder, or an nnU-Net/Decathlon set "
+                       + "(its labelsTr, for the cases PRED holds).", required: true),
             OptionSpec("spacing", .doubles, valueName: "z,y,x", help: "Voxel spacing in mm where files carry none."),
             OptionSpec("num-classes", .int(2...65535), help: "Number of classes K.", default: "max label + 1"),
             OptionSpec("class-names", valueName: "a,b,c", help: "Class names."),

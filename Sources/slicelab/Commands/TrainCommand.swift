@@ -33,7 +33,7 @@ enum TrainCommand: Command {
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
             OptionSpec("out", valueName: "MODEL.h5", help: "Checkpoint to write.", required: true),
             OptionSpec("skip-bad", .flag, help: "Skip (and list) invalid cases instead of stopping."),
-            maxMemoryOption,
+            foldOption, splitSeedOption, maxMemoryOption,
         ],
         discussion: """
             Writes the best checkpoint (by validation mean foreground Dice) to MODEL.h5 and the last one to
@@ -75,6 +75,7 @@ enum TrainCommand: Command {
         options.threads = arguments.int("threads")
         options.skipBad = arguments.flag("skip-bad")
         options.limits = try readLimits(arguments, command: "train")
+        options.selection = splitSelection(arguments)
         try TrainWorkflow.run(options, makeNetwork: TrainWorkflow.makeEngineNetwork)
     }
 }
