@@ -69,20 +69,25 @@ extension DenseCRF {
             for (buffer, kernel) in zip(values + scratch, kernels + kernels) {
                 buffer.initialize(repeating: 0, count: (kernel.lattice.vertexCount + 1) * width)
             }
+            // Q = softmax(log p) = p / Σ p after clipping: computed as such, without the exponential.
             let floor = DenseCRF.probabilityFloor
             probabilities.withUnsafeBufferPointer { probabilities in
                 for pixel in 0..<n {
-                    for c in 0..<width {
-                        unary[pixel * width + c] = c < k ? max(min(probabilities[pixel * k + c], 1), floor) : 1
+                    let (source, clipped, first) = (probabilities.baseAddress! + pixel * k, unary + pixel * width,
+                                                    q + pixel * width)
+                    var total: Float = 0
+                    for c in 0..<k {
+                        let p = source[c]
+                        let value = p < floor ? floor : (p > 1 ? 1 : p)
+                        clipped[c] = value
+                        total += value
                     }
-                    for c in stride(from: 0, to: width, by: 4) {
-                        store4(logarithm(load4(unary + pixel * width + c)), unary + pixel * width + c)
-                    }
+                    for c in k..<width { clipped[c] = 1 }
+                    let inverse = 1 / total
+                    for c in 0..<k { first[c] = clipped[c] * inverse }
+                    for c in k..<width { first[c] = 0 }
+                    for c in stride(from: 0, to: width, by: 4) { store4(logarithm(load4(clipped + c)), clipped + c) }
                 }
-            }
-            q.update(from: unary, count: n * width)
-            Parallel.forEachChunk(n, minimumChunk: 4096) { _, range in
-                for pixel in range { self.softmax(self.q + pixel * width) }
             }
         }
 
@@ -133,15 +138,17 @@ extension DenseCRF {
                 Parallel.forEach(groups) { group in
                     let first = group * blocks / groups * 4, end = (group + 1) * blocks / groups * 4
                     for pixel in 0..<n {
-                        let source = self.q + pixel * width
+                        let source = self.q + pixel &* width
                         for view in views {
                             let scale = view.normalisation[pixel]
-                            for r in 0..<view.corners {
-                                let e = pixel * view.corners + r
-                                let row = view.lattice + Int(view.offsets[e]) * width
+                            let base = pixel &* view.corners
+                            for e in base..<(base &+ view.corners) {
+                                let row = view.lattice + Int(view.offsets[e]) &* width
                                 let w = SIMD4<Float>(repeating: view.weights[e] * scale)
-                                for c in stride(from: first, to: end, by: 4) {
+                                var c = first
+                                while c < end {
                                     store4(load4(row + c) + w * load4(source + c), row + c)
+                                    c &+= 4
                                 }
                             }
                         }
@@ -159,23 +166,35 @@ extension DenseCRF {
                 Parallel.forEachChunk(pointCount, minimumChunk: 4096) { _, range in
                     for pixel in range {
                         let row = self.q + pixel * width, unary = self.unary + pixel * width
-                        // Eight columns at a time, summed in registers over every kernel's corners.
-                        for c in stride(from: 0, to: width, by: 8) {
-                            let pair = c + 8 <= width
-                            var low = load4(unary + c)
-                            var high = pair ? load4(unary + c + 4) : SIMD4<Float>()
+                        // Eight columns at a time (then four), summed in registers over every kernel's corners.
+                        var c = 0
+                        while c &+ 8 <= width {
+                            var low = load4(unary + c), high = load4(unary + c + 4)
                             for view in views {
                                 let scale = view.factor * view.normalisation[pixel]
-                                for r in 0..<view.corners {
-                                    let e = pixel * view.corners + r
-                                    let vertex = view.lattice + Int(view.offsets[e]) * width + c
+                                let base = pixel &* view.corners
+                                for e in base..<(base &+ view.corners) {
+                                    let vertex = view.lattice + (Int(view.offsets[e]) &* width &+ c)
                                     let w = SIMD4<Float>(repeating: view.weights[e] * scale)
                                     low += w * load4(vertex)
-                                    if pair { high += w * load4(vertex + 4) }
+                                    high += w * load4(vertex + 4)
                                 }
                             }
                             store4(low, row + c)
-                            if pair { store4(high, row + c + 4) }
+                            store4(high, row + c + 4)
+                            c &+= 8
+                        }
+                        if c < width {
+                            var low = load4(unary + c)
+                            for view in views {
+                                let scale = view.factor * view.normalisation[pixel]
+                                let base = pixel &* view.corners
+                                for e in base..<(base &+ view.corners) {
+                                    let vertex = view.lattice + (Int(view.offsets[e]) &* width &+ c)
+                                    low += SIMD4<Float>(repeating: view.weights[e] * scale) * load4(vertex)
+                                }
+                            }
+                            store4(low, row + c)
                         }
                         self.softmax(row)
                     }
@@ -186,7 +205,10 @@ extension DenseCRF {
         /// Replaces a row of energies by their softmax over the first K columns (padding columns become 0).
         @inline(__always) private func softmax(_ row: UnsafeMutablePointer<Float>) {
             var top = row[0]
-            for c in 1..<classCount where row[c] > top { top = row[c] }
+            for c in 1..<classCount {
+                let value = row[c]
+                top = value > top ? value : top
+            }
             // eˣ below −87.3 is below Float's normal range; `exponential` needs x ≥ −87.3.
             for c in 0..<width {
                 let x = row[c] - top

@@ -171,21 +171,19 @@ public struct PermutohedralLattice: Sendable {
         tables.neighbours = .allocate(capacity: max(corners * m * 2, 1))
         let neighbours = tables.neighbours
         let (lower, upper) = (key + d, key + 2 * d)
-        do {
-            for j in 0...d {
-                for vertex in 0..<m {
-                    let vertexKey = table.key(vertex)
-                    for k in 0..<d {
-                        lower[k] = vertexKey[k] &- 1
-                        upper[k] = vertexKey[k] &+ 1
-                    }
-                    if j < d {
-                        lower[j] = vertexKey[j] &+ Int16(d)
-                        upper[j] = vertexKey[j] &- Int16(d)
-                    }
-                    neighbours[(j * m + vertex) * 2] = Int32(table.find(lower, create: false) + 1)
-                    neighbours[(j * m + vertex) * 2 + 1] = Int32(table.find(upper, create: false) + 1)
+        for j in 0...d {
+            for vertex in 0..<m {
+                let vertexKey = table.key(vertex)
+                for k in 0..<d {
+                    lower[k] = vertexKey[k] &- 1
+                    upper[k] = vertexKey[k] &+ 1
                 }
+                if j < d {
+                    lower[j] = vertexKey[j] &+ Int16(d)
+                    upper[j] = vertexKey[j] &- Int16(d)
+                }
+                neighbours[(j * m + vertex) * 2] = Int32(table.find(lower, create: false) + 1)
+                neighbours[(j * m + vertex) * 2 + 1] = Int32(table.find(upper, create: false) + 1)
             }
         }
         self.tables = tables
@@ -239,34 +237,32 @@ public struct PermutohedralLattice: Sendable {
         let d = dimension, m = vertexCount
         var (old, new) = (values, scratch)
         let neighbours = UnsafePointer(tables.neighbours)
-        do {
-            for step in 0...d {
-                let axis = reverse ? d - step : step
-                let (source, target) = (UnsafePointer(old), new)
-                Parallel.forEachChunk(m, minimumChunk: 2048) { _, range in
-                    if width % 4 == 0 {
-                        for vertex in range {
-                            let here = (vertex + 1) * width
-                            let first = source + Int(neighbours[(axis * m + vertex) * 2]) * width
-                            let second = source + Int(neighbours[(axis * m + vertex) * 2 + 1]) * width
-                            for c in stride(from: 0, to: width, by: 4) {
-                                let sum = load4(source + here + c) + 0.5 * (load4(first + c) + load4(second + c))
-                                store4(sum, target + here + c)
-                            }
+        for step in 0...d {
+            let axis = reverse ? d - step : step
+            let (source, target) = (UnsafePointer(old), new)
+            Parallel.forEachChunk(m, minimumChunk: 2048) { _, range in
+                if width % 4 == 0 {
+                    for vertex in range {
+                        let here = (vertex + 1) * width
+                        let first = source + Int(neighbours[(axis * m + vertex) * 2]) * width
+                        let second = source + Int(neighbours[(axis * m + vertex) * 2 + 1]) * width
+                        for c in stride(from: 0, to: width, by: 4) {
+                            let sum = load4(source + here + c) + 0.5 * (load4(first + c) + load4(second + c))
+                            store4(sum, target + here + c)
                         }
-                    } else {
-                        for vertex in range {
-                            let here = (vertex + 1) * width
-                            let first = Int(neighbours[(axis * m + vertex) * 2]) * width
-                            let second = Int(neighbours[(axis * m + vertex) * 2 + 1]) * width
-                            for c in 0..<width {
-                                target[here + c] = source[here + c] + 0.5 * (source[first + c] + source[second + c])
-                            }
+                    }
+                } else {
+                    for vertex in range {
+                        let here = (vertex + 1) * width
+                        let first = Int(neighbours[(axis * m + vertex) * 2]) * width
+                        let second = Int(neighbours[(axis * m + vertex) * 2 + 1]) * width
+                        for c in 0..<width {
+                            target[here + c] = source[here + c] + 0.5 * (source[first + c] + source[second + c])
                         }
                     }
                 }
-                swap(&old, &new)
             }
+            swap(&old, &new)
         }
         return old
     }
