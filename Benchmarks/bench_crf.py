@@ -8,9 +8,13 @@
      the 157 MB of probabilities).
 
 How SliceLab is timed: the release `slicelab segment --crf-input IN.h5 --marginals OUT.h5` with SLICELAB_TIMINGS
-set prints "timing crf S", the CRF alone (lattices and iterations, no I/O); pydensecrf is timed around
-DenseCRF construction, both addPairwiseEnergy calls and inference(5) (feature creation excluded on both sides).
-Best of REPEATS. The head of `slicelab --version` names the CPU's oneDNN ISA.
+set prints "timing crf S cpu C", the CRF alone (lattices and iterations, no I/O) on the wall clock and in process
+CPU time; pydensecrf is timed around DenseCRF construction, both addPairwiseEnergy calls and inference(5) (feature
+creation excluded on both sides), on the wall clock and in process CPU time (`time.process_time`). The two sides
+alternate, best of REPEATS each. On a machine shared with other jobs the wall clock mostly measures waiting, so the
+single-thread CPU-time ratio is printed beside the wall-clock one. Every figure carries the oneDNN ISA that
+`slicelab --version` names (SliceLab's own CRF code is compiled for baseline x86-64, SSE2). SLICELAB_BINARY picks
+another build (for example main's, for a before/after).
 Run with a venv holding pydensecrf2, numpy, h5py (see Datasets/goldens/densecrf_goldens.py), after
 `swift build -c release --product slicelab`:  /work/crf-venv/bin/python Benchmarks/bench_crf.py
 """
@@ -54,9 +58,10 @@ def slicelab(path, out, pin):
     result = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, SLICELAB_TIMINGS="1"))
     if result.returncode != 0:
         raise SystemExit(result.stderr)
-    seconds = float(re.search(r"timing crf ([0-9.e-]+)", result.stderr).group(1))
+    timing = re.search(r"timing crf ([0-9.e-]+)(?: cpu ([0-9.e-]+))?", result.stderr)
+    seconds, cpu = float(timing.group(1)), float(timing.group(2) or "nan")
     peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr).group(1))
-    return seconds, peak / 1024
+    return seconds, cpu, peak / 1024
 
 
 def peer(p, image):
@@ -64,13 +69,13 @@ def peer(p, image):
     unary = np.ascontiguousarray(unary_from_softmax(p))
     gauss = np.ascontiguousarray(create_pairwise_gaussian((3, 3), shape))
     bilateral = np.ascontiguousarray(create_pairwise_bilateral((80, 80), (13,), image, chdim=-1))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     d = dcrf.DenseCRF(int(np.prod(shape)), classes)
     d.setUnaryEnergy(unary)
     d.addPairwiseEnergy(gauss, compat=3)
     d.addPairwiseEnergy(bilateral, compat=10)
     q = np.array(d.inference(5))
-    return time.perf_counter() - start, q.reshape((classes,) + shape)
+    return time.perf_counter() - start, time.process_time() - cpu, q.reshape((classes,) + shape)
 
 
 def main():
@@ -88,25 +93,31 @@ def main():
         image = np.clip(128 + 90 * np.sin(xx / 40) * np.cos(yy / 55) + rng.normal(0, 10, shape), 0, 255)
         image = image.astype(np.uint8)
         write_input(folder / "in2d.h5", p, image)
-        ours_one = min(slicelab(folder / "in2d.h5", folder / "out2d.h5", pin=True)[0] for _ in range(REPEATS))
-        ours_all = min(slicelab(folder / "in2d.h5", folder / "out2d.h5", pin=False)[0] for _ in range(REPEATS))
-        runs = [peer(p, image) for _ in range(REPEATS)]
-        theirs = min(t for t, _ in runs)
+        ours_one, ours_all, runs = [], [], []
+        for _ in range(REPEATS):
+            ours_one.append(slicelab(folder / "in2d.h5", folder / "out2d.h5", pin=True))
+            runs.append(peer(p, image))
+            ours_all.append(slicelab(folder / "in2d.h5", folder / "out2d.h5", pin=False))
+        one, one_cpu = min(r[0] for r in ours_one), min(r[1] for r in ours_one)
+        both = min(r[0] for r in ours_all)
+        theirs, theirs_cpu = min(r[0] for r in runs), min(r[1] for r in runs)
         with h5py.File(folder / "out2d.h5") as f:
             q = f["/marginals"][...]
-        agree = float((q.argmax(0) == runs[0][1].argmax(0)).mean())
-        print(f"2-D 512x512, 21 classes, 5 iterations: pydensecrf2 {theirs:.3f} s (1 thread); SliceLab "
-              f"{ours_one:.3f} s on 1 core ({ours_one / theirs:.2f}x), {ours_all:.3f} s on {os.cpu_count()} cores "
-              f"({ours_all / theirs:.2f}x); labels agree {100 * agree:.3f} %, "
-              f"max |dQ| {float(np.abs(q - runs[0][1]).max()):.2e}")
+        agree = float((q.argmax(0) == runs[0][2].argmax(0)).mean())
+        print(f"2-D 512x512, 21 classes, 5 iterations [{isa}]:")
+        print(f"  1 thread : pydensecrf2 {theirs:.3f} s wall, {theirs_cpu:.3f} s CPU; SliceLab pinned to 1 core "
+              f"{one:.3f} s wall ({one / theirs:.2f}x), {one_cpu:.3f} s CPU ({one_cpu / theirs_cpu:.2f}x) [{isa}]")
+        print(f"  {os.cpu_count()} threads: pydensecrf2 (single-threaded) {theirs:.3f} s wall; SliceLab {both:.3f} s "
+              f"wall ({both / theirs:.2f}x) [{isa}]")
+        print(f"  labels agree {100 * agree:.3f} %, max |dQ| {float(np.abs(q - runs[0][2]).max()):.2e}")
 
         shape3 = (200, 256, 256)
         p3 = probabilities(3, shape3)
         image3 = rng.integers(0, 256, size=shape3).astype(np.uint8)
         write_input(folder / "in3d.h5", p3, image3, spacing=[1.5, 0.8, 0.8])
-        seconds, peak = slicelab(folder / "in3d.h5", folder / "out3d.h5", pin=False)
-        print(f"3-D 200x256x256, 3 classes, 5 iterations: SliceLab {seconds:.1f} s on {os.cpu_count()} cores, "
-              f"peak resident memory {peak:.0f} MB (whole process)")
+        seconds, cpu_seconds, peak = slicelab(folder / "in3d.h5", folder / "out3d.h5", pin=False)
+        print(f"3-D 200x256x256, 3 classes, 5 iterations: SliceLab {seconds:.1f} s wall on {os.cpu_count()} cores "
+              f"({cpu_seconds:.1f} s CPU), peak resident memory {peak:.0f} MB (whole process) [{isa}]")
 
 
 if __name__ == "__main__":

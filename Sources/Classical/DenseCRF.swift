@@ -154,27 +154,10 @@ public enum DenseCRF {
         }
         let bilateral = Kernel(features: bilateralFeatures, dimension: axes + channels,
                                weight: Float(parameters.bilateralWeight))
-
-        let negativeUnary = probabilities.map { logf(max(min($0, 1), probabilityFloor)) }
-        var q = [Float](repeating: 0, count: n * k)
-        normalise(&q, from: negativeUnary, classCount: k)
-        var energy = [Float](repeating: 0, count: n * k)
         let kernels = [gaussian, bilateral].filter { $0.weight > 0 }
-        for _ in 0..<parameters.iterations {
-            let messages = kernels.map { $0.apply(q, classCount: k) }
-            energy.withUnsafeMutableBufferPointer { energy in
-                negativeUnary.withUnsafeBufferPointer { negativeUnary in
-                    for i in 0..<energy.count { energy[i] = negativeUnary[i] }
-                }
-                for (kernel, message) in zip(kernels, messages) {
-                    message.withUnsafeBufferPointer { message in
-                        for i in 0..<energy.count { energy[i] += kernel.weight * message[i] }
-                    }
-                }
-            }
-            normalise(&q, from: energy, classCount: k)
-        }
-        return q
+        let inference = MeanField(probabilities: probabilities, classCount: k, kernels: kernels)
+        for _ in 0..<parameters.iterations { inference.iterate() }
+        return inference.marginals()
     }
 
     /// The most probable class per pixel of pixel-major marginals (the first on ties).
@@ -191,7 +174,7 @@ public enum DenseCRF {
     // MARK: - Pieces
 
     /// One pairwise term: a lattice over its features, its symmetric normalisation and its Potts weight.
-    private struct Kernel {
+    struct Kernel {
         let lattice: PermutohedralLattice
         /// 1 / √(K·1 + 1e-20) per pixel.
         let normalisation: [Float]
@@ -202,30 +185,6 @@ public enum DenseCRF {
             let ones = [Float](repeating: 1, count: lattice.pointCount)
             normalisation = lattice.filter(ones, valueCount: 1).map { 1 / ($0 + 1e-20).squareRoot() }
             self.weight = weight
-        }
-
-        /// D^-½ K D^-½ Q, pixel-major.
-        func apply(_ q: [Float], classCount k: Int) -> [Float] {
-            var output = lattice.filter(scaledByNormalisation(q, classCount: k), valueCount: k)
-            scaleByNormalisation(&output, classCount: k)
-            return output
-        }
-
-        private func scaledByNormalisation(_ values: [Float], classCount k: Int) -> [Float] {
-            var scaled = values
-            scaleByNormalisation(&scaled, classCount: k)
-            return scaled
-        }
-
-        private func scaleByNormalisation(_ values: inout [Float], classCount k: Int) {
-            normalisation.withUnsafeBufferPointer { normalisation in
-                values.withUnsafeMutableBufferPointer { values in
-                    for pixel in 0..<normalisation.count {
-                        let scale = normalisation[pixel]
-                        for c in 0..<k { values[pixel * k + c] *= scale }
-                    }
-                }
-            }
         }
     }
 
@@ -256,30 +215,6 @@ public enum DenseCRF {
 
     private static func scaled(_ features: [Float], axes: Int, by width: Float) -> [Float] {
         features.map { $0 / width }
-    }
-
-    /// Q = softmax(energy) per pixel, computed after subtracting the pixel's maximum.
-    private static func normalise(_ q: inout [Float], from energy: [Float], classCount k: Int) {
-        let n = energy.count / k
-        q.withUnsafeMutableBufferPointer { q in
-            let q = q
-            energy.withUnsafeBufferPointer { energy in
-                Parallel.forEachChunk(n, minimumChunk: 4096) { _, range in
-                    for pixel in range {
-                        let base = pixel * k
-                        var largest = energy[base]
-                        for c in 1..<max(k, 1) { largest = max(largest, energy[base + c]) }
-                        var total: Float = 0
-                        for c in 0..<k {
-                            let e = expf(energy[base + c] - largest)
-                            q[base + c] = e
-                            total += e
-                        }
-                        for c in 0..<k { q[base + c] /= total }
-                    }
-                }
-            }
-        }
     }
 }
 

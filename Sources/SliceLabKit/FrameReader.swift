@@ -19,12 +19,14 @@ struct FrameReader {
     let modality: String?
     /// Files of a series left out because they could not be read or decoded, with their reasons.
     let skipped: [(file: String, reason: String)]
+    /// The file's VOI window (its first frame's), nil when it has none.
+    var window: VOIWindow? = nil
     private let read: (Int) throws -> [Float]
 
     /// Frame `index` (0 ..< frames) as a one-frame image.
     func frame(_ index: Int) throws -> ScanImage {
         ScanImage(frames: 1, rows: rows, columns: columns, channels: channels, values: try read(index),
-                  spacing: spacing, source: source, modality: modality, hasSpacing: hasSpacing)
+                  spacing: spacing, source: source, modality: modality, hasSpacing: hasSpacing, window: window)
     }
 
     /// Opens `path` in its format (`ImageFormats`), as `ImageLoader.load` does.
@@ -46,7 +48,7 @@ struct FrameReader {
     static func whole(_ image: ScanImage) -> FrameReader {
         FrameReader(frames: image.frames, rows: image.rows, columns: image.columns, channels: image.channels,
                     spacing: image.spacing, hasSpacing: image.hasSpacing, source: image.source,
-                    modality: image.modality, skipped: []) { Array(image.frame($0)) }
+                    modality: image.modality, skipped: [], window: image.window) { Array(image.frame($0)) }
     }
 
     static func hdf5(_ path: String, limits: ReadLimits) throws -> FrameReader {
@@ -78,7 +80,7 @@ struct FrameReader {
         return FrameReader(frames: file.frameCount, rows: file.rows, columns: file.columns,
                            channels: file.isColor ? 3 : 1, spacing: [sliceSpacing, pixel?.row ?? 1, pixel?.column ?? 1],
                            hasSpacing: pixel != nil, source: path, modality: file.dataset.string(.modality),
-                           skipped: []) { index in
+                           skipped: [], window: file.isColor ? nil : file.window(frame: 0)) { index in
             file.isColor ? try file.rgbFrame(index).samples.map { Float($0) } : try file.modalityFrame(index)
         }
     }
@@ -106,7 +108,8 @@ struct FrameReader {
         return FrameReader(frames: series.slices.count, rows: file.rows, columns: file.columns, channels: 1,
                            spacing: [sliceSpacing, pixel?.row ?? 1, pixel?.column ?? 1],
                            hasSpacing: file.pixelSpacing != nil, source: folder,
-                           modality: file.dataset.string(.modality), skipped: skipped) { index in
+                           modality: file.dataset.string(.modality), skipped: skipped,
+                           window: file.window(frame: series.slices[0].frame)) { index in
             let slice = series.slices[index]
             return try slice.file.modalityFrame(slice.frame)
         }

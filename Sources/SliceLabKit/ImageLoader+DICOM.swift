@@ -21,7 +21,7 @@ extension ImageLoader {
         for frame in 0..<reader.frames { values += try reader.frame(frame).values }
         return ScanImage(frames: reader.frames, rows: reader.rows, columns: reader.columns, channels: reader.channels,
                          values: values, spacing: reader.spacing, source: path, modality: reader.modality,
-                         hasSpacing: reader.hasSpacing)
+                         hasSpacing: reader.hasSpacing, window: reader.window)
     }
 
     /// A series volume as a one-channel `ScanImage` (slices in the series' order).
@@ -31,7 +31,7 @@ extension ImageLoader {
                          values: volume.values,
                          spacing: volume.geometry.spacing,
                          source: source, modality: first.dataset.string(.modality),
-                         hasSpacing: first.pixelSpacing != nil)
+                         hasSpacing: first.pixelSpacing != nil, window: first.window())
     }
 
     /// A DICOM input together with the series its frames come from, frame `k` of the image being slice `k` of the

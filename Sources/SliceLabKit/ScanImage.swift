@@ -1,3 +1,5 @@
+import DICOM
+
 /// An image or a stack of slices as SliceLab's workflows consume it: Float32 values in physical units where
 /// the source has them (modality values for DICOM), channels last.
 ///
@@ -16,9 +18,13 @@ public struct ScanImage: Sendable {
     public var modality: String?
     /// Whether `spacing` came from the file (false when defaulted).
     public var hasSpacing: Bool
+    /// The file's VOI window (DICOM Window Center/Width of the first frame, PS3.3 C.11.2.1.2), nil when it has
+    /// none or is not DICOM.
+    public var window: VOIWindow?
 
     public init(frames: Int, rows: Int, columns: Int, channels: Int, values: [Float],
-                spacing: [Double] = [1, 1, 1], source: String, modality: String? = nil, hasSpacing: Bool = false) {
+                spacing: [Double] = [1, 1, 1], source: String, modality: String? = nil, hasSpacing: Bool = false,
+                window: VOIWindow? = nil) {
         precondition(values.count == frames * rows * columns * channels, "ScanImage: value count mismatch")
         precondition(spacing.count == 3, "ScanImage: spacing is (slice, row, column)")
         (self.frames, self.rows, self.columns, self.channels) = (frames, rows, columns, channels)
@@ -27,6 +33,7 @@ public struct ScanImage: Sendable {
         self.source = source
         self.modality = modality
         self.hasSpacing = hasSpacing
+        self.window = window
     }
 
     /// Pixels per frame.

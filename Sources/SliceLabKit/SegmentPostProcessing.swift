@@ -1,4 +1,5 @@
 import Classical
+import DICOM
 import DeepLab
 import ImageFiles
 import Foundation
@@ -58,12 +59,19 @@ public struct SegmentPostProcessing: Sendable, Equatable {
         return try registered.apply(map, context: context).labels
     }
 
-    /// One frame's display image at 0–255 as the CRF takes it: the overlay's (`Overlay.displayRGB`), one
-    /// channel for gray, three for color.
+    /// One frame's display image at 0–255 as the CRF takes it (issue #24): for gray, the frame's values through
+    /// the file's VOI window when it has one (`ScanImage.window`), else through the 1–99 % percentile window of
+    /// the frame (`VOIWindow.automatic`), rounded to 8-bit grey levels as `DisplayPipeline.greyLevels` rounds
+    /// them (no MONOCHROME1 inversion: the bilateral kernel sees only differences); one channel. For color, the
+    /// overlay's RGB (`Overlay.displayRGB`), three channels.
     static func display(_ image: ScanImage, frame: Int = 0) -> (values: [Float], channels: Int) {
-        let rgb = Overlay.displayRGB(image, frame: frame)
-        if image.channels == 1 { return (stride(from: 0, to: rgb.count, by: 3).map { Float(rgb[$0]) }, 1) }
-        return (rgb.map(Float.init), 3)
+        guard image.channels == 1 else { return (Overlay.displayRGB(image, frame: frame).map(Float.init), 3) }
+        let pixels = Array(image.frame(frame))
+        let window = image.window ?? VOIWindow.automatic(pixels)
+        // A non-finite value shows as black (level 0), as the overlay shows it.
+        let levels = DisplayPipeline.greyLevels(pixels.map { $0.isFinite ? $0 : -.infinity }, window: window,
+                                                invert: false, bits: 8)
+        return (levels.map(Float.init), 1)
     }
 }
 
@@ -75,9 +83,11 @@ extension SegmentPostProcessing {
     /// [C, H, W] or [C, D, H, W] at 0–255 (C = 1 or 3; a volume may carry a `spacing` attribute, mm), runs the
     /// CRF and writes `/marginals` Float32 in the probabilities' shape.
     ///
-    /// - Returns: the seconds the CRF took (lattices and iterations, not I/O).
+    /// - Returns: the seconds the CRF took (lattices and iterations, not I/O), on the wall clock and in CPU time
+    ///   of the whole process (every thread; on a shared machine the CPU time is the steadier figure).
     /// - Throws: `InputError`, `ClassicalError`, `ImageFileError`.
-    public static func crfParity(input: String, output: String, parameters: DenseCRF.Parameters) throws -> Double {
+    public static func crfParity(input: String, output: String, parameters: DenseCRF.Parameters) throws
+        -> (seconds: Double, cpuSeconds: Double) {
         let file = try HDF5File.open(input)
         for dataset in ["/probabilities", "/image"] where !file.exists(dataset) {
             throw InputError.invalidContent(file: input, reason: "no \(dataset) dataset")
@@ -97,16 +107,21 @@ extension SegmentPostProcessing {
             for c in 0..<count { for p in 0..<n { out[p * count + c] = values[c * n + p] } }
             return out
         }
-        let start = Date()
+        func cpuClock() -> Double {
+            var time = timespec()
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+            return Double(time.tv_sec) + Double(time.tv_nsec) * 1e-9
+        }
+        let (start, cpuStart) = (Date(), cpuClock())
         let marginals = try DenseCRF.marginals(probabilities: pixelMajor(probabilities.values, k), classCount: k,
                                                image: pixelMajor(image.values, channels), channels: channels,
                                                shape: shape, spacing: spacing, parameters: parameters)
-        let seconds = Date().timeIntervalSince(start)
+        let seconds = Date().timeIntervalSince(start), cpuSeconds = cpuClock() - cpuStart
         var classMajor = [Float](repeating: 0, count: marginals.count)
         for p in 0..<n { for c in 0..<k { classMajor[c * n + p] = marginals[p * k + c] } }
         try HDF5File.write(to: output, updating: false) { out in
             try out.write(classMajor, shape: probabilities.shape, to: "/marginals")
         }
-        return seconds
+        return (seconds, cpuSeconds)
     }
 }

@@ -1,3 +1,4 @@
+import DICOM
 import Foundation
 import SliceLabKit
 import TestSupport
@@ -16,6 +17,14 @@ struct ImageLoaderDICOMTests {
         // pydicom 3.0.2 apply_modality_lut on CT_small.dcm (RescaleSlope 1, RescaleIntercept −1024): the value at
         // row 0, column 0 is stored 175 → −849 (Tests/DICOMTests/Fixtures/dicom_goldens.json records the rest).
         #expect(image.values[0] == -849)
+        #expect(image.window == nil)  // CT_small has no Window Center/Width
+    }
+
+    /// The file's VOI window travels with the image (the CRF's display intensities use it, issue #24): MR_small
+    /// has Window Center 600, Width 1600 and no VOI LUT Function (so LINEAR).
+    @Test func dicomWindowIsKeptWithTheImage() throws {
+        let path = Self.corpus.appendingPathComponent("pydicom/pydicom/data/test_files/MR_small.dcm").path
+        #expect(try ImageLoader.load(path).window == VOIWindow(center: 600, width: 1600))
     }
 
     @Test func colourDicomLoadsAsThreeChannels() throws {

@@ -1,4 +1,5 @@
 import Classical
+import DICOM
 import DeepLab
 import Foundation
 import ImageFiles
@@ -40,6 +41,30 @@ import Testing
         #expect(result.labels[1 * 5 + 1] == 1)  // enclosed by class 1
         #expect(result.labels[2 * 5 + 4] == 0)  // touches the edge
         #expect(result.labels[0] == 1 && result.labels[3 * 5] == 0)
+    }
+
+    /// The CRF's intensities (issue #24): a gray image through the file's VOI window when it has one, else
+    /// through its 1–99 % percentile window, as 8-bit levels; a color image keeps its three channels.
+    @Test func crfDisplayUsesTheFilesWindowElseThePercentileWindow() {
+        let values = (0..<100).map { Float($0) }
+        var image = ScanImage(frames: 1, rows: 10, columns: 10, channels: 1, values: values, source: "test")
+        // numpy.percentile(range(100), [1, 99]) = 0.99, 98.01 (linear interpolation).
+        let (low, high): (Float, Float) = (0.99, 98.01)
+        func level(_ y: Float) -> Float { max(0, min(255, y)).rounded() }
+        let automatic = SegmentPostProcessing.display(image)
+        #expect(automatic.channels == 1)
+        let expectedAutomatic = values.map { level(($0 - low) / (high - low) * 255) }
+        #expect(zip(automatic.values, expectedAutomatic).allSatisfy { abs($0 - $1) <= 1 })
+        #expect(automatic.values[2] == 3 && automatic.values[97] == 252)  // the 0.5–99.5 % stretch gives 4, 251
+        image.window = VOIWindow(center: 50, width: 20, function: .linearExact)
+        let windowed = SegmentPostProcessing.display(image)
+        let expectedWindowed = values.map { level((($0 - 50) / 20 + 0.5) * 255) }
+        #expect(zip(windowed.values, expectedWindowed).allSatisfy { abs($0 - $1) <= 1 })
+        #expect(windowed.values[40] == 0 && windowed.values[50] == 128 && windowed.values[61] == 255)
+        let color = ScanImage(frames: 1, rows: 2, columns: 2, channels: 3, values: (0..<12).map { Float($0 * 20) },
+                              source: "test")
+        let shown = SegmentPostProcessing.display(color)
+        #expect(shown.channels == 3 && shown.values == (0..<12).map { Float($0 * 20) })
     }
 
     @Test func crfStepRefusesALabelOnlyInput() {

@@ -72,10 +72,10 @@ enum SegmentCommand: Command {
             guard let marginals = arguments.string("marginals") else {
                 throw UsageError("slicelab segment: CRF parity mode needs --crf-input and --marginals")
             }
-            let seconds = try SegmentPostProcessing.crfParity(input: crfInput, output: marginals,
-                                                              parameters: try crfParameters(arguments))
+            let timing = try SegmentPostProcessing.crfParity(input: crfInput, output: marginals,
+                                                             parameters: try crfParameters(arguments))
             if ProcessInfo.processInfo.environment["SLICELAB_TIMINGS"] != nil {
-                standardError("timing crf \(seconds)")
+                standardError("timing crf \(timing.seconds) cpu \(timing.cpuSeconds)")
             }
             return
         }
