@@ -19,6 +19,9 @@ struct FrameReader {
     let modality: String?
     /// Files of a series left out because they could not be read or decoded, with their reasons.
     let skipped: [(file: String, reason: String)]
+    /// Where the voxels are (the geometry contract, `VolumeGeometry`), when the format says: NIfTI, HDF5 with
+    /// `geometry_version` 2, DICOM series and files with Image Position and Orientation.
+    var geometry: VolumeGeometry? = nil
     private let read: (Int) throws -> [Float]
 
     /// Frame `index` (0 ..< frames) as a one-frame image.
@@ -55,7 +58,7 @@ struct FrameReader {
         let shape = try file.shape(of: "/image")
         try limits.check([layout.rows, layout.columns, layout.channels], bytesPerValue: 4, file: path,
                          what: "a frame of /image")
-        return FrameReader(frames: layout.frames, rows: layout.rows, columns: layout.columns,
+        var reader = FrameReader(frames: layout.frames, rows: layout.rows, columns: layout.columns,
                            channels: layout.channels, spacing: layout.spacing, hasSpacing: layout.hasSpacing,
                            source: path, modality: layout.modality, skipped: []) { index in
             // The frame axis is the first one when the dataset has frames, else the whole dataset is one frame.
@@ -64,6 +67,10 @@ struct FrameReader {
             let count = shape.indices.map { $0 == 0 && framed ? 1 : shape[$0] }
             return try file.read("/image", as: Float.self, start: start, count: count).values
         }
+        if file.hasAttribute("geometry_version", at: "/image") {
+            reader.geometry = try ConvertWorkflow.storedGeometry(file, "/image", dimensions: shape.count)
+        }
+        return reader
     }
 
     /// A DICOM file's frames (a multi-frame file's slice spacing from its geometry, else Slice Thickness).
@@ -75,12 +82,15 @@ struct FrameReader {
         if file.frameCount > 1, let spacing = try Series.scan(path, limits: limits).series.first?.sliceSpacing {
             sliceSpacing = spacing
         }
-        return FrameReader(frames: file.frameCount, rows: file.rows, columns: file.columns,
-                           channels: file.isColor ? 3 : 1, spacing: [sliceSpacing, pixel?.row ?? 1, pixel?.column ?? 1],
-                           hasSpacing: pixel != nil, source: path, modality: file.dataset.string(.modality),
-                           skipped: []) { index in
+        let spacing = [sliceSpacing, pixel?.row ?? 1, pixel?.column ?? 1]
+        var reader = FrameReader(frames: file.frameCount, rows: file.rows, columns: file.columns,
+                                 channels: file.isColor ? 3 : 1, spacing: spacing, hasSpacing: pixel != nil,
+                                 source: path, modality: file.dataset.string(.modality), skipped: []) { index in
             file.isColor ? try file.rgbFrame(index).samples.map { Float($0) } : try file.modalityFrame(index)
         }
+        reader.geometry = geometry(position: file.imagePosition(frame: 0),
+                                   orientation: file.imageOrientation(frame: 0), spacing: spacing)
+        return reader
     }
 
     /// The first series of a folder, slice by slice in sorted order; files that do not decode are left out first
@@ -103,12 +113,28 @@ struct FrameReader {
         let file = series.first
         let pixel = file.pixelSpacing(frame: series.slices[0].frame)
         let sliceSpacing = series.sliceSpacing ?? file.sliceThickness(frame: series.slices[0].frame) ?? 1
-        return FrameReader(frames: series.slices.count, rows: file.rows, columns: file.columns, channels: 1,
-                           spacing: [sliceSpacing, pixel?.row ?? 1, pixel?.column ?? 1],
-                           hasSpacing: file.pixelSpacing != nil, source: folder,
-                           modality: file.dataset.string(.modality), skipped: skipped) { index in
+        let spacing = [sliceSpacing, pixel?.row ?? 1, pixel?.column ?? 1]
+        var reader = FrameReader(frames: series.slices.count, rows: file.rows, columns: file.columns, channels: 1,
+                                 spacing: spacing, hasSpacing: file.pixelSpacing != nil, source: folder,
+                                 modality: file.dataset.string(.modality), skipped: skipped) { index in
             let slice = series.slices[index]
             return try slice.file.modalityFrame(slice.frame)
         }
+        let first = series.slices[0]
+        reader.geometry = geometry(position: first.file.imagePosition(frame: first.frame),
+                                   orientation: first.file.imageOrientation(frame: first.frame), spacing: spacing)
+        return reader
+    }
+
+    /// ITK's geometry of a DICOM image or series: origin the first slice's Image Position (Patient), direction
+    /// columns the row direction, the column direction and their cross product (Image Orientation (Patient)),
+    /// as `itk::GDCMImageIO` gives them; nil without position or orientation.
+    static func geometry(position: [Double]?, orientation: [Double]?, spacing: [Double]) -> VolumeGeometry? {
+        guard let position, position.count == 3, let orientation, orientation.count == 6 else { return nil }
+        let u = Array(orientation[0..<3]), v = Array(orientation[3..<6])
+        let w = [u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]]
+        var direction = [Double](repeating: 0, count: 9)
+        for row in 0..<3 { (direction[row * 3], direction[row * 3 + 1], direction[row * 3 + 2]) = (u[row], v[row], w[row]) }
+        return VolumeGeometry(spacing: spacing, origin: position, direction: direction)
     }
 }

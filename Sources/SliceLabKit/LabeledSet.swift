@@ -41,6 +41,8 @@ public struct LabeledSample: Sendable {
     public var labels: LabelTensor
     /// Voxel spacing in mm (slice, row, column): the image's own, else `dataset.json`'s, else 1.
     public var spacing: [Double] = [1, 1, 1]
+    /// Whether `spacing` came from the image or `dataset.json` (false: the default 1).
+    public var hasSpacing = false
 
     public var frameCount: Int { image.shape[0] }
 
@@ -171,7 +173,9 @@ public final class LabeledSet: @unchecked Sendable {
                                                   pixels: labels.values.lazy.filter { $0 == bad }.count,
                                                   classCount: classCount)
         }
-        return LabeledSample(name: name, image: image, labels: labels, spacing: spacing)
+        var sample = LabeledSample(name: name, image: image, labels: labels, spacing: spacing)
+        sample.hasSpacing = fileSpacing != nil || description.spacing != nil
+        return sample
     }
 
     private static func readDescription(_ url: URL) throws -> LabeledSetDescription {

@@ -5,13 +5,17 @@ import SliceLabKit
 enum SegmentCommand: Command {
     static let spec = CommandSpec(
         name: "segment",
-        summary: "Segment an image or series with a DeepLabV3 model.",
-        positionals: [PositionalSpec("INPUT", help: "DICOM file or series folder, PNG, or HDF5 with /image.",
-                                     optional: true)],
+        summary: "Segment an image, series or volume with a DeepLabV3 model.",
+        positionals: [PositionalSpec("INPUT", help: "DICOM file or series folder, NIfTI (.nii, .nii.gz; 4-D = "
+                                         + "channels), PNG, or HDF5 with /image.", optional: true)],
         options: [
             OptionSpec("model", valueName: "MODEL.h5", help: "A SliceLab checkpoint."),
-            OptionSpec("out", valueName: "OUT.h5|OUT.png|OUT.dcm",
-                       help: "Label map: HDF5 /labels, PNG, or (DICOM input) a binary DICOM SEG over the series."),
+            OptionSpec("out", valueName: "OUT.h5|OUT.nii.gz|OUT.png|OUT.dcm",
+                       help: "Label map, by extension: HDF5 /labels with the input's geometry, NIfTI (.nii, .nii.gz) "
+                           + "with the input's geometry, PNG (one slice), or (DICOM input) a binary DICOM SEG."),
+            OptionSpec("context", .int(0...16),
+                       help: "2.5-D context N the model was trained with (train --context); must match the "
+                           + "checkpoint's.", default: "the checkpoint's"),
             OptionSpec("overlay", valueName: "OVERLAY.png", help: "The image with each class tinted."),
             OptionSpec("probabilities", .flag,
                        help: "Also write /probabilities [frames, classes, H, W] (before post-processing)."),
@@ -78,13 +82,20 @@ enum SegmentCommand: Command {
         }
         guard let input = arguments.positional(0), let model = arguments.string("model"),
               let out = arguments.string("out") else {
-            throw UsageError("slicelab segment: give INPUT, --model MODEL.h5 and --out OUT.h5|OUT.png|OUT.dcm "
+            throw UsageError("slicelab segment: give INPUT, --model MODEL.h5 and --out OUT.h5|OUT.nii.gz|OUT.png|OUT.dcm "
                 + "(or the parity options --weights … --raw-input … --logits …)")
         }
         var options = Segment.Options(input: input, model: model, output: out, overlay: arguments.string("overlay"),
                                       probabilities: arguments.flag("probabilities"),
                                       threads: arguments.int("threads"),
                                       limits: try readLimits(arguments, command: "segment"))
+        // An unreadable model gets its own error from Segment.run; here only a readable one's context is compared.
+        if let context = arguments.int("context"), FileManager.default.fileExists(atPath: model),
+           let stored = try? SliceSampling.read(model).context, stored != context {
+            throw UsageError("slicelab segment: --context \(context) does not match the model's context \(stored) "
+                + "(\(model) was trained with --context \(stored))")
+        }
+        options.context = arguments.int("context")
         options.postProcessing.step = arguments.choice("regularize") ?? ClusterRegularizer.none
         if arguments.string("crf") != nil, options.postProcessing.step != .crf {
             throw UsageError("slicelab segment: --crf needs --regularize crf")
