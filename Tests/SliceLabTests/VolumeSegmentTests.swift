@@ -238,8 +238,16 @@ import Testing
     // MARK: - Resampling
 
     /// Bilinear resampling with pixel centres aligned and edges clamped, by hand: 2 × 2 up to 4 × 4 samples at
-    /// source coordinates 0, 0.25, 0.75, 1 on each axis; 4 × 4 down to 2 × 2 averages each 2 × 2 block.
+    /// source coordinates 0, 0.25, 0.75, 1 on each axis; 4 × 4 down to 2 × 2 averages each 2 × 2 block. These,
+    /// and the 3 × 5 → 2 × 7 case below, are also what `scipy.ndimage.zoom(a, …, order=1, grid_mode=True,
+    /// mode='nearest')` gives (SciPy 1.17.1, run once outside the test .venv, which has no SciPy; values to 1e-6).
     @Test func bilinearResamplingMatchesHandComputedValues() {
+        let odd: [Float] = [0.0, 1.0, 2.828427, 5.196152, 8.0, 11.18034, 14.696938, 18.520259, 22.627417, 27.0,
+                            31.622777, 36.482873, 41.569219, 46.872167, 52.383203]  // (0..<15)^1.5
+        let scipy: [Float] = [2.795085, 3.726028, 5.089135, 6.751385, 8.75323, 10.923696, 12.75, 26.512167,
+                              29.097437, 32.399415, 35.806979, 39.381265, 43.050875, 46.037403]
+        let resampled = VolumeSegmenter.resampleBilinear(odd, planes: 1, rows: 3, columns: 5, toRows: 2, toColumns: 7)
+        #expect(resampled.count == 14 && zip(resampled, scipy).allSatisfy { abs($0 - $1) < 1e-4 }, "\(resampled)")
         let up = VolumeSegmenter.resampleBilinear([0, 1, 2, 3], planes: 1, rows: 2, columns: 2, toRows: 4,
                                                   toColumns: 4)
         let expected: [Float] = [0, 0.25, 0.75, 1, 0.5, 0.75, 1.25, 1.5, 1.5, 1.75, 2.25, 2.5, 2, 2.25, 2.75, 3]
