@@ -154,6 +154,49 @@ import Testing
         #expect(try HDF5File.open(hdf5).shape(of: "/probabilities") == [5, 3, 16, 20])
     }
 
+    /// A DICOM series (two slices, files in reverse order) to NIfTI and HDF5: the geometry is ITK's reading of
+    /// the series, computed here with pydicom from the slices' Image Position and Orientation (Patient).
+    @Test func aDICOMSeriesBecomesALabelVolumeWithItsGeometry() throws {
+        let folder = try TestSupport.temporaryFolder("volume-dicom")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let series = try SegmentationExportTests.makeSeries(in: folder)
+        let model = try Self.model(in: folder)
+        let nifti = folder.appendingPathComponent("labels.nii.gz").path
+        let hdf5 = folder.appendingPathComponent("labels.h5").path
+        for out in [nifti, hdf5] {
+            let result = try TestSupport.slicelab(["segment", series.path, "--model", model, "--out", out])
+            #expect(result.status == 0, "\(result.standardError)")
+        }
+        let check = try TestSupport.runPython("""
+            import glob, h5py, nibabel as nib, numpy as np, pydicom, sys
+            folder, nifti, hdf5 = sys.argv[1:4]
+            slices = [pydicom.dcmread(p) for p in glob.glob(folder + '/*.dcm')]
+            u, v = np.array(slices[0].ImageOrientationPatient[:3], float), np.array(slices[0].ImageOrientationPatient[3:], float)
+            n = np.cross(u, v)
+            slices.sort(key=lambda d: float(np.dot(n, np.array(d.ImagePositionPatient, float))))
+            positions = [np.array(d.ImagePositionPatient, float) for d in slices]
+            spacing = [float(np.dot(n, positions[1] - positions[0])), float(slices[0].PixelSpacing[0]),
+                       float(slices[0].PixelSpacing[1])]
+            direction = np.stack([u, v, n], axis=1)
+            with h5py.File(hdf5) as f:
+                d = f['labels']
+                assert d.shape == (2, slices[0].Rows, slices[0].Columns), d.shape
+                assert np.allclose(d.attrs['spacing'], spacing, atol=1e-4), (d.attrs['spacing'], spacing)
+                assert np.allclose(d.attrs['origin'], positions[0], atol=1e-4)
+                assert np.allclose(d.attrs['direction'], direction.ravel(), atol=1e-4)
+                labels = d[()]
+            b = nib.load(nifti)
+            flip = np.diag([-1.0, -1.0, 1.0])
+            affine = np.eye(4)
+            affine[:3, :3] = flip @ direction @ np.diag(spacing[::-1])
+            affine[:3, 3] = flip @ positions[0]
+            assert np.allclose(b.affine, affine, atol=1e-4), (b.affine, affine)
+            assert np.array_equal(np.asarray(b.dataobj).transpose(2, 1, 0), labels)
+            print('ok')
+            """, arguments: [series.path, nifti, hdf5])
+        #expect(check.trimmingCharacters(in: .whitespacesAndNewlines) == "ok")
+    }
+
     // MARK: - Context
 
     /// The network input of a slice with context is built as `train` builds it: neighbours clamped at the
