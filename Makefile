@@ -4,11 +4,11 @@ SWIFT ?= swift
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 APT_PACKAGES := libdcmtk-dev dcmtk libpng-dev libhdf5-dev libdnnl-dev libopenjp2-7-dev libnifti2-dev zlib1g-dev \
-	libonnx-dev libprotobuf-dev pkg-config python3-venv chromium
+	libdeflate-dev libonnx-dev libprotobuf-dev dicom3tools pkg-config python3-venv chromium slurm-wlm munge
 REQUIREMENTS := Tests/requirements.txt $(wildcard Notebooks/requirements.txt)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup apt build release test test-torchvision notebooks demo bench clean corpus fuzz
+.PHONY: setup apt build release test test-torchvision notebooks demo bench clean corpus fuzz cluster-test
 
 ## setup: install missing Debian packages and the Python virtual environment (idempotent)
 setup: apt $(VENV)/.installed corpus
@@ -40,6 +40,12 @@ test: setup
 	$(SWIFT) build --build-tests
 	SLICELAB_PYTHON=$(abspath $(PYTHON)) $(SWIFT) test --skip-build
 	$(MAKE) --no-print-directory notebooks
+
+## cluster-test: a one-node Slurm on localhost (started and stopped by Cluster/cluster-test.sh) runs a sharded
+## compare as a job array and the dependent merge; the merged file must equal one process's (issue #20)
+cluster-test: setup
+	$(SWIFT) build --product slicelab
+	Cluster/cluster-test.sh $(abspath .build/debug/slicelab) $(abspath $(PYTHON))
 
 ## test-torchvision: the torchvision export loaded by torchvision's own constructors (PyTorch in .venv-torch,
 ## Datasets/goldens/requirements-deeplab.txt; `make test` skips this check and says so)

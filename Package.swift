@@ -27,8 +27,10 @@ let package = Package(
         // nifti_clib: Debian's libnifti2-dev ships no pkg-config file, and its headers sit in /usr/include/nifti and
         // include each other by bare name: the shim compiles with that folder on its path and links libnifti2
         // (not also libniftiio). Swift sees only the shim's own header.
-        .target(name: "CNIfTI", cSettings: [.unsafeFlags(["-I/usr/include/nifti"])],
+        .target(name: "CNIfTI", cSettings: [.unsafeFlags(["-I/usr/include/nifti", "-O2"])],
                 linkerSettings: [.linkedLibrary("nifti2"), .linkedLibrary("z")]),
+        // libdeflate: whole-buffer gzip inflation for .nii.gz.
+        .systemLibrary(name: "CDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
         // ONNX's own library (Debian's libonnx-dev 1.12, built with ONNX_ML), behind a flat extern "C" shim.
         .target(
             name: "CONNX",
@@ -41,7 +43,7 @@ let package = Package(
         // MARK: - Swift libraries (data flows downwards only)
         // Read limits, atomic writes, the seeded generator, parallel-for and grid shapes; no C library.
         .target(name: "SliceLabSupport"),
-        .target(name: "ImageFiles", dependencies: ["CPNG", "CHDF5", "CNIfTI", "SliceLabSupport"]),
+        .target(name: "ImageFiles", dependencies: ["CPNG", "CHDF5", "CNIfTI", "CDeflate", "SliceLabSupport"]),
         // Pixel loops run optimised even in debug builds, so the corpus conformance tests stay within minutes.
         .target(name: "DICOM", dependencies: ["CDCMTK", "COpenJPEG", "SliceLabSupport"],
                 swiftSettings: [.unsafeFlags(["-O"])]),

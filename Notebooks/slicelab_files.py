@@ -377,8 +377,8 @@ def check_convert_file(path) -> dict:
             attributes[name] = float(np.asarray(attributes[name]).reshape(-1)[0])
         spacing = np.asarray(attributes["spacing"], dtype=np.float64).reshape(-1)
         if spacing.size not in (2, 3) or not (spacing > 0).all():
-            _fail(h5, "/image", f"attribute spacing (row, column[, slice] mm) must hold 2 or 3 positive values, "
-                  f"found {spacing}")
+            _fail(h5, "/image", f"attribute spacing (z, y, x mm; row, column[, slice] before geometry_version 2) "
+                  f"must hold 2 or 3 positive values, found {spacing}")
         attributes["spacing"] = spacing
         color = attributes["photometric_interpretation"] not in ("MONOCHROME1", "MONOCHROME2")
         if color:

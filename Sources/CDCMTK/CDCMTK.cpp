@@ -516,7 +516,8 @@ extern "C" cdcmtk_seg *cdcmtk_seg_create(const char *source_path, uint16_t rows,
     auto write = [&](const std::string &text) { copyMessage(text, message, message_capacity); };
     auto seg = std::make_unique<cdcmtk_seg>();
     IODGeneralEquipmentModule::EquipmentInfo equipment("SliceLab", "SliceLab", "0", "SliceLab");
-    ContentIdentificationMacro content("1", "SLICELAB", series_description ? series_description : "", "SliceLab");
+    // Content Creator's Name is a PN: family name "SliceLab" in the caret-delimited form (PS3.5 6.2).
+    ContentIdentificationMacro content("1", "SLICELAB", series_description ? series_description : "", "SliceLab^");
     OFCondition status = DcmSegmentation::createBinarySegmentation(seg->segmentation, rows, columns, equipment, content);
     if (status.bad() || !seg->segmentation) {
         write(std::string("creating the segmentation: ") + status.text());
@@ -583,7 +584,7 @@ extern "C" int cdcmtk_seg_set_geometry(cdcmtk_seg *seg, const double *o, double 
 
 extern "C" int cdcmtk_seg_add_frame(cdcmtk_seg *seg, const uint8_t *pixels, uint16_t segment, const double *p,
                                     const char *source_sop_class_uid, const char *source_sop_instance_uid,
-                                    const char *source_path, uint32_t stack_position) {
+                                    uint32_t source_frame, const char *source_path, uint32_t stack_position) {
     std::unique_ptr<FGPlanePosPatient> position(
         FGPlanePosPatient::createMinimal(decimal(p[0]).c_str(), decimal(p[1]).c_str(), decimal(p[2]).c_str()));
     FGFrameContent content;
@@ -593,6 +594,7 @@ extern "C" int cdcmtk_seg_add_frame(cdcmtk_seg *seg, const uint8_t *pixels, uint
     ImageSOPInstanceReferenceMacro reference;
     status = reference.setReferencedSOPClassUID(source_sop_class_uid);
     if (status.good()) status = reference.setReferencedSOPInstanceUID(source_sop_instance_uid);
+    if (status.good() && source_frame > 0) status = reference.addReferencedFrameNumber(Uint16(source_frame));
     if (status.bad()) return segFail(seg, "source reference", status);
     OFVector<ImageSOPInstanceReferenceMacro> references;
     references.push_back(reference);
@@ -631,6 +633,23 @@ extern "C" int cdcmtk_seg_save(cdcmtk_seg *seg, const char *path) {
     DcmFileFormat format;
     OFCondition status = seg->segmentation->writeDataset(*format.getDataset());
     if (status.bad()) return segFail(seg, std::string("building ") + path, status);
+    // Each frame is its source slice's pixels, unresampled: say so in every source image item (PS3.3 C.7.6.16.2.6,
+    // Spatial Locations Preserved), as highdicom requires before it indexes a SEG by its source frames.
+    DcmSequenceOfItems *frames = nullptr;
+    if (format.getDataset()->findAndGetSequence(DCM_PerFrameFunctionalGroupsSequence, frames).good() && frames) {
+        for (unsigned long f = 0; f < frames->card(); ++f) {
+            DcmSequenceOfItems *derivations = nullptr;
+            if (frames->getItem(f)->findAndGetSequence(DCM_DerivationImageSequence, derivations).bad()) continue;
+            for (unsigned long d = 0; derivations && d < derivations->card(); ++d) {
+                DcmSequenceOfItems *sources = nullptr;
+                if (derivations->getItem(d)->findAndGetSequence(DCM_SourceImageSequence, sources).bad()) continue;
+                for (unsigned long s = 0; sources && s < sources->card(); ++s) {
+                    status = sources->getItem(s)->putAndInsertString(DCM_SpatialLocationsPreserved, "YES");
+                    if (status.bad()) return segFail(seg, "spatial locations preserved", status);
+                }
+            }
+        }
+    }
     size_t bits = seg->masks.size() * seg->pixelsPerFrame;
     std::vector<Uint8> packed(((bits + 7) / 8 + 1) & ~size_t(1), 0);
     size_t bit = 0;

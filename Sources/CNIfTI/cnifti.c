@@ -221,22 +221,55 @@ int cnifti_read_header(const char *path, int64_t max_bytes, cnifti_header *heade
     return 0;
 }
 
-int cnifti_read_values(const char *path, float *values, int64_t count, char *message, size_t capacity) {
-    nifti_image *image = read_image(path, 1);
-    if (!image || !image->data) {
-        if (image) nifti_image_free(image);
-        return fail(message, capacity, -1, "nifti_clib cannot read the voxels (truncated or corrupt file)");
+int cnifti_read_layout(const char *path, cnifti_layout *layout, int *compressed, char *message,
+                       size_t capacity) {
+    nifti_image *image = read_image(path, 0);
+    if (!image) return fail(message, capacity, -1, "nifti_clib cannot read the header");
+    layout->offset = image->iname_offset;
+    layout->count = image->nvox;
+    layout->datatype = image->datatype;
+    layout->bytes_per_voxel = bytes_per_voxel(image->datatype);
+    layout->swapped = image->byteorder != nifti_short_order();
+    layout->scl_slope = image->scl_slope;
+    layout->scl_inter = image->scl_inter;
+    nifti_image_free(image);
+    unsigned char magic[2] = {0, 0};
+    FILE *file = fopen(path, "rb");
+    if (!file) return fail(message, capacity, -1, "cannot open the file");
+    size_t got = fread(magic, 1, 2, file);
+    fclose(file);
+    *compressed = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    return 0;
+}
+
+/// Loads a value of `size` bytes, swapping its bytes when asked (memcpy: voxels need not be aligned).
+static inline void load(const uint8_t *at, void *out, size_t size, int swapped) {
+    memcpy(out, at, size);
+    if (swapped) swap(out, size);
+}
+
+int cnifti_convert(const uint8_t *bytes, size_t length, const cnifti_layout *layout, float *values, char *message,
+                   size_t capacity) {
+    int size = bytes_per_voxel(layout->datatype);
+    if (size == 0) return fail(message, capacity, -1, "unsupported datatype");
+    int64_t count = layout->count;
+    if (layout->offset < 0 || (double)layout->offset + (double)count * size > (double)length) {
+        snprintf(message, capacity, "the data end after %zu bytes, before the last voxel at byte %.0f (truncated)",
+                 length, (double)layout->offset + (double)count * size);
+        return -1;
     }
-    if (image->nvox != count) {
-        nifti_image_free(image);
-        return fail(message, capacity, -1, "the voxel count changed between reading the header and the voxels");
-    }
-    double slope = image->scl_slope, intercept = image->scl_inter;
+    const uint8_t *in = bytes + layout->offset;
+    double slope = layout->scl_slope, intercept = layout->scl_inter;
     int scaled = slope != 0 && (slope != 1 || intercept != 0);
     if (slope == 0) { slope = 1; intercept = 0; }
-#define WIDEN(TYPE) { const TYPE *in = image->data; \
-        for (int64_t i = 0; i < count; i++) values[i] = scaled ? (float)(in[i] * slope + intercept) : (float)in[i]; }
-    switch (image->datatype) {
+    int swapped = layout->swapped && size > 1;
+#define WIDEN(TYPE) { \
+        for (int64_t i = 0; i < count; i++) { \
+            TYPE value; \
+            load(in + i * (int64_t)sizeof(TYPE), &value, sizeof(TYPE), swapped); \
+            values[i] = scaled ? (float)(value * slope + intercept) : (float)value; \
+        } }
+    switch (layout->datatype) {
     case DT_INT8: WIDEN(int8_t) break;
     case DT_UINT8: WIDEN(uint8_t) break;
     case DT_INT16: WIDEN(int16_t) break;
@@ -247,13 +280,28 @@ int cnifti_read_values(const char *path, float *values, int64_t count, char *mes
     case DT_UINT64: WIDEN(uint64_t) break;
     case DT_FLOAT32: WIDEN(float) break;
     case DT_FLOAT64: WIDEN(double) break;
-    default:
-        nifti_image_free(image);
-        return fail(message, capacity, -1, "unsupported datatype");
     }
 #undef WIDEN
-    nifti_image_free(image);
     return 0;
+}
+
+int cnifti_read_values(const char *path, float *values, int64_t count, char *message, size_t capacity) {
+    nifti_image *image = read_image(path, 1);
+    if (!image || !image->data) {
+        if (image) nifti_image_free(image);
+        return fail(message, capacity, -1, "nifti_clib cannot read the voxels (truncated or corrupt file)");
+    }
+    if (image->nvox != count) {
+        nifti_image_free(image);
+        return fail(message, capacity, -1, "the voxel count changed between reading the header and the voxels");
+    }
+    // nifti_clib has already put the voxels in this machine's byte order.
+    cnifti_layout layout = {0, count, image->datatype, bytes_per_voxel(image->datatype), 0, image->scl_slope,
+                            image->scl_inter};
+    int status = cnifti_convert(image->data, (size_t)(image->nvox * image->nbyper), &layout, values, message,
+                                capacity);
+    nifti_image_free(image);
+    return status;
 }
 
 int cnifti_write(const char *path, const int64_t *dimensions, int dimension_count, int datatype,

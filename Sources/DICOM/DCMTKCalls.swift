@@ -247,9 +247,9 @@ final class DCMTKSegmentationHandle {
     /// Rests on `cdcmtk_seg_add_frame` (DcmSegmentation::addFrame with plane position, frame content and
     /// derivation image groups).
     func addFrame(_ mask: [UInt8], segment: Int, position: [Double], sourceClassUID: String,
-                  sourceInstanceUID: String, sourcePath: String, stackPosition: Int) throws {
+                  sourceInstanceUID: String, sourceFrame: Int, sourcePath: String, stackPosition: Int) throws {
         try check(cdcmtk_seg_add_frame(pointer, mask, UInt16(segment), position, sourceClassUID, sourceInstanceUID,
-                                       sourcePath, UInt32(stackPosition)))
+                                       UInt32(sourceFrame), sourcePath, UInt32(stackPosition)))
     }
 
     /// Rests on `cdcmtk_seg_save` (DcmSegmentation::saveFile).

@@ -26,10 +26,15 @@ public enum DICOMError: Error, CustomStringConvertible, Equatable, Sendable {
     case invalidSegmentation(file: String, reason: String)
     /// A file that could not be written.
     case unwritable(file: String, reason: String)
+    /// A source image lacks a type 1 attribute that a derived object (a SEG) must copy or share with it.
+    case missingSourceAttribute(file: String, attribute: String, output: String)
 
     public var description: String {
         switch self {
         case let .unreadable(file, reason): return "\(file): cannot read DICOM: \(reason)"
+        case let .missingSourceAttribute(file, attribute, output):
+            return "\(file): has no \(attribute), which a DICOM SEG must share with its source series; "
+                + "\(output) was not written (add it to the series, e.g. with dcmodify, and write again)"
         case let .missingAttribute(file, attribute):
             return "\(file): missing or invalid \(attribute); the file is not a usable image"
         case let .noPixelData(file): return "\(file): no Pixel Data (7FE0,0010); it is not an image"

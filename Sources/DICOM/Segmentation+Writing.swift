@@ -8,7 +8,8 @@ extension Segmentation {
     ///
     /// - Parameters:
     ///   - labels: [slices, rows, columns] in the series' slice order (`Series.slices`).
-    ///   - series: the source series (single-frame images; their SOP instances are referenced).
+    ///   - series: the source series (its SOP instances are referenced, with the frame number for a multi-frame
+    ///     source).
     ///   - segmentLabels: names per label value.
     ///   - segmentCount: when given, segments 1...segmentCount are all declared (absent values too) so that
     ///     segment number N is label value N and a reader gets the label values back; when nil, one segment per
@@ -28,6 +29,13 @@ extension Segmentation {
         let values = Set(labels.filter { $0 > 0 }).sorted()
         guard !values.isEmpty else {
             throw DICOMError.invalidSegmentation(file: path, reason: "the label map has no label above 0")
+        }
+        // Type 1 attributes the SEG copies or shares (PS3.3 A.51): DCMTK fills the type 2 ones empty itself but
+        // refuses these with a bare "Missing Attribute(s)".
+        for (tag, name) in [(DICOMTag.studyInstanceUID, "Study Instance UID (0020,000D)"),
+                            (.frameOfReferenceUID, "Frame of Reference UID (0020,0052)")]
+        where (first.dataset.string(tag) ?? "").isEmpty {
+            throw DICOMError.missingSourceAttribute(file: first.path, attribute: name, output: path)
         }
         let writer = try DCMTKSegmentationHandle(source: first.path, rows: first.rows, columns: first.columns,
                                                  seriesDescription: seriesDescription,
@@ -57,6 +65,7 @@ extension Segmentation {
                 try writer.addFrame(mask, segment: numbers[value] ?? 1,
                                     position: slice.file.imagePosition(frame: slice.frame) ?? [0, 0, Double(index)],
                                     sourceClassUID: classUID, sourceInstanceUID: instanceUID,
+                                    sourceFrame: slice.file.frameCount > 1 ? slice.frame + 1 : 0,
                                     sourcePath: slice.file.path, stackPosition: index + 1)
             }
         }

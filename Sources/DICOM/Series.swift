@@ -270,18 +270,39 @@ public struct Series: @unchecked Sendable {
             if let error = failures.first { throw error }
             initialized = slices.count * plane
         }
-        let pixel = file.pixelSpacing(frame: slices[0].frame)
-        let thickness = file.sliceThickness(frame: slices[0].frame)
-        let orientation = file.imageOrientation(frame: slices[0].frame) ?? [1, 0, 0, 0, 1, 0]
-        let rowDirection = Array(orientation[0..<3]), columnDirection = Array(orientation[3..<6])
-        let normal = [rowDirection[1] * columnDirection[2] - rowDirection[2] * columnDirection[1],
-                      rowDirection[2] * columnDirection[0] - rowDirection[0] * columnDirection[2],
-                      rowDirection[0] * columnDirection[1] - rowDirection[1] * columnDirection[0]]
         return Volume(slices: slices.count, rows: file.rows, columns: file.columns, values: values,
-                      spacing: (sliceSpacing ?? thickness ?? 1, pixel?.row ?? 1, pixel?.column ?? 1),
-                      origin: file.imagePosition(frame: slices[0].frame) ?? [0, 0, 0],
-                      direction: [rowDirection, columnDirection, normal], seriesInstanceUID: seriesInstanceUID,
+                      geometry: geometry, seriesInstanceUID: seriesInstanceUID,
                       sourceFiles: slices.map(\.file.path), warnings: warnings)
+    }
+
+    /// The series' geometry in its slice order, as ITK's ImageSeriesReader derives it (see `Volume.geometry`).
+    public var geometry: VolumeGeometry {
+        Self.geometry(of: slices.map { ($0.file, $0.frame) }, sliceSpacing: sliceSpacing)
+    }
+
+    /// The geometry of `frames` stacked in the order given (a series' sorted slices, or a multi-frame file's
+    /// frames in file order): origin at the first frame's position; direction columns the row and column
+    /// directions and the slice normal, the normal negated when the frames step against it; slice spacing the
+    /// distance from the first position to the last over the count − 1 (ITK's rule), else `sliceSpacing`, the
+    /// slice thickness, or 1 (one frame, or no positions).
+    public static func geometry(of frames: [(file: DICOMFile, frame: Int)], sliceSpacing: Double?) -> VolumeGeometry {
+        let (file, frame) = frames[0]
+        let pixel = file.pixelSpacing(frame: frame)
+        let orientation = file.imageOrientation(frame: frame) ?? [1, 0, 0, 0, 1, 0]
+        let (row, column) = (Array(orientation[0..<3]), Array(orientation[3..<6]))
+        var normal = [row[1] * column[2] - row[2] * column[1], row[2] * column[0] - row[0] * column[2],
+                      row[0] * column[1] - row[1] * column[0]]
+        let origin = file.imagePosition(frame: frame)
+        var sliceStep = sliceSpacing ?? file.sliceThickness(frame: frame) ?? 1
+        if frames.count > 1, let origin, let lastFrame = frames.last,
+           let last = lastFrame.file.imagePosition(frame: lastFrame.frame) {
+            let step = zip(last, origin).map { $0 - $1 }
+            let distance = sqrt(step.map { $0 * $0 }.reduce(0, +))
+            if distance > 1e-9 { sliceStep = distance / Double(frames.count - 1) }
+            if zip(step, normal).map(*).reduce(0, +) < 0 { normal = normal.map { -$0 } }
+        }
+        return VolumeGeometry(spacing: [sliceStep, pixel?.row ?? 1, pixel?.column ?? 1], origin: origin ?? [0, 0, 0],
+                              direction: (0..<9).map { [row, column, normal][$0 % 3][$0 / 3] })
     }
 }
 

@@ -1,17 +1,19 @@
+import SliceLabSupport
+
 /// A grayscale volume in physical units: Float32 modality values [slices, rows, columns], row-major, with its
-/// geometry in the patient coordinate system (millimetres, LPS).
+/// geometry in the patient coordinate system (millimetres, LPS) as SimpleITK's ImageSeriesReader gives it.
 public struct Volume: Sendable {
     public let slices: Int
     public let rows: Int
     public let columns: Int
     /// Modality values, [slices, rows, columns].
     public var values: [Float]
-    /// Spacing in millimetres: between slices, between rows (PixelSpacing[0]), between columns (PixelSpacing[1]).
-    public let spacing: (slice: Double, row: Double, column: Double)
-    /// Position of the first voxel's centre (ImagePositionPatient of the first slice), millimetres.
-    public let origin: [Double]
-    /// Direction cosines: row direction (along a row, increasing column), column direction, slice normal.
-    public let direction: [[Double]]
+    /// Spacing (z, y, x), origin (the first slice's ImagePositionPatient) and direction (columns: the row
+    /// direction, the column direction and the slice normal of ImageOrientationPatient), as ITK gives them: the
+    /// slice spacing is the distance from the first slice's position to the last one's over the slice count − 1
+    /// (so a tilted gantry's slices are that far apart along their stacking line, not along the normal), and the
+    /// direction stays orthogonal (ITK's `ForceOrthogonalDirection`).
+    public let geometry: VolumeGeometry
     /// The series it came from.
     public let seriesInstanceUID: String
     /// Files in slice order (a multi-frame file appears once per frame).
@@ -20,16 +22,13 @@ public struct Volume: Sendable {
     public let warnings: [String]
 
     public init(slices: Int, rows: Int, columns: Int, values: [Float],
-                spacing: (slice: Double, row: Double, column: Double), origin: [Double], direction: [[Double]],
-                seriesInstanceUID: String, sourceFiles: [String], warnings: [String]) {
+                geometry: VolumeGeometry, seriesInstanceUID: String, sourceFiles: [String], warnings: [String]) {
         precondition(values.count == slices * rows * columns, "volume values do not match its shape")
         self.slices = slices
         self.rows = rows
         self.columns = columns
         self.values = values
-        self.spacing = spacing
-        self.origin = origin
-        self.direction = direction
+        self.geometry = geometry
         self.seriesInstanceUID = seriesInstanceUID
         self.sourceFiles = sourceFiles
         self.warnings = warnings

@@ -63,19 +63,51 @@ public struct NIfTIImage: Sendable {
         head.withUnsafeBufferPointer { cnifti_sniff($0.baseAddress, $0.count) == 1 }
     }
 
-    /// Reads the image at `path`: its header is checked (`NIfTIHeader.read`) before nifti_clib reads the voxels.
+    /// Reads the image at `path`: its header is checked (`NIfTIHeader.read`) and its voxel layout read by
+    /// nifti_clib first; then the file is mapped and, when compressed, inflated whole by libdeflate (a gzip
+    /// that libdeflate cannot take in one buffer goes through nifti_clib's streaming reader), and the voxels are
+    /// converted to Float32 in one pass.
     ///
     /// - Throws: `ImageFileError.unreadable` naming the file and the cause, `.tooLarge` over `limits`.
-    ///   Rests on `nifti_image_read`.
+    ///   Rests on `nifti_image_read`, `libdeflate_gzip_decompress_ex`.
     public static func read(_ path: String, limits: ReadLimits = .standard) throws -> NIfTIImage {
         let header = try NIfTIHeader.read(path, limits: limits)
-        let count = header.dimensions.reduce(1, *)
-        var values = [Float](repeating: 0, count: count)
         var message = [CChar](repeating: 0, count: 512)
-        let read = values.withUnsafeMutableBufferPointer {
-            cnifti_read_values(path, $0.baseAddress, Int64(count), &message, message.count)
+        var layout = cnifti_layout()
+        var compressed: Int32 = 0
+        guard cnifti_read_layout(path, &layout, &compressed, &message, message.count) == 0 else {
+            throw ImageFileError.unreadable(file: path, reason: String(cString: message))
         }
-        guard read == 0 else { throw ImageFileError.unreadable(file: path, reason: String(cString: message)) }
+        let count = header.dimensions.reduce(1, *)
+        guard layout.count == Int64(count) else {
+            throw ImageFileError.unreadable(file: path, reason: "the voxel count changed between two reads")
+        }
+        let file: Data
+        do { file = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) } catch {
+            throw ImageFileError.unreadable(file: path, reason: "cannot read the file: \(error.localizedDescription)")
+        }
+        let needed = Int(layout.offset) + count * Int(layout.bytes_per_voxel)
+        var values = [Float](repeating: 0, count: count)
+        func convert(_ bytes: UnsafeRawBufferPointer) -> Int32 {
+            values.withUnsafeMutableBufferPointer { out in
+                cnifti_convert(bytes.bindMemory(to: UInt8.self).baseAddress, bytes.count, &layout, out.baseAddress,
+                               &message, message.count)
+            }
+        }
+        var status: Int32
+        if compressed == 0 {
+            status = file.withUnsafeBytes(convert)
+        } else {
+            switch file.withUnsafeBytes({ Gzip.inflate($0, capacity: needed) }) {
+            case let .inflated(bytes): status = bytes.withUnsafeBytes(convert)
+            case .corrupt: throw ImageFileError.unreadable(file: path, reason: "corrupt or truncated gzip stream")
+            case .needsStreaming:
+                status = values.withUnsafeMutableBufferPointer {
+                    cnifti_read_values(path, $0.baseAddress, Int64(count), &message, message.count)
+                }
+            }
+        }
+        guard status == 0 else { throw ImageFileError.unreadable(file: path, reason: String(cString: message)) }
         return NIfTIImage(header: header, values: values)
     }
 

@@ -33,6 +33,9 @@ public enum Compare {
         public var post: [ComparePost] = []
         /// The dense CRF's parameters for `--post crf`.
         public var crf = SegmentPostProcessing.CRFParameters()
+        /// Run only this shard of the split's cases (`--shard I/N`) and write a part for `slicelab merge`
+        /// (no comparisons, report or overlays: they need every case).
+        public var shard: Shard?
 
         public init(dataset: String, model: String, classical: [ClassicalSpec], split: String = "test", output: String,
                     report: String? = nil, threads: Int? = nil, skipBad: Bool = false, voteCases: Int = 16,
@@ -62,6 +65,13 @@ public enum Compare {
     ///   classical methods and the results writer. Nothing is written unless every run completed.
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws -> Outcome {
         try prepareOutputLocation(options.output)
+        if options.shard != nil {
+            if options.report != nil { throw ShardError.notShardable(option: "--report", command: "compare") }
+            if options.overlays != nil { throw ShardError.notShardable(option: "overlays", command: "compare") }
+            if !options.overwrite, FileManager.default.fileExists(atPath: options.output) {
+                throw ShardError.outputExists(file: options.output)
+            }
+        }
         for folder in [options.report, options.overlays].compactMap({ $0 }) {
             try prepareOutputLocation(folder, isFolder: true)
         }
@@ -80,10 +90,17 @@ public enum Compare {
         let set = try timed("load") {
             try LabeledSet.open(options.dataset, skipBad: options.skipBad, limits: options.limits)
         }
-        let caseNames = set.cases(in: options.split)
-        guard !caseNames.isEmpty else {
+        let allCases = set.cases(in: options.split)
+        guard !allCases.isEmpty else {
             throw CompareError.emptySplit(dataset: options.dataset, split: options.split,
                                           available: set.splits.keys.sorted())
+        }
+        var caseNames = allCases
+        if let shard = options.shard {
+            let sizes = allCases.map { name in
+                set.files[name].map { ShardSplit.diskSize($0.image.path) + ShardSplit.diskSize($0.labels.path) } ?? 0
+            }
+            caseNames = try ShardSplit.indices(of: shard, sizes: sizes).map { allCases[$0] }
         }
         let (model, preprocessing) = try timed("load") { try DeepLabCheckpoint.load(options.model) }
         guard model.configuration.classCount == set.classCount else {
@@ -172,6 +189,18 @@ public enum Compare {
                 return run
             }
         }
+        let pairs = runs.dropFirst().map { (a: runs[0].name, b: $0.name) }
+        if let shard = options.shard {
+            let record = ShardRecord(command: "compare", shard: shard, configJSON: shardConfigJSON(options),
+                                     caseOrder: allCases, cases: caseNames,
+                                     skipped: set.skipped.map { ($0.name, "\($0.error)") },
+                                     runOrder: runs.map(\.name), comparisons: pairs)
+            try timed("write") {
+                try ResultsFile.write(runs: runs, to: options.output, overwrite: true, shard: record, updating: false)
+            }
+            return Outcome(runs: runs, comparisons: [], skipped: set.skipped,
+                           timings: timings.map { (stage: $0.0, seconds: $0.1) })
+        }
         let comparisons = try timed("evaluate") { try runs.dropFirst().map { try ResultsComparison(runs[0], $0) } }
         try timed("write") {
             try ResultsFile.write(runs: runs, comparisons: comparisons, to: options.output, overwrite: options.overwrite)
@@ -189,6 +218,23 @@ public enum Compare {
     }
 
     // MARK: - Pieces
+
+    /// The options every shard of a run shares, as JSON (`/shard` `config`): not the output, threads or shard.
+    static func shardConfigJSON(_ options: Options) -> String {
+        func quoted(_ text: String) -> String {
+            let data = (try? JSONEncoder().encode([text])) ?? Data("[\"\"]".utf8)
+            return String(String(decoding: data, as: UTF8.self).dropFirst().dropLast())
+        }
+        let fields: [(String, String)] = [
+            ("dataset", quoted(options.dataset)), ("model", quoted(options.model)),
+            ("classical", "[" + options.classical.map { quoted($0.text) }.joined(separator: ",") + "]"),
+            ("split", quoted(options.split)), ("skip_bad", options.skipBad ? "true" : "false"),
+            ("vote_cases", "\(options.voteCases)"), ("run_prefix", quoted(options.runPrefix)),
+            ("post", "[" + options.post.map { quoted("\($0)") }.joined(separator: ",") + "]"),
+            ("crf", quoted(options.crf.spec)),
+        ]
+        return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+    }
 
     /// `--post auto`: the component rules chosen per class on the validation split (else the train split).
     static func chooseAuto(set: LabeledSet, model: DeepLabV3, preprocessing: Preprocessing,
@@ -332,8 +378,9 @@ public enum Compare {
                      + pad("HD95 mm", 28) + "p (Wilcoxon, Dice) vs \(first.name)"]
         for c in 1..<first.classNames.count {
             for (index, run) in outcome.runs.enumerated() {
-                let dice = index == 0 ? nil : outcome.comparisons[index - 1].rows[.dice]
-                let p = index == 0 ? "" : String(format: "%.2g", dice?[c].wilcoxon.pValue ?? .nan)
+                let compared = index > 0 && index <= outcome.comparisons.count  // a shard's part has none
+                let dice = compared ? outcome.comparisons[index - 1].rows[.dice] : nil
+                let p = compared ? String(format: "%.2g", dice?[c].wilcoxon.pValue ?? .nan) : ""
                 lines.append(pad(first.classNames[c], classWidth) + pad(run.name, runWidth)
                              + pad(TableText.cell(run.summaries(.dice)[c], digits: 3), 16)
                              + pad(TableText.cell(run.summaries(.iou)[c], digits: 3), 16)

@@ -9,16 +9,23 @@ public enum ConvertWorkflow {
     public enum ConvertError: Error, CustomStringConvertible {
         case unsupportedOutput(String, withReference: Bool = false)
         case badWindow(String)
+        case segmentationNeedsReference(String)
         case frameOutOfRange(frame: Int, count: Int, source: String)
 
         public var description: String {
             switch self {
             case let .unsupportedOutput(path, withReference):
-                if withReference { return "\(path): with --reference the output is a DICOM SEG and must end in .dcm" }
+                if withReference {
+                    return "\(path): with --reference the output is a DICOM SEG (.dcm), or for a SEG input a label "
+                        + "map (.h5, .nii, .nii.gz)"
+                }
                 if path.lowercased().hasSuffix(".dcm") {
                     return "\(path): a .dcm output is a DICOM SEG: give a label file as PATH and --reference SERIES"
                 }
-                return "\(path): output must end in .h5, .png, .nii or .nii.gz (NIfTI from HDF5 or NIfTI only)"
+                return "\(path): output must end in .h5, .png, .nii or .nii.gz (NIfTI from DICOM, HDF5 or NIfTI)"
+            case let .segmentationNeedsReference(path):
+                return "\(path): a DICOM SEG holds only the slices where a segment lies; give the series it was made "
+                    + "on with --reference SERIES to convert it to a label map on that series' grid"
             case let .badWindow(text): return "--window \(text): expected CENTER,WIDTH with WIDTH > 0, or 'auto'"
             case let .frameOutOfRange(frame, count, source):
                 return "\(source): --frame \(frame) does not exist (\(count) frame\(count == 1 ? "" : "s"))"
@@ -54,12 +61,18 @@ public enum ConvertWorkflow {
     public static func run(source: String, output: String, window: WindowChoice, frame: Int, bits: Int,
                            reference: String? = nil, limits: ReadLimits = .standard) throws -> [String] {
         let lowered = output.lowercased()
+        let fromSEG = !isFolder(source) && (try? ImageFormats.format(of: source)) is DICOMFormat
+            && (try? DICOMFile(path: source, limits: limits))?.dataset.string(.segmentationType) != nil
         if let reference {
+            if fromSEG, lowered.hasSuffix(".h5") || lowered.hasSuffix(".nii") || lowered.hasSuffix(".nii.gz") {
+                return try writeSegmentationLabels(seg: source, reference: reference, to: output, limits: limits)
+            }
             guard lowered.hasSuffix(".dcm") else {
                 throw ConvertError.unsupportedOutput(output, withReference: true)
             }
             return try SegmentationExport.convert(labels: source, reference: reference, to: output)
         }
+        if fromSEG { throw ConvertError.segmentationNeedsReference(source) }
         if lowered.hasSuffix(".dcm") { throw ConvertError.unsupportedOutput(output, withReference: false) }
         if lowered.hasSuffix(".nii") || lowered.hasSuffix(".nii.gz") {
             return try writeNIfTIFile(source: source, to: output, limits: limits)
@@ -151,10 +164,15 @@ public enum ConvertWorkflow {
         return lines
     }
 
-    private static func attributes(_ file: DICOMFile, spacing: [Double], source: String, on h5: HDF5File,
+    /// The source's attributes and the geometry contract's (`spacing` z, y, x, `origin`, `direction`,
+    /// `geometry_version` 2).
+    private static func attributes(_ file: DICOMFile, geometry: VolumeGeometry, source: String, on h5: HDF5File,
                                    at path: String) throws {
         let rescale = file.rescale(frame: 0) ?? (1, 0)
-        try h5.setAttribute("spacing", .doubles(spacing), at: path)
+        try h5.setAttribute("spacing", .doubles(geometry.spacing), at: path)
+        try h5.setAttribute("origin", .doubles(geometry.origin), at: path)
+        try h5.setAttribute("direction", .doubles(geometry.direction), at: path)
+        try h5.setAttribute("geometry_version", .ints([2]), at: path)
         try h5.setAttribute("photometric_interpretation", .string(file.photometricInterpretation), at: path)
         try h5.setAttribute("modality", .string(file.dataset.string(.modality) ?? ""), at: path)
         try h5.setAttribute("rescale_slope", .double(rescale.slope), at: path)
@@ -164,12 +182,6 @@ public enum ConvertWorkflow {
     }
 
     private static func writeFile(_ file: DICOMFile, to h5: HDF5File, at path: String) throws {
-        let pixel = file.pixelSpacing
-        var spacing = pixel.map { [$0.row, $0.column] } ?? []
-        if file.frameCount > 1, !spacing.isEmpty,
-           let slice = (try? Series.scan(file.path, limits: file.limits))?.series.first?.sliceSpacing {
-            spacing.append(slice)
-        }
         if file.isColor {
             let shape = [file.frameCount, file.rows, file.columns, 3]
             let first = try file.rgbFrame(0)
@@ -204,7 +216,8 @@ public enum ConvertWorkflow {
             }
             try h5.write(values, shape: [file.frameCount, file.rows, file.columns], to: path)
         }
-        try attributes(file, spacing: spacing, source: file.path, on: h5, at: path)
+        try attributes(file, geometry: Series.geometry(of: (0..<file.frameCount).map { (file, $0) }, sliceSpacing: nil),
+                       source: file.path, on: h5, at: path)
     }
 
     /// A colour series in slice order: [slices, rows, columns, 3], UInt8 or UInt16 (the widest slice decides).
@@ -223,22 +236,15 @@ public enum ConvertWorkflow {
                 frame.samples.map { UInt16(truncatingIfNeeded: $0 >> UInt32(max(frame.bitsPerSample - 16, 0))) }
             }, shape: shape, to: path)
         }
-        let pixel = series.first.pixelSpacing
-        var spacing = pixel.map { [$0.row, $0.column] } ?? []
-        if let slice = series.sliceSpacing, !spacing.isEmpty { spacing.append(slice) }
-        try attributes(series.first, spacing: spacing, source: (series.first.path as NSString).deletingLastPathComponent,
-                       on: h5, at: path)
+        try attributes(series.first, geometry: series.geometry,
+                       source: (series.first.path as NSString).deletingLastPathComponent, on: h5, at: path)
     }
 
     private static func writeVolume(_ volume: Volume, series: Series, to h5: HDF5File, at path: String) throws {
         try h5.write(volume.values, shape: [volume.slices, volume.rows, volume.columns], to: path)
-        var spacing = [volume.spacing.row, volume.spacing.column]
-        if volume.slices > 1 { spacing.append(volume.spacing.slice) }
         let source = Set(volume.sourceFiles).count == 1 ? volume.sourceFiles[0]
             : ((volume.sourceFiles[0] as NSString).deletingLastPathComponent)
-        try attributes(series.first, spacing: spacing, source: source, on: h5, at: path)
-        try h5.setAttribute("origin", .doubles(volume.origin), at: path)
-        try h5.setAttribute("direction", .doubles(volume.direction.flatMap { $0 }), at: path)
+        try attributes(series.first, geometry: volume.geometry, source: source, on: h5, at: path)
     }
 
     /// A NIfTI image as `/image` [z, y, x] (a 2-D image as one slice) or [z, y, x, c] for a 4-D file, with the
@@ -259,10 +265,42 @@ public enum ConvertWorkflow {
         return ["wrote \(output): /image \(shape.map(String.init).joined(separator: "×")) Float32"]
     }
 
-    /// An HDF5 label map (`/labels`, written as uint8 or uint16) or image (`/image`, Float32), or a NIfTI image,
-    /// as a NIfTI file with the source's geometry in both its sform and qform.
+    /// A DICOM SEG's label map (segment number = label value) on the grid of the series it references, with that
+    /// series' geometry: `/labels` (uint8, uint16 above 255) with the contract's attributes, or a NIfTI label map.
+    static func writeSegmentationLabels(seg path: String, reference: String, to output: String,
+                                        limits: ReadLimits) throws -> [String] {
+        let series = try SegmentationExport.sourceSeries(reference)
+        let labels = try Segmentation(path: path, limits: limits).labels(alignedTo: series)
+        let (geometry, rows, columns) = (series.geometry, series.first.rows, series.first.columns)
+        let wide = (labels.max() ?? 0) > 255
+        let lowered = output.lowercased()
+        if lowered.hasSuffix(".h5") {
+            try LabelMap(frames: series.slices.count, rows: rows, columns: columns, labels: labels,
+                         spacing: geometry.spacing).write(to: output, elementType: wide ? .uint16 : .uint8) { h5 in
+                try h5.setAttribute("origin", .doubles(geometry.origin), at: "/labels")
+                try h5.setAttribute("direction", .doubles(geometry.direction), at: "/labels")
+                try h5.setAttribute("geometry_version", .ints([2]), at: "/labels")
+            }
+        } else {
+            try NIfTIImage.write(.labels(labels), dimensions: [columns, rows, series.slices.count], geometry: geometry,
+                                 to: output)
+        }
+        return ["wrote \(output): labels of \(path) on series \(series.seriesInstanceUID) "
+                + "(\(series.slices.count)×\(rows)×\(columns))"]
+    }
+
+    /// A DICOM series or multi-frame file (Float32 modality values), an HDF5 label map (`/labels`, written as uint8
+    /// or uint16) or image (`/image`, Float32), or a NIfTI image, as a NIfTI file with the source's geometry in both
+    /// its sform and qform.
     static func writeNIfTIFile(source: String, to output: String, limits: ReadLimits) throws -> [String] {
-        guard !isFolder(source) else { throw ConvertError.unsupportedOutput(output) }
+        if isFolder(source) || (try? ImageFormats.format(of: source)) is DICOMFormat {
+            // A grayscale series (or multi-frame file) as Float32 modality values with its ITK geometry.
+            let volume = try Series.scan(source, limits: limits).series[0].load()
+            try NIfTIImage.write(.float32(volume.values), dimensions: [volume.columns, volume.rows, volume.slices],
+                                 geometry: volume.geometry, to: output)
+            return ["wrote \(output): series \(volume.seriesInstanceUID) as \(volume.columns)×\(volume.rows)×"
+                    + "\(volume.slices) Float32"]
+        }
         let format = try ImageFormats.format(of: source)
         if format is NIfTIFormat {
             let image = try NIfTIImage.read(source, limits: limits)

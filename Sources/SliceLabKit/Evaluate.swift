@@ -27,6 +27,8 @@ public enum Evaluate {
         public var overwrite: Bool
         public var bootstrapSeed: UInt64
         public var bootstrapResamples: Int
+        /// Evaluate only this shard of the cases (`--shard I/N`) and write a part for `slicelab merge`.
+        public var shard: Shard?
 
         public init(prediction: String, reference: String, output: String, spacing: [Double]? = nil,
                     classCount: Int? = nil, classNames: [String]? = nil, toleranceMM: Double = 1,
@@ -59,9 +61,17 @@ public enum Evaluate {
            try ResultsFile.runNames(in: options.output).contains(runName) {
             throw ResultsError.runExists(file: options.output, run: runName)
         }
+        if options.shard != nil, !options.overwrite, FileManager.default.fileExists(atPath: options.output) {
+            throw ShardError.outputExists(file: options.output)
+        }
         let fallbackSpacing = try resolvedSpacing(options.spacing)
-        let pairs = try EvaluateInputs.pairs(prediction: options.prediction, reference: options.reference)
-        let classCount = try resolveClassCount(options, pairs, limits: limits)
+        let allPairs = try EvaluateInputs.pairs(prediction: options.prediction, reference: options.reference)
+        let classCount = try resolveClassCount(options, allPairs, limits: limits)
+        var pairs = allPairs
+        if let shard = options.shard {
+            let sizes = allPairs.map { ShardSplit.diskSize($0.reference) + ShardSplit.diskSize($0.prediction) }
+            pairs = try ShardSplit.indices(of: shard, sizes: sizes).map { allPairs[$0] }
+        }
         let classNames = options.classNames ?? (0..<classCount).map { $0 == 0 ? "background" : "class_\($0)" }
         let settings = EvaluationSettings(classCount: classCount, toleranceMM: options.toleranceMM,
                                           hd95: options.hd95, empty: options.empty)
@@ -94,7 +104,17 @@ public enum Evaluate {
         let run = try ResultsRun(name: runName, method: "labels", model: "", dataset: options.reference,
                                  configJSON: config, settings: settings, classNames: classNames, cases: cases,
                                  bootstrapSeed: options.bootstrapSeed, bootstrapResamples: options.bootstrapResamples)
-        try ResultsFile.write(runs: [run], to: options.output, overwrite: options.overwrite)
+        if let shard = options.shard {
+            var shared = options
+            (shared.output, shared.shard, shared.overwrite) = ("", nil, false)
+            let record = ShardRecord(command: "evaluate", shard: shard,
+                                     configJSON: String(decoding: try encoder.encode(shared), as: UTF8.self),
+                                     caseOrder: allPairs.map(\.id), cases: pairs.map(\.id), skipped: [],
+                                     runOrder: [runName], comparisons: [])
+            try ResultsFile.write(runs: [run], to: options.output, overwrite: true, shard: record, updating: false)
+        } else {
+            try ResultsFile.write(runs: [run], to: options.output, overwrite: options.overwrite)
+        }
         return run
     }
 

@@ -29,7 +29,7 @@ extension ImageLoader {
         let first = try DICOMFile(path: volume.sourceFiles[0])
         return ScanImage(frames: volume.slices, rows: volume.rows, columns: volume.columns, channels: 1,
                          values: volume.values,
-                         spacing: [volume.spacing.slice, volume.spacing.row, volume.spacing.column],
+                         spacing: volume.geometry.spacing,
                          source: source, modality: first.dataset.string(.modality),
                          hasSpacing: first.pixelSpacing != nil)
     }

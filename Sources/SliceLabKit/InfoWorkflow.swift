@@ -18,8 +18,11 @@ public enum InfoWorkflow {
         /// Slices of the series (frames of every file).
         public var frames: Int
         public var files: Int
-        /// Millimetres: row spacing, column spacing, then slice spacing when known.
+        /// The geometry contract (ITK's): spacing z, y, x in millimetres; origin (the first slice's centre) and
+        /// direction (row-major, columns along the x, y, z index) in LPS.
         public var spacing: [Double]
+        public var origin: [Double]
+        public var direction: [Double]
         public var transferSyntaxUID: String
         public var transferSyntax: String
         public var photometricInterpretation: String
@@ -42,9 +45,7 @@ public enum InfoWorkflow {
         let scan = try Series.scan(path, limits: limits)
         let summaries = scan.series.map { series -> SeriesSummary in
             let file = series.first
-            let pixel = file.pixelSpacing(frame: series.slices[0].frame)
-            var spacing = pixel.map { [$0.row, $0.column] } ?? []
-            if let slice = series.sliceSpacing, !spacing.isEmpty { spacing.append(slice) }
+            let geometry = series.geometry
             let window = file.window(frame: series.slices[0].frame)
             let data = file.dataset
             return SeriesSummary(
@@ -52,7 +53,8 @@ public enum InfoWorkflow {
                 patientID: data.string(.patientID) ?? "", studyDescription: data.string(.studyDescription) ?? "",
                 seriesDescription: data.string(.seriesDescription) ?? "", modality: data.string(.modality) ?? "",
                 rows: file.rows, columns: file.columns, frames: series.slices.count,
-                files: Set(series.slices.map(\.file.path)).count, spacing: spacing,
+                files: Set(series.slices.map(\.file.path)).count, spacing: geometry.spacing,
+                origin: geometry.origin, direction: geometry.direction,
                 transferSyntaxUID: file.transferSyntaxUID, transferSyntax: TransferSyntax(uid: file.transferSyntaxUID).name,
                 photometricInterpretation: file.photometricInterpretation, bitsStored: file.bitsStored,
                 windowCenter: window?.center, windowWidth: window?.width, warnings: series.warnings)
@@ -79,8 +81,10 @@ public enum InfoWorkflow {
             lines.append("  modality:       \(series.modality)")
             lines.append("  size:           \(series.rows) rows × \(series.columns) columns, \(series.frames) "
                          + "frame\(series.frames == 1 ? "" : "s") in \(series.files) file\(series.files == 1 ? "" : "s")")
-            lines.append("  spacing (mm):   " + (series.spacing.isEmpty ? "unknown"
-                                                 : series.spacing.map { String(format: "%g", $0) }.joined(separator: ", ")))
+            func numbers(_ values: [Double]) -> String { values.map { String(format: "%g", $0) }.joined(separator: ", ") }
+            lines.append("  spacing:        \(numbers(series.spacing)) mm (z, y, x)")
+            lines.append("  origin:         \(numbers(series.origin)) mm (x, y, z, LPS; centre of the first voxel)")
+            lines.append("  direction:      \(numbers(series.direction)) (row-major; columns along x, y, z index)")
             lines.append("  transfer:       \(series.transferSyntax) (\(series.transferSyntaxUID))")
             lines.append("  photometric:    \(series.photometricInterpretation), \(series.bitsStored) bits stored")
             if let center = series.windowCenter, let width = series.windowWidth {

@@ -14,12 +14,14 @@ public enum ResultsFile {
     ///
     /// - Parameters:
     ///   - overwrite: replace runs (and comparisons) of the same name; otherwise they are refused.
+    ///   - shard: for a shard's part (`--shard`), the `/shard` record `slicelab merge` reads.
+    ///   - updating: add to an existing file (the default) or replace it whole (`merge`).
     /// - Throws: `ResultsError.runExists` (nothing written), `ImageFileError` from HDF5. Rests on
     ///   `HDF5File.write(to:updating:)`.
     public static func write(runs: [ResultsRun], comparisons: [ResultsComparison] = [], to path: String,
-                             overwrite: Bool = false) throws {
+                             overwrite: Bool = false, shard: ShardRecord? = nil, updating: Bool = true) throws {
         for run in runs { try ResultsRun.validate(name: run.name) }
-        try HDF5File.write(to: path, updating: true) { file in
+        try HDF5File.write(to: path, updating: updating) { file in
             /// Clears `group` for a new object of that name, or refuses.
             func claim(_ group: String, _ name: String) throws {
                 guard file.exists(group) else { return }
@@ -33,6 +35,10 @@ public enum ResultsFile {
             for comparison in comparisons {
                 try claim("/comparisons/\(comparison.groupName)", comparison.groupName)
                 try write(comparison, to: file, at: "/comparisons/\(comparison.groupName)")
+            }
+            if let shard {
+                if file.exists("/shard") { try file.remove("/shard") }
+                try write(shard, to: file)
             }
         }
     }
@@ -75,12 +81,14 @@ public enum ResultsFile {
            case let .int(value) = try file.attribute("bootstrap_resamples", at: group) {
             resamples = Int(value)
         }
-        return ResultsRun(stored: name, method: try text("method"), model: try text("model"),
+        var run = ResultsRun(stored: name, method: try text("method"), model: try text("model"),
                           dataset: try text("dataset"), created: try text("created"), configJSON: try text("config"),
                           settings: settings, caseIDs: try file.readStrings("\(group)/case_ids"),
                           classNames: classNames, spacing: try file.read("\(group)/spacing", as: Double.self).values,
                           metrics: metrics, confusion: try file.read("\(group)/confusion", as: Int64.self).values,
                           bootstrapSeed: seed, bootstrapResamples: resamples)
+        if file.hasAttribute("postprocessing", at: group) { run.postprocessingJSON = try text("postprocessing") }
+        return run
     }
 
     // MARK: - Writing one run

@@ -71,16 +71,10 @@ public enum SegmentationExport {
                 + "(\(series.slices.count) slice(s))"]
     }
 
-    /// The first series of a DICOM file or folder, as a SEG source: single-frame images only.
+    /// The first series of a DICOM file or folder, as a SEG source (single-frame images or multi-frame files).
     ///
-    /// - Throws: `InputError.unsupportedFile` for a multi-frame file (a SEG here references whole single-frame
-    ///   instances), `DICOMError` naming the file and the cause.
+    /// - Throws: `DICOMError` naming the file and the cause.
     public static func sourceSeries(_ path: String) throws -> Series {
-        let series = try Series.scan(path).series[0]
-        if let multi = series.slices.first(where: { $0.file.frameCount > 1 }) {
-            throw InputError.unsupportedFile(file: multi.file.path, reason: "\(multi.file.frameCount) frames in one "
-                + "file; a DICOM SEG is written for series of single-frame images")
-        }
-        return series
+        try Series.scan(path).series[0]
     }
 }

@@ -10,7 +10,7 @@ protocol Command {
 /// Every subcommand, in the order `slicelab --help` lists them.
 let commands: [Command.Type] = [
     InfoCommand.self, ConvertCommand.self, SegmentCommand.self, ClusterCommand.self,
-    EvaluateCommand.self, CompareCommand.self, TrainCommand.self, ExportCommand.self, DemoCommand.self,
+    EvaluateCommand.self, CompareCommand.self, MergeCommand.self, TrainCommand.self, ExportCommand.self, DemoCommand.self,
 ]
 
 
@@ -28,4 +28,16 @@ func readLimits(_ arguments: ParsedArguments, command: String) throws -> ReadLim
     }
     limits.remedy = "raise it with --max-memory"
     return limits
+}
+
+/// `--shard I/N`, declared by the commands that run a cohort in shards (`compare`, `evaluate`).
+let shardOption = OptionSpec(
+    "shard", valueName: "I/N",
+    help: "Run only shard I of N (0-based: 0 ≤ I < N) of the size-balanced split of the cases and write a part "
+        + "for 'slicelab merge'.")
+
+/// The shard `--shard` asks for, or nil; a malformed one is a usage error.
+func parseShard(_ arguments: ParsedArguments, command: String) throws -> Shard? {
+    guard let text = arguments.string("shard") else { return nil }
+    do { return try Shard(parsing: text) } catch { throw UsageError("slicelab \(command): \(error)") }
 }

@@ -45,7 +45,7 @@ struct ConvertCommandTests {
         #expect(json["dtype"] as? String == "float32")
         // Sorted by z: slice k=2 (z 0), k=1 (z 3), k=0 (z 6).
         #expect(json["first"] as? [Double] == [200 - 1024, 100 - 1024, -1024])
-        #expect(json["spacing"] as? [Double] == [0.7, 0.8, 3])
+        #expect(json["spacing"] as? [Double] == [3, 0.7, 0.8])  // z, y, x (geometry_version 2)
         #expect(json["modality"] as? String == "CT")
         #expect(json["slope"] as? Double == 1 && json["intercept"] as? Double == -1024)
         #expect(json["photometric"] as? String == "MONOCHROME2")
@@ -75,7 +75,8 @@ struct ConvertCommandTests {
         let first = try #require((json["series"] as? [[String: Any]])?.first)
         #expect(first["frames"] as? Int == 3)
         #expect(first["modality"] as? String == "CT")
-        #expect(first["spacing"] as? [Double] == [0.7, 0.8, 3])
+        #expect(first["spacing"] as? [Double] == [3, 0.7, 0.8])  // z, y, x
+        #expect(first["direction"] as? [Double] == [1, 0, 0, 0, 1, 0, 0, 0, 1])
     }
 
     @Test func badInputExitsWithOneAndNamesTheFile() throws {

@@ -30,9 +30,9 @@ struct SeriesTests {
         #expect(skipped.isEmpty)
         let volume = try #require(volumes.first)
         #expect(volume.slices == 5 && volume.rows == 4 && volume.columns == 5)
-        #expect(abs(volume.spacing.slice - 2.5) < 1e-9)
-        #expect(volume.spacing.row == 0.7 && volume.spacing.column == 0.8)
-        #expect(volume.origin == [0, 0, 0])
+        #expect(abs(volume.geometry.spacing[0] - 2.5) < 1e-9)
+        #expect(volume.geometry.spacing[1] == 0.7 && volume.geometry.spacing[2] == 0.8)
+        #expect(volume.geometry.origin == [0, 0, 0])
         #expect(volume.warnings.isEmpty)
         // Sorted by z: 0, 2.5, 5, 7.5, 10 → written slices 4, 1, 3, 2, 0; modality = stored × 0.5 − 1024.
         for (index, written) in [4, 1, 3, 2, 0].enumerated() {
@@ -107,8 +107,8 @@ struct EnhancedGeometryTests {
         let volume = try #require(try Series.load(folder: folder.path).volumes.first)
         #expect(volume.slices == 3)
         #expect([0, 1, 2].map { volume.slice($0).first } == [0, 20, 40])
-        #expect(volume.spacing.slice == 2 && volume.spacing.row == 0.5 && volume.spacing.column == 0.6)
-        #expect(volume.origin == [0, 0, 0])
+        #expect(volume.geometry.spacing == [2, 0.5, 0.6])
+        #expect(volume.geometry.origin == [0, 0, 0])
     }
 }
 
@@ -133,7 +133,7 @@ struct SeriesFailureTests {
         let (volumes, skipped) = try Series.load(folder: folder.path)
         let volume = try #require(volumes.first)
         #expect(volume.slices == 2)
-        #expect(volume.spacing.slice == 2)
+        #expect(volume.geometry.spacing[0] == 2)
         #expect(skipped.count == 1 && skipped[0].file.hasSuffix("1.dcm"))
         #expect(skipped.first?.reason.contains("JPEG 2000") == true)
     }

@@ -4,9 +4,9 @@ import Testing
 
 /// End-to-end tests of the built `slicelab`: exit codes, help and error lines.
 @Suite struct CLITests {
-    static let subcommands = ["info", "convert", "segment", "cluster", "evaluate", "compare", "train", "demo"]
+    static let subcommands = ["info", "convert", "segment", "cluster", "evaluate", "compare", "merge", "train", "demo"]
 
-    @Test func helpListsTheEightSubcommands() throws {
+    @Test func helpListsEverySubcommand() throws {
         let result = try TestSupport.slicelab(["--help"])
         #expect(result.status == 0)
         for name in Self.subcommands {

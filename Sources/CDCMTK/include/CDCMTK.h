@@ -96,11 +96,12 @@ int cdcmtk_seg_add_segment(cdcmtk_seg *seg, const char *label, uint16_t *number)
 int cdcmtk_seg_set_geometry(cdcmtk_seg *seg, const double *orientation, double row_spacing, double column_spacing,
                             double slice_thickness);
 /// Adds one frame (rows × columns bytes, non-zero = inside) of segment `segment`, lying at `position` (3 values),
-/// derived from the source image `source_path` (its SOP class and instance are referenced); `stack_position`
-/// is the 1-based slice index.
+/// derived from the source image `source_path` (its SOP class and instance are referenced, and its frame
+/// `source_frame`, 1-based, when it is a multi-frame image; 0 for a single-frame one); `stack_position` is the
+/// 1-based slice index.
 int cdcmtk_seg_add_frame(cdcmtk_seg *seg, const uint8_t *pixels, uint16_t segment, const double *position,
                          const char *source_sop_class_uid, const char *source_sop_instance_uid,
-                         const char *source_path, uint32_t stack_position);
+                         uint32_t source_frame, const char *source_path, uint32_t stack_position);
 /// Writes the SEG (explicit VR little endian). The file is written where asked; callers write to a temporary.
 int cdcmtk_seg_save(cdcmtk_seg *seg, const char *path);
 void cdcmtk_seg_free(cdcmtk_seg *seg);

@@ -33,6 +33,26 @@ int cnifti_sniff(const uint8_t *bytes, size_t count);
 int cnifti_read_header(const char *path, int64_t max_bytes, cnifti_header *header, char *message,
                        size_t capacity);
 
+/// Where and how the voxel bytes of a checked file lie once it is decompressed, as nifti_clib reads its header.
+typedef struct {
+    int64_t offset;       // vox_offset: the first voxel byte
+    int64_t count;        // voxels
+    int datatype;         // NIFTI DT_* code
+    int bytes_per_voxel;
+    int swapped;          // 1 when the file's byte order is not this machine's
+    double scl_slope, scl_inter;
+} cnifti_layout;
+
+/// The voxel layout of `path` (read with nifti_clib, header only), and whether the file is gzip-compressed.
+/// 0 on success, -1 with a message.
+int cnifti_read_layout(const char *path, cnifti_layout *layout, int *compressed, char *message, size_t capacity);
+
+/// Converts the voxels of a decompressed file's bytes (`bytes`, `length` of them, laid out as `layout` says) to
+/// Float32 with scl_slope and scl_inter applied (slope 0: unscaled), x fastest. 0 on success, -1 with a message
+/// when `bytes` end before the last voxel.
+int cnifti_convert(const uint8_t *bytes, size_t length, const cnifti_layout *layout, float *values, char *message,
+                   size_t capacity);
+
 /// Reads the voxel values of `path` as Float32 with scl_slope and scl_inter applied (slope 0: unscaled), in
 /// the file's order (x fastest). `count` must equal the header's voxel count. 0 on success, -1 with a message.
 int cnifti_read_values(const char *path, float *values, int64_t count, char *message, size_t capacity);

@@ -112,7 +112,7 @@ public struct ParsedArguments: Sendable {
             let missing = spec.positionals[parsed.positionals.count].name
             throw UsageError("\(prefix): missing argument \(missing)")
         }
-        if parsed.positionals.count > spec.positionals.count {
+        if parsed.positionals.count > spec.positionals.count, spec.positionals.last?.isVariadic != true {
             throw UsageError("\(prefix): unexpected argument '\(parsed.positionals[spec.positionals.count])'")
         }
         return parsed

@@ -59,11 +59,14 @@ public struct PositionalSpec: Sendable {
     public let name: String
     public let help: String
     public let isOptional: Bool
+    /// The last positional may take every remaining argument (`merge PART…`).
+    public let isVariadic: Bool
 
-    public init(_ name: String, help: String, optional: Bool = false) {
+    public init(_ name: String, help: String, optional: Bool = false, variadic: Bool = false) {
         self.name = name
         self.help = help
         self.isOptional = optional
+        self.isVariadic = variadic
     }
 }
 
@@ -89,7 +92,8 @@ public struct CommandSpec: Sendable {
     public func helpText(program: String = "slicelab") -> String {
         var usage = "\(program) \(name)"
         for positional in positionals {
-            usage += positional.isOptional ? " [\(positional.name)]" : " \(positional.name)"
+            let shown = positional.name + (positional.isVariadic ? "…" : "")
+            usage += positional.isOptional ? " [\(shown)]" : " \(shown)"
         }
         for option in options where option.isRequired {
             usage += " --\(option.name)" + (option.kind == .flag ? "" : " \(option.valueName)")

@@ -23,6 +23,7 @@ enum CompareCommand: Command {
             OptionSpec("timings", .flag, help: "Print a timing breakdown."),
             OptionSpec("skip-bad", .flag, help: "Skip and list invalid cases instead of failing."),
             OptionSpec("overwrite", .flag, help: "Replace runs of the same names in RESULTS.h5."),
+            shardOption,
             maxMemoryOption,
         ],
         discussion: """
@@ -48,6 +49,10 @@ enum CompareCommand: Command {
                                       report: arguments.string("report"), threads: arguments.int("threads"),
                                       skipBad: arguments.flag("skip-bad"), overwrite: arguments.flag("overwrite"))
         options.limits = try readLimits(arguments, command: "compare")
+        options.shard = try parseShard(arguments, command: "compare")
+        if options.shard != nil, options.report != nil {
+            throw UsageError("slicelab compare: --report needs every case; write it from a single run, not with --shard")
+        }
         options.post = try arguments.strings("post").map { text in
             guard let post = ComparePost(text) else {
                 throw UsageError("slicelab compare: unknown --post '\(text)'; choose from "
@@ -78,6 +83,11 @@ enum CompareCommand: Command {
                 let label = stage.padding(toLength: max(36, stage.count + 1), withPad: " ", startingAt: 0)
                 print("  " + label + String(format: "%8.2f s  %5.1f %%", seconds, 100 * seconds / max(total, 1e-9)))
             }
+        }
+        if let shard = options.shard {
+            print("wrote shard \(shard) (\(outcome.runs.first?.caseCount ?? 0) cases) of \(outcome.runs.count) runs to "
+                + "\(options.output); join the parts with 'slicelab merge'")
+            return
         }
         print("wrote \(outcome.runs.count) runs to \(options.output)" + (options.report.map { ", report in \($0)/index.html" } ?? ""))
     }

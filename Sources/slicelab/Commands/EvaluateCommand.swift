@@ -19,6 +19,7 @@ enum EvaluateCommand: Command {
             OptionSpec("out", valueName: "RESULTS.h5", help: "Results file (runs are added).", required: true),
             OptionSpec("run", help: "Run name.", default: "the prediction's name"),
             OptionSpec("overwrite", .flag, help: "Replace a run of the same name."),
+            shardOption,
             maxMemoryOption,
         ])
 
@@ -33,13 +34,14 @@ enum EvaluateCommand: Command {
         if let names, names.contains(where: \.isEmpty) {
             throw UsageError("slicelab evaluate: --class-names has an empty name")
         }
-        let options = Evaluate.Options(
+        var options = Evaluate.Options(
             prediction: prediction, reference: reference, output: output, spacing: arguments.doubles("spacing"),
             classCount: arguments.int("num-classes"), classNames: names,
             toleranceMM: arguments.double("tolerance") ?? 1,
             hd95: arguments.choice("hd95") ?? .max,
             empty: arguments.choice("empty") ?? .nan,
             runName: arguments.string("run"), overwrite: arguments.flag("overwrite"))
+        options.shard = try parseShard(arguments, command: "evaluate")
         let run = try Evaluate.run(options, limits: try readLimits(arguments, command: "evaluate"))
         print(Evaluate.table(run))
         print("wrote run '\(run.name)' to \(output)")

@@ -7,15 +7,19 @@ enum SegmentCommand: Command {
         name: "segment",
         summary: "Segment an image, series or volume with a DeepLabV3 model.",
         positionals: [PositionalSpec("INPUT", help: "DICOM file or series folder, NIfTI (.nii, .nii.gz; 4-D = "
-                                         + "channels), PNG, or HDF5 with /image.", optional: true)],
+                                         + "channels), PNG, or HDF5 with /image; with --out FOLDER/ a folder of "
+                                         + "cases.", optional: true)],
         options: [
             OptionSpec("model", valueName: "MODEL.h5", help: "A SliceLab checkpoint."),
-            OptionSpec("out", valueName: "OUT.h5|OUT.nii.gz|OUT.png|OUT.dcm",
+            OptionSpec("out", valueName: "OUT.h5|OUT.nii.gz|OUT.png|OUT.dcm|OUT/",
                        help: "Label map, by extension: HDF5 /labels with the input's geometry, NIfTI (.nii, .nii.gz) "
-                           + "with the input's geometry, PNG (one slice), or (DICOM input) a binary DICOM SEG."),
+                           + "with the input's geometry, PNG (one slice), or (DICOM input) a binary DICOM SEG; a "
+                           + "folder (no such ending) segments every case of the folder INPUT into OUT/<case>.h5."),
             OptionSpec("context", .int(0...16),
                        help: "2.5-D context N the model was trained with (train --context); must match the "
                            + "checkpoint's.", default: "the checkpoint's"),
+            OptionSpec("skip-bad", .flag, help: "Folder of cases: skip (and list) a case that fails instead of stopping."),
+            shardOption,
             OptionSpec("overlay", valueName: "OVERLAY.png", help: "The image with each class tinted."),
             OptionSpec("probabilities", .flag,
                        help: "Also write /probabilities [frames, classes, H, W] (before post-processing)."),
@@ -85,6 +89,14 @@ enum SegmentCommand: Command {
             throw UsageError("slicelab segment: give INPUT, --model MODEL.h5 and --out OUT.h5|OUT.nii.gz|OUT.png|OUT.dcm "
                 + "(or the parity options --weights … --raw-input … --logits …)")
         }
+        // A folder of cases into a folder; one image into an output without a known ending keeps its error.
+        var inputIsFolder: ObjCBool = false
+        let folderOutput = (out.hasSuffix("/") || URL(fileURLWithPath: out).pathExtension.isEmpty)
+            && FileManager.default.fileExists(atPath: input, isDirectory: &inputIsFolder) && inputIsFolder.boolValue
+        let shard = try parseShard(arguments, command: "segment")
+        if !folderOutput, shard != nil || arguments.flag("skip-bad") {
+            throw UsageError("slicelab segment: --shard and --skip-bad need a folder of cases and --out FOLDER/")
+        }
         var options = Segment.Options(input: input, model: model, output: out, overlay: arguments.string("overlay"),
                                       probabilities: arguments.flag("probabilities"),
                                       threads: arguments.int("threads"),
@@ -101,6 +113,13 @@ enum SegmentCommand: Command {
             throw UsageError("slicelab segment: --crf needs --regularize crf")
         }
         options.postProcessing.crf = try crfParameters(arguments)
+        if folderOutput {
+            let manifest = try SegmentCohort.run(options, shard: shard, skipBad: arguments.flag("skip-bad"),
+                                                 log: standardError)
+            print("wrote \(manifest.cases.count) case(s) to \(out)" + (shard.map { " (shard \($0))" } ?? "")
+                  + (manifest.skipped.isEmpty ? "" : ", skipped \(manifest.skipped.count)"))
+            return
+        }
         try Segment.run(options, log: standardError)
     }
 
