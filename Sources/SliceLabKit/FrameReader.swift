@@ -88,8 +88,7 @@ struct FrameReader {
                                  source: path, modality: file.dataset.string(.modality), skipped: []) { index in
             file.isColor ? try file.rgbFrame(index).samples.map { Float($0) } : try file.modalityFrame(index)
         }
-        reader.geometry = geometry(position: file.imagePosition(frame: 0),
-                                   orientation: file.imageOrientation(frame: 0), spacing: spacing)
+        reader.geometry = Series.geometry(of: (0..<file.frameCount).map { (file, $0) }, sliceSpacing: sliceSpacing)
         return reader
     }
 
@@ -120,21 +119,7 @@ struct FrameReader {
             let slice = series.slices[index]
             return try slice.file.modalityFrame(slice.frame)
         }
-        let first = series.slices[0]
-        reader.geometry = geometry(position: first.file.imagePosition(frame: first.frame),
-                                   orientation: first.file.imageOrientation(frame: first.frame), spacing: spacing)
+        reader.geometry = series.geometry
         return reader
-    }
-
-    /// ITK's geometry of a DICOM image or series: origin the first slice's Image Position (Patient), direction
-    /// columns the row direction, the column direction and their cross product (Image Orientation (Patient)),
-    /// as `itk::GDCMImageIO` gives them; nil without position or orientation.
-    static func geometry(position: [Double]?, orientation: [Double]?, spacing: [Double]) -> VolumeGeometry? {
-        guard let position, position.count == 3, let orientation, orientation.count == 6 else { return nil }
-        let u = Array(orientation[0..<3]), v = Array(orientation[3..<6])
-        let w = [u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]]
-        var direction = [Double](repeating: 0, count: 9)
-        for row in 0..<3 { (direction[row * 3], direction[row * 3 + 1], direction[row * 3 + 2]) = (u[row], v[row], w[row]) }
-        return VolumeGeometry(spacing: spacing, origin: position, direction: direction)
     }
 }
