@@ -13,7 +13,7 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
     public var architecture: Architecture
     /// Classes K (≥ 2), background included.
     public var classCount: Int
-    /// 1 (grayscale) or 3 (RGB).
+    /// 1 (grayscale), 3 (RGB), or a volume's channels × (2N + 1) slices for 2.5-D context (1...64).
     public var inputChannels: Int
     /// 8 or 16: the backbone's total stride after dilation replaces the last stride(s).
     public var outputStride: Int
@@ -78,8 +78,8 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
         guard classCount >= 2 else {
             throw DeepLabError.invalidConfiguration("numClasses is \(classCount); it must be at least 2")
         }
-        guard inputChannels == 1 || inputChannels == 3 else {
-            throw DeepLabError.invalidConfiguration("inputChannels is \(inputChannels); it must be 1 or 3")
+        guard (1...64).contains(inputChannels) else {
+            throw DeepLabError.invalidConfiguration("inputChannels is \(inputChannels); it must be in 1...64")
         }
         guard outputStride == 8 || outputStride == 16 else {
             throw DeepLabError.invalidConfiguration("outputStride is \(outputStride); it must be 8 or 16")

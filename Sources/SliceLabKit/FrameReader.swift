@@ -21,6 +21,9 @@ struct FrameReader {
     let skipped: [(file: String, reason: String)]
     /// The file's VOI window (its first frame's), nil when it has none.
     var window: VOIWindow? = nil
+    /// Where the voxels are (the geometry contract, `VolumeGeometry`), when the format says: NIfTI, HDF5 with
+    /// `geometry_version` 2, DICOM series and files with Image Position and Orientation.
+    var geometry: VolumeGeometry? = nil
     private let read: (Int) throws -> [Float]
 
     /// Frame `index` (0 ..< frames) as a one-frame image.
@@ -57,7 +60,7 @@ struct FrameReader {
         let shape = try file.shape(of: "/image")
         try limits.check([layout.rows, layout.columns, layout.channels], bytesPerValue: 4, file: path,
                          what: "a frame of /image")
-        return FrameReader(frames: layout.frames, rows: layout.rows, columns: layout.columns,
+        var reader = FrameReader(frames: layout.frames, rows: layout.rows, columns: layout.columns,
                            channels: layout.channels, spacing: layout.spacing, hasSpacing: layout.hasSpacing,
                            source: path, modality: layout.modality, skipped: []) { index in
             // The frame axis is the first one when the dataset has frames, else the whole dataset is one frame.
@@ -66,6 +69,10 @@ struct FrameReader {
             let count = shape.indices.map { $0 == 0 && framed ? 1 : shape[$0] }
             return try file.read("/image", as: Float.self, start: start, count: count).values
         }
+        if file.hasAttribute("geometry_version", at: "/image") {
+            reader.geometry = try ConvertWorkflow.storedGeometry(file, "/image", dimensions: shape.count)
+        }
+        return reader
     }
 
     /// A DICOM file's frames (a multi-frame file's slice spacing from its geometry, else Slice Thickness).
@@ -77,12 +84,15 @@ struct FrameReader {
         if file.frameCount > 1, let spacing = try Series.scan(path, limits: limits).series.first?.sliceSpacing {
             sliceSpacing = spacing
         }
-        return FrameReader(frames: file.frameCount, rows: file.rows, columns: file.columns,
-                           channels: file.isColor ? 3 : 1, spacing: [sliceSpacing, pixel?.row ?? 1, pixel?.column ?? 1],
-                           hasSpacing: pixel != nil, source: path, modality: file.dataset.string(.modality),
-                           skipped: [], window: file.isColor ? nil : file.window(frame: 0)) { index in
+        let spacing = [sliceSpacing, pixel?.row ?? 1, pixel?.column ?? 1]
+        var reader = FrameReader(frames: file.frameCount, rows: file.rows, columns: file.columns,
+                                 channels: file.isColor ? 3 : 1, spacing: spacing, hasSpacing: pixel != nil,
+                                 source: path, modality: file.dataset.string(.modality), skipped: [],
+                                 window: file.isColor ? nil : file.window(frame: 0)) { index in
             file.isColor ? try file.rgbFrame(index).samples.map { Float($0) } : try file.modalityFrame(index)
         }
+        reader.geometry = Series.geometry(of: (0..<file.frameCount).map { (file, $0) }, sliceSpacing: sliceSpacing)
+        return reader
     }
 
     /// The first series of a folder, slice by slice in sorted order; files that do not decode are left out first
@@ -105,13 +115,15 @@ struct FrameReader {
         let file = series.first
         let pixel = file.pixelSpacing(frame: series.slices[0].frame)
         let sliceSpacing = series.sliceSpacing ?? file.sliceThickness(frame: series.slices[0].frame) ?? 1
-        return FrameReader(frames: series.slices.count, rows: file.rows, columns: file.columns, channels: 1,
-                           spacing: [sliceSpacing, pixel?.row ?? 1, pixel?.column ?? 1],
-                           hasSpacing: file.pixelSpacing != nil, source: folder,
-                           modality: file.dataset.string(.modality), skipped: skipped,
-                           window: file.window(frame: series.slices[0].frame)) { index in
+        let spacing = [sliceSpacing, pixel?.row ?? 1, pixel?.column ?? 1]
+        var reader = FrameReader(frames: series.slices.count, rows: file.rows, columns: file.columns, channels: 1,
+                                 spacing: spacing, hasSpacing: file.pixelSpacing != nil, source: folder,
+                                 modality: file.dataset.string(.modality), skipped: skipped,
+                                 window: file.window(frame: series.slices[0].frame)) { index in
             let slice = series.slices[index]
             return try slice.file.modalityFrame(slice.frame)
         }
+        reader.geometry = series.geometry
+        return reader
     }
 }

@@ -43,6 +43,8 @@ public struct LabeledSample: Sendable {
     public var spacing: [Double] = [1, 1, 1]
     /// The image's full geometry when its file has one (NIfTI), for writing label volumes beside it.
     public var geometry: VolumeGeometry?
+    /// Whether `spacing` came from the image or `dataset.json` (false: the default 1).
+    public var hasSpacing = false
 
     public var frameCount: Int { image.shape[0] }
 
@@ -242,6 +244,7 @@ public final class LabeledSet: @unchecked Sendable {
         }
         var sample = LabeledSample(name: name, image: image, labels: labels, spacing: spacing)
         sample.geometry = try readCaseGeometry(caseFiles.images[0], case: name, limits: limits)
+        sample.hasSpacing = fileSpacing != nil || description.spacing != nil
         return sample
     }
 

@@ -21,6 +21,9 @@ public enum Segment {
         /// The step applied to the model's output (`--regularize`, `--crf`); `/probabilities` keeps the
         /// model's output before it.
         public var postProcessing = SegmentPostProcessing()
+        /// `--context N`: the 2.5-D context the caller expects; nil takes the checkpoint's, and a different one
+        /// is refused.
+        public var context: Int?
 
         public init(input: String, model: String, output: String, overlay: String? = nil, probabilities: Bool = false,
                     threads: Int? = nil, tileSize: Int = 512, limits: ReadLimits = .standard) {
@@ -35,28 +38,41 @@ public enum Segment {
         }
     }
 
-    /// Segments every frame of the input with the checkpoint's model and preprocessing; writes the label map
-    /// (`/labels` UInt8, or UInt16 above 256 classes, [frames, H, W], a one-frame PNG, or for `.dcm` and a DICOM
-    /// input a binary DICOM SEG referencing the source series, see `SegmentationExport`), optionally
-    /// `/probabilities` Float32 [frames, K, H, W] and an overlay PNG of the first frame.
+    /// Segments every slice of the input with the checkpoint's model, preprocessing and slice sampling
+    /// (`VolumeSegmenter`: 2.5-D context, in-plane resampling to the training spacing) and writes the label map
+    /// in the format the output's extension names:
     ///
-    /// Streams: one frame is read, segmented and written into the output before the next is read, so memory
-    /// holds one frame and its logits whatever the number of frames. The HDF5 output is a temporary file
-    /// renamed into place when every frame is in it. A post-processing step other than `none` works on the
-    /// whole input (a multi-frame input as one volume), so then memory holds every frame's probabilities.
+    /// - `.h5`/`.hdf5`: `/labels` UInt8 (UInt16 above 256 classes) [slices, H, W] with the geometry contract's
+    ///   `spacing` (z, y, x), `origin`, `direction` and `geometry_version` 2; optionally `/probabilities` Float32
+    ///   [slices, K, H, W];
+    /// - `.nii`/`.nii.gz`: a NIfTI-1 label map (uint8, uint16 when a label exceeds 255) with the input's geometry
+    ///   in its sform and qform;
+    /// - `.png`: a one-slice label map;
+    /// - `.dcm`: a binary DICOM SEG referencing the source series (DICOM input only, see `SegmentationExport`).
+    ///
+    /// An input without geometry (PNG, HDF5 without `geometry_version`) is written with its spacing, origin 0
+    /// and identity direction. An overlay PNG of the first slice is written when asked.
+    ///
+    /// Streams into HDF5: one slice (and its 2N neighbours) is read, segmented and written before the next, so
+    /// memory holds a few slices and one slice's logits whatever the number of slices. NIfTI and SEG outputs
+    /// hold the label volume (4 bytes a voxel) until written. A post-processing step other than `none` works on
+    /// the whole input as one volume, so then memory holds every slice's probabilities. Every output is written
+    /// atomically: nothing appears on failure.
     ///
     /// - Throws: `InputError`, `DeepLabError`, `ImageFileError`, each naming the file and cause.
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws {
-        let ext = URL(fileURLWithPath: options.output).pathExtension.lowercased()
-        guard ["h5", "hdf5", "png", "dcm"].contains(ext) else {
-            throw InputError.unsupportedOutput(file: options.output, reason: "expected .h5, .png or .dcm")
+        let ext = outputKind(options.output)
+        guard ["h5", "png", "dcm", "nii"].contains(ext) else {
+            throw InputError.unsupportedOutput(file: options.output, reason: "expected .h5, .nii, .nii.gz, .png or "
+                + ".dcm")
         }
-        if options.probabilities && ext != "h5" && ext != "hdf5" {
+        if options.probabilities && ext != "h5" {
             throw InputError.unsupportedOutput(file: options.output, reason: "--probabilities needs an .h5 output")
         }
         if let threads = options.threads { setComputeThreads(threads) }
-        let (model, preprocessing) = try DeepLabCheckpoint.load(options.model)
-        if ext == "dcm" { return try writeSegmentation(options, model: model, preprocessing: preprocessing, log: log) }
+        let segmenter = try VolumeSegmenter.load(checkpoint: options.model, context: options.context,
+                                                 tileSize: options.tileSize)
+        if ext == "dcm" { return try writeSegmentation(options, segmenter: segmenter, log: log) }
         let reader = try FrameReader.open(options.input, limits: options.limits)
         for (file, reason) in reader.skipped { log("segment: skipped \(file): \(reason)") }
         if !reader.skipped.isEmpty {
@@ -64,48 +80,74 @@ public enum Segment {
         }
         if ext == "png" && reader.frames > 1 {
             throw InputError.unsupportedOutput(file: options.output, reason: "the input has \(reader.frames) frames; "
-                + "a PNG holds one, write .h5 instead")
+                + "a PNG holds one, write .h5 or .nii.gz instead")
         }
-        let k = model.configuration.classCount
-        let (rows, columns) = (reader.rows, reader.columns)
-        let window = SlidingWindow(tileSize: options.tileSize)
-        var firstFrame: (image: ScanImage, labels: LabelMap)?
-        let processed = options.postProcessing.step == .none ? nil
-            : try segmentWhole(reader: reader, model: model, preprocessing: preprocessing, window: window,
-                               options: options, log: log)
-        let plane = rows * columns
-        /// Segments frame `index` and hands its labels (and probabilities when asked) to `store`.
-        func segment(_ index: Int, _ store: ([Int32], [Float]) throws -> Void) throws {
-            let image: ScanImage?
-            let labels: [Int32]
-            if let processed {
-                image = index == 0 ? processed.first : nil
-                labels = Array(processed.labels[(index * plane)..<((index + 1) * plane)])
-                try store(labels, options.probabilities
-                    ? Array(processed.probabilities[(index * k * plane)..<((index + 1) * k * plane)]) : [])
+        let k = segmenter.classCount
+        let (rows, columns, plane) = (reader.rows, reader.columns, reader.rows * reader.columns)
+        let geometry = reader.geometry ?? VolumeGeometry(spacing: reader.spacing, origin: [0, 0, 0],
+                                                         direction: VolumeGeometry.identity.direction)
+        let spacing: [Double]? = reader.hasSpacing ? reader.spacing : nil
+        if let size = segmenter.resampledSize(rows: rows, columns: columns, spacing: spacing) {
+            log("segment: slices resampled from \(rows)×\(columns) to \(size.rows)×\(size.columns) for the "
+                + "model's training spacing \(segmenter.sampling.spacing ?? [])")
+        }
+        var firstLabels: [Int32]?
+        /// Hands every slice's labels (and probabilities when asked) to `store`, in slice order.
+        func produce(_ store: (Int, [Int32], [Float]) throws -> Void) throws {
+            if options.postProcessing.step != .none {
+                var labels: [Int32] = [], probabilities: [Float] = [], display: [Float] = [], channels = 1
+                try segmenter.run(slices: reader.frames, rows: rows, columns: columns, channels: reader.channels,
+                                  spacing: spacing, source: options.input, slice: { index in
+                    let image = try reader.frame(index)
+                    let shown = SegmentPostProcessing.display(image)
+                    (display, channels) = (display + shown.values, shown.channels)
+                    return image.values
+                }) { index, logits in
+                    labels += argmaxOverClasses(logits)
+                    probabilities += softmaxOverClasses(logits).values
+                    if reader.frames > 1 { log("segment: frame \(index + 1)/\(reader.frames)") }
+                }
+                labels = try options.postProcessing.apply(
+                    labels: labels, probabilities: probabilities, classCount: k, display: display, channels: channels,
+                    frames: reader.frames, rows: rows, columns: columns, spacing: reader.spacing)
+                log("segment: post-processed with \(options.postProcessing.step)")
+                for index in 0..<reader.frames {
+                    try store(index, Array(labels[(index * plane)..<((index + 1) * plane)]), options.probabilities
+                        ? Array(probabilities[(index * k * plane)..<((index + 1) * k * plane)]) : [])
+                }
             } else {
-                let frame = try reader.frame(index)
-                image = frame
-                let logits = try frameLogits(model: model, preprocessing: preprocessing, image: frame, frame: 0,
-                                             window: window)
-                labels = argmaxOverClasses(logits)
-                try store(labels, options.probabilities ? softmaxOverClasses(logits).values : [])
+                try segmenter.run(slices: reader.frames, rows: rows, columns: columns, channels: reader.channels,
+                                  spacing: spacing, source: options.input, slice: { try reader.frame($0).values }) {
+                    index, logits in
+                    try store(index, argmaxOverClasses(logits),
+                              options.probabilities ? softmaxOverClasses(logits).values : [])
+                    if reader.frames > 1 { log("segment: frame \(index + 1)/\(reader.frames)") }
+                }
             }
-            if index == 0, let image {
-                firstFrame = (image, LabelMap(frames: 1, rows: rows, columns: columns, labels: labels,
-                                              spacing: reader.spacing))
-            }
-            if reader.frames > 1 { log("segment: frame \(index + 1)/\(reader.frames)") }
         }
-        if ext == "png" {
-            try segment(0) { _, _ in }
-            try firstFrame?.labels.write(to: options.output)
-        } else {
+        switch ext {
+        case "png":
+            try produce { _, labels, _ in firstLabels = labels }
+            try LabelMap(frames: 1, rows: rows, columns: columns, labels: firstLabels ?? [], spacing: reader.spacing)
+                .write(to: options.output)
+        case "nii":
+            var all: [Int32] = []
+            all.reserveCapacity(reader.frames * plane)
+            try produce { index, labels, _ in
+                if index == 0 { firstLabels = labels }
+                all += labels
+            }
+            try NIfTIImage.write(.labels(all), dimensions: [columns, rows, reader.frames], geometry: geometry,
+                                 to: options.output)
+        default:
             let type: HDF5ElementType = k <= 256 ? .uint8 : .uint16
             try HDF5File.write(to: options.output, updating: false) { file in
                 try file.createDataset("/labels", type, shape: [reader.frames, rows, columns],
                                        chunks: [1, rows, columns], deflate: 4)
-                try file.setAttribute("spacing", .doubles(reader.spacing), at: "/labels")
+                try file.setAttribute("spacing", .doubles(geometry.spacing), at: "/labels")
+                try file.setAttribute("origin", .doubles(geometry.origin), at: "/labels")
+                try file.setAttribute("direction", .doubles(geometry.direction), at: "/labels")
+                try file.setAttribute("geometry_version", .ints([2]), at: "/labels")
                 try file.setAttribute("regularize", .string(options.postProcessing.step.rawValue), at: "/labels")
                 if options.postProcessing.step == .crf {
                     try file.setAttribute("crf", .string(options.postProcessing.crf.spec), at: "/labels")
@@ -114,43 +156,52 @@ public enum Segment {
                     try file.createDataset("/probabilities", .float32, shape: [reader.frames, k, rows, columns],
                                            chunks: [1, 1, rows, columns], deflate: 4)
                 }
-                for index in 0..<reader.frames {
-                    try segment(index) { labels, probabilities in
-                        if type == .uint8 {
-                            try file.write(labels.map { UInt8(clamping: $0) }, to: "/labels", start: [index, 0, 0],
-                                           count: [1, rows, columns])
-                        } else {
-                            try file.write(labels.map { UInt16(clamping: $0) }, to: "/labels", start: [index, 0, 0],
-                                           count: [1, rows, columns])
-                        }
-                        if options.probabilities {
-                            try file.write(probabilities, to: "/probabilities", start: [index, 0, 0, 0],
-                                           count: [1, k, rows, columns])
-                        }
+                try produce { index, labels, probabilities in
+                    if index == 0 { firstLabels = labels }
+                    if type == .uint8 {
+                        try file.write(labels.map { UInt8(clamping: $0) }, to: "/labels", start: [index, 0, 0],
+                                       count: [1, rows, columns])
+                    } else {
+                        try file.write(labels.map { UInt16(clamping: $0) }, to: "/labels", start: [index, 0, 0],
+                                       count: [1, rows, columns])
+                    }
+                    if options.probabilities {
+                        try file.write(probabilities, to: "/probabilities", start: [index, 0, 0, 0],
+                                       count: [1, k, rows, columns])
                     }
                 }
             }
         }
-        if let overlay = options.overlay, let (image, labels) = firstFrame {
-            try Overlay.write(image: image, labels: labels, frame: 0, to: overlay)
+        if let overlay = options.overlay, let firstLabels {
+            try Overlay.write(image: try reader.frame(0), labels: LabelMap(frames: 1, rows: rows, columns: columns,
+                                                                          labels: firstLabels, spacing: reader.spacing),
+                              frame: 0, to: overlay)
         }
+    }
+
+    /// The output kind an output path names by its extension: "h5" (`.h5`, `.hdf5`), "nii" (`.nii`, `.nii.gz`),
+    /// "png", "dcm", or the extension itself.
+    static func outputKind(_ path: String) -> String {
+        let lowered = path.lowercased()
+        if lowered.hasSuffix(".nii") || lowered.hasSuffix(".nii.gz") { return "nii" }
+        let ext = URL(fileURLWithPath: lowered).pathExtension
+        return ext == "hdf5" ? "h5" : ext
     }
 
     /// `segment … --out SEG.dcm`: a binary DICOM SEG referencing the source series frame by frame
     /// (`SegmentationExport`), written whole, so the image is loaded whole with its series.
-    private static func writeSegmentation(_ options: Options, model: DeepLabV3, preprocessing: Preprocessing,
+    private static func writeSegmentation(_ options: Options, segmenter: VolumeSegmenter,
                                           log: (String) -> Void) throws {
         guard ImageLoader.isDICOM(options.input) else {
             throw InputError.unsupportedOutput(file: options.output, reason: "a DICOM SEG needs a DICOM file or "
                 + "series folder as INPUT, not \(options.input)")
         }
         let (image, source) = try ImageLoader.loadDICOMSeries(options.input, limits: options.limits)
-        let window = SlidingWindow(tileSize: options.tileSize)
         var labels: [Int32] = [], probabilities: [Float] = [], display: [Float] = [], channels = 1
         let post = options.postProcessing.step != .none
-        for frame in 0..<image.frames {
-            let logits = try frameLogits(model: model, preprocessing: preprocessing, image: image, frame: frame,
-                                         window: window)
+        try segmenter.run(slices: image.frames, rows: image.rows, columns: image.columns, channels: image.channels,
+                          spacing: image.hasSpacing ? image.spacing : nil, source: options.input,
+                          slice: { Array(image.frame($0)) }) { frame, logits in
             labels += argmaxOverClasses(logits)
             if post {
                 probabilities += softmaxOverClasses(logits).values
@@ -159,7 +210,7 @@ public enum Segment {
             }
             if image.frames > 1 { log("segment: frame \(frame + 1)/\(image.frames)") }
         }
-        let k = model.configuration.classCount
+        let k = segmenter.classCount
         if post {
             labels = try options.postProcessing.apply(labels: labels, probabilities: probabilities, classCount: k,
                                                       display: display, channels: channels, frames: image.frames,
@@ -173,33 +224,6 @@ public enum Segment {
         log("segment: wrote DICOM SEG \(options.output) referencing series \(source.seriesInstanceUID) "
             + "(\(source.slices.count) slice(s))")
         if let overlay = options.overlay { try Overlay.write(image: image, labels: map, frame: 0, to: overlay) }
-    }
-
-    /// Every frame's probabilities (class-major per frame, the model's output) and the post-processed labels,
-    /// with the first frame's image for the overlay.
-    private static func segmentWhole(reader: FrameReader, model: DeepLabV3, preprocessing: Preprocessing,
-                                     window: SlidingWindow, options: Options, log: (String) -> Void) throws
-        -> (labels: [Int32], probabilities: [Float], first: ScanImage) {
-        var labels: [Int32] = [], probabilities: [Float] = [], display: [Float] = [], channels = 1
-        var first: ScanImage?
-        for index in 0..<reader.frames {
-            let image = try reader.frame(index)
-            if index == 0 { first = image }
-            let logits = try frameLogits(model: model, preprocessing: preprocessing, image: image, frame: 0,
-                                         window: window)
-            labels += argmaxOverClasses(logits)
-            probabilities += softmaxOverClasses(logits).values
-            let shown = SegmentPostProcessing.display(image)
-            display += shown.values
-            channels = shown.channels
-        }
-        let processed = try options.postProcessing.apply(
-            labels: labels, probabilities: probabilities, classCount: model.configuration.classCount,
-            display: display, channels: channels, frames: reader.frames, rows: reader.rows,
-            columns: reader.columns, spacing: reader.spacing)
-        log("segment: post-processed with \(options.postProcessing.step)")
-        guard let first else { throw InputError.invalidContent(file: options.input, reason: "no frames") }
-        return (processed, probabilities, first)
     }
 
     /// The logits [1, K, H, W] of one frame, tiled by `window` when the frame is larger than a tile.

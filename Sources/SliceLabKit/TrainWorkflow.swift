@@ -10,6 +10,9 @@ public struct TrainOptions: Sendable {
     public var architecture: String
     public var classCount: Int
     public var inputChannels: Int = 1
+    /// `--context N`: slices z − N … z + N of a volume as the input of slice z (2.5-D; edge slices replicated),
+    /// so the model takes `inputChannels × (2N + 1)` channels. Stored in the checkpoint (`SliceSampling`).
+    public var context: Int = 0
     /// The backbone's output stride (8 or 16) and the ASPP width; the architecture's defaults when nil.
     public var outputStride: Int?
     public var asppChannels: Int?
@@ -89,33 +92,75 @@ public enum TrainWorkflow {
     /// Makes an image [C, H, W] network input: channels converted to `inputChannels` (gray replicated, or
     /// color averaged), then preprocessed.
     static func prepare(_ image: FloatTensor, inputChannels: Int, preprocessing: Preprocessing) -> FloatTensor {
-        var image = image
-        let (channels, plane) = (image.shape[0], image.shape[1] * image.shape[2])
-        if channels != inputChannels {
-            var gray = [Float](repeating: 0, count: plane)
-            for c in 0..<channels {
-                for p in 0..<plane { gray[p] += image.values[c * plane + p] / Float(channels) }
-            }
-            image = FloatTensor(shape: [inputChannels, image.shape[1], image.shape[2]],
-                                values: Array((0..<inputChannels).map { _ in gray }.joined()))
-        }
+        var image = convertChannels(image, to: inputChannels)
         preprocessing.apply(to: &image.values)
         return image
     }
 
-    /// Every frame of every case of `split`, prepared as network input (a volume gives one frame per slice).
-    static func frames(of set: LabeledSet, split: String, options: TrainOptions,
-                       preprocessing: Preprocessing) throws -> [TrainValidation.Case] {
-        try set.cases(in: split).flatMap { name -> [TrainValidation.Case] in
+    /// An image [C, H, W] with `inputChannels` channels: unchanged when it has them, else its channels
+    /// averaged to gray and repeated.
+    static func convertChannels(_ image: FloatTensor, to inputChannels: Int) -> FloatTensor {
+        let (channels, plane) = (image.shape[0], image.shape[1] * image.shape[2])
+        guard channels != inputChannels else { return image }
+        var gray = [Float](repeating: 0, count: plane)
+        for c in 0..<channels {
+            for p in 0..<plane { gray[p] += image.values[c * plane + p] / Float(channels) }
+        }
+        return FloatTensor(shape: [inputChannels, image.shape[1], image.shape[2]],
+                           values: Array((0..<inputChannels).map { _ in gray }.joined()))
+    }
+
+    /// The network input of frame `index` of a case with 2.5-D context: frames index − N … index + N (clamped to
+    /// the case, so edge frames repeat), each converted to `inputChannels`, stacked frame-major into
+    /// [(2N + 1) · inputChannels, H, W] and preprocessed together, as `VolumeSegmenter` builds it at inference.
+    static func contextInput(_ sample: LabeledSample, frame index: Int, context: Int, inputChannels: Int,
+                             preprocessing: Preprocessing) -> FloatTensor {
+        let planes = (-context...context).map { offset in
+            convertChannels(sample.frame(min(max(index + offset, 0), sample.frameCount - 1)).image,
+                            to: inputChannels).values
+        }
+        var values = Array(planes.joined())
+        preprocessing.apply(to: &values)
+        let (height, width) = (sample.image.shape[2], sample.image.shape[3])
+        return FloatTensor(shape: [inputChannels * (2 * context + 1), height, width], values: values)
+    }
+
+    /// Every frame of every case of `split`, prepared as network input (a volume gives one frame per slice,
+    /// with its neighbours as context when `options.context` > 0); the in-plane spacings (row, column) of the
+    /// cases that have one are added to `spacings`.
+    static func frames(of set: LabeledSet, split: String, options: TrainOptions, preprocessing: Preprocessing,
+                       spacings: inout [[Double]]) throws -> [TrainValidation.Case] {
+        var cases: [TrainValidation.Case] = []
+        for name in set.cases(in: split) {
             let sample = try set.load(name)
-            return (0..<sample.frameCount).map { index in
-                let (image, labels) = sample.frame(index)
-                return TrainValidation.Case(
+            if sample.hasSpacing { spacings.append(Array(sample.spacing.suffix(2))) }
+            for index in 0..<sample.frameCount {
+                cases.append(TrainValidation.Case(
                     name: sample.frameCount == 1 ? name : "\(name)#\(index)",
-                    image: prepare(image, inputChannels: options.inputChannels, preprocessing: preprocessing),
-                    labels: labels)
+                    image: contextInput(sample, frame: index, context: options.context,
+                                        inputChannels: options.inputChannels, preprocessing: preprocessing),
+                    labels: sample.frame(index).labels))
             }
         }
+        return cases
+    }
+
+    /// Every frame of every case of `split` (see `frames(of:split:options:preprocessing:spacings:)`).
+    static func frames(of set: LabeledSet, split: String, options: TrainOptions,
+                       preprocessing: Preprocessing) throws -> [TrainValidation.Case] {
+        var spacings: [[Double]] = []
+        return try frames(of: set, split: split, options: options, preprocessing: preprocessing, spacings: &spacings)
+    }
+
+    /// The median in-plane spacing (row, column) of the training cases, as nnU-Net takes its target spacing;
+    /// nil when no case has a spacing.
+    static func trainingSpacing(_ spacings: [[Double]]) -> [Double]? {
+        guard !spacings.isEmpty else { return nil }
+        func median(_ values: [Double]) -> Double {
+            let sorted = values.sorted(), middle = sorted.count / 2
+            return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+        }
+        return [median(spacings.map { $0[0] }), median(spacings.map { $0[1] })]
     }
 
     /// The DeepLabV3 network for `options`: architecture, classes and input channels as given, weights freshly
@@ -130,7 +175,8 @@ public enum TrainWorkflow {
             throw TrainingError.invalidConfiguration("unknown architecture \(options.architecture)")
         }
         var configuration = DeepLabConfiguration(architecture: architecture, classCount: options.classCount,
-                                                 inputChannels: options.inputChannels, seed: options.seed)
+                                                 inputChannels: options.inputChannels * (2 * options.context + 1),
+                                                 seed: options.seed)
         if let stride = options.outputStride {
             configuration.outputStride = stride
             configuration.atrousRates = stride == 16 ? [6, 12, 18] : [12, 24, 36]
@@ -175,9 +221,12 @@ public enum TrainWorkflow {
         let configuration = try configuration(options, set: set)
         let network = try makeNetwork(options)
         let preprocessing = configuration.preprocessing
-        let train = try frames(of: set, split: "train", options: options, preprocessing: preprocessing)
-            .map { ($0.image, $0.labels) }
-        let validationCases = try frames(of: set, split: "val", options: options, preprocessing: preprocessing)
+        var spacings: [[Double]] = [], validationSpacings: [[Double]] = []
+        let train = try frames(of: set, split: "train", options: options, preprocessing: preprocessing,
+                               spacings: &spacings).map { ($0.image, $0.labels) }
+        let validationCases = try frames(of: set, split: "val", options: options, preprocessing: preprocessing,
+                                         spacings: &validationSpacings)
+        let sampling = SliceSampling(context: options.context, spacing: trainingSpacing(spacings))
         let sampler = try BatchSampler(sampleCount: train.count, batchSize: configuration.batchSize,
                                        augmenter: try Augmenter(configuration.augmentation)) { train[$0] }
         let loss = try configuration.loss.makeLoss(classCount: configuration.classCount)
@@ -190,6 +239,8 @@ public enum TrainWorkflow {
         if let model = network as? DeepLabV3 {  // the engine's model file, which `segment --model` loads
             trainer.writeModel = { file in
                 try DeepLabCheckpoint.write(model, preprocessing: preprocessing, into: file)
+                // The context and training spacing `segment` slices volumes with.
+                try sampling.write(into: file)
                 // The set's class names, which `segment --out OUT.dcm` gives the DICOM SEG's segments.
                 try file.setAttribute("class_names", .strings(set.description.classes))
             }

@@ -30,7 +30,10 @@ struct NIfTIFormat: ImageFormat {
     }
 
     func frames(_ path: String, limits: ReadLimits) throws -> FrameReader {
-        FrameReader.whole(try readImage(path, limits: limits))
+        let image = try NIfTIImage.read(path, limits: limits)
+        var reader = FrameReader.whole(try Self.scanImage(image))
+        reader.geometry = image.geometry
+        return reader
     }
 
     func readLabels(_ path: String, limits: ReadLimits) throws -> EvaluateInputs.LoadedLabels {

@@ -5,14 +5,19 @@ import SliceLabKit
 enum SegmentCommand: Command {
     static let spec = CommandSpec(
         name: "segment",
-        summary: "Segment an image or series with a DeepLabV3 model.",
-        positionals: [PositionalSpec("INPUT", help: "DICOM file or series folder, PNG, or HDF5 with /image; with "
-                                         + "--out FOLDER/ a folder of cases.", optional: true)],
+        summary: "Segment an image, series or volume with a DeepLabV3 model.",
+        positionals: [PositionalSpec("INPUT", help: "DICOM file or series folder, NIfTI (.nii, .nii.gz; 4-D = "
+                                         + "channels), PNG, or HDF5 with /image; with --out FOLDER/ a folder of "
+                                         + "cases.", optional: true)],
         options: [
             OptionSpec("model", valueName: "MODEL.h5", help: "A SliceLab checkpoint."),
-            OptionSpec("out", valueName: "OUT.h5|OUT.png|OUT.dcm|OUT/",
-                       help: "Label map: HDF5 /labels, PNG, or (DICOM input) a binary DICOM SEG over the series; a "
+            OptionSpec("out", valueName: "OUT.h5|OUT.nii.gz|OUT.png|OUT.dcm|OUT/",
+                       help: "Label map, by extension: HDF5 /labels with the input's geometry, NIfTI (.nii, .nii.gz) "
+                           + "with the input's geometry, PNG (one slice), or (DICOM input) a binary DICOM SEG; a "
                            + "folder (no such ending) segments every case of the folder INPUT into OUT/<case>.h5."),
+            OptionSpec("context", .int(0...16),
+                       help: "2.5-D context N the model was trained with (train --context); must match the "
+                           + "checkpoint's.", default: "the checkpoint's"),
             OptionSpec("skip-bad", .flag, help: "Folder of cases: skip (and list) a case that fails instead of stopping."),
             shardOption,
             OptionSpec("overlay", valueName: "OVERLAY.png", help: "The image with each class tinted."),
@@ -81,7 +86,7 @@ enum SegmentCommand: Command {
         }
         guard let input = arguments.positional(0), let model = arguments.string("model"),
               let out = arguments.string("out") else {
-            throw UsageError("slicelab segment: give INPUT, --model MODEL.h5 and --out OUT.h5|OUT.png|OUT.dcm "
+            throw UsageError("slicelab segment: give INPUT, --model MODEL.h5 and --out OUT.h5|OUT.nii.gz|OUT.png|OUT.dcm "
                 + "(or the parity options --weights … --raw-input … --logits …)")
         }
         // A folder of cases into a folder; one image into an output without a known ending keeps its error.
@@ -96,6 +101,13 @@ enum SegmentCommand: Command {
                                       probabilities: arguments.flag("probabilities"),
                                       threads: arguments.int("threads"),
                                       limits: try readLimits(arguments, command: "segment"))
+        // An unreadable model gets its own error from Segment.run; here only a readable one's context is compared.
+        if let context = arguments.int("context"), FileManager.default.fileExists(atPath: model),
+           let stored = try? SliceSampling.read(model).context, stored != context {
+            throw UsageError("slicelab segment: --context \(context) does not match the model's context \(stored) "
+                + "(\(model) was trained with --context \(stored))")
+        }
+        options.context = arguments.int("context")
         options.postProcessing.step = arguments.choice("regularize") ?? ClusterRegularizer.none
         if arguments.string("crf") != nil, options.postProcessing.step != .crf {
             throw UsageError("slicelab segment: --crf needs --regularize crf")

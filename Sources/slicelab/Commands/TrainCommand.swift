@@ -10,6 +10,8 @@ enum TrainCommand: Command {
             OptionSpec("arch", .choice(of: Architecture.self), help: "Architecture.", required: true),
             OptionSpec("num-classes", .int(2...65535), help: "Classes K.", required: true),
             OptionSpec("in-channels", .choice(["1", "3"]), help: "Input channels.", default: "1"),
+            OptionSpec("context", .int(0...16), help: "2.5-D: N neighbouring slices on each side of a volume's slice "
+                       + "as extra input channels (edge slices replicated); stored in the checkpoint.", default: "0"),
             OptionSpec("output-stride", .choice(["8", "16"]), help: "Backbone output stride (atrous rates 12,24,36 at 8; "
                        + "6,12,18 at 16).", default: "8"),
             OptionSpec("atrous-rates", .doubles, valueName: "R1,R2,…",
@@ -51,6 +53,7 @@ enum TrainCommand: Command {
         var options = TrainOptions(datasetPath: dataset, architecture: architecture, classCount: classCount,
                                    outputPath: out)
         options.inputChannels = arguments.int("in-channels") ?? 1
+        options.context = arguments.int("context") ?? 0
         options.outputStride = arguments.int("output-stride")
         if let rates = arguments.doubles("atrous-rates") {
             guard rates.allSatisfy({ $0 == $0.rounded() && $0 >= 1 && $0 <= 512 }) else {
