@@ -115,7 +115,8 @@ public enum Compare {
             }
             caseNames = try ShardSplit.indices(of: shard, sizes: sizes).map { allCases[$0] }
         }
-        let (model, preprocessing) = try timed("load") { try DeepLabCheckpoint.load(options.model) }
+        let segmenter = try timed("load") { try VolumeSegmenter.load(checkpoint: options.model) }
+        let (model, preprocessing) = (segmenter.model, segmenter.preprocessing)
         guard model.configuration.classCount == set.classCount else {
             throw CompareError.classCountMismatch(model: options.model, modelClasses: model.configuration.classCount,
                                                   dataset: options.dataset, datasetClasses: set.classCount)
@@ -139,12 +140,17 @@ public enum Compare {
         if posts.isEmpty {
             for (index, image) in images.enumerated() {
                 let labels = try timed("segment deeplabv3") {
-                    try segmentVolume(model: model, preprocessing: preprocessing, image: image)
+                    try segmentVolume(segmenter, image: image)
                 }
                 deep.append(labelMap(labels, like: samples[index]))
                 progress.advance(status: "deeplabv3 \(samples[index].name)")
             }
         } else {
+            guard segmenter.sampling == SliceSampling() else {
+                throw InputError.invalidContent(file: options.model, reason: "--post runs on 2-D slices of the model's "
+                    + "probabilities; this checkpoint was trained with context slices or a training spacing, which "
+                    + "only runs without --post for now")
+            }
             outputs = try timed("segment deeplabv3") {
                 try DeepOutputs.segment(model: model, preprocessing: preprocessing, images: images) {
                     progress.advance(status: "deeplabv3 \(samples[$0].name)")
@@ -248,12 +254,15 @@ public enum Compare {
 
     // MARK: - Pieces
 
-    /// The model's labels for a case, slice by slice along the first axis ([frames, rows, columns]).
-    ///
-    /// The one place `compare` runs the model over a case: segmenting a whole volume (context slices, in-plane
-    /// resampling to the training spacing) replaces this function.
-    static func segmentVolume(model: DeepLabV3, preprocessing: Preprocessing, image: ScanImage) throws -> [Int32] {
-        try Segment.labels(model: model, preprocessing: preprocessing, image: image)
+    /// The model's labels for a case ([frames, rows, columns]) as `segment` computes them: slice by slice along
+    /// the first axis with the checkpoint's context slices, resampled in-plane to its training spacing when the
+    /// case has a spacing.
+    static func segmentVolume(_ segmenter: VolumeSegmenter, image: ScanImage) throws -> [Int32] {
+        let geometry = image.hasSpacing ? VolumeGeometry(spacing: image.spacing, origin: [0, 0, 0],
+                                                         direction: VolumeGeometry.identity.direction) : nil
+        var shape = [image.frames, image.rows, image.columns]
+        if image.channels > 1 { shape.append(image.channels) }
+        return try segmenter.segment(image.values, shape: shape, geometry: geometry, source: image.source).labels
     }
 
     /// The label maps of `--external NAME=FOLDER`: `<case><file ending>` for every case of the split (any format
