@@ -25,7 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 STEPS = 6 if QUICK else 12
 REPEATS = 1 if QUICK else 3
-BATCH, CROP = 4, 128
+BATCH, CROP = 4, int(os.environ.get("BENCH_MPI_CROP", "128"))
 ARCHS = os.environ.get("BENCH_MPI_ARCHS", "deeplabv3_mobilenet_v2,deeplabv3_resnet50").split(",")
 
 try:
@@ -45,7 +45,7 @@ def png(path, pixels):
                      + chunk(b"IEND", b""))
 
 
-def toy_set(folder, cases=8, size=160, seed=0):
+def toy_set(folder, cases=9, size=160, seed=0):
     """Discs (1) and squares (2) on a noisy background, as the README's toy set."""
     random = np.random.default_rng(seed)
     (folder / "images").mkdir(parents=True)
@@ -67,7 +67,7 @@ def toy_set(folder, cases=8, size=160, seed=0):
         png(folder / "labels" / f"{name}.png", labels)
     (folder / "dataset.json").write_text(json.dumps({
         "name": "bench-mpi", "classes": ["background", "disc", "square"], "modality": "OT",
-        "splits": {"train": names, "val": names[:1]},
+        "splits": {"train": names[1:], "val": names[:1]},
         "preprocessing": {"normalize": "window", "center": 127.5, "width": 255}}))
 
 
@@ -92,8 +92,21 @@ def train(binary, folder, arch, threads, ranks):
     return step, summary
 
 
+def cost_model(megabytes, compute_seconds):
+    """Ring all-reduce of `megabytes` per step (2(N-1)/N of it sent and received per rank, no overlap, latency
+    ignored) at 10/25/100 Gb/s for 8..256 ranks, and the weak-scaling efficiency compute / (compute + all-reduce)
+    it predicts for `compute_seconds` per step."""
+    rows = []
+    for ranks in (8, 32, 64, 256):
+        for gbits in (10, 25, 100):
+            seconds = 2 * (ranks - 1) / ranks * megabytes * 8e6 / (gbits * 1e9)
+            rows.append({"ranks": ranks, "gbit_s": gbits, "allreduce_s": round(seconds, 4),
+                         "efficiency": round(compute_seconds / (compute_seconds + seconds), 3)})
+    return rows
+
+
 def main():
-    binary = ROOT / ".build/release/slicelab"
+    binary = pathlib.Path(os.environ.get("BENCH_SLICELAB_BINARY", ROOT / ".build/release/slicelab"))
     if not binary.exists() or shutil.which("mpirun") is None:
         print("bench_mpi: skipped, needs .build/release/slicelab (make release) and mpirun (openmpi-bin)")
         return 0
@@ -107,12 +120,13 @@ def main():
                 step, summary = train(binary, folder, arch, threads=1, ranks=2)
                 two.append(step)
                 summaries.append(summary)
-            parts = summaries[-1].split()
             result = {"arch": arch, "global_batch": [BATCH, 1, CROP, CROP], "steps": STEPS, "repeats": REPEATS,
                       "one_rank_two_threads_s": statistics.median(one),
                       "two_ranks_one_thread_s": statistics.median(two),
                       "overhead": statistics.median(two) / statistics.median(one) - 1,
                       "summary_last_run": summaries[-1]}
+            megabytes = float(summaries[-1].split(",")[1].split()[0])
+            result["cost_model"] = cost_model(megabytes, statistics.median(one))
             print(json.dumps(result), flush=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
