@@ -34,7 +34,7 @@ import Testing
     }
 
     /// With `--sync-bn`, 2 ranks × batch 2 and 1 process × batch 4 with the same seed do the same arithmetic up to
-    /// summation order: step 1's loss is identical and steps 1–4 agree within the issue's 1e-4 (measured ≤ 3e-7).
+    /// summation order: step 1's loss agrees within 1e-12 (measured: 1 ulp) and steps 1–4 agree within the issue's 1e-4 (measured ≤ 3e-7).
     /// The untrained toy network's gradients (norm 100–250, clipped to 10) then amplify the float32 order
     /// differences by about 3× a step, so over 20 steps the bound is 2e-2 for losses (measured ≤ 5.5e-3) and
     /// for each final tensor's largest difference over its largest magnitude, at least 0.1 (measured ≤ 4e-3;
@@ -61,7 +61,7 @@ import Testing
         let lossA = try a.read("/history/train_loss", as: Double.self).values
         let lossB = try b.read("/history/train_loss", as: Double.self).values
         #expect(lossA.count == 20 && lossB.count == 20)
-        #expect(lossA.first == lossB.first, "step 1: \(lossA.first ?? 0) vs \(lossB.first ?? 0)")
+        #expect(abs(lossA[0] - lossB[0]) <= 1e-12 * abs(lossA[0]), "step 1: \(lossA[0]) vs \(lossB[0])")
         for (step, (x, y)) in zip(lossA, lossB).enumerated() {
             let tolerance = step < 4 ? 1e-4 : 2e-2
             #expect(abs(x - y) <= tolerance * abs(x), "step \(step + 1): loss \(x) vs \(y)")
@@ -90,7 +90,7 @@ import Testing
         let last = folder.appendingPathComponent("m.last.h5").path
         let tag = UUID().uuidString
         let environment = ["SLICELAB_TEST_TAG": tag, "SLICELAB_MPI_TIMEOUT": "20"]
-        guard let command = Self.mpirun(Self.trainArguments(folder, out: out, steps: 400, validateEvery: 3),
+        guard let command = Self.mpirun(Self.trainArguments(folder, out: out, steps: 60, validateEvery: 3),
                                         environment: environment) else {
             Issue.record("Open MPI's mpirun is not installed (make setup installs openmpi-bin)")
             return
@@ -125,8 +125,9 @@ import Testing
         #expect(text.split(separator: "\n").contains { $0.contains("rank 1") }, "\(text)")
         // The last checkpoint is intact: it reads back as a training state at a validation step.
         let (_, state) = try TrainingCheckpoint.readTraining(from: HDF5File.open(last))
-        #expect(state.step > 0 && state.step % 3 == 0 && state.step < 400)
-        // One process resumes the 2-rank run (the sampler state is global) and finishes it.
+        #expect(state.step > 0 && state.step % 3 == 0 && state.step < 60)
+        // One process resumes the 2-rank run (the sampler state is global) and finishes it (fewer steps than 60,
+        // which the configuration check allows while both runs are too short for a warm-up).
         let resumed = try TestSupport.slicelab(Self.trainArguments(folder, out: out, steps: state.step + 6,
                                                                    validateEvery: 3) + ["--resume", last],
                                                timeout: 400)
