@@ -191,23 +191,13 @@ extension BatchNorm2d {
         -> (output: Tensor, statistics: SynchronizedStatistics) {
         let s = x.shape
         let (batch, plane) = (s[0], s[2] * s[3])
-        var sums = [Double](repeating: 0, count: 2 * channels + 1)
-        x.withStorage { values in sums.withUnsafeMutableBufferPointer { sums in
-            let sums = sums
-            concurrentForEach(0..<channels) { c in
-                var total = 0.0, squares = 0.0
-                for n in 0..<batch {
-                    let base = (n * channels + c) * plane
-                    for p in 0..<plane {
-                        let v = Double(values[base + p])
-                        total += v
-                        squares += v * v
-                    }
-                }
-                (sums[c], sums[channels + c]) = (total, squares)
+        var sums = x.withStorage { values in
+            channelSums(batch: batch, plane: plane) { _, i in
+                let v = Double(values[i])
+                return (v, v * v)
             }
-        } }
-        sums[2 * channels] = Double(batch * plane)
+        }
+        sums.append(Double(batch * plane))
         try sum(&sums)
         let count = sums[2 * channels]
         let mean = (0..<channels).map { sums[$0] / count }
@@ -230,27 +220,39 @@ extension BatchNorm2d {
         return (output, SynchronizedStatistics(mean: mean, inverseDeviation: inverse, count: count, sum: sum))
     }
 
+    /// For each channel c of a plain NCHW tensor [batch, channels, plane], the sums over its elements i of the two
+    /// `terms(c, i)`: the first sums at 0..<channels, the second at channels..<2·channels. Channels in parallel.
+    private func channelSums(batch: Int, plane: Int, _ terms: (Int, Int) -> (Double, Double)) -> [Double] {
+        var sums = [Double](repeating: 0, count: 2 * channels)
+        sums.withUnsafeMutableBufferPointer { sums in
+            let sums = sums
+            concurrentForEach(0..<channels) { c in
+                var first = 0.0, second = 0.0
+                for n in 0..<batch {
+                    let base = (n * channels + c) * plane
+                    for i in base..<(base + plane) {
+                        let (a, b) = terms(c, i)
+                        first += a
+                        second += b
+                    }
+                }
+                (sums[c], sums[channels + c]) = (first, second)
+            }
+        }
+        return sums
+    }
+
     /// dLoss/dx for plain NCHW `dy` and `x`, accumulating this rank's γ and β gradients (Σdy·x̂, Σdy).
     func synchronizedBackward(_ dy: Tensor, x: Tensor, _ statistics: SynchronizedStatistics) throws -> Tensor {
         let s = x.shape
         let (batch, plane) = (s[0], s[2] * s[3])
         let (mean, inverse) = (statistics.mean, statistics.inverseDeviation)
-        var sums = [Double](repeating: 0, count: 2 * channels)
-        x.withStorage { values in dy.withStorage { g in sums.withUnsafeMutableBufferPointer { sums in
-            let sums = sums
-            concurrentForEach(0..<channels) { c in
-                var total = 0.0, product = 0.0
-                for n in 0..<batch {
-                    let base = (n * channels + c) * plane
-                    for p in 0..<plane {
-                        let d = Double(g[base + p])
-                        total += d
-                        product += d * (Double(values[base + p]) - mean[c]) * inverse[c]
-                    }
-                }
-                (sums[c], sums[channels + c]) = (total, product)
+        var sums = x.withStorage { values in dy.withStorage { g in
+            channelSums(batch: batch, plane: plane) { c, i in
+                let d = Double(g[i])
+                return (d, d * (Double(values[i]) - mean[c]) * inverse[c])
             }
-        } } }
+        } }
         weight.gradient.withUnsafeMutableBufferPointer { w in
             bias.gradient.withUnsafeMutableBufferPointer { b in
                 for c in 0..<channels {
