@@ -21,7 +21,8 @@ let package = Package(
             cxxSettings: [.unsafeFlags(["-std=c++17"])],
             linkerSettings: dcmtkLibraries.map { .linkedLibrary($0) }
         ),
-        .systemLibrary(name: "CHDF5", pkgConfig: "hdf5", providers: [.apt(["libhdf5-dev"])]),
+        // The serial HDF5, pinned: installing Debian's parallel HDF5 repoints the generic `hdf5` name to the MPI build.
+        .systemLibrary(name: "CHDF5", pkgConfig: "hdf5-serial", providers: [.apt(["libhdf5-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         .systemLibrary(name: "COneDNN", providers: [.apt(["libdnnl-dev"])]),
         // nifti_clib: Debian's libnifti2-dev ships no pkg-config file, and its headers sit in /usr/include/nifti and
@@ -38,6 +39,8 @@ let package = Package(
                           .unsafeFlags(["-std=c++17"])],
             linkerSettings: [.linkedLibrary("onnx"), .linkedLibrary("onnx_proto"), .linkedLibrary("protobuf")]
         ),
+        // Open MPI 4.1 (Debian's libopenmpi-dev): its handles are macros, wrapped as static inline functions.
+        .systemLibrary(name: "CMPI", pkgConfig: "ompi-c", providers: [.apt(["libopenmpi-dev"])]),
         .systemLibrary(name: "COpenJPEG", pkgConfig: "libopenjp2", providers: [.apt(["libopenjp2-7-dev"])]),
 
         // MARK: - Swift libraries (data flows downwards only)
@@ -56,15 +59,17 @@ let package = Package(
         // Exports checkpoints to ONNX (through CONNX), torchvision's safetensors and Core ML.
         .target(name: "ModelExport", dependencies: ["CONNX", "DeepLab", "SliceLabSupport"],
                 resources: [.copy("coreml_converter.py")]),
+        // Ranks of an MPI job (launcher detection, collectives with a timeout); the only importer of CMPI.
+        .target(name: "Distributed", dependencies: ["CMPI"]),
         .target(name: "Classical", dependencies: ["SliceLabSupport"]),
         .target(name: "Metrics", dependencies: ["SliceLabSupport"]),
         .target(name: "SliceLabKit", dependencies: ["SliceLabSupport", "ImageFiles", "DICOM", "DeepLab", "DeepLabTraining",
                                                    "Classical",
-                                                   "Metrics", "ModelExport"],
+                                                   "Metrics", "ModelExport", "Distributed"],
                 resources: [.copy("Resources/Demo")]),
 
         // MARK: - The executable
-        .executableTarget(name: "slicelab", dependencies: ["SliceLabKit"]),
+        .executableTarget(name: "slicelab", dependencies: ["SliceLabKit", "Distributed"]),
 
         // MARK: - Tests
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -87,6 +92,7 @@ let package = Package(
         .testTarget(name: "ModelExportTests", dependencies: ["ModelExport", "DeepLab", "ImageFiles", "SliceLabSupport",
                                                           "TestSupport"],
                     exclude: ["Fixtures"]),
+        .testTarget(name: "DistributedTests", dependencies: ["Distributed", "TestSupport"]),
         // Fault injection (SIGKILL, full and read-only disks), corrupt batches and read bounds, end to end.
         .testTarget(name: "RobustnessTests", dependencies: ["SliceLabKit", "DICOM", "DeepLab", "DeepLabTraining",
                                                            "ImageFiles", "Metrics", "SliceLabSupport", "TestSupport"],

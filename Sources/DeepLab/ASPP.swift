@@ -84,24 +84,42 @@ final class Dropout {
         return SeededGenerator(seed: seed ^ stepMixer.next())
     }
 
-    /// Works on the tensor's storage in whatever layout it has: the mask is per stored element.
+    /// The global indices of the samples of the next training forward's batch: when set (one per sample), each
+    /// sample's mask is drawn, in NCHW order, from a generator keyed by the layer's seed and the sample's index
+    /// alone, so a data-parallel job's ranks draw the masks one process draws. Each forward consumes them.
+    var sampleKeys: [Int]?
+
+    /// Works on the tensor's storage in whatever layout it has: the mask is per stored element (or, keyed by
+    /// samples, per logical element, reordered into the tensor's layout).
     func callAsFunction(_ x: Tensor, training: Bool) throws -> Tensor {
+        let keys = sampleKeys
+        sampleKeys = nil
         guard training, probability > 0, isEnabled else {
             mask = []
             return x
         }
-        var generator = Self.generator(seed: seed, step: step)
-        step &+= 1
-        let output = try Tensor(desc: x.desc)
         let keep = 1 / (1 - probability)
         let dropBelow = Double(probability)
-        mask = x.withStorage { source in [Float](repeating: 0, count: source.count) }
-        x.withStorage { source in output.withStorage { target in mask.withUnsafeMutableBufferPointer { mask in
-            for i in 0..<source.count {
-                let m: Float = Double(generator.next() >> 11) * 0x1p-53 < dropBelow ? 0 : keep
-                mask[i] = m
-                target[i] = source[i] * m
+        if let keys, keys.count == x.shape[0] {
+            let perSample = x.shape.dropFirst().reduce(1, *)
+            var plain = [Float](repeating: 0, count: perSample * keys.count)
+            for (n, key) in keys.enumerated() {
+                var generator = Self.generator(seed: seed, step: UInt64(max(0, key)) | (1 << 63))
+                for i in 0..<perSample {
+                    plain[n * perSample + i] = Double(generator.next() >> 11) * 0x1p-53 < dropBelow ? 0 : keep
+                }
             }
+            mask = try Tensor(plain: x.shape, values: plain).reordered(to: x.desc).withStorage { Array($0) }
+        } else {
+            var generator = Self.generator(seed: seed, step: step)
+            mask = x.withStorage { source in
+                (0..<source.count).map { _ in Double(generator.next() >> 11) * 0x1p-53 < dropBelow ? 0 : keep }
+            }
+        }
+        step &+= 1
+        let output = try Tensor(desc: x.desc)
+        x.withStorage { source in output.withStorage { target in mask.withUnsafeBufferPointer { mask in
+            for i in 0..<min(source.count, mask.count) { target[i] = source[i] * mask[i] }
         } } }
         return output
     }

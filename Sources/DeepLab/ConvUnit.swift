@@ -50,6 +50,8 @@ final class ConvUnit {
         let normPrimitive: Primitive?
         let mean: Tensor?
         let variance: Tensor?
+        /// A synchronised batch norm's statistics (then `convOutput` is plain NCHW).
+        var synchronized: SynchronizedStatistics? = nil
         /// A `*_use_dst_for_bwd` activation, whose backward reads `output`.
         let activationPrimitive: Primitive?
         let output: Tensor
@@ -93,11 +95,16 @@ final class ConvUnit {
     private func trainingForward(_ x: Tensor, residual: Tensor?, strategy: ConvolutionStrategy) throws -> Tensor {
         // Eval-mode weights (from a validation pass) are stale once training updates the parameters.
         for strategy in strategies { strategy.releaseInferenceWeights() }
-        let (convOutput, convolution) = try strategy.trainingForward(self, x)
+        let (rawOutput, convolution) = try strategy.trainingForward(self, x)
+        var convOutput = rawOutput
         var current = convOutput
         var normPrimitive: Primitive?
         var mean: Tensor?, variance: Tensor?
-        if let norm {
+        var synchronized: SynchronizedStatistics?
+        if let norm, let sum = SynchronizedBatchNorm.sum {
+            convOutput = try convOutput.reordered(to: .make(convOutput.shape, MemoryDesc.plainTag(rank: 4)))
+            (current, synchronized) = try norm.synchronizedForward(convOutput, sum: sum)
+        } else if let norm {
             let p = try primitives.primitive(PrimitiveCache.Key("bn", convOutput.desc.cacheKey)) {
                 try Primitive("batch normalization",
                               op: BatchNormalizationOp.trainingForward(convOutput.desc, epsilon: norm.epsilon))
@@ -138,7 +145,8 @@ final class ConvUnit {
         }
         saved = Saved(strategy: strategy, convolution: convolution, convOutput: convOutput,
                       normPrimitive: normPrimitive, mean: mean, variance: variance,
-                      activationPrimitive: activationPrimitive, output: current, hasResidual: residual != nil)
+                      synchronized: synchronized, activationPrimitive: activationPrimitive, output: current,
+                      hasResidual: residual != nil)
         return current
     }
 
@@ -164,7 +172,10 @@ final class ConvUnit {
                                                       primitives: primitives)
         }
         let residualGradient: Tensor? = saved.hasResidual ? gradient : nil
-        if let norm, let normPrimitive = saved.normPrimitive, let mean = saved.mean, let variance = saved.variance {
+        if let norm, let statistics = saved.synchronized {
+            gradient = try norm.synchronizedBackward(try gradient.reordered(to: saved.convOutput.desc),
+                                                     x: saved.convOutput, statistics)
+        } else if let norm, let normPrimitive = saved.normPrimitive, let mean = saved.mean, let variance = saved.variance {
             let p = try primitives.primitive(PrimitiveCache.Key("bn-backward", saved.convOutput.desc.cacheKey)) {
                 try Primitive("batch normalization backward",
                               op: BatchNormalizationOp.backward(saved.convOutput.desc, epsilon: norm.epsilon),

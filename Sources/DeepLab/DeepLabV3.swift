@@ -138,6 +138,14 @@ public final class DeepLabV3: SegmentationNetwork {
         auxiliaryHead?.dropout.step = UInt64(max(0, step))
     }
 
+    /// Keys both dropout layers' next masks to the batch's samples' global indices (see
+    /// `SegmentationNetwork.keyRandomDraws(toStep:samples:)`).
+    public func keyRandomDraws(toStep step: Int, samples: [Int]) {
+        keyRandomDraws(toStep: step)
+        head.aspp.dropout.sampleKeys = samples
+        auxiliaryHead?.dropout.sampleKeys = samples
+    }
+
     public func zeroGradients() {
         for p in parameters where p.isTrainable {
             p.gradient.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }

@@ -161,3 +161,123 @@ enum Activation: Hashable {
         }
     }
 }
+
+// MARK: - Synchronised batch norm
+
+/// Sums per-channel batch statistics over the ranks of a data-parallel job, in place.
+public typealias BatchStatisticsSum = (inout [Double]) throws -> Void
+
+/// Synchronised batch normalisation (PyTorch's `SyncBatchNorm`): while `sum` is set, every batch-norm layer of
+/// a training forward normalises with the mean and variance of the global batch (its per-channel sums added over
+/// the ranks), and its backward adds the ranks' Σdy and Σdy·x̂ likewise, so N ranks compute what one process
+/// computes on the whole batch. Set by the data-parallel trainer for the process's one training run (`--sync-bn`),
+/// nil otherwise; the arithmetic is plain Swift in Float64 over NCHW, not oneDNN's primitive.
+public enum SynchronizedBatchNorm {
+    nonisolated(unsafe) public static var sum: BatchStatisticsSum?
+}
+
+/// What a synchronised batch-norm forward keeps for its backward.
+struct SynchronizedStatistics {
+    let mean: [Double]
+    let inverseDeviation: [Double]
+    /// Values per channel over all ranks.
+    let count: Double
+    let sum: BatchStatisticsSum
+}
+
+extension BatchNorm2d {
+    /// Normalises plain NCHW `x` with the global batch's statistics and updates the running ones.
+    func synchronizedForward(_ x: Tensor, sum: @escaping BatchStatisticsSum) throws
+        -> (output: Tensor, statistics: SynchronizedStatistics) {
+        let s = x.shape
+        let (batch, plane) = (s[0], s[2] * s[3])
+        var sums = x.withStorage { values in
+            channelSums(batch: batch, plane: plane) { _, i in
+                let v = Double(values[i])
+                return (v, v * v)
+            }
+        }
+        sums.append(Double(batch * plane))
+        try sum(&sums)
+        let count = sums[2 * channels]
+        let mean = (0..<channels).map { sums[$0] / count }
+        let variance = (0..<channels).map { max(sums[channels + $0] / count - mean[$0] * mean[$0], 0) }
+        let inverse = variance.map { 1 / ($0 + Double(epsilon)).squareRoot() }
+        let output = try Tensor(desc: x.desc)
+        let (gamma, beta) = (weight.value, bias.value)
+        x.withStorage { values in output.withStorage { out in
+            concurrentForEach(0..<channels) { c in
+                let scale = inverse[c] * Double(gamma[c])
+                for n in 0..<batch {
+                    let base = (n * channels + c) * plane
+                    for p in 0..<plane {
+                        out[base + p] = Float((Double(values[base + p]) - mean[c]) * scale + Double(beta[c]))
+                    }
+                }
+            }
+        } }
+        updateRunningStatistics(mean: mean.map(Float.init), variance: variance.map(Float.init), count: Int(count))
+        return (output, SynchronizedStatistics(mean: mean, inverseDeviation: inverse, count: count, sum: sum))
+    }
+
+    /// For each channel c of a plain NCHW tensor [batch, channels, plane], the sums over its elements i of the two
+    /// `terms(c, i)`: the first sums at 0..<channels, the second at channels..<2·channels. Channels in parallel.
+    private func channelSums(batch: Int, plane: Int, _ terms: (Int, Int) -> (Double, Double)) -> [Double] {
+        var sums = [Double](repeating: 0, count: 2 * channels)
+        sums.withUnsafeMutableBufferPointer { sums in
+            let sums = sums
+            concurrentForEach(0..<channels) { c in
+                var first = 0.0, second = 0.0
+                for n in 0..<batch {
+                    let base = (n * channels + c) * plane
+                    for i in base..<(base + plane) {
+                        let (a, b) = terms(c, i)
+                        first += a
+                        second += b
+                    }
+                }
+                (sums[c], sums[channels + c]) = (first, second)
+            }
+        }
+        return sums
+    }
+
+    /// dLoss/dx for plain NCHW `dy` and `x`, accumulating this rank's γ and β gradients (Σdy·x̂, Σdy).
+    func synchronizedBackward(_ dy: Tensor, x: Tensor, _ statistics: SynchronizedStatistics) throws -> Tensor {
+        let s = x.shape
+        let (batch, plane) = (s[0], s[2] * s[3])
+        let (mean, inverse) = (statistics.mean, statistics.inverseDeviation)
+        var sums = x.withStorage { values in dy.withStorage { g in
+            channelSums(batch: batch, plane: plane) { c, i in
+                let d = Double(g[i])
+                return (d, d * (Double(values[i]) - mean[c]) * inverse[c])
+            }
+        } }
+        weight.gradient.withUnsafeMutableBufferPointer { w in
+            bias.gradient.withUnsafeMutableBufferPointer { b in
+                for c in 0..<channels {
+                    w[c] += Float(sums[channels + c])
+                    b[c] += Float(sums[c])
+                }
+            }
+        }
+        try statistics.sum(&sums)
+        let count = statistics.count
+        let output = try Tensor(desc: x.desc)
+        let gamma = weight.value
+        x.withStorage { values in dy.withStorage { g in output.withStorage { out in
+            concurrentForEach(0..<channels) { c in
+                let scale = Double(gamma[c]) * inverse[c]
+                let (meanGradient, meanProduct) = (sums[c] / count, sums[channels + c] / count)
+                for n in 0..<batch {
+                    let base = (n * channels + c) * plane
+                    for p in 0..<plane {
+                        let normalized = (Double(values[base + p]) - mean[c]) * inverse[c]
+                        out[base + p] = Float(scale * (Double(g[base + p]) - meanGradient - normalized * meanProduct))
+                    }
+                }
+            }
+        } } }
+        return output
+    }
+}

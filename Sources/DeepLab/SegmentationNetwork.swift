@@ -87,10 +87,18 @@ public protocol SegmentationNetwork: AnyObject {
     /// any step draws exactly what the uninterrupted run drew. Each training forward advances the step by one.
     /// Networks without random draws ignore it.
     func keyRandomDraws(toStep step: Int)
+
+    /// Keys the next training forward's random draws to its samples' global indices (one per image of the
+    /// batch, as `TrainingBatch.sampleIndices` gives them), so each image's draws depend on the network's seed,
+    /// the layer and the sample alone: a data-parallel job whose ranks each forward part of a batch draws what
+    /// one process forwarding the whole batch draws. Networks without random draws ignore it.
+    func keyRandomDraws(toStep step: Int, samples: [Int])
 }
 
 extension SegmentationNetwork {
     public func keyRandomDraws(toStep step: Int) {}
+
+    public func keyRandomDraws(toStep step: Int, samples: [Int]) { keyRandomDraws(toStep: step) }
 
     /// Backpropagates without reporting which gradients are complete.
     public func backward(_ gradientOfLogits: FloatTensor) throws {

@@ -9,6 +9,9 @@ public struct LossResult: Sendable {
     public let gradient: FloatTensor
 }
 
+/// Sums values over the ranks of a data-parallel job, in place (the identity for one process).
+public typealias SumAcrossRanks = (inout [Double]) throws -> Void
+
 /// A segmentation loss on logits [N, K, H, W] and labels [N, H, W].
 public protocol SegmentationLoss: Sendable {
     /// The loss and its gradient.
@@ -16,6 +19,17 @@ public protocol SegmentationLoss: Sendable {
     /// - Throws: `TrainingError.shapeMismatch` when the labels do not match the logits' N, H, W;
     ///   `.labelOutOfRange` for a label that is neither a class nor the ignore label.
     func evaluate(logits: FloatTensor, labels: LabelTensor) throws -> LossResult
+
+    /// The loss of a global batch split over ranks, on this rank's share: its normaliser (the count or weight
+    /// of non-ignored pixels, Dice's sums and term count) is summed over the ranks with `sum`, so the loss is
+    /// the global batch's and the ranks' gradients add up to one process's gradient of it.
+    func evaluate(logits: FloatTensor, labels: LabelTensor, summing sum: SumAcrossRanks?) throws -> LossResult
+}
+
+extension SegmentationLoss {
+    public func evaluate(logits: FloatTensor, labels: LabelTensor) throws -> LossResult {
+        try evaluate(logits: logits, labels: labels, summing: nil)
+    }
 }
 
 /// The sizes a loss works with: batch, classes and pixels per image.
@@ -110,13 +124,15 @@ public struct CrossEntropyLoss: SegmentationLoss, Equatable {
         self.ignoreLabel = ignoreLabel
     }
 
-    public func evaluate(logits: FloatTensor, labels: LabelTensor) throws -> LossResult {
-        try evaluate(SoftmaxedLogits(logits, labels), labels: labels)
+    public func evaluate(logits: FloatTensor, labels: LabelTensor, summing sum: SumAcrossRanks?) throws
+        -> LossResult {
+        try evaluate(SoftmaxedLogits(logits, labels), labels: labels, summing: sum)
     }
 
-    func evaluate(_ input: SoftmaxedLogits, labels: LabelTensor) throws -> LossResult {
+    func evaluate(_ input: SoftmaxedLogits, labels: LabelTensor, summing sum: SumAcrossRanks?) throws
+        -> LossResult {
         try pixelwiseLoss(input, labels, classWeights: classWeights, ignoreLabel: ignoreLabel,
-                          what: "cross-entropy", normalizeByWeights: true) { q, weight in
+                          what: "cross-entropy", normalizeByWeights: true, summing: sum) { q, weight in
             // −w·log q, and dLoss/dz_k = −w·(δ_ky − p_k)
             (-weight * log(q), -weight)
         }
@@ -150,11 +166,13 @@ public struct DiceLoss: SegmentationLoss, Equatable {
         self.ignoreLabel = ignoreLabel
     }
 
-    public func evaluate(logits: FloatTensor, labels: LabelTensor) throws -> LossResult {
-        try evaluate(SoftmaxedLogits(logits, labels), labels: labels)
+    public func evaluate(logits: FloatTensor, labels: LabelTensor, summing sum: SumAcrossRanks?) throws
+        -> LossResult {
+        try evaluate(SoftmaxedLogits(logits, labels), labels: labels, summing: sum)
     }
 
-    func evaluate(_ input: SoftmaxedLogits, labels: LabelTensor) throws -> LossResult {
+    func evaluate(_ input: SoftmaxedLogits, labels: LabelTensor, summing sum: SumAcrossRanks?) throws
+        -> LossResult {
         let geometry = input.geometry
         let (classes, pixels) = (geometry.classes, geometry.pixels)
         let firstClass = includeBackground ? 0 : 1
@@ -200,7 +218,21 @@ public struct DiceLoss: SegmentationLoss, Equatable {
                 predicted[g * classes + k] += sums[(n * 3 + 2) * classes + k]
             }
         }
-        let terms = Double(groups * (classes - firstClass))
+        // Over the ranks: with `batch` the one group's sums; per image, the number of images (terms).
+        var globalGroups = Double(groups)
+        if let sum {
+            var shared = batch ? intersection + truth + predicted + [globalGroups] : [globalGroups]
+            try sum(&shared)
+            if batch {
+                intersection = Array(shared[0..<classes])
+                truth = Array(shared[classes..<(2 * classes)])
+                predicted = Array(shared[(2 * classes)..<(3 * classes)])
+                globalGroups = 1
+            } else {
+                globalGroups = shared[0]
+            }
+        }
+        let terms = globalGroups * Double(classes - firstClass)
         var loss = 0.0
         // dLoss/dp = −(2·t·D − N)/D² / terms, with N the smoothed numerator and D the smoothed denominator.
         var numerator = intersection, denominator = intersection
@@ -243,6 +275,11 @@ public struct DiceLoss: SegmentationLoss, Equatable {
                 }
             }
         }
+        if let sum, !batch {
+            var total = [loss]
+            try sum(&total)
+            loss = total[0]
+        }
         return LossResult(loss: loss / terms, gradient: FloatTensor(shape: input.shape, values: gradient))
     }
 }
@@ -274,10 +311,11 @@ public struct DiceCELoss: SegmentationLoss, Equatable {
                   diceWeight: diceWeight, crossEntropyWeight: crossEntropyWeight)
     }
 
-    public func evaluate(logits: FloatTensor, labels: LabelTensor) throws -> LossResult {
+    public func evaluate(logits: FloatTensor, labels: LabelTensor, summing sum: SumAcrossRanks?) throws
+        -> LossResult {
         let input = try SoftmaxedLogits(logits, labels)
-        let d = try dice.evaluate(input, labels: labels)
-        let c = try crossEntropy.evaluate(input, labels: labels)
+        let d = try dice.evaluate(input, labels: labels, summing: sum)
+        let c = try crossEntropy.evaluate(input, labels: labels, summing: sum)
         let (a, b) = (Float(diceWeight), Float(crossEntropyWeight))
         let gradient = zip(d.gradient.values, c.gradient.values).map { a * $0 + b * $1 }
         return LossResult(loss: diceWeight * d.loss + crossEntropyWeight * c.loss,
@@ -299,9 +337,11 @@ public struct FocalLoss: SegmentationLoss, Equatable {
         self.ignoreLabel = ignoreLabel
     }
 
-    public func evaluate(logits: FloatTensor, labels: LabelTensor) throws -> LossResult {
+    public func evaluate(logits: FloatTensor, labels: LabelTensor, summing sum: SumAcrossRanks?) throws
+        -> LossResult {
         try pixelwiseLoss(SoftmaxedLogits(logits, labels), labels, classWeights: classWeights,
-                          ignoreLabel: ignoreLabel, what: "focal", normalizeByWeights: false) { q, weight in
+                          ignoreLabel: ignoreLabel, what: "focal", normalizeByWeights: false,
+                          summing: sum) { q, weight in
             // −w·(1−q)^γ·log q, and dLoss/dz_k = w·[γ(1−q)^(γ−1)·q·log q − (1−q)^γ]·(δ_ky − p_k)
             let logQ = log(q), rest = 1 - q
             let modulation = gamma == 0 || rest == 0 ? 0 : gamma * pow(rest, gamma - 1) * q * logQ
@@ -315,9 +355,10 @@ public struct FocalLoss: SegmentationLoss, Equatable {
 /// - Parameters:
 ///   - normalizeByWeights: divide by the sum of the pixels' class weights (PyTorch's weighted mean) rather
 ///     than by the number of pixels not ignored.
+///   - sum: sums the loss terms and the normaliser over the ranks of a data-parallel job.
 ///   - term: for p_y and the class weight, the pixel's loss and the factor f with dLoss/dz_k = f·(δ_ky − p_k).
 func pixelwiseLoss(_ input: SoftmaxedLogits, _ labels: LabelTensor, classWeights: [Double]?, ignoreLabel: Int32?,
-                   what: String, normalizeByWeights: Bool,
+                   what: String, normalizeByWeights: Bool, summing sum: SumAcrossRanks? = nil,
                    term: (_ probability: Double, _ weight: Double) -> (loss: Double, factor: Double)) throws
     -> LossResult {
     let geometry = input.geometry
@@ -356,8 +397,13 @@ func pixelwiseLoss(_ input: SoftmaxedLogits, _ labels: LabelTensor, classWeights
             }
         }
     }
-    let total = stride(from: 0, to: partial.count, by: 2).reduce(0.0) { $0 + partial[$1] }
-    let normalizer = stride(from: 1, to: partial.count, by: 2).reduce(0.0) { $0 + partial[$1] }
+    var total = stride(from: 0, to: partial.count, by: 2).reduce(0.0) { $0 + partial[$1] }
+    var normalizer = stride(from: 1, to: partial.count, by: 2).reduce(0.0) { $0 + partial[$1] }
+    if let sum {
+        var shared = [total, normalizer]
+        try sum(&shared)
+        (total, normalizer) = (shared[0], shared[1])
+    }
     let scale = normalizer > 0 ? 1 / normalizer : 0
     input.probabilities.withUnsafeBufferPointer { probabilities in
         label.withUnsafeBufferPointer { label in

@@ -17,6 +17,8 @@ extension TrainingCheckpoint {
         try file.setAttribute("step", .int(Int64(state.step)), at: "/training")
         try file.setAttribute("epoch", .int(Int64(state.sampler.epoch)), at: "/training")
         try file.setAttribute("position", .int(Int64(state.sampler.position)), at: "/training")
+        try file.setAttribute("sampling_scheme", .int(Int64(SamplerState.scheme)), at: "/training")
+        try file.setAttribute("samples_drawn", .int(Int64(state.sampler.drawn)), at: "/training")
         try file.setAttribute("best_score", .double(state.bestScore ?? .nan), at: "/training")
         try file.setAttribute("best_step", .int(Int64(state.bestStep ?? -1)), at: "/training")
         try file.setAttribute("validations_without_improvement", .int(Int64(state.validationsWithoutImprovement)),
@@ -72,6 +74,14 @@ extension TrainingCheckpoint {
             }
             return Int(value)
         }
+        // Scheme 1 drew augmentation in sequence from the sampler's generator: its runs cannot be continued exactly.
+        let scheme = file.hasAttribute("sampling_scheme", at: "/training") ? try integer("sampling_scheme") : 1
+        guard scheme == SamplerState.scheme else {
+            throw fail("it was written with sampling scheme \(scheme) (augmentation drawn in sequence from one "
+                       + "stream), and this SliceLab keys every random draw by the sample's global index (scheme "
+                       + "\(SamplerState.scheme)), so it cannot resume it exactly; start a new run, with --init "
+                       + "\(file.path) to keep its weights")
+        }
         let words = try file.read("/training/random_state", as: Int64.self).values.map { UInt64(bitPattern: $0) }
         let random: SeededGenerator
         guard let state = SeededGenerator(state: words) else {
@@ -80,7 +90,8 @@ extension TrainingCheckpoint {
         random = state
         let order = try file.read("/training/order", as: Int64.self).values.map { Int($0) }
         let sampler = SamplerState(random: random, order: order, position: try integer("position"),
-                                   epoch: try integer("epoch"))
+                                   epoch: try integer("epoch"), drawn: try integer("samples_drawn"),
+                                   seed: configuration.seed)
         guard sampler.position <= order.count else { throw fail("sampler position beyond its order") }
 
         guard let kind = try file.attribute("kind", at: "/optimizer").stringValue else {

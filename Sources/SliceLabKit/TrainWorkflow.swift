@@ -1,5 +1,6 @@
 import DeepLab
 import DeepLabTraining
+import Distributed
 import Foundation
 import ImageFiles
 import SliceLabSupport
@@ -43,6 +44,8 @@ public struct TrainOptions: Sendable {
     public var limits: ReadLimits = .standard
     /// The fold and split seed for nnU-Net and Decathlon sets (`--fold`, `--split-seed`).
     public var selection = SplitSelection()
+    /// Batch-norm statistics over the global batch of a data-parallel job (`--sync-bn`) instead of per rank.
+    public var synchronizeBatchNorm = false
 
     public init(datasetPath: String, architecture: String, classCount: Int, outputPath: String) {
         self.datasetPath = datasetPath
@@ -208,11 +211,18 @@ public enum TrainWorkflow {
     /// Runs training.
     ///
     /// - Parameters:
+    ///   - communicator: the ranks of a data-parallel job (`--batch` is the global batch, split over them);
+    ///     `.single` for one process. Only rank 0 reports progress and writes checkpoints.
     ///   - makeNetwork: builds the network for the options (architecture, classes, channels, initial weights).
     /// - Throws: `LabeledSetError` for the set, `TrainingError` for the run, and the network's errors.
     @discardableResult
     public static func run(_ options: TrainOptions, progress: TrainProgress? = nil,
+                           communicator: Communicator = .single,
                            makeNetwork: (TrainOptions) throws -> SegmentationNetwork) throws -> Trainer.Summary {
+        guard options.batchSize % communicator.size == 0 else {
+            throw TrainingError.invalidConfiguration("--batch \(options.batchSize) is not divisible by the "
+                                                     + "\(communicator.size) ranks of the job")
+        }
         try prepareOutputLocation(options.outputPath)
         try prepareOutputLocation(options.lastCheckpointPath)
         let set = try LabeledSet.open(options.datasetPath, skipBad: options.skipBad, limits: options.limits,
@@ -228,14 +238,29 @@ public enum TrainWorkflow {
                                          spacings: &validationSpacings)
         let sampling = SliceSampling(context: options.context, spacing: trainingSpacing(spacings))
         let sampler = try BatchSampler(sampleCount: train.count, batchSize: configuration.batchSize,
-                                       augmenter: try Augmenter(configuration.augmentation)) { train[$0] }
+                                       augmenter: try Augmenter(configuration.augmentation),
+                                       rank: communicator.rank, shardCount: communicator.size) { train[$0] }
         let loss = try configuration.loss.makeLoss(classCount: configuration.classCount)
         let trainer = try Trainer(network: network, configuration: configuration, sampler: sampler,
                                   validation: TrainValidation(cases: validationCases, classCount: set.classCount,
                                                               loss: loss),
                                   bestCheckpointPath: options.outputPath,
                                   lastCheckpointPath: options.lastCheckpointPath,
-                                  progress: progress ?? TrainProgress(totalSteps: configuration.steps))
+                                  progress: communicator.rank != 0 ? TrainProgress(totalSteps: 0, write: { _ in })
+                                      : progress ?? TrainProgress(totalSteps: configuration.steps))
+        if options.synchronizeBatchNorm {
+            // Also for one process, so N ranks and one do the same arithmetic.
+            SynchronizedBatchNorm.sum = { try communicator.allReduceSum(&$0, what: "batch-norm all-reduce") }
+        }
+        defer { SynchronizedBatchNorm.sum = nil }
+        var dataParallel: DataParallel?
+        if communicator.isDistributed {
+            let observer = DataParallel(communicator: communicator, network: network,
+                                        synchronizesBatchNorm: options.synchronizeBatchNorm)
+            trainer.observers.insert(observer, at: 0)
+            trainer.sumAcrossRanks = observer.sumAcrossRanks
+            dataParallel = observer
+        }
         if let model = network as? DeepLabV3 {  // the engine's model file, which `segment --model` loads
             trainer.writeModel = { file in
                 try DeepLabCheckpoint.write(model, preprocessing: preprocessing, into: file)
@@ -254,6 +279,10 @@ public enum TrainWorkflow {
                 try TrainingCheckpoint.readParameters(model.parameters, from: file)
             }
         }
-        return try trainer.run(resumingFrom: options.resumePath)
+        let summary = try trainer.run(resumingFrom: options.resumePath)
+        if let dataParallel, communicator.rank == 0 {
+            FileHandle.standardError.write(Data((dataParallel.summary + "\n").utf8))
+        }
+        return summary
     }
 }

@@ -26,6 +26,9 @@ public final class Trainer {
     public var readModel: (HDF5File) throws -> Void
     /// Who follows the run, in order; the progress reporter is the first.
     public var observers: [TrainingObserver]
+    /// Sums the loss's normaliser over the ranks of a data-parallel job (`DataParallel.sumAcrossRanks`); nil for
+    /// one process.
+    public var sumAcrossRanks: SumAcrossRanks?
     /// The size of the gradient buckets of `TrainingEvent.gradientsReady` (PyTorch DDP's default, 25 MiB).
     public var bucketBytes = 25 << 20
 
@@ -90,9 +93,9 @@ public final class Trainer {
             try emit(.stepStarted(step: state.step))
             let batch = try prefetcher.next()
             network.zeroGradients()
-            network.keyRandomDraws(toStep: state.step)
+            network.keyRandomDraws(toStep: state.step, samples: batch.sampleIndices)
             let logits = try network.forward(batch.images, training: true)
-            let result = try loss.evaluate(logits: logits, labels: batch.labels)
+            let result = try loss.evaluate(logits: logits, labels: batch.labels, summing: sumAcrossRanks)
             guard result.loss.isFinite else {
                 try emit(.note("stopping: the loss is \(result.loss) at step \(state.step + 1)"))
                 throw TrainingError.divergedLoss(step: state.step + 1, loss: result.loss, checkpoint: lastWritten)

@@ -25,7 +25,7 @@ struct EngineTrainingTests {
     /// Four steps straight, against two steps, a kill during the third (the network throws, as a kill would stop
     /// the run) and `--resume` from the step-2 checkpoint: the same training losses, learning rates, gradient norms
     /// and validation results, bit for bit, and the same final parameters and batch-norm statistics. The ASPP's
-    /// dropout (p = 0.5) is active, so this holds only because its masks are keyed by the step; the augmentation,
+    /// dropout (p = 0.5) is active, so this holds only because its masks are keyed by the samples' global indices; the augmentation,
     /// sampler order, AdamW moments and the schedule come back from the checkpoint.
     @Test func resumedDeepLabV3RunReproducesTheUninterruptedRunBitForBit() throws {
         let folder = try TestSupport.temporaryFolder("train-engine-resume")
@@ -88,4 +88,5 @@ final class InterruptedNetwork: SegmentationNetwork {
     }
     func zeroGradients() { wrapped.zeroGradients() }
     func keyRandomDraws(toStep step: Int) { wrapped.keyRandomDraws(toStep: step) }
+    func keyRandomDraws(toStep step: Int, samples: [Int]) { wrapped.keyRandomDraws(toStep: step, samples: samples) }
 }

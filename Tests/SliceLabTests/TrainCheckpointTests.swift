@@ -35,7 +35,8 @@ struct TrainCheckpointTests {
         history.validationIoU = [[0.8, 0.7, 0.6]]
         history.validationMeanDice = [0.75]
         let state = TrainingState(
-            step: 3, sampler: SamplerState(random: random, order: [2, 0, 1], position: 2, epoch: 1),
+            step: 3, sampler: SamplerState(random: random, order: [2, 0, 1], position: 2, epoch: 1, drawn: 11,
+                                           seed: Self.configuration().seed),
             optimizer: OptimizerState(kind: "sgd", stepCount: 3, buffers: ["a.weight": ["momentum_buffer": [1, -2.5]]]),
             history: history, bestScore: 0.75, bestStep: 3, validationsWithoutImprovement: 1)
         let path = folder.appendingPathComponent("c.h5").path

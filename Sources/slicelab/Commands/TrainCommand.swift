@@ -1,3 +1,4 @@
+import Distributed
 import SliceLabKit
 
 /// `slicelab train DATASET --arch … --num-classes K --out MODEL.h5` (issue #5).
@@ -32,7 +33,10 @@ enum TrainCommand: Command {
             OptionSpec("resume", valueName: "CKPT", help: "Resume an interrupted run exactly."),
             OptionSpec("val-every", .int(1...Int.max), help: "Validate every N steps."),
             OptionSpec("seed", .int(), help: "Random seed.", default: "0"),
-            OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
+            OptionSpec("threads", .int(1...1024), help: "Compute threads (per rank under mpirun/srun).",
+                       default: "the machine's cores"),
+            OptionSpec("sync-bn", .flag, help: "Under mpirun/srun: batch-norm statistics over the global batch, "
+                       + "not per rank."),
             OptionSpec("out", valueName: "MODEL.h5", help: "Checkpoint to write.", required: true),
             OptionSpec("skip-bad", .flag, help: "Skip (and list) invalid cases instead of stopping."),
             foldOption, splitSeedOption, maxMemoryOption,
@@ -40,6 +44,8 @@ enum TrainCommand: Command {
         discussion: """
             Writes the best checkpoint (by validation mean foreground Dice) to MODEL.h5 and the last one to
             MODEL.last.h5; --resume MODEL.last.h5 continues an interrupted run exactly.
+            Started by `mpirun -np N` (or `srun --mpi=pmix`), it trains data-parallel: --batch is the global batch,
+            split over the N ranks (it must be divisible by N); rank 0 writes the checkpoints.
             """)
 
     static func run(_ arguments: ParsedArguments) throws {
@@ -79,6 +85,13 @@ enum TrainCommand: Command {
         options.skipBad = arguments.flag("skip-bad")
         options.limits = try readLimits(arguments, command: "train")
         options.selection = splitSelection(arguments)
-        try TrainWorkflow.run(options, makeNetwork: TrainWorkflow.makeEngineNetwork)
+        options.synchronizeBatchNorm = arguments.flag("sync-bn")
+        let communicator = try Communicator.fromEnvironment()
+        guard options.batchSize % communicator.size == 0 else {
+            throw UsageError("slicelab train: --batch \(options.batchSize) must be divisible by the number of ranks "
+                             + "(\(communicator.size))")
+        }
+        try TrainWorkflow.run(options, communicator: communicator, makeNetwork: TrainWorkflow.makeEngineNetwork)
+        communicator.finish()
     }
 }

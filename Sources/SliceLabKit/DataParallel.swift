@@ -1,0 +1,105 @@
+import DeepLab
+import DeepLabTraining
+import Distributed
+import Foundation
+
+/// Data-parallel training over the ranks of an MPI job, as a `TrainingObserver` of the trainer's events.
+///
+/// At the start rank 0's parameters and buffers are broadcast, so every rank starts from the same weights (fresh
+/// or resumed). Each `gradientsReady` bucket starts a non-blocking sum of its gradients at once, while backward
+/// continues; `allGradientsReady` waits for them and writes the sums back. The sums (not means) are what one
+/// process computes, because every rank's loss is normalised by the global batch's normaliser
+/// (`sumAcrossRanks`, given to the loss). Without synchronised batch norm each rank normalises with its own
+/// batch's statistics (as PyTorch's DDP does) and rank 0's running statistics are broadcast after every step, so
+/// the ranks stay identical. Only rank 0 writes checkpoints.
+public final class DataParallel: TrainingObserver {
+    public let communicator: Communicator
+    public let network: SegmentationNetwork
+    /// Whether batch-norm statistics are summed over the ranks (`--sync-bn`) rather than kept per rank.
+    public let synchronizesBatchNorm: Bool
+    private var pending: [(parameters: [Parameter], sum: PendingSum<Float>)] = []
+    /// Seconds spent in the gradient all-reduce (starting, waiting, copying back), summed over the steps.
+    public private(set) var reductionSeconds = 0.0
+    /// Gradient values all-reduced per step (4 bytes each).
+    public private(set) var reducedValuesPerStep = 0
+    public private(set) var steps = 0
+    private var stepStart = Date()
+    /// Seconds of whole steps (from `stepStarted` to `stepEnded`), summed.
+    public private(set) var stepSeconds = 0.0
+
+    public init(communicator: Communicator, network: SegmentationNetwork, synchronizesBatchNorm: Bool) {
+        self.communicator = communicator
+        self.network = network
+        self.synchronizesBatchNorm = synchronizesBatchNorm
+    }
+
+    public var allowsCheckpoints: Bool { communicator.rank == 0 }
+
+    /// Sums a loss's normaliser over the ranks (`SegmentationLoss.evaluate(logits:labels:summing:)`).
+    public var sumAcrossRanks: SumAcrossRanks {
+        { [communicator] values in try communicator.allReduceSum(&values, what: "loss normaliser all-reduce") }
+    }
+
+    public func handle(_ event: TrainingEvent) throws {
+        switch event {
+        case .started:
+            try broadcast(network.parameters, what: "initial weights broadcast")
+        case .stepStarted:
+            stepStart = Date()
+        case let .gradientsReady(step, bucket):
+            let start = Date()
+            var values: [Float] = []
+            values.reserveCapacity(bucket.reduce(0) { $0 + $1.value.count })
+            for parameter in bucket { values += parameter.gradient }
+            pending.append((bucket, try communicator.startAllReduceSum(values, what: "gradient all-reduce of "
+                                                                       + "step \(step + 1)")))
+            reductionSeconds += Date().timeIntervalSince(start)
+        case .allGradientsReady:
+            let start = Date()
+            var count = 0
+            for (parameters, sum) in pending {
+                let values = try sum.wait()
+                var offset = 0
+                for parameter in parameters {
+                    let n = parameter.value.count
+                    parameter.gradient = Array(values[offset..<(offset + n)])
+                    offset += n
+                }
+                count += offset
+            }
+            pending = []
+            reducedValuesPerStep = count
+            reductionSeconds += Date().timeIntervalSince(start)
+            if !synchronizesBatchNorm {
+                try broadcast(network.parameters.filter { !$0.isTrainable }, what: "running statistics broadcast")
+            }
+        case .stepEnded:
+            steps += 1
+            stepSeconds += Date().timeIntervalSince(stepStart)
+        default:
+            break
+        }
+    }
+
+    /// Replaces `parameters`' values with rank 0's.
+    private func broadcast(_ parameters: [Parameter], what: String) throws {
+        var values = Array(parameters.map(\.value).joined())
+        try communicator.broadcast(&values, what: what)
+        var offset = 0
+        for parameter in parameters {
+            let n = parameter.value.count
+            parameter.value = Array(values[offset..<(offset + n)])
+            parameter.markUpdated()
+            offset += n
+        }
+    }
+
+    /// One line for people: ranks, bytes and the all-reduce's time and share of the step.
+    public var summary: String {
+        let perStep = steps > 0 ? reductionSeconds / Double(steps) : 0
+        let stepTime = steps > 0 ? stepSeconds / Double(steps) : 0
+        return String(format: "data-parallel: %d ranks, %.1f MB all-reduced per step, all-reduce %.1f ms of "
+                      + "%.1f ms per step (%.1f %%)", communicator.size, Double(reducedValuesPerStep * 4) / 1e6,
+                      perStep * 1000, stepTime * 1000, stepTime > 0 ? 100 * perStep / stepTime : 0)
+    }
+}
