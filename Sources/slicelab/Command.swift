@@ -10,7 +10,7 @@ protocol Command {
 /// Every subcommand, in the order `slicelab --help` lists them.
 let commands: [Command.Type] = [
     InfoCommand.self, ConvertCommand.self, SegmentCommand.self, ClusterCommand.self,
-    EvaluateCommand.self, CompareCommand.self, TrainCommand.self, ExportCommand.self, DemoCommand.self,
+    EvaluateCommand.self, CompareCommand.self, TrainCommand.self, ExportCommand.self, QuantizeCommand.self, DemoCommand.self,
 ]
 
 
