@@ -172,7 +172,7 @@ def main(threads=2, repeats=5, rounds=3, quick=False):
     except ImportError as error:
         print(f"bench_deeplab_int8: skipped, peer missing ({error}); run with .venv/bin/python")
         return
-    binary = ROOT / ".build/release/slicelab"
+    binary = pathlib.Path(os.environ.get("SLICELAB_BINARY", ROOT / ".build/release/slicelab"))
     if not binary.exists():
         raise SystemExit("bench_deeplab_int8: build first: swift build -c release")
     isa, peak_f32, peak_int8 = isa_and_peaks(binary, threads)
