@@ -17,6 +17,9 @@ final class ConvUnit {
     let strategies: [ConvolutionStrategy]
     /// The unit's int8 parameters when its model is quantised (eval mode then runs `Int8Convolution`).
     var quantization: UnitQuantization?
+    /// The next unit's int8 parameters when this unit's output feeds only that unit (inside a block): the
+    /// output is then written quantised for it (`Int8Convolution`).
+    var quantizedOutput: UnitQuantization?
     /// Called with every eval-mode input before the convolution (calibration collects statistics through it).
     var inputObserver: ((Tensor) throws -> Void)?
 

@@ -4,6 +4,10 @@
 /// into the accumulator's units, as oneDNN 2.6 adds it before the output scales), the residual sum and the
 /// activation fused as post-ops.
 ///
+/// Within a block (`Backbone.unitChains`), a unit whose output feeds only the next quantised unit writes it
+/// already quantised (u8, with the next unit's input scale folded into its output scales and ReLU6's bound),
+/// so activations stay 8-bit between those convolutions and the next unit skips its quantising reorder.
+///
 /// Where oneDNN's kernels lack VNNI (AVX2, AVX-512 without VNNI), u8 inputs are quantised with half the stored
 /// scale, to 7 bits, so that `vpmaddubsw`'s pairwise 16-bit sums cannot saturate (`effectiveInputScale`); the
 /// checkpoint's scales are the same on every CPU.
@@ -34,30 +38,32 @@ final class Int8Convolution: ConvolutionStrategy {
         }
         let conv = unit.conv
         let inputScale = Int8Convolution.effectiveInputScale(q)
-        let outputScales = q.weightScales.map { 1 / (inputScale * $0) }
+        // Inside a block the output goes straight to the next unit, already quantised with its input scale.
+        let next = residual == nil ? unit.quantizedOutput : nil
+        let outputScale = next.map(Int8Convolution.effectiveInputScale) ?? 1
+        let outputScales = q.weightScales.map { outputScale / (inputScale * $0) }
         let key = PrimitiveCache.Key("int8", x.shape, residual != nil, q.inputType.rawValue, q.inputScale,
-                                     q.weightScales)
+                                     q.weightScales, next?.inputType.rawValue, outputScale)
         let primitive = try primitives.primitive(key) {
             let op = try Int8Operations.convolution(source: x.shape, sourceType: q.inputType,
                                                     weights: conv.weightDims, destination: conv.outputDims(x.shape),
-                                                    conv.geometry(x.shape))
+                                                    destinationType: next?.inputType, conv.geometry(x.shape))
             var postOps: [PrimitiveAttributes.PostOp] = residual != nil ? [.sum] : []
-            if let p = unit.activation.postOp { postOps.append(p) }
+            switch unit.activation.postOp {
+            case let .clip(low, high)?: postOps.append(.clip(low * outputScale, high * outputScale))
+            case let p?: postOps.append(p)
+            case nil: break
+            }
             // Output channels are dimension 1 of the destination.
             let attributes = try PrimitiveAttributes(postOps: postOps, outputScales: outputScales,
                                                      perChannelMask: 1 << 1)
             return try Primitive("int8 convolution", op: op, attributes: attributes)
         }
-        let input = try Int8Operations.quantize(x, into: primitive.desc(.source), scale: inputScale)
+        let input = Int8Operations.holds(x, q.inputType) ? try x.reordered(to: primitive.desc(.source))
+            : try Int8Operations.quantize(x, into: primitive.desc(.source), scale: inputScale)
         let (weights, bias) = try preparedWeights(unit, q, primitive)
-        let dstDesc = primitive.desc(.destination)
-        let output: Tensor
-        if let residual, consumingResidual, residual.desc.isEqual(to: dstDesc) {
-            output = residual
-        } else {
-            output = try Tensor(desc: dstDesc)
-            if let residual { try residual.reorder(into: output) }
-        }
+        let output = try fusedSumDestination(primitive.desc(.destination), residual: residual,
+                                             consumingResidual: consumingResidual)
         try primitive.execute([(Arg.src, input), (Arg.weights, weights), (Arg.bias, bias), (Arg.dst, output)])
         return output
     }

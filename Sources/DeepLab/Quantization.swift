@@ -129,10 +129,14 @@ extension ResNet {
     var convUnits: [ConvUnit] {
         [stem] + stages.joined().flatMap { block in (block.downsample.map { [$0] } ?? []) + block.units }
     }
+
+    var unitChains: [[ConvUnit]] { stages.joined().map(\.units) }
 }
 
 extension MobileNetV2 {
     var convUnits: [ConvUnit] { [stem] + blocks.flatMap(\.units) + [head] }
+
+    var unitChains: [[ConvUnit]] { blocks.map(\.units) }
 }
 
 extension DeepLabV3 {
@@ -160,6 +164,7 @@ extension DeepLabV3 {
     /// - Throws: `DeepLabError.invalidConfiguration` when a quantised unit is not in
     ///   the model or a unit's scale count differs from its output channels.
     public func apply(_ quantization: ModelQuantization?) throws {
+        for unit in convUnits { unit.quantizedOutput = nil }
         guard let quantization else {
             for unit in convUnits { unit.quantization = nil }
             self.quantization = nil
@@ -176,6 +181,12 @@ extension DeepLabV3 {
                                                         + "\(unit.conv.outputChannels) output channels")
             }
             unit.quantization = q
+        }
+        // Inside blocks, a quantised unit with an activation writes its output quantised for the next one.
+        for chain in backbone.unitChains {
+            for (unit, next) in zip(chain, chain.dropFirst()) where unit.quantization != nil && unit.activation != .none {
+                if let q = next.quantization, q.inputType == .u8 { unit.quantizedOutput = q }
+            }
         }
         self.quantization = quantization
     }

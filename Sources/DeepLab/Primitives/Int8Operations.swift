@@ -37,14 +37,14 @@ enum Int8Operations {
             || isa & dnnl_cpu_isa_avx2_vnni.rawValue & ~dnnl_cpu_isa_avx2.rawValue != 0
     }()
 
-    /// The int8 convolution's operation descriptor: `sourceType` source, s8 weights, f32 bias and f32
-    /// destination, layouts left to oneDNN. Rests on `dnnl_dilated_convolution_forward_desc_init`.
+    /// The int8 convolution's operation descriptor: `sourceType` source, s8 weights, f32 bias, and an f32
+    /// destination or (`destinationType`) an already quantised one; layouts left to oneDNN. Rests on `dnnl_dilated_convolution_forward_desc_init`.
     static func convolution(source: [Int], sourceType: QuantizedType, weights: [Int], destination: [Int],
-                            _ g: ConvolutionGeometry) throws -> ConvolutionDescriptor {
+                            destinationType: QuantizedType?, _ g: ConvolutionGeometry) throws -> ConvolutionDescriptor {
         var src = try MemoryDesc.make(source, dnnl_format_tag_any, sourceType.dataType)
         var weightsDesc = try MemoryDesc.make(weights, dnnl_format_tag_any, dnnl_s8)
         var biasDesc = try MemoryDesc.make([destination[1]], dnnl_a)
-        var dst = try MemoryDesc.make(destination, dnnl_format_tag_any)
+        var dst = try MemoryDesc.make(destination, dnnl_format_tag_any, destinationType?.dataType ?? dnnl_f32)
         var op = ConvolutionDescriptor()
         try dnnlCheck("dnnl_dilated_convolution_forward_desc_init",
                       dnnl_dilated_convolution_forward_desc_init(
@@ -52,6 +52,9 @@ enum Int8Operations {
                         g.strides, g.dilation, g.left, g.right))
         return op
     }
+
+    /// Whether `x` holds `type` values (an int8 convolution's quantised output) rather than f32.
+    static func holds(_ x: Tensor, _ type: QuantizedType) -> Bool { x.desc.data_type == type.dataType }
 
     /// `x` (f32, any layout) quantised into `target` (u8 or s8): round(x · scale), saturated.
     /// Rests on `dnnl_reorder_primitive_desc_create` with output scales.
