@@ -183,9 +183,12 @@ def main(threads=2, repeats=5, rounds=3, quick=False):
     with tempfile.TemporaryDirectory() as folder:
         work = pathlib.Path(folder)
         cases = [("mni-brain", lambda: (demo / "models/mni-brain.h5", demo / "mni-brain"))]
-        if not quick or os.environ.get("BENCH_INT8_RESNET") == "1":
+        if not quick or "resnet50" in os.environ.get("BENCH_INT8_CASES", ""):
             cases.insert(0, ("resnet50", lambda: make_resnet50(binary, work, threads)))
+        only = os.environ.get("BENCH_INT8_CASES")  # e.g. "resnet50"
         for name, make in cases:
+            if only and name not in only.split(","):
+                continue
             checkpoint, dataset = make()
             base = work / name
             int8 = f"{base}-int8.h5"
