@@ -3,9 +3,10 @@ same model, same input, same threads, batch 1, in the same run. Run by bench_dee
 `.venv/bin/python Benchmarks/bench_deeplab_int8.py`, after `swift build -c release`).
 
 Cases:
-- `resnet50`: DeepLabV3-ResNet-50, 3 x 512 x 512, 21 classes, the issue's headline shape. Its float32 checkpoint is
-  made by `slicelab train` (2 steps on a generated set of 512 x 512 RGB images, seed 1; the weights are not a trained
-  model, only the speed means something), calibrated on 8 of the set's images.
+- `resnet50`: DeepLabV3-ResNet-50, 512 x 512, 21 classes. Its float32 checkpoint is made by `slicelab train` (2 steps
+  on a generated set of 512 x 512 RGB images, seed 1; the weights are not a trained model, only the speed means
+  something), calibrated on 8 of the set's images. `train` makes a 1-channel model of it by default, so the input is
+  1 x 512 x 512, not the issue's 3 x 512 x 512 (a difference in the first convolution only).
 - `mni-brain`: the bundled DeepLabV3-MobileNetV2 mni-brain model (1 x 233 x 197, input scale 4), calibrated on the
   bundled set's 4 training slices: a real trained model, so the int8 engines' agreement with fp32 means something.
 
