@@ -13,6 +13,8 @@ multiply-adds of every convolution (2 FLOPs each) over the median latency.
 Needs torch, torchvision, safetensors, h5py (and onnxruntime + onnx export for the ONNX peer); run with
     /work/goldens-venv/bin/python Benchmarks/bench_deeplab.py
 after `swift build -c release` (`make bench` does both). BENCH_QUICK=1 runs only the ResNet-50 case with fewer repeats.
+First (BENCH_INT8=0 skips them) the precision cases of `bench_deeplab_int8.py`: SliceLab fp32 and int8 against ONNX
+Runtime fp32 and int8 (static QDQ, per-channel) and OpenVINO, which need no torch.
 """
 import json
 import os
@@ -39,6 +41,13 @@ def machine_peak_gflops():
 
 
 PEAK_GFLOPS, ISA = machine_peak_gflops()
+
+if __name__ == "__main__" and os.environ.get("BENCH_INT8", "1") == "1":
+    # The precision cases (issue #19) need only numpy, h5py, onnxruntime and openvino (no torch).
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import bench_deeplab_int8  # noqa: E402
+
+    bench_deeplab_int8.main(THREADS, REPEATS, ROUNDS, QUICK)
 
 try:
     import h5py

@@ -11,6 +11,10 @@ protocol Backbone: AnyObject {
     var auxiliaryChannels: Int { get }
     /// Every parameter and buffer, in torchvision's `state_dict` order.
     var parameters: [Parameter] { get }
+    /// Every convolution unit, in forward order (quantisation calibrates and configures them one by one).
+    var convUnits: [ConvUnit] { get }
+    /// Sequences of units in which each unit's output feeds the next unit alone (a block's units).
+    var unitChains: [[ConvUnit]] { get }
     /// The features (auxiliary, out) of input [N, C, H, W]; in training mode what `backward` needs is kept.
     func callAsFunction(_ x: Tensor, training: Bool) throws -> (auxiliary: Tensor, out: Tensor)
     /// Backpropagates the gradients of the main features and (optionally) the auxiliary ones, reporting each

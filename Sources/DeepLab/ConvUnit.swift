@@ -6,22 +6,32 @@ import SliceLabSupport
 /// Eval mode computes the convolution with batch norm folded into its weights and the residual sum and
 /// activation fused. Training mode runs convolution, batch norm with batch statistics, sum and activation as
 /// separate primitives and keeps what `backward` needs. The convolution itself is computed by the first of
-/// `strategies` that applies (`ConvolutionStrategy`): padding-free rectangles for dilated 3×3 convolutions
-/// whose padding taps are a tenth of the work or more, Winograd for wide 3×3 ones in eval mode, else oneDNN's
-/// direct convolution.
+/// `strategies` that applies (`ConvolutionStrategy`): int8 for a quantised model in eval mode, padding-free
+/// rectangles for dilated 3×3 convolutions whose padding taps are a tenth of the work or more, Winograd for
+/// wide 3×3 ones in eval mode, else oneDNN's direct convolution.
 final class ConvUnit {
     let conv: Conv2d
     let norm: BatchNorm2d?
     let activation: Activation
     /// The ways to compute the convolution, in order of preference; the last applies to every unit.
     let strategies: [ConvolutionStrategy]
+    /// The unit's int8 parameters when its model is quantised (eval mode then runs `Int8Convolution`).
+    var quantization: UnitQuantization?
+    /// The next unit's int8 parameters when this unit's output feeds only that unit (inside a block): the
+    /// output is then written quantised for it (`Int8Convolution`).
+    var quantizedOutput: UnitQuantization?
+    /// Called with every eval-mode input before the convolution (calibration collects statistics through it).
+    var inputObserver: ((Tensor) throws -> Void)?
+
+    /// The convolution's `state_dict` prefix (`backbone.layer1.0.conv1`), which names the unit.
+    var name: String { String(conv.weight.name.dropLast(".weight".count)) }
 
     init(conv: Conv2d, norm: BatchNorm2d?, activation: Activation) {
         self.conv = conv
         self.norm = norm
         self.activation = activation
         let winograd = WinogradConvolution()
-        strategies = [PaddingFreeConvolution(centre: winograd), winograd, DirectConvolution()]
+        strategies = [Int8Convolution(), PaddingFreeConvolution(centre: winograd), winograd, DirectConvolution()]
     }
 
     /// `conv` named `convName`, batch norm named `normName`, as torchvision's blocks name them.
@@ -77,6 +87,7 @@ final class ConvUnit {
         } ?? DirectConvolution()
         if training { return try trainingForward(x, residual: residual, strategy: strategy) }
         saved = nil
+        try inputObserver?(x)
         return try strategy.inferenceForward(self, x, residual: residual, consumingResidual: consumingResidual)
     }
 

@@ -36,3 +36,12 @@ enum SavedConvolution {
     /// One primitive per rectangle of `plan` (see `PaddingFreeConvolution`).
     case rectangles(input: Tensor, plan: TapPlan)
 }
+
+/// The destination of a convolution with a fused sum post-op: `residual` itself when the caller gives it up and
+/// its layout is `desc`, else a new tensor of `desc` holding a copy of it (or an empty one without a residual).
+func fusedSumDestination(_ desc: MemoryDesc, residual: Tensor?, consumingResidual: Bool) throws -> Tensor {
+    if let residual, consumingResidual, residual.desc.isEqual(to: desc) { return residual }
+    let output = try Tensor(desc: desc)
+    if let residual { try residual.reorder(into: output) }
+    return output
+}

@@ -9,6 +9,7 @@ import ImageFiles
 ///   `preprocessing` (JSON of `Preprocessing`), so inference always rebuilds the model and prepares its input
 ///   as training did.
 ///
+/// A quantised model adds `/quantization` (`ModelQuantization`), and loads as int8.
 /// The trainer adds its own groups (`/training`, `/optimizer`, `/history`) to the same file.
 public enum DeepLabCheckpoint {
     public static let format = "slicelab-deeplabv3"
@@ -24,6 +25,7 @@ public enum DeepLabCheckpoint {
         for p in model.parameters {
             try file.write(p.value, shape: p.shape, to: "/parameters/\(p.name)")
         }
+        try model.quantization?.write(into: file)
     }
 
     /// Saves a checkpoint atomically; `extra` may add groups to the same file before it is closed.
@@ -41,6 +43,11 @@ public enum DeepLabCheckpoint {
     ///   wrong shape, `ImageFileError` when the file cannot be read.
     public static func load(_ path: String) throws -> (model: DeepLabV3, preprocessing: Preprocessing) {
         try read(from: HDF5File.open(path))
+    }
+
+    /// Whether the checkpoint at `path` is quantised (has a `/quantization` group), without loading it.
+    public static func isQuantized(_ path: String) throws -> Bool {
+        try HDF5File.open(path).exists(ModelQuantization.group)
     }
 
     /// The model configuration a checkpoint stores.
@@ -75,6 +82,11 @@ public enum DeepLabCheckpoint {
         do {
             try TrainingCheckpoint.readParameters(model.parameters, from: file)
         } catch let TrainingError.invalidState(_, reason) {
+            throw bad(reason)
+        }
+        do {
+            try model.apply(ModelQuantization.read(from: file))
+        } catch let DeepLabError.invalidConfiguration(reason) {
             throw bad(reason)
         }
         return (model, preprocessing)

@@ -11,7 +11,9 @@ public final class DeepLabV3: SegmentationNetwork {
 
     let backbone: any Backbone
     let head: DeepLabHead
-    private let auxiliaryHead: FCNHead?
+    let auxiliaryHead: FCNHead?
+    /// The int8 quantisation in use (`apply(_:)`), nil for float32.
+    public internal(set) var quantization: ModelQuantization?
 
     /// Auxiliary logits [N, K, H, W] of the last forward, when the model has the auxiliary head.
     public private(set) var auxiliaryLogits: FloatTensor?

@@ -41,14 +41,8 @@ final class DirectConvolution: ConvolutionStrategy {
         let input = padded ? try paddedCopy(unit, x, desc: primitive.desc(.source))
             : try x.reordered(to: primitive.desc(.source))
         let (weights, bias) = try preparedInferenceWeights(unit, primitive)
-        let dstDesc = primitive.desc(.destination)
-        let output: Tensor
-        if let residual, consumingResidual, residual.desc.isEqual(to: dstDesc) {
-            output = residual
-        } else {
-            output = try Tensor(desc: dstDesc)
-            if let residual { try residual.reorder(into: output) }
-        }
+        let output = try fusedSumDestination(primitive.desc(.destination), residual: residual,
+                                             consumingResidual: consumingResidual)
         try primitive.execute([(Arg.src, input), (Arg.weights, weights), (Arg.bias, bias), (Arg.dst, output)])
         return output
     }

@@ -274,8 +274,15 @@ public enum Segment {
                                                        inputChannels: inputChannels, auxiliaryHead: auxiliaryHead))
         let notes = try model.loadSafetensors(weights)
         let input = try readRawInput(rawInput, channels: inputChannels)
+        try writeLogits(try repeatedForward(model, input, log: log), to: logitsPath)
+        return notes
+    }
+
+    /// The model's logits for `input`; for benchmarks, SLICELAB_PARITY_REPEAT=R repeats the (warm) forward R
+    /// times and logs each latency.
+    private static func repeatedForward(_ model: DeepLabV3, _ input: FloatTensor,
+                                        log: (String) -> Void) throws -> FloatTensor {
         var logits = try model.forward(input, training: false)
-        // Benchmarks: SLICELAB_PARITY_REPEAT=R repeats the (warm) forward R times and prints each latency.
         if let text = ProcessInfo.processInfo.environment["SLICELAB_PARITY_REPEAT"], let repeats = Int(text), repeats > 0 {
             var latencies: [Double] = []
             for _ in 0..<min(repeats, 1000) {
@@ -285,8 +292,7 @@ public enum Segment {
             }
             log("latencies_ms " + latencies.map { String(format: "%.2f", $0) }.joined(separator: " "))
         }
-        try writeLogits(logits, to: logitsPath)
-        return notes
+        return logits
     }
 
     /// Parity mode on a checkpoint: the logits [N, K, H, W] of `rawInput`'s `/image` [N, C, H, W], fed untouched
@@ -294,11 +300,11 @@ public enum Segment {
     ///
     /// - Throws: `DeepLabError.invalidCheckpoint`, `InputError.invalidContent` for an input of the wrong shape.
     public static func rawLogits(model path: String, rawInput: String, logitsPath: String,
-                                 threads: Int? = nil) throws {
+                                 threads: Int? = nil, log: (String) -> Void = { _ in }) throws {
         if let threads { setComputeThreads(threads) }
         let (model, _) = try DeepLabCheckpoint.load(path)
         let input = try readRawInput(rawInput, channels: model.configuration.inputChannels)
-        try writeLogits(try model.forward(input, training: false), to: logitsPath)
+        try writeLogits(try repeatedForward(model, input, log: log), to: logitsPath)
     }
 
     /// `/image` Float32 [N, channels, H, W] of an HDF5 file.

@@ -11,7 +11,7 @@ protocol Command {
 let commands: [Command.Type] = [
     InfoCommand.self, ConvertCommand.self, SegmentCommand.self, ClusterCommand.self,
     EvaluateCommand.self, CompareCommand.self, MergeCommand.self, TrainCommand.self, ExportCommand.self,
-    DatasetCommand.self, DemoCommand.self,
+    QuantizeCommand.self, DatasetCommand.self, DemoCommand.self,
 ]
 
 

@@ -21,6 +21,9 @@ enum CompareCommand: Command {
                            + "as run deeplabv3.STEP; auto picks component rules per class on the val split.",
                        repeatable: true),
             OptionSpec("crf", valueName: "SPEC", help: "Dense CRF parameters for --post crf."),
+            OptionSpec("precision", .choice(of: Precision.self),
+                       help: "Arithmetic precision: a quantised checkpoint runs in int8, others in fp32.",
+                       default: "the checkpoint's"),
             OptionSpec("timings", .flag, help: "Print a timing breakdown."),
             OptionSpec("skip-bad", .flag, help: "Skip and list invalid cases instead of failing."),
             OptionSpec("overwrite", .flag, help: "Replace runs of the same names in RESULTS.h5."),
@@ -44,6 +47,9 @@ enum CompareCommand: Command {
         guard let dataset = arguments.positional(0), let model = arguments.string("model"),
               let output = arguments.string("out") else {
             throw UsageError("slicelab compare: give DATASET, --model MODEL.h5 and --out RESULTS.h5")
+        }
+        if let precision: Precision = arguments.choice("precision") {
+            try SegmentCommand.checkPrecision(precision, model: model, command: "compare")
         }
         let specs = arguments.strings("classical").isEmpty ? Compare.defaultClassical : arguments.strings("classical")
         let classical: [ClassicalSpec]

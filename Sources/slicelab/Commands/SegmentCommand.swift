@@ -29,7 +29,9 @@ enum SegmentCommand: Command {
             OptionSpec("crf", valueName: "SPEC",
                        help: "Dense CRF parameters for --regularize crf: "
                            + SegmentPostProcessing.CRFParameters.keys.map { "\($0)=…" }.joined(separator: ",") + "."),
-            OptionSpec("precision", .choice(["fp32", "bf16"]), help: "Arithmetic precision.", default: "fp32"),
+            OptionSpec("precision", .choice(of: Precision.self),
+                       help: "Arithmetic precision: a quantised checkpoint runs in int8, others in fp32.",
+                       default: "the checkpoint's"),
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
             maxMemoryOption,
             OptionSpec("weights", valueName: "W.safetensors", help: "Parity mode: a torchvision state_dict."),
@@ -48,9 +50,11 @@ enum SegmentCommand: Command {
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
-        if arguments.string("precision") == "bf16" {
-            throw UsageError("slicelab segment: --precision bf16 is not built: oneDNN 2.6 has bf16 convolutions only "
-                + "on AVX-512 CPUs, and the machine this was developed on has AVX2, so the mode could not be tested")
+        if let precision: Precision = arguments.choice("precision") {
+            guard let model = arguments.string("model") else {
+                throw UsageError("slicelab segment: --precision needs --model MODEL.h5")
+            }
+            try checkPrecision(precision, model: model, command: "segment")
         }
         if let weights = arguments.string("weights") {
             guard let architecture: Architecture = arguments.choice("arch"), let classes = arguments.int("num-classes"),
@@ -70,7 +74,7 @@ enum SegmentCommand: Command {
                 throw UsageError("slicelab segment: --raw-input needs --model MODEL.h5 (or --weights …) and --logits")
             }
             try Segment.rawLogits(model: model, rawInput: rawInput, logitsPath: logits,
-                                  threads: arguments.int("threads"))
+                                  threads: arguments.int("threads"), log: standardError)
             return
         }
         if let crfInput = arguments.string("crf-input") {
@@ -121,6 +125,13 @@ enum SegmentCommand: Command {
             return
         }
         try Segment.run(options, log: standardError)
+    }
+
+    /// Refuses (a usage error naming the reason) a precision the checkpoint cannot run in.
+    static func checkPrecision(_ precision: Precision, model: String, command: String) throws {
+        if let problem = try QuantizeWorkflow.precisionProblem(precision, model: model) {
+            throw UsageError("slicelab \(command): --precision \(precision.rawValue): \(problem)")
+        }
     }
 
     /// `--crf SPEC` parsed (the defaults without it); a bad spec is a usage error.

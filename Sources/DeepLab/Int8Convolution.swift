@@ -1,0 +1,98 @@
+/// A quantised `ConvUnit`'s eval-mode convolution in int8 on oneDNN: the f32 input quantised to u8 or s8 with
+/// the unit's calibrated scale, batch-norm-folded weights quantised to s8 per output channel, s32
+/// accumulation, and output scales 1/(input scale · weight scale[o]) that return f32, with the bias (pre-scaled
+/// into the accumulator's units, as oneDNN 2.6 adds it before the output scales), the residual sum and the
+/// activation fused as post-ops.
+///
+/// Within a block (`Backbone.unitChains`), a unit whose output feeds only the next quantised unit writes it
+/// already quantised (u8, with the next unit's input scale folded into its output scales and ReLU6's bound),
+/// so activations stay 8-bit between those convolutions and the next unit skips its quantising reorder.
+///
+/// Where oneDNN's kernels lack VNNI (AVX2, AVX-512 without VNNI), u8 inputs are quantised with half the stored
+/// scale, to 7 bits, so that `vpmaddubsw`'s pairwise 16-bit sums cannot saturate (`effectiveInputScale`); the
+/// checkpoint's scales are the same on every CPU.
+///
+/// It applies only to units that carry `quantization` (`ModelQuantization.apply(to:)`) and only in eval mode,
+/// so it is the first strategy a unit asks; training and f32 models never see it.
+final class Int8Convolution: ConvolutionStrategy {
+    private let primitives = PrimitiveCache()
+    /// Quantised weights and pre-scaled bias in the primitive's layout, with what they were made from.
+    private var prepared: (key: DescKey, version: Int, quantization: UnitQuantization, weights: Tensor,
+                           bias: Tensor)?
+
+    /// The scale the input is quantised with on this CPU (see the type's note on VNNI).
+    static func effectiveInputScale(_ q: UnitQuantization) -> Float {
+        q.inputType == .u8 && !Int8Operations.hasVNNI ? q.inputScale / 2 : q.inputScale
+    }
+
+    func applies(to unit: ConvUnit, inputShape: [Int], residual: Bool, training: Bool) -> Bool {
+        !training && unit.quantization != nil
+    }
+
+    func releaseInferenceWeights() { prepared = nil }
+
+    func inferenceForward(_ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
+                          consumingResidual: Bool) throws -> Tensor {
+        guard let q = unit.quantization else {
+            throw DeepLabError.invalidInput("int8 convolution on an unquantised unit \(unit.name)")
+        }
+        let conv = unit.conv
+        let inputScale = Int8Convolution.effectiveInputScale(q)
+        // Inside a block the output goes straight to the next unit, already quantised with its input scale.
+        let next = residual == nil ? unit.quantizedOutput : nil
+        let outputScale = next.map(Int8Convolution.effectiveInputScale) ?? 1
+        let outputScales = q.weightScales.map { outputScale / (inputScale * $0) }
+        let key = PrimitiveCache.Key("int8", x.shape, residual != nil, q.inputType.rawValue, q.inputScale,
+                                     q.weightScales, next?.inputType.rawValue, outputScale)
+        let primitive = try primitives.primitive(key) {
+            let op = try Int8Operations.convolution(source: x.shape, sourceType: q.inputType,
+                                                    weights: conv.weightDims, destination: conv.outputDims(x.shape),
+                                                    destinationType: next?.inputType, conv.geometry(x.shape))
+            var postOps: [PrimitiveAttributes.PostOp] = residual != nil ? [.sum] : []
+            switch unit.activation.postOp {
+            case let .clip(low, high)?: postOps.append(.clip(low * outputScale, high * outputScale))
+            case let p?: postOps.append(p)
+            case nil: break
+            }
+            // Output channels are dimension 1 of the destination.
+            let attributes = try PrimitiveAttributes(postOps: postOps, outputScales: outputScales,
+                                                     perChannelMask: 1 << 1)
+            return try Primitive("int8 convolution", op: op, attributes: attributes)
+        }
+        let input = Int8Operations.holds(x, q.inputType) ? try x.reordered(to: primitive.desc(.source))
+            : try Int8Operations.quantize(x, into: primitive.desc(.source), scale: inputScale)
+        let (weights, bias) = try preparedWeights(unit, q, primitive)
+        let output = try fusedSumDestination(primitive.desc(.destination), residual: residual,
+                                             consumingResidual: consumingResidual)
+        try primitive.execute([(Arg.src, input), (Arg.weights, weights), (Arg.bias, bias), (Arg.dst, output)])
+        return output
+    }
+
+    private func preparedWeights(_ unit: ConvUnit, _ q: UnitQuantization,
+                                 _ primitive: Primitive) throws -> (Tensor, Tensor) {
+        let desc = primitive.desc(.weights)
+        let version = unit.parameterVersion
+        if let p = prepared, p.version == version, p.key == desc.cacheKey, p.quantization == q {
+            return (p.weights, p.bias)
+        }
+        let (w, b) = unit.foldedPlainWeights()
+        let plain = try Tensor(plain: unit.conv.weightDims, values: w)
+        let weights = try Int8Operations.quantizeWeights(plain, into: desc, scales: q.weightScales)
+        let inputScale = Int8Convolution.effectiveInputScale(q)
+        let scaledBias = zip(b, q.weightScales).map { $0 * inputScale * $1 }
+        let bias = try Tensor(plain: [unit.conv.outputChannels], values: scaledBias)
+        prepared = (desc.cacheKey, version, q, weights, bias)
+        return (weights, bias)
+    }
+
+    // MARK: Training (never selected: `applies` is false in training mode)
+
+    func trainingForward(_ unit: ConvUnit, _ x: Tensor) throws -> (output: Tensor, saved: SavedConvolution) {
+        throw DeepLabError.invalidInput("\(unit.name): a quantised model infers only; train the f32 checkpoint")
+    }
+
+    func backward(_ unit: ConvUnit, _ dy: Tensor, saved: SavedConvolution,
+                  needsInputGradient: Bool) throws -> Tensor? {
+        throw DeepLabError.invalidBackward("\(unit.name): no backward through an int8 convolution")
+    }
+}

@@ -1,0 +1,178 @@
+@testable import DeepLab
+import Foundation
+import ImageFiles
+import SliceLabSupport
+import TestSupport
+import Testing
+
+/// int8 post-training quantisation in the engine: calibration, the checkpoint's `/quantization` group, and
+/// int8 inference on oneDNN against the float32 model it came from.
+@Suite(.serialized) struct QuantizationTests {
+    static func model(_ architecture: DeepLabConfiguration.Architecture) throws -> DeepLabV3 {
+        let model = try DeepLabV3(DeepLabConfiguration(architecture: architecture, classCount: 3, inputChannels: 1,
+                                                       outputStride: 8, atrousRates: [2, 4], asppChannels: 16,
+                                                       widthMultiplier: 0.35, seed: 1))
+        DeterministicWeights.fill(model)
+        return model
+    }
+
+    /// Smooth inputs (a blurred hash), so that activations look like an image's rather than noise.
+    static func inputs(count: Int, rows: Int = 33, columns: Int = 41) -> [FloatTensor] {
+        (0..<count).map { i in
+            let noise = DeterministicWeights.uniform(rows * columns, salt: 1000 + UInt64(i))
+            var values = [Float](repeating: 0, count: rows * columns)
+            for y in 0..<rows {
+                for x in 0..<columns {
+                    let wave = sin(Double(x + 3 * i) / 5) * cos(Double(y) / 7)
+                    values[y * columns + x] = Float(wave + 0.2 * noise[y * columns + x])
+                }
+            }
+            return FloatTensor(shape: [1, 1, rows, columns], values: values)
+        }
+    }
+
+    static func quantized(_ model: DeepLabV3, method: CalibrationMethod) throws -> ModelQuantization {
+        let calibrator = try Calibrator(model: model, method: method)
+        for input in inputs(count: 4) { try calibrator.observe(input) }
+        return try calibrator.quantization(calibrationSet: "test-inputs", split: "train", caseCount: 4)
+    }
+
+    /// Bounds on the relative L2 error of the logits, measured on AVX2 (ResNet-18: 0.025 min/max, 0.025
+    /// percentile, 0.086 entropy; MobileNetV2 ×0.35: 0.20 and 0.17; its entropy calibration, 0.59 on these
+    /// untrained weights, is not bounded here) with some margin.
+    static let logitBounds: [(DeepLabConfiguration.Architecture, CalibrationMethod, Double)] = [
+        (.resnet18, .minmax, 0.05), (.resnet18, .percentile, 0.05), (.resnet18, .entropy, 0.15),
+        (.mobilenetV2, .minmax, 0.3), (.mobilenetV2, .percentile, 0.3),
+    ]
+
+    @Test(arguments: logitBounds)
+    func int8LogitsFollowFloat32(architecture: DeepLabConfiguration.Architecture, method: CalibrationMethod,
+                                 bound: Double) throws {
+        let model = try Self.model(architecture)
+        let input = Self.inputs(count: 6)[5]  // not among the calibration inputs
+        let reference = try model.forward(input, training: false)
+        let quantization = try Self.quantized(model, method: method)
+        try model.apply(quantization)
+        #expect(model.precision == .int8)
+        let int8 = try model.forward(input, training: false)
+        // The int8 path runs (its logits are not the float32 ones) and stays close to them in the relative
+        // L2 norm. These formula-weight models are not trained, so a single logit can move further (the trained
+        // bundled model's labels are checked end to end in QuantizeCommandTests).
+        let difference = zip(int8.values, reference.values).map { Double($0 - $1) * Double($0 - $1) }.reduce(0, +)
+        let norm = reference.values.map { Double($0) * Double($0) }.reduce(0, +)
+        let relative = (difference / norm).squareRoot()
+        #expect(difference > 0)
+        #expect(relative <= bound, "\(architecture) \(method): relative L2 error \(relative)")
+        try model.apply(nil)
+        #expect(try model.forward(input, training: false) == reference)
+    }
+
+    /// One unit's int8 output against float64 arithmetic on the same quantised input and weights: u8 inputs
+    /// (7 bits without VNNI) must match to float32 rounding; s8 inputs within 2 % of the largest output, since
+    /// without VNNI oneDNN halves the s8 weights (one bit fewer) to keep its 16-bit pair sums from saturating.
+    @Test(arguments: [(1, 1, QuantizedType.u8), (3, 1, .u8), (3, 8, .u8), (1, 1, .s8), (3, 8, .s8)])
+    func int8UnitMatchesAQuantisedReference(kernel: Int, groups: Int, type: QuantizedType) throws {
+        var generator = SeededGenerator(seed: 3)
+        let (c, o, h, w) = (groups > 1 ? 8 : 48, groups > 1 ? 8 : 24, 9, 11)
+        let unit = ConvUnit("unit", nil, inputChannels: c, outputChannels: o, kernelSize: kernel,
+                            padding: kernel / 2, groups: groups, bias: true, activation: .none,
+                            generator: &generator)
+        let bias = try #require(unit.conv.bias)
+        bias.value = (0..<o).map { Float($0) * 0.1 - 0.3 }
+        bias.markUpdated()
+        let xs = (0..<(c * h * w)).map { i -> Float in
+            let v = Float(sin(Double(i) * 0.37)) * 3
+            return type == .u8 ? abs(v) : v
+        }
+        let weights = unit.conv.weight.value
+        let perChannel = weights.count / o
+        let weightScales = (0..<o).map { k in 127 / weights[(k * perChannel)..<((k + 1) * perChannel)].map(abs).max()! }
+        let q = UnitQuantization(inputType: type, inputScale: type.levels / 3, weightScales: weightScales)
+        unit.quantization = q
+        let y = try unit(Tensor(plain: [1, c, h, w], values: xs), training: false).floatTensor()
+
+        let s = Int8Convolution.effectiveInputScale(q)
+        let xq = xs.map { Double(max(type == .u8 ? 0 : -128, min(type == .u8 ? 255 : 127, ($0 * s).rounded())) / s) }
+        let wq = weights.indices.map { i in
+            Double((weights[i] * weightScales[i / perChannel]).rounded() / weightScales[i / perChannel])
+        }
+        let (cg, og, p) = (c / groups, o / groups, kernel / 2)
+        var difference = 0.0, largest = 0.0
+        for k in 0..<o {
+            for yy in 0..<h {
+                for xx in 0..<w {
+                    var sum = Double(bias.value[k])
+                    for ci in 0..<cg {
+                        for i in 0..<kernel {
+                            for j in 0..<kernel {
+                                let (iy, ix) = (yy - p + i, xx - p + j)
+                                guard iy >= 0, iy < h, ix >= 0, ix < w else { continue }
+                                sum += xq[(((k / og) * cg + ci) * h + iy) * w + ix]
+                                    * wq[((k * cg + ci) * kernel + i) * kernel + j]
+                            }
+                        }
+                    }
+                    difference = max(difference, abs(sum - Double(y.values[(k * h + yy) * w + xx])))
+                    largest = max(largest, abs(sum))
+                }
+            }
+        }
+        let tolerance = type == .u8 ? 1e-5 : 0.02
+        #expect(difference <= tolerance * largest, "k\(kernel) g\(groups) \(type): |Δ| \(difference) of \(largest)")
+    }
+
+    @Test func unitsAfterReLUAreUnsignedAndTheClassifierStaysFloat() throws {
+        let model = try Self.model(.resnet18)
+        let q = try Self.quantized(model, method: .minmax)
+        #expect(q.units["backbone.conv1"]?.inputType == .s8)  // the normalised image has negative values
+        #expect(q.units["backbone.layer1.0.conv1"]?.inputType == .u8)  // after ReLU and max pooling
+        #expect(q.units["classifier.4"] == nil)
+        #expect(q.floatUnits.contains("classifier.4"))
+        // Per-output-channel weight scales: 127 over each channel's largest folded weight.
+        let scales = try #require(q.units["backbone.layer1.0.conv1"]?.weightScales)
+        #expect(scales.count == 64)
+        #expect(Set(scales).count > 1)
+    }
+
+    @Test func quantisedCheckpointStoresItsScalesAndLoadsAsInt8() throws {
+        let folder = try TestSupport.temporaryFolder("quantization")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let model = try Self.model(.mobilenetV2)
+        let quantization = try Self.quantized(model, method: .entropy)
+        try model.apply(quantization)
+        let path = folder.appendingPathComponent("int8.h5").path
+        try DeepLabCheckpoint.save(model, preprocessing: .minMax, to: path)
+
+        let file = try HDF5File.open(path)
+        #expect(try file.attribute("method", at: "/quantization").stringValue == "entropy")
+        #expect(try file.attribute("calibration_set", at: "/quantization").stringValue == "test-inputs")
+        #expect(try file.attribute("slices", at: "/quantization").doubleValues == [4])
+        let scales = try file.read("/quantization/backbone.0.0/weight_scales", as: Float.self)
+        #expect(scales.values == quantization.units["backbone.0.0"]?.weightScales)
+        #expect(try DeepLabCheckpoint.isQuantized(path))
+
+        let (loaded, _) = try DeepLabCheckpoint.load(path)
+        #expect(loaded.precision == .int8)
+        #expect(loaded.quantization == quantization)
+        let input = Self.inputs(count: 1)[0]
+        #expect(try loaded.forward(input, training: false) == (try model.forward(input, training: false)))
+    }
+
+    @Test func calibrationWithoutSlicesIsAnError() throws {
+        let model = try Self.model(.mobilenetV2)
+        let calibrator = try Calibrator(model: model, method: .percentile)
+        #expect(throws: DeepLabError.invalidInput("calibration saw no slices: the calibration set is empty")) {
+            try calibrator.quantization(calibrationSet: "none", split: "train", caseCount: 0)
+        }
+    }
+
+    @Test func entropyThresholdClipsALongTailAndMinMaxDoesNot() {
+        // 10 000 magnitudes near 1 and one outlier at 100: min/max keeps the outlier, entropy and the
+        // percentile clip it.
+        var s = Calibrator.Statistics()
+        s.add((0..<10_000).map { Float($0 % 100) / 100 } + [100])
+        #expect(Calibrator.threshold(s, method: .minmax, levels: 256) == 100)
+        #expect(Calibrator.threshold(s, method: .percentile, levels: 256) < 2)
+        #expect(Calibrator.threshold(s, method: .entropy, levels: 256) < 20)
+    }
+}
