@@ -211,6 +211,9 @@ int cnifti_read_header(const char *path, int64_t max_bytes, cnifti_header *heade
     header->qform_code = image->qform_code;
     header->sform_code = image->sform_code;
     header->xyz_units = image->xyz_units;
+    header->layout = (cnifti_layout){image->iname_offset, image->nvox, image->datatype, size,
+                                     image->byteorder != nifti_short_order(), image->scl_slope, image->scl_inter};
+    header->compressed = !direct;
     for (int r = 0; r < 4; r++) {
         for (int c = 0; c < 4; c++) {
             header->qto_xyz[r * 4 + c] = image->qto_xyz.m[r][c];
@@ -218,27 +221,6 @@ int cnifti_read_header(const char *path, int64_t max_bytes, cnifti_header *heade
         }
     }
     nifti_image_free(image);
-    return 0;
-}
-
-int cnifti_read_layout(const char *path, cnifti_layout *layout, int *compressed, char *message,
-                       size_t capacity) {
-    nifti_image *image = read_image(path, 0);
-    if (!image) return fail(message, capacity, -1, "nifti_clib cannot read the header");
-    layout->offset = image->iname_offset;
-    layout->count = image->nvox;
-    layout->datatype = image->datatype;
-    layout->bytes_per_voxel = bytes_per_voxel(image->datatype);
-    layout->swapped = image->byteorder != nifti_short_order();
-    layout->scl_slope = image->scl_slope;
-    layout->scl_inter = image->scl_inter;
-    nifti_image_free(image);
-    unsigned char magic[2] = {0, 0};
-    FILE *file = fopen(path, "rb");
-    if (!file) return fail(message, capacity, -1, "cannot open the file");
-    size_t got = fread(magic, 1, 2, file);
-    fclose(file);
-    *compressed = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
     return 0;
 }
 

@@ -15,6 +15,8 @@ public struct NIfTIHeader: Sendable {
     public let geometry: VolumeGeometry
     /// The header's qform and sform codes, and which of the two gave `geometry` ("sform", "qform" or "none").
     public let qformCode: Int, sformCode: Int, geometrySource: String
+    /// Where the voxels lie once the file is decompressed, and whether it is gzip-compressed.
+    let layout: cnifti_layout, compressed: Bool
 
     /// Reads and checks the header at `path` (sizes, datatype, offsets, the file's length, `limits` on the
     /// decoded Float32 size).
@@ -40,7 +42,8 @@ public struct NIfTIHeader: Sendable {
             sformCode: Int(header.sform_code), sto: array(header.sto_xyz, of: Double.self))
         return NIfTIHeader(path: path, version: Int(header.version), dimensions: Array(dim[1...dim[0]]),
                            datatype: Int(header.datatype), geometry: geometry, qformCode: Int(header.qform_code),
-                           sformCode: Int(header.sform_code), geometrySource: source)
+                           sformCode: Int(header.sform_code), geometrySource: source, layout: header.layout,
+                           compressed: header.compressed != 0)
     }
 }
 
@@ -63,8 +66,8 @@ public struct NIfTIImage: Sendable {
         head.withUnsafeBufferPointer { cnifti_sniff($0.baseAddress, $0.count) == 1 }
     }
 
-    /// Reads the image at `path`: its header is checked (`NIfTIHeader.read`) and its voxel layout read by
-    /// nifti_clib first; then the file is mapped and, when compressed, inflated whole by libdeflate (a gzip
+    /// Reads the image at `path`: its header is checked and read (`NIfTIHeader.read`, which also gives where the
+    /// voxels lie); then the file is mapped and, when compressed, inflated whole by libdeflate (a gzip
     /// that libdeflate cannot take in one buffer goes through nifti_clib's streaming reader), and the voxels are
     /// converted to Float32 in one pass.
     ///
@@ -73,15 +76,8 @@ public struct NIfTIImage: Sendable {
     public static func read(_ path: String, limits: ReadLimits = .standard) throws -> NIfTIImage {
         let header = try NIfTIHeader.read(path, limits: limits)
         var message = [CChar](repeating: 0, count: 512)
-        var layout = cnifti_layout()
-        var compressed: Int32 = 0
-        guard cnifti_read_layout(path, &layout, &compressed, &message, message.count) == 0 else {
-            throw ImageFileError.unreadable(file: path, reason: String(cString: message))
-        }
-        let count = header.dimensions.reduce(1, *)
-        guard layout.count == Int64(count) else {
-            throw ImageFileError.unreadable(file: path, reason: "the voxel count changed between two reads")
-        }
+        var layout = header.layout
+        let count = Int(layout.count)
         let file: Data
         do { file = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) } catch {
             throw ImageFileError.unreadable(file: path, reason: "cannot read the file: \(error.localizedDescription)")
@@ -102,7 +98,7 @@ public struct NIfTIImage: Sendable {
                 cnifti_convert(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &layout, out, &message,
                                message.count)
             }
-            if compressed == 0 {
+            if !header.compressed {
                 status = file.withUnsafeBytes(convert)
                 return
             }

@@ -121,19 +121,23 @@ extension InfoWorkflow {
     public static func niftiDescription(_ path: String, limits: ReadLimits, json: Bool,
                                         statistics: Bool = false) throws -> String? {
         guard (try? ImageFormats.format(of: path)) is NIfTIFormat else { return nil }
-        let image = try NIfTIHeader.read(path, limits: limits)
-        let geometry = image.geometry
         var voxels: (minimum: Double, maximum: Double, mean: Double, seconds: Double, cpuSeconds: Double)?
+        let image: NIfTIHeader
         if statistics {
             func cpuTime() -> Double { Double(clock()) / Double(CLOCKS_PER_SEC) }
             let (start, cpuStart) = (DispatchTime.now().uptimeNanoseconds, cpuTime())
-            let values = try NIfTIImage.read(path, limits: limits).values
+            let read = try NIfTIImage.read(path, limits: limits)
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
             let cpuSeconds = cpuTime() - cpuStart
+            image = read.header
+            let values = read.values
             let sum = values.reduce(0.0) { $0 + Double($1) }
             voxels = (Double(values.min() ?? 0), Double(values.max() ?? 0), sum / Double(max(values.count, 1)),
                       seconds, cpuSeconds)
+        } else {
+            image = try NIfTIHeader.read(path, limits: limits)
         }
+        let geometry = image.geometry
         if json {
             var object: [String: Any] = [
                 "path": path, "format": "NIfTI-\(image.version)", "dimensions": image.dimensions,

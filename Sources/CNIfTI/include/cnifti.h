@@ -10,6 +10,16 @@
 extern "C" {
 #endif
 
+/// Where and how the voxel bytes of a checked file lie once it is decompressed, as nifti_clib reads its header.
+typedef struct {
+    int64_t offset;       // vox_offset: the first voxel byte
+    int64_t count;        // voxels
+    int datatype;         // NIFTI DT_* code
+    int bytes_per_voxel;
+    int swapped;          // 1 when the file's byte order is not this machine's
+    double scl_slope, scl_inter;
+} cnifti_layout;
+
 /// What SliceLab needs from a NIfTI header, after nifti_clib has parsed it (qform and sform matrices computed
 /// by the library from the quaternion and srow fields).
 typedef struct {
@@ -22,6 +32,8 @@ typedef struct {
     double qto_xyz[16];       // row-major 4 × 4, RAS+ millimetres
     double sto_xyz[16];
     int xyz_units;
+    cnifti_layout layout;     // where the voxels lie once the file is decompressed
+    int compressed;           // 1 for a gzip-compressed file
 } cnifti_header;
 
 /// 1 when `bytes` (the first bytes of a file, gzip-compressed or not) start a NIfTI-1 or NIfTI-2 header.
@@ -33,19 +45,6 @@ int cnifti_sniff(const uint8_t *bytes, size_t count);
 int cnifti_read_header(const char *path, int64_t max_bytes, cnifti_header *header, char *message,
                        size_t capacity);
 
-/// Where and how the voxel bytes of a checked file lie once it is decompressed, as nifti_clib reads its header.
-typedef struct {
-    int64_t offset;       // vox_offset: the first voxel byte
-    int64_t count;        // voxels
-    int datatype;         // NIFTI DT_* code
-    int bytes_per_voxel;
-    int swapped;          // 1 when the file's byte order is not this machine's
-    double scl_slope, scl_inter;
-} cnifti_layout;
-
-/// The voxel layout of `path` (read with nifti_clib, header only), and whether the file is gzip-compressed.
-/// 0 on success, -1 with a message.
-int cnifti_read_layout(const char *path, cnifti_layout *layout, int *compressed, char *message, size_t capacity);
 
 /// Converts the voxels of a decompressed file's bytes (`bytes`, `length` of them, laid out as `layout` says) to
 /// Float32 with scl_slope and scl_inter applied (slope 0: unscaled), x fastest. 0 on success, -1 with a message
