@@ -1,3 +1,4 @@
+import Distributed
 import SliceLabKit
 
 /// A `slicelab` subcommand: its declaration and the call into the `SliceLab` library that does the work.
@@ -31,7 +32,7 @@ func readLimits(_ arguments: ParsedArguments, command: String) throws -> ReadLim
     return limits
 }
 
-/// `--shard I/N`, declared by the commands that run a cohort in shards (`compare`, `evaluate`).
+/// `--shard I/N`, declared by the commands that run a cohort in shards (`compare`, `evaluate`, `segment`).
 let shardOption = OptionSpec(
     "shard", valueName: "I/N",
     help: "Run only shard I of N (0-based: 0 ≤ I < N) of the size-balanced split of the cases and write a part "
@@ -41,4 +42,17 @@ let shardOption = OptionSpec(
 func parseShard(_ arguments: ParsedArguments, command: String) throws -> Shard? {
     guard let text = arguments.string("shard") else { return nil }
     do { return try Shard(parsing: text) } catch { throw UsageError("slicelab \(command): \(error)") }
+}
+
+/// The job, when a launcher (`mpirun -np N`, `srun --mpi=pmix`) started this process as one of several ranks of
+/// a cohort command: every rank then runs its own shard and rank 0 merges (`ShardedJob`). Nil for a single
+/// process, which never initialises MPI. `--shard` is refused under a launcher.
+func cohortJob(_ arguments: ParsedArguments, command: String) throws -> Communicator? {
+    let communicator = try Communicator.fromEnvironment()
+    guard communicator.isDistributed else { return nil }
+    if let shard = arguments.string("shard") {
+        throw UsageError("slicelab \(command): --shard \(shard) under \(communicator.launcher!.kind.rawValue): every "
+            + "rank runs its own shard of the job; leave --shard out")
+    }
+    return communicator
 }

@@ -71,8 +71,10 @@ enum CompareCommand: Command {
             return (String(text[..<equals]), String(text[text.index(after: equals)...]))
         }
         options.shard = try parseShard(arguments, command: "compare")
-        if options.shard != nil, options.report != nil {
-            throw UsageError("slicelab compare: --report needs every case; write it from a single run, not with --shard")
+        let job = try cohortJob(arguments, command: "compare")
+        if options.shard != nil || job != nil, options.report != nil {
+            throw UsageError("slicelab compare: --report needs every case; write it from a single run, not with --shard "
+                + "or under mpirun")
         }
         options.post = try arguments.strings("post").map { text in
             guard let post = ComparePost(text) else {
@@ -85,6 +87,18 @@ enum CompareCommand: Command {
             throw UsageError("slicelab compare: --crf needs --post crf")
         }
         options.crf = try SegmentCommand.crfParameters(arguments, command: "compare")
+        if let job {
+            let outcome = try ShardedJob.run(communicator: job, output: options.output, partSuffix: ".h5") { shard, part in
+                var mine = options
+                (mine.shard, mine.output) = (shard, part)
+                _ = try Compare.run(mine)
+            } merge: { parts, output in
+                try ResultsMerge.merge(parts: parts, output: output, overwrite: options.overwrite)
+            }
+            if case let .merged(merged) = outcome { MergeCommand.report(merged, output: options.output, job: ("compare", job.size)) }
+            job.finish()
+            return
+        }
         try runCompare(options, timings: arguments.flag("timings"))
     }
 

@@ -43,6 +43,22 @@ enum EvaluateCommand: Command {
             empty: arguments.choice("empty") ?? .nan,
             runName: arguments.string("run"), overwrite: arguments.flag("overwrite"))
         options.shard = try parseShard(arguments, command: "evaluate")
+        if let job = try cohortJob(arguments, command: "evaluate") {
+            let limits = try readLimits(arguments, command: "evaluate")
+            let outcome = try ShardedJob.run(communicator: job, output: output, partSuffix: ".h5") { shard, part in
+                var mine = options
+                (mine.shard, mine.output) = (shard, part)
+                _ = try Evaluate.run(mine, limits: limits)
+            } merge: { parts, output in
+                try ResultsMerge.merge(parts: parts, output: output, overwrite: options.overwrite)
+            }
+            if case let .merged(merged) = outcome {
+                merged.runs.first.map { print(Evaluate.table($0)) }
+                MergeCommand.report(merged, output: output, job: ("evaluate", job.size))
+            }
+            job.finish()
+            return
+        }
         let run = try Evaluate.run(options, limits: try readLimits(arguments, command: "evaluate"))
         print(Evaluate.table(run))
         print("wrote run '\(run.name)' to \(output)")

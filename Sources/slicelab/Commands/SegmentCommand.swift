@@ -117,6 +117,22 @@ enum SegmentCommand: Command {
             throw UsageError("slicelab segment: --crf needs --regularize crf")
         }
         options.postProcessing.crf = try crfParameters(arguments)
+        if folderOutput, let job = try cohortJob(arguments, command: "segment") {
+            let outcome = try ShardedJob.run(communicator: job, output: out, partSuffix: "") { shard, part in
+                var mine = options
+                mine.output = part
+                _ = try SegmentCohort.run(mine, shard: shard, skipBad: arguments.flag("skip-bad")) {
+                    standardError("rank \(job.rank): \($0)")
+                }
+            } merge: { parts, output in
+                try SegmentCohort.merge(parts: parts, output: output, overwrite: true)  // as one process replaces it
+            }
+            if case let .merged(manifest) = outcome {
+                MergeCommand.report(manifest, output: out, shards: job.size, job: true)
+            }
+            job.finish()
+            return
+        }
         if folderOutput {
             let manifest = try SegmentCohort.run(options, shard: shard, skipBad: arguments.flag("skip-bad"),
                                                  log: standardError)
