@@ -1,7 +1,9 @@
 #!/bin/bash
 # make cluster-test: a one-node Slurm on this machine, started here and stopped on exit, runs the batch scripts of
-# Cluster/slurm: a sharded `compare` as a job array and the dependent merge; the merged results file must equal a
-# single-process run's bit for bit (Cluster/same_results.py, h5py).
+# Cluster/slurm: a sharded `compare` as a job array and the dependent merge, whose merged results file must equal a
+# single-process run's bit for bit (Cluster/same_results.py, h5py); then a 2-rank data-parallel `train` through
+# train-mpi.sbatch (`srun --mpi=pmix`), whose losses and final weights must match one process's within 1e-4
+# (Cluster/same_training.py).
 #
 # Everything lives in a temporary folder: a munge key and munged (run as the invoking user, its own socket),
 # slurmctld and slurmd (foreground, as the invoking user) with a generated slurm.conf: the host's short name,
@@ -13,7 +15,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 slicelab=$(realpath "${1:-$root/.build/debug/slicelab}")
 python=$(realpath -s "${2:-$root/.venv/bin/python}")
-limit=${CLUSTER_TEST_SECONDS:-150}       # the time the jobs get before the test fails
+limit=${CLUSTER_TEST_SECONDS:-150}       # the time each set of jobs gets before the test fails
 shards=2
 say() { echo "cluster-test: $*"; }
 fail() { echo "cluster-test: FAILED: $*" >&2; exit 1; }
@@ -136,15 +138,38 @@ say "submitted array job $array ($shards shards) and merge job $merge (afterok)"
 # Meanwhile, the same comparison in one process (the reference the merge must equal).
 "$slicelab" "${arguments[@]}" --threads 1 --out "$work/data/single.h5" >"$work/log/single.out"
 
-deadline=$((submitted + limit))
-while [ -n "$(squeue -h -j "$array,$merge" -o %i 2>/dev/null)" ]; do
-    [ "$SECONDS" -lt "$deadline" ] || { scancel "$array" "$merge" || true; fail "jobs still running after ${limit}s"; }
-    sleep 1
-done
-for job in "$array" "$merge"; do
-    states=$(scontrol -o show job "$job" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' | sort -u | tr '\n' ' ')
-    [ "$states" = "COMPLETED " ] || fail "job $job ended $states"
-done
+# Waits for the jobs given (ids separated by commas) up to $limit seconds, then checks each COMPLETED.
+wait_for() {
+    local deadline=$((SECONDS + limit)) job states
+    while [ -n "$(squeue -h -j "$1" -o %i 2>/dev/null)" ]; do
+        [ "$SECONDS" -lt "$deadline" ] || { scancel ${1//,/ } || true; fail "jobs $1 still running after ${limit}s"; }
+        sleep 1
+    done
+    for job in ${1//,/ }; do
+        states=$(scontrol -o show job "$job" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' | sort -u | tr '\n' ' ')
+        [ "$states" = "COMPLETED " ] || fail "job $job ended $states"
+    done
+}
+wait_for "$array,$merge"
 say "array and merge jobs COMPLETED (all done $((SECONDS - submitted)) s after submission)"
 "$python" "$root/Cluster/same_results.py" "$work/data/single.h5" "$work/jobs/results.h5"
 say "passed: the merged results of $shards Slurm shards equal the single-process run"
+
+# Data-parallel training: 2 ranks of one node through train-mpi.sbatch (srun --mpi=pmix), 8 steps of the bundled
+# mni-brain model fine-tuned with --sync-bn, against one process with the same seed and global batch.
+training=("$demo/mni-brain" --arch deeplabv3_mobilenet_v2 --num-classes 3 --aspp-channels 64 --input-scale 4
+          --output-stride 8 --init "$demo/models/mni-brain.h5" --steps 8 --batch 4 --crop 64 --lr 1e-4
+          --optimizer sgd --seed 5 --sync-bn --val-every 8)
+train=$(SLICELAB=$slicelab sbatch --parsable --nodes=1 --ntasks=2 --ntasks-per-node=2 --cpus-per-task=1 \
+    --time=00:05:00 --output="$work/jobs/train-%j.out" "$root/Cluster/slurm/train-mpi.sbatch" "${training[@]}" \
+    --out "$work/jobs/model.h5")
+train=${train%%;*}
+submitted=$SECONDS
+say "submitted 2-rank training job $train"
+"$slicelab" train "${training[@]}" --threads 1 --out "$work/data/model.h5" >"$work/log/single-train.out" 2>&1
+wait_for "$train"
+grep -q "data-parallel: 2 ranks" "$work/jobs/train-$train.out" || fail "job $train did not train as 2 ranks"
+say "training job COMPLETED as 2 ranks ($((SECONDS - submitted)) s after submission): $(grep "data-parallel" \
+    "$work/jobs/train-$train.out")"
+"$python" "$root/Cluster/same_training.py" "$work/data/model.last.h5" "$work/jobs/model.last.h5"
+say "passed: the 2-rank srun --mpi=pmix training matches one process within 1e-4"
