@@ -67,6 +67,46 @@ import Testing
         #expect(throws: LabeledSetError.self) { try LabeledSet.open(root.path, selection: SplitSelection(fold: 1)) }
     }
 
+    /// Labeled held-out cases in `imagesTs/` + `labelsTs/` are the `test` split (not the fold's `val`), left out
+    /// of the folds and of `numTraining`, and checked by `dataset check` like the training cases.
+    @Test func labeledHeldOutCasesAreTheTestSplit() throws {
+        let folder = try TestSupport.temporaryFolder()
+        let root = try DatasetFixtures.makeNNUNet(in: folder, count: 8)
+        let manager = FileManager.default
+        try manager.removeItem(at: root.appendingPathComponent("imagesTs/test_009_0000.nii.gz"))
+        try manager.createDirectory(at: root.appendingPathComponent("labelsTs"), withIntermediateDirectories: true)
+        for k in [6, 7] {
+            let name = DatasetFixtures.caseName(k)
+            for file in ["\(name)_0000.nii.gz", "\(name)_0001.nii.gz"] {
+                try manager.moveItem(at: root.appendingPathComponent("imagesTr/" + file),
+                                     to: root.appendingPathComponent("imagesTs/" + file))
+            }
+            try manager.moveItem(at: root.appendingPathComponent("labelsTr/\(name).nii.gz"),
+                                 to: root.appendingPathComponent("labelsTs/\(name).nii.gz"))
+        }
+        var json = try JSONSerialization.jsonObject(with: Data(contentsOf: root.appendingPathComponent("dataset.json")))
+            as! [String: Any]
+        json["numTraining"] = 6
+        try JSONSerialization.data(withJSONObject: json).write(to: root.appendingPathComponent("dataset.json"))
+
+        let set = try LabeledSet.open(root.path, selection: SplitSelection(fold: 0, preprocessedFolder: nil))
+        #expect(set.cases(in: "test") == ["case_006", "case_007"])
+        let folds = Set(set.cases(in: "train") + set.cases(in: "val"))
+        #expect(folds == Set((0..<6).map(DatasetFixtures.caseName)) && !set.cases(in: "val").isEmpty)
+        #expect(set.splitJSON?.contains("\"test\":[\"case_006\",\"case_007\"]") == true, "\(set.splitJSON ?? "")")
+        #expect(try set.load("case_007").labels.values == DatasetFixtures.reference(7))
+        let check = try TestSupport.slicelab(["dataset", "check", root.path])
+        #expect(check.status == 0, "\(check.standardOutput)\(check.standardError)")
+        #expect(check.standardOutput.contains("8 labeled case(s): no problems"), "\(check.standardOutput)")
+
+        // A held-out label without its image is a problem of that case, as in labelsTr/.
+        try manager.moveItem(at: root.appendingPathComponent("imagesTs/case_007_0001.nii.gz"),
+                             to: folder.appendingPathComponent("moved.nii.gz"))
+        let broken = try TestSupport.slicelab(["dataset", "check", root.path])
+        #expect(broken.status == 1 && broken.standardOutput.contains("case case_007: missing channel"),
+                "\(broken.standardOutput)")
+    }
+
     /// A 2-D nnU-Net set of PNGs: read as one-slice cases, and `compare --predictions` writes `.png` label files.
     @Test func nnUNetPNGSetComparesAndWritesPNGPredictions() throws {
         let folder = try TestSupport.temporaryFolder()

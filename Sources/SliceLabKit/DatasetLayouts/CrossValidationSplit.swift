@@ -67,10 +67,11 @@ enum CrossValidationSplit {
     }
 
     /// Selects fold `selection.fold` for `cases`: from a splits file if there is one, else the generated split.
-    /// Returns the splits (`train`, `val`, and `test` = `val`, the cases `compare` scores) and how they were made.
+    /// Returns the splits (`train`, `val`, and `test`, the cases `compare` scores: the labeled held-out cases
+    /// `heldOut` when there are any, else `val`) and how they were made.
     ///
     /// - Throws: `LabeledSetError.invalidDescription` for a bad splits file or a fold it does not have.
-    static func select(cases: [String], folder: URL, selection: SplitSelection)
+    static func select(cases: [String], folder: URL, selection: SplitSelection, heldOut: [String] = [])
         throws -> (splits: [String: [String]], json: String) {
         var candidates = [folder.appendingPathComponent("splits_final.json")]
         if let preprocessed = selection.preprocessedFolder, !preprocessed.isEmpty {
@@ -96,7 +97,8 @@ enum CrossValidationSplit {
         let (train, val) = folds[selection.fold]
         record["train"] = train
         record["val"] = val
-        return (["train": train, "val": val, "test": val], DatasetLayouts.jsonText(record))
+        if !heldOut.isEmpty { record["test"] = heldOut }
+        return (["train": train, "val": val, "test": heldOut.isEmpty ? val : heldOut], DatasetLayouts.jsonText(record))
     }
 }
 

@@ -25,13 +25,15 @@ struct LayoutContents {
     /// How the splits were made, as JSON (recorded in results files).
     var splitJSON: String
 
-    /// The contents of a layout's set: its fold selected among the labeled cases (`CrossValidationSplit`), its
-    /// name from `dataset.json` (else the folder's), its modality from the first channel's name.
+    /// The contents of a layout's set: its fold selected among the labeled training cases
+    /// (`CrossValidationSplit`), its name from `dataset.json` (else the folder's), its modality from the first
+    /// channel's name. Labeled held-out cases (`testFiles`) are the `test` split instead of the fold's `val`.
     init(folder: URL, json: [String: Any], classes: [String], channelNames: [String], files: [String: CaseFiles],
          caseProblems: [LabeledSetError], setProblems: [String], fileEnding: String,
-         selection: SplitSelection) throws {
+         selection: SplitSelection, testFiles: [String: CaseFiles] = [:]) throws {
         let (splits, splitJSON) = try CrossValidationSplit.select(cases: files.keys.sorted(), folder: folder,
-                                                                  selection: selection)
+                                                                  selection: selection, heldOut: testFiles.keys.sorted())
+        let files = files.merging(testFiles) { training, _ in training }
         description = LabeledSetDescription(name: json["name"] as? String ?? folder.lastPathComponent,
                                             classes: classes, modality: DatasetLayouts.modality(channelNames[0]),
                                             splits: splits)
@@ -136,8 +138,15 @@ enum DatasetLayouts {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// Whether `url` is a folder.
+    static func isFolder(_ url: URL) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+
     /// The regular files of `folder` whose name ends in `ending`, by name (dot-files left out; none when the
     /// folder is missing).
+
     static func files(in folder: URL, ending: String) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         return names.filter { !$0.hasPrefix(".") && $0.hasSuffix(ending) && $0.count > ending.count }.sorted()

@@ -1,8 +1,9 @@
 import Foundation
 
 /// nnU-Net v2's raw dataset layout (nnU-Net's documentation/dataset_format.md): `imagesTr/{case}_{XXXX}{ending}`,
-/// one file per channel XXXX = 0000, 0001, …; `labelsTr/{case}{ending}`; optional `imagesTs/` (no labels, not
-/// read); `dataset.json` with `channel_names` (index → name), `labels` (name → value, 0, 1, 2, …),
+/// one file per channel XXXX = 0000, 0001, …; `labelsTr/{case}{ending}`; optional `imagesTs/`, read as the
+/// held-out `test` split when `labelsTs/` beside it holds its labels (as `dataset export` writes a set with a
+/// test split, and as many published sets ship them; without labels it is not read); `dataset.json` with `channel_names` (index → name), `labels` (name → value, 0, 1, 2, …),
 /// `numTraining` and `file_ending`, optionally `dataset` (case → `images`, `label`, paths relative to the
 /// folder) instead of the two folders. Recognised by `file_ending` and `channel_names`.
 struct NNUNetLayout: DatasetLayout {
@@ -61,7 +62,17 @@ struct NNUNetLayout: DatasetLayout {
             (files, caseProblems) = try Self.scan(folder: folder, ending: ending, channelCount: channelNames.count,
                                                   descriptionFile: descriptionFile)
         }
-        let found = Set(files.keys).union(caseProblems.compactMap(\.caseName)).count
+        var testFiles: [String: CaseFiles] = [:]
+        if json["dataset"] == nil, DatasetLayouts.isFolder(folder.appendingPathComponent("labelsTs")) {
+            let test: [LabeledSetError]
+            (testFiles, test) = try Self.scan(folder: folder, ending: ending, channelCount: channelNames.count,
+                                              descriptionFile: descriptionFile, images: "imagesTs", labels: "labelsTs")
+            caseProblems += test
+            for name in testFiles.keys.sorted() where files[name] != nil {
+                setProblems.append("case \(name) is in both labelsTr/ and labelsTs/")
+            }
+        }
+        let found = Set(files.keys).union(caseProblems.compactMap(\.caseName)).subtracting(testFiles.keys).count
         if let expected = DatasetLayouts.integer(json["numTraining"]) {
             if expected != found {
                 setProblems.append("'numTraining' is \(expected) but \(found) training cases are on disk")
@@ -71,14 +82,16 @@ struct NNUNetLayout: DatasetLayout {
         }
         return try LayoutContents(folder: folder, json: json, classes: classes, channelNames: channelNames,
                                   files: files, caseProblems: caseProblems, setProblems: setProblems,
-                                  fileEnding: ending, selection: selection)
+                                  fileEnding: ending, selection: selection, testFiles: testFiles)
     }
 
-    /// Pairs `imagesTr/{case}_{XXXX}{ending}` with `labelsTr/{case}{ending}`, listing each case's problems.
-    static func scan(folder: URL, ending: String, channelCount: Int, descriptionFile: String)
+    /// Pairs `imagesTr/{case}_{XXXX}{ending}` with `labelsTr/{case}{ending}` (or the test folders), listing each
+    /// case's problems.
+    static func scan(folder: URL, ending: String, channelCount: Int, descriptionFile: String,
+                     images: String = "imagesTr", labels: String = "labelsTr")
         throws -> ([String: CaseFiles], [LabeledSetError]) {
-        let imagesFolder = folder.appendingPathComponent("imagesTr")
-        let labelsFolder = folder.appendingPathComponent("labelsTr")
+        let imagesFolder = folder.appendingPathComponent(images)
+        let labelsFolder = folder.appendingPathComponent(labels)
         for required in [imagesFolder, labelsFolder] {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: required.path, isDirectory: &isDirectory),
