@@ -1,14 +1,15 @@
-"""Scale-out benchmark (issue #20): data-parallel `slicelab train` under Open MPI on this machine, loopback TCP.
+"""Scale-out benchmark (issue #20): data-parallel `slicelab train` under Open MPI on this machine.
 
 For each backbone (DeepLabV3-MobileNetV2 and DeepLabV3-ResNet-50, 3 classes, global batch BATCH x 1 x CROP^2):
-1. `mpirun -np 2 ... slicelab train --threads 1`: rank 0's summary line gives the bytes all-reduced per step, the
-   all-reduce time per step (starting the per-bucket MPI_Iallreduce calls while backward runs, waiting for them and
-   copying back) and its share of the step.
+1. `mpirun -np 2 ... slicelab train --threads 1`, once over TCP on the loopback interface (as between nodes) and
+   once over shared memory (Open MPI's own choice on one node): rank 0's summary line gives the bytes all-reduced
+   per step, the all-reduce time per step (packing each bucket's gradients, the blocking MPI_Allreduce as
+   backward hands the bucket over, copying back) and its share of the step.
 2. The same global batch on 1 rank x 2 threads against 2 ranks x 1 thread: mean step time (the progress line's
-   steps/s, steps 2..STEPS) of each, alternated REPEATS times, medians compared. The goal is <= 10 % overhead.
+   steps/s) of each, alternated REPEATS times, medians compared. The goal is <= 10 % overhead.
 The peer here is SliceLab itself in one process (the equivalence test checks the arithmetic). Needs the release
 build (`make bench` builds it), mpirun (openmpi-bin) and numpy. BENCH_QUICK=1 for fewer steps and one repeat.
-Prints one JSON line per backbone.
+Prints one JSON line per backbone, with the oneDNN ISA it ran at.
 """
 import json
 import os
@@ -26,6 +27,7 @@ QUICK = os.environ.get("BENCH_QUICK") == "1"
 STEPS = 6 if QUICK else 12
 REPEATS = 1 if QUICK else 3
 BATCH, CROP = 4, int(os.environ.get("BENCH_MPI_CROP", "128"))
+ISA = "unknown"
 ARCHS = os.environ.get("BENCH_MPI_ARCHS", "deeplabv3_mobilenet_v2,deeplabv3_resnet50").split(",")
 
 try:
@@ -71,18 +73,26 @@ def toy_set(folder, cases=9, size=160, seed=0):
         "preprocessing": {"normalize": "window", "center": 127.5, "width": 255}}))
 
 
-def mpirun():
+TRANSPORTS = {
+    # TCP over the loopback interface, as between nodes (and as the tests pin it).
+    "tcp-loopback": ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"],
+    # Shared memory, what Open MPI picks by itself for ranks on one node.
+    "shared-memory": ["--mca", "btl", "self,vader"],
+}
+
+
+def mpirun(transport):
     command = ["mpirun", "-np", "2", "--oversubscribe", "--bind-to", "core", "--map-by", "core",
-               "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"]
+               "--mca", "oob_tcp_if_include", "lo"] + TRANSPORTS[transport]
     return command + (["--allow-run-as-root"] if os.getuid() == 0 else [])
 
 
-def train(binary, folder, arch, threads, ranks):
+def train(binary, folder, arch, threads, ranks, transport="tcp-loopback"):
     out = folder / f"m-{arch}-{ranks}.h5"
     arguments = [str(binary), "train", str(folder), "--arch", arch, "--num-classes", "3", "--steps", str(STEPS),
                  "--batch", str(BATCH), "--crop", str(CROP), "--val-every", str(STEPS + 1), "--seed", "0",
                  "--threads", str(threads), "--out", str(out)]
-    command = (mpirun() if ranks > 1 else []) + arguments
+    command = (mpirun(transport) if ranks > 1 else []) + arguments
     run = subprocess.run(command, capture_output=True, text=True)
     if run.returncode != 0:
         raise SystemExit(f"bench_mpi: {' '.join(command)} failed:\n{run.stderr}")
@@ -110,22 +120,26 @@ def main():
     if not binary.exists() or shutil.which("mpirun") is None:
         print("bench_mpi: skipped, needs .build/release/slicelab (make release) and mpirun (openmpi-bin)")
         return 0
+    global ISA
+    ISA = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout.split(
+        "oneDNN ISA: ")[-1].split()[0]
     folder = pathlib.Path(tempfile.mkdtemp(prefix="bench-mpi-"))
     try:
         toy_set(folder)
         for arch in ARCHS:
-            one, two, summaries = [], [], []
+            one, two, summaries = [], {name: [] for name in TRANSPORTS}, {}
             for _ in range(REPEATS):
                 one.append(train(binary, folder, arch, threads=2, ranks=1)[0])
-                step, summary = train(binary, folder, arch, threads=1, ranks=2)
-                two.append(step)
-                summaries.append(summary)
-            result = {"arch": arch, "global_batch": [BATCH, 1, CROP, CROP], "steps": STEPS, "repeats": REPEATS,
-                      "one_rank_two_threads_s": statistics.median(one),
-                      "two_ranks_one_thread_s": statistics.median(two),
-                      "overhead": statistics.median(two) / statistics.median(one) - 1,
-                      "summary_last_run": summaries[-1]}
-            megabytes = float(summaries[-1].split(",")[1].split()[0])
+                for transport in TRANSPORTS:
+                    step, summaries[transport] = train(binary, folder, arch, threads=1, ranks=2, transport=transport)
+                    two[transport].append(step)
+            result = {"arch": arch, "isa": ISA, "global_batch": [BATCH, 1, CROP, CROP], "steps": STEPS,
+                      "repeats": REPEATS, "one_rank_two_threads_s": statistics.median(one)}
+            for transport in TRANSPORTS:
+                result[transport] = {"two_ranks_one_thread_s": statistics.median(two[transport]),
+                                     "overhead": statistics.median(two[transport]) / statistics.median(one) - 1,
+                                     "summary_last_run": summaries[transport]}
+            megabytes = float(summaries["tcp-loopback"].split(",")[1].split()[0])
             result["cost_model"] = cost_model(megabytes, statistics.median(one))
             print(json.dumps(result), flush=True)
     finally:

@@ -41,6 +41,12 @@ enum MPICalls {
         exit(code)
     }
 
+    /// Sums over all ranks, in place, returning when done. Rests on `MPI_Allreduce`.
+    static func allReduce(_ buffer: UnsafeMutableRawPointer, count: Int, double: Bool) throws {
+        try check(MPI_Allreduce(cmpi_in_place(), buffer, Int32(count), double ? cmpi_double() : cmpi_float(),
+                                cmpi_sum(), cmpi_comm_world()), "MPI_Allreduce")
+    }
+
     /// Starts a sum over all ranks, in place. Rests on `MPI_Iallreduce`.
     static func startAllReduce(_ buffer: UnsafeMutableRawPointer, count: Int, double: Bool) throws -> RequestHandle {
         var request: RequestHandle = cmpi_request_null()

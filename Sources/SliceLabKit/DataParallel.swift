@@ -6,8 +6,10 @@ import Foundation
 /// Data-parallel training over the ranks of an MPI job, as a `TrainingObserver` of the trainer's events.
 ///
 /// At the start rank 0's parameters and buffers are broadcast, so every rank starts from the same weights (fresh
-/// or resumed). Each `gradientsReady` bucket starts a non-blocking sum of its gradients at once, while backward
-/// continues; `allGradientsReady` waits for them and writes the sums back. The sums (not means) are what one
+/// or resumed). Each `gradientsReady` bucket's gradients are packed into one buffer, summed over the ranks at once
+/// (before backward continues with the layers below: a blocking `MPI_Allreduce`, measured 2–4× faster here than
+/// the non-blocking one, which without an asynchronous progress thread did not overlap with backward anyway) and
+/// written back. The sums (not means) are what one
 /// process computes, because every rank's loss is normalised by the global batch's normaliser
 /// (`sumAcrossRanks`, given to the loss). Without synchronised batch norm each rank normalises with its own
 /// batch's statistics (as PyTorch's DDP does) and rank 0's running statistics are broadcast after every step, so
@@ -17,7 +19,9 @@ public final class DataParallel: TrainingObserver {
     public let network: SegmentationNetwork
     /// Whether batch-norm statistics are summed over the ranks (`--sync-bn`) rather than kept per rank.
     public let synchronizesBatchNorm: Bool
-    private var pending: [(parameters: [Parameter], sum: PendingSum<Float>)] = []
+    /// The packed gradients of one bucket, reused from bucket to bucket.
+    private var buffer: [Float] = []
+    private var reducedThisStep = 0
     /// Seconds spent in the gradient all-reduce (starting, waiting, copying back), summed over the steps.
     public private(set) var reductionSeconds = 0.0
     /// Gradient values all-reduced per step (4 bytes each).
@@ -48,28 +52,33 @@ public final class DataParallel: TrainingObserver {
             stepStart = Date()
         case let .gradientsReady(step, bucket):
             let start = Date()
-            var values: [Float] = []
-            values.reserveCapacity(bucket.reduce(0) { $0 + $1.value.count })
-            for parameter in bucket { values += parameter.gradient }
-            pending.append((bucket, try communicator.startAllReduceSum(values, what: "gradient all-reduce of "
-                                                                       + "step \(step + 1)")))
+            let count = bucket.reduce(0) { $0 + $1.value.count }
+            if buffer.count < count { buffer = [Float](repeating: 0, count: count) }
+            try buffer.withUnsafeMutableBufferPointer { values in
+                var offset = 0
+                for parameter in bucket {
+                    parameter.gradient.withUnsafeBufferPointer {
+                        UnsafeMutableBufferPointer(rebasing: values[offset..<(offset + $0.count)])
+                            .update(fromContentsOf: $0)
+                        offset += $0.count
+                    }
+                }
+                try communicator.allReduceSum(UnsafeMutableBufferPointer(rebasing: values[0..<count]),
+                                              what: "gradient all-reduce of step \(step + 1)")
+                offset = 0
+                for parameter in bucket {
+                    parameter.gradient.withUnsafeMutableBufferPointer {
+                        _ = $0.update(fromContentsOf: values[offset..<(offset + $0.count)])
+                        offset += $0.count
+                    }
+                }
+            }
+            reducedThisStep += count
             reductionSeconds += Date().timeIntervalSince(start)
         case .allGradientsReady:
             let start = Date()
-            var count = 0
-            for (parameters, sum) in pending {
-                let values = try sum.wait()
-                var offset = 0
-                for parameter in parameters {
-                    let n = parameter.value.count
-                    parameter.gradient = Array(values[offset..<(offset + n)])
-                    offset += n
-                }
-                count += offset
-            }
-            pending = []
-            reducedValuesPerStep = count
-            reductionSeconds += Date().timeIntervalSince(start)
+            reducedValuesPerStep = reducedThisStep
+            reducedThisStep = 0
             if !synchronizesBatchNorm {
                 try broadcast(network.parameters.filter { !$0.isTrainable }, what: "running statistics broadcast")
             }

@@ -47,14 +47,14 @@ public enum ShardedJob {
         } catch {
             failure = error
         }
-        // Ranks finish their shards at different times: this wait has no timeout (a rank that dies ends the job
-        // through the launcher; each case's decoders are bounded in time).
+        // Ranks finish their shards at different times: this wait polls, sleeping, and has no timeout (a rank that
+        // dies ends the job through the launcher; each case's decoders are bounded in time).
         var failed = [Double](repeating: 0, count: size)
         failed[rank] = failure == nil ? 0 : 1
         let timeout = communicator.timeoutSeconds
         communicator.timeoutSeconds = 1e9
-        defer { communicator.timeoutSeconds = timeout }
-        try communicator.allReduceSum(&failed, what: "waiting for every rank's shard")
+        failed = try communicator.startAllReduceSum(failed, what: "waiting for every rank's shard").wait()
+        communicator.timeoutSeconds = timeout
         let failedRanks = failed.indices.filter { failed[$0] > 0 }
 
         var merged: Merged?
