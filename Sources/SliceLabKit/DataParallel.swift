@@ -58,7 +58,7 @@ public final class DataParallel: TrainingObserver {
                 var offset = 0
                 for parameter in bucket {
                     parameter.gradient.withUnsafeBufferPointer {
-                        UnsafeMutableBufferPointer(rebasing: values[offset..<(offset + $0.count)])
+                        _ = UnsafeMutableBufferPointer(rebasing: values[offset..<(offset + $0.count)])
                             .update(fromContentsOf: $0)
                         offset += $0.count
                     }
@@ -76,7 +76,6 @@ public final class DataParallel: TrainingObserver {
             reducedThisStep += count
             reductionSeconds += Date().timeIntervalSince(start)
         case .allGradientsReady:
-            let start = Date()
             reducedValuesPerStep = reducedThisStep
             reducedThisStep = 0
             if !synchronizesBatchNorm {
