@@ -32,8 +32,9 @@ public struct DatasetFingerprint: Codable, Equatable, Sendable {
         /// smallest in pixels).
         public var smallestAreaPixels: Double
         public var smallestAreaMM2: Double
-        /// The median over the cases that hold the class of each case's smallest structure: what the plan
-        /// uses, so one stray pixel in one case does not decide it.
+        /// The median over the cases that hold the class of each case's smallest significant structure (the
+        /// smallest once fragments holding less than 5 % of the class's voxels together are passed over,
+        /// `Builder.smallestSignificantArea`): what the plan uses, so stray pixels do not decide it.
         public var typicalSmallestAreaPixels: Double
         public var typicalSmallestAreaMM2: Double
 
@@ -93,6 +94,7 @@ extension DatasetFingerprint {
         /// component in pixels and in mm².
         var classCases: [Int], classSlices: [Int], classComponents: [Int]
         var caseSmallestPixels: [[Double]], caseSmallestMM2: [[Double]]
+        var caseTypicalPixels: [[Double]], caseTypicalMM2: [[Double]]
         var foreground: [[Float]] = []
 
         /// - Parameters:
@@ -109,6 +111,8 @@ extension DatasetFingerprint {
             classComponents = classCases
             caseSmallestPixels = Array(repeating: [], count: foregroundClasses)
             caseSmallestMM2 = caseSmallestPixels
+            caseTypicalPixels = caseSmallestPixels
+            caseTypicalMM2 = caseSmallestPixels
         }
 
         /// Adds one raw (not preprocessed) case.
@@ -122,14 +126,19 @@ extension DatasetFingerprint {
             sizes.append([Double(frames), Double(height), Double(width)])
             let pixelMM2 = sample.spacing[1] * sample.spacing[2]
             let plane = height * width
-            var smallest = [Int](repeating: .max, count: classCases.count)
-            var present = [Bool](repeating: false, count: classCases.count)
-            for (label, area) in Self.structureAreas(sample.labels.values, frames: frames, height: height, width: width)
-            where label >= 1 && label <= classCases.count {
-                let c = Int(label) - 1
-                classComponents[c] += 1
-                smallest[c] = min(smallest[c], area)
-                present[c] = true
+            var structures = [[(area: Int, voxels: Int)]](repeating: [], count: classCases.count)
+            for structure in Self.structureAreas(sample.labels.values, frames: frames, height: height, width: width)
+            where structure.label >= 1 && structure.label <= classCases.count {
+                structures[Int(structure.label) - 1].append((structure.area, structure.voxels))
+            }
+            for c in structures.indices where !structures[c].isEmpty {
+                classComponents[c] += structures[c].count
+                classCases[c] += 1
+                let smallest = Self.smallestSignificantArea(structures[c])
+                caseSmallestPixels[c].append(Double(structures[c].map(\.area).min() ?? 0))
+                caseSmallestMM2[c].append(Double(structures[c].map(\.area).min() ?? 0) * pixelMM2)
+                caseTypicalPixels[c].append(Double(smallest))
+                caseTypicalMM2[c].append(Double(smallest) * pixelMM2)
             }
             for frame in 0..<frames {
                 var inSlice = Set<Int32>()
@@ -137,11 +146,6 @@ extension DatasetFingerprint {
                     inSlice.insert(value)
                 }
                 for label in inSlice where label <= classCases.count { classSlices[Int(label) - 1] += 1 }
-            }
-            for c in present.indices where present[c] {
-                classCases[c] += 1
-                caseSmallestPixels[c].append(Double(smallest[c]))
-                caseSmallestMM2[c].append(Double(smallest[c]) * pixelMM2)
             }
             while foreground.count < channels { foreground.append([]) }
             let count = sample.labels.values.reduce(0) { $0 + ($1 > 0 ? 1 : 0) }
@@ -171,8 +175,8 @@ extension DatasetFingerprint {
                                 componentCount: classComponents[c],
                                 smallestAreaPixels: caseSmallestPixels[c].min() ?? 0,
                                 smallestAreaMM2: caseSmallestMM2[c].min() ?? 0,
-                                typicalSmallestAreaPixels: Self.median(caseSmallestPixels[c]),
-                                typicalSmallestAreaMM2: Self.median(caseSmallestMM2[c]))
+                                typicalSmallestAreaPixels: Self.median(caseTypicalPixels[c]),
+                                typicalSmallestAreaMM2: Self.median(caseTypicalMM2[c]))
             }
             let intensities = foreground.enumerated().map { channel, values in
                 Self.statistics(values, channel: channel,
@@ -183,15 +187,32 @@ extension DatasetFingerprint {
                                       classes: classes, intensities: intensities, samplesPerCase: samplesPerCase)
         }
 
+        /// The size of the smallest structure of a class in one case that matters: with the structures sorted
+        /// by area, the area of the one at which their voxels reach `significantShare` of the class's voxels, so
+        /// fragments that hold less than that together are passed over.
+        static func smallestSignificantArea(_ structures: [(area: Int, voxels: Int)]) -> Int {
+            let sorted = structures.sorted { ($0.area, $0.voxels) < ($1.area, $1.voxels) }
+            let total = sorted.reduce(0) { $0 + $1.voxels }
+            var cumulative = 0
+            for structure in sorted {
+                cumulative += structure.voxels
+                if Double(cumulative) >= significantShare * Double(total) { return structure.area }
+            }
+            return sorted.last?.area ?? 0
+        }
+
+        /// The share of a class's voxels below which its smallest structures count as fragments.
+        public static let significantShare = 0.05
+
         /// Every structure of a case's labels [frames, height, width], a 6-connected component of equal nonzero
         /// labels (face neighbours, in-plane and across slices; a 2-D case's are 4-connected), with its in-plane
-        /// size: the area of its largest cross-section in one slice, in pixels.
+        /// size, the area of its largest cross-section in one slice in pixels, and its voxels.
         static func structureAreas(_ labels: [Int32], frames: Int, height: Int,
-                                   width: Int) -> [(label: Int32, area: Int)] {
+                                   width: Int) -> [(label: Int32, area: Int, voxels: Int)] {
             let plane = height * width
             var visited = [Bool](repeating: false, count: labels.count)
             var perSlice = [Int](repeating: 0, count: frames)
-            var result: [(Int32, Int)] = []
+            var result: [(Int32, Int, Int)] = []
             var stack: [Int] = [], touched: [Int] = []
             for start in labels.indices where labels[start] > 0 && !visited[start] {
                 let label = labels[start]
@@ -211,7 +232,7 @@ extension DatasetFingerprint {
                         }
                     }
                 }
-                result.append((label, touched.map { perSlice[$0] }.max() ?? 0))
+                result.append((label, touched.map { perSlice[$0] }.max() ?? 0, touched.reduce(0) { $0 + perSlice[$1] }))
                 for z in touched { perSlice[z] = 0 }
                 touched.removeAll(keepingCapacity: true)
             }

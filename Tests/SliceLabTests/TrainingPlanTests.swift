@@ -60,14 +60,15 @@ struct TrainingPlanTests {
     }
 
     /// A set of `count` 2-D cases `side` × `side`, each with one disc of `radius` (class 1) and intensities
-    /// 100 + 10·label + (pixel index mod 7).
-    static func discCases(count: Int, side: Int, radius: Double) -> [LabeledSample] {
+    /// 100 + 10·label + (pixel index mod 7); with `fragments`, also two stray class-1 pixels.
+    static func discCases(count: Int, side: Int, radius: Double, fragments: Bool = false) -> [LabeledSample] {
         (0..<count).map { k in
             let centre = Double(side) / 2 + Double(k)
-            let labels = (0..<(side * side)).map { p -> Int32 in
+            var labels = (0..<(side * side)).map { p -> Int32 in
                 let (dy, dx) = (Double(p / side) + 0.5 - centre, Double(p % side) + 0.5 - centre)
                 return dy * dy + dx * dx <= radius * radius ? 1 : 0
             }
+            if fragments { (labels[side + 1], labels[side * side - side - 2]) = (1, 1) }
             let image = labels.enumerated().map { Float(100 + 10 * Int($1) + $0 % 7) }
             return LabeledSample(name: "disc\(k)", image: FloatTensor(shape: [1, 1, side, side], values: image),
                                  labels: LabelTensor(shape: [1, side, side], values: labels))
@@ -93,6 +94,13 @@ struct TrainingPlanTests {
         #expect(small.inputScale == 2 && small.outputStride == 8 && small.cropSize == 128, "\(small.lines)")
         #expect(small.preprocessing == .zScore && small.sources["normalize"] == .plan)
         #expect((small.cellsAcrossSmallestStructure ?? 0) >= TrainingPlan.minimumCells)
+        // Stray pixels (0.6 % of the class's voxels) are fragments, not the smallest structure.
+        let fragmented = Self.fingerprint(Self.discCases(count: 3, side: 128, radius: 10, fragments: true),
+                                          modality: "MR")
+        #expect(fragmented.classes[0].smallestAreaPixels == 1 && fragmented.classes[0].componentCount == 9)
+        #expect(fragmented.classes[0].typicalSmallestAreaPixels == small.fingerprint.classes[0].typicalSmallestAreaPixels)
+        #expect(TrainingPlan.make(fingerprint: fragmented, architecture: "deeplabv3_resnet18", inputChannels: 1,
+                                  memoryBudgetBytes: 4 << 30).inputScale == 2)
         let ctFingerprint = Self.fingerprint(Self.discCases(count: 3, side: 256, radius: 40), modality: "CT")
         let large = TrainingPlan.make(fingerprint: ctFingerprint, architecture: "deeplabv3_resnet18",
                                       inputChannels: 1, memoryBudgetBytes: 4 << 30)
@@ -169,6 +177,16 @@ struct TrainingPlanTests {
         let samples = try set.cases(in: "train").map { try set.load($0) }
         let plan = TrainWorkflow.makePlan(options, set: set, samples: samples, ranks: 1)
         #expect(try TrainWorkflow.configuration(options, set: set, plan: plan).classBalancedSliceProbability == 1.0 / 3)
+    }
+
+    /// The smallest significant structure, by hand: structures sorted by area until their voxels reach 5 % of
+    /// the class's.
+    @Test func fragmentsBelowFivePercentOfTheVoxelsArePassedOver() {
+        typealias Builder = DatasetFingerprint.Builder
+        #expect(Builder.smallestSignificantArea([(1, 1), (50, 400), (1, 1)]) == 50)  // 2 of 402 < 20.1
+        #expect(Builder.smallestSignificantArea([(14, 14), (10, 10), (12, 12)]) == 10)  // 10 ≥ 1.8
+        #expect(Builder.smallestSignificantArea([(3, 3), (3, 30), (40, 500)]) == 3)  // 33 ≥ 26.65
+        #expect(Builder.smallestSignificantArea([(3, 3), (4, 20), (40, 500)]) == 40)  // 23 < 26.15
     }
 
     /// `--normalize ct` on a set whose modality is not CT still takes the foreground's statistics; the
