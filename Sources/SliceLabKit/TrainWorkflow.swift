@@ -300,7 +300,9 @@ public enum TrainWorkflow {
                                       selection: options.selection)
         for skipped in set.skipped { FileHandle.standardError.write(Data("skipping \(skipped.error)\n".utf8)) }
         var trainSamples = try set.cases(in: "train").map { try set.load($0) }
+        let planStart = Date()
         let plan = makePlan(options, set: set, samples: trainSamples, ranks: communicator.size)
+        let planSeconds = Date().timeIntervalSince(planStart)
         var options = options
         (options.cropSize, options.batchSize) = (plan.cropSize, plan.batchSize)
         (options.inputScale, options.outputStride) = (plan.inputScale, plan.outputStride)
@@ -309,6 +311,7 @@ public enum TrainWorkflow {
         let reporter = communicator.rank != 0 ? TrainProgress(totalSteps: 0, write: { _ in })
             : progress ?? TrainProgress(totalSteps: configuration.steps)
         for line in plan.lines { reporter.handle(.note(line)) }
+        reporter.handle(.note(String(format: "plan: fingerprint and plan took %.2f s", planSeconds)))
         let network = try makeNetwork(options)
         let preprocessing = configuration.preprocessing
         var spacings: [[Double]] = [], validationSpacings: [[Double]] = []
