@@ -15,20 +15,11 @@ from importlib.metadata import version
 import numpy as np
 from medpy.metric import binary
 
+from synthetic_nnunet import SHAPE, SPACING, reference
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "Tests/SliceLabTests/Fixtures/dataset_metrics_goldens.json"
-SHAPE = (8, 16, 16)  # z, y, x
-SPACING = (3.0, 0.75, 1.25)
 CASES = 4
-
-
-def reference(k):
-    z, y, x = np.meshgrid(*[np.arange(n) for n in SHAPE], indexing="ij")
-    labels = np.zeros(SHAPE, np.uint8)
-    cz, cy, cx = 3 + k % 2, 6, 5 + k
-    labels[4 * (z - cz) ** 2 + (y - cy) ** 2 + (x - cx) ** 2 <= 16] = 1
-    labels[(z >= 1) & (z <= 5) & (y >= 11) & (y <= 14) & (x >= 8 + k % 3) & (x <= 14)] = 2
-    return labels
 
 
 def prediction(k):

@@ -4,7 +4,7 @@ import Foundation
 /// applied again at inference, so a model always sees what it was trained on. Codable as the labeled set's
 /// `dataset.json` writes it: `{"normalize": "window", "center": 40, "width": 400}`,
 /// `{"normalize": "percentile", "low": 0.5, "high": 99.5}`, `{"normalize": "zscore"}`, `{"normalize": "minmax"}`,
-/// `{"normalize": "none"}`.
+/// `{"normalize": "ct", "low": -1000, "high": 1200, "mean": 40, "std": 300}`, `{"normalize": "none"}`.
 public enum Preprocessing: Codable, Equatable, Sendable {
     /// Intensities unchanged.
     case none
@@ -17,8 +17,12 @@ public enum Preprocessing: Codable, Equatable, Sendable {
     case zScore
     /// Scale the image's minimum to 0 and maximum to 1.
     case minMax
+    /// nnU-Net's CT normalisation: clip to fixed bounds `low`…`high` (in the image's units: the training set's
+    /// foreground 0.5 and 99.5 percentiles), then subtract the training foreground's `mean` and divide by its
+    /// `standardDeviation`. Fixed numbers, so every image, slice or tile is normalised the same way.
+    case clippedZScore(low: Double, high: Double, mean: Double, standardDeviation: Double)
 
-    private enum CodingKeys: String, CodingKey { case normalize, center, width, low, high }
+    private enum CodingKeys: String, CodingKey { case normalize, center, width, low, high, mean, std }
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -33,9 +37,14 @@ public enum Preprocessing: Codable, Equatable, Sendable {
                                high: try container.decodeIfPresent(Double.self, forKey: .high) ?? 99.5)
         case "zscore": self = .zScore
         case "minmax": self = .minMax
+        case "ct":
+            self = .clippedZScore(low: try container.decode(Double.self, forKey: .low),
+                                  high: try container.decode(Double.self, forKey: .high),
+                                  mean: try container.decode(Double.self, forKey: .mean),
+                                  standardDeviation: try container.decode(Double.self, forKey: .std))
         default:
             throw DecodingError.dataCorruptedError(forKey: .normalize, in: container, debugDescription:
-                "unknown normalization \"\(kind)\" (expected none, window, percentile, zscore or minmax)")
+                "unknown normalization \"\(kind)\" (expected none, window, percentile, zscore, minmax or ct)")
         }
     }
 
@@ -53,6 +62,12 @@ public enum Preprocessing: Codable, Equatable, Sendable {
             try container.encode(high, forKey: .high)
         case .zScore: try container.encode("zscore", forKey: .normalize)
         case .minMax: try container.encode("minmax", forKey: .normalize)
+        case let .clippedZScore(low, high, mean, standardDeviation):
+            try container.encode("ct", forKey: .normalize)
+            try container.encode(low, forKey: .low)
+            try container.encode(high, forKey: .high)
+            try container.encode(mean, forKey: .mean)
+            try container.encode(standardDeviation, forKey: .std)
         }
     }
 
@@ -64,13 +79,15 @@ public enum Preprocessing: Codable, Equatable, Sendable {
         case let .percentile(low, high): return #"{"high":\#(high),"low":\#(low),"normalize":"percentile"}"#
         case .zScore: return #"{"normalize":"zscore"}"#
         case .minMax: return #"{"normalize":"minmax"}"#
+        case let .clippedZScore(low, high, mean, deviation):
+            return #"{"high":\#(high),"low":\#(low),"mean":\#(mean),"normalize":"ct","std":\#(deviation)}"#
         }
     }
 
     /// Checks the parameters.
     ///
-    /// - Throws: `TrainingError.invalidConfiguration` for a non-positive window width or percentiles outside
-    ///   0 ≤ low < high ≤ 100.
+    /// - Throws: `TrainingError.invalidConfiguration` for a non-positive window width, percentiles outside
+    ///   0 ≤ low < high ≤ 100, or CT bounds that are not finite with low ≤ high and a positive deviation.
     public func validate() throws {
         switch self {
         case let .window(center, width) where !(width > 0 && width.isFinite && center.isFinite):
@@ -79,6 +96,11 @@ public enum Preprocessing: Codable, Equatable, Sendable {
         case let .percentile(low, high) where !(0 <= low && low < high && high <= 100):
             throw TrainingError.invalidConfiguration(
                 "preprocessing: percentiles must satisfy 0 ≤ low < high ≤ 100, not \(low) and \(high)")
+        case let .clippedZScore(low, high, mean, deviation)
+            where !([low, high, mean, deviation].allSatisfy(\.isFinite) && low <= high && deviation > 0):
+            throw TrainingError.invalidConfiguration(
+                "preprocessing: ct needs finite low ≤ high, a finite mean and a positive std, not \(low), \(high), "
+                + "\(mean) and \(deviation)")
         default: return
         }
     }
@@ -107,6 +129,8 @@ public enum Preprocessing: Codable, Equatable, Sendable {
             let variance = values.reduce(0.0) { $0 + (Double($1) - mean) * (Double($1) - mean) } / count
             let deviation = variance.squareRoot()
             for i in values.indices { values[i] = deviation > 0 ? Float((Double(values[i]) - mean) / deviation) : 0 }
+        case let .clippedZScore(low, high, mean, deviation):
+            for i in values.indices { values[i] = Float((min(max(Double(values[i]), low), high) - mean) / deviation) }
         }
     }
 

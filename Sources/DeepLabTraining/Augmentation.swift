@@ -102,8 +102,11 @@ public struct Augmenter: Sendable {
 
     /// One augmented sample.
     ///
+    /// - Parameter focusClass: a label the crop is centred on (a pixel of it drawn uniformly) instead of the
+    ///   usual choice, when the sample holds it: the class a class-balanced slice was drawn for.
     /// - Throws: `TrainingError.shapeMismatch` unless the image is [C, H, W] and the labels [H, W].
-    public func augment(image: FloatTensor, labels: LabelTensor, random: inout SeededGenerator) throws
+    public func augment(image: FloatTensor, labels: LabelTensor, random: inout SeededGenerator,
+                        focusClass: Int32? = nil) throws
         -> (image: FloatTensor, labels: LabelTensor) {
         guard image.shape.count == 3, labels.shape == [image.shape[1], image.shape[2]] else {
             throw TrainingError.shapeMismatch(what: "augmentation labels [H, W] for image \(image.shape)",
@@ -118,7 +121,7 @@ public struct Augmenter: Sendable {
         let angle = c.rotationDegrees > 0 ? random.uniform(-c.rotationDegrees...c.rotationDegrees) * .pi / 180 : 0
         let scale = c.maximumScale > c.minimumScale ? random.uniform(c.minimumScale...c.maximumScale) : c.minimumScale
         let (top, left) = cropOrigin(labels: labels, outputHeight: outputHeight, outputWidth: outputWidth,
-                                     random: &random)
+                                     focusClass: focusClass, random: &random)
         let displacement = elasticField(outputHeight: outputHeight, outputWidth: outputWidth, random: &random)
         // Output pixel centre offset (dy, dx) from the crop centre maps to the source point
         // centre + R(angle)·(flip·(dy, dx) + elastic) / scale, in pixel-centre coordinates.
@@ -170,11 +173,20 @@ public struct Augmenter: Sendable {
 
     /// The crop's top-left corner in the source: centred on a foreground pixel of a random present class with
     /// probability `classBalancedCropProbability`, else uniform; centred (with padding) where the image is smaller.
-    private func cropOrigin(labels: LabelTensor, outputHeight: Int, outputWidth: Int,
+    /// With a `focusClass` the sample holds, centred on a pixel of that class.
+    private func cropOrigin(labels: LabelTensor, outputHeight: Int, outputWidth: Int, focusClass: Int32?,
                             random: inout SeededGenerator) -> (Int, Int) {
         let (height, width) = (labels.shape[0], labels.shape[1])
         func clamp(_ value: Int, _ size: Int, _ output: Int) -> Int {
             size >= output ? min(max(value, 0), size - output) : -(output - size) / 2
+        }
+        if let focusClass {
+            let pixels = labels.values.indices.filter { labels.values[$0] == focusClass }
+            if !pixels.isEmpty {
+                let pixel = pixels[random.index(below: pixels.count)]
+                return (clamp(pixel / width - outputHeight / 2, height, outputHeight),
+                        clamp(pixel % width - outputWidth / 2, width, outputWidth))
+            }
         }
         if configuration.classBalancedCropProbability > 0, random.bernoulli(configuration.classBalancedCropProbability) {
             let foreground = Set(labels.values.filter { $0 > 0 && $0 != configuration.labelFill }).sorted()

@@ -56,6 +56,10 @@ public struct TrainingBatch: Sendable {
 /// Draws shuffled, augmented batches: each epoch visits every sample once in a fresh random order
 /// (batches may straddle epochs), and every sample is augmented with draws keyed by its global index.
 ///
+/// On sets of volumes, a share of the draws (`classSliceProbability`) is replaced by a slice that holds a
+/// foreground class chosen uniformly among those present (`classSlices`), with the crop centred on that class:
+/// after nnU-Net's foreground oversampling, for slices. These draws too are keyed by the global index.
+///
 /// Sharded over the `shardCount` ranks of a data-parallel job, every rank walks the same global order and
 /// takes the `rank`-th contiguous `batchSize / shardCount` of each global batch, so the ranks together see
 /// exactly the samples, augmented exactly as, one process with the same seed sees.
@@ -69,9 +73,14 @@ public struct BatchSampler: Sendable {
     public let shardCount: Int
     /// Sample i as an image [C, H, W] (already preprocessed) and labels [H, W].
     public let load: @Sendable (Int) throws -> (image: FloatTensor, labels: LabelTensor)
+    /// Per foreground class (label 1, 2, …), the samples whose labels hold it: the index built once over a
+    /// set's slices. Empty for none.
+    public let classSlices: [[Int]]
+    /// The probability that a draw is replaced by a slice of `classSlices` (0 for none).
+    public let classSliceProbability: Double
 
     public init(sampleCount: Int, batchSize: Int, augmenter: Augmenter,
-                rank: Int = 0, shardCount: Int = 1,
+                rank: Int = 0, shardCount: Int = 1, classSlices: [[Int]] = [], classSliceProbability: Double = 0,
                 load: @escaping @Sendable (Int) throws -> (image: FloatTensor, labels: LabelTensor)) throws {
         guard sampleCount > 0 else { throw TrainingError.invalidConfiguration("the training split has no cases") }
         guard batchSize > 0 else { throw TrainingError.invalidConfiguration("the batch size must be positive") }
@@ -85,6 +94,24 @@ public struct BatchSampler: Sendable {
         self.shardCount = shardCount
         self.augmenter = augmenter
         self.load = load
+        guard (0...1).contains(classSliceProbability),
+              classSlices.joined().allSatisfy({ (0..<sampleCount).contains($0) }) else {
+            throw TrainingError.invalidConfiguration("class-balanced slice sampling needs a probability in 0...1 "
+                                                     + "and slices within the \(sampleCount) samples")
+        }
+        self.classSlices = classSlices
+        self.classSliceProbability = classSliceProbability
+    }
+
+    /// Which class's slice replaces a draw, if any: with probability `classSliceProbability`, a class drawn
+    /// uniformly among those with slices, and one of its slices drawn uniformly.
+    func classBalancedChoice(random: inout SeededGenerator) -> (sample: Int, label: Int32)? {
+        guard classSliceProbability > 0 else { return nil }
+        let present = classSlices.indices.filter { !classSlices[$0].isEmpty }
+        guard !present.isEmpty, random.bernoulli(classSliceProbability) else { return nil }
+        let chosen = present[random.index(below: present.count)]
+        let slices = classSlices[chosen]
+        return (slices[random.index(below: slices.count)], Int32(chosen + 1))
     }
 
     /// This rank's share of each global batch.
@@ -105,14 +132,16 @@ public struct BatchSampler: Sendable {
                 state.position = 0
                 state.epoch += 1
             }
-            let index = state.order[state.position]
+            let drawn = state.order[state.position]
             state.position += 1
             let globalIndex = state.drawn
             state.drawn += 1
             guard slot / localBatchSize == rank else { continue }
-            let sample = try load(index)
             var random = state.sampleGenerator(globalIndex)
-            let augmented = try augmenter.augment(image: sample.image, labels: sample.labels, random: &random)
+            let choice = classBalancedChoice(random: &random)
+            let sample = try load(choice?.sample ?? drawn)
+            let augmented = try augmenter.augment(image: sample.image, labels: sample.labels, random: &random,
+                                                  focusClass: choice?.label)
             indices.append(globalIndex)
             if let sampleShape, sampleShape != augmented.image.shape {
                 throw TrainingError.shapeMismatch(what: "samples of one batch (set a crop size to train on images "

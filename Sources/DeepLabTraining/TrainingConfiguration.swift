@@ -21,12 +21,16 @@ public struct TrainingConfiguration: Codable, Equatable, Sendable {
     public var preprocessing: Preprocessing
     /// Batches prepared ahead on the background thread.
     public var prefetchDepth: Int
+    /// On sets of volumes: the probability that a drawn slice is replaced by one holding a randomly chosen
+    /// foreground class (`BatchSampler.classSlices`); nil (2-D sets, and checkpoints before it) for none.
+    public var classBalancedSliceProbability: Double?
 
     public init(classCount: Int, steps: Int, batchSize: Int, validateEvery: Int, schedule: LearningRateSchedule,
                 optimizer: OptimizerConfiguration, loss: LossConfiguration = LossConfiguration(),
                 gradientClipNorm: Double? = nil, earlyStoppingPatience: Int? = nil, seed: UInt64 = 0,
                 augmentation: AugmentationConfiguration = AugmentationConfiguration(),
-                preprocessing: Preprocessing = .none, prefetchDepth: Int = 2) {
+                preprocessing: Preprocessing = .none, prefetchDepth: Int = 2,
+                classBalancedSliceProbability: Double? = nil) {
         self.classCount = classCount
         self.steps = steps
         self.batchSize = batchSize
@@ -40,6 +44,7 @@ public struct TrainingConfiguration: Codable, Equatable, Sendable {
         self.augmentation = augmentation
         self.preprocessing = preprocessing
         self.prefetchDepth = prefetchDepth
+        self.classBalancedSliceProbability = classBalancedSliceProbability
     }
 
     /// Checks the values that cannot work.
@@ -56,6 +61,8 @@ public struct TrainingConfiguration: Codable, Equatable, Sendable {
         try check(schedule.warmupSteps >= 0 && schedule.warmupSteps < steps, "warm-up must be shorter than the run")
         try check(gradientClipNorm.map { $0 > 0 } ?? true, "the clipping norm must be positive")
         try check(earlyStoppingPatience.map { $0 >= 1 } ?? true, "early-stopping patience must be ≥ 1")
+        try check(classBalancedSliceProbability.map { (0...1).contains($0) } ?? true,
+                  "the class-balanced slice probability must be in 0...1")
         try augmentation.validate()
         try preprocessing.validate()
         _ = try loss.makeLoss(classCount: classCount)

@@ -23,8 +23,14 @@ public struct TrainOptions: Sendable {
     public var inputScale: Int?
     public var epochs: Int?
     public var steps: Int?
-    public var batchSize: Int = 8
-    public var cropSize: Int = 256
+    /// `--batch` and `--crop`; planned from the set's fingerprint when nil (`TrainingPlan`).
+    public var batchSize: Int?
+    public var cropSize: Int?
+    /// `--normalize`: the normalisation, before `dataset.json`'s and the plan's. A `.clippedZScore` given here
+    /// with zero bounds and deviation (`TrainOptions.foregroundCT`) takes the fingerprint's statistics.
+    public var preprocessing: Preprocessing?
+    /// The share of slices drawn for a class they hold on sets of volumes (`BatchSampler.classSlices`).
+    public var classBalancedSliceProbability = 1.0 / 3
     /// Default 1e-3 for AdamW, 1e-2 for SGD.
     public var learningRate: Double?
     public var optimizer: OptimizerConfiguration.Kind = .adamw
@@ -54,6 +60,24 @@ public struct TrainOptions: Sendable {
         self.outputPath = outputPath
     }
 
+    /// `--normalize ct`: CT clipping and z-score with the training foreground's statistics, filled in by the plan.
+    public static let foregroundCT = Preprocessing.clippedZScore(low: 0, high: 0, mean: 0, standardDeviation: 0)
+
+    /// The names `--normalize` takes.
+    public static let normalizationNames = ["ct", "zscore", "minmax", "percentile", "none"]
+
+    /// The normalisation `--normalize NAME` selects (`percentile` is 0.5–99.5), nil for an unknown name.
+    public static func normalization(named name: String) -> Preprocessing? {
+        switch name {
+        case "ct": return foregroundCT
+        case "zscore": return .zScore
+        case "minmax": return .minMax
+        case "percentile": return .percentile(low: 0.5, high: 99.5)
+        case "none": return Preprocessing.none
+        default: return nil
+        }
+    }
+
     /// Where the last checkpoint goes beside the best one at `outputPath`: `MODEL.last.h5`.
     public var lastCheckpointPath: String {
         let url = URL(fileURLWithPath: outputPath)
@@ -64,10 +88,12 @@ public struct TrainOptions: Sendable {
 
 /// `slicelab train`: a labeled set → preprocessed, augmented batches → the trainer → checkpoints.
 public enum TrainWorkflow {
-    /// The run's configuration from the options and the set.
+    /// The run's configuration from the options, the set and the plan (without one: `--batch` or 8, `--crop`
+    /// or 256, `--normalize` or `dataset.json`'s or min–max, and no class-balanced slices).
     ///
     /// - Throws: `TrainingError.invalidConfiguration` for options that do not fit the set.
-    public static func configuration(_ options: TrainOptions, set: LabeledSet) throws -> TrainingConfiguration {
+    public static func configuration(_ options: TrainOptions, set: LabeledSet,
+                                     plan: TrainingPlan? = nil) throws -> TrainingConfiguration {
         guard options.classCount == set.classCount else {
             throw TrainingError.invalidConfiguration("--num-classes is \(options.classCount) but \(set.folder.path)/"
                                                      + "dataset.json lists \(set.classCount) classes")
@@ -76,20 +102,47 @@ public enum TrainWorkflow {
         guard trainCount > 0 else {
             throw TrainingError.invalidConfiguration("\(set.folder.path): the train split has no usable cases")
         }
-        let stepsPerEpoch = (trainCount + options.batchSize - 1) / options.batchSize
+        let batchSize = plan?.batchSize ?? options.batchSize ?? 8
+        let stepsPerEpoch = (trainCount + batchSize - 1) / batchSize
         let steps = options.steps ?? (options.epochs ?? 1) * stepsPerEpoch
         let rate = options.learningRate ?? (options.optimizer == .sgd ? 1e-2 : 1e-3)
         let warmup = steps >= 100 ? steps / 20 : 0
+        let hasVolumes = (plan?.fingerprint.sliceCount ?? 0) > (plan?.fingerprint.caseCount ?? 0)
         return TrainingConfiguration(
-            classCount: options.classCount, steps: steps, batchSize: options.batchSize,
+            classCount: options.classCount, steps: steps, batchSize: batchSize,
             validateEvery: options.validateEvery ?? max(1, min(steps, stepsPerEpoch)),
             schedule: LearningRateSchedule(baseLearningRate: rate, totalSteps: steps, power: 0.9, warmupSteps: warmup),
             optimizer: OptimizerConfiguration(options.optimizer),
             loss: LossConfiguration(kind: options.loss, classWeights: options.classWeights),
             gradientClipNorm: 10, earlyStoppingPatience: nil, seed: options.seed,
             augmentation: options.augmentation
-                ?? AugmentationConfiguration(cropSize: options.cropSize, classBalancedCropProbability: 1.0 / 3),
-            preprocessing: set.description.preprocessing ?? .minMax)
+                ?? AugmentationConfiguration(cropSize: plan?.cropSize ?? options.cropSize ?? 256,
+                                             classBalancedCropProbability: 1.0 / 3),
+            preprocessing: plan?.preprocessing ?? options.preprocessing ?? set.description.preprocessing ?? .minMax,
+            classBalancedSliceProbability: hasVolumes ? options.classBalancedSliceProbability : nil)
+    }
+
+    /// Measures the fingerprint of `samples` (the raw training cases) and plans from it: every part that
+    /// `options` fixes is kept (`--crop`, `--input-scale`, `--output-stride`, `--batch`, `--normalize`), then
+    /// `dataset.json`'s `preprocessing`; the memory budget is `--max-memory`.
+    static func makePlan(_ options: TrainOptions, set: LabeledSet, samples: [LabeledSample],
+                         ranks: Int) -> TrainingPlan {
+        var builder = DatasetFingerprint.Builder(classNames: set.description.classes, channelNames: set.channelNames,
+                                                 modality: set.description.modality)
+        for sample in samples { builder.add(sample) }
+        let fingerprint = builder.finish()
+        var given = options.preprocessing
+        if given == TrainOptions.foregroundCT {
+            given = TrainingPlan.modalityPreprocessing(fingerprint, modality: "CT")
+        }
+        let overrides = TrainingPlan.Overrides(cropSize: options.cropSize, inputScale: options.inputScale,
+                                               outputStride: options.outputStride, batchSize: options.batchSize,
+                                               preprocessing: given)
+        return TrainingPlan.make(fingerprint: fingerprint, overrides: overrides,
+                                 datasetPreprocessing: set.description.preprocessing,
+                                 architecture: options.architecture,
+                                 inputChannels: options.inputChannels * (2 * options.context + 1),
+                                 memoryBudgetBytes: options.limits.maxBytes, ranks: ranks)
     }
 
     /// Makes an image [C, H, W] network input: channels converted to `inputChannels` (gray replicated, or
@@ -133,19 +186,37 @@ public enum TrainWorkflow {
     /// cases that have one are added to `spacings`.
     static func frames(of set: LabeledSet, split: String, options: TrainOptions, preprocessing: Preprocessing,
                        spacings: inout [[Double]]) throws -> [TrainValidation.Case] {
+        try frames(of: set.cases(in: split).map { try set.load($0) }, options: options,
+                   preprocessing: preprocessing, spacings: &spacings)
+    }
+
+    /// The frames of loaded cases (see `frames(of:split:options:preprocessing:spacings:)`).
+    static func frames(of samples: [LabeledSample], options: TrainOptions, preprocessing: Preprocessing,
+                       spacings: inout [[Double]]) -> [TrainValidation.Case] {
         var cases: [TrainValidation.Case] = []
-        for name in set.cases(in: split) {
-            let sample = try set.load(name)
+        for sample in samples {
             if sample.hasSpacing { spacings.append(Array(sample.spacing.suffix(2))) }
             for index in 0..<sample.frameCount {
                 cases.append(TrainValidation.Case(
-                    name: sample.frameCount == 1 ? name : "\(name)#\(index)",
+                    name: sample.frameCount == 1 ? sample.name : "\(sample.name)#\(index)",
                     image: contextInput(sample, frame: index, context: options.context,
                                         inputChannels: options.inputChannels, preprocessing: preprocessing),
                     labels: sample.frame(index).labels))
             }
         }
         return cases
+    }
+
+    /// Per foreground class (label 1…K − 1), the frames whose labels hold it: the index class-balanced slice
+    /// sampling draws from, built once.
+    static func classSlices(_ labels: [LabelTensor], classCount: Int) -> [[Int]] {
+        var slices = [[Int]](repeating: [], count: max(0, classCount - 1))
+        for (index, frame) in labels.enumerated() {
+            var present = [Bool](repeating: false, count: classCount)
+            for value in frame.values where value > 0 && Int(value) < classCount { present[Int(value)] = true }
+            for label in 1..<max(1, classCount) where present[label] { slices[label - 1].append(index) }
+        }
+        return slices
     }
 
     /// Every frame of every case of `split` (see `frames(of:split:options:preprocessing:spacings:)`).
@@ -219,8 +290,8 @@ public enum TrainWorkflow {
     public static func run(_ options: TrainOptions, progress: TrainProgress? = nil,
                            communicator: Communicator = .single,
                            makeNetwork: (TrainOptions) throws -> SegmentationNetwork) throws -> Trainer.Summary {
-        guard options.batchSize % communicator.size == 0 else {
-            throw TrainingError.invalidConfiguration("--batch \(options.batchSize) is not divisible by the "
+        if let batch = options.batchSize, batch % communicator.size != 0 {
+            throw TrainingError.invalidConfiguration("--batch \(batch) is not divisible by the "
                                                      + "\(communicator.size) ranks of the job")
         }
         try prepareOutputLocation(options.outputPath)
@@ -228,26 +299,44 @@ public enum TrainWorkflow {
         let set = try LabeledSet.open(options.datasetPath, skipBad: options.skipBad, limits: options.limits,
                                       selection: options.selection)
         for skipped in set.skipped { FileHandle.standardError.write(Data("skipping \(skipped.error)\n".utf8)) }
-        let configuration = try configuration(options, set: set)
+        var trainSamples = try set.cases(in: "train").map { try set.load($0) }
+        let planStart = Date()
+        let plan = makePlan(options, set: set, samples: trainSamples, ranks: communicator.size)
+        let planSeconds = Date().timeIntervalSince(planStart)
+        var options = options
+        (options.cropSize, options.batchSize) = (plan.cropSize, plan.batchSize)
+        (options.inputScale, options.outputStride) = (plan.inputScale, plan.outputStride)
+        let configuration = try configuration(options, set: set, plan: plan)
+        let planJSON = try plan.json()
+        let reporter = communicator.rank != 0 ? TrainProgress(totalSteps: 0, write: { _ in })
+            : progress ?? TrainProgress(totalSteps: configuration.steps)
+        for line in plan.lines { reporter.handle(.note(line)) }
+        reporter.handle(.note(String(format: "plan: fingerprint and plan took %.2f s", planSeconds)))
         let network = try makeNetwork(options)
         let preprocessing = configuration.preprocessing
         var spacings: [[Double]] = [], validationSpacings: [[Double]] = []
-        let train = try frames(of: set, split: "train", options: options, preprocessing: preprocessing,
-                               spacings: &spacings).map { ($0.image, $0.labels) }
+        let train = frames(of: trainSamples, options: options, preprocessing: preprocessing, spacings: &spacings)
+            .map { ($0.image, $0.labels) }
+        trainSamples = []  // the raw cases are no longer needed
         let validationCases = try frames(of: set, split: "val", options: options, preprocessing: preprocessing,
                                          spacings: &validationSpacings)
         let sampling = SliceSampling(context: options.context, spacing: trainingSpacing(spacings))
+        let slices = configuration.classBalancedSliceProbability == nil ? []
+            : classSlices(train.map { $0.1 }, classCount: configuration.classCount)
         let sampler = try BatchSampler(sampleCount: train.count, batchSize: configuration.batchSize,
                                        augmenter: try Augmenter(configuration.augmentation),
-                                       rank: communicator.rank, shardCount: communicator.size) { train[$0] }
+                                       rank: communicator.rank, shardCount: communicator.size,
+                                       classSlices: slices,
+                                       classSliceProbability: configuration.classBalancedSliceProbability ?? 0) {
+            train[$0]
+        }
         let loss = try configuration.loss.makeLoss(classCount: configuration.classCount)
         let trainer = try Trainer(network: network, configuration: configuration, sampler: sampler,
                                   validation: TrainValidation(cases: validationCases, classCount: set.classCount,
                                                               loss: loss),
                                   bestCheckpointPath: options.outputPath,
                                   lastCheckpointPath: options.lastCheckpointPath,
-                                  progress: communicator.rank != 0 ? TrainProgress(totalSteps: 0, write: { _ in })
-                                      : progress ?? TrainProgress(totalSteps: configuration.steps))
+                                  progress: reporter)
         if options.synchronizeBatchNorm {
             // Also for one process, so N ranks and one do the same arithmetic.
             SynchronizedBatchNorm.sum = { try communicator.allReduceSum(&$0, what: "batch-norm all-reduce") }
@@ -278,6 +367,12 @@ public enum TrainWorkflow {
                 }
                 try TrainingCheckpoint.readParameters(model.parameters, from: file)
             }
+        }
+        // The plan, with the fingerprint it came from, in every checkpoint whatever the network.
+        let writeModel = trainer.writeModel
+        trainer.writeModel = { file in
+            try writeModel(file)
+            try file.setAttribute("plan", .string(planJSON))
         }
         let summary = try trainer.run(resumingFrom: options.resumePath)
         if let dataParallel, communicator.rank == 0 {

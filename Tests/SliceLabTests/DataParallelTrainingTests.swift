@@ -24,7 +24,7 @@ import Testing
     static func trainArguments(_ set: URL, out: String, steps: Int, validateEvery: Int, optimizer: String = "sgd",
                                learningRate: String = "1e-4", seed: Int = 7) -> [String] {
         ["train", set.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3", "--aspp-channels", "16",
-         "--output-stride", "8", "--steps", "\(steps)", "--batch", "4", "--crop", "32", "--seed", "\(seed)",
+         "--output-stride", "8", "--input-scale", "1", "--steps", "\(steps)", "--batch", "4", "--crop", "32", "--seed", "\(seed)",
          "--optimizer", optimizer, "--lr", learningRate, "--val-every", "\(validateEvery)", "--threads", "1",
          "--out", out]
     }

@@ -17,6 +17,7 @@ struct EngineTrainingTests {
         options.batchSize = 2
         options.cropSize = 32
         options.asppChannels = 16
+        options.inputScale = 1  // the measured setting; the plan would scale the small toy shapes up
         options.validateEvery = validateEvery
         options.seed = 7
         return options

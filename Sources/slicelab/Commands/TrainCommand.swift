@@ -14,17 +14,21 @@ enum TrainCommand: Command {
             OptionSpec("context", .int(0...16), help: "2.5-D: N neighbouring slices on each side of a volume's slice "
                        + "as extra input channels (edge slices replicated); stored in the checkpoint.", default: "0"),
             OptionSpec("output-stride", .choice(["8", "16"]), help: "Backbone output stride (atrous rates 12,24,36 at 8; "
-                       + "6,12,18 at 16).", default: "8"),
+                       + "6,12,18 at 16).", default: "planned"),
             OptionSpec("atrous-rates", .doubles, valueName: "R1,R2,…",
                        help: "ASPP's 3×3 dilation rates (small images and crops want smaller ones).",
                        default: "the output stride's"),
             OptionSpec("aspp-channels", .int(8...4096), help: "ASPP and head width.", default: "256"),
             OptionSpec("input-scale", .int(1...4), help: "Resample the input by this factor inside the model (effective "
-                       + "output stride = output stride / scale).", default: "1"),
+                       + "output stride = output stride / scale).", default: "planned"),
             OptionSpec("epochs", .int(1...Int.max), help: "Epochs."),
             OptionSpec("steps", .int(1...Int.max), help: "Steps (instead of epochs)."),
-            OptionSpec("batch", .int(1...Int.max), help: "Batch size.", default: "8"),
-            OptionSpec("crop", .int(8...Int.max), help: "Random crop size in pixels.", default: "256"),
+            OptionSpec("batch", .int(1...Int.max), help: "Batch size (global under mpirun).", default: "planned"),
+            OptionSpec("crop", .int(8...Int.max), help: "Random crop size in pixels.", default: "planned"),
+            OptionSpec("normalize", .choice(TrainOptions.normalizationNames),
+                       help: "Intensity normalisation: ct clips to the training foreground's 0.5–99.5 percentiles and "
+                       + "z-scores with its mean and std; zscore per image; percentile clips to each image's 0.5–99.5 "
+                       + "percentiles and scales to [0, 1].", default: "dataset.json's, else planned by modality"),
             OptionSpec("lr", .double(0...Double.greatestFiniteMagnitude), help: "Base learning rate."),
             OptionSpec("optimizer", .choice(of: OptimizerConfiguration.Kind.self), help: "Optimizer.", default: "adamw"),
             OptionSpec("loss", .choice(of: LossConfiguration.Kind.self), help: "Loss.", default: "dicece"),
@@ -42,6 +46,9 @@ enum TrainCommand: Command {
             foldOption, splitSeedOption, maxMemoryOption,
         ],
         discussion: """
+            Planned from the training cases' fingerprint (spacing, sizes, smallest structure per class,
+            foreground intensities), as nnU-Net plans: crop, input scale, output stride, batch and normalisation;
+            each flag above overrides its part. The plan is printed and stored in the checkpoint (attribute plan).
             Writes the best checkpoint (by validation mean foreground Dice) to MODEL.h5 and the last one to
             MODEL.last.h5; --resume MODEL.last.h5 continues an interrupted run exactly.
             Started by `mpirun -np N` (or `srun --mpi=pmix`), it trains data-parallel: --batch is the global batch,
@@ -71,8 +78,9 @@ enum TrainCommand: Command {
         options.inputScale = arguments.int("input-scale")
         options.epochs = arguments.int("epochs")
         options.steps = arguments.int("steps")
-        options.batchSize = arguments.int("batch") ?? 8
-        options.cropSize = arguments.int("crop") ?? 256
+        options.batchSize = arguments.int("batch")
+        options.cropSize = arguments.int("crop")
+        options.preprocessing = arguments.string("normalize").flatMap(TrainOptions.normalization(named:))
         options.learningRate = arguments.double("lr")
         options.optimizer = arguments.choice("optimizer") ?? .adamw
         options.loss = arguments.choice("loss") ?? .diceCE
@@ -87,8 +95,8 @@ enum TrainCommand: Command {
         options.selection = splitSelection(arguments)
         options.synchronizeBatchNorm = arguments.flag("sync-bn")
         let communicator = try Communicator.fromEnvironment()
-        guard options.batchSize % communicator.size == 0 else {
-            throw UsageError("slicelab train: --batch \(options.batchSize) must be divisible by the number of ranks "
+        if let batch = options.batchSize, batch % communicator.size != 0 {
+            throw UsageError("slicelab train: --batch \(batch) must be divisible by the number of ranks "
                              + "(\(communicator.size))")
         }
         try TrainWorkflow.run(options, communicator: communicator, makeNetwork: TrainWorkflow.makeEngineNetwork)
