@@ -111,26 +111,17 @@ final class Bf16Convolution: ConvolutionStrategy {
         let geometry = conv.geometry(inputShape)
         let hasBias = conv.bias != nil
 
-        let weightsPrimitive = try primitives.primitive(PrimitiveCache.Key("backward-weights", inputShape, execution)) {
+        let weightsKey = PrimitiveCache.Key("backward-weights", inputShape, execution)
+        let weightsPrimitive = try primitives.primitive(weightsKey) {
             try Primitive("bf16 convolution backward weights", op: ConvolutionOp.backwardWeights(
-                source: inputShape, weights: conv.weightDims, destination: o, bias: hasBias, geometry, bf16: execution),
-                          hint: primitive)
+                source: inputShape, weights: conv.weightDims, destination: o, bias: hasBias, geometry,
+                bf16: execution), hint: primitive)
         }
-        let diffDst = try Bf16Operations.convert(gradient, into: weightsPrimitive.desc(.diffDestination), execution)
-        let source = try input.reordered(to: weightsPrimitive.desc(.source))
-        let diffWeights = try Tensor(desc: weightsPrimitive.desc(.diffWeights))
-        var arguments: [(Int32, Tensor)] = [(Arg.src, source), (Arg.diffDst, diffDst),
-                                            (Arg.diffWeights, diffWeights)]
-        var diffBias: Tensor?
-        if hasBias {
-            let b = try Tensor(desc: weightsPrimitive.desc(.diffWeights, 1))
-            arguments.append((Arg.diffBias, b))
-            diffBias = b
-        }
-        try weightsPrimitive.execute(arguments)
-        accumulate(conv.weight, try diffWeights.reordered(
-            to: .make(conv.weightDims, MemoryDesc.plainTag(rank: conv.weightDims.count))))
-        if let bias = conv.bias, let diffBias { accumulate(bias, diffBias) }
+        let diffDst = try Bf16Operations.convert(gradient, into: weightsPrimitive.desc(.diffDestination),
+                                                 execution)
+        try accumulateWeightGradients(conv, weightsPrimitive,
+                                      source: input.reordered(to: weightsPrimitive.desc(.source)),
+                                      diffDestination: diffDst)
 
         guard needsInputGradient else { return nil }
         let dataPrimitive = try primitives.primitive(PrimitiveCache.Key("backward-data", inputShape, execution)) {

@@ -9,13 +9,13 @@ import XCTest
 /// and inputs of the same convolutions rounded to bf16 (`Fixtures/bf16_reference.py`, which records its
 /// versions). Labels agree on ≥ 99.5 % of pixels (issue #19; measured 99.87, 99.74 and 99.70 % for MobileNetV2,
 /// ResNet-18, ResNet-50, but 99.46 % on a ResNet-34 of the same shape as the ResNet-50 case: these untrained
-/// models on noise have many near ties, a trained model's labels are `Bf16CommandTests`' check). The logits cannot agree to f32 summation order:
-/// an operand that summation order moves across a rounding midpoint lands a bf16 step away, and the flips
-/// propagate; so the mean distance must stay within twice the reference's own distance from itself on an input
-/// perturbed by 1e-6 (measured: 0.18, 1.14 and 0.82 times it for MobileNetV2, ResNet-18, ResNet-50), and
-/// SliceLab's f32 logits (no rounding) must be further (measured: 8.6, 1.3 and 1.4 times; these untrained
-/// ResNets on noise are as sensitive to a 1e-6 perturbation as to bf16 rounding itself, so the unit-level
-/// `Bf16Tests` are the sharp check of the rounding points).
+/// models on noise have many near ties; a trained model's labels are `Bf16CommandTests`' check). The logits
+/// cannot agree to f32 summation order: an operand that summation order moves across a rounding midpoint lands
+/// a bf16 step away, and the flips propagate; so the mean distance must stay within twice the reference's own
+/// distance from itself on an input perturbed by 1e-6 (measured: 0.18, 1.14 and 0.82 times it for MobileNetV2,
+/// ResNet-18, ResNet-50), and SliceLab's f32 logits (no rounding) must be further (measured: 8.6, 1.3 and 1.4
+/// times; these untrained ResNets on noise are as sensitive to a 1e-6 perturbation as to bf16 rounding itself,
+/// so the unit-level `Bf16Tests` are the sharp check of the rounding points).
 final class Bf16ReferenceTests: ExportTestCase {
     func testResNet18EmulatedBf16MatchesTheRoundedReference() throws {
         try check(DeepLabConfiguration(architecture: .resnet18, classCount: 3, inputChannels: 1, outputStride: 8,

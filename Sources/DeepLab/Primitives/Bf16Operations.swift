@@ -23,8 +23,9 @@ public enum Bf16Execution: String, Sendable, Hashable {
 ///
 /// bf16 is selected only where it is faster than fp32: with AMX (`AVX512_CORE_AMX`). On `AVX512_CORE_BF16`
 /// without AMX the one measurement at hand (issue #19: oneDNN 2.6, Xeon capped below AMX) found bf16 slower
-/// than f32, and none here showed a gain, so it is refused there too; below that oneDNN 2.6 has no bf16
-/// convolution kernels. `SLICELAB_BF16_EMULATION=1` (tests only) selects `.emulated` on any CPU.
+/// than f32, and none here showed a gain, so it is refused there too; below that oneDNN 2.6 only emulates bf16
+/// instructions (AVX-512) or has no bf16 convolution kernels (AVX2). `SLICELAB_BF16_EMULATION=1` (tests only)
+/// selects `.emulated` on any CPU.
 public enum Bf16Support {
     /// The environment variable that forces the emulated bf16 path on any CPU (tests only).
     public static let emulationVariable = "SLICELAB_BF16_EMULATION"
@@ -41,14 +42,14 @@ public enum Bf16Support {
         -> Result<Bf16Execution, DeepLabError> {
         if environment[emulationVariable] == "1" { return .success(.emulated) }
         if hasAMX { return .success(.native) }
-        let isa = oneDNNEffectiveISA
-        let bf16 = dnnl_cpu_isa_avx512_core_bf16.rawValue
-        let reason = dnnl_get_effective_cpu_isa().rawValue & bf16 == bf16
-            ? "this CPU's oneDNN ISA is \(isa) (bf16 without AMX), where bf16 convolutions were measured slower "
-                + "than fp32; bf16 runs only on AVX512_CORE_AMX"
-            : "this CPU's oneDNN ISA is \(isa), which has no bf16 convolution kernels; bf16 runs only on "
-                + "AVX512_CORE_AMX"
-        return .failure(.unavailablePrecision(precision: "bf16", reason: reason))
+        let isa = dnnl_get_effective_cpu_isa().rawValue
+        func has(_ level: dnnl_cpu_isa_t) -> Bool { isa & level.rawValue == level.rawValue }
+        let why = has(dnnl_cpu_isa_avx512_core_bf16)
+            ? " (bf16 without AMX), where bf16 convolutions were measured slower than fp32"
+            : has(dnnl_cpu_isa_avx512_core) ? ", which lacks bf16 instructions (oneDNN only emulates them)"
+            : ", which has no bf16 convolution kernels"
+        return .failure(.unavailablePrecision(precision: "bf16", reason: "this CPU's oneDNN ISA is "
+            + "\(oneDNNEffectiveISA)\(why); bf16 runs only on AVX512_CORE_AMX"))
     }
 }
 
@@ -84,7 +85,4 @@ enum Bf16Operations {
             }
         }
     }
-
-    /// Whether `x` holds bf16 values (memory of type bf16) rather than f32.
-    static func holdsBfloat16(_ x: Tensor) -> Bool { x.desc.data_type == dnnl_bf16 }
 }

@@ -39,7 +39,8 @@ enum ConvolutionOp {
 
     /// Rests on `dnnl_dilated_convolution_backward_weights_desc_init`.
     static func backwardWeights(source: [Int], weights: [Int], destination: [Int], bias: Bool,
-                                _ g: ConvolutionGeometry, bf16: Bf16Execution? = nil) throws -> ConvolutionDescriptor {
+                                _ g: ConvolutionGeometry,
+                                bf16: Bf16Execution? = nil) throws -> ConvolutionDescriptor {
         let operand = bf16?.operandType ?? dnnl_f32
         var src = try MemoryDesc.make(source, dnnl_format_tag_any, operand)
         var diffWeights = try MemoryDesc.make(weights, dnnl_format_tag_any)
