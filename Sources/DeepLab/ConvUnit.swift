@@ -6,9 +6,9 @@ import SliceLabSupport
 /// Eval mode computes the convolution with batch norm folded into its weights and the residual sum and
 /// activation fused. Training mode runs convolution, batch norm with batch statistics, sum and activation as
 /// separate primitives and keeps what `backward` needs. The convolution itself is computed by the first of
-/// `strategies` that applies (`ConvolutionStrategy`): int8 for a quantised model in eval mode, padding-free
-/// rectangles for dilated 3×3 convolutions whose padding taps are a tenth of the work or more, Winograd for
-/// wide 3×3 ones in eval mode, else oneDNN's direct convolution.
+/// `strategies` that applies (`ConvolutionStrategy`): int8 for a quantised model in eval mode, bf16 for a unit
+/// set to bf16 (eval and training), padding-free rectangles for dilated 3×3 convolutions whose padding taps are
+/// a tenth of the work or more, Winograd for wide 3×3 ones in eval mode, else oneDNN's direct convolution.
 final class ConvUnit {
     let conv: Conv2d
     let norm: BatchNorm2d?
@@ -20,6 +20,8 @@ final class ConvUnit {
     /// The next unit's int8 parameters when this unit's output feeds only that unit (inside a block): the
     /// output is then written quantised for it (`Int8Convolution`).
     var quantizedOutput: UnitQuantization?
+    /// How the unit's convolution runs in bf16 (`Bf16Convolution`), nil for f32.
+    var bf16: Bf16Execution?
     /// Called with every eval-mode input before the convolution (calibration collects statistics through it).
     var inputObserver: ((Tensor) throws -> Void)?
 
@@ -31,7 +33,8 @@ final class ConvUnit {
         self.norm = norm
         self.activation = activation
         let winograd = WinogradConvolution()
-        strategies = [Int8Convolution(), PaddingFreeConvolution(centre: winograd), winograd, DirectConvolution()]
+        strategies = [Int8Convolution(), Bf16Convolution(), PaddingFreeConvolution(centre: winograd), winograd,
+                      DirectConvolution()]
     }
 
     /// `conv` named `convName`, batch norm named `normName`, as torchvision's blocks name them.

@@ -45,3 +45,22 @@ func fusedSumDestination(_ desc: MemoryDesc, residual: Tensor?, consumingResidua
     if let residual { try residual.reorder(into: output) }
     return output
 }
+
+/// Runs a convolution's backward-weights `primitive` on `source` and `diffDestination` (in its layouts) and adds
+/// the f32 weight (and bias) gradients into `conv`'s parameters.
+func accumulateWeightGradients(_ conv: Conv2d, _ primitive: Primitive, source: Tensor,
+                               diffDestination: Tensor) throws {
+    let diffWeights = try Tensor(desc: primitive.desc(.diffWeights))
+    var arguments: [(Int32, Tensor)] = [(Arg.src, source), (Arg.diffDst, diffDestination),
+                                        (Arg.diffWeights, diffWeights)]
+    var diffBias: Tensor?
+    if conv.bias != nil {
+        let b = try Tensor(desc: primitive.desc(.diffWeights, 1))
+        arguments.append((Arg.diffBias, b))
+        diffBias = b
+    }
+    try primitive.execute(arguments)
+    accumulate(conv.weight, try diffWeights.reordered(
+        to: .make(conv.weightDims, MemoryDesc.plainTag(rank: conv.weightDims.count))))
+    if let bias = conv.bias, let diffBias { accumulate(bias, diffBias) }
+}

@@ -16,6 +16,8 @@ public enum DeepLabError: Error, CustomStringConvertible, Equatable {
     case invalidBackward(String)
     /// The system refused memory for a tensor.
     case outOfMemory(bytes: Int)
+    /// A precision this CPU or model does not run (`--precision bf16` without AMX), and why.
+    case unavailablePrecision(precision: String, reason: String)
 
     public var description: String {
         switch self {
@@ -33,6 +35,7 @@ public enum DeepLabError: Error, CustomStringConvertible, Equatable {
         case let .invalidBackward(why): return "backward: \(why)"
         case let .outOfMemory(bytes):
             return "out of memory: the system refused \(bytes / 1_048_576) MB for a tensor (try a smaller input or batch)"
+        case let .unavailablePrecision(precision, reason): return "\(precision) is not available: \(reason)"
         }
     }
 }

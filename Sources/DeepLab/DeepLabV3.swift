@@ -14,6 +14,8 @@ public final class DeepLabV3: SegmentationNetwork {
     let auxiliaryHead: FCNHead?
     /// The int8 quantisation in use (`apply(_:)`), nil for float32.
     public internal(set) var quantization: ModelQuantization?
+    /// How the bf16 convolutions run (`useBf16(_:)`), nil for float32.
+    public internal(set) var bf16: Bf16Execution?
 
     /// Auxiliary logits [N, K, H, W] of the last forward, when the model has the auxiliary head.
     public private(set) var auxiliaryLogits: FloatTensor?

@@ -127,22 +127,10 @@ final class DirectConvolution: ConvolutionStrategy {
             try Primitive("convolution backward weights", op: ConvolutionOp.backwardWeights(
                 source: s, weights: conv.weightDims, destination: o, bias: hasBias, geometry), hint: primitive)
         }
-        let diffDst = try gradient.reordered(to: weightsPrimitive.desc(.diffDestination))
-        let source = try input.reordered(to: weightsPrimitive.desc(.source))
-        let diffWeights = try Tensor(desc: weightsPrimitive.desc(.diffWeights))
-        var arguments: [(Int32, Tensor)] = [(Arg.src, source), (Arg.diffDst, diffDst),
-                                            (Arg.diffWeights, diffWeights)]
-        var diffBias: Tensor?
-        if hasBias {
-            let b = try Tensor(desc: weightsPrimitive.desc(.diffWeights, 1))
-            arguments.append((Arg.diffBias, b))
-            diffBias = b
-        }
-        try weightsPrimitive.execute(arguments)
-        let plainWeights = try diffWeights.reordered(
-            to: .make(conv.weightDims, MemoryDesc.plainTag(rank: conv.weightDims.count)))
-        accumulate(conv.weight, plainWeights)
-        if let bias = conv.bias, let diffBias { accumulate(bias, diffBias) }
+        let diffDestination = try gradient.reordered(to: weightsPrimitive.desc(.diffDestination))
+        try accumulateWeightGradients(conv, weightsPrimitive,
+                                      source: input.reordered(to: weightsPrimitive.desc(.source)),
+                                      diffDestination: diffDestination)
 
         guard needsInputGradient else { return nil }
         let dataKey = PrimitiveCache.Key("conv-backward-data", s, explicitPadding)

@@ -1,7 +1,8 @@
 import Foundation
 import ImageFiles
 
-/// The arithmetic a model infers in: float32, int8 (a quantised checkpoint), or bf16 (not built).
+/// The arithmetic a model runs in: float32, int8 (a quantised checkpoint, inference only), or bf16 (bf16
+/// convolutions with f32 master weights, where the CPU has AMX: `Bf16Support`).
 public enum Precision: String, CaseIterable, Sendable {
     case fp32, int8, bf16
 }
@@ -156,8 +157,9 @@ extension DeepLabV3 {
         Set([head.classifier.name, head.aspp.pooling.name] + auxiliaryHeadUnits.suffix(1).map(\.name))
     }
 
-    /// The arithmetic `forward` runs in: int8 once a quantisation is applied, else fp32.
-    public var precision: Precision { quantization == nil ? .fp32 : .int8 }
+    /// The arithmetic `forward` runs in: int8 once a quantisation is applied, bf16 once `useBf16(_:)` is,
+    /// else fp32.
+    public var precision: Precision { quantization != nil ? .int8 : bf16 != nil ? .bf16 : .fp32 }
 
     /// Sets every unit's int8 parameters (nil: back to float32).
     ///

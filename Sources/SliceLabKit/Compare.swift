@@ -43,6 +43,8 @@ public enum Compare {
         /// Run only this shard of the split's cases (`--shard I/N`) and write a part for `slicelab merge`
         /// (no comparisons, report or overlays: they need every case).
         public var shard: Shard?
+        /// `--precision`: bf16 runs the model's convolutions in bf16; nil runs the checkpoint's own precision.
+        public var precision: Precision?
 
         public init(dataset: String, model: String, classical: [ClassicalSpec], split: String = "test", output: String,
                     report: String? = nil, threads: Int? = nil, skipBad: Bool = false, voteCases: Int = 16,
@@ -115,7 +117,7 @@ public enum Compare {
             }
             caseNames = try ShardSplit.indices(of: shard, sizes: sizes).map { allCases[$0] }
         }
-        let segmenter = try timed("load") { try VolumeSegmenter.load(checkpoint: options.model) }
+        let segmenter = try timed("load") { try VolumeSegmenter.load(checkpoint: options.model, precision: options.precision) }
         let (model, preprocessing) = (segmenter.model, segmenter.preprocessing)
         guard model.configuration.classCount == set.classCount else {
             throw CompareError.classCountMismatch(model: options.model, modelClasses: model.configuration.classCount,

@@ -112,7 +112,8 @@ public enum QuantizeWorkflow {
 
 extension QuantizeWorkflow {
     /// Why `precision` cannot run the checkpoint at `model`, or nil when it can: a quantised checkpoint runs in
-    /// int8 only, a float32 one not in int8, and bf16 needs oneDNN's AMX kernels.
+    /// int8 only, a float32 one not in int8, and bf16 needs oneDNN's AMX kernels (`Bf16Support`; the reason
+    /// names this CPU's oneDNN ISA).
     ///
     /// - Throws: the checkpoint's read errors.
     public static func precisionProblem(_ precision: Precision, model: String) throws -> String? {
@@ -124,10 +125,25 @@ extension QuantizeWorkflow {
             return "\(model) is an int8 (quantised) checkpoint and runs in int8 only; use the float32 checkpoint "
                 + "it was made from for \(precision.rawValue)"
         case .bf16:
-            return "bf16 runs only where oneDNN's effective ISA is AVX512_CORE_AMX; this CPU's is "
-                + "\(oneDNNEffectiveISA), where bf16 is slower than fp32 (and the bf16 path is not built yet)"
+            return bf16Problem
         default:
             return nil
         }
+    }
+
+    /// Why bf16 cannot run on this CPU (naming oneDNN's effective ISA), or nil when it can.
+    public static var bf16Problem: String? {
+        guard case let .failure(error) = Bf16Support.execution() else { return nil }
+        if case let .unavailablePrecision(_, reason) = error { return reason }
+        return "\(error)"
+    }
+
+    /// Sets a loaded float32 model to run in `precision` (nil or the checkpoint's own: unchanged): bf16 with
+    /// this CPU's execution (`Bf16Support`).
+    ///
+    /// - Throws: `DeepLabError.unavailablePrecision` when this CPU or the model cannot run it.
+    public static func select(_ precision: Precision?, for model: DeepLabV3) throws {
+        guard precision == .bf16 else { return }
+        try model.useBf16(Bf16Support.execution().get())
     }
 }

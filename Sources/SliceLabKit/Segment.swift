@@ -24,6 +24,8 @@ public enum Segment {
         /// `--context N`: the 2.5-D context the caller expects; nil takes the checkpoint's, and a different one
         /// is refused.
         public var context: Int?
+        /// `--precision`: bf16 runs the model's convolutions in bf16; nil runs the checkpoint's own precision.
+        public var precision: Precision?
 
         public init(input: String, model: String, output: String, overlay: String? = nil, probabilities: Bool = false,
                     threads: Int? = nil, tileSize: Int = 512, limits: ReadLimits = .standard) {
@@ -71,7 +73,7 @@ public enum Segment {
         }
         if let threads = options.threads { setComputeThreads(threads) }
         let segmenter = try VolumeSegmenter.load(checkpoint: options.model, context: options.context,
-                                                 tileSize: options.tileSize)
+                                                 tileSize: options.tileSize, precision: options.precision)
         if ext == "dcm" { return try writeSegmentation(options, segmenter: segmenter, log: log) }
         let reader = try FrameReader.open(options.input, limits: options.limits)
         for (file, reason) in reader.skipped { log("segment: skipped \(file): \(reason)") }
@@ -299,10 +301,11 @@ public enum Segment {
     /// (no preprocessing, no tiling), written to `logitsPath`'s `/logits`; what an exported model is compared with.
     ///
     /// - Throws: `DeepLabError.invalidCheckpoint`, `InputError.invalidContent` for an input of the wrong shape.
-    public static func rawLogits(model path: String, rawInput: String, logitsPath: String,
-                                 threads: Int? = nil, log: (String) -> Void = { _ in }) throws {
+    public static func rawLogits(model path: String, rawInput: String, logitsPath: String, threads: Int? = nil,
+                                 precision: Precision? = nil, log: (String) -> Void = { _ in }) throws {
         if let threads { setComputeThreads(threads) }
         let (model, _) = try DeepLabCheckpoint.load(path)
+        try QuantizeWorkflow.select(precision, for: model)
         let input = try readRawInput(rawInput, channels: model.configuration.inputChannels)
         try writeLogits(try repeatedForward(model, input, log: log), to: logitsPath)
     }

@@ -52,6 +52,9 @@ public struct TrainOptions: Sendable {
     public var selection = SplitSelection()
     /// Batch-norm statistics over the global batch of a data-parallel job (`--sync-bn`) instead of per rank.
     public var synchronizeBatchNorm = false
+    /// `--precision`: bf16 trains with bf16 convolutions (f32 master weights, optimizer state, batch norm and
+    /// loss; `DeepLabV3.useBf16(_:)`); fp32 otherwise. int8 is inference only.
+    public var precision: Precision = .fp32
 
     public init(datasetPath: String, architecture: String, classCount: Int, outputPath: String) {
         self.datasetPath = datasetPath
@@ -259,6 +262,11 @@ public enum TrainWorkflow {
         if let channels = options.asppChannels { configuration.asppChannels = channels }
         if let scale = options.inputScale { configuration.inputScale = scale }
         let model = try DeepLabV3(configuration)
+        if options.precision == .int8 {
+            throw TrainingError.invalidConfiguration("int8 is inference only: train in fp32 or bf16, then make an "
+                                                     + "int8 checkpoint with 'slicelab quantize'")
+        }
+        try QuantizeWorkflow.select(options.precision, for: model)
         guard let initial = options.initialWeights else { return model }
         let notes: [String]
         if initial.lowercased().hasSuffix(".safetensors") {

@@ -86,12 +86,14 @@ public struct VolumeSegmenter {
     ///
     /// - Parameters:
     ///   - context: the context the caller expects (`--context`); nil takes the checkpoint's.
+    ///   - precision: `--precision` (bf16 is applied; nil or the checkpoint's own leaves it).
     /// - Throws: `InputError.invalidContent` naming the checkpoint when `context` differs from the one it was
     ///   trained with or its input channels are not a multiple of 2N + 1; `DeepLabError`, `ImageFileError`.
-    public static func load(checkpoint path: String, context: Int? = nil,
-                            tileSize: Int = 512) throws -> VolumeSegmenter {
+    public static func load(checkpoint path: String, context: Int? = nil, tileSize: Int = 512,
+                            precision: Precision? = nil) throws -> VolumeSegmenter {
         let file = try HDF5File.open(path)
         let (model, preprocessing) = try DeepLabCheckpoint.read(from: file)
+        try QuantizeWorkflow.select(precision, for: model)
         let sampling = try SliceSampling.read(from: file)
         if let context, context != sampling.context {
             throw InputError.invalidContent(file: path, reason: "the model was trained with --context "

@@ -15,13 +15,16 @@ struct ConvolutionGeometry {
 }
 
 /// oneDNN convolution operation descriptors from source, weights and destination dims (layouts left to oneDNN)
-/// and a geometry: the whole convolutions' and the padding-free rectangles' alike.
+/// and a geometry: the whole convolutions' and the padding-free rectangles' alike. With `bf16`, the source,
+/// weights and output gradient are that execution's operand type (bf16 natively, `Bf16Operations`); outputs,
+/// bias and the gradients computed stay f32.
 enum ConvolutionOp {
     /// Rests on `dnnl_dilated_convolution_forward_desc_init`.
     static func forward(source: [Int], weights: [Int], destination: [Int], bias: Bool, training: Bool,
-                        _ g: ConvolutionGeometry) throws -> ConvolutionDescriptor {
-        var src = try MemoryDesc.make(source, dnnl_format_tag_any)
-        var weightsDesc = try MemoryDesc.make(weights, dnnl_format_tag_any)
+                        _ g: ConvolutionGeometry, bf16: Bf16Execution? = nil) throws -> ConvolutionDescriptor {
+        let operand = bf16?.operandType ?? dnnl_f32
+        var src = try MemoryDesc.make(source, dnnl_format_tag_any, operand)
+        var weightsDesc = try MemoryDesc.make(weights, dnnl_format_tag_any, operand)
         var biasDesc = try MemoryDesc.make([destination[1]], dnnl_a)
         var dst = try MemoryDesc.make(destination, dnnl_format_tag_any)
         var op = ConvolutionDescriptor()
@@ -36,11 +39,13 @@ enum ConvolutionOp {
 
     /// Rests on `dnnl_dilated_convolution_backward_weights_desc_init`.
     static func backwardWeights(source: [Int], weights: [Int], destination: [Int], bias: Bool,
-                                _ g: ConvolutionGeometry) throws -> ConvolutionDescriptor {
-        var src = try MemoryDesc.make(source, dnnl_format_tag_any)
+                                _ g: ConvolutionGeometry,
+                                bf16: Bf16Execution? = nil) throws -> ConvolutionDescriptor {
+        let operand = bf16?.operandType ?? dnnl_f32
+        var src = try MemoryDesc.make(source, dnnl_format_tag_any, operand)
         var diffWeights = try MemoryDesc.make(weights, dnnl_format_tag_any)
         var diffBias = try MemoryDesc.make([destination[1]], dnnl_a)
-        var diffDst = try MemoryDesc.make(destination, dnnl_format_tag_any)
+        var diffDst = try MemoryDesc.make(destination, dnnl_format_tag_any, operand)
         var op = ConvolutionDescriptor()
         let status = withUnsafePointer(to: &diffBias) { biasPointer in
             dnnl_dilated_convolution_backward_weights_desc_init(
@@ -53,10 +58,11 @@ enum ConvolutionOp {
 
     /// Rests on `dnnl_dilated_convolution_backward_data_desc_init`.
     static func backwardData(source: [Int], weights: [Int], destination: [Int],
-                             _ g: ConvolutionGeometry) throws -> ConvolutionDescriptor {
+                             _ g: ConvolutionGeometry, bf16: Bf16Execution? = nil) throws -> ConvolutionDescriptor {
+        let operand = bf16?.operandType ?? dnnl_f32
         var diffSrc = try MemoryDesc.make(source, dnnl_format_tag_any)
-        var weightsDesc = try MemoryDesc.make(weights, dnnl_format_tag_any)
-        var diffDst = try MemoryDesc.make(destination, dnnl_format_tag_any)
+        var weightsDesc = try MemoryDesc.make(weights, dnnl_format_tag_any, operand)
+        var diffDst = try MemoryDesc.make(destination, dnnl_format_tag_any, operand)
         var op = ConvolutionDescriptor()
         try dnnlCheck("dnnl_dilated_convolution_backward_data_desc_init",
                       dnnl_dilated_convolution_backward_data_desc_init(

@@ -22,7 +22,8 @@ enum CompareCommand: Command {
                        repeatable: true),
             OptionSpec("crf", valueName: "SPEC", help: "Dense CRF parameters for --post crf."),
             OptionSpec("precision", .choice(of: Precision.self),
-                       help: "Arithmetic precision: a quantised checkpoint runs in int8, others in fp32.",
+                       help: "Arithmetic precision: a quantised checkpoint runs in int8, others in fp32; bf16 "
+                           + "(bf16 convolutions) only where oneDNN's ISA has AMX.",
                        default: "the checkpoint's"),
             OptionSpec("timings", .flag, help: "Print a timing breakdown."),
             OptionSpec("skip-bad", .flag, help: "Skip and list invalid cases instead of failing."),
@@ -61,6 +62,7 @@ enum CompareCommand: Command {
                                       report: arguments.string("report"), threads: arguments.int("threads"),
                                       skipBad: arguments.flag("skip-bad"), overwrite: arguments.flag("overwrite"))
         options.limits = try readLimits(arguments, command: "compare")
+        options.precision = arguments.choice("precision")
         options.selection = splitSelection(arguments)
         options.predictions = arguments.string("predictions")
         options.external = try arguments.strings("external").map { text in

@@ -30,7 +30,8 @@ enum SegmentCommand: Command {
                        help: "Dense CRF parameters for --regularize crf: "
                            + SegmentPostProcessing.CRFParameters.keys.map { "\($0)=…" }.joined(separator: ",") + "."),
             OptionSpec("precision", .choice(of: Precision.self),
-                       help: "Arithmetic precision: a quantised checkpoint runs in int8, others in fp32.",
+                       help: "Arithmetic precision: a quantised checkpoint runs in int8, others in fp32; bf16 "
+                           + "(bf16 convolutions) only where oneDNN's ISA has AMX.",
                        default: "the checkpoint's"),
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
             maxMemoryOption,
@@ -74,7 +75,8 @@ enum SegmentCommand: Command {
                 throw UsageError("slicelab segment: --raw-input needs --model MODEL.h5 (or --weights …) and --logits")
             }
             try Segment.rawLogits(model: model, rawInput: rawInput, logitsPath: logits,
-                                  threads: arguments.int("threads"), log: standardError)
+                                  threads: arguments.int("threads"), precision: arguments.choice("precision"),
+                                  log: standardError)
             return
         }
         if let crfInput = arguments.string("crf-input") {
@@ -112,6 +114,7 @@ enum SegmentCommand: Command {
                 + "(\(model) was trained with --context \(stored))")
         }
         options.context = arguments.int("context")
+        options.precision = arguments.choice("precision")
         options.postProcessing.step = arguments.choice("regularize") ?? ClusterRegularizer.none
         if arguments.string("crf") != nil, options.postProcessing.step != .crf {
             throw UsageError("slicelab segment: --crf needs --regularize crf")

@@ -39,6 +39,9 @@ enum TrainCommand: Command {
             OptionSpec("seed", .int(), help: "Random seed.", default: "0"),
             OptionSpec("threads", .int(1...1024), help: "Compute threads (per rank under mpirun/srun).",
                        default: "the machine's cores"),
+            OptionSpec("precision", .choice(["fp32", "bf16"]),
+                       help: "Convolutions in bf16 (f32 master weights, optimizer, batch norm and loss), only where "
+                           + "oneDNN's ISA has AMX.", default: "fp32"),
             OptionSpec("sync-bn", .flag, help: "Under mpirun/srun: batch-norm statistics over the global batch, "
                        + "not per rank."),
             OptionSpec("out", valueName: "MODEL.h5", help: "Checkpoint to write.", required: true),
@@ -94,6 +97,12 @@ enum TrainCommand: Command {
         options.limits = try readLimits(arguments, command: "train")
         options.selection = splitSelection(arguments)
         options.synchronizeBatchNorm = arguments.flag("sync-bn")
+        if arguments.string("precision") == "bf16" {
+            if let problem = QuantizeWorkflow.bf16Problem {
+                throw UsageError("slicelab train: --precision bf16: \(problem)")
+            }
+            options.precision = .bf16
+        }
         let communicator = try Communicator.fromEnvironment()
         if let batch = options.batchSize, batch % communicator.size != 0 {
             throw UsageError("slicelab train: --batch \(batch) must be divisible by the number of ranks "
