@@ -156,6 +156,14 @@ extension DeepLabV3 {
         Set([head.classifier.name, head.aspp.pooling.name] + auxiliaryHeadUnits.suffix(1).map(\.name))
     }
 
+    /// The multiply-adds of the convolutions of every eval-mode forward since the last
+    /// `resetMultiplyAddCount()`, counted as the direct algorithm does them (padding taps and Winograd's savings
+    /// included): the work figure achieved TFLOP/s and TOPS are computed from.
+    public var multiplyAddCount: Int { convUnits.reduce(0) { $0 + $1.multiplyAdds } }
+
+    /// Starts `multiplyAddCount` again from zero.
+    public func resetMultiplyAddCount() { for unit in convUnits { unit.resetMultiplyAdds() } }
+
     /// The arithmetic `forward` runs in: int8 once a quantisation is applied, else fp32.
     public var precision: Precision { quantization == nil ? .fp32 : .int8 }
 

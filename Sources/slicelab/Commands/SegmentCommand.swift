@@ -33,6 +33,11 @@ enum SegmentCommand: Command {
                        help: "Arithmetic precision: a quantised checkpoint runs in int8, others in fp32.",
                        default: "the checkpoint's"),
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
+            OptionSpec("batch", .int(1...256),
+                       help: "Slices per forward pass (labels as with 1; memory holds N slices' logits).",
+                       default: "1"),
+            OptionSpec("timings", .flag,
+                       help: "Print slices per second, achieved TFLOP/s or TOPS against the ISA's peak, peak RSS."),
             maxMemoryOption,
             OptionSpec("weights", valueName: "W.safetensors", help: "Parity mode: a torchvision state_dict."),
             OptionSpec("arch", .choice(of: Architecture.self),
@@ -112,6 +117,8 @@ enum SegmentCommand: Command {
                 + "(\(model) was trained with --context \(stored))")
         }
         options.context = arguments.int("context")
+        options.batch = arguments.int("batch") ?? 1
+        options.timings = arguments.flag("timings")
         options.postProcessing.step = arguments.choice("regularize") ?? ClusterRegularizer.none
         if arguments.string("crf") != nil, options.postProcessing.step != .crf {
             throw UsageError("slicelab segment: --crf needs --regularize crf")
