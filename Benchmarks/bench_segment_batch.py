@@ -8,7 +8,8 @@ streamed HDF5 label map), the achieved TFLOP/s or TOPS in the forward passes aga
 peak is multiply-adds per cycle per core x threads x the clock /proc/cpuinfo reports, an assumption), and the
 peak RSS (GNU time's maximum resident set). The ratio printed is slices per second against batch 1 of the same
 precision in the same run. The multiply-add count `segment` reports per slice is checked against ONNX shape
-inference on the exported model (the same count bench_deeplab_int8.py uses).
+inference on the exported model (the same count bench_deeplab_int8.py uses), and every batch size's label map
+against the first's (bit-identical, or the benchmark fails).
 
 Peak RSS flat in the slice count: batch 1 and the largest batch also run on a series with a third of the slices,
 and the RSS of both lengths is printed side by side.
@@ -106,15 +107,23 @@ def main(threads=2):
         for precision in precisions:
             base = None
             for batch in batches:
+                out = work / f"{precision}-{batch}.h5"
                 per_second, achieved, peak, isa, multiply_adds, done, rss = segment(
-                    binary, models[precision], series, work / "out.h5", batch, threads)
+                    binary, models[precision], series, out, batch, threads)
+                if batch != batches[0]:
+                    import h5py
+                    import numpy as np
+                    with h5py.File(out) as a, h5py.File(work / f"{precision}-{batches[0]}.h5") as b:
+                        if not np.array_equal(a["labels"][()], b["labels"][()]):
+                            raise SystemExit(f"bench_segment_batch: {precision} labels at batch {batch} differ from "
+                                             f"batch {batches[0]}'s")
                 unit = "TOPS" if precision == "int8" else "TFLOP/s"
                 base = base or per_second
                 line = (f"  {precision} batch {batch} [oneDNN ISA {isa}]: {per_second:.3f} slices/s "
                         f"({per_second / base:.2f}x batch 1), {achieved:.3f} {unit} of peak {peak:.3f}, "
                         f"peak RSS {rss:.0f} MB")
                 if batch in (batches[0], batches[-1]):
-                    _, _, _, _, _, fewer, short_rss = segment(binary, models[precision], short, work / "out.h5",
+                    _, _, _, _, _, fewer, short_rss = segment(binary, models[precision], short, work / "short.h5",
                                                               batch, threads)
                     line += f" ({short_rss:.0f} MB with {fewer} slices)"
                 print(line, flush=True)
@@ -123,6 +132,7 @@ def main(threads=2):
                     if abs(per_slice - onnx_count) > 1e-6 * onnx_count:
                         raise SystemExit(f"bench_segment_batch: segment counted {per_slice:.0f} multiply-adds a "
                                          f"slice, ONNX shape inference {onnx_count}")
+        print(f"  labels at every batch size equal to batch {batches[0]}'s (per precision)")
         if onnx_count:
             print(f"  multiply-adds per slice: {onnx_count / 1e9:.1f} G, segment's count equal to ONNX shape "
                   f"inference's")
