@@ -1,5 +1,6 @@
-"""Throughput of `slicelab segment --batch N` (issue #19): a synthetic series of 300 slices of 512 x 512 (NIfTI,
-int16; BENCH_SLICES overrides the count) through `segment` at batch 1, 4 and 8 (BENCH_BATCHES) for each precision
+"""Throughput of `slicelab segment --batch N` (issue #19): a synthetic series of 300 slices of 512 x 512 (int16, as
+HDF5 `/image` chunked by slice, which `segment` reads one slice at a time; BENCH_FORMAT=nii writes NIfTI instead,
+which the NIfTI reader holds whole as float32; BENCH_SLICES overrides the count) through `segment` at batch 1, 4 and 8 (BENCH_BATCHES) for each precision
 the CPU runs (fp32, and int8 on every x86-64 CPU; bf16 is not built), one fresh process each.
 
 Every line names oneDNN's effective ISA and reports slices per second (whole run: reading, forwards, writing the
@@ -12,7 +13,8 @@ inference on the exported model (the same count bench_deeplab_int8.py uses), and
 against the first's (bit-identical, or the benchmark fails).
 
 Peak RSS flat in the slice count: batch 1 and the largest batch also run on a series with a third of the slices,
-and the RSS of both lengths is printed side by side.
+and the RSS of both lengths is printed side by side. BENCH_MODEL=tiny swaps in a small seeded MobileNetV2 (x 0.35,
+made by `train` for 2 steps) to show the RSS at 300 slices in minutes rather than hours.
 
 The model is the DeepLabV3-ResNet-50 of bench_deeplab_int8.py (2 training steps on a generated RGB set, so a
 1-channel input, 21 classes; only its speed means something), quantised with `slicelab quantize` on that set.
@@ -34,19 +36,35 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 def write_series(path, slices, size=512, seed=3):
     """A CT-like int16 series: an ellipse of soft tissue with brighter discs that move along z, noise, 0.7 mm
-    in-plane and 2.5 mm slices."""
+    in-plane and 2.5 mm slices; NIfTI (.nii.gz) or HDF5 `/image` [z, y, x] chunked by slice (.h5)."""
     import nibabel as nib
     import numpy as np
-    generator = np.random.default_rng(seed)
-    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32) / size - 0.5
-    body = (xx / 0.42) ** 2 + (yy / 0.35) ** 2 < 1
+    if str(path).endswith(".h5"):
+        import h5py
+        with h5py.File(path, "w") as f:
+            d = f.create_dataset("image", (slices, size, size), np.int16, chunks=(1, size, size))
+            for z in range(slices):
+                d[z] = _plane(np, generator_for(np, seed, z), z, slices, size)
+            d.attrs["spacing"] = [0.7, 0.7, 2.5]  # (row, column, slice) without geometry_version
+        return
     data = np.empty((size, size, slices), np.int16)
     for z in range(slices):
-        t = z / max(1, slices - 1)
-        disc = (xx - 0.2 * np.cos(6 * t)) ** 2 + (yy - 0.15 * np.sin(6 * t)) ** 2 < 0.01
-        plane = np.where(body, 40.0, -1000.0) + np.where(disc, 300.0, 0.0) + generator.normal(0, 20, (size, size))
-        data[:, :, z] = plane.T.astype(np.int16)
+        data[:, :, z] = _plane(np, generator_for(np, seed, z), z, slices, size).T
     nib.save(nib.Nifti1Image(data, np.diag([0.7, 0.7, 2.5, 1.0])), str(path))
+
+
+def generator_for(np, seed, z):
+    return np.random.default_rng([seed, z])
+
+
+def _plane(np, generator, z, slices, size):
+    """Slice z of the series [y, x] as int16."""
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32) / size - 0.5
+    body = (xx / 0.42) ** 2 + (yy / 0.35) ** 2 < 1
+    t = z / max(1, slices - 1)
+    disc = (xx - 0.2 * np.cos(6 * t)) ** 2 + (yy - 0.15 * np.sin(6 * t)) ** 2 < 0.01
+    plane = np.where(body, 40.0, -1000.0) + np.where(disc, 300.0, 0.0) + generator.normal(0, 20, (size, size))
+    return plane.astype(np.int16)
 
 
 def segment(binary, model, series, out, batch, threads):
@@ -87,12 +105,20 @@ def main(threads=2):
     with tempfile.TemporaryDirectory() as folder:
         work = pathlib.Path(folder)
         checkpoint, dataset = make_resnet50(binary, work, threads)
-        models = {"fp32": checkpoint, "int8": work / "resnet50-int8.h5"}
+        name = "DeepLabV3-ResNet-50"
+        if os.environ.get("BENCH_MODEL") == "tiny":
+            name, checkpoint = "DeepLabV3-MobileNetV2 (OS 16, ASPP 64)", work / "tiny.h5"
+            subprocess.run([str(binary), "train", str(dataset), "--arch", "deeplabv3_mobilenet_v2", "--num-classes",
+                            "21", "--output-stride", "16", "--aspp-channels", "64", "--steps", "2", "--batch", "2",
+                            "--crop", "64", "--seed", "1", "--threads", str(threads), "--out", str(checkpoint)],
+                           check=True, capture_output=True)
+        models = {"fp32": checkpoint, "int8": work / "model-int8.h5"}
         if "int8" in precisions:
             subprocess.run([str(binary), "quantize", str(checkpoint), "--calibrate", str(dataset), "--out",
                             str(models["int8"]), "--threads", str(threads)], check=True, capture_output=True)
-        series = work / "series.nii.gz"
-        short = work / "short.nii.gz"
+        suffix = ".nii.gz" if os.environ.get("BENCH_FORMAT", "h5") == "nii" else ".h5"
+        series = work / f"series{suffix}"
+        short = work / f"short{suffix}"
         write_series(series, slices)
         write_series(short, max(1, slices // 3))
         onnx_count = None
@@ -102,8 +128,8 @@ def main(threads=2):
             onnx_count = conv_multiply_adds(str(work / "model.onnx"), [1, 1, 512, 512])
         except (ImportError, subprocess.CalledProcessError) as error:
             print(f"  (multiply-add cross-check skipped: {error})")
-        print(f"segment --batch: DeepLabV3-ResNet-50 1x512x512 K=21, {slices} slices, {threads} threads, "
-              f"binary {binary}")
+        print(f"segment --batch: {name} 1x512x512 K=21, {slices} slices ({series.name}), "
+              f"{threads} threads, binary {binary}")
         for precision in precisions:
             base = None
             for batch in batches:
