@@ -91,8 +91,9 @@ def segment(binary, model, series, out, batch, threads):
 
 def main(threads=2):
     try:
+        import h5py
         import nibabel  # noqa: F401
-        import numpy  # noqa: F401
+        import numpy as np
     except ImportError as error:
         print(f"bench_segment_batch: skipped, missing {error}; run with .venv/bin/python")
         return
@@ -137,8 +138,6 @@ def main(threads=2):
                 per_second, achieved, peak, isa, multiply_adds, done, rss = segment(
                     binary, models[precision], series, out, batch, threads)
                 if batch != batches[0]:
-                    import h5py
-                    import numpy as np
                     with h5py.File(out) as a, h5py.File(work / f"{precision}-{batches[0]}.h5") as b:
                         if not np.array_equal(a["labels"][()], b["labels"][()]):
                             raise SystemExit(f"bench_segment_batch: {precision} labels at batch {batch} differ from "
