@@ -1,7 +1,8 @@
 """Throughput of `slicelab segment --batch N` (issue #19): a synthetic series of 300 slices of 512 x 512 (int16, as
 HDF5 `/image` chunked by slice, which `segment` reads one slice at a time; BENCH_FORMAT=nii writes NIfTI instead,
-which the NIfTI reader holds whole as float32; BENCH_SLICES overrides the count) through `segment` at batch 1, 4 and 8 (BENCH_BATCHES) for each precision
-the CPU runs (fp32, and int8 on every x86-64 CPU; bf16 is not built), one fresh process each.
+which the NIfTI reader holds whole as float32; BENCH_SLICES overrides the count) through `segment` at batch 1, 4
+and 8 (BENCH_BATCHES) for each precision the CPU runs (fp32, and int8 on every x86-64 CPU; bf16 is not built),
+one fresh process each.
 
 Every line names oneDNN's effective ISA and reports slices per second (whole run: reading, forwards, writing the
 streamed HDF5 label map), the achieved TFLOP/s or TOPS in the forward passes against the ISA's peak (both from
@@ -148,8 +149,8 @@ def main(threads=2):
                         f"({per_second / base:.2f}x batch 1), {achieved:.3f} {unit} of peak {peak:.3f}, "
                         f"peak RSS {rss:.0f} MB")
                 if batch in (batches[0], batches[-1]):
-                    _, _, _, _, _, fewer, short_rss = segment(binary, models[precision], short, work / "short.h5",
-                                                              batch, threads)
+                    _, _, _, _, _, fewer, short_rss = segment(binary, models[precision], short,
+                                                              work / "short-out.h5", batch, threads)
                     line += f" ({short_rss:.0f} MB with {fewer} slices)"
                 print(line, flush=True)
                 if onnx_count and done:
