@@ -19,7 +19,9 @@ public struct SegmentThroughput: Sendable {
     public var peakResidentBytes: Int?
 
     /// Achieved operations per second in the forward passes: 2 × multiply-adds / forward seconds.
-    public var achievedOperationsPerSecond: Double { forwardSeconds > 0 ? 2 * Double(multiplyAdds) / forwardSeconds : 0 }
+    public var achievedOperationsPerSecond: Double {
+        forwardSeconds > 0 ? 2 * Double(multiplyAdds) / forwardSeconds : 0
+    }
 
     /// The report's lines.
     public var lines: [String] {
