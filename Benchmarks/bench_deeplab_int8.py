@@ -68,16 +68,15 @@ def isa_and_peaks(binary, threads):
     info = pathlib.Path("/proc/cpuinfo").read_text()
     mhz = [float(l.split(":")[1]) for l in info.splitlines() if l.startswith("cpu MHz")]
     ghz = max(mhz) / 1000 if mhz else 2.0
-    # Per cycle per core: f32 FMAs (2 units x lanes); int8 multiply-adds: AVX2 vpmaddubsw (2 x 32), AVX-512 VNNI
-    # vpdpbusd (2 x 64), AMX (1024).
+    # Per cycle per core, as `segment --timings` counts them (SliceLabKit's ComputePeak): f32 FMAs (2 units x
+    # lanes); int8 without VNNI vpmaddubsw + vpmaddwd on the two multiply pipes, 32 (AVX2) or 64 (AVX-512);
+    # VNNI vpdpbusd 2 x 32 (AVX2-VNNI) or 2 x 64 (AVX-512); AMX 1024.
     if "AMX" in isa:
         f32, int8 = 32, 1024
-    elif "VNNI" in isa and "512" in isa:
-        f32, int8 = 32, 128
     elif "512" in isa:
-        f32, int8 = 32, 64
+        f32, int8 = 32, 128 if ("VNNI" in isa or "BF16" in isa) else 64
     else:
-        f32, int8 = 16, 64
+        f32, int8 = 16, 64 if "VNNI" in isa else 32
     return isa, threads * f32 * ghz * 1e9, threads * int8 * ghz * 1e9
 
 

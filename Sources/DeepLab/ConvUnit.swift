@@ -7,8 +7,9 @@ import SliceLabSupport
 /// activation fused. Training mode runs convolution, batch norm with batch statistics, sum and activation as
 /// separate primitives and keeps what `backward` needs. The convolution itself is computed by the first of
 /// `strategies` that applies (`ConvolutionStrategy`): int8 for a quantised model in eval mode, bf16 for a unit
-/// set to bf16 (eval and training), padding-free rectangles for dilated 3×3 convolutions whose padding taps are
-/// a tenth of the work or more, Winograd for wide 3×3 ones in eval mode, else oneDNN's direct convolution.
+/// set to bf16 (eval and training), then, where the effective ISA's `ConvolutionStrategyTable` entry allows
+/// them, padding-free rectangles for dilated 3×3 convolutions whose padding taps are a tenth of the work or more
+/// and Winograd for wide 3×3 ones in eval mode, else oneDNN's direct convolution.
 final class ConvUnit {
     let conv: Conv2d
     let norm: BatchNorm2d?
@@ -24,17 +25,20 @@ final class ConvUnit {
     var bf16: Bf16Execution?
     /// Called with every eval-mode input before the convolution (calibration collects statistics through it).
     var inputObserver: ((Tensor) throws -> Void)?
+    /// The multiply-adds of every eval-mode forward so far, counted as the direct algorithm does them (padding
+    /// taps included, whatever `strategies` computed): N · H_out · W_out · O · I / groups · k².
+    private(set) var multiplyAdds = 0
 
     /// The convolution's `state_dict` prefix (`backbone.layer1.0.conv1`), which names the unit.
     var name: String { String(conv.weight.name.dropLast(".weight".count)) }
 
-    init(conv: Conv2d, norm: BatchNorm2d?, activation: Activation) {
+    /// - Parameter strategyTable: which fp32 strategies the unit may use; the effective ISA's entry by default.
+    init(conv: Conv2d, norm: BatchNorm2d?, activation: Activation,
+         strategyTable: ConvolutionStrategyTable = .effective) {
         self.conv = conv
         self.norm = norm
         self.activation = activation
-        let winograd = WinogradConvolution()
-        strategies = [Int8Convolution(), Bf16Convolution(), PaddingFreeConvolution(centre: winograd), winograd,
-                      DirectConvolution()]
+        strategies = strategyTable.strategies()
     }
 
     /// `conv` named `convName`, batch norm named `normName`, as torchvision's blocks name them.
@@ -71,6 +75,9 @@ final class ConvUnit {
         let hasResidual: Bool
     }
 
+    /// Sets `multiplyAdds` back to zero.
+    func resetMultiplyAdds() { multiplyAdds = 0 }
+
     var parameterVersion: Int { parameters.reduce(0) { $0 &+ $1.version } }
 
     /// Applies the unit: act(bn(conv(x)) + residual).
@@ -91,6 +98,8 @@ final class ConvUnit {
         if training { return try trainingForward(x, residual: residual, strategy: strategy) }
         saved = nil
         try inputObserver?(x)
+        let out = conv.outputDims(x.shape), k = conv.window.kernel
+        multiplyAdds += out.reduce(1, *) * conv.inputChannels / conv.groups * k * k
         return try strategy.inferenceForward(self, x, residual: residual, consumingResidual: consumingResidual)
     }
 

@@ -64,3 +64,56 @@ func accumulateWeightGradients(_ conv: Conv2d, _ primitive: Primitive, source: T
         to: .make(conv.weightDims, MemoryDesc.plainTag(rank: conv.weightDims.count))))
     if let bias = conv.bias, let diffBias { accumulate(bias, diffBias) }
 }
+
+/// Which fp32 convolution strategies a unit may use, per oneDNN effective ISA (issue #19): a fixed, committed
+/// table, so every process on the same ISA computes the same thing (never a timed choice at run time, never the
+/// machine's name). Int8 units and oneDNN's direct convolution are always available.
+///
+/// - AVX2 (and AVX2-VNNI, whose fp32 kernels are AVX2's): padding-free rectangles and Winograd, as measured on
+///   the AMD EPYC (README, *Measured speed*: DeepLabV3-ResNet-50 1.49 s against 1.78 s for ONNX Runtime).
+/// - AVX-512 (with or without VNNI, BF16, AMX), and SSE4.1/AVX: oneDNN's own kernels (its `brgconv` and AVX-512
+///   Winograd may win there); these entries are not measured, no such CPU was at hand.
+public struct ConvolutionStrategyTable: Equatable, Sendable {
+    /// Dilated 3×3 convolutions whose padding taps are a tenth of the work or more run as padding-free rectangles
+    /// (`PaddingFreeConvolution`, eval and training).
+    public var paddingFreeRectangles: Bool
+    /// Wide 3×3 convolutions (and padding-free all-taps centres) run by Winograd F(2×2, 3×3) in eval mode
+    /// (`WinogradConvolution`).
+    public var winograd: Bool
+    /// Whether the entry was measured on its ISA (false: a default, oneDNN's kernels).
+    public var measured: Bool
+
+    /// oneDNN's own kernels for every convolution.
+    public static let oneDNN = ConvolutionStrategyTable(paddingFreeRectangles: false, winograd: false,
+                                                        measured: false)
+
+    /// The committed entries by ISA name (`oneDNNEffectiveISA`); an ISA not listed takes `oneDNN`.
+    public static let entries: [String: ConvolutionStrategyTable] = [
+        "AVX2": ConvolutionStrategyTable(paddingFreeRectangles: true, winograd: true, measured: true),
+        "AVX2_VNNI": ConvolutionStrategyTable(paddingFreeRectangles: true, winograd: true, measured: false),
+        "AVX512_CORE": .oneDNN, "AVX512_CORE_VNNI": .oneDNN, "AVX512_CORE_BF16": .oneDNN,
+        "AVX512_CORE_AMX": .oneDNN,
+    ]
+
+    /// The entry for `isa`.
+    public static func forISA(_ isa: String) -> ConvolutionStrategyTable { entries[isa] ?? .oneDNN }
+
+    /// The entry for the ISA oneDNN runs at in this process (after any `ONEDNN_MAX_CPU_ISA` cap).
+    public static let effective = forISA(oneDNNEffectiveISA)
+
+    /// The strategies a unit asks in order: int8 and bf16 first, the table's fp32 ones, oneDNN's direct
+    /// convolution last.
+    func strategies() -> [ConvolutionStrategy] {
+        let winograd = self.winograd ? WinogradConvolution() : nil
+        return [Int8Convolution(), Bf16Convolution()]
+            + (paddingFreeRectangles ? [PaddingFreeConvolution(centre: winograd)] : [])
+            + (winograd.map { [$0] } ?? []) + [DirectConvolution()]
+    }
+
+    /// "padding-free rectangles, Winograd (measured)" or "oneDNN's kernels (not measured)".
+    public var summary: String {
+        let parts = (paddingFreeRectangles ? ["padding-free rectangles"] : []) + (winograd ? ["Winograd"] : [])
+        return (parts.isEmpty ? "oneDNN's kernels" : parts.joined(separator: ", ") + ", else oneDNN's")
+            + (measured ? " (measured)" : " (not measured)")
+    }
+}

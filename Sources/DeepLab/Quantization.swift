@@ -157,6 +157,14 @@ extension DeepLabV3 {
         Set([head.classifier.name, head.aspp.pooling.name] + auxiliaryHeadUnits.suffix(1).map(\.name))
     }
 
+    /// The multiply-adds of the convolutions of every eval-mode forward since the last
+    /// `resetMultiplyAddCount()`, counted as the direct algorithm does them (padding taps and Winograd's savings
+    /// included): the work figure achieved TFLOP/s and TOPS are computed from.
+    public var multiplyAddCount: Int { convUnits.reduce(0) { $0 + $1.multiplyAdds } }
+
+    /// Starts `multiplyAddCount` again from zero.
+    public func resetMultiplyAddCount() { for unit in convUnits { unit.resetMultiplyAdds() } }
+
     /// The arithmetic `forward` runs in: int8 once a quantisation is applied, bf16 once `useBf16(_:)` is,
     /// else fp32.
     public var precision: Precision { quantization != nil ? .int8 : bf16 != nil ? .bf16 : .fp32 }

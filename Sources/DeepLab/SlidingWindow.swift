@@ -23,15 +23,17 @@ public struct SlidingWindow: Sendable {
         return origins
     }
 
-    /// Logits [1, K, H, W] for `image` [1, C, H, W]; a single pass when the image fits in one tile.
+    /// Logits [N, K, H, W] for `image` [N, C, H, W]; a single pass when the images fit in one tile. Each tile
+    /// position runs the N images as one batch; each image's logits are what it alone would get.
     ///
-    /// - Throws: what the model's forward throws.
+    /// - Throws: `DeepLabError.invalidInput` for a shape that is not [N, C, H, W]; what the model's forward
+    ///   throws.
     public func logits(_ model: DeepLabV3, _ image: FloatTensor, progress: ((Int, Int) -> Void)? = nil) throws -> FloatTensor {
         let s = image.shape
-        guard s.count == 4, s[0] == 1 else {
-            throw DeepLabError.invalidInput("sliding window takes one image [1, C, H, W], got \(s)")
+        guard s.count == 4, s[0] >= 1 else {
+            throw DeepLabError.invalidInput("sliding window takes images [N, C, H, W], got \(s)")
         }
-        let (c, h, w) = (s[1], s[2], s[3])
+        let (n, c, h, w) = (s[0], s[1], s[2], s[3])
         let tileSize = max(8, self.tileSize / model.configuration.inputScale)
         if h <= tileSize && w <= tileSize { return try model.forward(image, training: false) }
         let th = min(tileSize, h), tw = min(tileSize, w)
@@ -44,36 +46,38 @@ public struct SlidingWindow: Sendable {
                 weight[y * tw + x] = Float(max(exp(-(dy * dy + dx * dx) / (2 * sigma * sigma)), 1e-4))
             }
         }
-        var sum = [Float](repeating: 0, count: k * h * w)
+        var sum = [Float](repeating: 0, count: n * k * h * w)
         var total = [Float](repeating: 0, count: h * w)
         let rows = origins(h, th), columns = origins(w, tw)
         var done = 0
         for y0 in rows {
             for x0 in columns {
-                var tile = [Float](repeating: 0, count: c * th * tw)
-                for ch in 0..<c {
+                var tile = [Float](repeating: 0, count: n * c * th * tw)
+                for plane in 0..<(n * c) {
                     for y in 0..<th {
-                        let source = (ch * h + y0 + y) * w + x0
-                        for x in 0..<tw { tile[(ch * th + y) * tw + x] = image.values[source + x] }
+                        let source = (plane * h + y0 + y) * w + x0
+                        for x in 0..<tw { tile[(plane * th + y) * tw + x] = image.values[source + x] }
                     }
                 }
-                let out = try model.forward(FloatTensor(shape: [1, c, th, tw], values: tile), training: false)
+                let out = try model.forward(FloatTensor(shape: [n, c, th, tw], values: tile), training: false)
                 for y in 0..<th {
                     for x in 0..<tw {
                         let g = weight[y * tw + x]
                         let p = (y0 + y) * w + x0 + x
                         total[p] += g
-                        for kk in 0..<k { sum[kk * h * w + p] += g * out.values[(kk * th + y) * tw + x] }
+                        for plane in 0..<(n * k) {
+                            sum[plane * h * w + p] += g * out.values[(plane * th + y) * tw + x]
+                        }
                     }
                 }
                 done += 1
                 progress?(done, rows.count * columns.count)
             }
         }
-        for kk in 0..<k {
-            for p in 0..<(h * w) { sum[kk * h * w + p] /= total[p] }
+        for plane in 0..<(n * k) {
+            for p in 0..<(h * w) { sum[plane * h * w + p] /= total[p] }
         }
-        return FloatTensor(shape: [1, k, h, w], values: sum)
+        return FloatTensor(shape: [n, k, h, w], values: sum)
     }
 }
 

@@ -26,6 +26,11 @@ public enum Segment {
         public var context: Int?
         /// `--precision`: bf16 runs the model's convolutions in bf16; nil runs the checkpoint's own precision.
         public var precision: Precision?
+        /// `--batch N`: slices per forward pass; the labels are those of batch 1 (see `VolumeSegmenter.run`).
+        public var batch = 1
+        /// `--timings`: log slices per second, the achieved rate against the ISA's peak and the peak RSS
+        /// (`SegmentThroughput`).
+        public var timings = false
 
         public init(input: String, model: String, output: String, overlay: String? = nil, probabilities: Bool = false,
                     threads: Int? = nil, tileSize: Int = 512, limits: ReadLimits = .standard) {
@@ -61,8 +66,12 @@ public enum Segment {
     /// the whole input as one volume, so then memory holds every slice's probabilities. Every output is written
     /// atomically: nothing appears on failure.
     ///
+    /// With `batch` > 1, `batch` slices go through the network in one forward pass; memory then holds that
+    /// many slices' inputs and logits.
+    ///
     /// - Throws: `InputError`, `DeepLabError`, `ImageFileError`, each naming the file and cause.
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws {
+        let start = DispatchTime.now().uptimeNanoseconds
         let ext = outputKind(options.output)
         guard ["h5", "png", "dcm", "nii"].contains(ext) else {
             throw InputError.unsupportedOutput(file: options.output, reason: "expected .h5, .nii, .nii.gz, .png or "
@@ -74,7 +83,21 @@ public enum Segment {
         if let threads = options.threads { setComputeThreads(threads) }
         let segmenter = try VolumeSegmenter.load(checkpoint: options.model, context: options.context,
                                                  tileSize: options.tileSize, precision: options.precision)
-        if ext == "dcm" { return try writeSegmentation(options, segmenter: segmenter, log: log) }
+        segmenter.model.resetMultiplyAddCount()
+        var finished = false
+        defer {
+            if options.timings && finished {
+                let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                for line in throughput(segmenter, batch: options.batch, seconds: seconds).lines {
+                    log("segment: " + line)
+                }
+            }
+        }
+        if ext == "dcm" {
+            try writeSegmentation(options, segmenter: segmenter, log: log)
+            finished = true
+            return
+        }
         let reader = try FrameReader.open(options.input, limits: options.limits)
         for (file, reason) in reader.skipped { log("segment: skipped \(file): \(reason)") }
         if !reader.skipped.isEmpty {
@@ -99,7 +122,7 @@ public enum Segment {
             if options.postProcessing.step != .none {
                 var labels: [Int32] = [], probabilities: [Float] = [], display: [Float] = [], channels = 1
                 try segmenter.run(slices: reader.frames, rows: rows, columns: columns, channels: reader.channels,
-                                  spacing: spacing, source: options.input, slice: { index in
+                                  spacing: spacing, source: options.input, batch: options.batch, slice: { index in
                     let image = try reader.frame(index)
                     let shown = SegmentPostProcessing.display(image)
                     (display, channels) = (display + shown.values, shown.channels)
@@ -119,7 +142,8 @@ public enum Segment {
                 }
             } else {
                 try segmenter.run(slices: reader.frames, rows: rows, columns: columns, channels: reader.channels,
-                                  spacing: spacing, source: options.input, slice: { try reader.frame($0).values }) {
+                                  spacing: spacing, source: options.input, batch: options.batch,
+                                  slice: { try reader.frame($0).values }) {
                     index, logits in
                     try store(index, argmaxOverClasses(logits),
                               options.probabilities ? softmaxOverClasses(logits).values : [])
@@ -179,6 +203,18 @@ public enum Segment {
                                                                           labels: firstLabels, spacing: reader.spacing),
                               frame: 0, to: overlay)
         }
+        finished = true
+    }
+
+    /// The run's throughput so far: the segmenter's forward statistics, the model's multiply-adds and the peak
+    /// of oneDNN's ISA at the compute threads in use.
+    static func throughput(_ segmenter: VolumeSegmenter, batch: Int, seconds: Double) -> SegmentThroughput {
+        let statistics = segmenter.statistics
+        return SegmentThroughput(slices: statistics.slices, batch: batch, forwards: statistics.forwards,
+                                 seconds: seconds, forwardSeconds: statistics.forwardSeconds,
+                                 multiplyAdds: segmenter.model.multiplyAddCount, precision: segmenter.model.precision,
+                                 peak: .current(threads: computeThreads()),
+                                 peakResidentBytes: SegmentThroughput.peakResidentBytes())
     }
 
     /// The output kind an output path names by its extension: "h5" (`.h5`, `.hdf5`), "nii" (`.nii`, `.nii.gz`),
@@ -203,7 +239,7 @@ public enum Segment {
         let post = options.postProcessing.step != .none
         try segmenter.run(slices: image.frames, rows: image.rows, columns: image.columns, channels: image.channels,
                           spacing: image.hasSpacing ? image.spacing : nil, source: options.input,
-                          slice: { Array(image.frame($0)) }) { frame, logits in
+                          batch: options.batch, slice: { Array(image.frame($0)) }) { frame, logits in
             labels += argmaxOverClasses(logits)
             if post {
                 probabilities += softmaxOverClasses(logits).values

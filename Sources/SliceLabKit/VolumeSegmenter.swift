@@ -76,6 +76,8 @@ public struct VolumeSegmenter {
     public let preprocessing: Preprocessing
     public let sampling: SliceSampling
     public var window: SlidingWindow
+    /// What the model's forward passes have done so far (shared by copies of the segmenter).
+    public let statistics = ForwardStatistics()
 
     public init(model: DeepLabV3, preprocessing: Preprocessing, sampling: SliceSampling = SliceSampling(),
                 window: SlidingWindow = SlidingWindow()) {
@@ -115,18 +117,21 @@ public struct VolumeSegmenter {
 
     // MARK: - Streaming
 
-    /// Segments a volume slice by slice, reading each slice once and holding at most 2N + 1 of them.
+    /// Segments a volume slice by slice, reading each slice once and holding at most 2N + `batch` of them.
     ///
     /// - Parameters:
     ///   - shape: slices, rows, columns and channels of the volume.
     ///   - spacing: (slice, row, column) in millimetres when known; nil never resamples.
     ///   - source: the volume's file, for errors.
+    ///   - batch: slices per forward pass (`segment --batch`); each slice's logits are what batch 1 gives it, to
+    ///     float32 rounding. Memory holds `batch` slices' inputs and logits, whatever the number of slices.
     ///   - slice: slice z's values, [rows, columns, channels] row-major (channels last).
     ///   - emit: called in slice order with z and the slice's logits [1, K, rows, columns].
     /// - Throws: `InputError.invalidContent` when the volume's channels cannot become the model's; whatever
     ///   `slice`, `emit` and the model throw.
     public func run(slices: Int, rows: Int, columns: Int, channels: Int, spacing: [Double]?, source: String,
-                    slice: (Int) throws -> [Float], emit: (Int, FloatTensor) throws -> Void) throws {
+                    batch: Int = 1, slice: (Int) throws -> [Float],
+                    emit: (Int, FloatTensor) throws -> Void) throws {
         let perSlice = channelsPerSlice
         guard channels == perSlice || perSlice == 1 || channels == 1 else {
             throw InputError.invalidContent(file: source, reason: "the volume has \(channels) channels per voxel; "
@@ -134,31 +139,59 @@ public struct VolumeSegmenter {
         }
         let n = sampling.context
         var cache: [Int: [Float]] = [:]
+        var pending: [(z: Int, input: [Float])] = []
+        func flush() throws {
+            guard !pending.isEmpty else { return }
+            let outputs = try logits(pending.map(\.input), channels: perSlice * (2 * n + 1), rows: rows,
+                                     columns: columns, spacing: spacing)
+            let done = pending
+            pending.removeAll(keepingCapacity: true)
+            for (item, output) in zip(done, outputs) { try emit(item.z, output) }
+        }
         for z in 0..<slices {
             let neighbours = (-n...n).map { min(max(z + $0, 0), slices - 1) }
             for index in neighbours where cache[index] == nil { cache[index] = try slice(index) }
             for index in cache.keys where index < z - n { cache[index] = nil }
-            let values = Self.stackedInput(neighbours.map { cache[$0]! }, pixels: rows * columns, channels: channels,
-                                           perSlice: perSlice, preprocessing: preprocessing)
-            try emit(z, try logits(values, channels: perSlice * (2 * n + 1), rows: rows, columns: columns,
-                                   spacing: spacing))
+            pending.append((z, Self.stackedInput(neighbours.map { cache[$0]! }, pixels: rows * columns,
+                                                 channels: channels, perSlice: perSlice,
+                                                 preprocessing: preprocessing)))
+            if pending.count >= max(1, batch) { try flush() }
         }
+        try flush()
     }
 
     /// Logits [1, K, rows, columns] of one prepared input [C, rows, columns]: resampled to the training spacing
     /// and back when both spacings are known and differ by more than 0.1 %.
     func logits(_ input: [Float], channels: Int, rows: Int, columns: Int, spacing: [Double]?) throws -> FloatTensor {
+        try logits([input], channels: channels, rows: rows, columns: columns, spacing: spacing)[0]
+    }
+
+    /// The logits [1, K, rows, columns] of each prepared input [C, rows, columns], the inputs run as one batch
+    /// (resampled as `logits(_:channels:rows:columns:spacing:)` resamples one). Adds to `statistics`.
+    func logits(_ inputs: [[Float]], channels: Int, rows: Int, columns: Int,
+                spacing: [Double]?) throws -> [FloatTensor] {
         let target = resampledSize(rows: rows, columns: columns, spacing: spacing)
-        guard let (toRows, toColumns) = target else {
-            return try window.logits(model, FloatTensor(shape: [1, channels, rows, columns], values: input))
+        let (modelRows, modelColumns) = target ?? (rows, columns)
+        var stacked: [Float] = []
+        stacked.reserveCapacity(inputs.count * channels * modelRows * modelColumns)
+        for input in inputs {
+            stacked += target == nil ? input : Self.resampleBilinear(input, planes: channels, rows: rows,
+                                                                     columns: columns, toRows: modelRows,
+                                                                     toColumns: modelColumns)
         }
-        let resampled = Self.resampleBilinear(input, planes: channels, rows: rows, columns: columns,
-                                              toRows: toRows, toColumns: toColumns)
-        let out = try window.logits(model, FloatTensor(shape: [1, channels, toRows, toColumns], values: resampled))
-        let k = out.shape[1]
-        return FloatTensor(shape: [1, k, rows, columns],
-                           values: Self.resampleBilinear(out.values, planes: k, rows: toRows, columns: toColumns,
-                                                         toRows: rows, toColumns: columns))
+        let start = DispatchTime.now().uptimeNanoseconds
+        let out = try window.logits(model, FloatTensor(shape: [inputs.count, channels, modelRows, modelColumns],
+                                                       values: stacked))
+        statistics.forwardSeconds += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        statistics.forwards += 1
+        statistics.slices += inputs.count
+        let k = out.shape[1], plane = k * modelRows * modelColumns
+        return (0..<inputs.count).map { b in
+            let values = Array(out.values[(b * plane)..<((b + 1) * plane)])
+            return FloatTensor(shape: [1, k, rows, columns], values: target == nil ? values
+                : Self.resampleBilinear(values, planes: k, rows: modelRows, columns: modelColumns, toRows: rows,
+                                        toColumns: columns))
+        }
     }
 
     /// The grid a slice is resampled to for the model, or nil when it is not resampled: each in-plane extent
@@ -187,10 +220,11 @@ public struct VolumeSegmenter {
     ///   - geometry: the volume's geometry; its spacing (z, y, x) decides the in-plane resampling. Nil: no
     ///     resampling.
     ///   - probabilities: whether to keep the softmax of every slice (K floats a voxel).
+    ///   - batch: slices per forward pass (see `run`).
     /// - Throws: `InputError.invalidContent` for a shape that does not fit the values or the model; the model's
     ///   errors.
     public func segment(_ values: [Float], shape: [Int], geometry: VolumeGeometry?, probabilities: Bool = false,
-                        source: String = "volume") throws -> Result {
+                        source: String = "volume", batch: Int = 1) throws -> Result {
         guard shape.count == 3 || shape.count == 4, shape.allSatisfy({ $0 > 0 }),
               shape.reduce(1, *) == values.count else {
             throw InputError.invalidContent(file: source, reason: "a volume is [z, y, x] or [z, y, x, c]; "
@@ -202,7 +236,8 @@ public struct VolumeSegmenter {
         var result = Result(labels: [], probabilities: probabilities ? [] : nil)
         result.labels.reserveCapacity(slices * rows * columns)
         try run(slices: slices, rows: rows, columns: columns, channels: channels, spacing: geometry?.spacing,
-                source: source, slice: { Array(values[($0 * size)..<(($0 + 1) * size)]) }) { _, logits in
+                source: source, batch: batch, slice: { Array(values[($0 * size)..<(($0 + 1) * size)]) }) {
+            _, logits in
             result.labels += argmaxOverClasses(logits)
             if probabilities { result.probabilities! += softmaxOverClasses(logits).values }
         }
@@ -266,4 +301,14 @@ public struct VolumeSegmenter {
         }
         return out
     }
+}
+
+/// Counts of a segmenter's forward passes, for `segment --timings`.
+public final class ForwardStatistics: @unchecked Sendable {
+    /// Forward passes (one per batch; a tiled batch counts once).
+    public internal(set) var forwards = 0
+    /// Slices the passes computed.
+    public internal(set) var slices = 0
+    /// Wall-clock seconds inside the passes (the network and its tiling; not the resampling around it).
+    public internal(set) var forwardSeconds = 0.0
 }

@@ -34,6 +34,11 @@ enum SegmentCommand: Command {
                            + "(bf16 convolutions) only where oneDNN's ISA has AMX.",
                        default: "the checkpoint's"),
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
+            OptionSpec("batch", .int(1...256),
+                       help: "Slices per forward pass (labels as with 1; memory holds N slices' logits).",
+                       default: "1"),
+            OptionSpec("timings", .flag,
+                       help: "Print slices per second, achieved TFLOP/s or TOPS against the ISA's peak, peak RSS."),
             maxMemoryOption,
             OptionSpec("weights", valueName: "W.safetensors", help: "Parity mode: a torchvision state_dict."),
             OptionSpec("arch", .choice(of: Architecture.self),
@@ -115,6 +120,8 @@ enum SegmentCommand: Command {
         }
         options.context = arguments.int("context")
         options.precision = arguments.choice("precision")
+        options.batch = arguments.int("batch") ?? 1
+        options.timings = arguments.flag("timings")
         options.postProcessing.step = arguments.choice("regularize") ?? ClusterRegularizer.none
         if arguments.string("crf") != nil, options.postProcessing.step != .crf {
             throw UsageError("slicelab segment: --crf needs --regularize crf")
