@@ -1,3 +1,4 @@
+import Classical
 import DICOM
 import DeepLab
 import DeepLabTraining
@@ -10,6 +11,7 @@ public let sliceLabVersion = "0.1.0"
 /// `ONEDNN_MAX_CPU_ISA` can cap; `.ci/run` reads it to test the lower levels too).
 public var versionDescription: String {
     "slicelab \(sliceLabVersion)\nDCMTK \(dcmtkVersion), oneDNN \(oneDNNVersion)\noneDNN ISA: \(oneDNNEffectiveISA)"
+        + "\ndense CRF kernels: \(DenseCRF.KernelPath.automatic.rawValue)"
 }
 
 /// The library types whose cases the command line's choice lists are derived from, re-exported for the
