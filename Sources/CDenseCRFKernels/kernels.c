@@ -137,11 +137,13 @@ INLINE void blur_body(const float *source, float *target, const int32_t *neighbo
     }
 }
 
-/// Sums `vectors` 8-float columns from `c` over every kernel's corners into the row's energies (the unary
-/// plus the messages). `vectors` is a constant after inlining, so the accumulators stay in registers.
+/// Sums `vectors` 8-float columns from `c` (0: one 4-float column, the tail) over every kernel's corners into
+/// the row's energies (the unary plus the messages). `vectors` is a constant after inlining, so the
+/// accumulators stay in registers and the unused branch disappears.
 INLINE void slice_block(const crf_kernel_view *views, int32_t view_count, const float *unary, float *row,
                         int64_t width, int64_t point, int64_t c, const int vectors) {
     f8 sums[4];
+    f4 tail = vectors == 0 ? load4(unary + c) : splat4(0);
     for (int j = 0; j < vectors; j++) sums[j] = load8(unary + c + 8 * j);
     for (int32_t index = 0; index < view_count; index++) {
         const crf_kernel_view view = views[index];
@@ -149,26 +151,13 @@ INLINE void slice_block(const crf_kernel_view *views, int32_t view_count, const 
         const int64_t base = point * view.corners;
         for (int32_t r = 0; r < view.corners; r++) {
             const float *vertex = view.lattice + (int64_t)view.offsets[base + r] * width + c;
-            const f8 w = splat8(view.weights[base + r] * scale);
-            for (int j = 0; j < vectors; j++) sums[j] = sums[j] + w * load8(vertex + 8 * j);
+            const float w = view.weights[base + r] * scale;
+            if (vectors == 0) tail = tail + splat4(w) * load4(vertex);
+            for (int j = 0; j < vectors; j++) sums[j] = sums[j] + splat8(w) * load8(vertex + 8 * j);
         }
     }
+    if (vectors == 0) store4(row + c, tail);
     for (int j = 0; j < vectors; j++) store8(row + c + 8 * j, sums[j]);
-}
-
-INLINE void slice_tail(const crf_kernel_view *views, int32_t view_count, const float *unary, float *row,
-                       int64_t width, int64_t point, int64_t c) {
-    f4 sum = load4(unary + c);
-    for (int32_t index = 0; index < view_count; index++) {
-        const crf_kernel_view view = views[index];
-        const float scale = view.factor * view.normalisation[point];
-        const int64_t base = point * view.corners;
-        for (int32_t r = 0; r < view.corners; r++) {
-            const float *vertex = view.lattice + (int64_t)view.offsets[base + r] * width + c;
-            sum = sum + splat4(view.weights[base + r] * scale) * load4(vertex);
-        }
-    }
-    store4(row + c, sum);
 }
 
 /// The softmax of a row's first k energies in place; padding columns become 0. eˣ below −87.3 is below
@@ -217,7 +206,7 @@ INLINE void slice_softmax_body(const crf_kernel_view *views, int32_t view_count,
         case 1: slice_block(views, view_count, energies, row, width, point, c, 1); c += 8; break;
         default: break;
         }
-        if (c < width) slice_tail(views, view_count, energies, row, width, point, c);
+        if (c < width) slice_block(views, view_count, energies, row, width, point, c, 0);
         softmax_row(row, width, k);
     }
 }
