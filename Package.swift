@@ -42,6 +42,9 @@ let package = Package(
         // Open MPI 4.1 (Debian's libopenmpi-dev): its handles are macros, wrapped as static inline functions.
         .systemLibrary(name: "CMPI", pkgConfig: "ompi-c", providers: [.apt(["libopenmpi-dev"])]),
         .systemLibrary(name: "COpenJPEG", pkgConfig: "libopenjp2", providers: [.apt(["libopenjp2-7-dev"])]),
+        // The dense CRF's inner loops, ours (no outside library): baseline x86-64 and AVX2 + FMA builds, chosen at run
+        // time from what the CPU reports; -O2 in debug builds too, so the debug tests run the code the release runs.
+        .target(name: "CDenseCRFKernels", cSettings: [.unsafeFlags(["-O2"])]),
 
         // MARK: - Swift libraries (data flows downwards only)
         // Read limits, atomic writes, the seeded generator, parallel-for and grid shapes; no C library.
@@ -61,7 +64,7 @@ let package = Package(
                 resources: [.copy("coreml_converter.py")]),
         // Ranks of an MPI job (launcher detection, collectives with a timeout); the only importer of CMPI.
         .target(name: "Distributed", dependencies: ["CMPI"]),
-        .target(name: "Classical", dependencies: ["SliceLabSupport"]),
+        .target(name: "Classical", dependencies: ["CDenseCRFKernels", "SliceLabSupport"]),
         .target(name: "Metrics", dependencies: ["SliceLabSupport"]),
         .target(name: "SliceLabKit", dependencies: ["SliceLabSupport", "ImageFiles", "DICOM", "DeepLab", "DeepLabTraining",
                                                    "Classical",

@@ -12,9 +12,11 @@ set prints "timing crf S cpu C", the CRF alone (lattices and iterations, no I/O)
 CPU time; pydensecrf is timed around DenseCRF construction, both addPairwiseEnergy calls and inference(5) (feature
 creation excluded on both sides), on the wall clock and in process CPU time (`time.process_time`). The two sides
 alternate, best of REPEATS each. On a machine shared with other jobs the wall clock mostly measures waiting, so the
-single-thread CPU-time ratio is printed beside the wall-clock one. Every figure carries the oneDNN ISA that
-`slicelab --version` names (SliceLab's own CRF code is compiled for baseline x86-64, SSE2). SLICELAB_BINARY picks
-another build (for example main's, for a before/after).
+single-thread CPU-time ratio is printed beside the wall-clock one. Every figure carries the build of the CRF's
+inner loops it ran (`CDenseCRFKernels`, chosen at run time: "avx2-fma" when the CPU has AVX2 and FMA, else
+"baseline", SSE2), as `slicelab --version` names it; the 2-D case is timed on both builds in the same run
+(SLICELAB_CRF_KERNELS=baseline forces the baseline one). SLICELAB_BINARY picks another build (for example main's,
+for a before/after; a build without that line in `--version` is reported as "swift-sse2").
 Run with a venv holding pydensecrf2, numpy, h5py (see Datasets/goldens/densecrf_goldens.py), after
 `swift build -c release --product slicelab`:  /work/crf-venv/bin/python Benchmarks/bench_crf.py
 """
@@ -52,10 +54,20 @@ def write_input(path, p, image, spacing=None):
             f["/image"].attrs["spacing"] = np.array(spacing, dtype=np.float64)
 
 
-def slicelab(path, out, pin):
+def kernels(environment=None):
+    """The build of the CRF's inner loops that `slicelab` runs with this environment."""
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True, env=environment).stdout
+    line = next((l for l in version.splitlines() if l.startswith("dense CRF kernels:")), None)
+    return line.split(":", 1)[1].strip() if line else "swift-sse2"
+
+
+def slicelab(path, out, pin, baseline=False):
     command = (["taskset", "-c", "0"] if pin else []) + ["/usr/bin/time", "-v", binary, "segment", "--crf-input",
                                                           str(path), "--marginals", str(out)]
-    result = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, SLICELAB_TIMINGS="1"))
+    environment = dict(os.environ, SLICELAB_TIMINGS="1")
+    if baseline:
+        environment["SLICELAB_CRF_KERNELS"] = "baseline"
+    result = subprocess.run(command, capture_output=True, text=True, env=environment)
     if result.returncode != 0:
         raise SystemExit(result.stderr)
     timing = re.search(r"timing crf ([0-9.e-]+)(?: cpu ([0-9.e-]+))?", result.stderr)
@@ -93,31 +105,44 @@ def main():
         image = np.clip(128 + 90 * np.sin(xx / 40) * np.cos(yy / 55) + rng.normal(0, 10, shape), 0, 255)
         image = image.astype(np.uint8)
         write_input(folder / "in2d.h5", p, image)
-        ours_one, ours_all, runs = [], [], []
+        automatic = kernels()
+        paths = [automatic]
+        baseline = kernels(dict(os.environ, SLICELAB_CRF_KERNELS="baseline"))
+        if baseline != automatic:
+            paths.append(baseline)
+        ours_one, ours_all, runs = {p: [] for p in paths}, {p: [] for p in paths}, []
         for _ in range(REPEATS):
-            ours_one.append(slicelab(folder / "in2d.h5", folder / "out2d.h5", pin=True))
+            for path in paths:
+                ours_one[path].append(slicelab(folder / "in2d.h5", folder / "out2d.h5", pin=True,
+                                               baseline=path != automatic))
             runs.append(peer(p, image))
-            ours_all.append(slicelab(folder / "in2d.h5", folder / "out2d.h5", pin=False))
-        one, one_cpu = min(r[0] for r in ours_one), min(r[1] for r in ours_one)
-        both = min(r[0] for r in ours_all)
+            for path in paths:
+                ours_all[path].append(slicelab(folder / "in2d.h5", folder / f"out2d-{path}.h5", pin=False,
+                                               baseline=path != automatic))
         theirs, theirs_cpu = min(r[0] for r in runs), min(r[1] for r in runs)
-        with h5py.File(folder / "out2d.h5") as f:
-            q = f["/marginals"][...]
-        agree = float((q.argmax(0) == runs[0][2].argmax(0)).mean())
         print(f"2-D 512x512, 21 classes, 5 iterations [{isa}]:")
-        print(f"  1 thread : pydensecrf2 {theirs:.3f} s wall, {theirs_cpu:.3f} s CPU; SliceLab pinned to 1 core "
-              f"{one:.3f} s wall ({one / theirs:.2f}x), {one_cpu:.3f} s CPU ({one_cpu / theirs_cpu:.2f}x) [{isa}]")
-        print(f"  {os.cpu_count()} threads: pydensecrf2 (single-threaded) {theirs:.3f} s wall; SliceLab {both:.3f} s "
-              f"wall ({both / theirs:.2f}x) [{isa}]")
-        print(f"  labels agree {100 * agree:.3f} %, max |dQ| {float(np.abs(q - runs[0][2]).max()):.2e}")
+        print(f"  pydensecrf2 (single-threaded): {theirs:.3f} s wall, {theirs_cpu:.3f} s CPU")
+        for path in paths:
+            one, one_cpu = min(r[0] for r in ours_one[path]), min(r[1] for r in ours_one[path])
+            both = min(r[0] for r in ours_all[path])
+            with h5py.File(folder / f"out2d-{path}.h5") as f:
+                q = f["/marginals"][...]
+            agree = float((q.argmax(0) == runs[0][2].argmax(0)).mean())
+            print(f"  SliceLab [CRF kernels: {path}] 1 thread (pinned to 1 core): {one:.3f} s wall "
+                  f"({one / theirs:.2f}x), {one_cpu:.3f} s CPU ({one_cpu / theirs_cpu:.2f}x); "
+                  f"{os.cpu_count()} threads: {both:.3f} s wall ({both / theirs:.2f}x)")
+            print(f"    labels agree {100 * agree:.3f} %, max |dQ| {float(np.abs(q - runs[0][2]).max()):.2e}")
 
+        if os.environ.get("BENCH_CRF_3D", "1") == "0":  # BENCH_CRF_3D=0: the 2-D case only
+            return
         shape3 = (200, 256, 256)
         p3 = probabilities(3, shape3)
         image3 = rng.integers(0, 256, size=shape3).astype(np.uint8)
         write_input(folder / "in3d.h5", p3, image3, spacing=[1.5, 0.8, 0.8])
         seconds, cpu_seconds, peak = slicelab(folder / "in3d.h5", folder / "out3d.h5", pin=False)
-        print(f"3-D 200x256x256, 3 classes, 5 iterations: SliceLab {seconds:.1f} s wall on {os.cpu_count()} cores "
-              f"({cpu_seconds:.1f} s CPU), peak resident memory {peak:.0f} MB (whole process) [{isa}]")
+        print(f"3-D 200x256x256, 3 classes, 5 iterations [CRF kernels: {automatic}]: SliceLab {seconds:.1f} s wall "
+              f"on {os.cpu_count()} cores ({cpu_seconds:.1f} s CPU), peak resident memory {peak:.0f} MB "
+              f"(whole process) [{isa}]")
 
 
 if __name__ == "__main__":

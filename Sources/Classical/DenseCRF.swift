@@ -1,3 +1,4 @@
+import CDenseCRFKernels
 import Foundation
 import SliceLabSupport
 
@@ -116,12 +117,15 @@ public enum DenseCRF {
     ///   - shape: the grid; a volume runs a 3-D CRF.
     ///   - spacing: per `shape.dimensions`, in millimetres; used for volumes only (2-D positions are in pixels).
     ///   - parameters: validated parameters.
+    ///   - kernelPath: the build of the inner loops (`.automatic` unless a test pins one); a path this CPU
+    ///     cannot run runs as baseline.
     /// - Returns: the marginals Q, laid out like `probabilities`.
     /// - Throws: `ClassicalError.shapeMismatch` when the buffers do not match the shape, `.invalidArgument` for
     ///   bad parameters or a non-positive spacing, `.nonFiniteValue` for a NaN probability.
     public static func marginals(probabilities: [Float], classCount: Int, image: [Float], channels: Int,
                                  shape: GridShape, spacing: [Double]? = nil,
-                                 parameters: Parameters = Parameters()) throws -> [Float] {
+                                 parameters: Parameters = Parameters(),
+                                 kernelPath: KernelPath = .automatic) throws -> [Float] {
         try shape.validate()
         try parameters.validate()
         let n = shape.count, k = classCount
@@ -155,7 +159,8 @@ public enum DenseCRF {
         let bilateral = Kernel(features: bilateralFeatures, dimension: axes + channels,
                                weight: Float(parameters.bilateralWeight))
         let kernels = [gaussian, bilateral].filter { $0.weight > 0 }
-        let inference = MeanField(probabilities: probabilities, classCount: k, kernels: kernels)
+        let inference = MeanField(probabilities: probabilities, classCount: k, kernels: kernels,
+                                  path: kernelPath.isSupported ? kernelPath : .baseline)
         for _ in 0..<parameters.iterations { inference.iterate() }
         return inference.marginals()
     }
@@ -180,10 +185,18 @@ public enum DenseCRF {
         let normalisation: [Float]
         let weight: Float
 
+        /// Rests on `crf_lattice_normalisation` (the lattice's filter of ones, as `filter` computes it).
         init(features: [Float], dimension: Int, weight: Float) {
-            lattice = PermutohedralLattice(features: features, dimension: dimension)
-            let ones = [Float](repeating: 1, count: lattice.pointCount)
-            normalisation = lattice.filter(ones, valueCount: 1).map { 1 / ($0 + 1e-20).squareRoot() }
+            let lattice = PermutohedralLattice(features: features, dimension: dimension)
+            let n = lattice.pointCount
+            normalisation = [Float](unsafeUninitializedCapacity: n) { buffer, initialised in
+                let status = crf_lattice_normalisation(lattice.offsets, lattice.weights, Int64(n),
+                                                       Int32(dimension), lattice.neighbours,
+                                                       Int64(lattice.vertexCount), buffer.baseAddress)
+                precondition(status == 0, "out of memory normalising a lattice over \(n) points")
+                initialised = n
+            }
+            self.lattice = lattice
             self.weight = weight
         }
     }

@@ -102,10 +102,19 @@ extension SegmentPostProcessing {
         }
         let spacing = try? file.attribute("spacing", at: "/image").doubleValues
         let (k, channels, n) = (probabilities.shape[0], image.shape[0], shape.count)
+        /// [count, n] → [n, count], in blocks of 64 pixels so reads and writes both stay in cache.
         func pixelMajor(_ values: [Float], _ count: Int) -> [Float] {
-            var out = [Float](repeating: 0, count: values.count)
-            for c in 0..<count { for p in 0..<n { out[p * count + c] = values[c * n + p] } }
-            return out
+            [Float](unsafeUninitializedCapacity: values.count) { out, initialised in
+                values.withUnsafeBufferPointer { values in
+                    for first in stride(from: 0, to: n, by: 64) {
+                        let end = min(first + 64, n)
+                        for c in 0..<count {
+                            for p in first..<end { out[p * count + c] = values[c * n + p] }
+                        }
+                    }
+                }
+                initialised = values.count
+            }
         }
         func cpuClock() -> Double {
             var time = timespec()

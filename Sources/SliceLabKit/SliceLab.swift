@@ -1,3 +1,4 @@
+import Classical
 import DICOM
 import DeepLab
 import DeepLabTraining
@@ -12,6 +13,7 @@ public let sliceLabVersion = "0.1.0"
 public var versionDescription: String {
     "slicelab \(sliceLabVersion)\nDCMTK \(dcmtkVersion), oneDNN \(oneDNNVersion)\noneDNN ISA: \(oneDNNEffectiveISA)"
         + "\nfp32 convolutions: \(ConvolutionStrategyTable.effective.summary)"
+        + "\ndense CRF kernels: \(DenseCRF.KernelPath.automatic.rawValue)"
 }
 
 /// The library types whose cases the command line's choice lists are derived from, re-exported for the

@@ -23,7 +23,8 @@ private enum CRFGoldens {
 @Suite struct DenseCRFTests {
     static let names = ["gray2d-3class", "color2d-4class", "gray2d-6class-custom", "gray3d-2class-anisotropic"]
 
-    static func run(_ fixture: [String: Any]) throws -> (marginals: [Float], expected: [Float], labels: [Int]) {
+    static func run(_ fixture: [String: Any], path: DenseCRF.KernelPath = .automatic) throws
+        -> (marginals: [Float], expected: [Float], labels: [Int]) {
         let dims = Goldens.ints(fixture, "shape")
         let shape = GridShape(dimensions: dims)!
         let classes = fixture["classCount"] as? Int ?? 0
@@ -41,19 +42,24 @@ private enum CRFGoldens {
         let marginals = try DenseCRF.marginals(
             probabilities: Goldens.doubles(fixture, "probabilities").map { Float($0) }, classCount: classes,
             image: Goldens.doubles(fixture, "image").map { Float($0) }, channels: channels, shape: shape,
-            spacing: spacing, parameters: parameters)
+            spacing: spacing, parameters: parameters, kernelPath: path)
         return (marginals, Goldens.doubles(fixture, "marginals").map { Float($0) }, Goldens.ints(fixture, "labels"))
     }
 
     /// Mean-field marginals and MAP labels match pydensecrf2 on the same probabilities, display image (through
     /// `create_pairwise_bilateral`), parameters and iterations. Tolerances from the issue (#24): labels agree on
     /// ≥ 99.5 % of pixels, marginals within 1e-3 absolute (both sides compute in float32; the lattice is built
-    /// the same way, so the remaining difference is summation order and float rounding).
-    @Test(arguments: names)
-    func marginalsMatchPydensecrf(name: String) throws {
+    /// the same way, so the remaining difference is summation order and float rounding). Both builds of the inner
+    /// loops are checked: baseline (SSE2) and AVX2 + FMA (skipped where the CPU lacks them).
+    @Test(arguments: names, DenseCRF.KernelPath.allCases)
+    func marginalsMatchPydensecrf(name: String, path: DenseCRF.KernelPath) throws {
+        guard path.isSupported else {
+            print("DenseCRF \(name): this CPU cannot run the \(path.rawValue) path; not checked here")
+            return
+        }
         let fixture = CRFGoldens.fixture(name)
         try #require(!fixture.isEmpty, "fixture \(name) missing: run Datasets/goldens/densecrf_goldens.py")
-        let (marginals, expected, labels) = try Self.run(fixture)
+        let (marginals, expected, labels) = try Self.run(fixture, path: path)
         try #require(marginals.count == expected.count)
         let worst = zip(marginals, expected).map { abs($0 - $1) }.max() ?? 0
         #expect(worst <= 1e-3, "largest marginal difference \(worst)")
@@ -61,7 +67,38 @@ private enum CRFGoldens {
         let ours = DenseCRF.labels(marginals: marginals, classCount: classes)
         let agreeing = zip(ours, labels).filter { Int($0) == $1 }.count
         #expect(Double(agreeing) >= 0.995 * Double(labels.count), "\(agreeing)/\(labels.count) labels agree")
-        print("DenseCRF vs pydensecrf2 \(name): max |ΔQ| \(worst), labels agree \(agreeing)/\(labels.count)")
+        print("DenseCRF vs pydensecrf2 \(name) [\(path.rawValue)]: max |ΔQ| \(worst), labels agree "
+            + "\(agreeing)/\(labels.count)")
+    }
+
+    /// The run-time dispatch follows the CPU, not the build machine: AVX2 + FMA is offered exactly when
+    /// `/proc/cpuinfo` lists both flags, and is then the automatic choice (unless SLICELAB_CRF_KERNELS=baseline).
+    @Test func kernelPathFollowsTheCPUsFlags() throws {
+        guard let cpuinfo = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
+              let line = cpuinfo.split(separator: "\n").first(where: { $0.hasPrefix("flags") }) else {
+            print("DenseCRF: no /proc/cpuinfo flags here; dispatch not checked")
+            return
+        }
+        let flags = Set(line.split(separator: " ").map(String.init))
+        let expected = flags.contains("avx2") && flags.contains("fma")
+        #expect(DenseCRF.KernelPath.avx2FMA.isSupported == expected)
+        #expect(DenseCRF.KernelPath.baseline.isSupported)
+        let forced = ProcessInfo.processInfo.environment["SLICELAB_CRF_KERNELS"] == "baseline"
+        #expect(DenseCRF.KernelPath.automatic == (expected && !forced ? .avx2FMA : .baseline))
+    }
+
+    /// The two builds really are two code paths: on an AVX2 machine their marginals agree within float rounding
+    /// (1e-5 absolute) but not bit for bit (fused multiply-adds round once), so pinning `.baseline` is not
+    /// silently running the AVX2 loops, nor the reverse.
+    @Test(.enabled(if: DenseCRF.KernelPath.avx2FMA.isSupported))
+    func baselineAndAVX2PathsDifferOnlyByRounding() throws {
+        let fixture = CRFGoldens.fixture("color2d-4class")
+        try #require(!fixture.isEmpty)
+        let baseline = try Self.run(fixture, path: .baseline).marginals
+        let avx2 = try Self.run(fixture, path: .avx2FMA).marginals
+        let worst = zip(baseline, avx2).map { abs($0 - $1) }.max() ?? 0
+        #expect(worst <= 1e-5, "baseline and AVX2 marginals differ by \(worst)")
+        #expect(baseline != avx2, "the baseline and AVX2 paths gave identical bits")
     }
 
     /// The CRF changes the input's argmax somewhere (the fixtures are noisy), so the agreement above is not
