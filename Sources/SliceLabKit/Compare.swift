@@ -551,17 +551,19 @@ public enum Compare {
         var report = HTMLReport(title: "SliceLab comparison on \(set.description.name)",
                                 classNames: set.description.classes, caseIDs: runs[0].caseIDs, methods: methods,
                                 pictures: pictures)
-        try addScrollers(to: &report, runs: runs, images: images, references: references, predictions: predictions,
-                         policy: policy)
+        try addScrollers(to: &report, runNames: runs.map(\.name), images: images, references: references,
+                         predictions: predictions, policy: policy)
         return report
     }
 
     /// Gives the report's 3-D cases (more than one slice) slice scrollers, in the report's order, within
     /// `policy`'s limits, and says in the report how many got one.
-    static func addScrollers(to report: inout HTMLReport, runs: [ResultsRun], images: [ScanImage],
+    /// - Parameters:
+    ///   - images, references: per case of `report.caseIDs`; `predictions[run][case]` per name of `runNames`.
+    static func addScrollers(to report: inout HTMLReport, runNames: [String], images: [ScanImage],
                              references: [LabelMap], predictions: [[LabelMap]],
                              policy: SliceScroller.Policy) throws {
-        let caseIDs = runs[0].caseIDs
+        let caseIDs = report.caseIDs
         let volumes = caseIDs.indices.filter { images[$0].frames > 1 }
         guard !volumes.isEmpty else { return }
         var (pixels, reductions, sampled) = (0, Set<Int>(), 0)
@@ -571,7 +573,7 @@ public enum Compare {
             let cost = policy.pixelCost(frames: image.frames, rows: image.rows, columns: image.columns)
             guard pixels + cost <= policy.maxTotalPixels else { continue }
             pixels += cost
-            let layers = [("reference", references[index])] + zip(runs, predictions).map { ($0.name, $1[index]) }
+            let layers = [("reference", references[index])] + zip(runNames, predictions).map { ($0, $1[index]) }
             let scroller = try SliceScroller(caseID: caseID, image: image, layers: layers, policy: policy)
             reductions.insert(scroller.reduction)
             if scroller.sliceIndices.count < scroller.frames { sampled += 1 }

@@ -1,6 +1,6 @@
 import Foundation
 import ImageFiles
-import SliceLabKit
+@testable import SliceLabKit
 import TestSupport
 import Testing
 
@@ -75,6 +75,42 @@ import Testing
         #expect(throws: InputError.self) {
             try SliceScroller(caseID: "big", image: image, layers: [("deeplabv3", wrong)], policy: policy)
         }
+    }
+
+    /// The report gives scrollers to 3-D cases in its worst-to-best order until the case limit or the pixel
+    /// budget is reached, says so above the cases, and keeps the static figures for the rest and for 2-D cases.
+    @Test func reportBudgetsScrollersWorstFirst() throws {
+        let shapes = [(4, 5, 6), (1, 5, 6), (4, 5, 6), (4, 5, 6)]  // case 1 is a 2-D case
+        let dice: [[Double]] = [[1, 0.9], [1, 0.1], [1, 0.5], [1, 0.2]]  // worst first: c1, c3, c2, c0
+        let caseIDs = (0..<4).map { "c\($0)" }
+        let images = shapes.map { frames, rows, columns in
+            ScanImage(frames: frames, rows: rows, columns: columns, channels: 1,
+                      values: (0..<(frames * rows * columns)).map { Float($0) }, source: "v")
+        }
+        let maps = shapes.map { frames, rows, columns in
+            LabelMap(frames: frames, rows: rows, columns: columns,
+                     labels: [Int32](repeating: 1, count: frames * rows * columns))
+        }
+        let picture = try PNGImage(rows: 1, columns: 1, channels: 3, samples: [UInt8](repeating: 9, count: 3)).encoded()
+        var report = HTMLReport(title: "t", classNames: ["background", "thing"], caseIDs: caseIDs,
+                                methods: [HTMLReport.Method(name: "deeplabv3", dice: dice, iou: dice, hd95: dice,
+                                                            pValues: nil)],
+                                pictures: caseIDs.map {
+                                    HTMLReport.CasePictures(caseID: $0, image: picture, reference: picture,
+                                                            methods: [picture])
+                                })
+        #expect(report.caseOrder() == ["c1", "c3", "c2", "c0"])
+        let policy = SliceScroller.Policy(maxCases: 8, maxSlices: 128, maxSide: 192, maxTotalPixels: 2 * 4 * 30)
+        try Compare.addScrollers(to: &report, runNames: ["deeplabv3"], images: images, references: maps,
+                                 predictions: [maps], policy: policy)
+        #expect(report.scrollers.map(\.caseID) == ["c3", "c2"])
+        #expect(report.scrollers.allSatisfy { $0.layers.map(\.name) == ["reference", "deeplabv3"] })
+        #expect(report.scrollerNote?.hasPrefix("Slice scrollers for 2 of 3 3-D cases") == true)
+        #expect(report.scrollerNote?.contains("the others show their middle slice") == true)
+        let html = report.html()
+        #expect(html.components(separatedBy: "<div class=\"scroller\"").count - 1 == 2)
+        #expect(html.components(separatedBy: "<figure>").count - 1 == 2 * 3, "c1 and c0 keep static figures")
+        #expect(html.contains("Dice 0.2") && html.contains("<script>"))
     }
 
     /// `compare --report` on a 3-D nnU-Net set: each case is a scroller whose switch lists the reference and
