@@ -113,10 +113,11 @@ import Testing
         #expect(html.contains("Dice 0.2") && html.contains("<script>"))
     }
 
-    /// `compare --report` on a 3-D nnU-Net set: each case is a scroller whose switch lists the reference and
-    /// every run (the model, its post-processing, a classical run, an external run); headless Chromium moves the
-    /// slider (mouse and arrow keys), switches the method and the opacity, and the screenshots change as they
-    /// must. A 2-D report keeps its static figures (`CompareTests`).
+    /// `compare --report` on a 3-D nnU-Net set (a small seeded MobileNetV2 model: the page is under test, not
+    /// accuracy): each case is a scroller whose switch lists the reference and every run (the model, its
+    /// post-processing, a classical run, an external run); headless Chromium moves the slider (mouse and arrow
+    /// keys), switches the method and the opacity, and the screenshots change as they must. A 2-D report keeps
+    /// its static figures (`CompareTests`).
     @Test func compareReportScrollsThroughThreeDimensionalCasesInChromium() throws {
         let folder = try TestSupport.temporaryFolder()
         let root = try DatasetFixtures.makeNNUNet(in: folder, channels: 1)
@@ -129,7 +130,7 @@ import Testing
                                  to: external.appendingPathComponent("\(DatasetFixtures.caseName(k)).nii.gz").path)
         }
         let report = folder.appendingPathComponent("report").path
-        let run = try TestSupport.slicelab(["compare", root.path, "--model", try CompareTests.makeModel(in: folder),
+        let run = try TestSupport.slicelab(["compare", root.path, "--model", try PostProcessingTests.model(in: folder),
                                             "--classical", "kmeans:space=gray,map=train-vote", "--post", "majority",
                                             "--external", "nnunet=\(external.path)",
                                             "--out", folder.appendingPathComponent("results.h5").path,
