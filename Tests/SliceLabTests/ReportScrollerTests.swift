@@ -37,7 +37,8 @@ import Testing
             try data.write(to: URL(fileURLWithPath: path))
             return try PNGImage.read(path)
         }
-        let gray = try decode(scroller.image, "image.png"), tint = try decode(scroller.layers[0].sprite, "layer.png")
+        let gray = try decode(scroller.image, "image.png")
+        let tint = try decode(scroller.layers[0].sprite, "layer.png")
         #expect(gray.rows == 2 * rows && gray.columns == 3 * columns && gray.channels == 1)
         #expect(tint.channels == 4)
         let (graySamples, tintSamples) = (gray.intSamples, tint.intSamples)
@@ -50,7 +51,8 @@ import Testing
                 for x in 0..<columns {
                     let pixel = (top + y) * tint.columns + left + x
                     let rgba = Array(tintSamples[(pixel * 4)..<(pixel * 4 + 4)])
-                    let expected = y == tile && x == 1 ? [Int(color.0), Int(color.1), Int(color.2), 255] : [0, 0, 0, 0]
+                    let expected = y == tile && x == 1
+                        ? [Int(color.0), Int(color.1), Int(color.2), 255] : [0, 0, 0, 0]
                     #expect(rgba == expected, "tile \(tile) y \(y) x \(x)")
                 }
             }
@@ -91,7 +93,8 @@ import Testing
             LabelMap(frames: frames, rows: rows, columns: columns,
                      labels: [Int32](repeating: 1, count: frames * rows * columns))
         }
-        let picture = try PNGImage(rows: 1, columns: 1, channels: 3, samples: [UInt8](repeating: 9, count: 3)).encoded()
+        let picture = try PNGImage(rows: 1, columns: 1, channels: 3, samples: [UInt8](repeating: 9, count: 3))
+            .encoded()
         var report = HTMLReport(title: "t", classNames: ["background", "thing"], caseIDs: caseIDs,
                                 methods: [HTMLReport.Method(name: "deeplabv3", dice: dice, iou: dice, hd95: dice,
                                                             pValues: nil)],
@@ -130,8 +133,10 @@ import Testing
                                  to: external.appendingPathComponent("\(DatasetFixtures.caseName(k)).nii.gz").path)
         }
         let report = folder.appendingPathComponent("report").path
-        let run = try TestSupport.slicelab(["compare", root.path, "--model", try PostProcessingTests.model(in: folder),
-                                            "--classical", "kmeans:space=gray,map=train-vote", "--post", "majority",
+        let model = try PostProcessingTests.model(in: folder)
+        let run = try TestSupport.slicelab(["compare", root.path, "--model", model,
+                                            "--classical", "kmeans:space=gray,map=train-vote",
+                                            "--post", "majority",
                                             "--external", "nnunet=\(external.path)",
                                             "--out", folder.appendingPathComponent("results.h5").path,
                                             "--report", report])
@@ -149,7 +154,8 @@ import Testing
         #expect(!html.contains("<figure>"), "a case with a scroller shows no static figures")
 
         guard FileManager.default.isExecutableFile(atPath: Self.chromium) else {
-            print("ReportScrollerTests: skipped the Chromium part: \(Self.chromium) is absent (`make setup` installs it)")
+            print("ReportScrollerTests: skipped the Chromium part: \(Self.chromium) is absent "
+                  + "(`make setup` installs it)")
             return
         }
         let shots = folder.appendingPathComponent("screenshots")

@@ -5,8 +5,8 @@ import ImageFiles
 /// reference, then every run), each one PNG sprite whose tiles are the shown slices in order.
 ///
 /// Sprite layout: tile `i` (the `i`-th shown slice, source slice `sliceIndices[i]`) sits at column
-/// `i % gridColumns`, row `i / gridColumns` of a grid of `tileColumns` × `tileRows` pixel tiles. The image sprite
-/// is gray (1 channel) or RGB; overlay sprites are RGBA with each class's `Overlay.color` at full alpha and
+/// `i % gridColumns`, row `i / gridColumns` of a grid of `tileColumns` × `tileRows` pixel tiles. The image
+/// sprite is gray (1 channel) or RGB; overlay sprites are RGBA with each class's `Overlay.color` at full alpha and
 /// background transparent, so the page blends them at the opacity the user picks.
 public struct SliceScroller: Sendable {
     /// How much of the volumes a report embeds, so that it stays one file of sane size.
@@ -21,7 +21,8 @@ public struct SliceScroller: Sendable {
         /// Image-sprite pixels over all scrollers at most: later 3-D cases keep the static middle slice.
         public var maxTotalPixels: Int
 
-        public init(maxCases: Int = 8, maxSlices: Int = 128, maxSide: Int = 192, maxTotalPixels: Int = 6_000_000) {
+        public init(maxCases: Int = 8, maxSlices: Int = 128, maxSide: Int = 192,
+                    maxTotalPixels: Int = 6_000_000) {
             (self.maxCases, self.maxSlices, self.maxSide, self.maxTotalPixels) = (maxCases, maxSlices, maxSide,
                                                                                   maxTotalPixels)
         }
@@ -34,13 +35,15 @@ public struct SliceScroller: Sendable {
         /// The source slices shown for a volume of `frames` slices: all, or `maxSlices` evenly spaced ones.
         public func shownSlices(frames: Int) -> [Int] {
             guard frames > maxSlices, maxSlices > 1 else { return Array(0..<frames) }
-            return (0..<maxSlices).map { Int((Double($0) * Double(frames - 1) / Double(maxSlices - 1)).rounded()) }
+            let step = Double(frames - 1) / Double(maxSlices - 1)
+            return (0..<maxSlices).map { Int((Double($0) * step).rounded()) }
         }
 
         /// The image-sprite pixels a volume of this shape costs.
         public func pixelCost(frames: Int, rows: Int, columns: Int) -> Int {
             let factor = reduction(rows: rows, columns: columns)
-            return shownSlices(frames: frames).count * ((rows + factor - 1) / factor) * ((columns + factor - 1) / factor)
+            let tile = ((rows + factor - 1) / factor) * ((columns + factor - 1) / factor)
+            return shownSlices(frames: frames).count * tile
         }
     }
 
@@ -77,8 +80,8 @@ public struct SliceScroller: Sendable {
                 policy: Policy = Policy()) throws {
         for layer in layers where layer.labels.frames != image.frames || layer.labels.rows != image.rows
             || layer.labels.columns != image.columns {
-            throw InputError.invalidContent(file: image.source, reason: "slice scroller: the \(layer.name) labels are "
-                + "\(layer.labels.frames)x\(layer.labels.rows)x\(layer.labels.columns), the image "
+            throw InputError.invalidContent(file: image.source, reason: "slice scroller: the \(layer.name) labels "
+                + "are \(layer.labels.frames)x\(layer.labels.rows)x\(layer.labels.columns), the image "
                 + "\(image.frames)x\(image.rows)x\(image.columns)")
         }
         let factor = policy.reduction(rows: image.rows, columns: image.columns)
@@ -98,7 +101,9 @@ public struct SliceScroller: Sendable {
         let aspect = Double(image.rows) * rowSpacing / (Double(image.columns) * columnSpacing)
         self.aspect = aspect.isFinite && aspect > 0 ? aspect : Double(image.rows) / Double(image.columns)
         self.image = try sprite.imagePNG(image, slices: slices)
-        self.layers = try layers.map { Layer(name: $0.name, sprite: try sprite.overlayPNG($0.labels, slices: slices)) }
+        self.layers = try layers.map {
+            Layer(name: $0.name, sprite: try sprite.overlayPNG($0.labels, slices: slices))
+        }
     }
 }
 
@@ -122,7 +127,8 @@ private struct Sprite {
 
     /// The source pixel range of tile pixel (`row`, `column`): a `factor` × `factor` block clipped to the slice.
     private func block(_ row: Int, _ column: Int) -> (rows: Range<Int>, columns: Range<Int>) {
-        (row * factor..<min(sourceRows, (row + 1) * factor), column * factor..<min(sourceColumns, (column + 1) * factor))
+        (row * factor..<min(sourceRows, (row + 1) * factor),
+         column * factor..<min(sourceColumns, (column + 1) * factor))
     }
 
     func imagePNG(_ image: ScanImage, slices: [Int]) throws -> Data {

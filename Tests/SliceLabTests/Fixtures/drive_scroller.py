@@ -207,11 +207,12 @@ def main():
             check('canvas drawn', shots['start'].size > 0 and shots['start'].max() > 0,
                   canvas=[left, top, width, height])
 
-            # Move the slice slider with the mouse: a click at 30 % of its track (a slice with labels in the fixture).
+            # Move the slice slider with the mouse: a click at 30 % of its track (a slice with labels here).
             x, y, w, h = layout['slice']
             browser.click(x + 0.3 * w, y + h / 2)
             _, moved = shoot('slider')
-            check('slider moves to another slice', moved['slice'] != start['slice'] and moved['value'] < start['value'],
+            check('slider moves to another slice',
+                  moved['slice'] != start['slice'] and moved['value'] < start['value'],
                   before=start['slice'], after=moved['slice'], readout=moved['readout'])
             check('slider changes the picture', changed('start', 'slider') > 0.02,
                   changed=changed('start', 'slider'))
@@ -228,7 +229,8 @@ def main():
             browser.click(left + width / 2, top + height / 2)
             browser.key('ArrowLeft', 'ArrowLeft', 37)
             _, back = shoot('arrow_left')
-            check('ArrowLeft on the scroller goes back', back['value'] == moved['value'] and back['focus'] == 'DIV',
+            check('ArrowLeft on the scroller goes back',
+                  back['value'] == moved['value'] and back['focus'] == 'DIV',
                   value=back['value'], focus=back['focus'])
             check('the same slice draws the same picture', changed('slider', 'arrow_left') == 0,
                   changed=changed('slider', 'arrow_left'))
@@ -241,7 +243,8 @@ def main():
             x, y, w, h = layout['layers'][target]['box']
             browser.click(x + w / 2, y + h / 2)
             _, switched = shoot('method')
-            check('the method switch selects the run', switched['layer'] == target and switched['value'] == back['value'],
+            check('the method switch selects the run',
+                  switched['layer'] == target and switched['value'] == back['value'],
                   layer=switched['layer'])
             check('the method switch changes the overlay', changed('arrow_left', 'method') > 0.005,
                   changed=changed('arrow_left', 'method'), tinted_reference=tinted('arrow_left'),
