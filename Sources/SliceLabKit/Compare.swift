@@ -524,7 +524,8 @@ public enum Compare {
     }
 
     static func report(runs: [ResultsRun], comparisons: [ResultsComparison], images: [ScanImage],
-                       references: [LabelMap], predictions: [[LabelMap]], set: LabeledSet) throws -> HTMLReport {
+                       references: [LabelMap], predictions: [[LabelMap]], set: LabeledSet,
+                       policy: SliceScroller.Policy = SliceScroller.Policy()) throws -> HTMLReport {
         let k = set.classCount
         func perCase(_ run: ResultsRun, _ metric: MetricName) -> [[Double]] {
             let columns = (0..<k).map { run.values(metric, classIndex: $0) }
@@ -549,8 +550,44 @@ public enum Compare {
                                            reference: try overlay(references[index]),
                                            methods: try predictions.map { try overlay($0[index]) })
         }
-        return HTMLReport(title: "SliceLab comparison on \(set.description.name)", classNames: set.description.classes,
-                          caseIDs: runs[0].caseIDs, methods: methods, pictures: pictures)
+        var report = HTMLReport(title: "SliceLab comparison on \(set.description.name)",
+                                classNames: set.description.classes, caseIDs: runs[0].caseIDs, methods: methods,
+                                pictures: pictures)
+        try addScrollers(to: &report, runNames: runs.map(\.name), images: images, references: references,
+                         predictions: predictions, policy: policy)
+        return report
+    }
+
+    /// Gives the report's 3-D cases (more than one slice) slice scrollers, in the report's order, within
+    /// `policy`'s limits, and says in the report how many got one.
+    /// - Parameters:
+    ///   - images, references: per case of `report.caseIDs`; `predictions[run][case]` per name of `runNames`.
+    static func addScrollers(to report: inout HTMLReport, runNames: [String], images: [ScanImage],
+                             references: [LabelMap], predictions: [[LabelMap]],
+                             policy: SliceScroller.Policy) throws {
+        let caseIDs = report.caseIDs
+        let volumes = caseIDs.indices.filter { images[$0].frames > 1 }
+        guard !volumes.isEmpty else { return }
+        var (pixels, reductions, sampled) = (0, Set<Int>(), 0)
+        for caseID in report.caseOrder() where report.scrollers.count < policy.maxCases {
+            guard let index = caseIDs.firstIndex(of: caseID), images[index].frames > 1 else { continue }
+            let image = images[index]
+            let cost = policy.pixelCost(frames: image.frames, rows: image.rows, columns: image.columns)
+            guard pixels + cost <= policy.maxTotalPixels else { continue }
+            pixels += cost
+            let layers = [("reference", references[index])] + zip(runNames, predictions).map { ($0, $1[index]) }
+            let scroller = try SliceScroller(caseID: caseID, image: image, layers: layers, policy: policy)
+            reductions.insert(scroller.reduction)
+            if scroller.sliceIndices.count < scroller.frames { sampled += 1 }
+            report.scrollers.append(scroller)
+        }
+        var note = "Slice scrollers for \(report.scrollers.count) of \(volumes.count) 3-D cases (at most "
+            + "\(policy.maxCases), worst first, within \(policy.maxTotalPixels / 1_000_000) M embedded slice pixels); "
+        note += reductions.subtracting([1]).isEmpty ? "full in-plane resolution"
+            : "in-plane resolution reduced to at most \(policy.maxSide) px per side"
+        if sampled > 0 { note += "; \(sampled) case(s) show \(policy.maxSlices) evenly spaced slices" }
+        if report.scrollers.count < volumes.count { note += "; the others show their middle slice" }
+        report.scrollerNote = note + "."
     }
 }
 
