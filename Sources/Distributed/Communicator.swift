@@ -137,12 +137,12 @@ public final class Communicator {
         try body()
     }
 
-    /// Polls `request` until it completes, aborting the job past the timeout.
-    fileprivate func waitFor(_ request: inout RequestHandle, what: String) throws {
+    /// Polls `request` until it completes, aborting the job past the timeout (never, with `bounded` false).
+    fileprivate func waitFor(_ request: inout RequestHandle, what: String, bounded: Bool = true) throws {
         let deadline = Date().addingTimeInterval(timeoutSeconds)
         var pause: UInt32 = 20
         while try !MPICalls.test(&request) {
-            if Date() > deadline {
+            if bounded, Date() > deadline {
                 abort("slicelab: " + DistributedError.timedOut(operation: what, rank: rank, seconds: timeoutSeconds)
                     .description + " (a rank died or hangs); aborting the job")
             }
@@ -174,11 +174,13 @@ public final class PendingSum<T: ReducibleScalar> {
 
     /// The result, once every rank has contributed.
     ///
-    /// - Throws: `DistributedError.mpiFailed`; aborts the job past the communicator's timeout.
-    public func wait() throws -> [T] {
+    /// - Parameter bounded: abort the job past the communicator's timeout; false waits as long as it takes (for
+    ///   ranks that finish long pieces of work at different times).
+    /// - Throws: `DistributedError.mpiFailed`.
+    public func wait(bounded: Bool = true) throws -> [T] {
         if var pending = request {
             request = nil
-            try communicator.waitFor(&pending, what: what)
+            try communicator.waitFor(&pending, what: what, bounded: bounded)
         }
         return Array(storage)
     }

@@ -51,10 +51,8 @@ public enum ShardedJob {
         // dies ends the job through the launcher; each case's decoders are bounded in time).
         var failed = [Double](repeating: 0, count: size)
         failed[rank] = failure == nil ? 0 : 1
-        let timeout = communicator.timeoutSeconds
-        communicator.timeoutSeconds = 1e9
-        failed = try communicator.startAllReduceSum(failed, what: "waiting for every rank's shard").wait()
-        communicator.timeoutSeconds = timeout
+        failed = try communicator.startAllReduceSum(failed, what: "waiting for every rank's shard")
+            .wait(bounded: false)
         let failedRanks = failed.indices.filter { failed[$0] > 0 }
 
         var merged: Merged?
