@@ -1,8 +1,10 @@
 """Dense CRF: SliceLab against pydensecrf2 (Krähenbühl's C++), measured in the same run (issue #24).
 
   1. 2-D: a 512 x 512 gray image, 21 classes, 5 iterations, pydensecrf's default widths and weights, the same
-     probabilities and display image on both sides. pydensecrf is single-threaded, so SliceLab runs pinned to one
-     core (`taskset -c 0`) for the like-for-like ratio; its time on every core is printed beside it.
+     probabilities and display image on both sides. pydensecrf is single-threaded, so for the like-for-like ratio
+     both sides run pinned to the same core (BENCH_CORE, default 0: `taskset -c 0` for SliceLab, the process's
+     affinity for pydensecrf, so neither gets the other, idler core); SliceLab's time on every core is printed
+     beside it, against pydensecrf unpinned.
   2. 3-D: a 200 x 256 x 256 volume (spacing 1.5 x 0.8 x 0.8 mm), 3 classes, 5 iterations: SliceLab's time and
      peak resident memory (GNU time's "Maximum resident set size" of the whole process, which includes reading
      the 157 MB of probabilities).
@@ -11,12 +13,12 @@ How SliceLab is timed: the release `slicelab segment --crf-input IN.h5 --margina
 set prints "timing crf S cpu C", the CRF alone (lattices and iterations, no I/O) on the wall clock and in process
 CPU time; pydensecrf is timed around DenseCRF construction, both addPairwiseEnergy calls and inference(5) (feature
 creation excluded on both sides), on the wall clock and in process CPU time (`time.process_time`). The two sides
-alternate, best of REPEATS each. On a machine shared with other jobs the wall clock mostly measures waiting, so the
-single-thread CPU-time ratio is printed beside the wall-clock one. Every figure carries the build of the CRF's
-inner loops it ran (`CDenseCRFKernels`, chosen at run time: "avx2-fma" when the CPU has AVX2 and FMA, else
-"baseline", SSE2), as `slicelab --version` names it; the 2-D case is timed on both builds in the same run
-(SLICELAB_CRF_KERNELS=baseline forces the baseline one). SLICELAB_BINARY picks another build (for example main's,
-for a before/after; a build without that line in `--version` is reported as "swift-sse2").
+alternate, best of REPEATS each (and the median of the per-round ratios). On a machine shared with other jobs the
+wall clock mostly measures waiting, so the single-thread CPU-time ratio is printed beside the wall-clock one. Every
+figure carries the build of the CRF's inner loops it ran (`CDenseCRFKernels`, chosen at run time: "avx2-fma" when
+the CPU has AVX2 and FMA, else "baseline", SSE2), as `slicelab --version` names it; the 2-D case is timed on both
+builds in the same run (SLICELAB_CRF_KERNELS=baseline forces the baseline one). SLICELAB_BINARY picks another build
+(for example main's, for a before/after; a build without that line in `--version` is reported as "swift-sse2").
 Run with a venv holding pydensecrf2, numpy, h5py (see Datasets/goldens/densecrf_goldens.py), after
 `swift build -c release --product slicelab`:  /work/crf-venv/bin/python Benchmarks/bench_crf.py
 """
@@ -35,6 +37,7 @@ import pydensecrf.densecrf as dcrf
 from pydensecrf.utils import create_pairwise_bilateral, create_pairwise_gaussian, unary_from_softmax
 
 REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
+CORE = int(os.environ.get("BENCH_CORE", "0"))
 root = pathlib.Path(__file__).resolve().parents[1]
 binary = os.environ.get("SLICELAB_BINARY", str(root / ".build/release/slicelab"))
 rng = np.random.default_rng(24)
@@ -62,8 +65,8 @@ def kernels(environment=None):
 
 
 def slicelab(path, out, pin, baseline=False):
-    command = (["taskset", "-c", "0"] if pin else []) + ["/usr/bin/time", "-v", binary, "segment", "--crf-input",
-                                                          str(path), "--marginals", str(out)]
+    command = (["taskset", "-c", str(CORE)] if pin else []) + ["/usr/bin/time", "-v", binary, "segment",
+                                                               "--crf-input", str(path), "--marginals", str(out)]
     environment = dict(os.environ, SLICELAB_TIMINGS="1")
     if baseline:
         environment["SLICELAB_CRF_KERNELS"] = "baseline"
@@ -76,7 +79,15 @@ def slicelab(path, out, pin, baseline=False):
     return seconds, cpu, peak / 1024
 
 
-def peer(p, image):
+def peer(p, image, pin=False):
+    """pydensecrf's time (wall, CPU) and marginals; `pin`: on core CORE only, as the pinned SliceLab runs."""
+    if pin:
+        affinity = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {CORE})
+        try:
+            return peer(p, image)
+        finally:
+            os.sched_setaffinity(0, affinity)
     classes, shape = p.shape[0], p.shape[1:]
     unary = np.ascontiguousarray(unary_from_softmax(p))
     gauss = np.ascontiguousarray(create_pairwise_gaussian((3, 3), shape))
@@ -97,6 +108,7 @@ def main():
     print(f"slicelab: {version[0]}, {isa}")
     print(f"CPU: {cpu}, {os.cpu_count()} logical cores; {platform.python_version()}, "
           f"pydensecrf2 {metadata.version('pydensecrf2')}, numpy {np.__version__}; best of {REPEATS}")
+    print("load average at start (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     with tempfile.TemporaryDirectory() as folder:
         folder = pathlib.Path(folder)
         shape = (512, 512)
@@ -110,8 +122,9 @@ def main():
         baseline = kernels(dict(os.environ, SLICELAB_CRF_KERNELS="baseline"))
         if baseline != automatic:
             paths.append(baseline)
-        ours_one, ours_all, runs = {p: [] for p in paths}, {p: [] for p in paths}, []
+        ours_one, ours_all, runs, pinned = {p: [] for p in paths}, {p: [] for p in paths}, [], []
         for _ in range(REPEATS):
+            pinned.append(peer(p, image, pin=True))
             for path in paths:
                 ours_one[path].append(slicelab(folder / "in2d.h5", folder / "out2d.h5", pin=True,
                                                baseline=path != automatic))
@@ -120,19 +133,28 @@ def main():
                 ours_all[path].append(slicelab(folder / "in2d.h5", folder / f"out2d-{path}.h5", pin=False,
                                                baseline=path != automatic))
         theirs, theirs_cpu = min(r[0] for r in runs), min(r[1] for r in runs)
+        theirs_one, theirs_one_cpu = min(r[0] for r in pinned), min(r[1] for r in pinned)
         print(f"2-D 512x512, 21 classes, 5 iterations [{isa}]:")
-        print(f"  pydensecrf2 (single-threaded): {theirs:.3f} s wall, {theirs_cpu:.3f} s CPU")
+        print(f"  pydensecrf2 (single-threaded): pinned to core {CORE} {theirs_one:.3f} s wall, "
+              f"{theirs_one_cpu:.3f} s CPU; unpinned {theirs:.3f} s wall, {theirs_cpu:.3f} s CPU")
         for path in paths:
             one, one_cpu = min(r[0] for r in ours_one[path]), min(r[1] for r in ours_one[path])
             both = min(r[0] for r in ours_all[path])
+            rounds_one = [a[0] / b[0] for a, b in zip(ours_one[path], pinned)]
+            rounds_all = [a[0] / b[0] for a, b in zip(ours_all[path], runs)]
             with h5py.File(folder / f"out2d-{path}.h5") as f:
                 q = f["/marginals"][...]
             agree = float((q.argmax(0) == runs[0][2].argmax(0)).mean())
-            print(f"  SliceLab [CRF kernels: {path}] 1 thread (pinned to 1 core): {one:.3f} s wall "
-                  f"({one / theirs:.2f}x), {one_cpu:.3f} s CPU ({one_cpu / theirs_cpu:.2f}x); "
+            print(f"  SliceLab [CRF kernels: {path}] 1 thread (pinned to core {CORE}): {one:.3f} s wall "
+                  f"({one / theirs_one:.2f}x), {one_cpu:.3f} s CPU ({one_cpu / theirs_one_cpu:.2f}x); "
                   f"{os.cpu_count()} threads: {both:.3f} s wall ({both / theirs:.2f}x)")
+            print(f"    per-round wall ratios, median [min-max]: 1 thread {np.median(rounds_one):.2f}x "
+                  f"[{min(rounds_one):.2f}-{max(rounds_one):.2f}], {os.cpu_count()} threads "
+                  f"{np.median(rounds_all):.2f}x [{min(rounds_all):.2f}-{max(rounds_all):.2f}]")
             print(f"    labels agree {100 * agree:.3f} %, max |dQ| {float(np.abs(q - runs[0][2]).max()):.2e}")
 
+        print("load average after the 2-D case (1, 5, 15 min): "
+              + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
         if os.environ.get("BENCH_CRF_3D", "1") == "0":  # BENCH_CRF_3D=0: the 2-D case only
             return
         shape3 = (200, 256, 256)
@@ -143,6 +165,7 @@ def main():
         print(f"3-D 200x256x256, 3 classes, 5 iterations [CRF kernels: {automatic}]: SliceLab {seconds:.1f} s wall "
               f"on {os.cpu_count()} cores ({cpu_seconds:.1f} s CPU), peak resident memory {peak:.0f} MB "
               f"(whole process) [{isa}]")
+    print("load average at end (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
 if __name__ == "__main__":

@@ -101,39 +101,30 @@ INLINE float max8(f8 v) {
 
 // MARK: - Bodies
 
-INLINE void splat_body(const crf_kernel_view *views, int32_t view_count, const float *q, int64_t width,
-                       int64_t first_point, int64_t end_point, int64_t first_column, int64_t end_column) {
-    for (int64_t point = first_point; point < end_point; point++) {
-        const float *source = q + point * width;
-        for (int32_t index = 0; index < view_count; index++) {
-            const crf_kernel_view view = views[index];
-            const float scale = view.normalisation[point];
-            const int64_t base = point * view.corners;
-            for (int32_t r = 0; r < view.corners; r++) {
-                float *row = view.lattice + (int64_t)view.offsets[base + r] * width;
-                const float w = view.weights[base + r] * scale;
-                int64_t c = first_column;
-                for (; c + 8 <= end_column; c += 8) {
-                    store8(row + c, load8(row + c) + splat8(w) * load8(source + c));
-                }
-                if (c < end_column) store4(row + c, load4(row + c) + splat4(w) * load4(source + c));
+INLINE void blur_body(const float *source, const float *second_source, float *target,
+                      const int32_t *neighbours, int64_t width, int64_t first_vertex, int64_t end_vertex) {
+    for (int64_t vertex = first_vertex; vertex < end_vertex; vertex++) {
+        const int64_t here = (vertex + 1) * width, first = (int64_t)neighbours[2 * vertex] * width;
+        const int64_t second = (int64_t)neighbours[2 * vertex + 1] * width;
+        float *out = target + here;
+        int64_t c = 0;
+        if (second_source) {  // the source is the sum of two buffers
+#define AT8(offset) (load8(source + (offset) + c) + load8(second_source + (offset) + c))
+#define AT4(offset) (load4(source + (offset) + c) + load4(second_source + (offset) + c))
+            for (; c + 8 <= width; c += 8) store8(out + c, AT8(here) + 0.5f * (AT8(first) + AT8(second)));
+            if (c < width) store4(out + c, AT4(here) + 0.5f * (AT4(first) + AT4(second)));
+#undef AT8
+#undef AT4
+        } else {
+            for (; c + 8 <= width; c += 8) {
+                store8(out + c, load8(source + here + c)
+                                    + 0.5f * (load8(source + first + c) + load8(source + second + c)));
+            }
+            if (c < width) {
+                store4(out + c, load4(source + here + c)
+                                    + 0.5f * (load4(source + first + c) + load4(source + second + c)));
             }
         }
-    }
-}
-
-INLINE void blur_body(const float *source, float *target, const int32_t *neighbours, int64_t width,
-                      int64_t first_vertex, int64_t end_vertex) {
-    for (int64_t vertex = first_vertex; vertex < end_vertex; vertex++) {
-        const float *here = source + (vertex + 1) * width;
-        const float *first = source + (int64_t)neighbours[2 * vertex] * width;
-        const float *second = source + (int64_t)neighbours[2 * vertex + 1] * width;
-        float *out = target + (vertex + 1) * width;
-        int64_t c = 0;
-        for (; c + 8 <= width; c += 8) {
-            store8(out + c, load8(here + c) + 0.5f * (load8(first + c) + load8(second + c)));
-        }
-        if (c < width) store4(out + c, load4(here + c) + 0.5f * (load4(first + c) + load4(second + c)));
     }
 }
 
@@ -160,62 +151,143 @@ INLINE void slice_block(const crf_kernel_view *views, int32_t view_count, const 
     for (int j = 0; j < vectors; j++) store8(row + c + 8 * j, sums[j]);
 }
 
-/// The softmax of a row's first k energies in place; padding columns become 0. eˣ below −87.3 is below
-/// float's normal range, so x − max is clamped there.
-INLINE void softmax_row(float *row, int64_t width, int64_t k) {
+/// The softmax of the first k energies of each of `count` rows in place; padding columns become 0. eˣ below
+/// −87.3 is below float's normal range, so x − max is clamped there. `count` is a constant after inlining: the
+/// rows' dependency chains (max, exponentials, sum, division) interleave, each row's arithmetic unchanged.
+INLINE void softmax_rows(float *const *rows, const int count, int64_t width, int64_t k) {
     const float lowest = -__builtin_inff();
-    f8 top8 = splat8(lowest);
+    float top[4], total[4];
+    for (int j = 0; j < count; j++) {
+        const float *row = rows[j];
+        f8 top8 = splat8(lowest);
+        int64_t c = 0;
+        for (; c + 8 <= width; c += 8) top8 = __builtin_elementwise_max(top8, keep8(load8(row + c), c, k, lowest));
+        top[j] = max8(top8);
+        if (c < width) {
+            f4 tail = keep4(load4(row + c), c, k, lowest);
+            float a = tail[0] > tail[2] ? tail[0] : tail[2], b = tail[1] > tail[3] ? tail[1] : tail[3];
+            top[j] = top[j] > a ? top[j] : a;
+            top[j] = top[j] > b ? top[j] : b;
+        }
+    }
+    f8 total8[4];
+    for (int j = 0; j < count; j++) total8[j] = splat8(0);
     int64_t c = 0;
-    for (; c + 8 <= width; c += 8) top8 = __builtin_elementwise_max(top8, keep8(load8(row + c), c, k, lowest));
-    float top = max8(top8);
+    for (; c + 8 <= width; c += 8) {
+        for (int j = 0; j < count; j++) {
+            f8 x = __builtin_elementwise_max(load8(rows[j] + c) - top[j], splat8(-87.3f));
+            f8 e = keep8(exponential8(x), c, k, 0);
+            total8[j] += e;
+            store8(rows[j] + c, e);
+        }
+    }
+    for (int j = 0; j < count; j++) total[j] = sum8(total8[j]);
     if (c < width) {
-        f4 tail = keep4(load4(row + c), c, k, lowest);
-        float a = tail[0] > tail[2] ? tail[0] : tail[2], b = tail[1] > tail[3] ? tail[1] : tail[3];
-        top = top > a ? top : a;
-        top = top > b ? top : b;
+        for (int j = 0; j < count; j++) {
+            f4 x = __builtin_elementwise_max(load4(rows[j] + c) - top[j], splat4(-87.3f));
+            f4 e = keep4(exponential4(x), c, k, 0);
+            total[j] += (e[0] + e[2]) + (e[1] + e[3]);
+            store4(rows[j] + c, e);
+        }
     }
-    f8 total8 = splat8(0);
-    for (c = 0; c + 8 <= width; c += 8) {
-        f8 x = __builtin_elementwise_max(load8(row + c) - top, splat8(-87.3f));
-        f8 e = keep8(exponential8(x), c, k, 0);
-        total8 += e;
-        store8(row + c, e);
+    for (int j = 0; j < count; j++) {
+        const float inverse = 1.0f / total[j];
+        for (c = 0; c + 8 <= width; c += 8) store8(rows[j] + c, load8(rows[j] + c) * inverse);
+        if (c < width) store4(rows[j] + c, load4(rows[j] + c) * inverse);
     }
-    float total = sum8(total8);
-    if (c < width) {
-        f4 x = __builtin_elementwise_max(load4(row + c) - top, splat4(-87.3f));
-        f4 e = keep4(exponential4(x), c, k, 0);
-        total += (e[0] + e[2]) + (e[1] + e[3]);
-        store4(row + c, e);
+}
+
+/// Calls BLOCK(c, vectors) over a row of `width` columns: blocks of four 8-float vectors, then one of three, two
+/// or one, then the 4-float tail (vectors 0); `vectors` is a literal in every call, so each inlines to
+/// straight-line code with its accumulators in registers.
+#define FOR_EACH_BLOCK(width, BLOCK)                                                                           \
+    do {                                                                                                       \
+        int64_t column = 0;                                                                                    \
+        for (; column + 32 <= (width); column += 32) BLOCK(column, 4);                                         \
+        switch (((width) - column) / 8) {                                                                      \
+        case 3: BLOCK(column, 3); column += 24; break;                                                         \
+        case 2: BLOCK(column, 2); column += 16; break;                                                         \
+        case 1: BLOCK(column, 1); column += 8; break;                                                          \
+        default: break;                                                                                        \
+        }                                                                                                      \
+        if (column < (width)) BLOCK(column, 0);                                                                \
+    } while (0)
+
+/// The energies of one point (its unary plus every kernel's message) into `row`.
+INLINE void slice_row(const crf_kernel_view *views, int32_t view_count, const float *energies, float *row,
+                      int64_t width, int64_t point) {
+#define SLICE_BLOCK(c, vectors) slice_block(views, view_count, energies, row, width, point, c, vectors)
+    FOR_EACH_BLOCK(width, SLICE_BLOCK);
+#undef SLICE_BLOCK
+}
+
+/// Adds `vectors` 8-float columns of `source` from `c` (0: one 4-float column, the tail), held in registers, to
+/// the rows of the point's vertices in every kernel's `targets[index]`: row += barycentric weight ×
+/// normalisation[point] × source.
+INLINE void splat_block(const crf_kernel_view *views, int32_t view_count, float *const *targets,
+                        const float *source, int64_t width, int64_t point, int64_t c, const int vectors) {
+    f8 values[4];
+    const f4 tail = vectors == 0 ? load4(source + c) : splat4(0);
+    for (int j = 0; j < vectors; j++) values[j] = load8(source + c + 8 * j);
+    for (int32_t index = 0; index < view_count; index++) {
+        const crf_kernel_view view = views[index];
+        const float scale = view.normalisation[point];
+        const int64_t base = point * view.corners;
+        for (int32_t r = 0; r < view.corners; r++) {
+            float *row = targets[index] + (int64_t)view.offsets[base + r] * width + c;
+            const float w = view.weights[base + r] * scale;
+            if (vectors == 0) store4(row, load4(row) + splat4(w) * tail);
+            for (int j = 0; j < vectors; j++) store8(row + 8 * j, load8(row + 8 * j) + splat8(w) * values[j]);
+        }
     }
-    const float inverse = 1.0f / total;
-    for (c = 0; c + 8 <= width; c += 8) store8(row + c, load8(row + c) * inverse);
-    if (c < width) store4(row + c, load4(row + c) * inverse);
+}
+
+/// Splats a point's row (`width` floats) into every kernel's `targets[index]`, block by block.
+INLINE void splat_row(const crf_kernel_view *views, int32_t view_count, float *const *targets,
+                      const float *source, int64_t width, int64_t point) {
+#define SPLAT_BLOCK(c, vectors) splat_block(views, view_count, targets, source, width, point, c, vectors)
+    FOR_EACH_BLOCK(width, SPLAT_BLOCK);
+#undef SPLAT_BLOCK
+}
+
+/// Up to four points (`count`, a constant after inlining) from `point`: slice, softmax together, store, splat
+/// in point order.
+INLINE void slice_softmax_points(const crf_kernel_view *views, int32_t view_count, const float *unary, float *q,
+                                 int64_t q_stride, float *const *targets, int64_t width, int64_t k,
+                                 int64_t point, float *local, const int count) {
+    const int pixel_rows = q && q_stride == width;  // Q's rows are the padded rows: compute in place
+    float *rows[4];
+    for (int j = 0; j < count; j++) {
+        rows[j] = pixel_rows ? q + (point + j) * width : local + j * width;
+        slice_row(views, view_count, unary + (point + j) * width, rows[j], width, point + j);
+    }
+    softmax_rows(rows, count, width, k);
+    for (int j = 0; j < count; j++) {
+        if (q && !pixel_rows) memcpy(q + (point + j) * q_stride, rows[j], (size_t)k * sizeof(float));
+        if (targets) splat_row(views, view_count, targets, rows[j], width, point + j);
+    }
 }
 
 INLINE void slice_softmax_body(const crf_kernel_view *views, int32_t view_count, const float *unary, float *q,
-                               int64_t width, int64_t k, int64_t first_point, int64_t end_point) {
-    for (int64_t point = first_point; point < end_point; point++) {
-        float *row = q + point * width;
-        const float *energies = unary + point * width;
-        int64_t c = 0;
-        for (; c + 32 <= width; c += 32) slice_block(views, view_count, energies, row, width, point, c, 4);
-        switch ((width - c) / 8) {
-        case 3: slice_block(views, view_count, energies, row, width, point, c, 3); c += 24; break;
-        case 2: slice_block(views, view_count, energies, row, width, point, c, 2); c += 16; break;
-        case 1: slice_block(views, view_count, energies, row, width, point, c, 1); c += 8; break;
-        default: break;
-        }
-        if (c < width) slice_block(views, view_count, energies, row, width, point, c, 0);
-        softmax_row(row, width, k);
+                               int64_t q_stride, float *const *targets, int64_t width, int64_t k,
+                               int64_t first_point, int64_t end_point) {
+    float local[4 * width];
+    int64_t point = first_point;
+    for (; point + 4 <= end_point; point += 4) {
+        slice_softmax_points(views, view_count, unary, q, q_stride, targets, width, k, point, local, 4);
+    }
+    for (; point < end_point; point++) {
+        slice_softmax_points(views, view_count, unary, q, q_stride, targets, width, k, point, local, 1);
     }
 }
 
 INLINE void prepare_body(const float *probabilities, int64_t k, int64_t width, float floor, float *unary,
-                         float *q, int64_t first_point, int64_t end_point) {
+                         float *q, const crf_kernel_view *views, int32_t view_count, float *const *targets,
+                         int64_t first_point, int64_t end_point) {
+    float local[width];
     for (int64_t point = first_point; point < end_point; point++) {
         const float *source = probabilities + point * k;
-        float *clipped = unary + point * width, *first = q + point * width;
+        float *clipped = unary + point * width, *first = q ? q + point * width : local;
         float total = 0;
         for (int64_t c = 0; c < k; c++) {
             const float p = source[c];
@@ -230,29 +302,30 @@ INLINE void prepare_body(const float *probabilities, int64_t k, int64_t width, f
         int64_t c = 0;
         for (; c + 8 <= width; c += 8) store8(clipped + c, logarithm8(load8(clipped + c)));
         if (c < width) store4(clipped + c, logarithm4(load4(clipped + c)));
+        if (targets) splat_row(views, view_count, targets, first, width, point);
     }
 }
 
 // MARK: - The two instantiations
 
 #define INSTANTIATE(SUFFIX, ATTRIBUTES)                                                                        \
-    ATTRIBUTES static void splat_##SUFFIX(const crf_kernel_view *views, int32_t view_count, const float *q,    \
-                                          int64_t width, int64_t first_point, int64_t end_point,               \
-                                          int64_t first_column, int64_t end_column) {                          \
-        splat_body(views, view_count, q, width, first_point, end_point, first_column, end_column);             \
-    }                                                                                                          \
-    ATTRIBUTES static void blur_##SUFFIX(const float *source, float *target, const int32_t *neighbours,        \
-                                         int64_t width, int64_t first_vertex, int64_t end_vertex) {            \
-        blur_body(source, target, neighbours, width, first_vertex, end_vertex);                                \
+    ATTRIBUTES static void blur_##SUFFIX(const float *source, const float *second, float *target,             \
+                                         const int32_t *neighbours, int64_t width, int64_t first_vertex,       \
+                                         int64_t end_vertex) {                                                 \
+        blur_body(source, second, target, neighbours, width, first_vertex, end_vertex);                        \
     }                                                                                                          \
     ATTRIBUTES static void slice_softmax_##SUFFIX(const crf_kernel_view *views, int32_t view_count,            \
-                                                  const float *unary, float *q, int64_t width, int64_t k,      \
+                                                  const float *unary, float *q, int64_t q_stride,              \
+                                                  float *const *targets, int64_t width, int64_t k,             \
                                                   int64_t first_point, int64_t end_point) {                    \
-        slice_softmax_body(views, view_count, unary, q, width, k, first_point, end_point);                     \
+        slice_softmax_body(views, view_count, unary, q, q_stride, targets, width, k, first_point, end_point);  \
     }                                                                                                          \
     ATTRIBUTES static void prepare_##SUFFIX(const float *probabilities, int64_t k, int64_t width, float floor, \
-                                            float *unary, float *q, int64_t first_point, int64_t end_point) {  \
-        prepare_body(probabilities, k, width, floor, unary, q, first_point, end_point);                        \
+                                            float *unary, float *q, const crf_kernel_view *views,              \
+                                            int32_t view_count, float *const *targets, int64_t first_point,    \
+                                            int64_t end_point) {                                               \
+        prepare_body(probabilities, k, width, floor, unary, q, views, view_count, targets, first_point,        \
+                     end_point);                                                                               \
     }
 
 INSTANTIATE(baseline, )
@@ -283,7 +356,6 @@ crf_kernels_path crf_kernels_default(void) {
 }
 
 #if !(defined(__x86_64__) || defined(__i386__))
-#define splat_avx2_fma splat_baseline
 #define blur_avx2_fma blur_baseline
 #define slice_softmax_avx2_fma slice_softmax_baseline
 #define prepare_avx2_fma prepare_baseline
@@ -294,38 +366,33 @@ static int use_avx2(crf_kernels_path path) {
     return path == crf_kernels_avx2_fma && crf_kernels_supported(crf_kernels_avx2_fma);
 }
 
-void crf_splat(crf_kernels_path path, const crf_kernel_view *views, int32_t view_count, const float *q,
-               int64_t width, int64_t first_point, int64_t end_point, int64_t first_column,
-               int64_t end_column) {
+void crf_blur_sum(crf_kernels_path path, const float *source, const float *second, float *target,
+                  const int32_t *neighbours, int64_t width, int64_t first_vertex, int64_t end_vertex) {
+    if (use_avx2(path)) blur_avx2_fma(source, second, target, neighbours, width, first_vertex, end_vertex);
+    else blur_baseline(source, second, target, neighbours, width, first_vertex, end_vertex);
+}
+
+void crf_slice_softmax_splat(crf_kernels_path path, const crf_kernel_view *views, int32_t view_count,
+                             const float *unary, float *q, int64_t q_stride, float *const *targets,
+                             int64_t width, int64_t class_count, int64_t first_point, int64_t end_point) {
     if (use_avx2(path)) {
-        splat_avx2_fma(views, view_count, q, width, first_point, end_point, first_column, end_column);
+        slice_softmax_avx2_fma(views, view_count, unary, q, q_stride, targets, width, class_count, first_point,
+                               end_point);
     } else {
-        splat_baseline(views, view_count, q, width, first_point, end_point, first_column, end_column);
+        slice_softmax_baseline(views, view_count, unary, q, q_stride, targets, width, class_count, first_point,
+                               end_point);
     }
 }
 
-void crf_blur(crf_kernels_path path, const float *source, float *target, const int32_t *neighbours,
-              int64_t width, int64_t first_vertex, int64_t end_vertex) {
-    if (use_avx2(path)) blur_avx2_fma(source, target, neighbours, width, first_vertex, end_vertex);
-    else blur_baseline(source, target, neighbours, width, first_vertex, end_vertex);
-}
-
-void crf_slice_softmax(crf_kernels_path path, const crf_kernel_view *views, int32_t view_count,
-                       const float *unary, float *q, int64_t width, int64_t class_count,
-                       int64_t first_point, int64_t end_point) {
+void crf_prepare_splat(crf_kernels_path path, const float *probabilities, int64_t class_count, int64_t width,
+                       float floor, float *unary, float *q, const crf_kernel_view *views, int32_t view_count,
+                       float *const *targets, int64_t first_point, int64_t end_point) {
     if (use_avx2(path)) {
-        slice_softmax_avx2_fma(views, view_count, unary, q, width, class_count, first_point, end_point);
+        prepare_avx2_fma(probabilities, class_count, width, floor, unary, q, views, view_count, targets,
+                         first_point, end_point);
     } else {
-        slice_softmax_baseline(views, view_count, unary, q, width, class_count, first_point, end_point);
-    }
-}
-
-void crf_prepare(crf_kernels_path path, const float *probabilities, int64_t class_count, int64_t width,
-                 float floor, float *unary, float *q, int64_t first_point, int64_t end_point) {
-    if (use_avx2(path)) {
-        prepare_avx2_fma(probabilities, class_count, width, floor, unary, q, first_point, end_point);
-    } else {
-        prepare_baseline(probabilities, class_count, width, floor, unary, q, first_point, end_point);
+        prepare_baseline(probabilities, class_count, width, floor, unary, q, views, view_count, targets,
+                         first_point, end_point);
     }
 }
 

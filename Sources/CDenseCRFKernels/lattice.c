@@ -21,12 +21,15 @@ typedef struct {
     int32_t *table;
 } hash_table;
 
-static uint64_t signature(const hash_table *h, const int16_t *key) {
+#define INLINE static inline __attribute__((always_inline))
+
+/// `d` is the table's (a constant where the caller is specialised for one dimension).
+INLINE uint64_t signature(const int16_t *key, const int32_t d) {
     uint64_t packed = 0;
-    if (h->d <= 4) {
-        for (int32_t i = 0; i < h->d; i++) packed |= (uint64_t)(uint16_t)key[i] << (16 * i);
+    if (d <= 4) {
+        for (int32_t i = 0; i < d; i++) packed |= (uint64_t)(uint16_t)key[i] << (16 * i);
     } else {
-        for (int32_t i = 0; i < h->d; i++) packed = (packed ^ (uint16_t)key[i]) * 0x100000001B3ull;
+        for (int32_t i = 0; i < d; i++) packed = (packed ^ (uint16_t)key[i]) * 0x100000001B3ull;
     }
     return packed;
 }
@@ -71,9 +74,10 @@ static int table_grow(hash_table *h) {
 }
 
 /// The entry number of `key`, inserting it when `create`; −1 when absent and not created, −2 out of memory.
-static int64_t table_find(hash_table *h, const int16_t *key, int create) {
+/// `d` is `h->d`.
+INLINE int64_t table_find(hash_table *h, const int16_t *key, int create, const int32_t d) {
     if (2 * h->count >= h->slots && !table_grow(h)) return -2;
-    const uint64_t wanted = signature(h, key);
+    const uint64_t wanted = signature(key, d);
     int64_t slot = slot_of(h, wanted);
     for (;;) {
         const int64_t entry = h->table[slot];
@@ -88,13 +92,13 @@ static int64_t table_find(hash_table *h, const int16_t *key, int create) {
                 h->signatures = signatures;
                 h->capacity *= 2;
             }
-            memcpy(h->keys + h->count * h->d, key, (size_t)h->d * sizeof(int16_t));
+            memcpy(h->keys + h->count * d, key, (size_t)d * sizeof(int16_t));
             h->signatures[h->count] = wanted;
             h->table[slot] = (int32_t)h->count;
             return h->count++;
         }
         if (h->signatures[entry] == wanted) {
-            if (h->d <= 4 || memcmp(h->keys + entry * h->d, key, (size_t)h->d * sizeof(int16_t)) == 0) {
+            if (d <= 4 || memcmp(h->keys + entry * d, key, (size_t)d * sizeof(int16_t)) == 0) {
                 return entry;
             }
         }
@@ -108,7 +112,9 @@ static inline float round_even(float x) {
     return (x + 12582912.0f) - 12582912.0f;
 }
 
-int crf_lattice_build(const float *features, int64_t n, int32_t d, int32_t *offsets, float *weights,
+/// `crf_lattice_build`'s body; inlined with a constant `d` for the usual dimensions, so its per-point loops
+/// unroll and its small arrays live in registers (the operations and their order are the same for every `d`).
+INLINE int build_body(const float *features, int64_t n, const int32_t d, int32_t *offsets, float *weights,
                       int64_t *vertex_count, int32_t **neighbours_out) {
     const int32_t corners = d + 1;
     hash_table table;
@@ -196,7 +202,7 @@ int crf_lattice_build(const float *features, int64_t n, int32_t d, int32_t *offs
             for (int32_t i = 0; i < d; i++) {
                 key[i] = (int16_t)(remainder_ints[i] + canonical[r * corners + rank[i]]);
             }
-            const int64_t entry = table_find(&table, key, 1);
+            const int64_t entry = table_find(&table, key, 1, d);
             if (entry < 0) {
                 table_free(&table);
                 return -1;
@@ -224,7 +230,7 @@ int crf_lattice_build(const float *features, int64_t n, int32_t d, int32_t *offs
                 lower[j] = (int16_t)(vertex_key[j] + d);
                 upper[j] = (int16_t)(vertex_key[j] - d);
             }
-            const int64_t first = table_find(&table, lower, 0), second = table_find(&table, upper, 0);
+            const int64_t first = table_find(&table, lower, 0, d), second = table_find(&table, upper, 0, d);
             if (first < -1 || second < -1) {
                 free(neighbours);
                 table_free(&table);
@@ -238,6 +244,18 @@ int crf_lattice_build(const float *features, int64_t n, int32_t d, int32_t *offs
     *vertex_count = m;
     *neighbours_out = neighbours;
     return 0;
+}
+
+int crf_lattice_build(const float *features, int64_t n, int32_t d, int32_t *offsets, float *weights,
+                      int64_t *vertex_count, int32_t **neighbours_out) {
+    switch (d) {  // 2-D and 3-D positions, plus one or three intensity channels
+    case 2: return build_body(features, n, 2, offsets, weights, vertex_count, neighbours_out);
+    case 3: return build_body(features, n, 3, offsets, weights, vertex_count, neighbours_out);
+    case 4: return build_body(features, n, 4, offsets, weights, vertex_count, neighbours_out);
+    case 5: return build_body(features, n, 5, offsets, weights, vertex_count, neighbours_out);
+    case 6: return build_body(features, n, 6, offsets, weights, vertex_count, neighbours_out);
+    default: return build_body(features, n, d, offsets, weights, vertex_count, neighbours_out);
+    }
 }
 
 int crf_lattice_normalisation(const int32_t *offsets, const float *weights, int64_t point_count,

@@ -25,12 +25,16 @@ extension DenseCRF {
     /// Mean-field inference over owned, padded buffers: rows of `width` = K rounded up to a multiple of 4 floats
     /// per pixel (the padding columns hold Q = 0 and so never reach the lattices), reused across iterations.
     ///
-    /// One iteration is three passes: splat Q into every kernel's lattice (the symmetric normalisation folded
-    /// into the barycentric weights), blur each lattice, then per pixel slice every kernel (normalisation, Potts
-    /// weight and the slice's constant folded into one factor), add the unary and take the softmax in place. The
-    /// arithmetic is pydensecrf's (`DenseCRF::inference` with `NORMALIZE_SYMMETRIC` and `PottsCompatibility`);
-    /// only the summation grouping (and, on the AVX2 path, fused multiply-adds) differ, within float rounding.
-    /// The loops are `CDenseCRFKernels`' (`crf_prepare`, `crf_splat`, `crf_blur`, `crf_slice_softmax`).
+    /// The pixels are split into two fixed halves (`parts`), whatever the core count: each half splats into its
+    /// own copy of every lattice, in pixel order, and the blur's first step reads the two copies' sum, so every
+    /// vertex sums in the same order on one core or two. One iteration is two passes: blur each kernel's lattice,
+    /// then per pixel slice every kernel (normalisation, Potts weight and the slice's constant folded into one
+    /// factor), add the unary, take the softmax, and splat the new Q straight into the next iteration's lattice
+    /// copies (the first Q likewise as the unary is computed), so Q is never stored but as the last
+    /// iteration's marginals. The arithmetic is pydensecrf's (`DenseCRF::inference`
+    /// with `NORMALIZE_SYMMETRIC` and `PottsCompatibility`); only the summation grouping (and, on the AVX2 path,
+    /// fused multiply-adds) differ, within float rounding. The loops are `CDenseCRFKernels`' (`crf_prepare`,
+    /// `crf_splat`, `crf_blur_sum`, `crf_slice_softmax_splat`).
     final class MeanField {
         let classCount: Int
         /// K rounded up to a multiple of 4.
@@ -39,15 +43,15 @@ extension DenseCRF {
         let kernels: [Kernel]
         /// Which build of the inner loops runs.
         let path: KernelPath
+        /// The fixed pixel halves that splat into separate lattice copies (run concurrently on two cores).
+        static let parts = 2
         /// log p (clipped below at `probabilityFloor`), rows of `width`; padding columns 0.
         private let unary: UnsafeMutablePointer<Float>
-        /// Q, rows of `width`; padding columns 0.
-        private let q: UnsafeMutablePointer<Float>
-        /// Per kernel: the lattice values and the blur's second buffer, (M + 1) rows of `width`; row 0 stays 0.
-        private let values: [UnsafeMutablePointer<Float>]
-        private let scratch: [UnsafeMutablePointer<Float>]
-        /// Per kernel, the blurred buffer (values or scratch) the last blur left.
-        private var blurred: [UnsafeMutablePointer<Float>]
+        /// Per kernel, three buffers of (M + 1) rows of `width` (row 0 always 0): the blurred lattice the next
+        /// slice reads, and the two halves' splat targets, which the blur then ping-pongs through.
+        private let buffers: [[UnsafeMutablePointer<Float>]]
+        /// Per kernel, which of its buffers holds the blurred lattice.
+        private var blurred: [Int]
         /// Per kernel, its symmetric normalisation (a copy with a stable address).
         private let normalisations: [UnsafeMutablePointer<Float>]
 
@@ -62,110 +66,124 @@ extension DenseCRF {
             }
         }
 
-        /// Sets up Q = softmax(log p) = the clipped, renormalised probabilities (pixel-major, K per pixel).
+        /// Per kernel, the splat target of pixel half `part`: its buffers other than the blurred one, in order.
+        private func targets(part: Int) -> [UnsafeMutablePointer<Float>] {
+            kernels.indices.map { index in
+                buffers[index][buffers[index].indices.filter { $0 != blurred[index] }[part]]
+            }
+        }
+
+        /// The pixels of half `part`.
+        private func pixels(part: Int) -> Range<Int> {
+            (part * pointCount / Self.parts)..<((part + 1) * pointCount / Self.parts)
+        }
+
+        /// Sets up the unary and Q = softmax(log p) = the clipped, renormalised probabilities (pixel-major, K per
+        /// pixel), and splats Q.
         init(probabilities: [Float], classCount k: Int, kernels: [Kernel], path: KernelPath) {
             let n = probabilities.count / k
             let width = (k + 3) / 4 * 4
             (classCount, self.width, pointCount, self.kernels, self.path) = (k, width, n, kernels, path)
             unary = largeBuffer(n * width)
-            q = largeBuffer(n * width)
-            values = kernels.map { largeBuffer(($0.lattice.vertexCount + 1) * width) }
-            scratch = kernels.map { largeBuffer(($0.lattice.vertexCount + 1) * width) }
-            blurred = values
+            buffers = kernels.map { kernel in
+                (0..<3).map { _ in largeBuffer((kernel.lattice.vertexCount + 1) * width) }
+            }
+            blurred = kernels.map { _ in 2 }
             normalisations = kernels.map { kernel in
                 let copy = UnsafeMutablePointer<Float>.allocate(capacity: max(n, 1))
                 kernel.normalisation.withUnsafeBufferPointer { copy.update(from: $0.baseAddress!, count: n) }
                 return copy
             }
-            for (buffer, kernel) in zip(values + scratch, kernels + kernels) {
-                buffer.initialize(repeating: 0, count: (kernel.lattice.vertexCount + 1) * width)
-            }
+            // Buffer 2 is blurred into before it is read, but its row 0 (the absent neighbour) must be 0.
+            for kernelBuffers in buffers { kernelBuffers[2].initialize(repeating: 0, count: width) }
             // Q = softmax(log p) = p / Σ p after clipping: computed as such, without the exponential.
-            let (unary, q, cPath) = (unary, q, path.cValue)
-            probabilities.withUnsafeBufferPointer { probabilities in
-                let source = probabilities.baseAddress!
-                Parallel.forEachChunk(n, minimumChunk: 16384) { _, range in
-                    crf_prepare(cPath, source, Int64(k), Int64(width), DenseCRF.probabilityFloor, unary, q,
-                                Int64(range.lowerBound), Int64(range.upperBound))
+            let (unary, cPath) = (unary, path.cValue)
+            let halves = (0..<Self.parts).map { (views(lattices: targets(part: $0)), pixels(part: $0)) }
+            withExtendedLifetime(kernels) {
+                probabilities.withUnsafeBufferPointer { probabilities in
+                    let source = probabilities.baseAddress!
+                    Parallel.forEach(Self.parts) { part in
+                        let (views, range) = halves[part]
+                        clear(views)
+                        let targets: [UnsafeMutablePointer<Float>?] = views.map { $0.lattice }
+                        crf_prepare_splat(cPath, source, Int64(k), Int64(width), DenseCRF.probabilityFloor, unary,
+                                          nil, views, Int32(views.count), targets, Int64(range.lowerBound),
+                                          Int64(range.upperBound))
+                    }
                 }
             }
         }
 
         deinit {
-            for buffer in [unary, q] + values + scratch { crf_free(buffer) }
+            for buffer in [unary] + buffers.joined() { crf_free(buffer) }
             for buffer in normalisations { buffer.deallocate() }
         }
 
-        /// One mean-field update of Q.
-        func iterate() {
-            withExtendedLifetime(kernels) {
-                splat()
-                for index in kernels.indices { blur(index) }
-                sliceAndNormalise()
-            }
-        }
-
-        /// The marginals, pixel-major with K values per pixel.
-        func marginals() -> [Float] {
-            let (k, width) = (classCount, width)
-            return [Float](unsafeUninitializedCapacity: pointCount * k) { result, initialised in
-                for pixel in 0..<pointCount {
-                    for c in 0..<k { result[pixel * k + c] = q[pixel * width + c] }
+        /// Runs `iterations` ≥ 1 mean-field updates of Q.
+        ///
+        /// - Returns: the marginals, pixel-major with K values per pixel.
+        func run(iterations: Int) -> [Float] {
+            precondition(iterations >= 1, "mean field needs at least one iteration")
+            return [Float](unsafeUninitializedCapacity: pointCount * classCount) { marginals, initialised in
+                withExtendedLifetime(kernels) {
+                    for iteration in 0..<iterations {
+                        for index in kernels.indices { blur(index) }
+                        sliceAndSplat(marginals: iteration == iterations - 1 ? marginals.baseAddress : nil)
+                    }
                 }
-                initialised = pointCount * k
+                initialised = pointCount * classCount
             }
         }
 
         // MARK: - Passes
 
-        /// values[vertex] = Σ over the vertex's (pixel, corner) entries, in pixel order, of
-        /// (barycentric × normalisation[pixel]) × Q[pixel]. Columns (in fours) are split across threads, so
-        /// every vertex sums in the same order on any number of cores.
-        private func splat() {
-            let (width, n, q, path) = (width, pointCount, q, path.cValue)
-            for (index, kernel) in kernels.enumerated() {
-                values[index].update(repeating: 0, count: (kernel.lattice.vertexCount + 1) * width)
-            }
-            let blocks = width / 4
-            let groups = min(blocks, usableProcessors)
-            let views = views(lattices: values)
-            views.withUnsafeBufferPointer { views in
-                let (pointer, count) = (views.baseAddress!, Int32(views.count))
-                Parallel.forEach(groups) { group in
-                    let first = group * blocks / groups * 4, end = (group + 1) * blocks / groups * 4
-                    crf_splat(path, pointer, count, q, Int64(width), 0, Int64(n), Int64(first), Int64(end))
-                }
+        /// Zeroes the lattices `views` point at (their rows of `width`).
+        private func clear(_ views: [crf_kernel_view]) {
+            for (view, kernel) in zip(views, kernels) {
+                view.lattice.update(repeating: 0, count: (kernel.lattice.vertexCount + 1) * width)
             }
         }
 
-        /// Blurs kernel `index`'s lattice along every axis (½, 1, ½), ping-ponging between its two buffers;
-        /// vertex chunks run in parallel.
+        /// Blurs kernel `index`'s lattice along every axis (½, 1, ½): the first step from the sum of the two
+        /// halves' splats into the old blurred buffer, then ping-ponging; vertex chunks run in parallel.
         private func blur(_ index: Int) {
             let lattice = kernels[index].lattice
             let (d, m, width, path) = (lattice.dimension, lattice.vertexCount, width, path.cValue)
-            var (old, new) = (values[index], scratch[index])
+            let halves = buffers[index].indices.filter { $0 != blurred[index] }
+            var (old, new) = (halves[0], blurred[index])
             for axis in 0...d {
-                let (source, target) = (UnsafePointer(old), new)
+                let (source, target) = (UnsafePointer(buffers[index][old]), buffers[index][new])
+                let second = axis == 0 ? UnsafePointer(buffers[index][halves[1]]) : nil
                 let neighbours = lattice.neighbours + axis * m * 2
                 Parallel.forEachChunk(m, minimumChunk: 2048) { _, range in
-                    crf_blur(path, source, target, neighbours, Int64(width), Int64(range.lowerBound),
-                             Int64(range.upperBound))
+                    crf_blur_sum(path, source, second, target, neighbours, Int64(width), Int64(range.lowerBound),
+                                 Int64(range.upperBound))
                 }
                 swap(&old, &new)
             }
             blurred[index] = old
         }
 
-        /// Q[pixel] = softmax(log p + Σ_kernels weight × normalisation × slice(blurred)), pixel chunks in
-        /// parallel.
-        private func sliceAndNormalise() {
-            let (width, k, unary, q, path) = (width, classCount, unary, q, path.cValue)
-            let views = views(lattices: blurred)
+        /// Q[pixel] = softmax(log p + Σ_kernels weight × normalisation × slice(blurred)), each half of the pixels
+        /// on its own thread, splatted into its lattice copies, or (after the last iteration) stored in
+        /// `marginals` (K per pixel).
+        private func sliceAndSplat(marginals: UnsafeMutablePointer<Float>?) {
+            let (width, k, unary, path) = (width, classCount, unary, path.cValue)
+            let views = views(lattices: blurred.indices.map { buffers[$0][blurred[$0]] })
+            let halves = (0..<Self.parts).map { (self.views(lattices: targets(part: $0)), pixels(part: $0)) }
             views.withUnsafeBufferPointer { views in
                 let (pointer, count) = (views.baseAddress!, Int32(views.count))
-                Parallel.forEachChunk(pointCount, minimumChunk: 4096) { _, range in
-                    crf_slice_softmax(path, pointer, count, unary, q, Int64(width), Int64(k),
-                                      Int64(range.lowerBound), Int64(range.upperBound))
+                Parallel.forEach(Self.parts) { part in
+                    let (targetViews, range) = halves[part]
+                    if let marginals {
+                        crf_slice_softmax_splat(path, pointer, count, unary, marginals, Int64(k), nil, Int64(width),
+                                                Int64(k), Int64(range.lowerBound), Int64(range.upperBound))
+                        return
+                    }
+                    clear(targetViews)
+                    let targets: [UnsafeMutablePointer<Float>?] = targetViews.map { $0.lattice }
+                    crf_slice_softmax_splat(path, pointer, count, unary, nil, 0, targets, Int64(width), Int64(k),
+                                            Int64(range.lowerBound), Int64(range.upperBound))
                 }
             }
         }

@@ -147,22 +147,39 @@ public enum DenseCRF {
 
         let positions = positionFeatures(shape: shape, spacing: steps)
         let axes = shape.dimensions.count
-        let gaussian = Kernel(features: scaled(positions, axes: axes, by: Float(parameters.gaussianSXY)),
-                              dimension: axes, weight: Float(parameters.gaussianWeight))
-        var bilateralFeatures = [Float](repeating: 0, count: n * (axes + channels))
         let sxy = Float(parameters.bilateralSXY), sr = Float(parameters.bilateralIntensity)
-        for pixel in 0..<n {
-            let base = pixel * (axes + channels)
-            for a in 0..<axes { bilateralFeatures[base + a] = positions[pixel * axes + a] / sxy }
-            for c in 0..<channels { bilateralFeatures[base + axes + c] = image[pixel * channels + c] / sr }
+        /// The bilateral kernel's features: position / sxy, then intensity / sr, per pixel.
+        func bilateralFeatures() -> [Float] {
+            [Float](unsafeUninitializedCapacity: n * (axes + channels)) { features, count in
+                positions.withUnsafeBufferPointer { positions in
+                    image.withUnsafeBufferPointer { image in
+                        for pixel in 0..<n {
+                            let base = pixel * (axes + channels)
+                            for a in 0..<axes { features[base + a] = positions[pixel * axes + a] / sxy }
+                            for c in 0..<channels { features[base + axes + c] = image[pixel * channels + c] / sr }
+                        }
+                    }
+                }
+                count = n * (axes + channels)
+            }
         }
-        let bilateral = Kernel(features: bilateralFeatures, dimension: axes + channels,
-                               weight: Float(parameters.bilateralWeight))
-        let kernels = [gaussian, bilateral].filter { $0.weight > 0 }
+        // The two lattices are built concurrently (each build is sequential); a zero weight skips its kernel.
+        var built = [Kernel?](repeating: nil, count: 2)
+        built.withUnsafeMutableBufferPointer { built in
+            Parallel.forEach(2) { index in
+                if index == 0, parameters.gaussianWeight > 0 {
+                    built[0] = Kernel(features: scaled(positions, axes: axes, by: Float(parameters.gaussianSXY)),
+                                      dimension: axes, weight: Float(parameters.gaussianWeight))
+                } else if index == 1, parameters.bilateralWeight > 0 {
+                    built[1] = Kernel(features: bilateralFeatures(), dimension: axes + channels,
+                                      weight: Float(parameters.bilateralWeight))
+                }
+            }
+        }
+        let kernels = built.compactMap { $0 }
         let inference = MeanField(probabilities: probabilities, classCount: k, kernels: kernels,
                                   path: kernelPath.isSupported ? kernelPath : .baseline)
-        for _ in 0..<parameters.iterations { inference.iterate() }
-        return inference.marginals()
+        return inference.run(iterations: parameters.iterations)
     }
 
     /// The most probable class per pixel of pixel-major marginals (the first on ties).

@@ -135,6 +135,67 @@ private enum CRFGoldens {
         }
     }
 
+    /// The fused C loops (unary and first splat in one pass, slice + softmax + next splat in another, two pixel
+    /// halves splatting into separate lattice copies that the blur's first step sums, the last Q written K per
+    /// pixel) compute the plain mean-field update: Q ← softmax(ln p + Σ_kernels w · n ⊙ filter(n ⊙ Q)) with the
+    /// lattice's own `filter` (sequential splat, blur, slice) and n = 1 / √(filter(1) + 1e-20). Tolerance 1e-5
+    /// absolute: only the summation order and fused multiply-adds differ. Odd pixel counts and class counts that
+    /// pad (5 → 8 columns, 11 → 8 + 4) reach every tail of the loops.
+    @Test(arguments: [5, 11], DenseCRF.KernelPath.allCases)
+    func fusedPassesMatchTheLatticeFilterReference(classes k: Int, path: DenseCRF.KernelPath) throws {
+        guard path.isSupported else { return }
+        let shape = GridShape(rows: 23, columns: 19)
+        let n = shape.count
+        var generator = SeededGenerator(seed: 2411)
+        var probabilities = [Float](), image = [Float]()
+        for pixel in 0..<n {
+            let raw = (0..<k).map { _ in Float.random(in: 0...1, using: &generator) }
+            let sum = raw.reduce(0, +)
+            probabilities += raw.map { $0 / sum }
+            image.append(Float((pixel % 19) * 9 + Int.random(in: 0...40, using: &generator)))
+        }
+        var parameters = DenseCRF.Parameters()
+        parameters.iterations = 3
+        parameters.bilateralSXY = 6
+        let ours = try DenseCRF.marginals(probabilities: probabilities, classCount: k, image: image, channels: 1,
+                                          shape: shape, parameters: parameters, kernelPath: path)
+
+        var gaussian = [Float](), bilateral = [Float]()
+        for pixel in 0..<n {
+            let (y, x) = (Float(pixel / 19), Float(pixel % 19))
+            gaussian += [y / Float(parameters.gaussianSXY), x / Float(parameters.gaussianSXY)]
+            bilateral += [y / Float(parameters.bilateralSXY), x / Float(parameters.bilateralSXY),
+                          image[pixel] / Float(parameters.bilateralIntensity)]
+        }
+        let lattices = [(PermutohedralLattice(features: gaussian, dimension: 2), Float(parameters.gaussianWeight)),
+                        (PermutohedralLattice(features: bilateral, dimension: 3), Float(parameters.bilateralWeight))]
+        let norms = lattices.map { lattice, _ in
+            lattice.filter([Float](repeating: 1, count: n), valueCount: 1).map { 1 / ($0 + 1e-20).squareRoot() }
+        }
+        let clipped = probabilities.map { min(max($0, DenseCRF.probabilityFloor), 1) }
+        var q = [Float](repeating: 0, count: n * k)
+        for pixel in 0..<n {
+            let row = clipped[(pixel * k)..<((pixel + 1) * k)], total = row.reduce(0, +)
+            for c in 0..<k { q[pixel * k + c] = row[row.startIndex + c] / total }
+        }
+        for _ in 0..<parameters.iterations {
+            var energies = clipped.map { Float(log(Double($0))) }
+            for ((lattice, weight), norm) in zip(lattices, norms) {
+                let scaled = q.indices.map { norm[$0 / k] * q[$0] }
+                let filtered = lattice.filter(scaled, valueCount: k)
+                for index in energies.indices { energies[index] += weight * norm[index / k] * filtered[index] }
+            }
+            for pixel in 0..<n {
+                let row = energies[(pixel * k)..<((pixel + 1) * k)], top = row.max()!
+                let exps = row.map { Float(exp(Double($0 - top))) }, total = exps.reduce(0, +)
+                for c in 0..<k { q[pixel * k + c] = exps[c] / total }
+            }
+        }
+        let worst = zip(ours, q).map { abs($0 - $1) }.max() ?? .infinity
+        #expect(ours.count == q.count && worst <= 1e-5, "largest difference from the reference \(worst)")
+        print("DenseCRF fused passes vs lattice-filter reference, K = \(k) [\(path.rawValue)]: max |ΔQ| \(worst)")
+    }
+
     @Test func parametersParseTheIssuesSpecAndDefaults() throws {
         let parsed = try DenseCRF.Parameters(parsing: "iterations=5,gaussian-sxy=3,gaussian-weight=3,"
             + "bilateral-sxy=80,bilateral-intensity=13,bilateral-weight=10")

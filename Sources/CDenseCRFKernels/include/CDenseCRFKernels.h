@@ -1,10 +1,11 @@
-// The dense CRF's inner loops (splat, blur, slice + softmax, the unary's logarithm) in two builds: baseline
-// x86-64 (SSE2, 4 floats at a time) and AVX2 + FMA (8 floats, fused multiply-adds), the second compiled with
-// `__attribute__((target("avx2,fma")))` and run only when the CPU reports both (`__builtin_cpu_supports`),
-// never because the build machine has them. No outside library; used by Swift's `Classical` (DenseCRF) only.
+// The dense CRF's inner loops (the unary's logarithm + the first splat, blur, slice + softmax + the next splat)
+// in two builds: baseline x86-64 (SSE2, 4 floats at a time) and AVX2 + FMA (8 floats, fused multiply-adds), the
+// second compiled with `__attribute__((target("avx2,fma")))` and run only when the CPU reports both
+// (`__builtin_cpu_supports`), never because the build machine has them. No outside library; used by Swift's
+// `Classical` (DenseCRF) only.
 //
 // Rows are `width` floats (a multiple of 4), row 0 of a lattice is the always-zero "outside" vertex. Callers
-// split the work (points, vertices or columns) across threads; every function touches only its range.
+// split the work (points or vertices) across threads; every function touches only its range and its targets.
 #ifndef CDENSECRFKERNELS_H
 #define CDENSECRFKERNELS_H
 
@@ -34,32 +35,35 @@ typedef struct {
     const float *weights;         // barycentric weights, laid out like offsets
     const float *normalisation;   // per point, 1 / sqrt(K 1)
     float factor;                 // the Potts weight times the slice's constant (slice only)
-    float *lattice;               // (vertices + 1) rows of width
+    float *lattice;               // (vertices + 1) rows of width, the blurred lattice the slice reads
 } crf_kernel_view;
 
-/// For every point in [first_point, end_point), in point order, and every kernel: adds
-/// weights × normalisation[point] × q[point][first_column, end_column) to the rows of its vertices.
-/// Columns are multiples of 4.
-void crf_splat(crf_kernels_path path, const crf_kernel_view *views, int32_t view_count, const float *q,
-               int64_t width, int64_t first_point, int64_t end_point, int64_t first_column, int64_t end_column);
-
-/// One blur step along one lattice axis for the vertices in [first_vertex, end_vertex):
-/// target[v + 1] = source[v + 1] + ½ (source[n₀] + source[n₁]) with n = neighbours[2 v], neighbours[2 v + 1]
-/// (vertex numbers plus one, 0 for an absent neighbour).
-void crf_blur(crf_kernels_path path, const float *source, float *target, const int32_t *neighbours,
-              int64_t width, int64_t first_vertex, int64_t end_vertex);
-
-/// For every point in [first_point, end_point): q[point] = softmax over the first class_count columns of
-/// unary[point] + Σ_kernels factor × normalisation[point] × Σ_corners weight × lattice[vertex]; the padding
-/// columns become 0.
-void crf_slice_softmax(crf_kernels_path path, const crf_kernel_view *views, int32_t view_count,
-                       const float *unary, float *q, int64_t width, int64_t class_count,
-                       int64_t first_point, int64_t end_point);
+// The splat the two fused loops end with: for every point, in point order, and every kernel i, adds
+// weights × normalisation[point] × row (every column) to the rows of the point's vertices in `targets[i]`.
 
 /// For every point in [first_point, end_point): clips probabilities[point × class_count + c] to [floor, 1],
-/// writes q[point] = clipped / Σ clipped and unary[point] = ln clipped (padding columns: q 0, unary 0).
-void crf_prepare(crf_kernels_path path, const float *probabilities, int64_t class_count, int64_t width,
-                 float floor, float *unary, float *q, int64_t first_point, int64_t end_point);
+/// writes unary[point] = ln clipped and, when `q` is not NULL, q[point] = clipped / Σ clipped (padding columns:
+/// q 0, unary 0); when `targets` is not NULL, splats that Q row (the views give the offsets, weights and
+/// normalisations; their `lattice` is not read).
+void crf_prepare_splat(crf_kernels_path path, const float *probabilities, int64_t class_count, int64_t width,
+                       float floor, float *unary, float *q, const crf_kernel_view *views, int32_t view_count,
+                       float *const *targets, int64_t first_point, int64_t end_point);
+
+/// One blur step along one lattice axis for the vertices in [first_vertex, end_vertex):
+/// target[v + 1] = s[v + 1] + ½ (s[n₀] + s[n₁]) with n = neighbours[2 v], neighbours[2 v + 1] (vertex numbers
+/// plus one, 0 for an absent neighbour) and s = source + second, the sum of two buffers (the two pixel halves'
+/// splats), or s = source when `second` is NULL. `target` is neither source.
+void crf_blur_sum(crf_kernels_path path, const float *source, const float *second, float *target,
+                  const int32_t *neighbours, int64_t width, int64_t first_vertex, int64_t end_vertex);
+
+/// For every point in [first_point, end_point), in point order: the row unary[point] + Σ_kernels factor ×
+/// normalisation[point] × Σ_corners weight × lattice[vertex] (the slice), its softmax over the first
+/// class_count columns (padding columns 0); when `q` is not NULL its first class_count values are stored at
+/// q + point × q_stride (q_stride == width: the whole padded row); when `targets` is not NULL the row is splatted
+/// (the next iteration's splat, into buffers other than the views' lattices).
+void crf_slice_softmax_splat(crf_kernels_path path, const crf_kernel_view *views, int32_t view_count,
+                             const float *unary, float *q, int64_t q_stride, float *const *targets,
+                             int64_t width, int64_t class_count, int64_t first_point, int64_t end_point);
 
 /// Builds a permutohedral lattice over `point_count` points of `dimension` features (already divided by the
 /// kernel's widths; `features[point × dimension + k]`) as pydensecrf's `Permutohedral::init` does: writes each
