@@ -13,9 +13,13 @@ Cases:
 SliceLab int8 comes from `slicelab quantize` (its default method); `--calibration-inputs` writes the calibration
 slices exactly as the network saw them, and ONNX Runtime's `quantize_static` (QDQ, per-channel, u8 activations,
 s8 weights, MinMax calibration) calibrates on those same slices of the ONNX file `slicelab export` writes.
-OpenVINO runs that ONNX file with INFERENCE_PRECISION_HINT set explicitly (f32; bf16 where the CPU has it).
+OpenVINO runs that ONNX file with INFERENCE_PRECISION_HINT set explicitly (f32; bf16 where the CPU has it), and
+"OpenVINO int8" runs the same QDQ file ONNX Runtime int8 runs (its low-precision transformations execute the
+quantised convolutions in int8; the f32 hint keeps what stays float in f32).
 Each engine runs in a fresh process per round (BENCH_ROUNDS, default 3); a ratio is the median of the rounds' ratios
-of median latencies. "TOPS" counts every convolution's multiply-adds x 2 over the median latency (the same count
+of median latencies; the 1-minute load average is printed at each round's start. BENCH_BASELINE_BINARY=PATH adds
+"SliceLab int8 base": another slicelab build (e.g. main's, before a change) on the same int8 checkpoint, alternated
+with the others in the same run. "TOPS" counts every convolution's multiply-adds x 2 over the median latency (the same count
 for fp32 and int8), printed next to the ISA's peak for 2 threads.
 """
 import json
@@ -144,6 +148,8 @@ def make_resnet50(binary, work, threads):
     checkpoint = work / "resnet50.h5"
     subprocess.run([str(binary), "train", str(root), "--arch", "deeplabv3_resnet50", "--num-classes", "21",
                     "--steps", "2", "--batch", "2", "--crop", "64", "--seed", "1", "--threads", str(threads),
+                    # torchvision's DeepLabV3-ResNet-50 (output stride 8, full resolution), not `train`'s plan.
+                    "--output-stride", "8", "--input-scale", "1",
                     "--out", str(checkpoint)], check=True, capture_output=True)
     return checkpoint, root
 
@@ -175,6 +181,7 @@ def main(threads=2, repeats=5, rounds=3, quick=False):
     binary = pathlib.Path(os.environ.get("SLICELAB_BINARY", ROOT / ".build/release/slicelab"))
     if not binary.exists():
         raise SystemExit("bench_deeplab_int8: build first: swift build -c release")
+    baseline = os.environ.get("BENCH_BASELINE_BINARY")
     isa, peak_f32, peak_int8 = isa_and_peaks(binary, threads)
     print(f"precision cases: onnxruntime {onnxruntime.__version__}, openvino {openvino.__version__}, threads "
           f"{threads}, oneDNN ISA {isa}; peaks for {threads} threads: f32 {2 * peak_f32 / 1e12:.2f} TFLOP/s, "
@@ -213,12 +220,21 @@ def main(threads=2, repeats=5, rounds=3, quick=False):
                 "ORT fp32": ("ort-fp32", f"{base}.onnx"),
                 "ORT int8": ("ort-int8", f"{base}-int8.onnx"),
                 "OpenVINO f32": ("ov:f32", f"{base}.onnx"),
+                # OpenVINO's low-precision transformations run the QDQ graph's convolutions in int8 themselves;
+                # the f32 hint only keeps the remaining float parts in f32 (bf16 on AMX otherwise).
+                "OpenVINO int8": ("ovq:f32", f"{base}-int8.onnx"),
             }
+            if baseline:
+                # Another build's int8 (before a change) on the same quantised checkpoint, alternated in this run.
+                engines["SliceLab int8 base"] = lambda: run_slicelab(baseline, int8, f"{base}-input.h5",
+                                                                     f"{base}-b.h5", threads, repeats)
             if "AMX" in isa or "BF16" in isa:
                 engines["OpenVINO bf16"] = ("ov:bf16", f"{base}.onnx")
             latencies = {e: [] for e in engines}
             failures = {}
+            loads = []
             for _ in range(rounds):
+                loads.append(os.getloadavg()[0])
                 for engine, how in engines.items():
                     if engine in failures:
                         continue
@@ -235,28 +251,32 @@ def main(threads=2, repeats=5, rounds=3, quick=False):
             outputs = {"SliceLab int8": None}
             with h5py.File(f"{base}-q.h5") as f:
                 outputs["SliceLab int8"] = f["logits"][:]
-            for engine, kind in (("ORT fp32", "ort-fp32"), ("ORT int8", "ort-int8"), ("OpenVINO f32", "ov_f32")):
+            for engine, kind in (("ORT fp32", "ort-fp32"), ("ORT int8", "ort-int8"), ("OpenVINO f32", "ov_f32"),
+                                 ("OpenVINO int8", "ovq_f32")):
                 path = pathlib.Path(f"{base}-input.npy.{kind.replace(':', '_')}.out.npy")
                 if path.exists():
                     outputs[engine] = np.load(path)
             print(f"{name} {list(x.shape)}: {multiply_adds / 1e9:.1f} G multiply-adds, {rounds} rounds of {repeats}, "
-                  f"calibration {len(slices)} slices")
+                  f"calibration {len(slices)} slices; 1-minute load average at each round's start: "
+                  f"{', '.join(f'{v:.2f}' for v in loads)}")
             labels = reference.argmax(1)
             for engine in engines:
                 if engine in failures:
-                    print(f"  {engine:14} not measured: {failures[engine]}")
+                    print(f"  {engine:18} not measured: {failures[engine]}")
                     continue
                 t = median(latencies[engine])
                 ops = 2 * multiply_adds / (t / 1e3)
                 peak = 2 * (peak_int8 if "int8" in engine else peak_f32)
-                line = f"  {engine:14} median {t:8.1f} ms  {ops / 1e12:5.2f} T(FL)OP/s of peak {peak / 1e12:5.2f}"
+                line = f"  {engine:18} median {t:8.1f} ms  {ops / 1e12:5.2f} T(FL)OP/s of peak {peak / 1e12:5.2f}"
                 if engine in outputs and outputs[engine] is not None and outputs[engine].shape == reference.shape:
                     agreement = float((outputs[engine].argmax(1) == labels).mean())
                     line += f"  labels = SliceLab fp32 on {100 * agreement:6.2f} %"
                 print(line)
-            for ours, peer in (("SliceLab int8", "ORT int8"), ("SliceLab fp32", "ORT fp32"),
+            for ours, peer in (("SliceLab int8", "ORT int8"), ("SliceLab int8", "OpenVINO int8"),
+                               ("SliceLab int8", "SliceLab int8 base"), ("SliceLab int8 base", "ORT int8"),
+                               ("SliceLab fp32", "ORT fp32"),
                                ("SliceLab int8", "SliceLab fp32"), ("SliceLab fp32", "OpenVINO f32")):
-                if ours in failures or peer in failures:
+                if ours in failures or peer in failures or peer not in engines or ours not in engines:
                     continue
                 ratios = [a / b for a, b in zip(latencies[ours], latencies[peer])]
                 print(f"  ratio {ours} / {peer}: {median(ratios):.2f} (rounds: "

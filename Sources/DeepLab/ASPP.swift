@@ -10,6 +10,9 @@ final class ASPP {
     let pooling: ConvUnit
     let projection: ConvUnit
     let dropout: Dropout
+    /// The int8 quantisation the branches' shared input is brought to once in eval mode, nil for float32 or
+    /// when the branches' input scales differ (`DeepLabV3.apply(_:)`).
+    var entryQuantization: UnitQuantization?
 
     init(prefix: String, inputChannels: Int, atrousRates: [Int], outputChannels: Int, generator: inout SeededGenerator) {
         let p = prefix + "."
@@ -44,10 +47,21 @@ final class ASPP {
 
     func callAsFunction(_ x: Tensor, training: Bool) throws -> Tensor {
         let s = x.shape
-        var outputs = try branches.map { try $0(x, training: training) }
+        // int8: the branches read one quantised copy of the input and write u8 at the projection's input scale,
+        // so the concatenation is of 8-bit values; the image-pooling branch (f32) is quantised after resizing.
+        var branchInput = x
+        if !training, let q = entryQuantization, !Int8Operations.isQuantized(x) {
+            branchInput = try Int8Operations.quantize(x, to: q.inputType,
+                                                      scale: Int8Convolution.effectiveInputScale(q))
+        }
+        var outputs = try branches.map { try $0(branchInput, training: training) }
         let pooled = try Operations.globalAveragePool(x, training: training)
         let y = try pooling(pooled.output, training: training)
-        let (resized, resize) = try Operations.resizeBilinear(y, height: s[2], width: s[3], training: training)
+        var (resized, resize) = try Operations.resizeBilinear(y, height: s[2], width: s[3], training: training)
+        if !training, let q = branches.first?.quantizedOutput, Int8Operations.isQuantized(outputs[0]) {
+            resized = try Int8Operations.quantize(resized, into: outputs[0].desc,
+                                                  scale: Int8Convolution.effectiveInputScale(q))
+        }
         outputs.append(resized)
         let target = outputs[0].desc
         let joined = try Operations.concatenate(outputs.map { try $0.reordered(to: target) })

@@ -15,6 +15,9 @@ protocol Backbone: AnyObject {
     var convUnits: [ConvUnit] { get }
     /// Sequences of units in which each unit's output feeds the next unit alone (a block's units).
     var unitChains: [[ConvUnit]] { get }
+    /// The residual blocks in forward order, each reading the previous one's output, and the indexes of those
+    /// whose output is also a feature a head reads (int8 inference keeps those outputs f32).
+    var quantizableBlocks: (blocks: [any QuantizableBlock], featureOutputs: Set<Int>) { get }
     /// The features (auxiliary, out) of input [N, C, H, W]; in training mode what `backward` needs is kept.
     func callAsFunction(_ x: Tensor, training: Bool) throws -> (auxiliary: Tensor, out: Tensor)
     /// Backpropagates the gradients of the main features and (optionally) the auxiliary ones, reporting each

@@ -21,6 +21,9 @@ final class ConvUnit {
     /// The next unit's int8 parameters when this unit's output feeds only that unit (inside a block): the
     /// output is then written quantised for it (`Int8Convolution`).
     var quantizedOutput: UnitQuantization?
+    /// The quantisation of the residual this unit adds when that residual arrives as u8/s8 (a block's input
+    /// quantised at the block's entry, `QuantizableBlock.entryQuantization`), nil when it is always f32.
+    var quantizedResidual: UnitQuantization?
     /// How the unit's convolution runs in bf16 (`Bf16Convolution`), nil for f32.
     var bf16: Bf16Execution?
     /// Called with every eval-mode input before the convolution (calibration collects statistics through it).

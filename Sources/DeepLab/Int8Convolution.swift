@@ -6,7 +6,10 @@
 ///
 /// Within a block (`Backbone.unitChains`), a unit whose output feeds only the next quantised unit writes it
 /// already quantised (u8, with the next unit's input scale folded into its output scales and ReLU6's bound),
-/// so activations stay 8-bit between those convolutions and the next unit skips its quantising reorder.
+/// so activations stay 8-bit between those convolutions and the next unit skips its quantising reorder. Between
+/// blocks (`Backbone.quantizableBlocks`) a block's input is quantised once at its entry, its identity is added
+/// in int8 by a scaled `sum` post-op, and its output is written quantised for the next block where that block
+/// reads it alone (see `DeepLabV3.apply(_:)`).
 ///
 /// Where oneDNN's kernels lack VNNI (AVX2, AVX-512 without VNNI), u8 inputs are quantised with half the stored
 /// scale, to 7 bits, so that `vpmaddubsw`'s pairwise 16-bit sums cannot saturate (`effectiveInputScale`); the
@@ -38,17 +41,32 @@ final class Int8Convolution: ConvolutionStrategy {
         }
         let conv = unit.conv
         let inputScale = Int8Convolution.effectiveInputScale(q)
-        // Inside a block the output goes straight to the next unit, already quantised with its input scale.
-        let next = residual == nil ? unit.quantizedOutput : nil
+        // The output goes straight to the next unit(s), already quantised with their input scale, where
+        // `DeepLabV3.apply` found that every reader takes the same quantisation.
+        let next = unit.quantizedOutput
         let outputScale = next.map(Int8Convolution.effectiveInputScale) ?? 1
         let outputScales = q.weightScales.map { outputScale / (inputScale * $0) }
-        let key = PrimitiveCache.Key("int8", x.shape, residual != nil, q.inputType.rawValue, q.inputScale,
+        // A quantised residual (the block's input, quantised at its entry) is added as integers times the
+        // ratio of scales when the destination is quantised too, else dequantised into the f32 destination.
+        var residualQuantization: UnitQuantization?
+        if let residual, Int8Operations.isQuantized(residual) {
+            guard let r = unit.quantizedResidual, Int8Operations.holds(residual, r.inputType) else {
+                throw DeepLabError.invalidInput("\(unit.name): an int8 residual without its quantisation")
+            }
+            residualQuantization = r
+        } else if residual != nil, next != nil {
+            throw DeepLabError.invalidInput("\(unit.name): an f32 residual cannot be added into an int8 output")
+        }
+        let residualScale = residualQuantization.map(Int8Convolution.effectiveInputScale)
+        let sum: PrimitiveAttributes.PostOp? = residual == nil ? nil
+            : next != nil && residualScale != nil ? .scaledSum(outputScale / residualScale!) : .sum
+        let key = PrimitiveCache.Key("int8", x.shape, sum, q.inputType.rawValue, q.inputScale,
                                      q.weightScales, next?.inputType.rawValue, outputScale)
         let primitive = try primitives.primitive(key) {
             let op = try Int8Operations.convolution(source: x.shape, sourceType: q.inputType,
                                                     weights: conv.weightDims, destination: conv.outputDims(x.shape),
                                                     destinationType: next?.inputType, conv.geometry(x.shape))
-            var postOps: [PrimitiveAttributes.PostOp] = residual != nil ? [.sum] : []
+            var postOps: [PrimitiveAttributes.PostOp] = sum.map { [$0] } ?? []
             switch unit.activation.postOp {
             case let .clip(low, high)?: postOps.append(.clip(low * outputScale, high * outputScale))
             case let p?: postOps.append(p)
@@ -62,8 +80,14 @@ final class Int8Convolution: ConvolutionStrategy {
         let input = Int8Operations.holds(x, q.inputType) ? try x.reordered(to: primitive.desc(.source))
             : try Int8Operations.quantize(x, into: primitive.desc(.source), scale: inputScale)
         let (weights, bias) = try preparedWeights(unit, q, primitive)
-        let output = try fusedSumDestination(primitive.desc(.destination), residual: residual,
+        let output: Tensor
+        if let residual, let residualScale, next == nil {
+            output = try Tensor(desc: primitive.desc(.destination))
+            try Int8Operations.dequantize(residual, into: output, scale: residualScale)
+        } else {
+            output = try fusedSumDestination(primitive.desc(.destination), residual: residual,
                                              consumingResidual: consumingResidual)
+        }
         try primitive.execute([(Arg.src, input), (Arg.weights, weights), (Arg.bias, bias), (Arg.dst, output)])
         return output
     }

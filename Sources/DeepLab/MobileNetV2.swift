@@ -80,6 +80,9 @@ final class MobileNetV2 {
 final class InvertedResidual {
     let units: [ConvUnit]
     let usesResidual: Bool
+    /// The int8 quantisation the block's input is brought to once at its entry in eval mode (read by the first
+    /// unit and the identity alike), nil for float32 (`DeepLabV3.apply(_:)`).
+    var entryQuantization: UnitQuantization?
 
     init(prefix: String, inputChannels: Int, outputChannels: Int, stride: Int, dilation: Int, expansion: Int,
          generator: inout SeededGenerator) {
@@ -104,6 +107,11 @@ final class InvertedResidual {
 
     /// - Parameter inputIsConsumable: the caller no longer needs `x`, so eval mode may add into it in place.
     func callAsFunction(_ x: Tensor, inputIsConsumable: Bool = false, training: Bool) throws -> Tensor {
+        var x = x, inputIsConsumable = inputIsConsumable
+        if !training, let q = entryQuantization, !Int8Operations.isQuantized(x) {
+            x = try Int8Operations.quantize(x, to: q.inputType, scale: Int8Convolution.effectiveInputScale(q))
+            inputIsConsumable = true
+        }
         var y = x
         for unit in units.dropLast() { y = try unit(y, training: training) }
         guard let last = units.last else { return y }

@@ -13,7 +13,8 @@ public enum Preprocessing: Codable, Equatable, Sendable {
     /// Clip to the image's `low` and `high` percentiles (0...100, linear interpolation as numpy's default)
     /// and scale to [0, 1]: robust for MR, whose intensities have no absolute scale.
     case percentile(low: Double, high: Double)
-    /// Subtract the image's mean and divide by its standard deviation.
+    /// Subtract the image's mean and divide by its standard deviation. The image is the whole case, as nnU-Net's
+    /// `ZScoreNormalization`: a volume's slices share its statistics (`forCase(_:)`), a 2-D case is its own.
     case zScore
     /// Scale the image's minimum to 0 and maximum to 1.
     case minMax
@@ -132,6 +133,43 @@ public enum Preprocessing: Codable, Equatable, Sendable {
         case let .clippedZScore(low, high, mean, deviation):
             for i in values.indices { values[i] = Float((min(max(Double(values[i]), low), high) - mean) / deviation) }
         }
+    }
+
+    /// Whether the normalisation takes statistics of the whole case, so the inputs of a volume's slices need
+    /// `forCase(_:)` first: z-score only (percentile and min–max windows stay per network input, as SliceLab's
+    /// 2-D models were trained).
+    public var usesCaseStatistics: Bool { self == .zScore }
+
+    /// The mean and population standard deviation of a case's values (all channels) in Float64, added one
+    /// slice at a time: each slice by the two passes `apply` makes over one image, slices combined by Chan et
+    /// al.'s pairwise update, so one slice gives exactly what `apply` computes for it.
+    public struct CaseStatistics {
+        private var count = 0.0, mean = 0.0, squares = 0.0
+        public init() {}
+
+        public mutating func add(_ values: [Float]) {
+            guard !values.isEmpty else { return }
+            let n = Double(values.count)
+            let sliceMean = values.reduce(0.0) { $0 + Double($1) } / n
+            let sliceSquares = values.reduce(0.0) { $0 + (Double($1) - sliceMean) * (Double($1) - sliceMean) }
+            let total = count + n, delta = sliceMean - mean
+            squares += sliceSquares + delta * delta * count * n / total
+            mean = count == 0 ? sliceMean : mean + delta * n / total
+            count = total
+        }
+
+        public var value: (mean: Double, standardDeviation: Double) {
+            count > 0 ? (mean, (squares / count).squareRoot()) : (0, 0)
+        }
+    }
+
+    /// The normalisation of one input of a case whose statistics are `statistics`: z-score with the case's
+    /// fixed mean and deviation (the same arithmetic as `apply` on the whole case; a constant case maps to 0);
+    /// every other normalisation unchanged. For use at run time only: the result is not a stored form.
+    public func forCase(_ statistics: (mean: Double, standardDeviation: Double)) -> Preprocessing {
+        guard usesCaseStatistics else { return self }
+        return .clippedZScore(low: -.infinity, high: .infinity, mean: statistics.mean,
+                              standardDeviation: statistics.standardDeviation > 0 ? statistics.standardDeviation : 1)
     }
 
     /// The q-th percentile of sorted values with linear interpolation (numpy's default method).

@@ -126,18 +126,48 @@ public struct ModelQuantization: Equatable, Sendable {
 
 // MARK: - The model's units
 
+/// A backbone block as int8 inference sees it: its units in order, the 1×1 downsample on its identity path,
+/// whether the identity is added to the last unit's output, and the quantisation its input gets at entry.
+protocol QuantizableBlock: AnyObject {
+    var units: [ConvUnit] { get }
+    var downsample: ConvUnit? { get }
+    var addsIdentity: Bool { get }
+    var entryQuantization: UnitQuantization? { get set }
+}
+
+extension ResidualBlock: QuantizableBlock {
+    var addsIdentity: Bool { true }
+}
+
+extension InvertedResidual: QuantizableBlock {
+    var downsample: ConvUnit? { nil }
+    var addsIdentity: Bool { usesResidual }
+}
+
 extension ResNet {
     var convUnits: [ConvUnit] {
         [stem] + stages.joined().flatMap { block in (block.downsample.map { [$0] } ?? []) + block.units }
     }
 
     var unitChains: [[ConvUnit]] { stages.joined().map(\.units) }
+
+    /// layer3's last block (the auxiliary feature) and layer4's last (the main one) are features.
+    var quantizableBlocks: (blocks: [any QuantizableBlock], featureOutputs: Set<Int>) {
+        let blocks = Array(stages.joined())
+        let auxiliary = stages.prefix(3).reduce(0) { $0 + $1.count } - 1
+        return (blocks, [auxiliary, blocks.count - 1])
+    }
 }
 
 extension MobileNetV2 {
     var convUnits: [ConvUnit] { [stem] + blocks.flatMap(\.units) + [head] }
 
     var unitChains: [[ConvUnit]] { blocks.map(\.units) }
+
+    /// The block before `auxiliaryIndex` gives the auxiliary feature; the last one feeds `head`, kept f32.
+    var quantizableBlocks: (blocks: [any QuantizableBlock], featureOutputs: Set<Int>) {
+        (blocks, [MobileNetV2.auxiliaryIndex - 1, blocks.count - 1])
+    }
 }
 
 extension DeepLabV3 {
@@ -174,7 +204,13 @@ extension DeepLabV3 {
     /// - Throws: `DeepLabError.invalidConfiguration` when a quantised unit is not in
     ///   the model or a unit's scale count differs from its output channels.
     public func apply(_ quantization: ModelQuantization?) throws {
-        for unit in convUnits { unit.quantizedOutput = nil }
+        for unit in convUnits {
+            unit.quantizedOutput = nil
+            unit.quantizedResidual = nil
+        }
+        let (blocks, featureOutputs) = backbone.quantizableBlocks
+        for block in blocks { block.entryQuantization = nil }
+        head.aspp.entryQuantization = nil
         guard let quantization else {
             for unit in convUnits { unit.quantization = nil }
             self.quantization = nil
@@ -197,6 +233,40 @@ extension DeepLabV3 {
             for (unit, next) in zip(chain, chain.dropFirst()) where unit.quantization != nil && unit.activation != .none {
                 if let q = next.quantization, q.inputType == .u8 { unit.quantizedOutput = q }
             }
+        }
+        // Between blocks: each block's input is quantised once at its entry (where its first unit and its
+        // downsample take the same quantisation); its last unit adds that quantised identity and writes its
+        // output quantised for the next block, when the next block alone reads it and takes it in the type the
+        // identity has (one scaled `sum` post-op adds integers of the destination's type).
+        func sameInput(_ a: UnitQuantization?, _ b: UnitQuantization?) -> Bool {
+            a?.inputType == b?.inputType && a?.inputScale == b?.inputScale
+        }
+        for block in blocks {
+            guard let entry = block.units.first?.quantization else { continue }
+            if let downsample = block.downsample, !sameInput(downsample.quantization, entry) { continue }
+            block.entryQuantization = entry
+            if block.addsIdentity, block.downsample == nil { block.units.last?.quantizedResidual = entry }
+        }
+        for (index, (block, next)) in zip(blocks, blocks.dropFirst()).enumerated()
+        where !featureOutputs.contains(index) {
+            guard let last = block.units.last, last.quantization != nil, let entry = next.entryQuantization
+            else { continue }
+            if block.addsIdentity && last.quantizedResidual?.inputType != entry.inputType { continue }
+            last.quantizedOutput = entry
+        }
+        // ASPP: one quantised input for the branches (they read the same tensor, so calibration gave them the
+        // same scale), their outputs u8 at the projection's input scale (the concatenation is its input), and
+        // the projection's output quantised for the 3×3 that alone reads it.
+        let aspp = head.aspp
+        if let entry = aspp.branches.first?.quantization,
+           aspp.branches.allSatisfy({ sameInput($0.quantization, entry) }) {
+            aspp.entryQuantization = entry
+        }
+        if let projection = aspp.projection.quantization, aspp.branches.allSatisfy({ $0.quantization != nil }) {
+            for branch in aspp.branches { branch.quantizedOutput = projection }
+        }
+        if aspp.projection.quantization != nil, let refine = head.refine.quantization {
+            aspp.projection.quantizedOutput = refine
         }
         self.quantization = quantization
     }

@@ -94,6 +94,9 @@ final class ResNet {
 final class ResidualBlock {
     let units: [ConvUnit]
     let downsample: ConvUnit?
+    /// The int8 quantisation the block's input is brought to once at its entry in eval mode (read by the first
+    /// unit, the downsample and the identity alike), nil for float32 (`DeepLabV3.apply(_:)`).
+    var entryQuantization: UnitQuantization?
 
     init(prefix: String, bottleneck: Bool, inplanes: Int, planes: Int, stride: Int, dilation: Int,
          downsample hasDownsample: Bool, generator: inout SeededGenerator) {
@@ -131,6 +134,11 @@ final class ResidualBlock {
 
     /// - Parameter inputIsConsumable: the caller no longer needs `x`, so eval mode may add into it in place.
     func callAsFunction(_ x: Tensor, inputIsConsumable: Bool = false, training: Bool) throws -> Tensor {
+        var x = x, inputIsConsumable = inputIsConsumable
+        if !training, let q = entryQuantization, !Int8Operations.isQuantized(x) {
+            x = try Int8Operations.quantize(x, to: q.inputType, scale: Int8Convolution.effectiveInputScale(q))
+            inputIsConsumable = true
+        }
         let identity = try downsample.map { try $0(x, training: training) } ?? x
         var y = x
         for unit in units.dropLast() { y = try unit(y, training: training) }

@@ -121,6 +121,78 @@ import Testing
         #expect(difference <= tolerance * largest, "k\(kernel) g\(groups) \(type): |Δ| \(difference) of \(largest)")
     }
 
+    /// A block's last unit with its identity in u8 (quantised at the block's entry) against float64 arithmetic
+    /// on the same quantised values: act(conv + identity) written as u8 for the next block (a scaled `sum`
+    /// post-op adds the identity's integers), or as f32 (the identity dequantised into the destination first).
+    /// The u8 output may differ by one quantisation step where float32 and float64 round a half differently.
+    @Test(arguments: [true, false])
+    func int8ResidualSumMatchesAQuantisedReference(quantizedOutput: Bool) throws {
+        var generator = SeededGenerator(seed: 5)
+        let (c, h, w) = (32, 7, 9)
+        let unit = ConvUnit("unit", nil, inputChannels: c, outputChannels: c, kernelSize: 1, bias: true,
+                            activation: .relu, generator: &generator)
+        let bias = try #require(unit.conv.bias)
+        bias.value = (0..<c).map { Float($0 % 7) * 0.1 - 0.3 }
+        bias.markUpdated()
+        let xs = (0..<(c * h * w)).map { abs(Float(sin(Double($0) * 0.37)) * 3) }
+        let rs = (0..<(c * h * w)).map { abs(Float(cos(Double($0) * 0.23)) * 2) }
+        let weights = unit.conv.weight.value
+        let weightScales = (0..<c).map { k in 127 / weights[(k * c)..<((k + 1) * c)].map(abs).max()! }
+        let q = UnitQuantization(inputType: .u8, inputScale: 255 / 3, weightScales: weightScales)
+        let residualQ = UnitQuantization(inputType: .u8, inputScale: 255 / 2, weightScales: [])
+        let outputQ = UnitQuantization(inputType: .u8, inputScale: 255 / 4, weightScales: [])
+        unit.quantization = q
+        unit.quantizedResidual = residualQ
+        unit.quantizedOutput = quantizedOutput ? outputQ : nil
+        let (s, sr, so) = (Int8Convolution.effectiveInputScale(q), Int8Convolution.effectiveInputScale(residualQ),
+                           Int8Convolution.effectiveInputScale(outputQ))
+        let residual = try Int8Operations.quantize(Tensor(plain: [1, c, h, w], values: rs), to: .u8, scale: sr)
+        let y = try unit(Tensor(plain: [1, c, h, w], values: xs), residual: residual, training: false)
+        #expect(Int8Operations.isQuantized(y) == quantizedOutput)
+        let values: [Float]
+        if quantizedOutput {
+            let plain = try Tensor(desc: .make([1, c, h, w], MemoryDesc.plainTag(rank: 4)))
+            try Int8Operations.dequantize(y, into: plain, scale: so)
+            values = try plain.floatTensor().values
+        } else {
+            values = try y.floatTensor().values
+        }
+        func quantized(_ v: Float, _ scale: Float) -> Double { Double(max(0, min(255, (v * scale).rounded())) / scale) }
+        var difference = 0.0, largest = 0.0
+        for k in 0..<c {
+            let wq = (0..<c).map { i in Double((weights[k * c + i] * weightScales[k]).rounded() / weightScales[k]) }
+            for p in 0..<(h * w) {
+                var sum = Double(bias.value[k]) + quantized(rs[k * h * w + p], sr)
+                for i in 0..<c { sum += quantized(xs[i * h * w + p], s) * wq[i] }
+                sum = max(0, sum)
+                let expected = quantizedOutput ? min(255, (sum * Double(so)).rounded()) / Double(so) : sum
+                difference = max(difference, abs(expected - Double(values[k * h * w + p])))
+                largest = max(largest, sum)
+            }
+        }
+        let tolerance = quantizedOutput ? 1.001 / Double(so) : 1e-5 * largest
+        #expect(largest > 0)
+        #expect(difference <= tolerance, "quantised output \(quantizedOutput): |Δ| \(difference) of \(largest)")
+    }
+
+    /// Blocks hand int8 activations to each other where the next block alone reads them: not across a
+    /// downsample's f32 identity, not out of the blocks whose outputs are the heads' features.
+    @Test func blocksPassInt8OutputsExceptAtFeaturesAndDownsamples() throws {
+        let model = try Self.model(.resnet18)
+        try model.apply(try Self.quantized(model, method: .percentile))
+        let resnet = try #require(model.backbone as? ResNet)
+        let blocks = Array(resnet.stages.joined())
+        #expect(blocks.allSatisfy { $0.entryQuantization != nil })
+        #expect(blocks[0].units.last?.quantizedOutput != nil)  // layer1.0 → layer1.1
+        #expect(blocks[0].units.last?.quantizedResidual != nil)
+        #expect(blocks[2].units.last?.quantizedResidual == nil)  // layer2.0 adds its downsample's f32 output
+        #expect(blocks[2].units.last?.quantizedOutput == nil)
+        #expect(blocks[5].units.last?.quantizedOutput == nil)  // layer3.1: the auxiliary feature
+        #expect(blocks[7].units.last?.quantizedOutput == nil)  // layer4.1: the main feature
+        try model.apply(nil)
+        #expect(blocks.allSatisfy { $0.entryQuantization == nil && $0.units.last?.quantizedOutput == nil })
+    }
+
     @Test func unitsAfterReLUAreUnsignedAndTheClassifierStaysFloat() throws {
         let model = try Self.model(.resnet18)
         let q = try Self.quantized(model, method: .minmax)

@@ -56,12 +56,28 @@ enum Int8Operations {
     /// Whether `x` holds `type` values (an int8 convolution's quantised output) rather than f32.
     static func holds(_ x: Tensor, _ type: QuantizedType) -> Bool { x.desc.data_type == type.dataType }
 
+    /// Whether `x` holds u8 or s8 values rather than f32.
+    static func isQuantized(_ x: Tensor) -> Bool { holds(x, .u8) || holds(x, .s8) }
+
     /// `x` (f32, any layout) quantised into `target` (u8 or s8): round(x · scale), saturated.
     /// Rests on `dnnl_reorder_primitive_desc_create` with output scales.
     static func quantize(_ x: Tensor, into target: MemoryDesc, scale: Float) throws -> Tensor {
         let output = try Tensor(desc: target)
         try scaledReorder(x, into: output, scales: [scale], mask: 0)
         return output
+    }
+
+    /// `x` (f32, any layout) quantised to `type` in the channels-last layout oneDNN's int8 convolutions take:
+    /// round(x · scale), saturated. Rests on `dnnl_reorder_primitive_desc_create` with output scales.
+    static func quantize(_ x: Tensor, to type: QuantizedType, scale: Float) throws -> Tensor {
+        let tag = x.shape.count == 4 ? dnnl_acdb : MemoryDesc.plainTag(rank: x.shape.count)
+        return try quantize(x, into: .make(x.shape, tag, type.dataType), scale: scale)
+    }
+
+    /// `x` (u8 or s8 quantised with `scale`, any layout) written into the f32 tensor `output` as x / scale.
+    /// Rests on `dnnl_reorder_primitive_desc_create` with output scales.
+    static func dequantize(_ x: Tensor, into output: Tensor, scale: Float) throws {
+        try scaledReorder(x, into: output, scales: [1 / scale], mask: 0)
     }
 
     /// f32 weights (plain) quantised per output channel into the primitive's s8 layout `target`:

@@ -210,6 +210,8 @@ final class PrimitiveAttributes {
     /// Post-operations applied after a convolution's sum.
     enum PostOp: Hashable {
         case sum
+        /// dst = result + scale · dst (an int8 destination's previous values read as integers).
+        case scaledSum(Float)
         case relu
         case clip(Float, Float)
     }
@@ -226,6 +228,8 @@ final class PrimitiveAttributes {
         for op in postOps {
             switch op {
             case .sum: try dnnlCheck("dnnl_post_ops_append_sum", dnnl_post_ops_append_sum(ops, 1))
+            case let .scaledSum(scale):
+                try dnnlCheck("dnnl_post_ops_append_sum", dnnl_post_ops_append_sum(ops, scale))
             case .relu:
                 try dnnlCheck("dnnl_post_ops_append_eltwise", dnnl_post_ops_append_eltwise(ops, 1, dnnl_eltwise_relu, 0, 0))
             case let .clip(low, high):
