@@ -3,10 +3,10 @@
 Writes seeded int16 NIfTI volumes of --size x --size x N slices (nibabel; a smooth head-like pattern plus
 noise, 1 x 1 x 3 mm) for each N in --counts, and a one-slice volume, then runs
 `slicelab segment VOLUME --model MODEL --out OUT` (OUT in each of --formats) under `/usr/bin/time -v` and prints
-wall time, time per slice and peak RSS ("Maximum resident set size"). Streaming into HDF5 means the peak grows
-by no more than the input volume itself (a .nii.gz is one gzip stream, read whole: 4 bytes a voxel as Float32,
-plus nibabel-sized int16 buffers in nifti_clib) and never by the K probabilities a voxel; a NIfTI output also
-holds the label volume (4 bytes a voxel) until it is written. There is no peer: this is a bound, not a race.
+wall time, time per slice and peak RSS ("Maximum resident set size"). A 3-D NIfTI input streams slice by slice
+(the .nii.gz inflated as it is read) and an HDF5 output is written slice by slice, so into HDF5 the peak should
+not grow with the slice count at all; a NIfTI output holds the label volume (4 bytes a voxel) until it is
+written. There is no peer: this is a bound, not a race.
 
 The model is the bundled MNI brain model by default (MobileNetV2, input scale 4: 256 x 256 slices run at
 1024 x 1024 inside the network, so expect seconds per slice); --model takes any checkpoint.

@@ -7,7 +7,11 @@ Per class c in 1, 2: the cases and slices holding it; its structures, the connec
 (scipy.ndimage.label with its default structure, face neighbours), each sized by its largest cross-section in
 one slice; the smallest in pixels and in mm^2; and the median over the cases of each case's smallest
 significant structure ("typical": structures sorted by area, the one at which their voxels reach 5 % of the
-class's voxels in that case). Per channel: foreground (label > 0) voxels, every k-th in (z, y, x)
+class's voxels in that case); and its typical thickness, the median over the cases of each case's median
+local thickness over the class's pixels, slice by slice (`local_thickness` below: Hildebrand & Ruegsegger's
+largest inscribed disc covering each pixel, with SciPy's exact Euclidean distance transform; thickness beyond
+the cap counts as the cap). The local thickness maps of a few drawn masks (`THICKNESS_MASKS`) are stored too,
+pixel by pixel, at the default cap and at cap 8. Per channel: foreground (label > 0) voxels, every k-th in (z, y, x)
 order with k = ceil(count / cap) per case, pooled; mean, std (ddof 0), numpy's percentiles 0.5 and 99.5
 (linear), min and max; for cap = 100000 (all voxels) and cap = 50.
 
@@ -43,12 +47,104 @@ def significant(areas, voxels, share=0.05):
     return areas[order[int(np.argmax(cumulative >= share * cumulative[-1]))]]
 
 
+THICKNESS_CAP = 128.0
+
+# Drawn masks ('#' inside): a one-pixel line, a strip 3 pixels wide, a disc, a square, an L of two widths.
+THICKNESS_MASKS = {
+    "shapes": [
+        "................................",
+        ".##########################.....",
+        "................................",
+        "..#######################.......",
+        "..#######################.......",
+        "..#######################.......",
+        "................................",
+        "....#####.......############....",
+        "...#######......############....",
+        "..#########.....############....",
+        "..#########.....############....",
+        "..#########.....############....",
+        "...#######......############....",
+        "....#####.......############....",
+        "................############....",
+        "................############....",
+        "................############....",
+        "................................",
+        "..##############................",
+        "..##############................",
+        "..##############................",
+        "..####..........................",
+        "..####..........................",
+        "..####..........................",
+    ],
+    "touching-edges": [
+        "########",
+        "########",
+        "########",
+        "###.....",
+        "###.....",
+    ],
+}
+
+
+def squared_distance(to_set, outside_is_set):
+    """Exact squared Euclidean distance of every pixel to the nearest pixel of `to_set` (integers, from SciPy's
+    nearest-pixel indices); with `outside_is_set` the pixels just beyond the edges belong to the set."""
+    grid = np.pad(to_set, 1, constant_values=True) if outside_is_set else to_set
+    if not grid.any():
+        return None
+    _, (iy, ix) = ndimage.distance_transform_edt(~grid, return_indices=True)
+    y, x = np.indices(grid.shape)
+    d2 = (iy - y) ** 2 + (ix - x) ** 2
+    return d2[1:-1, 1:-1] if outside_is_set else d2
+
+
+def local_thickness(mask, cap=THICKNESS_CAP):
+    """Local thickness (nan outside the mask, inf beyond the cap), the rules of LocalThickness.swift."""
+    d2 = squared_distance(~mask, outside_is_set=True)
+    r = cap / 2
+    wide = mask & (d2 >= r * r)
+    to_wide = squared_distance(wide, outside_is_set=False)
+    thickness = np.full(mask.shape, np.nan)
+    thickness[mask] = 2 * np.sqrt(d2[mask].astype(np.float64)) - 1
+    if to_wide is not None:
+        thickness[mask & (to_wide < r * r)] = np.inf
+    ridge = mask & (d2 >= ndimage.maximum_filter(d2, size=3, mode="constant", cval=0))
+    h, w = mask.shape
+    for y, x in zip(*np.nonzero(ridge & np.isfinite(thickness))):
+        squared = int(d2[y, x])
+        diameter = 2 * np.sqrt(float(squared)) - 1
+        reach = int(np.ceil(np.sqrt(float(squared))))
+        for qy in range(max(0, y - reach), min(h - 1, y + reach) + 1):
+            for qx in range(max(0, x - reach), min(w - 1, x + reach) + 1):
+                if (qy - y) ** 2 + (qx - x) ** 2 < squared and thickness[qy, qx] < diameter:
+                    thickness[qy, qx] = diameter
+    return thickness
+
+
+def median_thickness(mask3d):
+    values = [np.minimum(local_thickness(plane)[plane], THICKNESS_CAP) for plane in mask3d if plane.any()]
+    return float(np.median(np.concatenate(values)))
+
+
+def thickness_maps():
+    out = {}
+    for name, rows in THICKNESS_MASKS.items():
+        mask = np.array([[c == "#" for c in row] for row in rows])
+        for cap in (THICKNESS_CAP, 8.0):
+            t = local_thickness(mask, cap)
+            out[f"{name}@{cap:g}"] = {"rows": rows, "cap": cap,
+                                      "thickness": [[None if np.isnan(v) else (-1 if np.isinf(v) else float(v))
+                                                     for v in row] for row in t]}
+    return out
+
+
 def classes():
     rows = []
     pixel_mm2 = SPACING[1] * SPACING[2]
     for c in (1, 2):
         case_count = slice_count = component_count = 0
-        smallest, typical = [], []
+        smallest, typical, thickness = [], [], []
         for k in range(CASES):
             mask = reference(k) == c
             slice_count += int(mask.any(axis=(1, 2)).sum())
@@ -61,13 +157,15 @@ def classes():
                 case_count += 1
                 smallest.append(min(areas))
                 typical.append(significant(areas, voxels))
+                thickness.append(median_thickness(mask))
         rows.append({"label": c, "case_count": case_count, "slice_count": slice_count,
                      "component_count": component_count,
                      "smallest_area_pixels": float(min(smallest)),
                      "smallest_area_mm2": float(min(smallest)) * pixel_mm2,
                      "typical_smallest_area_pixels": float(np.median(typical)),
                      "typical_smallest_area_mm2": float(np.median(typical)) * pixel_mm2,
-                     "typical_smallest_diameter_pixels": 2 * math.sqrt(float(np.median(typical)) / math.pi)})
+                     "typical_smallest_diameter_pixels": 2 * math.sqrt(float(np.median(typical)) / math.pi),
+                     "typical_thickness_pixels": float(np.median(thickness))})
     return rows
 
 
@@ -91,7 +189,7 @@ def main():
     out = {"generated_by": "Datasets/goldens/fingerprint_goldens.py",
            "versions": {name: version(name) for name in ("numpy", "scipy")},
            "cases": [f"case_{k:03d}" for k in range(CASES)], "shape_zyx": SHAPE, "spacing_zyx": SPACING,
-           "classes": classes(), "intensities": {"100000": intensities(100000), "50": intensities(50)}}
+           "classes": classes(), "local_thickness": thickness_maps(), "intensities": {"100000": intensities(100000), "50": intensities(50)}}
     OUT.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {OUT}")
 

@@ -293,6 +293,69 @@ int cnifti_read_values(const char *path, float *values, int64_t count, char *mes
     return status;
 }
 
+struct cnifti_stream {
+    gzFile file;
+    cnifti_layout layout;
+    uint8_t *buffer;
+    size_t buffer_size;
+};
+
+cnifti_stream *cnifti_stream_open(const char *path, const cnifti_layout *layout, char *message, size_t capacity) {
+    gzFile file = gzopen(path, "rb");
+    if (!file) {
+        fail(message, capacity, -1, "cannot open the file");
+        return NULL;
+    }
+    gzbuffer(file, 1 << 18);
+    cnifti_stream *stream = calloc(1, sizeof(cnifti_stream));
+    if (!stream) {
+        gzclose(file);
+        fail(message, capacity, -1, "out of memory");
+        return NULL;
+    }
+    stream->file = file;
+    stream->layout = *layout;
+    return stream;
+}
+
+int cnifti_stream_read(cnifti_stream *stream, int64_t first, int64_t count, float *values, char *message,
+                       size_t capacity) {
+    const cnifti_layout *layout = &stream->layout;
+    if (first < 0 || count < 0 || first > layout->count - count) {
+        return fail(message, capacity, -1, "voxels outside the image were asked for");
+    }
+    size_t bytes = (size_t)count * (size_t)layout->bytes_per_voxel;
+    if (bytes > stream->buffer_size) {
+        uint8_t *grown = realloc(stream->buffer, bytes);
+        if (!grown) return fail(message, capacity, -1, "out of memory");
+        stream->buffer = grown;
+        stream->buffer_size = bytes;
+    }
+    // zlib continues a forward seek by inflating up to the offset and restarts the stream for a backward one.
+    z_off_t offset = (z_off_t)(layout->offset + first * layout->bytes_per_voxel);
+    if (gztell(stream->file) != offset && gzseek(stream->file, offset, SEEK_SET) != offset) {
+        return fail(message, capacity, -1, "the file ends before its voxels (truncated or corrupt)");
+    }
+    size_t done = 0;
+    while (done < bytes) {
+        unsigned chunk = bytes - done > (1u << 30) ? (1u << 30) : (unsigned)(bytes - done);
+        int got = gzread(stream->file, stream->buffer + done, chunk);
+        if (got <= 0) return fail(message, capacity, -1, "the file ends before its last voxel (truncated or corrupt)");
+        done += (size_t)got;
+    }
+    cnifti_layout run = *layout;
+    run.offset = 0;
+    run.count = count;
+    return cnifti_convert(stream->buffer, bytes, &run, values, message, capacity);
+}
+
+void cnifti_stream_close(cnifti_stream *stream) {
+    if (!stream) return;
+    gzclose(stream->file);
+    free(stream->buffer);
+    free(stream);
+}
+
 int cnifti_write(const char *path, const int64_t *dimensions, int dimension_count, int datatype,
                  const void *values, const double *sto_xyz, int qform_code, int sform_code, char *message,
                  size_t capacity) {

@@ -47,6 +47,51 @@ public struct NIfTIHeader: Sendable {
     }
 }
 
+/// A NIfTI file's voxels read a run at a time, in the file's order, so a volume segmented slice by slice is
+/// never in memory whole: a `.nii.gz` is inflated as it is read (zlib), forward runs continue the stream and a
+/// backward run restarts it. Values are `NIfTIImage.read`'s, run by run.
+public final class NIfTIVoxelStream {
+    public let header: NIfTIHeader
+    private let stream: OpaquePointer
+
+    /// Opens `path` after checking its header (`NIfTIHeader.read`).
+    ///
+    /// - Throws: `ImageFileError.unreadable` naming the file and the cause, `.tooLarge` over `limits`.
+    public convenience init(_ path: String, limits: ReadLimits = .standard) throws {
+        try self.init(header: NIfTIHeader.read(path, limits: limits))
+    }
+
+    /// Opens the file of a header already read and checked.
+    ///
+    /// - Throws: `ImageFileError.unreadable` naming the file when it cannot be opened.
+    public init(header: NIfTIHeader) throws {
+        self.header = header
+        var message = [CChar](repeating: 0, count: 512)
+        var layout = header.layout
+        guard let opened = cnifti_stream_open(header.path, &layout, &message, message.count) else {
+            throw ImageFileError.unreadable(file: header.path, reason: String(cString: message))
+        }
+        stream = opened
+    }
+
+    deinit { cnifti_stream_close(stream) }
+
+    /// Voxels `first ..< first + count` as Float32 after `scl_slope`/`scl_inter`.
+    ///
+    /// - Throws: `ImageFileError.unreadable` naming the file when it ends early (a truncated or corrupt file).
+    public func read(first: Int, count: Int) throws -> [Float] {
+        var message = [CChar](repeating: 0, count: 512)
+        var status: Int32 = 0
+        let values = [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
+            status = cnifti_stream_read(stream, Int64(first), Int64(count), buffer.baseAddress, &message,
+                                        message.count)
+            initialized = count  // thrown away below unless every value was written
+        }
+        guard status == 0 else { throw ImageFileError.unreadable(file: header.path, reason: String(cString: message)) }
+        return values
+    }
+}
+
 /// A NIfTI image: its header and its voxels.
 ///
 /// `values` are Float32 after `scl_slope`/`scl_inter` (slope 0: unscaled, as the standard says) in the file's

@@ -52,6 +52,9 @@ public struct ClusterOptions: Sendable {
     public var connectivity: Int
     /// The Potts interaction weight for `--regularize mrf`.
     public var beta: Double
+    /// Whether a volume's stages are reported on standard error (`cluster` does; `compare`, which reports per
+    /// case, does not).
+    public var showsProgress = true
 
     public init(method: ClusterMethod, classes: Int, space: ColorSpace = .gray, seed: Int = 0, initCount: Int = 10,
                 regularize: ClusterRegularizer = .none, minRegion: Int = 0, connectivity: Int = 1, beta: Double = 1) {
@@ -189,7 +192,7 @@ public enum ClusterWorkflow {
         var timings: [(stage: String, seconds: Double)] = []
         var clock = Date()
         // Volumes take seconds per stage: show progress on stderr (single slices finish at once).
-        let progress = image.frames > 1 ? ProgressReporter("cluster", total: 4) : nil
+        let progress = image.frames > 1 && options.showsProgress ? ProgressReporter("cluster", total: 4) : nil
         func lap(_ stage: String) {
             timings.append((stage, Date().timeIntervalSince(clock)))
             clock = Date()

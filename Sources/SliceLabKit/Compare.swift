@@ -118,7 +118,7 @@ public enum Compare {
             caseNames = try ShardSplit.indices(of: shard, sizes: sizes).map { allCases[$0] }
         }
         let segmenter = try timed("load") { try VolumeSegmenter.load(checkpoint: options.model, precision: options.precision) }
-        let (model, preprocessing) = (segmenter.model, segmenter.preprocessing)
+        let model = segmenter.model
         guard model.configuration.classCount == set.classCount else {
             throw CompareError.classCountMismatch(model: options.model, modelClasses: model.configuration.classCount,
                                                   dataset: options.dataset, datasetClasses: set.classCount)
@@ -142,19 +142,14 @@ public enum Compare {
         if posts.isEmpty {
             for (index, image) in images.enumerated() {
                 let labels = try timed("segment deeplabv3") {
-                    try segmentVolume(segmenter, image: image)
+                    try segmentVolume(segmenter, image: image).labels
                 }
                 deep.append(labelMap(labels, like: samples[index]))
                 progress.advance(status: "deeplabv3 \(samples[index].name)")
             }
         } else {
-            guard segmenter.sampling == SliceSampling() else {
-                throw InputError.invalidContent(file: options.model, reason: "--post runs on 2-D slices of the model's "
-                    + "probabilities; this checkpoint was trained with context slices or a training spacing, which "
-                    + "only runs without --post for now")
-            }
             outputs = try timed("segment deeplabv3") {
-                try DeepOutputs.segment(model: model, preprocessing: preprocessing, images: images) {
+                try DeepOutputs.segment(segmenter, images: images) {
                     progress.advance(status: "deeplabv3 \(samples[$0].name)")
                 }
             }
@@ -178,8 +173,7 @@ public enum Compare {
                         try outputs.apply(settings, case: $0, image: images[$0], classCount: set.classCount)
                     }
                 case .auto:
-                    let choice = try chooseAuto(set: set, model: model, preprocessing: preprocessing,
-                                                options: options)
+                    let choice = try chooseAuto(set: set, segmenter: segmenter, options: options)
                     postprocessing[name] = choice.json
                     return try images.indices.map {
                         try choice.apply(case: $0, outputs: outputs, image: images[$0], classCount: set.classCount)
@@ -256,15 +250,17 @@ public enum Compare {
 
     // MARK: - Pieces
 
-    /// The model's labels for a case ([frames, rows, columns]) as `segment` computes them: slice by slice along
-    /// the first axis with the checkpoint's context slices, resampled in-plane to its training spacing when the
-    /// case has a spacing.
-    static func segmentVolume(_ segmenter: VolumeSegmenter, image: ScanImage) throws -> [Int32] {
+    /// The model's labels for a case ([frames, rows, columns]) as `segment` computes them, and with
+    /// `probabilities` its softmax [frames, K, rows, columns]: slice by slice along the first axis with the
+    /// checkpoint's context slices, resampled in-plane to its training spacing when the case has a spacing.
+    static func segmentVolume(_ segmenter: VolumeSegmenter, image: ScanImage,
+                              probabilities: Bool = false) throws -> VolumeSegmenter.Result {
         let geometry = image.hasSpacing ? VolumeGeometry(spacing: image.spacing, origin: [0, 0, 0],
                                                          direction: VolumeGeometry.identity.direction) : nil
         var shape = [image.frames, image.rows, image.columns]
         if image.channels > 1 { shape.append(image.channels) }
-        return try segmenter.segment(image.values, shape: shape, geometry: geometry, source: image.source).labels
+        return try segmenter.segment(image.values, shape: shape, geometry: geometry, probabilities: probabilities,
+                                     source: image.source)
     }
 
     /// The label maps of `--external NAME=FOLDER`: `<case><file ending>` for every case of the split (any format
@@ -353,7 +349,7 @@ public enum Compare {
     }
 
     /// `--post auto`: the component rules chosen per class on the validation split (else the train split).
-    static func chooseAuto(set: LabeledSet, model: DeepLabV3, preprocessing: Preprocessing,
+    static func chooseAuto(set: LabeledSet, segmenter: VolumeSegmenter,
                            options: Options) throws -> AutoPostProcessing {
         let split = set.cases(in: "val").isEmpty ? "train" : "val"
         let names = set.cases(in: split)
@@ -362,7 +358,7 @@ public enum Compare {
         }
         let samples = try names.map { try set.load($0) }
         let images = samples.map(scanImage)
-        let outputs = try DeepOutputs.segment(model: model, preprocessing: preprocessing, images: images)
+        let outputs = try DeepOutputs.segment(segmenter, images: images)
         return try AutoPostProcessing(outputs: outputs, images: images,
                                       references: samples.map(\.labels.values),
                                       classCount: set.classCount, split: split)
@@ -407,7 +403,8 @@ public enum Compare {
     static func classicalPredictions(_ spec: ClassicalSpec, set: LabeledSet, samples: [LabeledSample],
                                      images: [ScanImage], options: Options,
                                      progress: ProgressReporter) throws -> [LabelMap] {
-        let clusterOptions = spec.options(classCount: set.classCount)
+        var clusterOptions = spec.options(classCount: set.classCount)
+        clusterOptions.showsProgress = false
         let clusterCount = clusterOptions.classes
         var mapping: ClassMapping?
         switch spec.mapping {

@@ -37,22 +37,20 @@ struct DeepOutputs {
     var probabilities: [[Float]] = []
     var display: [(values: [Float], channels: Int)] = []
 
-    /// Segments every image, keeping what post-processing needs.
-    static func segment(model: DeepLabV3, preprocessing: Preprocessing, images: [ScanImage],
+    /// Segments every image as `compare` does without post-processing (`Compare.segmentVolume`: context slices,
+    /// in-plane resampling to the training spacing), keeping what post-processing needs.
+    static func segment(_ segmenter: VolumeSegmenter, images: [ScanImage],
                         each: (Int) -> Void = { _ in }) throws -> DeepOutputs {
         var outputs = DeepOutputs()
         for (index, image) in images.enumerated() {
-            var labels: [Int32] = [], probabilities: [Float] = [], display: [Float] = [], channels = 1
+            let result = try Compare.segmentVolume(segmenter, image: image, probabilities: true)
+            var display: [Float] = [], channels = 1
             for frame in 0..<image.frames {
-                let logits = try Segment.frameLogits(model: model, preprocessing: preprocessing, image: image,
-                                                     frame: frame)
-                labels += argmaxOverClasses(logits)
-                probabilities += softmaxOverClasses(logits).values
                 let shown = SegmentPostProcessing.display(image, frame: frame)
                 (display, channels) = (display + shown.values, shown.channels)
             }
-            outputs.labels.append(labels)
-            outputs.probabilities.append(probabilities)
+            outputs.labels.append(result.labels)
+            outputs.probabilities.append(result.probabilities ?? [])
             outputs.display.append((display, channels))
             each(index)
         }

@@ -9,7 +9,8 @@ import Foundation
 /// A structure is a connected component of one class (face neighbours, as `scipy.ndimage.label`'s default
 /// structure: 4-connected in a 2-D case, 6-connected in a volume), and its size is measured in the slice plane
 /// that `train` learns on: the area of its largest cross-section, so a sphere counts by its equator, not its
-/// one-pixel poles.
+/// one-pixel poles. Its thickness is measured in the same plane, as local thickness (`LocalThickness`), so a
+/// long thin structure (the cortical ribbon) counts as thin although its area is large.
 public struct DatasetFingerprint: Codable, Equatable, Sendable {
     /// The median, minimum and maximum of a quantity per axis (slices, rows, columns).
     public struct AxisSpread: Codable, Equatable, Sendable {
@@ -37,9 +38,16 @@ public struct DatasetFingerprint: Codable, Equatable, Sendable {
         /// `Builder.smallestSignificantArea`): what the plan uses, so stray pixels do not decide it.
         public var typicalSmallestAreaPixels: Double
         public var typicalSmallestAreaMM2: Double
+        /// The median over the cases that hold the class of each case's median local thickness over the class's
+        /// pixels (slice by slice, `LocalThickness`), in pixels; `LocalThickness.cap` means at least that. Nil in
+        /// plans written before it was measured.
+        public var typicalThicknessPixels: Double?
 
         /// The diameter of a disc of `typicalSmallestAreaPixels`: 2·√(A/π), in pixels.
         public var typicalSmallestDiameterPixels: Double { 2 * (typicalSmallestAreaPixels / Double.pi).squareRoot() }
+
+        /// The size the plan resolves: the smaller of that diameter and the typical thickness.
+        public var typicalSizePixels: Double { min(typicalSmallestDiameterPixels, typicalThicknessPixels ?? .infinity) }
     }
 
     /// The intensities of one channel over sampled foreground voxels (label > 0) of the training cases.
@@ -72,11 +80,11 @@ public struct DatasetFingerprint: Codable, Equatable, Sendable {
     /// k = ⌈count / cap⌉.
     public var samplesPerCase: Int
 
-    /// The smallest typical structure over the classes present (its class and diameter in pixels), or nil when
+    /// The smallest typical structure over the classes present (its class and `typicalSizePixels`), or nil when
     /// no training case has foreground.
-    public var smallestStructure: (name: String, diameterPixels: Double)? {
-        classes.filter { $0.caseCount > 0 }.min { $0.typicalSmallestAreaPixels < $1.typicalSmallestAreaPixels }
-            .map { ($0.name, $0.typicalSmallestDiameterPixels) }
+    public var smallestStructure: (name: String, sizePixels: Double)? {
+        classes.filter { $0.caseCount > 0 }.min { $0.typicalSizePixels < $1.typicalSizePixels }
+            .map { ($0.name, $0.typicalSizePixels) }
     }
 }
 
@@ -94,7 +102,7 @@ extension DatasetFingerprint {
         /// component in pixels and in mm².
         var classCases: [Int], classSlices: [Int], classComponents: [Int]
         var caseSmallestPixels: [[Double]], caseSmallestMM2: [[Double]]
-        var caseTypicalPixels: [[Double]], caseTypicalMM2: [[Double]]
+        var caseTypicalPixels: [[Double]], caseTypicalMM2: [[Double]], caseThickness: [[Double]]
         var foreground: [[Float]] = []
 
         /// - Parameters:
@@ -113,6 +121,7 @@ extension DatasetFingerprint {
             caseSmallestMM2 = caseSmallestPixels
             caseTypicalPixels = caseSmallestPixels
             caseTypicalMM2 = caseSmallestPixels
+            caseThickness = caseSmallestPixels
         }
 
         /// Adds one raw (not preprocessed) case.
@@ -139,6 +148,8 @@ extension DatasetFingerprint {
                 caseSmallestMM2[c].append(Double(structures[c].map(\.area).min() ?? 0) * pixelMM2)
                 caseTypicalPixels[c].append(Double(smallest))
                 caseTypicalMM2[c].append(Double(smallest) * pixelMM2)
+                caseThickness[c].append(Self.medianThickness(of: Int32(c + 1), in: sample.labels.values,
+                                                             frames: frames, height: height, width: width))
             }
             for frame in 0..<frames {
                 var inSlice = Set<Int32>()
@@ -176,7 +187,8 @@ extension DatasetFingerprint {
                                 smallestAreaPixels: caseSmallestPixels[c].min() ?? 0,
                                 smallestAreaMM2: caseSmallestMM2[c].min() ?? 0,
                                 typicalSmallestAreaPixels: Self.median(caseTypicalPixels[c]),
-                                typicalSmallestAreaMM2: Self.median(caseTypicalMM2[c]))
+                                typicalSmallestAreaMM2: Self.median(caseTypicalMM2[c]),
+                                typicalThicknessPixels: caseThickness[c].isEmpty ? nil : Self.median(caseThickness[c]))
             }
             let intensities = foreground.enumerated().map { channel, values in
                 Self.statistics(values, channel: channel,
@@ -237,6 +249,22 @@ extension DatasetFingerprint {
                 touched.removeAll(keepingCapacity: true)
             }
             return result
+        }
+
+        /// The median local thickness over the pixels of `label` in a case's labels [frames, height, width],
+        /// measured slice by slice; thickness beyond `LocalThickness.cap` counts as the cap.
+        static func medianThickness(of label: Int32, in labels: [Int32], frames: Int, height: Int,
+                                    width: Int) -> Double {
+            let plane = height * width
+            var values: [Double] = []
+            for frame in 0..<frames {
+                let mask = labels[(frame * plane)..<((frame + 1) * plane)].map { $0 == label }
+                guard mask.contains(true) else { continue }
+                for thickness in LocalThickness.measure(mask, height: height, width: width) {
+                    if let thickness { values.append(min(thickness, LocalThickness.cap)) }
+                }
+            }
+            return median(values)
         }
 
         static func median(_ values: [Double]) -> Double {

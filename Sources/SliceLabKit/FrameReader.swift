@@ -24,7 +24,7 @@ struct FrameReader {
     /// Where the voxels are (the geometry contract, `VolumeGeometry`), when the format says: NIfTI, HDF5 with
     /// `geometry_version` 2, DICOM series and files with Image Position and Orientation.
     var geometry: VolumeGeometry? = nil
-    private let read: (Int) throws -> [Float]
+    let read: (Int) throws -> [Float]
 
     /// Frame `index` (0 ..< frames) as a one-frame image.
     func frame(_ index: Int) throws -> ScanImage {

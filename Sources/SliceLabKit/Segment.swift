@@ -121,11 +121,16 @@ public enum Segment {
         func produce(_ store: (Int, [Int32], [Float]) throws -> Void) throws {
             if options.postProcessing.step != .none {
                 var labels: [Int32] = [], probabilities: [Float] = [], display: [Float] = [], channels = 1
+                var displayed = 0
                 try segmenter.run(slices: reader.frames, rows: rows, columns: columns, channels: reader.channels,
                                   spacing: spacing, source: options.input, batch: options.batch, slice: { index in
                     let image = try reader.frame(index)
-                    let shown = SegmentPostProcessing.display(image)
-                    (display, channels) = (display + shown.values, shown.channels)
+                    // Slices come in order, once more when z-score takes a first pass for the volume's statistics.
+                    if index == displayed {
+                        let shown = SegmentPostProcessing.display(image)
+                        (display, channels) = (display + shown.values, shown.channels)
+                        displayed += 1
+                    }
                     return image.values
                 }) { index, logits in
                     labels += argmaxOverClasses(logits)

@@ -13,6 +13,8 @@ enum TableText {
     static func cell(_ summary: MetricSummary, digits: Int) -> String {
         if summary.validCount == 0 { return "—" }
         if !summary.mean.isFinite { return "inf (missed in some cases)" }
+        // One case has no standard deviation (nan): the mean alone.
+        guard summary.standardDeviation.isFinite else { return String(format: "%.\(digits)f", summary.mean) }
         return String(format: "%.\(digits)f ± %.\(digits)f", summary.mean, summary.standardDeviation)
     }
 }

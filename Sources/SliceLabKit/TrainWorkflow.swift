@@ -199,6 +199,8 @@ public enum TrainWorkflow {
         var cases: [TrainValidation.Case] = []
         for sample in samples {
             if sample.hasSpacing { spacings.append(Array(sample.spacing.suffix(2))) }
+            let preprocessing = preprocessing.usesCaseStatistics
+                ? preprocessing.forCase(caseStatistics(sample, inputChannels: options.inputChannels)) : preprocessing
             for index in 0..<sample.frameCount {
                 cases.append(TrainValidation.Case(
                     name: sample.frameCount == 1 ? sample.name : "\(sample.name)#\(index)",
@@ -208,6 +210,15 @@ public enum TrainWorkflow {
             }
         }
         return cases
+    }
+
+    /// The statistics of a whole case as the network's channels see it (each frame converted to `inputChannels`).
+    static func caseStatistics(_ sample: LabeledSample, inputChannels: Int) -> (mean: Double, standardDeviation: Double) {
+        var statistics = Preprocessing.CaseStatistics()
+        for frame in 0..<sample.frameCount {
+            statistics.add(convertChannels(sample.frame(frame).image, to: inputChannels).values)
+        }
+        return statistics.value
     }
 
     /// Per foreground class (label 1…K − 1), the frames whose labels hold it: the index class-balanced slice

@@ -10,7 +10,8 @@ import Foundation
 /// - crop: the median image side (rows or columns, the larger) rounded up to a multiple of 8, at most 512; then
 ///   shrunk by quarters (not below 64) while fewer than 2 samples fit the memory budget.
 /// - output stride and input scale: the effective stride (stride / scale) is the largest for which the typical
-///   smallest structure (a disc's diameter from its area, `DatasetFingerprint.ClassStructures`) spans at least
+///   smallest structure (the smaller of a disc's diameter from its area and its local thickness,
+///   `DatasetFingerprint.ClassStructures.typicalSizePixels`) spans at least
 ///   `minimumCells` output cells: stride 16 when it spans 2 × that many cells at 16, else stride 8 with scale
 ///   1, 2 or 4 (the first that reaches the cells, else 4), the scaled crop at most 1024 pixels.
 /// - batch: as many samples as the memory budget holds at the estimated bytes per sample, from 2 to 8, a
@@ -35,10 +36,10 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
     /// The memory budget and the estimated training memory of one sample at the planned crop and scale.
     public var memoryBudgetBytes: Int
     public var estimatedBytesPerSample: Int
-    /// The structure the stride was chosen for (class name, diameter in pixels) and how many output cells
-    /// it spans at the chosen effective stride; nil without foreground.
+    /// The structure the stride was chosen for (class name, its size in pixels: `typicalSizePixels`) and how
+    /// many output cells it spans at the chosen effective stride; nil without foreground.
     public var smallestStructure: String?
-    public var smallestStructureDiameterPixels: Double?
+    public var smallestStructureSizePixels: Double?
     public var cellsAcrossSmallestStructure: Double?
     public var fingerprint: DatasetFingerprint
 
@@ -80,11 +81,11 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
         let structure = fingerprint.smallestStructure
         // Stride and scale first: the crop's memory depends on the scale.
         var stride = overrides.outputStride ?? 8, scale = overrides.inputScale ?? 1
-        if let diameter = structure?.diameterPixels {
+        if let size = structure?.sizePixels {
             if overrides.outputStride == nil,
-               diameter * Double(scale) / 16 >= 2 * minimumCells { stride = 16 }
+               size * Double(scale) / 16 >= 2 * minimumCells { stride = 16 }
             if overrides.inputScale == nil {
-                scale = [1, 2, 4].first { diameter * Double($0) / Double(stride) >= minimumCells } ?? 4
+                scale = [1, 2, 4].first { size * Double($0) / Double(stride) >= minimumCells } ?? 4
             }
         }
         source("output_stride", overrides.outputStride != nil)
@@ -119,11 +120,11 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
             preprocessing = modalityPreprocessing(fingerprint)
             sources["normalize"] = .plan
         }
-        let cells = structure.map { $0.diameterPixels * Double(scale) / Double(stride) }
+        let cells = structure.map { $0.sizePixels * Double(scale) / Double(stride) }
         return TrainingPlan(cropSize: crop, inputScale: scale, outputStride: stride, batchSize: batch,
                             preprocessing: preprocessing, sources: sources, memoryBudgetBytes: memoryBudgetBytes,
                             estimatedBytesPerSample: bytes(crop), smallestStructure: structure?.name,
-                            smallestStructureDiameterPixels: structure?.diameterPixels,
+                            smallestStructureSizePixels: structure?.sizePixels,
                             cellsAcrossSmallestStructure: cells, fingerprint: fingerprint)
     }
 
@@ -176,10 +177,17 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
         } ?? "no spacing"
         lines.append("plan: fingerprint of \(f.caseCount) training cases (\(f.sliceCount) slices): size median "
                      + f.size.median.map { String(format: "%.0f", $0) }.joined(separator: " × ") + ", " + spacing)
-        if let name = smallestStructure, let diameter = smallestStructureDiameterPixels,
+        if let name = smallestStructure, let size = smallestStructureSizePixels,
            let cells = cellsAcrossSmallestStructure {
-            lines.append(String(format: "plan: smallest structure %@: about %.1f px across (typical per case), "
-                                + "%.1f output cells at effective stride %g", name, diameter, cells,
+            let measured = fingerprint.classes.first { $0.name == name }
+            let across = measured.map { String(format: "%.1f px across by area", $0.typicalSmallestDiameterPixels) }
+            let thick = measured?.typicalThicknessPixels.map {
+                $0 >= LocalThickness.cap ? String(format: "at least %.0f px thick", $0)
+                    : String(format: "%.1f px thick", $0)
+            }
+            lines.append(String(format: "plan: smallest structure %@: %.1f px (typical per case: %@), "
+                                + "%.1f output cells at effective stride %g", name, size,
+                                [across, thick].compactMap { $0 }.joined(separator: ", "), cells,
                                 Double(outputStride) / Double(inputScale)))
         }
         lines.append("plan: crop \(cropSize)\(from("crop")), input scale \(inputScale)\(from("input_scale")), "

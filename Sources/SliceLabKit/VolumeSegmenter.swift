@@ -117,7 +117,8 @@ public struct VolumeSegmenter {
 
     // MARK: - Streaming
 
-    /// Segments a volume slice by slice, reading each slice once and holding at most 2N + `batch` of them.
+    /// Segments a volume slice by slice, reading each slice once (twice under z-score normalisation, whose
+    /// statistics are the whole volume's: a first pass computes them) and holding at most 2N + `batch` of them.
     ///
     /// - Parameters:
     ///   - shape: slices, rows, columns and channels of the volume.
@@ -138,6 +139,14 @@ public struct VolumeSegmenter {
                 + "the model takes \(perSlice) per slice")
         }
         let n = sampling.context
+        var preprocessing = preprocessing
+        if preprocessing.usesCaseStatistics {
+            var statistics = Preprocessing.CaseStatistics()
+            for z in 0..<slices {
+                statistics.add(Self.channelMajor(try slice(z), pixels: rows * columns, channels: channels, to: perSlice))
+            }
+            preprocessing = preprocessing.forCase(statistics.value)
+        }
         var cache: [Int: [Float]] = [:]
         var pending: [(z: Int, input: [Float])] = []
         func flush() throws {

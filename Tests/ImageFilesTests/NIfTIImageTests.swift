@@ -102,6 +102,39 @@ import Testing
         }
     }
 
+    /// The streaming reader gives `read`'s values run by run, for every golden file (compressed or not, scaled,
+    /// big-endian, 2-D to 4-D): slices forward, then one backward (the stream restarts), then one forward again.
+    @Test(arguments: cases)
+    func streamedRunsEqualTheWholeRead(name: String) throws {
+        let path = Self.folder.appendingPathComponent(name).path
+        let whole = try NIfTIImage.read(path).values
+        let stream = try NIfTIVoxelStream(path)
+        let run = max(1, stream.header.dimensions.prefix(2).reduce(1, *))
+        var streamed: [Float] = []
+        while streamed.count < whole.count {
+            streamed += try stream.read(first: streamed.count, count: min(run, whole.count - streamed.count))
+        }
+        #expect(streamed.elementsEqual(whole) { $0 == $1 || ($0.isNaN && $1.isNaN) }, "\(name)")
+        let again = try stream.read(first: 0, count: min(run, whole.count))
+        #expect(again.elementsEqual(whole.prefix(run)) { $0 == $1 || ($0.isNaN && $1.isNaN) })
+        #expect(throws: ImageFileError.self) { try stream.read(first: whole.count - 1, count: 2) }
+    }
+
+    /// A truncated `.nii.gz` streams up to the cut and then fails naming the file, as the whole read does.
+    @Test func aTruncatedStreamFailsNamingTheFile() throws {
+        let bytes = [UInt8](try Data(contentsOf: Self.folder.appendingPathComponent("int16-sform-only.nii.gz")))
+        let path = try TestSupport.temporaryFolder().appendingPathComponent("cut-stream.nii.gz").path
+        try Data(bytes.prefix(bytes.count * 2 / 3)).write(to: URL(fileURLWithPath: path))
+        let stream = try NIfTIVoxelStream(path)
+        let count = stream.header.dimensions.reduce(1, *)
+        #expect {
+            try stream.read(first: 0, count: count)
+        } throws: { error in
+            guard case let ImageFileError.unreadable(file, reason) = error else { return false }
+            return file == path && reason.contains("truncated")
+        }
+    }
+
     @Test func aTruncatedGzipStreamIsAnErrorNamingTheFile() throws {
         let bytes = [UInt8](try Data(contentsOf: Self.folder.appendingPathComponent("int16-sform-only.nii.gz")))
         let path = try TestSupport.temporaryFolder().appendingPathComponent("cut.nii.gz").path

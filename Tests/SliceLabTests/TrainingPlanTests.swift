@@ -43,6 +43,7 @@ struct TrainingPlanTests {
                 #expect(close(measured.typicalSmallestAreaMM2, row["typical_smallest_area_mm2"] as! Double))
                 #expect(close(measured.typicalSmallestDiameterPixels,
                               row["typical_smallest_diameter_pixels"] as! Double))
+                #expect(close(measured.typicalThicknessPixels ?? -1, row["typical_thickness_pixels"] as! Double))
             }
             let intensities = (golden["intensities"] as! [String: Any])["\(cap)"] as! [[String: Any]]
             for row in intensities {
@@ -59,14 +60,44 @@ struct TrainingPlanTests {
         }
     }
 
+    /// Local thickness pixel by pixel on drawn masks (a line, strips, a disc, a rectangle, an L, a mask touching
+    /// the edges), at the default cap and at cap 8 (beyond it: infinity), against the golden script's SciPy
+    /// implementation of the same rules.
+    @Test func localThicknessMatchesTheScipyGolden() throws {
+        let golden = try JSONSerialization.jsonObject(with: Data(contentsOf: Self.goldens)) as! [String: Any]
+        let maps = golden["local_thickness"] as! [String: [String: Any]]
+        #expect(maps.count == 4)
+        for (name, map) in maps.sorted(by: { $0.key < $1.key }) {
+            let rows = map["rows"] as! [String]
+            let (height, width) = (rows.count, rows[0].count)
+            let mask = rows.flatMap { $0.map { $0 == "#" } }
+            let measured = LocalThickness.measure(mask, height: height, width: width, cap: map["cap"] as! Double)
+            let expected = (map["thickness"] as! [[Any]]).flatMap { $0 }.map { value -> Double? in
+                guard let number = value as? Double else { return nil }
+                return number == -1 ? .infinity : number
+            }
+            #expect(measured.count == expected.count)
+            let differing = zip(measured, expected).filter { m, e in
+                switch (m, e) {
+                case (nil, nil): return false
+                case let (m?, e?): return !(m == e || abs(m - e) <= 1e-12)
+                default: return true
+                }
+            }.count
+            #expect(differing == 0, "\(name): \(differing) pixels differ")
+        }
+    }
+
     /// A set of `count` 2-D cases `side` × `side`, each with one disc of `radius` (class 1) and intensities
     /// 100 + 10·label + (pixel index mod 7); with `fragments`, also two stray class-1 pixels.
-    static func discCases(count: Int, side: Int, radius: Double, fragments: Bool = false) -> [LabeledSample] {
+    static func discCases(count: Int, side: Int, radius: Double, fragments: Bool = false,
+                          innerRadius: Double = 0) -> [LabeledSample] {
         (0..<count).map { k in
             let centre = Double(side) / 2 + Double(k)
             var labels = (0..<(side * side)).map { p -> Int32 in
                 let (dy, dx) = (Double(p / side) + 0.5 - centre, Double(p % side) + 0.5 - centre)
-                return dy * dy + dx * dx <= radius * radius ? 1 : 0
+                let squared = dy * dy + dx * dx
+                return squared <= radius * radius && squared > innerRadius * innerRadius ? 1 : 0
             }
             if fragments { (labels[side + 1], labels[side * side - side - 2]) = (1, 1) }
             let image = labels.enumerated().map { Float(100 + 10 * Int($1) + $0 % 7) }
@@ -118,6 +149,21 @@ struct TrainingPlanTests {
         #expect(huge.outputStride == 16 && huge.inputScale == 1 && huge.cropSize < 512 && huge.batchSize == 2,
                 "\(huge.lines)")
         #expect(huge.estimatedBytesPerSample * 2 <= 700 << 20)
+    }
+
+    /// A thin ring (3 px wide, radius 50): by its area alone (35 px across as a disc) scale 2 would do, but its
+    /// local thickness of about 3 px asks for the largest scale, 4, as the cortical ribbon does; the printout
+    /// names both measures.
+    @Test func thinStructuresPlanByTheirThickness() throws {
+        let ring = Self.fingerprint(Self.discCases(count: 3, side: 128, radius: 50, innerRadius: 47), modality: "MR")
+        let measured = ring.classes[0]
+        #expect(measured.typicalSmallestDiameterPixels > 32 && measured.typicalSmallestDiameterPixels < 40)
+        let thickness = try #require(measured.typicalThicknessPixels)
+        #expect(thickness >= 2 && thickness <= 4, "\(thickness)")
+        let plan = TrainingPlan.make(fingerprint: ring, architecture: "deeplabv3_resnet18", inputChannels: 1,
+                                     memoryBudgetBytes: 4 << 30)
+        #expect(plan.inputScale == 4 && plan.outputStride == 8 && plan.smallestStructureSizePixels == thickness)
+        #expect(plan.lines.contains { $0.contains("px across by area") && $0.contains("px thick") }, "\(plan.lines)")
     }
 
     /// Every flag overrides its part and is marked as such; `dataset.json`'s preprocessing comes before the

@@ -221,6 +221,42 @@ import Testing
         #expect(Array(edge[0..<12]) == frames[0] && Array(edge[12..<24]) == frames[0] && Array(edge[24...]) == frames[1])
     }
 
+    /// Z-score normalises a volume with the whole case's statistics, as nnU-Net's `ZScoreNormalization`, in
+    /// training and at inference alike: slices of different brightness keep their difference (a per-slice
+    /// z-score would erase it), the case's inputs together have mean 0 and deviation 1, and `VolumeSegmenter`
+    /// gives each slice the logits of the model on `train`'s input for it.
+    @Test func zScoreIsPerCaseOnVolumes() throws {
+        let (rows, columns) = (12, 10)
+        let frames: [[Float]] = (0..<4).map { z in (0..<(rows * columns)).map { Float(($0 * 7) % 13 + 40 * z) } }
+        let sample = LabeledSample(name: "v", image: FloatTensor(shape: [4, 1, rows, columns],
+                                                                values: Array(frames.joined())),
+                                   labels: LabelTensor(shape: [4, rows, columns],
+                                                       values: [Int32](repeating: 0, count: 4 * rows * columns)))
+        let options = TrainOptions(datasetPath: "unused", architecture: "deeplabv3_mobilenet_v2", classCount: 3,
+                                   outputPath: "unused.h5")
+        var spacings: [[Double]] = []
+        let inputs = TrainWorkflow.frames(of: [sample], options: options, preprocessing: .zScore, spacings: &spacings)
+            .map(\.image.values)
+        let all = inputs.flatMap { $0 }.map(Double.init)
+        let mean = all.reduce(0, +) / Double(all.count)
+        let deviation = (all.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(all.count)).squareRoot()
+        #expect(abs(mean) < 1e-6 && abs(deviation - 1) < 1e-6)
+        let firstMean = inputs[0].reduce(0) { $0 + Double($1) } / Double(rows * columns)
+        #expect(firstMean < -1, "slice 0 is the darkest: \(firstMean)")
+
+        let folder = try TestSupport.temporaryFolder("volume-zscore")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let loaded = try VolumeSegmenter.load(checkpoint: try Self.model(in: folder))
+        let segmenter = VolumeSegmenter(model: loaded.model, preprocessing: .zScore, sampling: loaded.sampling)
+        var reads = 0
+        try segmenter.run(slices: 4, rows: rows, columns: columns, channels: 1, spacing: nil, source: "v",
+                          slice: { reads += 1; return frames[$0] }) { z, logits in
+            let expected = try segmenter.logits(inputs[z], channels: 1, rows: rows, columns: columns, spacing: nil)
+            #expect(logits.values == expected.values, "slice \(z)")
+        }
+        #expect(reads == 8, "one pass for the statistics, one to segment")
+    }
+
     /// `train --context 1` on a set of NIfTI volumes stores the context (and the set's median in-plane spacing)
     /// with a model of 3 input channels; `segment` takes it without `--context` or with the same one, and
     /// refuses another as a usage error (exit 2), writing nothing.

@@ -57,6 +57,21 @@ int cnifti_convert(const uint8_t *bytes, size_t length, const cnifti_layout *lay
 /// the file's order (x fastest). `count` must equal the header's voxel count. 0 on success, -1 with a message.
 int cnifti_read_values(const char *path, float *values, int64_t count, char *message, size_t capacity);
 
+/// A checked file opened for reading its voxels a run at a time (zlib's gzread, which reads a file that is not
+/// compressed as it is), so a volume never has to be in memory at once.
+typedef struct cnifti_stream cnifti_stream;
+
+/// Opens `path` for `cnifti_stream_read` with the layout its checked header gave. NULL with a message on failure.
+cnifti_stream *cnifti_stream_open(const char *path, const cnifti_layout *layout, char *message, size_t capacity);
+
+/// Reads voxels `first` ..< `first + count` (file order, x fastest) as Float32 with scl_slope and scl_inter
+/// applied. Reading forward from the last run continues the stream; reading backward restarts it. 0 on success,
+/// -1 with a message when the file ends early or the range lies outside the image.
+int cnifti_stream_read(cnifti_stream *stream, int64_t first, int64_t count, float *values, char *message,
+                       size_t capacity);
+
+void cnifti_stream_close(cnifti_stream *stream);
+
 /// Writes a single-file NIfTI-1 image to `path` (gzip-compressed when it ends in ".gz", as nifti_clib decides): `dimensions` nx, ny, nz
 /// (and nt), `datatype` DT_UINT8, DT_UINT16 or DT_FLOAT32 with `values` of that type, x fastest; `sto_xyz` the
 /// row-major RAS voxel-to-world matrix, written as the sform and (its rotation and offset) as the qform, with

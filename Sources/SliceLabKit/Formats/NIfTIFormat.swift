@@ -29,10 +29,23 @@ struct NIfTIFormat: ImageFormat {
                          spacing: image.geometry.spacing, source: image.path, hasSpacing: true)
     }
 
+    /// A 2-D or 3-D file streams slice by slice (`NIfTIVoxelStream`: a slice is contiguous in the file); a 4-D
+    /// file, whose channels of one slice lie a volume apart, is read whole.
     func frames(_ path: String, limits: ReadLimits) throws -> FrameReader {
-        let image = try NIfTIImage.read(path, limits: limits)
-        var reader = FrameReader.whole(try Self.scanImage(image))
-        reader.geometry = image.geometry
+        let header = try NIfTIHeader.read(path, limits: limits)
+        let (slices, rows, columns, channels) = try Self.extents(dimensions: header.dimensions, path: path)
+        guard channels == 1 else {
+            let image = try NIfTIImage.read(path, limits: limits)
+            var reader = FrameReader.whole(try Self.scanImage(image))
+            reader.geometry = image.geometry
+            return reader
+        }
+        let stream = try NIfTIVoxelStream(header: header)
+        let plane = rows * columns
+        var reader = FrameReader(frames: slices, rows: rows, columns: columns, channels: 1,
+                                 spacing: header.geometry.spacing, hasSpacing: true, source: path, modality: nil,
+                                 skipped: []) { try stream.read(first: $0 * plane, count: plane) }
+        reader.geometry = header.geometry
         return reader
     }
 
@@ -59,9 +72,13 @@ struct NIfTIFormat: ImageFormat {
 
     /// (slices, rows, columns, channels) of a 2-D, 3-D or 4-D image.
     static func extents(_ image: NIfTIImage) throws -> (Int, Int, Int, Int) {
-        let d = image.dimensions + [Int](repeating: 1, count: max(0, 4 - image.dimensions.count))
+        try extents(dimensions: image.dimensions, path: image.path)
+    }
+
+    static func extents(dimensions: [Int], path: String) throws -> (Int, Int, Int, Int) {
+        let d = dimensions + [Int](repeating: 1, count: max(0, 4 - dimensions.count))
         guard d.dropFirst(4).allSatisfy({ $0 == 1 }) else {
-            throw InputError.invalidContent(file: image.path, reason: "\(image.dimensions.count)-D NIfTI images "
+            throw InputError.invalidContent(file: path, reason: "\(dimensions.count)-D NIfTI images "
                 + "are not read (2-D, 3-D, or 4-D with channels on the 4th axis)")
         }
         return (d[2], d[1], d[0], d[3])
