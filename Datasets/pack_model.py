@@ -2,8 +2,8 @@
 """Packs a `slicelab train` checkpoint into the compact model bundled with `slicelab demo`.
 
 Keeps what inference needs and what documents the training: `/parameters/<state_dict key>` (stored as IEEE
-half precision; SliceLab's HDF5 reader converts them back to Float32 on loading), the `configuration` and
-`preprocessing` attributes, and `/history`. Drops the optimizer state and the sampler state (only needed to
+half precision; SliceLab's HDF5 reader converts them back to Float32 on loading), the `configuration`,
+`preprocessing`, `class_names`, `slice_context`, `training_spacing` and `plan` attributes, and `/history`. Drops the optimizer state and the sampler state (only needed to
 resume). Records the training command and seed given on the command line, and the source file's SHA-256.
 
     python Datasets/pack_model.py TRAINED.h5 OUT.h5 --command "slicelab train …" --seed 1
@@ -39,8 +39,10 @@ def write(source: str, temporary: str, command: str, seed: int) -> None:
             raise SystemExit(f"{source}: no configuration attribute; not a SliceLab checkpoint")
         out.attrs["configuration"] = configuration
         out.attrs["preprocessing"] = f.attrs["preprocessing"]
-        if "class_names" in f.attrs:
-            out.attrs["class_names"] = f.attrs["class_names"]
+        # The class names, the slice context and training spacing `segment` applies to volumes, and the plan.
+        for key in ("class_names", "slice_context", "training_spacing", "plan"):
+            if key in f.attrs:
+                out.attrs[key] = f.attrs[key]
         out.attrs["format"] = "slicelab-deeplabv3"
         out.attrs["training_command"] = command
         out.attrs["training_seed"] = seed

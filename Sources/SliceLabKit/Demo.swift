@@ -1,11 +1,12 @@
 import Foundation
 
-/// `slicelab demo`: the main job on the bundled data. For each bundled labeled set (`mni-brain`, `brain-lesion`)
-/// it runs `compare` with the bundled DeepLabV3 model and the classical baseline, writing every run into one
-/// results file, an HTML report per set, and overlay PNGs.
+/// `slicelab demo`: the main job on the bundled data. For each bundled labeled set (`mni-brain` and
+/// `brain-lesion`, 2-D DICOM slices; `mni-brain-3d`, a NIfTI volume in nnU-Net v2 layout) it runs `compare` with
+/// the bundled DeepLabV3 model and the classical baseline, writing every run into one results file, an HTML
+/// report per set (the volume as a slice scroller), and overlay PNGs.
 public enum Demo {
     /// The bundled sets, each with its model `models/<set>.h5` beside it.
-    public static let sets = ["mni-brain", "brain-lesion"]
+    public static let sets = ["mni-brain", "brain-lesion", "mni-brain-3d"]
 
     /// The classical configurations the demo compares against: k-means on intensity with its majority-vote
     /// mapping learned on the set's training cases, and multi-Otsu likewise.
