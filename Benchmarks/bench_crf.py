@@ -2,9 +2,10 @@
 
   1. 2-D: a 512 x 512 gray image, 21 classes, 5 iterations, pydensecrf's default widths and weights, the same
      probabilities and display image on both sides. pydensecrf is single-threaded, so for the like-for-like ratio
-     both sides run pinned to the same core (BENCH_CORE, default 0: `taskset -c 0` for SliceLab, the process's
-     affinity for pydensecrf, so neither gets the other, idler core); SliceLab's time on every core is printed
-     beside it, against pydensecrf unpinned.
+     both sides run pinned to the same core (BENCH_CORE, default 0: `taskset -c 0` for both), so neither gets the
+     other, idler core; SliceLab's time on every core is printed beside it, against pydensecrf unpinned. Both
+     sides run in a fresh process each round, so both pay for first-touching their memory (a Python process
+     that ran pydensecrf before reuses its freed heap: that warm in-process time is printed too, for comparison).
   2. 3-D: a 200 x 256 x 256 volume (spacing 1.5 x 0.8 x 0.8 mm), 3 classes, 5 iterations: SliceLab's time and
      peak resident memory (GNU time's "Maximum resident set size" of the whole process, which includes reading
      the 157 MB of probabilities).
@@ -19,14 +20,15 @@ figure carries the build of the CRF's inner loops it ran (`CDenseCRFKernels`, ch
 the CPU has AVX2 and FMA, else "baseline", SSE2), as `slicelab --version` names it; the 2-D case is timed on both
 builds in the same run (SLICELAB_CRF_KERNELS=baseline forces the baseline one). SLICELAB_BINARY picks another build
 (for example main's, for a before/after; a build without that line in `--version` is reported as "swift-sse2").
-Run with a venv holding pydensecrf2, numpy, h5py (see Datasets/goldens/densecrf_goldens.py), after
-`swift build -c release --product slicelab`:  /work/crf-venv/bin/python Benchmarks/bench_crf.py
+`make bench` installs pydensecrf2 into .venv (Benchmarks/requirements.txt) and runs it after the release
+build; alone: `.venv/bin/python Benchmarks/bench_crf.py` after `swift build -c release --product slicelab`.
 """
 import os
 import pathlib
 import platform
 import re
 import subprocess
+import sys
 import tempfile
 import time
 from importlib import metadata
@@ -79,15 +81,20 @@ def slicelab(path, out, pin, baseline=False):
     return seconds, cpu, peak / 1024
 
 
-def peer(p, image, pin=False):
-    """pydensecrf's time (wall, CPU) and marginals; `pin`: on core CORE only, as the pinned SliceLab runs."""
-    if pin:
-        affinity = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, {CORE})
-        try:
-            return peer(p, image)
-        finally:
-            os.sched_setaffinity(0, affinity)
+def peer_process(path, out, pin):
+    """pydensecrf's time (wall, CPU) and marginals on `path` (written by `write_input`), in a fresh Python
+    process as SliceLab's runs are; `pin`: on core CORE only."""
+    command = (["taskset", "-c", str(CORE)] if pin else []) + [sys.executable, __file__, "--peer", str(path),
+                                                               str(out)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(result.stderr)
+    seconds, cpu = (float(v) for v in result.stdout.split())
+    return seconds, cpu, np.load(out)
+
+
+def peer(p, image):
+    """pydensecrf's time (wall, CPU) and marginals in this process."""
     classes, shape = p.shape[0], p.shape[1:]
     unary = np.ascontiguousarray(unary_from_softmax(p))
     gauss = np.ascontiguousarray(create_pairwise_gaussian((3, 3), shape))
@@ -123,12 +130,13 @@ def main():
         if baseline != automatic:
             paths.append(baseline)
         ours_one, ours_all, runs, pinned = {p: [] for p in paths}, {p: [] for p in paths}, [], []
+        warm = [peer(p, image) for _ in range(REPEATS)]
         for _ in range(REPEATS):
-            pinned.append(peer(p, image, pin=True))
+            pinned.append(peer_process(folder / "in2d.h5", folder / "peer.npy", pin=True))
             for path in paths:
                 ours_one[path].append(slicelab(folder / "in2d.h5", folder / "out2d.h5", pin=True,
                                                baseline=path != automatic))
-            runs.append(peer(p, image))
+            runs.append(peer_process(folder / "in2d.h5", folder / "peer.npy", pin=False))
             for path in paths:
                 ours_all[path].append(slicelab(folder / "in2d.h5", folder / f"out2d-{path}.h5", pin=False,
                                                baseline=path != automatic))
@@ -136,7 +144,8 @@ def main():
         theirs_one, theirs_one_cpu = min(r[0] for r in pinned), min(r[1] for r in pinned)
         print(f"2-D 512x512, 21 classes, 5 iterations [{isa}]:")
         print(f"  pydensecrf2 (single-threaded): pinned to core {CORE} {theirs_one:.3f} s wall, "
-              f"{theirs_one_cpu:.3f} s CPU; unpinned {theirs:.3f} s wall, {theirs_cpu:.3f} s CPU")
+              f"{theirs_one_cpu:.3f} s CPU; unpinned {theirs:.3f} s wall, {theirs_cpu:.3f} s CPU (fresh process "
+              f"each round; warm, in this process after a first run: {min(r[0] for r in warm[1:] or warm):.3f} s)")
         for path in paths:
             one, one_cpu = min(r[0] for r in ours_one[path]), min(r[1] for r in ours_one[path])
             both = min(r[0] for r in ours_all[path])
@@ -169,4 +178,11 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--peer"]:  # the child of peer_process: time pydensecrf once, save its marginals
+        with h5py.File(sys.argv[2]) as f:
+            p, image = f["/probabilities"][...], f["/image"][0].astype(np.uint8)
+        seconds, cpu, q = peer(p, image)
+        np.save(sys.argv[3], q)
+        print(seconds, cpu)
+    else:
+        main()
