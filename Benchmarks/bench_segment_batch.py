@@ -14,8 +14,8 @@ inference on the exported model (the same count bench_deeplab_int8.py uses), and
 against the first's (bit-identical, or the benchmark fails).
 
 Peak RSS flat in the slice count: batch 1 and the largest batch also run on a series with a third of the slices,
-and the RSS of both lengths is printed side by side. BENCH_MODEL=tiny swaps in a small seeded MobileNetV2 (x 0.35,
-made by `train` for 2 steps) to show the RSS at 300 slices in minutes rather than hours.
+and the RSS of both lengths is printed side by side. BENCH_MODEL=tiny swaps in a smaller seeded DeepLabV3-MobileNetV2
+(output stride 16, ASPP 64, made by `train` for 2 steps) to show the RSS at 300 slices in minutes rather than hours.
 
 The model is the DeepLabV3-ResNet-50 of bench_deeplab_int8.py (2 training steps on a generated RGB set, so a
 1-channel input, 21 classes; only its speed means something), quantised with `slicelab quantize` on that set.

@@ -81,6 +81,7 @@ public enum Segment {
             throw InputError.unsupportedOutput(file: options.output, reason: "--probabilities needs an .h5 output")
         }
         if let threads = options.threads { setComputeThreads(threads) }
+        if options.batch > 1 { TensorMemoryPolicy.keepWorkingSet() }
         let segmenter = try VolumeSegmenter.load(checkpoint: options.model, context: options.context,
                                                  tileSize: options.tileSize, precision: options.precision)
         segmenter.model.resetMultiplyAddCount()
