@@ -22,7 +22,7 @@ final class TensorMemory: @unchecked Sendable {
     /// 67 s with this factor, peak RSS 1084 MB against 910 MB). Training does not ask for it: there it gained
     /// no time and cost 14 % more peak memory (DeepLabV3-ResNet-50, batch 4 × 256²: 2677 MB against 2357 MB).
     static let workingSetFactor = 4
-    /// The most idle bytes kept for reuse when fewer large bytes were ever live at once.
+    /// The most idle bytes kept for reuse (more after `keepWorkingSet()`, see above).
     let idleLimit: Int
 
     private let lock = NSLock()
