@@ -49,11 +49,7 @@ final class ASPP {
         let s = x.shape
         // int8: the branches read one quantised copy of the input and write u8 at the projection's input scale,
         // so the concatenation is of 8-bit values; the image-pooling branch (f32) is quantised after resizing.
-        var branchInput = x
-        if !training, let q = entryQuantization, !Int8Operations.isQuantized(x) {
-            branchInput = try Int8Operations.quantize(x, to: q.inputType,
-                                                      scale: Int8Convolution.effectiveInputScale(q))
-        }
+        let branchInput = try Int8Convolution.quantizedEntry(x, entryQuantization, training: training) ?? x
         var outputs = try branches.map { try $0(branchInput, training: training) }
         let pooled = try Operations.globalAveragePool(x, training: training)
         let y = try pooling(pooled.output, training: training)

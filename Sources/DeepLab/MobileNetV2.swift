@@ -108,9 +108,8 @@ final class InvertedResidual {
     /// - Parameter inputIsConsumable: the caller no longer needs `x`, so eval mode may add into it in place.
     func callAsFunction(_ x: Tensor, inputIsConsumable: Bool = false, training: Bool) throws -> Tensor {
         var x = x, inputIsConsumable = inputIsConsumable
-        if !training, let q = entryQuantization, !Int8Operations.isQuantized(x) {
-            x = try Int8Operations.quantize(x, to: q.inputType, scale: Int8Convolution.effectiveInputScale(q))
-            inputIsConsumable = true
+        if let quantized = try Int8Convolution.quantizedEntry(x, entryQuantization, training: training) {
+            (x, inputIsConsumable) = (quantized, true)
         }
         var y = x
         for unit in units.dropLast() { y = try unit(y, training: training) }

@@ -135,9 +135,8 @@ final class ResidualBlock {
     /// - Parameter inputIsConsumable: the caller no longer needs `x`, so eval mode may add into it in place.
     func callAsFunction(_ x: Tensor, inputIsConsumable: Bool = false, training: Bool) throws -> Tensor {
         var x = x, inputIsConsumable = inputIsConsumable
-        if !training, let q = entryQuantization, !Int8Operations.isQuantized(x) {
-            x = try Int8Operations.quantize(x, to: q.inputType, scale: Int8Convolution.effectiveInputScale(q))
-            inputIsConsumable = true
+        if let quantized = try Int8Convolution.quantizedEntry(x, entryQuantization, training: training) {
+            (x, inputIsConsumable) = (quantized, true)
         }
         let identity = try downsample.map { try $0(x, training: training) } ?? x
         var y = x
