@@ -19,8 +19,11 @@ final class TensorMemory: @unchecked Sendable {
     /// reused by exact size, so one pass needs more buffers than are live at any moment: batched inference of
     /// 512² slices (MobileNetV2, batch 8) unmapped and faulted in its buffers afresh on every pass with a limit
     /// of 256 MiB or of twice the peak, which took more than half its time (40 slices: 158 s and 102 s, against
-    /// 67 s with this factor, peak RSS 1084 MB against 910 MB). Training does not ask for it: there it gained
-    /// no time and cost 14 % more peak memory (DeepLabV3-ResNet-50, batch 4 × 256²: 2677 MB against 2357 MB).
+    /// 67 s with this factor, peak RSS 1084 MB against 910 MB), and so did batch 1 on large inputs (the bundled
+    /// mni-brain model at input scale 4, 932 × 788: 174 000 page faults and about 1.03 s a pass, against none and
+    /// 0.75 s with it, peak RSS 538 → 861 MB). Inference asks for it (`TensorMemoryPolicy`); training does not:
+    /// there it gained no time and cost 14 % more peak memory (DeepLabV3-ResNet-50, batch 4 × 256²: 2677 MB
+    /// against 2357 MB).
     static let workingSetFactor = 4
     /// The most idle bytes kept for reuse (more after `keepWorkingSet()`, see above).
     let idleLimit: Int
@@ -88,7 +91,7 @@ final class TensorMemory: @unchecked Sendable {
         for buffer in evicted { munmap(buffer.pointer, buffer.size) }
     }
 
-    /// Keeps idle up to `workingSetFactor` times the peak of live large bytes from now on (batched inference).
+    /// Keeps idle up to `workingSetFactor` times the peak of live large bytes from now on (inference).
     func keepWorkingSet() {
         lock.lock()
         peakMultiple = Self.workingSetFactor
@@ -106,6 +109,6 @@ final class TensorMemory: @unchecked Sendable {
 /// How the engine keeps tensor memory between passes.
 public enum TensorMemoryPolicy {
     /// Keeps a pass's buffers mapped for the next one even beyond the fixed idle bound (see `TensorMemory`), for
-    /// a process that runs many batched inference passes (`segment --batch N`).
+    /// a process that runs inference passes (`segment`, `compare`, parity mode), not one that trains.
     public static func keepWorkingSet() { TensorMemory.shared.keepWorkingSet() }
 }

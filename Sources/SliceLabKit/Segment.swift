@@ -81,7 +81,6 @@ public enum Segment {
             throw InputError.unsupportedOutput(file: options.output, reason: "--probabilities needs an .h5 output")
         }
         if let threads = options.threads { setComputeThreads(threads) }
-        if options.batch > 1 { TensorMemoryPolicy.keepWorkingSet() }
         let segmenter = try VolumeSegmenter.load(checkpoint: options.model, context: options.context,
                                                  tileSize: options.tileSize, precision: options.precision)
         segmenter.model.resetMultiplyAddCount()
@@ -326,6 +325,7 @@ public enum Segment {
     /// times and logs each latency.
     private static func repeatedForward(_ model: DeepLabV3, _ input: FloatTensor,
                                         log: (String) -> Void) throws -> FloatTensor {
+        TensorMemoryPolicy.keepWorkingSet()
         var logits = try model.forward(input, training: false)
         if let text = ProcessInfo.processInfo.environment["SLICELAB_PARITY_REPEAT"], let repeats = Int(text), repeats > 0 {
             var latencies: [Double] = []

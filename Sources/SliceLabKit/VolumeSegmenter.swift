@@ -84,7 +84,8 @@ public struct VolumeSegmenter {
         (self.model, self.preprocessing, self.sampling, self.window) = (model, preprocessing, sampling, window)
     }
 
-    /// Loads a checkpoint's model, preprocessing and slice sampling.
+    /// Loads a checkpoint's model, preprocessing and slice sampling, for a process that infers from now on: tensor
+    /// buffers stay mapped from pass to pass (`TensorMemoryPolicy.keepWorkingSet`).
     ///
     /// - Parameters:
     ///   - context: the context the caller expects (`--context`); nil takes the checkpoint's.
@@ -93,6 +94,7 @@ public struct VolumeSegmenter {
     ///   trained with or its input channels are not a multiple of 2N + 1; `DeepLabError`, `ImageFileError`.
     public static func load(checkpoint path: String, context: Int? = nil, tileSize: Int = 512,
                             precision: Precision? = nil) throws -> VolumeSegmenter {
+        TensorMemoryPolicy.keepWorkingSet()
         let file = try HDF5File.open(path)
         let (model, preprocessing) = try DeepLabCheckpoint.read(from: file)
         try QuantizeWorkflow.select(precision, for: model)
