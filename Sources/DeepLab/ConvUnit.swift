@@ -35,7 +35,7 @@ final class ConvUnit {
     /// The convolution's `state_dict` prefix (`backbone.layer1.0.conv1`), which names the unit.
     var name: String { String(conv.weight.name.dropLast(".weight".count)) }
 
-    /// - Parameter strategyTable: which fp32 strategies the unit may use; the effective ISA's entry by default.
+    /// - Parameter strategyTable: which strategies the unit may use; the effective ISA's entry by default.
     init(conv: Conv2d, norm: BatchNorm2d?, activation: Activation,
          strategyTable: ConvolutionStrategyTable = .effective) {
         self.conv = conv

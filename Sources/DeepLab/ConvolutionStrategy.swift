@@ -65,17 +65,18 @@ func accumulateWeightGradients(_ conv: Conv2d, _ primitive: Primitive, source: T
     if let bias = conv.bias, let diffBias { accumulate(bias, diffBias) }
 }
 
-/// Which fp32 convolution strategies a unit may use, per oneDNN effective ISA (issue #19): a fixed, committed
+/// Which convolution strategies a unit may use, per oneDNN effective ISA (issue #19): a fixed, committed
 /// table, so every process on the same ISA computes the same thing (never a timed choice at run time, never the
 /// machine's name). Int8 units and oneDNN's direct convolution are always available.
 ///
-/// - AVX2 (and AVX2-VNNI, whose fp32 kernels are AVX2's): padding-free rectangles and Winograd, as measured on
-///   the AMD EPYC (README, *Measured speed*: DeepLabV3-ResNet-50 1.49 s against 1.78 s for ONNX Runtime).
+/// - AVX2 (and AVX2-VNNI, whose fp32 kernels are AVX2's): padding-free rectangles (fp32 and int8) and Winograd,
+///   as measured on the AMD EPYC (README, *Measured speed*: DeepLabV3-ResNet-50 1.49 s against 1.78 s for ONNX
+///   Runtime; *Precision*: int8 ASPP by rectangles).
 /// - AVX-512 (with or without VNNI, BF16, AMX), and SSE4.1/AVX: oneDNN's own kernels (its `brgconv` and AVX-512
 ///   Winograd may win there); these entries are not measured, no such CPU was at hand.
 public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// Dilated 3×3 convolutions whose padding taps are a tenth of the work or more run as padding-free rectangles
-    /// (`PaddingFreeConvolution`, eval and training).
+    /// (`PaddingFreeConvolution` in f32, eval and training; `Int8Convolution` in int8).
     public var paddingFreeRectangles: Bool
     /// Wide 3×3 convolutions (and padding-free all-taps centres) run by Winograd F(2×2, 3×3) in eval mode
     /// (`WinogradConvolution`).
@@ -105,7 +106,7 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// convolution last.
     func strategies() -> [ConvolutionStrategy] {
         let winograd = self.winograd ? WinogradConvolution() : nil
-        return [Int8Convolution(), Bf16Convolution()]
+        return [Int8Convolution(rectangles: paddingFreeRectangles), Bf16Convolution()]
             + (paddingFreeRectangles ? [PaddingFreeConvolution(centre: winograd)] : [])
             + (winograd.map { [$0] } ?? []) + [DirectConvolution()]
     }

@@ -165,8 +165,8 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
             for c in plan.columns {
                 let forward = try rectangle(unit, s, r, c, training: true)
                 let inRows = r.inputs(rate: rate), inColumns = c.inputs(rate: rate)
-                let dims = rectangleDims(unit, s, r, c)
-                let geometry = rectangleGeometry(unit, r, c)
+                let dims = Self.rectangleDims(unit, s, r, c)
+                let geometry = Self.rectangleGeometry(unit, r, c)
                 let zoneGradient = try gradient.spatialView(rows: r.outputs, columns: c.outputs)
 
                 let weightsPrimitive = try zonePrimitives.primitive(PrimitiveCache.Key("backward-weights", s, r, c)) {
@@ -207,7 +207,7 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
     }
 
     /// A rectangle's source, sub-kernel and destination dims for input dims `s`.
-    private func rectangleDims(_ unit: ConvUnit, _ s: [Int], _ r: TapInterval,
+    static func rectangleDims(_ unit: ConvUnit, _ s: [Int], _ r: TapInterval,
                                _ c: TapInterval) -> (source: [Int], weights: [Int], destination: [Int]) {
         let rate = unit.conv.window.dilation
         return ([s[0], s[1], r.inputs(rate: rate).count, c.inputs(rate: rate).count],
@@ -217,7 +217,7 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
 
     /// A rectangle's geometry: stride 1, no padding, the unit's dilation along an axis with more than one tap
     /// (none along one with a single tap, where it means nothing, so a 1×1 rectangle runs as a 1×1 convolution).
-    private func rectangleGeometry(_ unit: ConvUnit, _ r: TapInterval, _ c: TapInterval) -> ConvolutionGeometry {
+    static func rectangleGeometry(_ unit: ConvUnit, _ r: TapInterval, _ c: TapInterval) -> ConvolutionGeometry {
         let d = Int64(unit.conv.window.dilation - 1)
         return ConvolutionGeometry(strides: [1, 1], dilation: [r.taps.count > 1 ? d : 0, c.taps.count > 1 ? d : 0],
                                    left: [0, 0], right: [0, 0])
@@ -228,10 +228,10 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
     private func rectangle(_ unit: ConvUnit, _ s: [Int], _ r: TapInterval, _ c: TapInterval,
                            training: Bool) throws -> Primitive {
         try zonePrimitives.primitive(PrimitiveCache.Key(s, r, c, training)) {
-            let dims = rectangleDims(unit, s, r, c)
+            let dims = Self.rectangleDims(unit, s, r, c)
             let op = try ConvolutionOp.forward(source: dims.source, weights: dims.weights,
                                                destination: dims.destination, bias: !training || unit.conv.bias != nil,
-                                               training: training, rectangleGeometry(unit, r, c))
+                                               training: training, Self.rectangleGeometry(unit, r, c))
             let postOps = training ? [] : unit.activation.postOp.map { [$0] } ?? []
             return try Primitive("convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
         }

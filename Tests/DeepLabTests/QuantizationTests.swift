@@ -175,6 +175,44 @@ import Testing
         #expect(difference <= tolerance, "quantised output \(quantizedOutput): |Δ| \(difference) of \(largest)")
     }
 
+    /// A dilated 3×3 int8 convolution (ASPP's) as padding-free rectangles gives exactly what the one padded int8
+    /// convolution gives: the same integer sums over the taps inside the input (the others read only zeros),
+    /// scaled and activated alike; u8 and s8 inputs, f32 and quantised outputs, rectangles of one to nine taps,
+    /// a batch of two.
+    @Test(arguments: [(rate: 6, rows: 13, columns: 17, batch: 2, type: QuantizedType.u8, quantizedOutput: true),
+                      (rate: 12, rows: 9, columns: 30, batch: 1, type: .s8, quantizedOutput: false),
+                      (rate: 5, rows: 8, columns: 7, batch: 1, type: .u8, quantizedOutput: false)])
+    func int8RectanglesGiveTheWholeConvolution(_ c: (rate: Int, rows: Int, columns: Int, batch: Int,
+                                                     type: QuantizedType, quantizedOutput: Bool)) throws {
+        var generator = SeededGenerator(seed: 9)
+        let (channels, outputs) = (24, 16)
+        let unit = ConvUnit("aspp", "bn", inputChannels: channels, outputChannels: outputs, kernelSize: 3,
+                            padding: c.rate, dilation: c.rate, activation: .relu, generator: &generator)
+        let norm = try #require(unit.norm)
+        norm.bias.value = (0..<outputs).map { 0.1 * Float($0 % 3) - 0.1 }
+        norm.runningVariance.value = (0..<outputs).map { 0.5 + 0.1 * Float($0) }
+        let shape = [c.batch, channels, c.rows, c.columns]
+        #expect(PaddingFreeConvolution.plan(for: unit, inputShape: shape) != nil)
+        let xs = (0..<shape.reduce(1, *)).map { i -> Float in
+            let v = Float(sin(Double(i) * 0.37)) * 3
+            return c.type == .u8 ? abs(v) : v
+        }
+        let (w, _) = unit.foldedPlainWeights()
+        let perChannel = w.count / outputs
+        unit.quantization = UnitQuantization(
+            inputType: c.type, inputScale: c.type.levels / 3,
+            weightScales: (0..<outputs).map { k in 127 / w[(k * perChannel)..<((k + 1) * perChannel)].map(abs).max()! })
+        unit.quantizedOutput = c.quantizedOutput ? UnitQuantization(inputType: .u8, inputScale: 255 / 4,
+                                                                    weightScales: []) : nil
+        let rectangles = try unit(Tensor(plain: shape, values: xs), training: false,
+                                  strategy: Int8Convolution(rectangles: true)).floatTensor()
+        let whole = try unit(Tensor(plain: shape, values: xs), training: false,
+                             strategy: Int8Convolution(rectangles: false)).floatTensor()
+        #expect(rectangles.shape == whole.shape)
+        #expect(whole.values.contains { $0 != 0 })
+        #expect(rectangles.values == whole.values, "rate \(c.rate) on \(c.rows) × \(c.columns), \(c.type)")
+    }
+
     /// Blocks hand int8 activations to each other where the next block alone reads them: not across a
     /// downsample's f32 identity, not out of the blocks whose outputs are the heads' features.
     @Test func blocksPassInt8OutputsExceptAtFeaturesAndDownsamples() throws {

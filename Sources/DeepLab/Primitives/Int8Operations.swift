@@ -70,8 +70,15 @@ enum Int8Operations {
     /// `x` (f32, any layout) quantised to `type` in the channels-last layout oneDNN's int8 convolutions take:
     /// round(x · scale), saturated. Rests on `dnnl_reorder_primitive_desc_create` with output scales.
     static func quantize(_ x: Tensor, to type: QuantizedType, scale: Float) throws -> Tensor {
-        let tag = x.shape.count == 4 ? dnnl_acdb : MemoryDesc.plainTag(rank: x.shape.count)
-        return try quantize(x, into: .make(x.shape, tag, type.dataType), scale: scale)
+        let desc = x.shape.count == 4 ? try channelsLast(x.shape, type)
+            : try .make(x.shape, MemoryDesc.plainTag(rank: x.shape.count), type.dataType)
+        return try quantize(x, into: desc, scale: scale)
+    }
+
+    /// The channels-last descriptor of [N, C, H, W] `shape` holding `type` (f32 when nil): the layout oneDNN's
+    /// int8 convolutions take and give.
+    static func channelsLast(_ shape: [Int], _ type: QuantizedType?) throws -> MemoryDesc {
+        try .make(shape, dnnl_acdb, type?.dataType ?? dnnl_f32)
     }
 
     /// `x` (u8 or s8 quantised with `scale`, any layout) written into the f32 tensor `output` as x / scale.
