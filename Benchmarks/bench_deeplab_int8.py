@@ -19,8 +19,9 @@ quantised convolutions in int8; the f32 hint keeps what stays float in f32).
 Each engine runs in a fresh process per round (BENCH_ROUNDS, default 3); a ratio is the median of the rounds' ratios
 of median latencies; the 1-minute load average is printed at each round's start. BENCH_BASELINE_BINARY=PATH adds
 "SliceLab int8 base": another slicelab build (e.g. main's, before a change) on the same int8 checkpoint, alternated
-with the others in the same run. "TOPS" counts every convolution's multiply-adds x 2 over the median latency (the same count
-for fp32 and int8), printed next to the ISA's peak for 2 threads.
+with the others in the same run. "TOPS" counts the convolutions' multiply-adds on taps inside the input x 2 over the
+median latency (the same count for every engine; the count with padding taps is printed too), next to the ISA's
+peak for 2 threads at the busy core's clock measured by `cpu_clock.c`.
 """
 import json
 import os
@@ -65,13 +66,30 @@ def median(values):
     return sorted(values)[len(values) // 2]
 
 
-def isa_and_peaks(binary, threads):
-    """oneDNN's effective ISA as `slicelab --version` names it, and peak multiply-adds per second (f32, int8)."""
-    text = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout
-    isa = next((l.split(":", 1)[1].strip() for l in text.splitlines() if l.startswith("oneDNN ISA")), "unknown")
+def clock_ghz():
+    """The busy core's clock measured by `cpu_clock.c` (best of 3; compiled with cc), else /proc/cpuinfo's
+    "cpu MHz" (in a VM the nominal clock, below the boosted one), and which of the two it is."""
+    with tempfile.TemporaryDirectory() as folder:
+        probe = pathlib.Path(folder) / "cpu_clock"
+        built = subprocess.run(["cc", "-O1", "-o", str(probe), str(ROOT / "Benchmarks/cpu_clock.c")],
+                               capture_output=True)
+        if built.returncode == 0:
+            runs = [subprocess.run([str(probe)], capture_output=True, text=True) for _ in range(3)]
+            values = [float(r.stdout) for r in runs if r.returncode == 0 and r.stdout.strip()]
+            if values:
+                return max(values), "measured"
     info = pathlib.Path("/proc/cpuinfo").read_text()
     mhz = [float(l.split(":")[1]) for l in info.splitlines() if l.startswith("cpu MHz")]
-    ghz = max(mhz) / 1000 if mhz else 2.0
+    return (max(mhz) / 1000 if mhz else 2.0), "/proc/cpuinfo"
+
+
+def isa_and_peaks(binary, threads):
+    """oneDNN's effective ISA as `slicelab --version` names it, and peak multiply-adds per second (f32, int8)
+    at the clock `clock_ghz` finds (printed)."""
+    text = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout
+    isa = next((l.split(":", 1)[1].strip() for l in text.splitlines() if l.startswith("oneDNN ISA")), "unknown")
+    ghz, source = clock_ghz()
+    print(f"clock {ghz:.2f} GHz ({source})")
     # Per cycle per core, as `segment --timings` counts them (SliceLabKit's ComputePeak): f32 FMAs (2 units x
     # lanes); int8 without VNNI vpmaddubsw + vpmaddwd on the two multiply pipes, 32 (AVX2) or 64 (AVX-512);
     # VNNI vpdpbusd 2 x 32 (AVX2-VNNI) or 2 x 64 (AVX-512); AMX 1024.
@@ -84,10 +102,13 @@ def isa_and_peaks(binary, threads):
     return isa, threads * f32 * ghz * 1e9, threads * int8 * ghz * 1e9
 
 
-def conv_multiply_adds(onnx_path, shape):
-    """Every Conv node's multiply-adds for an input of `shape`, from ONNX shape inference."""
+def conv_multiply_adds(onnx_path, shape, inside_only=False):
+    """Every Conv node's multiply-adds for an input of `shape`, from ONNX shape inference: every window's
+    (`inside_only=False`, what `segment --timings` counts) or only the taps that read inside the input (the
+    necessary work: an engine that skips padding taps, as SliceLab's padding-free rectangles do, is measured
+    against what it must compute, not against work it leaves out)."""
     import onnx
-    from onnx import shape_inference
+    from onnx import helper, shape_inference
     model = onnx.load(onnx_path)
     graph_input = model.graph.input[0]
     for d, v in zip(graph_input.type.tensor_type.shape.dim, shape):
@@ -95,8 +116,13 @@ def conv_multiply_adds(onnx_path, shape):
         d.dim_value = v
     model = shape_inference.infer_shapes(model)
     shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
-              for v in list(model.graph.value_info) + list(model.graph.output)}
+              for v in list(model.graph.value_info) + list(model.graph.output) + list(model.graph.input)}
     weights = {t.name: list(t.dims) for t in model.graph.initializer}
+
+    def taps(extent, outputs, kernel, stride, pad, dilation):
+        """(output, tap) pairs along one axis whose input position lies inside 0..<extent."""
+        return sum(1 for o in range(outputs) for k in range(kernel) if 0 <= o * stride - pad + k * dilation < extent)
+
     total = 0
     for node in model.graph.node:
         if node.op_type != "Conv" or node.output[0] not in shapes:
@@ -104,7 +130,15 @@ def conv_multiply_adds(onnx_path, shape):
         out, w = shapes[node.output[0]], weights.get(node.input[1])
         if not w or 0 in out:
             continue
-        total += int(__import__("numpy").prod(out)) * w[1] * w[2] * w[3]
+        if not inside_only or node.input[0] not in shapes:
+            total += int(__import__("numpy").prod(out)) * w[1] * w[2] * w[3]
+            continue
+        a = {attribute.name: helper.get_attribute_value(attribute) for attribute in node.attribute}
+        strides, dilations = a.get("strides", [1, 1]), a.get("dilations", [1, 1])
+        pads = a.get("pads", [0, 0, 0, 0])
+        x = shapes[node.input[0]]
+        total += out[0] * out[1] * w[1] * taps(x[2], out[2], w[2], strides[0], pads[0], dilations[0]) \
+            * taps(x[3], out[3], w[3], strides[1], pads[1], dilations[1])
     return total
 
 
@@ -211,7 +245,8 @@ def main(threads=2, repeats=5, rounds=3, quick=False):
             np.save(f"{base}-input.npy", x)
             with h5py.File(f"{base}-input.h5", "w") as f:
                 f["image"] = x
-            multiply_adds = conv_multiply_adds(f"{base}.onnx", list(x.shape))
+            multiply_adds = conv_multiply_adds(f"{base}.onnx", list(x.shape), inside_only=True)
+            every_window = conv_multiply_adds(f"{base}.onnx", list(x.shape))
             engines = {
                 "SliceLab fp32": lambda: run_slicelab(binary, str(checkpoint), f"{base}-input.h5", f"{base}-f.h5",
                                                       threads, repeats),
@@ -256,7 +291,8 @@ def main(threads=2, repeats=5, rounds=3, quick=False):
                 path = pathlib.Path(f"{base}-input.npy.{kind.replace(':', '_')}.out.npy")
                 if path.exists():
                     outputs[engine] = np.load(path)
-            print(f"{name} {list(x.shape)}: {multiply_adds / 1e9:.1f} G multiply-adds, {rounds} rounds of {repeats}, "
+            print(f"{name} {list(x.shape)}: {multiply_adds / 1e9:.1f} G multiply-adds on taps inside the input "
+                  f"({every_window / 1e9:.1f} G with padding taps), {rounds} rounds of {repeats}, "
                   f"calibration {len(slices)} slices; 1-minute load average at each round's start: "
                   f"{', '.join(f'{v:.2f}' for v in loads)}")
             labels = reference.argmax(1)

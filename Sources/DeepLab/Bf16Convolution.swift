@@ -8,7 +8,8 @@
 /// `Bf16Execution.native` runs oneDNN's bf16 primitives (AMX kernels); `.emulated` runs the same primitives
 /// in f32 on operands rounded to bf16 (round-to-nearest-even) at the same points, so the path's logic runs
 /// and is tested on any CPU. oneDNN pads inside the primitive (AMX kernels take any padding), so neither the
-/// padding-free rectangles nor Winograd, which are f32 schemes, apply to a bf16 unit.
+/// padding-free rectangles nor Winograd, schemes tuned on AVX2 (f32, and the rectangles in int8), apply to a
+/// bf16 unit.
 ///
 /// It applies to units whose `bf16` is set (`DeepLabV3.useBf16(_:)`), after int8 and before the f32
 /// strategies.

@@ -147,7 +147,8 @@ final class Int8Convolution: ConvolutionStrategy {
     /// The s8 weights for `primitive` (the kernel's `taps` rows × columns, or all of it) and the bias pre-scaled
     /// into the accumulator's units, made once per parameter version and quantisation.
     private func preparedWeights(_ unit: ConvUnit, _ q: UnitQuantization, _ primitive: Primitive,
-                                 taps: (rows: ClosedRange<Int>, columns: ClosedRange<Int>)?) throws -> (Tensor, Tensor) {
+                                 taps: (rows: ClosedRange<Int>, columns: ClosedRange<Int>)?)
+        throws -> (Tensor, Tensor) {
         let desc = primitive.desc(.weights)
         let key = PrimitiveCache.Key(desc.cacheKey, taps?.rows, taps?.columns)
         let version = unit.parameterVersion
