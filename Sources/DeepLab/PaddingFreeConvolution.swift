@@ -208,7 +208,7 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
 
     /// A rectangle's source, sub-kernel and destination dims for input dims `s`.
     static func rectangleDims(_ unit: ConvUnit, _ s: [Int], _ r: TapInterval,
-                               _ c: TapInterval) -> (source: [Int], weights: [Int], destination: [Int]) {
+                              _ c: TapInterval) -> (source: [Int], weights: [Int], destination: [Int]) {
         let rate = unit.conv.window.dilation
         return ([s[0], s[1], r.inputs(rate: rate).count, c.inputs(rate: rate).count],
                 [unit.conv.outputChannels, unit.conv.inputChannels, r.taps.count, c.taps.count],

@@ -21,9 +21,9 @@ final class TensorMemory: @unchecked Sendable {
     /// of 256 MiB or of twice the peak, which took more than half its time (40 slices: 158 s and 102 s, against
     /// 67 s with a factor of 4, peak RSS 1084 MB against 910 MB), and so did batch 1 on large inputs: the bundled
     /// mni-brain model at input scale 4 (932 × 788, ASPP's rectangles in many sizes) faulted in 174 000 pages a
-    /// pass with 256 MiB (about 1.03 s a pass), 27 000 with 4 (0.67–0.72 s) and none with 8 (0.61–0.63 s), at
-    /// the same peak RSS for 4 and 8 (863 MB; 538 MB with 256 MiB), as batch 8 at 512² (1504 MB). Idle memory
-    /// stays bounded by this factor when input sizes vary. Inference asks for it (`TensorMemoryPolicy`);
+    /// pass with 256 MiB (about 1.03 s a pass), 27 000 with 4 (0.67–0.72 s) and none with 8 (0.61–0.63 s); peak
+    /// RSS 863 MB with 4 or 8 (538 MB with 256 MiB), and batch 8 at 512² peaks at 1504 MB with either. Idle
+    /// memory stays bounded by this factor when input sizes vary. Inference asks for it (`TensorMemoryPolicy`);
     /// training does not: there a factor of 4 gained no time and cost 14 % more peak memory (DeepLabV3-ResNet-50,
     /// batch 4 × 256²: 2677 MB against 2357 MB).
     static let workingSetFactor = 8
