@@ -117,12 +117,8 @@ final class Int8Convolution: ConvolutionStrategy {
                                                   weights: dims.weights, destination: dims.destination,
                                                   PaddingFreeConvolution.rectangleGeometry(unit, r, c))
                     let (weights, bias) = try preparedWeights(unit, q, rectangle, taps: (r.taps, c.taps))
-                    let zoneInput = try input.spatialView(rows: r.inputs(rate: rate), columns: c.inputs(rate: rate))
-                        .reordered(to: rectangle.desc(.source))
-                    let zoneOutput = try Tensor(desc: rectangle.desc(.destination))
-                    try rectangle.execute([(Arg.src, zoneInput), (Arg.weights, weights), (Arg.bias, bias),
-                                           (Arg.dst, zoneOutput)])
-                    try zoneOutput.reorder(into: output.spatialView(rows: r.outputs, columns: c.outputs))
+                    try PaddingFreeConvolution.execute(rectangle, rows: r, columns: c, rate: rate, input: input,
+                                                       output: output, weights: weights, bias: bias)
                 }
             }
             return output

@@ -130,13 +130,8 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
                 let primitive = try rectangle(unit, s, r, c, training: training)
                 let weights = try zoneWeights(unit, kernel, rows: r.taps, columns: c.taps, training: training,
                                               desc: primitive.desc(.weights))
-                let zoneInput = try input.spatialView(rows: r.inputs(rate: rate), columns: c.inputs(rate: rate))
-                    .reordered(to: primitive.desc(.source))
-                let zoneOutput = try Tensor(desc: primitive.desc(.destination))
-                var arguments = [(Arg.src, zoneInput), (Arg.weights, weights), (Arg.dst, zoneOutput)]
-                if let bias { arguments.append((Arg.bias, bias)) }
-                try primitive.execute(arguments)
-                try zoneOutput.reorder(into: output.spatialView(rows: r.outputs, columns: c.outputs))
+                try Self.execute(primitive, rows: r, columns: c, rate: rate, input: input, output: output,
+                                 weights: weights, bias: bias)
             }
         }
         return (input, output)
@@ -204,6 +199,19 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
         }
         accumulate(unit.conv.weight, kernelGradient)
         return dx
+    }
+
+    /// Runs one rectangle's forward `primitive` (f32 or int8): its input copied out of a view of the whole
+    /// `input` (no copy where the view is all of it), its output copied into a view of the whole `output`.
+    static func execute(_ primitive: Primitive, rows r: TapInterval, columns c: TapInterval, rate: Int,
+                        input: Tensor, output: Tensor, weights: Tensor, bias: Tensor?) throws {
+        let zoneInput = try input.spatialView(rows: r.inputs(rate: rate), columns: c.inputs(rate: rate))
+            .reordered(to: primitive.desc(.source))
+        let zoneOutput = try Tensor(desc: primitive.desc(.destination))
+        var arguments = [(Arg.src, zoneInput), (Arg.weights, weights), (Arg.dst, zoneOutput)]
+        if let bias { arguments.append((Arg.bias, bias)) }
+        try primitive.execute(arguments)
+        try zoneOutput.reorder(into: output.spatialView(rows: r.outputs, columns: c.outputs))
     }
 
     /// A rectangle's source, sub-kernel and destination dims for input dims `s`.

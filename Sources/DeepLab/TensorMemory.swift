@@ -36,8 +36,8 @@ final class TensorMemory: @unchecked Sendable {
     private var idleBytes = 0
     /// Bytes of large buffers handed out and not yet released, and their high-water mark.
     private var liveBytes = 0, peakLiveBytes = 0
-    /// 0, or `workingSetFactor` once `keepWorkingSet()` was called.
-    private var peakMultiple = 0
+    /// Whether `keepWorkingSet()` was called.
+    private var keepsWorkingSet = false
     private static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
     init(idleLimit: Int = 256 << 20) {
@@ -79,7 +79,7 @@ final class TensorMemory: @unchecked Sendable {
         var evicted: [(size: Int, pointer: UnsafeMutableRawPointer)] = [(size, pointer)]
         lock.lock()
         liveBytes -= size
-        let limit = max(idleLimit, peakMultiple * peakLiveBytes)
+        let limit = keepsWorkingSet ? max(idleLimit, Self.workingSetFactor * peakLiveBytes) : idleLimit
         if size <= limit {
             idle.append(evicted.removeLast())
             idleBytes += size
@@ -96,7 +96,7 @@ final class TensorMemory: @unchecked Sendable {
     /// Keeps idle up to `workingSetFactor` times the peak of live large bytes from now on (inference).
     func keepWorkingSet() {
         lock.lock()
-        peakMultiple = Self.workingSetFactor
+        keepsWorkingSet = true
         lock.unlock()
     }
 
