@@ -45,6 +45,9 @@ let package = Package(
         // The dense CRF's inner loops, ours (no outside library): baseline x86-64 and AVX2 + FMA builds, chosen at run
         // time from what the CPU reports; -O2 in debug builds too, so the debug tests run the code the release runs.
         .target(name: "CDenseCRFKernels", cSettings: [.unsafeFlags(["-O2"])]),
+        // Exact int8 Winograd F(2×2, 3×3), ours: AVX2 functions (`target("avx2")`) called only where oneDNN's
+        // effective ISA is AVX2; -O2 in debug builds too.
+        .target(name: "CInt8Winograd", cSettings: [.unsafeFlags(["-O2"])]),
 
         // MARK: - Swift libraries (data flows downwards only)
         // Read limits, atomic writes, the seeded generator, parallel-for and grid shapes; no C library.
@@ -55,7 +58,7 @@ let package = Package(
                 swiftSettings: [.unsafeFlags(["-O"])]),
         // The engine's and training's per-element loops (gradients, optimizers, clipping, augmentation) likewise,
         // so the engine's training tests fit the debug `make test`.
-        .target(name: "DeepLab", dependencies: ["COneDNN", "ImageFiles", "SliceLabSupport"],
+        .target(name: "DeepLab", dependencies: ["COneDNN", "CInt8Winograd", "ImageFiles", "SliceLabSupport"],
                 swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "DeepLabTraining", dependencies: ["DeepLab", "ImageFiles", "SliceLabSupport"],
                 swiftSettings: [.unsafeFlags(["-O"])]),

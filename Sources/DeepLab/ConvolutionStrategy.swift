@@ -81,17 +81,22 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// Wide 3×3 convolutions (and padding-free all-taps centres) run by Winograd F(2×2, 3×3) in eval mode
     /// (`WinogradConvolution`).
     public var winograd: Bool
+    /// u8-input 3×3 convolutions of int8 models run by exact integer Winograd F(2×2, 3×3) (`Int8Winograd`, AVX2
+    /// kernels of 16-bit products; with VNNI oneDNN's direct kernels multiply twice as fast, so not there).
+    public var int8Winograd: Bool
     /// Whether the entry was measured on its ISA (false: a default, oneDNN's kernels).
     public var measured: Bool
 
     /// oneDNN's own kernels for every convolution.
     public static let oneDNN = ConvolutionStrategyTable(paddingFreeRectangles: false, winograd: false,
-                                                        measured: false)
+                                                        int8Winograd: false, measured: false)
 
     /// The committed entries by ISA name (`oneDNNEffectiveISA`); an ISA not listed takes `oneDNN`.
     public static let entries: [String: ConvolutionStrategyTable] = [
-        "AVX2": ConvolutionStrategyTable(paddingFreeRectangles: true, winograd: true, measured: true),
-        "AVX2_VNNI": ConvolutionStrategyTable(paddingFreeRectangles: true, winograd: true, measured: false),
+        "AVX2": ConvolutionStrategyTable(paddingFreeRectangles: true, winograd: true, int8Winograd: true,
+                                         measured: true),
+        "AVX2_VNNI": ConvolutionStrategyTable(paddingFreeRectangles: true, winograd: true, int8Winograd: false,
+                                              measured: false),
         "AVX512_CORE": .oneDNN, "AVX512_CORE_VNNI": .oneDNN, "AVX512_CORE_BF16": .oneDNN,
         "AVX512_CORE_AMX": .oneDNN,
     ]
@@ -106,12 +111,13 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// convolution last.
     func strategies() -> [ConvolutionStrategy] {
         let winograd = self.winograd ? WinogradConvolution() : nil
-        return [Int8Convolution(rectangles: paddingFreeRectangles), Bf16Convolution()]
+        return [Int8Convolution(rectangles: paddingFreeRectangles, winograd: int8Winograd), Bf16Convolution()]
             + (paddingFreeRectangles ? [PaddingFreeConvolution(centre: winograd)] : [])
             + (winograd.map { [$0] } ?? []) + [DirectConvolution()]
     }
 
-    /// "padding-free rectangles, Winograd (measured)" or "oneDNN's kernels (not measured)".
+    /// "padding-free rectangles, Winograd, else oneDNN's (measured)" or "oneDNN's kernels (not measured)"; the
+    /// fp32 strategies only.
     public var summary: String {
         let parts = (paddingFreeRectangles ? ["padding-free rectangles"] : []) + (winograd ? ["Winograd"] : [])
         return (parts.isEmpty ? "oneDNN's kernels" : parts.joined(separator: ", ") + ", else oneDNN's")

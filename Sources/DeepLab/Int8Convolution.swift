@@ -24,14 +24,18 @@ final class Int8Convolution: ConvolutionStrategy {
     /// padded dilated convolutions at about half its rate on the taps inside the input (DeepLabV3-ResNet-50,
     /// 2048 → 256 at rate 12 on 64 × 64: 162 ms, against 86 ms for its nine rectangles).
     let rectangles: Bool
+    /// Whether u8-input 3×3 convolutions run by exact integer Winograd (`Int8Winograd`, AVX2 kernels; the
+    /// effective ISA's `ConvolutionStrategyTable` entry).
+    let winograd: Int8Winograd?
     private let primitives = PrimitiveCache()
     /// Quantised weights (the whole kernel, or a rectangle's taps) in a primitive's layout and the pre-scaled
     /// bias, with the parameter version and quantisation they were made from.
     private var prepared: [PrimitiveCache.Key: (version: Int, quantization: UnitQuantization, weights: Tensor,
                                                 bias: Tensor)] = [:]
 
-    init(rectangles: Bool = false) {
+    init(rectangles: Bool = false, winograd: Bool = false) {
         self.rectangles = rectangles
+        self.winograd = winograd ? Int8Winograd() : nil
     }
 
     /// The scale the input is quantised with on this CPU (see the type's note on VNNI).
@@ -50,7 +54,10 @@ final class Int8Convolution: ConvolutionStrategy {
         !training && unit.quantization != nil
     }
 
-    func releaseInferenceWeights() { prepared.removeAll() }
+    func releaseInferenceWeights() {
+        prepared.removeAll()
+        winograd?.releaseInferenceWeights()
+    }
 
     func inferenceForward(_ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
                           consumingResidual: Bool) throws -> Tensor {
@@ -124,6 +131,17 @@ final class Int8Convolution: ConvolutionStrategy {
             return output
         }
 
+        // Not for ASPP's padding-heavy dilated convolutions: there the rectangles above skip most of the taps,
+        // which Winograd's tiles would compute.
+        if let winograd, residual == nil, Int8Winograd.fits(unit, q) {
+            let input = try quantizedInput(Int8Operations.channelsLast(x.shape, q.inputType))
+            let output = try Tensor(desc: Int8Operations.channelsLast(conv.outputDims(x.shape), next?.inputType))
+            if try winograd.compute(unit, q, input: input, into: output, scales: outputScales,
+                                    activation: postOps.last, destination: next?.inputType) {
+                return output
+            }
+        }
+
         let whole = try primitive("whole", source: x.shape, weights: conv.weightDims,
                                   destination: conv.outputDims(x.shape), conv.geometry(x.shape))
         let input = try quantizedInput(whole.desc(.source))
@@ -155,11 +173,16 @@ final class Int8Convolution: ConvolutionStrategy {
         var plain = try Tensor(plain: unit.conv.weightDims, values: w)
         if let taps { plain = try plain.spatialView(rows: Range(taps.rows), columns: Range(taps.columns)) }
         let weights = try Int8Operations.quantizeWeights(plain, into: desc, scales: q.weightScales)
-        let inputScale = Int8Convolution.effectiveInputScale(q)
-        let scaledBias = zip(b, q.weightScales).map { $0 * inputScale * $1 }
-        let bias = try Tensor(plain: [unit.conv.outputChannels], values: scaledBias)
+        let bias = try Tensor(plain: [unit.conv.outputChannels], values: Self.scaledBias(b, q))
         prepared[key] = (version, q, weights, bias)
         return (weights, bias)
+    }
+
+    /// The folded bias `b` in the accumulator's units (input scale × weight scale), as oneDNN 2.6 adds it before
+    /// the output scales.
+    static func scaledBias(_ b: [Float], _ q: UnitQuantization) -> [Float] {
+        let inputScale = effectiveInputScale(q)
+        return zip(b, q.weightScales).map { $0 * inputScale * $1 }
     }
 
     // MARK: Training (never selected: `applies` is false in training mode)

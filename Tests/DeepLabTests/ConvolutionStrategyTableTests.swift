@@ -15,7 +15,7 @@ import Testing
 
     @Test func avx2KeepsItsMeasuredStrategiesAndAVX512TakesOneDNNs() {
         let avx2 = ConvolutionStrategyTable.forISA("AVX2")
-        #expect(avx2.paddingFreeRectangles && avx2.winograd && avx2.measured)
+        #expect(avx2.paddingFreeRectangles && avx2.winograd && avx2.int8Winograd && avx2.measured)
         for isa in ["AVX512_CORE", "AVX512_CORE_VNNI", "AVX512_CORE_BF16", "AVX512_CORE_AMX", "SSE41", "new ISA"] {
             #expect(ConvolutionStrategyTable.forISA(isa) == .oneDNN, "\(isa)")
         }

@@ -81,6 +81,11 @@ enum Int8Operations {
         try .make(shape, dnnl_acdb, type?.dataType ?? dnnl_f32)
     }
 
+    /// The plain ([O, I, kh, kw], row-major) s8 descriptor of convolution weights of dims `shape`.
+    static func plainWeights(_ shape: [Int]) throws -> MemoryDesc {
+        try .make(shape, MemoryDesc.plainTag(rank: shape.count), dnnl_s8)
+    }
+
     /// `x` (u8 or s8 quantised with `scale`, any layout) written into the f32 tensor `output` as x / scale.
     /// Rests on `dnnl_reorder_primitive_desc_create` with output scales.
     static func dequantize(_ x: Tensor, into output: Tensor, scale: Float) throws {

@@ -1,0 +1,79 @@
+@testable import DeepLab
+import Foundation
+import SliceLabSupport
+import Testing
+
+/// The exact int8 Winograd F(2×2, 3×3) (`Int8Winograd`, AVX2 kernels) against oneDNN's direct int8 convolution
+/// on the same quantised unit: the same output to the last bit, for dilations 1 to 3, extents that are not
+/// multiples of the tiles, a batch of two, output channels that do not fill the kernels' groups of 64, f32 and
+/// quantised (u8, s8) outputs, ReLU, ReLU6 and no activation.
+@Suite struct Int8WinogradTests {
+    /// A quantised 3×3 unit with a folded batch norm, and u8 inputs of up to 7 bits after quantisation.
+    static func unit(channels: Int, outputs: Int, dilation: Int, activation: Activation,
+                     output: QuantizedType?, seed: UInt64) throws -> ConvUnit {
+        var generator = SeededGenerator(seed: seed)
+        let unit = ConvUnit("conv", "bn", inputChannels: channels, outputChannels: outputs, kernelSize: 3,
+                            padding: dilation, dilation: dilation, activation: activation, generator: &generator)
+        let norm = try #require(unit.norm)
+        norm.bias.value = (0..<outputs).map { 0.3 * Float($0 % 5) - 0.6 }
+        norm.runningVariance.value = (0..<outputs).map { 0.5 + 0.05 * Float($0 % 7) }
+        let (w, _) = unit.foldedPlainWeights()
+        let perChannel = w.count / outputs
+        unit.quantization = UnitQuantization(
+            inputType: .u8, inputScale: 255 / 2,
+            weightScales: (0..<outputs).map { k in 127 / w[(k * perChannel)..<((k + 1) * perChannel)].map(abs).max()! })
+        unit.quantizedOutput = output.map { UnitQuantization(inputType: $0, inputScale: $0.levels / 3, weightScales: []) }
+        return unit
+    }
+
+    static func input(_ shape: [Int]) -> [Float] {
+        (0..<shape.reduce(1, *)).map { i -> Float in
+            let wave: Double = sin(Double(i) * 0.61) * cos(Double(i) * 0.017)
+            return Float(abs(wave)) * 2
+        }
+    }
+
+    @Test(arguments: [(dilation: 1, rows: 13, columns: 11, batch: 2, outputs: 144, activation: Activation.relu,
+                       output: QuantizedType?.some(.u8)),
+                      (dilation: 2, rows: 9, columns: 20, batch: 1, outputs: 128, activation: .relu6, output: nil),
+                      (dilation: 3, rows: 16, columns: 7, batch: 1, outputs: 160, activation: .none, output: .s8)])
+    func winogradEqualsTheDirectInt8Convolution(_ c: (dilation: Int, rows: Int, columns: Int, batch: Int,
+                                                      outputs: Int, activation: Activation,
+                                                      output: QuantizedType?)) throws {
+        guard Int8Winograd.supported else {
+            print("skipped: this CPU has no AVX2, which the int8 Winograd kernels need")
+            return
+        }
+        let unit = try Self.unit(channels: 128, outputs: c.outputs, dilation: c.dilation, activation: c.activation,
+                                 output: c.output, seed: UInt64(c.dilation))
+        let shape = [c.batch, 128, c.rows, c.columns]
+        let winograd = Int8Convolution(winograd: true)
+        let fast = try unit(Tensor(plain: shape, values: Self.input(shape)), training: false, strategy: winograd)
+        let direct = try unit(Tensor(plain: shape, values: Self.input(shape)), training: false,
+                              strategy: Int8Convolution())
+        #expect(winograd.winograd?.isExact == true, "the Winograd path ran")
+        let a = try fast.floatTensor(), b = try direct.floatTensor()
+        #expect(a.shape == b.shape)
+        #expect(Set(b.values).count > 10, "a non-trivial output")
+        let differing = zip(a.values, b.values).filter { $0 != $1 }.count
+        #expect(differing == 0, "\(differing) of \(a.values.count) outputs differ (dilation \(c.dilation))")
+    }
+
+    /// Weights whose Σ|w| could carry an accumulator past the exact range (2048 channels of ±127) are left to
+    /// oneDNN's direct convolution.
+    @Test func weightsBeyondTheExactRangeFallBackToTheDirectConvolution() throws {
+        guard Int8Winograd.supported else {
+            print("skipped: this CPU has no AVX2, which the int8 Winograd kernels need")
+            return
+        }
+        let unit = try Self.unit(channels: 2048, outputs: 128, dilation: 1, activation: .relu, output: nil, seed: 4)
+        unit.conv.weight.value = unit.conv.weight.value.map { $0 < 0 ? -1 : 1 }
+        let shape = [1, 2048, 3, 3]
+        let winograd = Int8Convolution(winograd: true)
+        let fast = try unit(Tensor(plain: shape, values: Self.input(shape)), training: false, strategy: winograd)
+        let direct = try unit(Tensor(plain: shape, values: Self.input(shape)), training: false,
+                              strategy: Int8Convolution())
+        #expect(winograd.winograd?.isExact == false)
+        #expect(try fast.floatTensor().values == direct.floatTensor().values)
+    }
+}
