@@ -21,7 +21,9 @@ of median latencies; the 1-minute load average is printed at each round's start.
 "SliceLab int8 base": another slicelab build (e.g. main's, before a change) on the same int8 checkpoint, alternated
 with the others in the same run. "TOPS" counts the convolutions' multiply-adds on taps inside the input x 2 over the
 median latency (the same count for every engine; the count with padding taps is printed too), next to the ISA's
-peak for 2 threads at the busy core's clock measured by `cpu_clock.c`.
+peak for 2 threads at the busy core's clock measured by `cpu_clock.c`. It is a direct convolution's count: an engine
+that does fewer products (SliceLab's Winograd layers: 2.25-fold fewer in their part) is credited with the direct
+count, so its figure is an effective rate and can exceed what the multiply units do.
 """
 import json
 import os

@@ -123,4 +123,9 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
         return (parts.isEmpty ? "oneDNN's kernels" : parts.joined(separator: ", ") + ", else oneDNN's")
             + (measured ? " (measured)" : " (not measured)")
     }
+
+    /// "exact integer Winograd (AVX2 kernels), else oneDNN's" or "oneDNN's kernels".
+    public var int8Summary: String {
+        int8Winograd ? "exact integer Winograd (AVX2 kernels), else oneDNN's" : "oneDNN's kernels"
+    }
 }

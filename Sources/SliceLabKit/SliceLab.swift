@@ -9,10 +9,11 @@ public let sliceLabVersion = "0.1.0"
 
 /// `slicelab --version`: the version, and the instruction set the engine's kernels run at on this CPU (which
 /// `ONEDNN_MAX_CPU_ISA` can cap; `.ci/run` reads it to test the lower levels too), and the fp32 convolution
-/// strategies that ISA's `ConvolutionStrategyTable` entry allows.
+/// and int8 convolution strategies that ISA's `ConvolutionStrategyTable` entry allows.
 public var versionDescription: String {
     "slicelab \(sliceLabVersion)\nDCMTK \(dcmtkVersion), oneDNN \(oneDNNVersion)\noneDNN ISA: \(oneDNNEffectiveISA)"
         + "\nfp32 convolutions: \(ConvolutionStrategyTable.effective.summary)"
+        + "\nint8 3 × 3 convolutions: \(ConvolutionStrategyTable.effective.int8Summary)"
         + "\ndense CRF kernels: \(DenseCRF.KernelPath.automatic.rawValue)"
 }
 
