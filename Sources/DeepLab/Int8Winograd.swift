@@ -5,8 +5,8 @@ import CInt8Winograd
 /// the integer accumulators equal a direct convolution's and the f32 epilogue is oneDNN's; the output is the
 /// same to the last bit wherever oneDNN's own kernel is exact (its `vpmaddubsw` saturates a pair of products at
 /// 32767, which the 7-bit inputs of `Int8Convolution.effectiveInputScale` rule out). 2.25-fold fewer products
-/// at half the per-instruction width (16-bit `vpmaddwd` against u8 × s8 `vpmaddubsw`): on the AMD EPYC a
-/// 512 → 512 convolution on 64 × 64 at dilation 4 took 67 ms on one core against oneDNN's ~100.
+/// at half the per-instruction width (16-bit `vpmaddwd` against u8 × s8 `vpmaddubsw`): on the AMD EPYC (2
+/// threads) ResNet-50's 512 → 512 convolution on 64 × 64 at dilation 4 took 36 ms against oneDNN's 48–54 ms.
 final class Int8Winograd {
     /// The Winograd-domain weights and pre-scaled bias, with the parameter version and quantisation they came
     /// from; `weights` is nil when the kernel's Σ|w| allows an accumulator beyond the exact range.
@@ -25,8 +25,8 @@ final class Int8Winograd {
     /// oneDNN's direct kernel: 84 against ~95 G multiply-adds a second on a core).
     static func fits(_ unit: ConvUnit, _ q: UnitQuantization) -> Bool {
         let conv = unit.conv, w = conv.window
-        return supported && q.inputType == .u8 && conv.groups == 1 && w.kernel == 3 && w.stride == 1 && w.padding == w.dilation
-            && conv.inputChannels % 16 == 0 && conv.outputChannels % 16 == 0
+        return supported && q.inputType == .u8 && conv.groups == 1 && w.kernel == 3 && w.stride == 1
+            && w.padding == w.dilation && conv.inputChannels % 16 == 0 && conv.outputChannels % 16 == 0
             && min(conv.inputChannels, conv.outputChannels) >= 128
     }
 
@@ -36,8 +36,8 @@ final class Int8Winograd {
     /// Computes `unit` on `input` (u8, channels last) into `output` (channels last, `destination`'s type or
     /// f32), with per-output-channel `scales` and `activation` (already in the destination's units). Returns
     /// false, leaving `output` untouched, when the weights could reach beyond the exact range.
-    func compute(_ unit: ConvUnit, _ q: UnitQuantization, input: Tensor, into output: Tensor,
-                 scales: [Float], activation: PrimitiveAttributes.PostOp?, destination: QuantizedType?) throws -> Bool {
+    func compute(_ unit: ConvUnit, _ q: UnitQuantization, input: Tensor, into output: Tensor, scales: [Float],
+                 activation: PrimitiveAttributes.PostOp?, destination: QuantizedType?) throws -> Bool {
         let (weights, bias) = try preparedWeights(unit, q)
         guard let weights else { return false }
         let s = input.shape
@@ -91,7 +91,8 @@ final class Int8Winograd {
 
     /// The kernel quantised to s8 as the direct path quantises it (oneDNN's reorder), moved into the Winograd
     /// domain, and the bias in the accumulator's units; made once per parameter version and quantisation.
-    private func preparedWeights(_ unit: ConvUnit, _ q: UnitQuantization) throws -> (weights: [Int16]?, bias: [Float]) {
+    private func preparedWeights(_ unit: ConvUnit,
+                                 _ q: UnitQuantization) throws -> (weights: [Int16]?, bias: [Float]) {
         let version = unit.parameterVersion
         if let p = prepared, p.version == version, p.quantization == q { return (p.weights, p.bias) }
         let (w, b) = unit.foldedPlainWeights()

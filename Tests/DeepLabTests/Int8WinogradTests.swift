@@ -22,7 +22,9 @@ import Testing
         unit.quantization = UnitQuantization(
             inputType: .u8, inputScale: 255 / 2,
             weightScales: (0..<outputs).map { k in 127 / w[(k * perChannel)..<((k + 1) * perChannel)].map(abs).max()! })
-        unit.quantizedOutput = output.map { UnitQuantization(inputType: $0, inputScale: $0.levels / 3, weightScales: []) }
+        unit.quantizedOutput = output.map {
+            UnitQuantization(inputType: $0, inputScale: $0.levels / 3, weightScales: [])
+        }
         return unit
     }
 
