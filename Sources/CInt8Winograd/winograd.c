@@ -20,8 +20,16 @@ INLINE int32_t tiles_along(int32_t extent, int32_t d) { return (extent + 2 * d -
 /// The first of a tile's two output rows (or columns); the second is d further on.
 INLINE int32_t tile_first(int32_t index, int32_t d) { return index / d * 2 * d + index % d; }
 
+/// Tile rows and columns over the outputs computed.
+INLINE int32_t tiles_down(const cint8_winograd_convolution *c) {
+    return tiles_along(c->row_end - c->row_begin, c->dilation);
+}
+INLINE int32_t tiles_across(const cint8_winograd_convolution *c) {
+    return tiles_along(c->column_end - c->column_begin, c->dilation);
+}
+
 INLINE int64_t tile_count(const cint8_winograd_convolution *c) {
-    return (int64_t)c->batch * tiles_along(c->height, c->dilation) * tiles_along(c->width, c->dilation);
+    return (int64_t)c->batch * tiles_down(c) * tiles_across(c);
 }
 
 int cint8_winograd_supported(void) {
@@ -82,12 +90,12 @@ size_t cint8_winograd_scratch_bytes(const cint8_winograd_convolution *conv) {
 typedef struct { int32_t image, row, column; } tile_place;
 
 INLINE tile_place place(const cint8_winograd_convolution *conv, int64_t t) {
-    int32_t across = tiles_along(conv->width, conv->dilation), down = tiles_along(conv->height, conv->dilation);
+    int32_t across = tiles_across(conv), down = tiles_down(conv);
     tile_place p;
     p.image = (int32_t)(t / ((int64_t)across * down));
     int64_t r = t % ((int64_t)across * down);
-    p.row = tile_first((int32_t)(r / across), conv->dilation);
-    p.column = tile_first((int32_t)(r % across), conv->dilation);
+    p.row = conv->row_begin + tile_first((int32_t)(r / across), conv->dilation);
+    p.column = conv->column_begin + tile_first((int32_t)(r % across), conv->dilation);
     return p;
 }
 
@@ -195,14 +203,14 @@ AVX2 INLINE void finish(const cint8_winograd_convolution *conv, __m256i four_sum
 }
 
 /// Aᵀ M A of tile `t` (row `slot` of the 16 planes of `m`, [16][kChunkTiles][kGroup]) for the outputs
-/// [first, first + count), through the epilogue; outputs past the image are dropped.
+/// [first, first + count), through the epilogue; outputs past the rectangle computed are dropped.
 AVX2 static void output_transform(const cint8_winograd_convolution *conv, int64_t t, int32_t slot,
                                   const int32_t *m, int32_t first, int32_t count) {
     const int32_t d = conv->dilation, H = conv->height, W = conv->width, K = conv->outputs;
     const size_t plane = (size_t)kChunkTiles * kGroup;
     tile_place at = place(conv, t);
-    const int rowValid[2] = {at.row < H, at.row + d < H};
-    const int columnValid[2] = {at.column < W, at.column + d < W};
+    const int rowValid[2] = {at.row < conv->row_end, at.row + d < conv->row_end};
+    const int columnValid[2] = {at.column < conv->column_end, at.column + d < conv->column_end};
     for (int32_t o = 0; o < count; o += 8) {
         const int32_t *p = m + (size_t)slot * kGroup + o;
         __m256i v[16];

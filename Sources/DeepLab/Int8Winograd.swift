@@ -33,14 +33,17 @@ final class Int8Winograd {
     /// The largest |accumulator| whose fourfold the 32-bit arithmetic still holds exactly (see CInt8Winograd.h).
     static let exactLimit: Int64 = 1 << 29
 
-    /// Computes `unit` on `input` (u8, channels last) into `output` (channels last, `destination`'s type or
-    /// f32), with per-output-channel `scales` and `activation` (already in the destination's units). Returns
-    /// false, leaving `output` untouched, when the weights could reach beyond the exact range.
+    /// Computes the outputs `rows` × `columns` (all of them by default) of `unit` on `input` (u8, channels last)
+    /// into `output` (channels last, of the input's extent, `destination`'s type or f32), with per-output-channel
+    /// `scales` and `activation` (already in the destination's units). Returns false, leaving `output`
+    /// untouched, when the weights could reach beyond the exact range.
     func compute(_ unit: ConvUnit, _ q: UnitQuantization, input: Tensor, into output: Tensor, scales: [Float],
-                 activation: PrimitiveAttributes.PostOp?, destination: QuantizedType?) throws -> Bool {
+                 activation: PrimitiveAttributes.PostOp?, destination: QuantizedType?,
+                 rows: Range<Int>? = nil, columns: Range<Int>? = nil) throws -> Bool {
         let (weights, bias) = try preparedWeights(unit, q)
         guard let weights else { return false }
         let s = input.shape
+        let rows = rows ?? 0..<s[2], columns = columns ?? 0..<s[3]
         var kind = cint8_winograd_identity, low: Float = 0, high: Float = 0
         switch activation {
         case .relu?: kind = cint8_winograd_relu
@@ -58,6 +61,8 @@ final class Int8Winograd {
                                 batch: Int32(s[0]), height: Int32(s[2]), width: Int32(s[3]),
                                 channels: Int32(s[1]), outputs: Int32(unit.conv.outputChannels),
                                 dilation: Int32(unit.conv.window.dilation),
+                                row_begin: Int32(rows.lowerBound), row_end: Int32(rows.upperBound),
+                                column_begin: Int32(columns.lowerBound), column_end: Int32(columns.upperBound),
                                 input: UnsafeRawPointer(source.baseAddress!).assumingMemoryBound(to: UInt8.self),
                                 weights: w.baseAddress, bias: b.baseAddress, scales: sc.baseAddress,
                                 activation: kind, low: low, high: high, destination_type: type,

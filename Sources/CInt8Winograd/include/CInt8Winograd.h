@@ -38,12 +38,16 @@ typedef enum {
     cint8_winograd_s8 = 2,
 } cint8_winograd_destination;
 
-/// One 3×3 convolution, stride 1, padding equal to the dilation, channels last (NHWC) on both sides.
+/// One 3×3 convolution, stride 1, padding equal to the dilation, channels last (NHWC) on both sides, the
+/// output of the input's extent.
 typedef struct {
     int32_t batch, height, width;
     int32_t channels;               // input channels, a multiple of 16
     int32_t outputs;                // output channels, a multiple of 16
     int32_t dilation;
+    // The outputs computed: rows [row_begin, row_end) × columns [column_begin, column_end), all of them or one
+    // rectangle (a padding-free plan's all-taps centre); inputs outside the image read as zero.
+    int32_t row_begin, row_end, column_begin, column_end;
     const uint8_t *input;           // [batch, height, width, channels] u8
     const int16_t *weights;         // from cint8_winograd_weights
     const float *bias;              // [outputs], in the accumulator's units (added before the scale)
