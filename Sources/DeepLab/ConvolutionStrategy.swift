@@ -81,7 +81,7 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// Wide 3×3 convolutions (and padding-free all-taps centres) run by Winograd F(2×2, 3×3) in eval mode
     /// (`WinogradConvolution`).
     public var winograd: Bool
-    /// u8-input 3×3 convolutions of int8 models run by exact integer Winograd F(2×2, 3×3) (`Int8Winograd`, AVX2
+    /// u8-input 3×3 convolutions of int8 models run by exact integer Winograd F(4×4) or F(2×2) (`Int8Winograd`, AVX2
     /// kernels of 16-bit products; with VNNI oneDNN's direct kernels multiply twice as fast, so not there).
     public var int8Winograd: Bool
     /// Whether the entry was measured on its ISA (false: a default, oneDNN's kernels).
