@@ -110,6 +110,15 @@ final class Int8Convolution: ConvolutionStrategy {
             Int8Operations.holds(x, q.inputType) ? try x.reordered(to: desc)
                 : try Int8Operations.quantize(x, into: desc, scale: inputScale)
         }
+        // The outputs `rows` × `columns` (all by default) by exact Winograd, both tensors channels last; false
+        // where it does not apply (see `Int8Winograd`).
+        func byWinograd(_ input: Tensor, into output: Tensor, rows: Range<Int>? = nil,
+                        columns: Range<Int>? = nil) throws -> Bool {
+            guard let winograd, residual == nil, Int8Winograd.fits(unit, q) else { return false }
+            return try winograd.compute(unit, q, input: input, into: output, scales: outputScales,
+                                        activation: postOps.last, destination: next?.inputType,
+                                        rows: rows, columns: columns)
+        }
 
         if rectangles, residual == nil, let plan = PaddingFreeConvolution.plan(for: unit, inputShape: x.shape) {
             // The whole input and output channels last (the int8 kernels' layout); each rectangle reads a view of
@@ -121,12 +130,10 @@ final class Int8Convolution: ConvolutionStrategy {
                 for c in plan.columns {
                     // The all-taps centre by exact Winograd where its tiles are mostly outputs (ResNet-50's
                     // rate-12 centre, 40 × 40 on 64 × 64: 69 %, about 40 against 49 ms).
-                    if let winograd, Int8Winograd.fits(unit, q), r.taps == 0...2, c.taps == 0...2,
+                    if r.taps == 0...2, c.taps == 0...2,
                        WinogradTiling.occupancy(rows: r.outputs.count, columns: c.outputs.count,
                                                 dilation: rate) >= 0.6,
-                       try winograd.compute(unit, q, input: input, into: output, scales: outputScales,
-                                            activation: postOps.last, destination: next?.inputType,
-                                            rows: r.outputs, columns: c.outputs) {
+                       try byWinograd(input, into: output, rows: r.outputs, columns: c.outputs) {
                         continue
                     }
                     let dims = PaddingFreeConvolution.rectangleDims(unit, s, r, c)
@@ -143,13 +150,10 @@ final class Int8Convolution: ConvolutionStrategy {
 
         // After the rectangles: on ASPP's padding-heavy dilated convolutions Winograd's tiles would compute the
         // taps those skip, so only their all-taps centre takes it (above).
-        if let winograd, residual == nil, Int8Winograd.fits(unit, q) {
+        if winograd != nil, residual == nil, Int8Winograd.fits(unit, q) {
             let input = try quantizedInput(Int8Operations.channelsLast(x.shape, q.inputType))
             let output = try Tensor(desc: Int8Operations.channelsLast(conv.outputDims(x.shape), next?.inputType))
-            if try winograd.compute(unit, q, input: input, into: output, scales: outputScales,
-                                    activation: postOps.last, destination: next?.inputType) {
-                return output
-            }
+            if try byWinograd(input, into: output) { return output }
         }
 
         let whole = try primitive("whole", source: x.shape, weights: conv.weightDims,

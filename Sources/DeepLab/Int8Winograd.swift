@@ -13,10 +13,22 @@ import CInt8Winograd
 /// up), else oneDNN's direct convolution. Every choice gives the same output, so it never changes a result, only
 /// the time.
 final class Int8Winograd {
-    /// The pre-scaled bias, the kernel's Σ|w| over the taps per (output, input channel) and its Winograd-domain
-    /// weights by tile size (made when first used), with the parameter version and quantisation they came from.
-    private var prepared: (version: Int, quantization: UnitQuantization, quantized: Tensor, sums: [Int32],
-                           bias: [Float], weights: [Int32: [Int16]])?
+    /// What a unit's computations share, made once per parameter version and quantisation.
+    private struct Prepared {
+        let version: Int
+        let quantization: UnitQuantization
+        /// The kernel quantised to s8, [O, I, 3, 3].
+        let quantized: Tensor
+        /// Σ|w| over the taps per (output, input channel).
+        let sums: [Int32]
+        /// The bound on the sums for any u8 input (every channel's largest input 255).
+        let anyInputBound: Int64
+        /// The bias in the accumulator's units.
+        let bias: [Float]
+        /// The Winograd-domain weights by tile size, made when first used.
+        var weights: [Int32: [Int16]] = [:]
+    }
+    private var prepared: Prepared?
 
     func releaseInferenceWeights() { prepared = nil }
 
@@ -51,22 +63,20 @@ final class Int8Winograd {
     func compute(_ unit: ConvUnit, _ q: UnitQuantization, input: Tensor, into output: Tensor, scales: [Float],
                  activation: PrimitiveAttributes.PostOp?, destination: QuantizedType?,
                  rows: Range<Int>? = nil, columns: Range<Int>? = nil) throws -> Bool {
-        try prepare(unit, q)
+        let p = try prepare(unit, q)
         let s = input.shape
-        guard let p = prepared else { return false }
-        var largest = [UInt8](repeating: 0, count: s[1])
-        let bound = input.withStorage { source in
-            largest.withUnsafeMutableBufferPointer { m in
-                cint8_winograd_channel_max(UnsafeRawPointer(source.baseAddress!).assumingMemoryBound(to: UInt8.self),
-                                           Int64(s[0] * s[2] * s[3]), Int32(s[1]), m.baseAddress)
-                return cint8_winograd_sum_bound(p.sums, m.baseAddress, Int32(unit.conv.outputChannels), Int32(s[1]))
-            }
+        // The input's channel maxima are read only when the weights alone do not already allow F(4×4).
+        let bound = p.anyInputBound < 1 << 25 ? p.anyInputBound : input.withStorage { source in
+            var largest = [UInt8](repeating: 0, count: s[1])
+            cint8_winograd_channel_max(UnsafeRawPointer(source.baseAddress!).assumingMemoryBound(to: UInt8.self),
+                                       Int64(s[0] * s[2] * s[3]), Int32(s[1]), &largest)
+            return cint8_winograd_sum_bound(p.sums, largest, Int32(unit.conv.outputChannels), Int32(s[1]))
         }
         guard let tile = Self.tile(forSumsUpTo: bound, width: min(s[1], unit.conv.outputChannels)) else {
             lastTile = 0
             return false
         }
-        let weights = try transformedWeights(tile)
+        let weights = transformedWeights(tile)
         let rows = rows ?? 0..<s[2], columns = columns ?? 0..<s[3]
         var kind = cint8_winograd_identity, low: Float = 0, high: Float = 0
         switch activation {
@@ -121,9 +131,9 @@ final class Int8Winograd {
 
     /// The kernel quantised to s8 as the direct path quantises it (oneDNN's reorder), its Σ|w| per channel pair
     /// and the bias in the accumulator's units; made once per parameter version and quantisation.
-    private func prepare(_ unit: ConvUnit, _ q: UnitQuantization) throws {
+    private func prepare(_ unit: ConvUnit, _ q: UnitQuantization) throws -> Prepared {
         let version = unit.parameterVersion
-        if let p = prepared, p.version == version, p.quantization == q { return }
+        if let p = prepared, p.version == version, p.quantization == q { return p }
         let (w, b) = unit.foldedPlainWeights()
         let conv = unit.conv
         let quantized = try Int8Operations.quantizeWeights(try Tensor(plain: conv.weightDims, values: w),
@@ -136,12 +146,18 @@ final class Int8Winograd {
                                            Int32(conv.outputChannels), Int32(conv.inputChannels), sums.baseAddress)
             }
         }
-        prepared = (version, q, quantized, sums, Int8Convolution.scaledBias(b, q), [:])
+        let anyInput = [UInt8](repeating: UInt8.max, count: conv.inputChannels)
+        let p = Prepared(version: version, quantization: q, quantized: quantized, sums: sums,
+                         anyInputBound: cint8_winograd_sum_bound(sums, anyInput, Int32(conv.outputChannels),
+                                                                 Int32(conv.inputChannels)),
+                         bias: Int8Convolution.scaledBias(b, q))
+        prepared = p
+        return p
     }
 
-    /// The prepared kernel in the Winograd domain of `tile`, made on first use.
-    private func transformedWeights(_ tile: Int32) throws -> [Int16] {
-        guard var p = prepared else { throw DeepLabError.invalidInput("int8 Winograd weights before preparation") }
+    /// The prepared kernel in the Winograd domain of `tile`, made on first use (after `prepare`).
+    private func transformedWeights(_ tile: Int32) -> [Int16] {
+        guard var p = prepared else { preconditionFailure("int8 Winograd weights before preparation") }
         if let weights = p.weights[tile] { return weights }
         let outputs = Int32(p.quantized.shape[0]), channels = Int32(p.quantized.shape[1])
         var transformed = [Int16](repeating: 0, count: cint8_winograd_weights_count(outputs, channels, tile))
