@@ -85,9 +85,11 @@ let package = Package(
         .testTarget(name: "DICOMTests", dependencies: ["DICOM", "ImageFiles", "SliceLabSupport", "TestSupport"],
                     exclude: ["Fixtures"],
                     swiftSettings: [.unsafeFlags(["-O"])]),
+        // Optimised, as its target is: the float64 int8 emulation runs whole models.
         .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "DeepLabTraining", "SliceLabSupport",
                                                       "TestSupport"],
-                    exclude: ["Fixtures"]),
+                    exclude: ["Fixtures"],
+                    swiftSettings: [.unsafeFlags(["-O"])]),
         .testTarget(name: "ClassicalTests", dependencies: ["Classical", "SliceLabSupport", "TestSupport"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics", "SliceLabSupport", "TestSupport"],

@@ -15,7 +15,7 @@ final class ConvUnit {
     let norm: BatchNorm2d?
     let activation: Activation
     /// The ways to compute the convolution, in order of preference; the last applies to every unit.
-    let strategies: [ConvolutionStrategy]
+    var strategies: [ConvolutionStrategy]
     /// The unit's int8 parameters when its model is quantised (eval mode then runs `Int8Convolution`).
     var quantization: UnitQuantization?
     /// The next unit's int8 parameters when this unit's output feeds only that unit (inside a block): the

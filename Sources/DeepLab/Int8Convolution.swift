@@ -12,8 +12,11 @@
 /// reads it alone (see `DeepLabV3.apply(_:)`).
 ///
 /// Where oneDNN's kernels lack VNNI (AVX2, AVX-512 without VNNI), u8 inputs are quantised with half the stored
-/// scale, to 7 bits, so that `vpmaddubsw`'s pairwise 16-bit sums cannot saturate (`effectiveInputScale`); the
-/// checkpoint's scales are the same on every CPU.
+/// scale, to 7 bits up to the calibrated threshold, so that `vpmaddubsw`'s pairwise 16-bit sums cannot saturate
+/// (`effectiveInputScale`); the checkpoint's scales are the same on every CPU. Inputs above the threshold still
+/// reach 255 there (the quantising reorder saturates at u8's bound), so that path clips at twice the threshold
+/// where VNNI clips at the threshold itself: a calibration that clips too hard shows only with VNNI
+/// (`Int8EmulationTests` holds both paths to the same bounds on any CPU).
 ///
 /// It applies only to units that carry `quantization` (`ModelQuantization.apply(to:)`) and only in eval mode,
 /// so it is the first strategy a unit asks; training and f32 models never see it.

@@ -20,7 +20,10 @@ public final class Calibrator {
         var minimum = Float.infinity
         var maximumMagnitude: Float = 0
         var range: Float = 0
+        /// Magnitudes by bin, exact zeros included (in bin 0).
         var histogram = [Double](repeating: 0, count: Calibrator.binCount)
+        /// How many of the values were exactly zero (a ReLU's output is mostly zeros).
+        var zeroCount = 0.0
 
         mutating func add(_ values: [Float]) {
             var low = Float.infinity, high: Float = 0
@@ -37,9 +40,14 @@ public final class Calibrator {
                 range *= 2
             }
             let perBin = Float(Calibrator.binCount) / range
+            var zeros = 0
             histogram.withUnsafeMutableBufferPointer { h in
-                for v in values { h[min(Int(abs(v) * perBin), Calibrator.binCount - 1)] += 1 }
+                for v in values {
+                    h[min(Int(abs(v) * perBin), Calibrator.binCount - 1)] += 1
+                    if v == 0 { zeros += 1 }
+                }
             }
+            zeroCount += Double(zeros)
         }
     }
 
@@ -120,9 +128,15 @@ public final class Calibrator {
         case .entropy:
             let used = min(binCount, Int((s.maximumMagnitude / width).rounded(.up)))
             guard used > levels else { return s.maximumMagnitude }
+            // Exact zeros quantise to zero at any threshold, so they take no part in the divergence: left in bin 0
+            // (half of a ReLU's outputs), merging them with their neighbours into Q's first level costs more
+            // than any clipping, and the search ends at its narrowest candidate (pytorch-quantization's
+            // `skip_zeros`).
+            var histogram = s.histogram
+            histogram[0] -= s.zeroCount
             var best = (divergence: Double.infinity, bins: used)
             for bins in stride(from: levels, through: used, by: 2) {
-                let d = klDivergence(s.histogram, bins: bins, levels: levels)
+                let d = klDivergence(histogram, bins: bins, levels: levels)
                 if d < best.divergence { best = (d, bins) }
             }
             return min(Float(best.bins) * width, s.maximumMagnitude)

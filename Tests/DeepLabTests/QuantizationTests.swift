@@ -285,4 +285,14 @@ import Testing
         #expect(Calibrator.threshold(s, method: .percentile, levels: 256) < 2)
         #expect(Calibrator.threshold(s, method: .entropy, levels: 256) < 20)
     }
+
+    /// A ReLU's output, half exact zeros and the rest spread evenly over (0, 1]: zeros quantise exactly at any
+    /// threshold, so the entropy search keeps the whole range. Counted in bin 0 they made the narrowest
+    /// candidate (an eighth of the range for u8) win and clipped 8-bit inputs hard (issue #40).
+    @Test func entropyThresholdIgnoresExactZeros() {
+        var s = Calibrator.Statistics()
+        s.add([Float](repeating: 0, count: 20_000) + (1...20_000).map { Float($0) / 20_000 })
+        #expect(s.zeroCount == 20_000)
+        #expect(Calibrator.threshold(s, method: .entropy, levels: 256) > 0.9)
+    }
 }
