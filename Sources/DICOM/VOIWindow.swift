@@ -1,4 +1,5 @@
 import Foundation
+import SliceLabSupport
 
 /// A VOI window (PS3.3 C.11.2.1.2): centre and width in modality units and the function that maps them.
 public struct VOIWindow: Sendable, Equatable, Codable {
@@ -23,13 +24,7 @@ public struct VOIWindow: Sendable, Equatable, Codable {
         -> VOIWindow {
         let finite = values.filter { $0.isFinite }.sorted()
         guard let first = finite.first, let last = finite.last else { return VOIWindow(center: 0, width: 1) }
-        func percentile(_ p: Double) -> Double {
-            let position = p / 100 * Double(finite.count - 1)
-            let below = Int(position.rounded(.down)), above = min(below + 1, finite.count - 1)
-            let fraction = position - Double(below)
-            return Double(finite[below]) * (1 - fraction) + Double(finite[above]) * fraction
-        }
-        var low = percentile(lowerPercentile), high = percentile(upperPercentile)
+        var low = Percentile.ofSorted(finite, lowerPercentile), high = Percentile.ofSorted(finite, upperPercentile)
         if high <= low { (low, high) = (Double(first), Double(last)) }
         let width = max(high - low, 1e-6)
         return VOIWindow(center: (low + high) / 2, width: width, function: .linearExact)

@@ -1,4 +1,5 @@
 import Foundation
+import SliceLabSupport
 
 /// How raw image intensities become network input, chosen per labeled set, stored in the checkpoint and
 /// applied again at inference, so a model always sees what it was trained on. Codable as the labeled set's
@@ -122,7 +123,7 @@ public enum Preprocessing: Codable, Equatable, Sendable {
         case let .window(center, width): scale(low: center - width / 2, high: center + width / 2)
         case let .percentile(low, high):
             let sorted = values.sorted()
-            scale(low: Self.percentile(sorted, low), high: Self.percentile(sorted, high))
+            scale(low: Percentile.ofSorted(sorted, low), high: Percentile.ofSorted(sorted, high))
         case .minMax: scale(low: Double(values.min() ?? 0), high: Double(values.max() ?? 0))
         case .zScore:
             let count = Double(values.count)
@@ -170,13 +171,5 @@ public enum Preprocessing: Codable, Equatable, Sendable {
         guard usesCaseStatistics else { return self }
         return .clippedZScore(low: -.infinity, high: .infinity, mean: statistics.mean,
                               standardDeviation: statistics.standardDeviation > 0 ? statistics.standardDeviation : 1)
-    }
-
-    /// The q-th percentile of sorted values with linear interpolation (numpy's default method).
-    static func percentile(_ sorted: [Float], _ q: Double) -> Double {
-        let position = q / 100 * Double(sorted.count - 1)
-        let lower = Int(position.rounded(.down)), upper = min(lower + 1, sorted.count - 1)
-        let fraction = position - Double(lower)
-        return Double(sorted[lower]) + (Double(sorted[upper]) - Double(sorted[lower])) * fraction
     }
 }

@@ -10,16 +10,7 @@ public enum Statistics {
 
     /// `percentile` on values already sorted ascending.
     public static func percentileOfSorted(_ sorted: [Double], _ q: Double) -> Double {
-        guard !sorted.isEmpty else { return .nan }
-        let position = q / 100 * Double(sorted.count - 1)
-        let lowerIndex = Swift.min(Swift.max(0, Int(position.rounded(.down))), sorted.count - 1)
-        let upperIndex = Swift.min(lowerIndex + 1, sorted.count - 1)
-        let t = position - Double(lowerIndex)
-        let a = sorted[lowerIndex], b = sorted[upperIndex]
-        if a == b || t == 0 { return a }
-        let difference = b - a
-        // numpy `_lerp`: a + d·t, but b − d·(1 − t) when t ≥ 0.5.
-        return t >= 0.5 ? b - difference * (1 - t) : a + difference * t
+        Percentile.ofSorted(sorted, q)
     }
 
     /// The arithmetic mean; NaN for no values.

@@ -1,5 +1,6 @@
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 /// Renders label maps over their images the way the original iOS DeepLab demo did: each class tinted with
 /// hue = class / 30 at full saturation and brightness, blended at alpha 0.5; background (class 0) left clear.
@@ -31,8 +32,8 @@ public enum Overlay {
         var low: Float = 0, high: Float = 255
         if !sorted.isEmpty {
             if image.channels == 1 {
-                low = percentile(sorted, 0.005)
-                high = percentile(sorted, 0.995)
+                low = Float(Percentile.ofSorted(sorted, 0.5))
+                high = Float(Percentile.ofSorted(sorted, 99.5))
             } else if sorted.first! < 0 || sorted.last! > 255 {
                 (low, high) = (sorted.first!, sorted.last!)
             }
@@ -46,15 +47,6 @@ public enum Overlay {
             }
         }
         return rgb
-    }
-
-    /// The `fraction` quantile of sorted values with linear interpolation (numpy's default).
-    static func percentile(_ sorted: [Float], _ fraction: Double) -> Float {
-        let position = fraction * Double(sorted.count - 1)
-        let lower = Int(position)
-        let upper = min(lower + 1, sorted.count - 1)
-        let weight = Float(position - Double(lower))
-        return sorted[lower] + (sorted[upper] - sorted[lower]) * weight
     }
 
     /// Blends `labels` (one frame) over the display image of `image`'s frame and writes an RGB PNG.

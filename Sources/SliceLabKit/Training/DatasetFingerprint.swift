@@ -1,5 +1,6 @@
 import DeepLab
 import Foundation
+import SliceLabSupport
 
 /// What `train` measures of a set's training cases before planning, after nnU-Net's dataset fingerprint
 /// (`nnunetv2/experiment_planning/dataset_fingerprint`): spacings and sizes, the smallest structure of each class,
@@ -283,11 +284,7 @@ extension DatasetFingerprint {
             let mean = values.reduce(0.0) { $0 + Double($1) } / count
             let variance = values.reduce(0.0) { $0 + (Double($1) - mean) * (Double($1) - mean) } / count
             let sorted = values.sorted()
-            func percentile(_ q: Double) -> Double {
-                let position = q / 100 * Double(sorted.count - 1)
-                let lower = Int(position.rounded(.down)), upper = min(lower + 1, sorted.count - 1)
-                return Double(sorted[lower]) + (Double(sorted[upper]) - Double(sorted[lower])) * (position - Double(lower))
-            }
+            func percentile(_ q: Double) -> Double { Percentile.ofSorted(sorted, q) }
             return IntensityStatistics(channel: channel, name: name, sampledVoxels: values.count, mean: mean,
                                        standardDeviation: variance.squareRoot(), percentile00_5: percentile(0.5),
                                        percentile99_5: percentile(99.5), minimum: Double(sorted[0]),

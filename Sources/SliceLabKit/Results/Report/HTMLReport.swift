@@ -147,16 +147,15 @@ public struct HTMLReport {
             let x = 80.0 + 90.0 * Double(index)
             svg += "<text x=\"\(x - 25)\" y=\"\(height - 20)\" font-size=\"10\">\(escape(String(method.name.prefix(14))))</text>"
             guard !values.isEmpty else { continue }
-            let floats = values.map(Float.init)
-            let (q1, q2, q3) = (Overlay.percentile(floats, 0.25), Overlay.percentile(floats, 0.5),
-                                Overlay.percentile(floats, 0.75))
-            let iqr = Double(q3 - q1)
-            let low = values.first { $0 >= Double(q1) - 1.5 * iqr } ?? values[0]
-            let high = values.last { $0 <= Double(q3) + 1.5 * iqr } ?? values[values.count - 1]
+            let (q1, q2, q3) = (Percentile.ofSorted(values, 25), Percentile.ofSorted(values, 50),
+                                Percentile.ofSorted(values, 75))
+            let iqr = q3 - q1
+            let low = values.first { $0 >= q1 - 1.5 * iqr } ?? values[0]
+            let high = values.last { $0 <= q3 + 1.5 * iqr } ?? values[values.count - 1]
             svg += "<line x1=\"\(x)\" x2=\"\(x)\" y1=\"\(y(low))\" y2=\"\(y(high))\" stroke=\"#555\"/>"
-            svg += "<rect x=\"\(x - 20)\" y=\"\(y(Double(q3)))\" width=\"40\" height=\"\(max(1, y(Double(q1)) - y(Double(q3))))\" "
+            svg += "<rect x=\"\(x - 20)\" y=\"\(y(q3))\" width=\"40\" height=\"\(max(1, y(q1) - y(q3)))\" "
                 + "fill=\"hsl(\(index * 67 % 360),60%,70%)\" stroke=\"#333\"/>"
-            svg += "<line x1=\"\(x - 20)\" x2=\"\(x + 20)\" y1=\"\(y(Double(q2)))\" y2=\"\(y(Double(q2)))\" stroke=\"#000\" stroke-width=\"2\"/>"
+            svg += "<line x1=\"\(x - 20)\" x2=\"\(x + 20)\" y1=\"\(y(q2))\" y2=\"\(y(q2))\" stroke=\"#000\" stroke-width=\"2\"/>"
             for outlier in values where outlier < low || outlier > high {
                 svg += "<circle cx=\"\(x)\" cy=\"\(y(outlier))\" r=\"2\" fill=\"#c00\"/>"
             }

@@ -1,5 +1,6 @@
 import Foundation
 import ImageFiles
+import SliceLabSupport
 
 /// One 3-D case of the HTML report as a slice scroller: the display image and each layer's overlay (the
 /// reference, then every run), each one PNG sprite whose tiles are the shown slices in order.
@@ -173,7 +174,7 @@ private struct Sprite {
         }
         values.sort()
         guard let first = values.first, let last = values.last else { return (0, 255) }
-        if channels == 1 { return (Overlay.percentile(values, 0.005), Overlay.percentile(values, 0.995)) }
+        if channels == 1 { return (Float(Percentile.ofSorted(values, 0.5)), Float(Percentile.ofSorted(values, 99.5))) }
         return first < 0 || last > 255 ? (first, last) : (0, 255)
     }
 
