@@ -29,8 +29,8 @@ public struct LabelMap: Equatable, Sendable {
     /// - Throws: `InputError.unsupportedOutput` for other extensions or a multi-frame PNG; I/O errors naming the file.
     public func write(to path: String, elementType: HDF5ElementType = .uint8,
                       extra: (HDF5File) throws -> Void = { _ in }) throws {
-        switch URL(fileURLWithPath: path).pathExtension.lowercased() {
-        case "h5", "hdf5":
+        switch OutputFormat(path: path) {
+        case .hdf5?:
             try HDF5File.write(to: path, updating: false) { file in
                 let shape = [frames, rows, columns]
                 let chunks = [1, rows, columns]
@@ -44,7 +44,7 @@ public struct LabelMap: Equatable, Sendable {
                 try file.setAttribute("spacing", .doubles(spacing), at: "/labels")
                 try extra(file)
             }
-        case "png":
+        case .png?:
             guard frames == 1 else {
                 throw InputError.unsupportedOutput(file: path, reason: "a PNG holds one slice and this label map has "
                     + "\(frames); write .h5 instead")

@@ -94,7 +94,7 @@ public enum ClusterWorkflow {
         try checkOutput(out)
         let start = Date()
         let image = try ImageLoader.load(input, limits: limits)
-        if image.frames > 1, URL(fileURLWithPath: out).pathExtension.lowercased() == "png" {
+        if image.frames > 1, OutputFormat(path: out) == .png {
             throw InputError.unsupportedOutput(file: out, reason: "a PNG holds one slice and \(input) has "
                 + "\(image.frames); write .h5 instead")
         }
@@ -113,8 +113,7 @@ public enum ClusterWorkflow {
     }
 
     static func checkOutput(_ out: String) throws {
-        let kind = URL(fileURLWithPath: out).pathExtension.lowercased()
-        guard ["h5", "hdf5", "png"].contains(kind) else {
+        guard let format = OutputFormat(path: out), [.hdf5, .png].contains(format) else {
             throw InputError.unsupportedOutput(file: out, reason: "expected .h5 or .png")
         }
         try prepareOutputLocation(out)
@@ -275,7 +274,7 @@ public enum ClusterWorkflow {
     public static func write(_ outcome: ClusterOutcome, options: ClusterOptions, to path: String) throws {
         try checkOutput(path)
         let dims = outcome.shape.dimensions
-        if URL(fileURLWithPath: path).pathExtension.lowercased() == "png" {
+        if OutputFormat(path: path) == .png {
             guard !outcome.shape.isVolume else {
                 throw InputError.unsupportedOutput(file: path, reason: "a PNG holds one slice and this label map has "
                     + "\(outcome.shape.slices); write .h5 instead")

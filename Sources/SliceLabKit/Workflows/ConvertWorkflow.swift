@@ -60,33 +60,31 @@ public enum ConvertWorkflow {
     /// `reference` a label file to a DICOM SEG (`output` .dcm) over that series. Returns lines for the user.
     public static func run(source: String, output: String, window: WindowChoice, frame: Int, bits: Int,
                            reference: String? = nil, limits: ReadLimits = .standard) throws -> [String] {
-        let lowered = output.lowercased()
+        let format = OutputFormat(path: output)
         let fromSEG = !isFolder(source) && (try? ImageFormats.format(of: source)) is DICOMFormat
             && (try? DICOMFile(path: source, limits: limits))?.dataset.string(.segmentationType) != nil
         if let reference {
-            if fromSEG, lowered.hasSuffix(".h5") || lowered.hasSuffix(".nii") || lowered.hasSuffix(".nii.gz") {
+            if fromSEG, format == .hdf5 || format == .nifti {
                 return try writeSegmentationLabels(seg: source, reference: reference, to: output, limits: limits)
             }
-            guard lowered.hasSuffix(".dcm") else {
+            guard format == .dicom else {
                 throw ConvertError.unsupportedOutput(output, withReference: true)
             }
             return try SegmentationExport.convert(labels: source, reference: reference, to: output)
         }
         if fromSEG { throw ConvertError.segmentationNeedsReference(source) }
-        if lowered.hasSuffix(".dcm") { throw ConvertError.unsupportedOutput(output, withReference: false) }
-        if lowered.hasSuffix(".nii") || lowered.hasSuffix(".nii.gz") {
+        if format == .dicom { throw ConvertError.unsupportedOutput(output, withReference: false) }
+        if format == .nifti {
             return try writeNIfTIFile(source: source, to: output, limits: limits)
         }
         if !isFolder(source), (try? ImageFormats.format(of: source)) is NIfTIFormat {
-            guard lowered.hasSuffix(".h5") || lowered.hasSuffix(".hdf5") else {
-                throw ConvertError.unsupportedOutput(output)
-            }
+            guard format == .hdf5 else { throw ConvertError.unsupportedOutput(output) }
             return try writeNIfTI(source: source, to: output, limits: limits)
         }
-        if lowered.hasSuffix(".h5") || lowered.hasSuffix(".hdf5") {
+        if format == .hdf5 {
             return try writeHDF5(source: source, to: output, limits: limits)
         }
-        if lowered.hasSuffix(".png") {
+        if format == .png {
             return try writePNG(source: source, to: output, window: window, frame: frame, bits: bits, limits: limits)
         }
         throw ConvertError.unsupportedOutput(output)
@@ -273,8 +271,7 @@ public enum ConvertWorkflow {
         let labels = try Segmentation(path: path, limits: limits).labels(alignedTo: series)
         let (geometry, rows, columns) = (series.geometry, series.first.rows, series.first.columns)
         let wide = (labels.max() ?? 0) > 255
-        let lowered = output.lowercased()
-        if lowered.hasSuffix(".h5") {
+        if OutputFormat(path: output) == .hdf5 {
             try LabelMap(frames: series.slices.count, rows: rows, columns: columns, labels: labels,
                          spacing: geometry.spacing).write(to: output, elementType: wide ? .uint16 : .uint8) { h5 in
                 try h5.setAttribute("origin", .doubles(geometry.origin), at: "/labels")

@@ -72,12 +72,11 @@ public enum Segment {
     /// - Throws: `InputError`, `DeepLabError`, `ImageFileError`, each naming the file and cause.
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws {
         let start = DispatchTime.now().uptimeNanoseconds
-        let ext = outputKind(options.output)
-        guard ["h5", "png", "dcm", "nii"].contains(ext) else {
+        guard let format = OutputFormat(path: options.output) else {
             throw InputError.unsupportedOutput(file: options.output, reason: "expected .h5, .nii, .nii.gz, .png or "
                 + ".dcm")
         }
-        if options.probabilities && ext != "h5" {
+        if options.probabilities && format != .hdf5 {
             throw InputError.unsupportedOutput(file: options.output, reason: "--probabilities needs an .h5 output")
         }
         if let threads = options.threads { setComputeThreads(threads) }
@@ -93,7 +92,7 @@ public enum Segment {
                 }
             }
         }
-        if ext == "dcm" {
+        if format == .dicom {
             try writeSegmentation(options, segmenter: segmenter, log: log)
             finished = true
             return
@@ -103,7 +102,7 @@ public enum Segment {
         if !reader.skipped.isEmpty {
             log("segment: \(reader.frames) slice(s) segmented, \(reader.skipped.count) file(s) skipped")
         }
-        if ext == "png" && reader.frames > 1 {
+        if format == .png && reader.frames > 1 {
             throw InputError.unsupportedOutput(file: options.output, reason: "the input has \(reader.frames) frames; "
                 + "a PNG holds one, write .h5 or .nii.gz instead")
         }
@@ -156,12 +155,12 @@ public enum Segment {
                 }
             }
         }
-        switch ext {
-        case "png":
+        switch format {
+        case .png:
             try produce { _, labels, _ in firstLabels = labels }
             try LabelMap(frames: 1, rows: rows, columns: columns, labels: firstLabels ?? [], spacing: reader.spacing)
                 .write(to: options.output)
-        case "nii":
+        case .nifti:
             var all: [Int32] = []
             all.reserveCapacity(reader.frames * plane)
             try produce { index, labels, _ in
@@ -220,15 +219,6 @@ public enum Segment {
                                  multiplyAdds: segmenter.model.multiplyAddCount, precision: segmenter.model.precision,
                                  peak: .current(threads: computeThreads()),
                                  peakResidentBytes: SegmentThroughput.peakResidentBytes())
-    }
-
-    /// The output kind an output path names by its extension: "h5" (`.h5`, `.hdf5`), "nii" (`.nii`, `.nii.gz`),
-    /// "png", "dcm", or the extension itself.
-    static func outputKind(_ path: String) -> String {
-        let lowered = path.lowercased()
-        if lowered.hasSuffix(".nii") || lowered.hasSuffix(".nii.gz") { return "nii" }
-        let ext = URL(fileURLWithPath: lowered).pathExtension
-        return ext == "hdf5" ? "h5" : ext
     }
 
     /// `segment … --out SEG.dcm`: a binary DICOM SEG referencing the source series frame by frame
