@@ -184,8 +184,6 @@ public enum ResultsMerge {
     static func evaluateConfig(_ json: String, output: String) throws -> String {
         var options = try JSONDecoder().decode(Evaluate.Options.self, from: Data(json.utf8))
         (options.output, options.shard) = (output, nil)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return String(decoding: try encoder.encode(options), as: UTF8.self)
+        return try SortedJSON.string(options)
     }
 }

@@ -1,5 +1,6 @@
 import DeepLab
 import Foundation
+import SliceLabSupport
 
 /// The defaults `train` derives from the training cases' fingerprint, as nnU-Net's experiment planner derives
 /// its configurations (`nnunetv2/experiment_planning/experiment_planners`): crop size, input scale and output
@@ -202,8 +203,6 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
     ///
     /// - Throws: `EncodingError` for a non-finite number (an image holding NaN or infinity).
     public func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
+        try SortedJSON.string(self)
     }
 }

@@ -158,7 +158,7 @@ public enum Compare {
 
         // Each classical configuration, cases in parallel.
         var predictions: [(name: String, method: String, model: String, config: String, maps: [LabelMap])] = [
-            (options.runPrefix + "deeplabv3", "deeplabv3", options.model, configurationJSON(model.configuration), deep),
+            (options.runPrefix + "deeplabv3", "deeplabv3", options.model, try configurationJSON(model.configuration), deep),
         ]
         var postprocessing: [String: String] = [:]
         for post in posts {
@@ -167,8 +167,8 @@ public enum Compare {
                 switch post {
                 case let .step(step):
                     let settings = SegmentPostProcessing(step: step, crf: options.crf)
-                    postprocessing[name] = "{\"method\":\"\(step)\""
-                        + (step == .crf ? ",\"crf\":\"\(options.crf.spec)\"" : "") + "}"
+                    postprocessing[name] = try SortedJSON.string(
+                        PostProcessingRecord(method: "\(step)", crf: step == .crf ? options.crf.spec : nil))
                     return try images.indices.map {
                         try outputs.apply(settings, case: $0, image: images[$0], classCount: set.classCount)
                     }
@@ -180,7 +180,7 @@ public enum Compare {
                     }
                 }
             }
-            predictions.append((name, "deeplabv3", options.model, configurationJSON(model.configuration),
+            predictions.append((name, "deeplabv3", options.model, try configurationJSON(model.configuration),
                                 zip(maps, samples).map { labelMap($0, like: $1) }))
         }
         for spec in options.classical {
@@ -188,7 +188,7 @@ public enum Compare {
                 try classicalPredictions(spec, set: set, samples: samples, images: images, options: options,
                                          progress: progress)
             }
-            predictions.append((options.runPrefix + spec.runName, spec.method.rawValue, spec.text, classicalConfigJSON(spec, set), maps))
+            predictions.append((options.runPrefix + spec.runName, spec.method.rawValue, spec.text, try classicalConfigJSON(spec, set), maps))
         }
         for ((name, folder), maps) in zip(options.external, externalMaps) {
             predictions.append((options.runPrefix + name, "external", folder,
@@ -218,7 +218,7 @@ public enum Compare {
         }
         let pairs = runs.dropFirst().map { (a: runs[0].name, b: $0.name) }
         if let shard = options.shard {
-            let record = ShardRecord(command: "compare", shard: shard, configJSON: shardConfigJSON(options),
+            let record = ShardRecord(command: "compare", shard: shard, configJSON: try shardConfigJSON(options),
                                      caseOrder: allCases, cases: caseNames,
                                      skipped: set.skipped.map { ($0.name, "\($0.error)") },
                                      runOrder: runs.map(\.name), comparisons: pairs)
@@ -329,23 +329,25 @@ public enum Compare {
     }
 
     /// The options every shard of a run shares, as JSON (`/shard` `config`): not the output, threads or shard.
-    static func shardConfigJSON(_ options: Options) -> String {
-        func quoted(_ text: String) -> String {
-            let data = (try? JSONEncoder().encode([text])) ?? Data("[\"\"]".utf8)
-            return String(String(decoding: data, as: UTF8.self).dropFirst().dropLast())
-        }
-        let fields: [(String, String)] = [
-            ("dataset", quoted(options.dataset)), ("model", quoted(options.model)),
-            ("classical", "[" + options.classical.map { quoted($0.text) }.joined(separator: ",") + "]"),
-            ("split", quoted(options.split)), ("skip_bad", options.skipBad ? "true" : "false"),
-            ("vote_cases", "\(options.voteCases)"), ("run_prefix", quoted(options.runPrefix)),
-            ("post", "[" + options.post.map { quoted("\($0)") }.joined(separator: ",") + "]"),
-            ("crf", quoted(options.crf.spec)), ("fold", "\(options.selection.fold)"),
-            ("split_seed", "\(options.selection.seed)"),
-            ("external", "[" + options.external.map { quoted("\($0.name)=\($0.folder)") }
-                .joined(separator: ",") + "]"),
-        ]
-        return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+    static func shardConfigJSON(_ options: Options) throws -> String {
+        try SortedJSON.string(ShardConfiguration(
+            dataset: options.dataset, model: options.model, classical: options.classical.map(\.text),
+            split: options.split, skip_bad: options.skipBad, vote_cases: options.voteCases,
+            run_prefix: options.runPrefix, post: options.post.map { "\($0)" }, crf: options.crf.spec,
+            fold: options.selection.fold, split_seed: options.selection.seed,
+            external: options.external.map { "\($0.name)=\($0.folder)" }))
+    }
+
+    /// The `/shard` `config` of a compare run (snake-case keys, as results files name them).
+    private struct ShardConfiguration: Encodable {
+        let dataset, model: String, classical: [String], split: String, skip_bad: Bool, vote_cases: Int
+        let run_prefix: String, post: [String], crf: String, fold: Int, split_seed: UInt64, external: [String]
+    }
+
+    /// A deep run's `postprocessing` attribute for one step (the CRF's settings with it).
+    private struct PostProcessingRecord: Encodable {
+        let method: String
+        let crf: String?
     }
 
     /// `--post auto`: the component rules chosen per class on the validation split (else the train split).
@@ -461,22 +463,22 @@ public enum Compare {
                                              clusterCount: clusterOptions.classes, classCount: set.classCount)
     }
 
-    static func classicalConfigJSON(_ spec: ClassicalSpec, _ set: LabeledSet) -> String {
-        let options = spec.options(classCount: set.classCount)
-        let fields: [(String, String)] = [
-            ("spec", "\"\(spec.text)\""), ("method", "\"\(spec.method.rawValue)\""),
-            ("space", "\"\(spec.space.rawValue)\""), ("clusters", "\(options.classes)"),
-            ("map", "\"\(spec.mapping.rawValue)\""), ("oracle", spec.mapping == .oracle ? "true" : "false"),
-            ("seed", "\(spec.seed)"), ("n_init", "\(spec.initCount)"), ("regularize", "\"\(spec.regularize.rawValue)\""),
-            ("min_region", "\(spec.minRegion)"), ("connectivity", "\(spec.connectivity)"),
-        ]
-        return "{" + fields.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}"
+    static func classicalConfigJSON(_ spec: ClassicalSpec, _ set: LabeledSet) throws -> String {
+        try SortedJSON.string(ClassicalConfiguration(
+            spec: spec.text, method: spec.method.rawValue, space: spec.space.rawValue,
+            clusters: spec.options(classCount: set.classCount).classes, map: spec.mapping.rawValue,
+            oracle: spec.mapping == .oracle, seed: spec.seed, n_init: spec.initCount,
+            regularize: spec.regularize.rawValue, min_region: spec.minRegion, connectivity: spec.connectivity))
     }
 
-    static func configurationJSON(_ configuration: DeepLabConfiguration) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return (try? encoder.encode(configuration)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    /// A classical run's `config` (snake-case keys, as results files name them).
+    private struct ClassicalConfiguration: Encodable {
+        let spec, method, space: String, clusters: Int, map: String, oracle: Bool, seed, n_init: Int
+        let regularize: String, min_region, connectivity: Int
+    }
+
+    static func configurationJSON(_ configuration: DeepLabConfiguration) throws -> String {
+        try SortedJSON.string(configuration)
     }
 
     // MARK: - Table and report

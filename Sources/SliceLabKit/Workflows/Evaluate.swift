@@ -103,9 +103,7 @@ public enum Evaluate {
             }
             progress?.advance(status: pair.id)
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let config = String(decoding: try encoder.encode(options), as: UTF8.self)
+        let config = try SortedJSON.string(options)
         let run = try ResultsRun(name: runName, method: "labels", model: "", dataset: options.reference,
                                  configJSON: config, settings: settings, classNames: classNames, cases: cases,
                                  bootstrapSeed: options.bootstrapSeed, bootstrapResamples: options.bootstrapResamples)
@@ -113,7 +111,7 @@ public enum Evaluate {
             var shared = options
             (shared.output, shared.shard, shared.overwrite) = ("", nil, false)
             let record = ShardRecord(command: "evaluate", shard: shard,
-                                     configJSON: String(decoding: try encoder.encode(shared), as: UTF8.self),
+                                     configJSON: try SortedJSON.string(shared),
                                      caseOrder: allPairs.map(\.id), cases: pairs.map(\.id), skipped: [],
                                      runOrder: [runName], comparisons: [])
             try ResultsFile.write(runs: [run], to: options.output, overwrite: true, shard: record, updating: false)

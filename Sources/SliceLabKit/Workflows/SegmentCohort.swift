@@ -139,7 +139,7 @@ public enum SegmentCohort {
         }
         let records = zip(parts, manifests).map { part, manifest in
             ShardRecord(command: manifest.command, shard: manifest.shard!,
-                        configJSON: (try? String(decoding: JSONEncoder.sorted.encode(manifest.config), as: UTF8.self))
+                        configJSON: (try? SortedJSON.string(manifest.config))
                             ?? "", caseOrder: manifest.caseOrder ?? [], cases: manifest.cases + manifest.skipped.map(\.name),
                         skipped: [], runOrder: [], comparisons: [])
         }
@@ -187,11 +187,4 @@ public enum SegmentCohortError: Error, CustomStringConvertible, Equatable {
     }
 }
 
-extension JSONEncoder {
-    /// An encoder with sorted keys (deterministic bytes).
-    static var sorted: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return encoder
-    }
-}
+
