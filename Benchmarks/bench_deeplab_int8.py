@@ -144,10 +144,11 @@ def conv_multiply_adds(onnx_path, shape, inside_only=False):
     return total
 
 
-def run_slicelab(binary, model, raw_input, out, threads, repeats):
+def run_slicelab(binary, model, raw_input, out, threads, repeats, precision=None):
     env = dict(os.environ, SLICELAB_PARITY_REPEAT=str(repeats), OMP_NUM_THREADS=str(threads))
+    extra = ["--precision", precision] if precision else []
     result = subprocess.run([str(binary), "segment", "--model", model, "--raw-input", raw_input, "--logits", out,
-                             "--threads", str(threads)], capture_output=True, text=True, env=env)
+                             "--threads", str(threads)] + extra, capture_output=True, text=True, env=env)
     if result.returncode != 0:
         raise SystemExit(f"slicelab failed: {result.stderr}")
     line = next(l for l in result.stderr.splitlines() if l.startswith("latencies_ms"))
@@ -267,6 +268,9 @@ def main(threads=2, repeats=5, rounds=3, quick=False):
                                                                      f"{base}-b.h5", threads, repeats)
             if "AMX" in isa or "BF16" in isa:
                 engines["OpenVINO bf16"] = ("ov:bf16", f"{base}.onnx")
+            if "AMX" in isa:  # SliceLab refuses bf16 where oneDNN has no AMX (issue #40)
+                engines["SliceLab bf16"] = lambda: run_slicelab(binary, str(checkpoint), f"{base}-input.h5",
+                                                                f"{base}-h.h5", threads, repeats, "bf16")
             latencies = {e: [] for e in engines}
             failures = {}
             loads = []
@@ -285,11 +289,13 @@ def main(threads=2, repeats=5, rounds=3, quick=False):
                             latencies[engine].append(median(result["times"]))
             with h5py.File(f"{base}-f.h5") as f:
                 reference = f["logits"][:]
-            outputs = {"SliceLab int8": None}
-            with h5py.File(f"{base}-q.h5") as f:
-                outputs["SliceLab int8"] = f["logits"][:]
+            outputs = {}
+            for engine, suffix in (("SliceLab int8", "q"), ("SliceLab bf16", "h")):
+                if engine in engines:
+                    with h5py.File(f"{base}-{suffix}.h5") as f:
+                        outputs[engine] = f["logits"][:]
             for engine, kind in (("ORT fp32", "ort-fp32"), ("ORT int8", "ort-int8"), ("OpenVINO f32", "ov_f32"),
-                                 ("OpenVINO int8", "ovq_f32")):
+                                 ("OpenVINO int8", "ovq_f32"), ("OpenVINO bf16", "ov_bf16")):
                 path = pathlib.Path(f"{base}-input.npy.{kind.replace(':', '_')}.out.npy")
                 if path.exists():
                     outputs[engine] = np.load(path)
@@ -313,7 +319,9 @@ def main(threads=2, repeats=5, rounds=3, quick=False):
             for ours, peer in (("SliceLab int8", "ORT int8"), ("SliceLab int8", "OpenVINO int8"),
                                ("SliceLab int8", "SliceLab int8 base"), ("SliceLab int8 base", "ORT int8"),
                                ("SliceLab fp32", "ORT fp32"),
-                               ("SliceLab int8", "SliceLab fp32"), ("SliceLab fp32", "OpenVINO f32")):
+                               ("SliceLab int8", "SliceLab fp32"), ("SliceLab fp32", "OpenVINO f32"),
+                               ("SliceLab bf16", "OpenVINO bf16"), ("SliceLab bf16", "SliceLab fp32"),
+                               ("OpenVINO bf16", "OpenVINO f32")):
                 if ours in failures or peer in failures or peer not in engines or ours not in engines:
                     continue
                 ratios = [a / b for a, b in zip(latencies[ours], latencies[peer])]

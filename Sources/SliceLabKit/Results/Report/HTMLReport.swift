@@ -105,7 +105,8 @@ public struct HTMLReport {
             + "<th>p vs \(escape(methods.first?.name ?? ""))</th></tr>\n"
         for classIndex in foregroundClasses {
             for method in methods {
-                let p = method.pValues.map { format($0[classIndex], digits: 4) } ?? "—"
+                let p = method.pValues.map { Self.pValue($0[classIndex], pairs: column(method.dice, classIndex).count) }
+                    ?? "—"
                 html += "<tr><td>\(escape(classNames[classIndex]))</td><td>\(escape(method.name))</td>"
                     + "<td>\(meanStd(method.dice, classIndex))</td><td>\(meanStd(method.iou, classIndex))</td>"
                     + "<td>\(meanStd(method.hd95, classIndex))</td><td>\(p)</td></tr>\n"
@@ -122,9 +123,19 @@ public struct HTMLReport {
         let finite = column(values, classIndex)
         guard !finite.isEmpty else { return "—" }
         let mean = finite.reduce(0, +) / Double(finite.count)
-        let variance = finite.count > 1
-            ? finite.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(finite.count - 1) : 0
+        // One case has no spread: "± 0" would claim one.
+        guard finite.count > 1 else { return "\(format(mean, digits: 3)) ± — (one case)" }
+        let variance = finite.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(finite.count - 1)
         return "\(format(mean, digits: 3)) ± \(format(variance.squareRoot(), digits: 3))"
+    }
+
+    /// A paired test's p-value over `pairs` cases: "—" for fewer than two (no test), and below six the note that
+    /// a two-sided Wilcoxon signed-rank test cannot reach p < 0.05 (its smallest exact p is 2 / 2ⁿ).
+    static func pValue(_ p: Double, pairs: Int) -> String {
+        guard pairs >= 2 else { return "— (fewer than two paired cases)" }
+        guard !p.isNaN else { return "—" }
+        let text = String(format: "%.4g", p)
+        return pairs < 6 ? text + " (\(pairs) pairs: p < 0.05 is out of reach below 6)" : text
     }
 
     private func format(_ value: Double, digits: Int) -> String {
