@@ -46,6 +46,9 @@ public enum ShardedJob {
             try work(Shard(index: rank, count: size), parts[rank])
         } catch {
             failure = error
+            // Also into the shared folder: a launcher that ends the job may drop this rank's own error line, so
+            // the other ranks repeat it (best effort: the rank's own line is the primary report).
+            try? Data("\(error)".utf8).write(to: URL(fileURLWithPath: parts[rank] + ".error"))
         }
         // Ranks finish their shards at different times: this wait polls, sleeping, and has no timeout (a rank that
         // dies ends the job through the launcher; each case's decoders are bounded in time).
@@ -54,18 +57,25 @@ public enum ShardedJob {
         failed = try communicator.startAllReduceSum(failed, what: "waiting for every rank's shard")
             .wait(bounded: false)
         let failedRanks = failed.indices.filter { failed[$0] > 0 }
+        let reasons = failedRanks.filter { $0 != rank }.map { failedRank in
+            "rank \(failedRank): " + ((try? String(contentsOfFile: parts[failedRank] + ".error", encoding: .utf8))
+                ?? "its error is not in \(folder)")
+        }
 
+        // Removed once every rank has read the failed ranks' errors (the merge reduction below is the barrier).
+        defer { if rank == 0 { try? FileManager.default.removeItem(atPath: folder) } }
         var merged: Merged?
         var mergeFailed = [0.0]
         if rank == 0 {
             if failedRanks.isEmpty {
                 do { merged = try merge(parts, output) } catch { failure = error; mergeFailed[0] = 1 }
             }
-            try? FileManager.default.removeItem(atPath: folder)
         }
         try communicator.allReduceSum(&mergeFailed, what: "merge")
         if let failure { throw failure }
-        if !failedRanks.isEmpty { throw ShardedJobError.ranksFailed(ranks: failedRanks, output: output) }
+        if !failedRanks.isEmpty {
+            throw ShardedJobError.ranksFailed(ranks: failedRanks, output: output, reasons: reasons)
+        }
         if mergeFailed[0] > 0 { throw ShardedJobError.mergeFailed(output: output) }
         return merged.map { .merged($0) } ?? .contributed
     }
@@ -73,16 +83,18 @@ public enum ShardedJob {
 
 /// Why a sharded job failed on a rank other than the one reporting it.
 public enum ShardedJobError: Error, CustomStringConvertible, Equatable {
-    /// These ranks failed their shards (each printed its own error); nothing was written to `output`.
-    case ranksFailed(ranks: [Int], output: String)
+    /// These ranks failed their shards (each printed its own error, repeated in `reasons` as they wrote it to the
+    /// shared folder); nothing was written to `output`.
+    case ranksFailed(ranks: [Int], output: String, reasons: [String] = [])
     /// Rank 0 could not merge the parts (it printed why); nothing was written to `output`.
     case mergeFailed(output: String)
 
     public var description: String {
         switch self {
-        case let .ranksFailed(ranks, output):
+        case let .ranksFailed(ranks, output, reasons):
             return "rank\(ranks.count == 1 ? "" : "s") \(ranks.map(String.init).joined(separator: ", ")) failed (see "
                 + "\(ranks.count == 1 ? "its" : "their") error above); nothing was written to \(output)"
+                + reasons.map { "; " + $0 }.joined()
         case let .mergeFailed(output):
             return "rank 0 could not merge the parts (see its error above); nothing was written to \(output)"
         }
