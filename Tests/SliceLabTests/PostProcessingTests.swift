@@ -72,7 +72,7 @@ import Testing
         #expect(throws: PostProcessingError.needsProbabilities(step: "crf")) {
             try DenseCRFStep.apply(map, context: Self.context)
         }
-        #expect(ClusterRegularizer.crf.needsProbabilities && !ClusterRegularizer.mrf.needsProbabilities)
+        #expect(PostProcessingStepName.crf.needsProbabilities && !PostProcessingStepName.mrf.needsProbabilities)
     }
 
     // MARK: - CLI

@@ -22,7 +22,7 @@ public struct ClassicalSpec: Sendable, Equatable {
     public var mapping: Mapping
     public var seed: Int
     public var initCount: Int
-    public var regularize: ClusterRegularizer
+    public var regularize: PostProcessingStepName
     public var minRegion: Int
     public var connectivity: Int
     public var name: String?
@@ -69,7 +69,7 @@ public struct ClassicalSpec: Sendable, Equatable {
             case "seed": seed = try integer(Int.min...Int.max)
             case "n-init": initCount = try integer(1...1000)
             case "regularize":
-                guard let parsed = ClusterRegularizer(rawValue: value) else { throw bad("unknown regularizer '\(value)'") }
+                guard let parsed = PostProcessingStepName(rawValue: value) else { throw bad("unknown regularizer '\(value)'") }
                 if parsed.needsProbabilities {
                     throw bad("regularizer '\(value)' works on class probabilities, which a classical method does "
                         + "not produce")

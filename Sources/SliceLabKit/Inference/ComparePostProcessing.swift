@@ -5,14 +5,14 @@ import SliceLabSupport
 /// A `compare --post` choice: a registered post-processing step, or `auto` (nnU-Net's per-class choice of the
 /// component rules on the validation split).
 public enum ComparePost: Equatable, Sendable, CustomStringConvertible {
-    case step(ClusterRegularizer)
+    case step(PostProcessingStepName)
     case auto
 
     /// `none`, a registered step's name, or `auto`; nil for anything else.
     public init?(_ text: String) {
         if text == "auto" {
             self = .auto
-        } else if let step = ClusterRegularizer(rawValue: text) {
+        } else if let step = PostProcessingStepName(rawValue: text) {
             self = .step(step)
         } else {
             return nil
@@ -20,7 +20,7 @@ public enum ComparePost: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// The choices `--post` takes.
-    public static var names: [String] { ClusterRegularizer.allCases.map(\.rawValue) + ["auto"] }
+    public static var names: [String] { PostProcessingStepName.allCases.map(\.rawValue) + ["auto"] }
 
     public var description: String {
         switch self {
@@ -70,11 +70,11 @@ struct DeepOutputs {
 /// its post-processing on the cross-validation predictions (Isensee et al. 2021).
 struct AutoPostProcessing: Equatable {
     /// The candidate rule sequences, in order of preference on ties (doing less wins).
-    static let candidates: [[ClusterRegularizer]] = [[], [.largestComponent], [.fillHoles],
+    static let candidates: [[PostProcessingStepName]] = [[], [.largestComponent], [.fillHoles],
                                                      [.largestComponent, .fillHoles]]
 
     /// Per foreground class, the chosen rules.
-    var rules: [Int: [ClusterRegularizer]]
+    var rules: [Int: [PostProcessingStepName]]
     /// Per foreground class, the selection cases' mean Dice without rules and with the chosen ones.
     var diceBefore: [Int: Double]
     var diceAfter: [Int: Double]
@@ -86,7 +86,7 @@ struct AutoPostProcessing: Equatable {
          split: String) throws {
         (rules, diceBefore, diceAfter, self.split) = ([:], [:], [:], split)
         for label in 1..<classCount {
-            var best: (rules: [ClusterRegularizer], dice: Double)?
+            var best: (rules: [PostProcessingStepName], dice: Double)?
             for candidate in Self.candidates {
                 var total = 0.0
                 for index in images.indices {
@@ -131,7 +131,7 @@ struct AutoPostProcessing: Equatable {
         return String(decoding: data, as: UTF8.self)
     }
 
-    private static func apply(_ steps: [ClusterRegularizer], to labels: [Int32], classes: Set<Int>,
+    private static func apply(_ steps: [PostProcessingStepName], to labels: [Int32], classes: Set<Int>,
                               image: ScanImage, outputs: DeepOutputs, index: Int, classCount: Int) throws -> [Int32] {
         var labels = labels
         for step in steps {

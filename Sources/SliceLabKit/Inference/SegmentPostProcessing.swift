@@ -10,7 +10,7 @@ public struct SegmentPostProcessing: Sendable, Equatable {
     /// The dense CRF's parameters (`Classical.DenseCRF.Parameters`), named for callers that import only SliceLabKit.
     public typealias CRFParameters = DenseCRF.Parameters
     /// The step; `.none` leaves the argmax as it is.
-    public var step: ClusterRegularizer
+    public var step: PostProcessingStepName
     /// The dense CRF's parameters (`--crf`), used by `crf`.
     public var crf: DenseCRF.Parameters
     /// The Potts weight of `mrf`.
@@ -18,7 +18,7 @@ public struct SegmentPostProcessing: Sendable, Equatable {
     /// The classes the component rules apply to; nil for every foreground class.
     public var ruleClasses: Set<Int>?
 
-    public init(step: ClusterRegularizer = .none, crf: DenseCRF.Parameters = DenseCRF.Parameters(), beta: Double = 1,
+    public init(step: PostProcessingStepName = .none, crf: DenseCRF.Parameters = DenseCRF.Parameters(), beta: Double = 1,
                 ruleClasses: Set<Int>? = nil) {
         (self.step, self.crf, self.beta, self.ruleClasses) = (step, crf, beta, ruleClasses)
     }

@@ -19,7 +19,7 @@ public enum ClusterOptionError: Error, Equatable, CustomStringConvertible {
     /// Otsu's method, which makes exactly two classes, asked for another number.
     case otsuMakesTwoClasses(classes: Int)
     /// A post-processing step that works on class probabilities (`crf`): a classical run has labels only.
-    case regularizerNeedsProbabilities(ClusterRegularizer)
+    case regularizerNeedsProbabilities(PostProcessingStepName)
 
     public var description: String {
         switch self {
@@ -45,7 +45,7 @@ public struct ClusterOptions: Sendable {
     public var seed: Int
     /// Restarts for k-means and the Gaussian mixture.
     public var initCount: Int
-    public var regularize: ClusterRegularizer
+    public var regularize: PostProcessingStepName
     /// Regions smaller than this many pixels are merged into their largest neighbour (0 or 1: none).
     public var minRegion: Int
     /// 1: 4-/6-connected regions; 2: 8-connected in 2-D, 26-connected in 3-D.
@@ -57,7 +57,7 @@ public struct ClusterOptions: Sendable {
     public var showsProgress = true
 
     public init(method: ClusterMethod, classes: Int, space: ColorSpace = .gray, seed: Int = 0, initCount: Int = 10,
-                regularize: ClusterRegularizer = .none, minRegion: Int = 0, connectivity: Int = 1, beta: Double = 1) {
+                regularize: PostProcessingStepName = .none, minRegion: Int = 0, connectivity: Int = 1, beta: Double = 1) {
         (self.method, self.classes, self.space, self.seed, self.initCount) = (method, classes, space, seed, initCount)
         (self.regularize, self.minRegion, self.connectivity, self.beta) = (regularize, minRegion, connectivity, beta)
     }

@@ -203,7 +203,8 @@ public enum Compare {
         let settings = EvaluationSettings(classCount: set.classCount)
         let runs = try timed("evaluate") {
             try predictions.map { prediction -> ResultsRun in
-                let metrics = try evaluate(prediction.maps, references: references, settings: settings)
+                let metrics = try evaluate(prediction.maps, references: references, caseNames: caseNames,
+                                           settings: settings)
                 var stored: [String: LabelMap] = [:]
                 for (name, map) in zip(caseNames, prediction.maps) { stored[name] = map }
                 var run = try ResultsRun(name: prediction.name, method: prediction.method, model: prediction.model,
@@ -387,15 +388,15 @@ public enum Compare {
         return LabelMap(frames: shape[0], rows: shape[2], columns: shape[3], labels: labels, spacing: sample.spacing)
     }
 
-    /// Per-case metrics, cases in parallel.
-    static func evaluate(_ predictions: [LabelMap], references: [LabelMap],
+    /// Per-case metrics on the references' grids, cases in parallel.
+    static func evaluate(_ predictions: [LabelMap], references: [LabelMap], caseNames: [String],
                          settings: EvaluationSettings) throws -> [CaseMetrics] {
         let results = ConcurrentResults<CaseMetrics>(count: predictions.count)
         Parallel.forEach(predictions.count) { index in
             results.set(index) {
-                try CaseMetrics(reference: Evaluate.grid(references[index], references[index].spacing),
-                                prediction: Evaluate.grid(predictions[index], references[index].spacing),
-                                settings: settings, voxelVolumeMM3: references[index].spacing.reduce(1, *))
+                try CaseEvaluation.metrics(caseID: caseNames[index], reference: references[index],
+                                           prediction: predictions[index], spacing: references[index].spacing,
+                                           settings: settings, remedy: "the set's dataset.json lists fewer classes")
             }
         }
         return try results.values()

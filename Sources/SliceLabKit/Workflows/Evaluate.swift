@@ -86,21 +86,10 @@ public enum Evaluate {
             let reference = try EvaluateInputs.load(pair.reference, limits: limits)
             let prediction = try EvaluateInputs.load(pair.prediction, limits: limits)
             let (r, p) = (reference.labels, prediction.labels)
-            guard [r.frames, r.rows, r.columns] == [p.frames, p.rows, p.columns] else {
-                throw EvaluateError.shapeMismatch(case: pair.id, reference: [r.frames, r.rows, r.columns],
-                                                  prediction: [p.frames, p.rows, p.columns])
-            }
             let spacing = reference.hasSpacing ? r.spacing : prediction.hasSpacing ? p.spacing : fallbackSpacing
-            do {
-                let metrics = try CaseMetrics(reference: grid(r, spacing), prediction: grid(p, spacing),
-                                              settings: settings, voxelVolumeMM3: spacing.reduce(1, *))
-                cases.append((pair.id, spacing, metrics))
-            } catch let MetricsError.labelOutOfRange(label, classCount, role) {
-                throw EvaluateError.invalidOption("case '\(pair.id)': \(role) holds label \(label), not below the "
-                    + "class count \(classCount); pass a larger --num-classes")
-            } catch let error as MetricsError {
-                throw MetricsError.inCase(pair.id, error)
-            }
+            let metrics = try CaseEvaluation.metrics(caseID: pair.id, reference: r, prediction: p, spacing: spacing,
+                                                     settings: settings, remedy: "pass a larger --num-classes")
+            cases.append((pair.id, spacing, metrics))
             progress?.advance(status: pair.id)
         }
         let config = try SortedJSON.string(options)
@@ -156,14 +145,6 @@ public enum Evaluate {
     }
 
     /// A 2-D grid for one frame (slice thickness only in the voxel volume), 3-D otherwise.
-    static func grid(_ map: LabelMap, _ spacing: [Double]) throws -> LabelGrid<UInt16> {
-        let labels = map.labels.map { UInt16(clamping: $0) }
-        if map.frames == 1 {
-            return try LabelGrid(shape: [map.rows, map.columns], spacing: Array(spacing[1...]), labels: labels)
-        }
-        return try LabelGrid(shape: [map.frames, map.rows, map.columns], spacing: spacing, labels: labels)
-    }
-
     // MARK: - The printed table
 
     /// Per class: valid cases and mean ± std of Dice, IoU, HD95 and ASSD; then the foreground mean.

@@ -23,7 +23,7 @@ enum SegmentCommand: Command {
             OptionSpec("overlay", valueName: "OVERLAY.png", help: "The image with each class tinted."),
             OptionSpec("probabilities", .flag,
                        help: "Also write /probabilities [frames, classes, H, W] (before post-processing)."),
-            OptionSpec("regularize", .choice(of: ClusterRegularizer.self),
+            OptionSpec("regularize", .choice(of: PostProcessingStepName.self),
                        help: "Post-processing: crf and mrf use the class probabilities, the others the labels; "
                            + "a multi-frame input is post-processed as one volume.", default: "none"),
             OptionSpec("crf", valueName: "SPEC",
@@ -122,7 +122,7 @@ enum SegmentCommand: Command {
         options.precision = arguments.choice("precision")
         options.batch = arguments.int("batch") ?? 1
         options.timings = arguments.flag("timings")
-        options.postProcessing.step = arguments.choice("regularize") ?? ClusterRegularizer.none
+        options.postProcessing.step = arguments.choice("regularize") ?? PostProcessingStepName.none
         if arguments.string("crf") != nil, options.postProcessing.step != .crf {
             throw UsageError("slicelab segment: --crf needs --regularize crf")
         }

@@ -59,18 +59,18 @@ enum PostProcessingSteps {
         FillHoles.self,
     ]
 
-    static func named(_ name: ClusterRegularizer) -> (any PostProcessingStep.Type)? {
+    static func named(_ name: PostProcessingStepName) -> (any PostProcessingStep.Type)? {
         all.first { $0.name == name.rawValue }
     }
 
     /// Whether the named step needs class probabilities.
-    static func needsProbabilities(_ name: ClusterRegularizer) -> Bool {
+    static func needsProbabilities(_ name: PostProcessingStepName) -> Bool {
         named(name)?.needsProbabilities ?? false
     }
 }
 
 /// A post-processing step's name, as `--regularize` takes it; the choices are the registered steps.
-public struct ClusterRegularizer: RawRepresentable, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+public struct PostProcessingStepName: RawRepresentable, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     public let rawValue: String
 
     /// A registered step's name; nil for any other.
@@ -81,19 +81,23 @@ public struct ClusterRegularizer: RawRepresentable, Hashable, Sendable, CaseIter
 
     init(_ name: String) { rawValue = name }
 
-    public static var allCases: [ClusterRegularizer] { PostProcessingSteps.all.map { ClusterRegularizer($0.name) } }
+    public static var allCases: [PostProcessingStepName] { PostProcessingSteps.all.map { PostProcessingStepName($0.name) } }
     public var description: String { rawValue }
 
-    public static let none = ClusterRegularizer(NoPostProcessing.name)
-    public static let majority = ClusterRegularizer(MajorityFilter.name)
-    public static let mrf = ClusterRegularizer(PottsMRF.name)
-    public static let crf = ClusterRegularizer(DenseCRFStep.name)
-    public static let largestComponent = ClusterRegularizer(LargestComponent.name)
-    public static let fillHoles = ClusterRegularizer(FillHoles.name)
+    public static let none = PostProcessingStepName(NoPostProcessing.name)
+    public static let majority = PostProcessingStepName(MajorityFilter.name)
+    public static let mrf = PostProcessingStepName(PottsMRF.name)
+    public static let crf = PostProcessingStepName(DenseCRFStep.name)
+    public static let largestComponent = PostProcessingStepName(LargestComponent.name)
+    public static let fillHoles = PostProcessingStepName(FillHoles.name)
 
     /// Whether the step works on class probabilities (and so cannot follow a classical run).
     public var needsProbabilities: Bool { PostProcessingSteps.needsProbabilities(self) }
 }
+
+/// The name this type had before it was named for what it is (it names the deep post-processing steps too).
+@available(*, deprecated, renamed: "PostProcessingStepName")
+public typealias ClusterRegularizer = PostProcessingStepName
 
 /// The map as it is.
 struct NoPostProcessing: PostProcessingStep {
