@@ -1,4 +1,5 @@
 import Metrics
+import SliceLabSupport
 
 /// Per-case metrics of a prediction against its reference: the one builder `evaluate` and `compare` use, with
 /// the shape check and the errors that name the case.
