@@ -2,8 +2,10 @@
 import PackageDescription
 
 // DCMTK's pkg-config file on Debian 12 requires `sndfile` and is unusable: link its libraries by name.
-let dcmtkLibraries = ["dcmseg", "dcmfg", "dcmiod", "dcmimage", "dcmimgle", "dcmjpeg", "ijg8", "ijg12", "ijg16",
-                      "dcmjpls", "dcmtkcharls", "dcmdata", "oflog", "ofstd", "z"]
+let dcmtkLibraries = [
+    "dcmseg", "dcmfg", "dcmiod", "dcmimage", "dcmimgle", "dcmjpeg", "ijg8", "ijg12", "ijg16",
+    "dcmjpls", "dcmtkcharls", "dcmdata", "oflog", "ofstd", "z"
+]
 
 let package = Package(
     name: "SliceLab",
@@ -12,7 +14,7 @@ let package = Package(
         .library(name: "SliceLabKit", targets: ["SliceLabKit"]),
         // Training (optimizers, losses, augmentation, batches, schedules, checkpoints) for drivers that link it alone,
         // such as Benchmarks/training_driver.
-        .library(name: "DeepLabTraining", targets: ["DeepLabTraining"]),
+        .library(name: "DeepLabTraining", targets: ["DeepLabTraining"])
     ],
     targets: [
         // MARK: - C interop (each the only place its C library is named)
@@ -28,15 +30,18 @@ let package = Package(
         // nifti_clib: Debian's libnifti2-dev ships no pkg-config file, and its headers sit in /usr/include/nifti and
         // include each other by bare name: the shim compiles with that folder on its path and links libnifti2
         // (not also libniftiio). Swift sees only the shim's own header.
-        .target(name: "CNIfTI", cSettings: [.unsafeFlags(["-I/usr/include/nifti", "-O2"])],
-                linkerSettings: [.linkedLibrary("nifti2"), .linkedLibrary("z")]),
+        .target(
+            name: "CNIfTI", cSettings: [.unsafeFlags(["-I/usr/include/nifti", "-O2"])],
+            linkerSettings: [.linkedLibrary("nifti2"), .linkedLibrary("z")]),
         // libdeflate: whole-buffer gzip inflation for .nii.gz.
         .systemLibrary(name: "CDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
         // ONNX's own library (Debian's libonnx-dev 1.12, built with ONNX_ML), behind a flat extern "C" shim.
         .target(
             name: "CONNX",
-            cxxSettings: [.define("ONNX_NAMESPACE", to: "onnx"), .define("ONNX_ML", to: "1"),
-                          .unsafeFlags(["-std=c++17"])],
+            cxxSettings: [
+                .define("ONNX_NAMESPACE", to: "onnx"), .define("ONNX_ML", to: "1"),
+                .unsafeFlags(["-std=c++17"])
+            ],
             linkerSettings: [.linkedLibrary("onnx"), .linkedLibrary("onnx_proto"), .linkedLibrary("protobuf")]
         ),
         // Open MPI 4.1 (Debian's libopenmpi-dev): its handles are macros, wrapped as static inline functions.
@@ -54,25 +59,33 @@ let package = Package(
         .target(name: "SliceLabSupport"),
         .target(name: "ImageFiles", dependencies: ["CPNG", "CHDF5", "CNIfTI", "CDeflate", "SliceLabSupport"]),
         // Pixel loops run optimised even in debug builds, so the corpus conformance tests stay within minutes.
-        .target(name: "DICOM", dependencies: ["CDCMTK", "COpenJPEG", "SliceLabSupport"],
-                swiftSettings: [.unsafeFlags(["-O"])]),
+        .target(
+            name: "DICOM", dependencies: ["CDCMTK", "COpenJPEG", "SliceLabSupport"],
+            swiftSettings: [.unsafeFlags(["-O"])]),
         // The engine's and training's per-element loops (gradients, optimizers, clipping, augmentation) likewise,
         // so the engine's training tests fit the debug `make test`.
-        .target(name: "DeepLab", dependencies: ["COneDNN", "CInt8Winograd", "ImageFiles", "SliceLabSupport"],
-                swiftSettings: [.unsafeFlags(["-O"])]),
-        .target(name: "DeepLabTraining", dependencies: ["DeepLab", "ImageFiles", "SliceLabSupport"],
-                swiftSettings: [.unsafeFlags(["-O"])]),
+        .target(
+            name: "DeepLab", dependencies: ["COneDNN", "CInt8Winograd", "ImageFiles", "SliceLabSupport"],
+            swiftSettings: [.unsafeFlags(["-O"])]),
+        .target(
+            name: "DeepLabTraining", dependencies: ["DeepLab", "ImageFiles", "SliceLabSupport"],
+            swiftSettings: [.unsafeFlags(["-O"])]),
         // Exports checkpoints to ONNX (through CONNX), torchvision's safetensors and Core ML.
-        .target(name: "ModelExport", dependencies: ["CONNX", "DeepLab", "SliceLabSupport"],
-                resources: [.copy("coreml_converter.py")]),
+        .target(
+            name: "ModelExport", dependencies: ["CONNX", "DeepLab", "SliceLabSupport"],
+            resources: [.copy("coreml_converter.py")]),
         // Ranks of an MPI job (launcher detection, collectives with a timeout); the only importer of CMPI.
         .target(name: "Distributed", dependencies: ["CMPI"]),
         .target(name: "Classical", dependencies: ["CDenseCRFKernels", "SliceLabSupport"]),
         .target(name: "Metrics", dependencies: ["SliceLabSupport"]),
-        .target(name: "SliceLabKit", dependencies: ["SliceLabSupport", "ImageFiles", "DICOM", "DeepLab", "DeepLabTraining",
-                                                   "Classical",
-                                                   "Metrics", "ModelExport", "Distributed"],
-                resources: [.copy("Resources/Demo")]),
+        .target(
+            name: "SliceLabKit",
+            dependencies: [
+                "SliceLabSupport", "ImageFiles", "DICOM", "DeepLab", "DeepLabTraining",
+                "Classical",
+                "Metrics", "ModelExport", "Distributed"
+            ],
+            resources: [.copy("Resources/Demo")]),
 
         // MARK: - The executable
         .executableTarget(name: "slicelab", dependencies: ["SliceLabKit", "Distributed"]),
@@ -80,30 +93,50 @@ let package = Package(
         // MARK: - Tests
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "SliceLabSupportTests", dependencies: ["SliceLabSupport", "TestSupport"]),
-        .testTarget(name: "ImageFilesTests", dependencies: ["ImageFiles", "SliceLabSupport", "TestSupport"],
-                    exclude: ["Fixtures"]),
-        .testTarget(name: "DICOMTests", dependencies: ["DICOM", "ImageFiles", "SliceLabSupport", "TestSupport"],
-                    exclude: ["Fixtures"],
-                    swiftSettings: [.unsafeFlags(["-O"])]),
+        .testTarget(
+            name: "ImageFilesTests", dependencies: ["ImageFiles", "SliceLabSupport", "TestSupport"],
+            exclude: ["Fixtures"]),
+        .testTarget(
+            name: "DICOMTests", dependencies: ["DICOM", "ImageFiles", "SliceLabSupport", "TestSupport"],
+            exclude: ["Fixtures"],
+            swiftSettings: [.unsafeFlags(["-O"])]),
         // Optimised, as its target is: the float64 int8 emulation runs whole models.
-        .testTarget(name: "DeepLabTests", dependencies: ["DeepLab", "DeepLabTraining", "SliceLabSupport",
-                                                      "TestSupport"],
-                    exclude: ["Fixtures"],
-                    swiftSettings: [.unsafeFlags(["-O"])]),
-        .testTarget(name: "ClassicalTests", dependencies: ["Classical", "SliceLabSupport", "TestSupport"],
-                    exclude: ["Fixtures"]),
-        .testTarget(name: "MetricsTests", dependencies: ["Metrics", "SliceLabSupport", "TestSupport"],
-                    exclude: ["Fixtures"]),
-        .testTarget(name: "SliceLabTests", dependencies: ["SliceLabKit", "SliceLabSupport", "DICOM", "DeepLabTraining",
-                                                       "ImageFiles", "TestSupport"],
-                    exclude: ["Fixtures"]),
-        .testTarget(name: "ModelExportTests", dependencies: ["ModelExport", "DeepLab", "ImageFiles", "SliceLabSupport",
-                                                          "TestSupport"],
-                    exclude: ["Fixtures"]),
+        .testTarget(
+            name: "DeepLabTests",
+            dependencies: [
+                "DeepLab", "DeepLabTraining", "SliceLabSupport",
+                "TestSupport"
+            ],
+            exclude: ["Fixtures"],
+            swiftSettings: [.unsafeFlags(["-O"])]),
+        .testTarget(
+            name: "ClassicalTests", dependencies: ["Classical", "SliceLabSupport", "TestSupport"],
+            exclude: ["Fixtures"]),
+        .testTarget(
+            name: "MetricsTests", dependencies: ["Metrics", "SliceLabSupport", "TestSupport"],
+            exclude: ["Fixtures"]),
+        .testTarget(
+            name: "SliceLabTests",
+            dependencies: [
+                "SliceLabKit", "SliceLabSupport", "DICOM", "DeepLabTraining",
+                "ImageFiles", "TestSupport"
+            ],
+            exclude: ["Fixtures"]),
+        .testTarget(
+            name: "ModelExportTests",
+            dependencies: [
+                "ModelExport", "DeepLab", "ImageFiles", "SliceLabSupport",
+                "TestSupport"
+            ],
+            exclude: ["Fixtures"]),
         .testTarget(name: "DistributedTests", dependencies: ["Distributed", "TestSupport"]),
         // Fault injection (SIGKILL, full and read-only disks), corrupt batches and read bounds, end to end.
-        .testTarget(name: "RobustnessTests", dependencies: ["SliceLabKit", "DICOM", "DeepLab", "DeepLabTraining",
-                                                           "ImageFiles", "Metrics", "SliceLabSupport", "TestSupport"],
-                    exclude: ["Regressions"]),
+        .testTarget(
+            name: "RobustnessTests",
+            dependencies: [
+                "SliceLabKit", "DICOM", "DeepLab", "DeepLabTraining",
+                "ImageFiles", "Metrics", "SliceLabSupport", "TestSupport"
+            ],
+            exclude: ["Regressions"])
     ]
 )

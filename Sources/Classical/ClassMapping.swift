@@ -22,7 +22,8 @@ public struct ClassMapping: Sendable, Equatable {
     public func apply(_ clusters: [Int32]) throws -> [Int32] {
         try clusters.map { cluster in
             guard cluster >= 0, Int(cluster) < classOf.count else {
-                throw ClassicalError.invalidArgument("cluster \(cluster) is not covered by a mapping of \(classOf.count)")
+                throw ClassicalError.invalidArgument(
+                    "cluster \(cluster) is not covered by a mapping of \(classOf.count)")
             }
             return classOf[Int(cluster)]
         }
@@ -31,11 +32,13 @@ public struct ClassMapping: Sendable, Equatable {
     /// Ranks clusters by the mean of `intensity` over their pixels, darkest first. Clusters with no pixel
     /// keep their relative order after all occupied ones.
     /// - Throws: `ClassicalError.shapeMismatch` when the arrays differ in length.
-    public static func intensityOrder(clusters: [Int32], intensity: [Double], clusterCount: Int) throws -> ClassMapping {
+    public static func intensityOrder(clusters: [Int32], intensity: [Double], clusterCount: Int) throws -> ClassMapping
+    {
         guard clusters.count == intensity.count else {
             throw ClassicalError.shapeMismatch("\(clusters.count) labels but \(intensity.count) intensities")
         }
-        var sums = [Double](repeating: 0, count: clusterCount), counts = [Int](repeating: 0, count: clusterCount)
+        var sums = [Double](repeating: 0, count: clusterCount)
+        var counts = [Int](repeating: 0, count: clusterCount)
         for (cluster, value) in zip(clusters, intensity) where cluster >= 0 && Int(cluster) < clusterCount {
             sums[Int(cluster)] += value
             counts[Int(cluster)] += 1
@@ -56,10 +59,13 @@ public struct ClassMapping: Sendable, Equatable {
     /// Learns cluster → class by majority vote on a training split: each cluster takes the ground-truth class
     /// it overlaps most (ties to the lower class); a cluster absent from the training split maps to
     /// `unseenClass`.
-    public static func majorityVote(clusters: [Int32], truth: [Int32], clusterCount: Int, classCount: Int,
-                                    unseenClass: Int32 = 0) throws -> ClassMapping {
-        let overlap = try contingency(clusters: clusters, truth: truth, clusterCount: clusterCount,
-                                      classCount: classCount)
+    public static func majorityVote(
+        clusters: [Int32], truth: [Int32], clusterCount: Int, classCount: Int,
+        unseenClass: Int32 = 0
+    ) throws -> ClassMapping {
+        let overlap = try contingency(
+            clusters: clusters, truth: truth, clusterCount: clusterCount,
+            classCount: classCount)
         let classOf = (0..<clusterCount).map { cluster -> Int32 in
             let row = overlap[cluster]
             guard let top = row.max(), top > 0, let best = row.firstIndex(of: top) else { return unseenClass }
@@ -71,10 +77,13 @@ public struct ClassMapping: Sendable, Equatable {
     /// The Hungarian (Kuhn–Munkres) one-to-one matching of clusters to classes maximising total overlap on
     /// the evaluated case itself — the oracle. With more clusters than classes the unmatched clusters map to
     /// the class they overlap most.
-    public static func hungarianOracle(clusters: [Int32], truth: [Int32], clusterCount: Int,
-                                       classCount: Int) throws -> ClassMapping {
-        let overlap = try contingency(clusters: clusters, truth: truth, clusterCount: clusterCount,
-                                      classCount: classCount)
+    public static func hungarianOracle(
+        clusters: [Int32], truth: [Int32], clusterCount: Int,
+        classCount: Int
+    ) throws -> ClassMapping {
+        let overlap = try contingency(
+            clusters: clusters, truth: truth, clusterCount: clusterCount,
+            classCount: classCount)
         let size = max(clusterCount, classCount)
         let largest = overlap.flatMap { $0 }.max() ?? 0
         var cost = [[Double]](repeating: [Double](repeating: Double(largest), count: size), count: size)
@@ -94,7 +103,8 @@ public struct ClassMapping: Sendable, Equatable {
     /// Pixel counts per (cluster, class).
     static func contingency(clusters: [Int32], truth: [Int32], clusterCount: Int, classCount: Int) throws -> [[Int]] {
         guard clusters.count == truth.count else {
-            throw ClassicalError.shapeMismatch("\(clusters.count) cluster labels but \(truth.count) ground-truth labels")
+            throw ClassicalError.shapeMismatch(
+                "\(clusters.count) cluster labels but \(truth.count) ground-truth labels")
         }
         guard !clusters.isEmpty else { throw ClassicalError.emptyInput("the training split") }
         var table = [[Int]](repeating: [Int](repeating: 0, count: classCount), count: clusterCount)
@@ -127,7 +137,8 @@ enum Hungarian {
             repeat {
                 used[column0] = true
                 let row0 = matchOfColumn[column0]
-                var delta = Double.infinity, column1 = 0
+                var delta = Double.infinity
+                var column1 = 0
                 for column in 1...n where !used[column] {
                     let reduced = cost[row0 - 1][column - 1] - rowPotential[row0] - columnPotential[column]
                     if reduced < minimum[column] { (minimum[column], way[column]) = (reduced, column0) }

@@ -18,15 +18,15 @@ public enum ClassicalError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .invalidArgument(message): return message
-        case let .nonFiniteValue(index):
+        case .invalidArgument(let message): return message
+        case .nonFiniteValue(let index):
             return "pixel \(index) (row-major) is NaN or infinite; mask or replace non-finite values first"
-        case let .emptyInput(what): return "\(what) is empty: there is nothing to cluster"
-        case let .tooFewDistinctValues(classes, distinct):
+        case .emptyInput(let what): return "\(what) is empty: there is nothing to cluster"
+        case .tooFewDistinctValues(let classes, let distinct):
             return "cannot split into \(classes) classes: the input has only \(distinct) distinct value(s); "
                 + "use fewer classes"
-        case let .searchTooLarge(message): return message
-        case let .shapeMismatch(message): return message
+        case .searchTooLarge(let message): return message
+        case .shapeMismatch(let message): return message
         }
     }
 }

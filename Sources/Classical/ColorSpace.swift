@@ -42,8 +42,9 @@ public enum ColorSpace: String, CaseIterable, Sendable, Codable {
         try pixels.validate("the image")
         if pixels.dimension == 1 {
             guard self == .gray else {
-                throw ClassicalError.invalidArgument("color space '\(rawValue)' needs an RGB image, but the image has "
-                    + "one channel; use the gray color space")
+                throw ClassicalError.invalidArgument(
+                    "color space '\(rawValue)' needs an RGB image, but the image has "
+                        + "one channel; use the gray color space")
             }
             return pixels
         }
@@ -117,8 +118,10 @@ public enum ColorSpace: String, CaseIterable, Sendable, Codable {
 
     /// `rgb2ycbcr`.
     static func yCbCr(_ red: Double, _ green: Double, _ blue: Double) -> (Double, Double, Double) {
-        (16 + 65.481 * red + 128.553 * green + 24.966 * blue,
-         128 - 37.797 * red - 74.203 * green + 112.0 * blue,
-         128 + 112.0 * red - 93.786 * green - 18.214 * blue)
+        (
+            16 + 65.481 * red + 128.553 * green + 24.966 * blue,
+            128 - 37.797 * red - 74.203 * green + 112.0 * blue,
+            128 + 112.0 * red - 93.786 * green - 18.214 * blue
+        )
     }
 }

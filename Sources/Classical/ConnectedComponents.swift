@@ -43,8 +43,10 @@ public enum ConnectedComponents {
     /// Two-pass union-find; O(n α(n)).
     /// - Returns: the region map and the number of regions.
     /// - Throws: `ClassicalError.invalidArgument` for a connectivity outside 1...rank, `.emptyInput`.
-    public static func label(_ map: LabelGrid<Int32>, connectivity: Int = 1,
-                             background: Int32? = nil) throws -> (regions: LabelGrid<Int32>, count: Int) {
+    public static func label(
+        _ map: LabelGrid<Int32>, connectivity: Int = 1,
+        background: Int32? = nil
+    ) throws -> (regions: LabelGrid<Int32>, count: Int) {
         try map.shape.validate()
         try checkConnectivity(connectivity, shape: map.shape)
         let shape = map.shape
@@ -131,8 +133,9 @@ public enum ConnectedComponents {
                                             join(index - columns, &current)
                                         }
                                         if z > 0, values[index - plane] == value,
-                                           !(left && values[index - plane - 1] == value),
-                                           !(up && values[index - plane - columns] == value) {
+                                            !(left && values[index - plane - 1] == value),
+                                            !(up && values[index - plane - columns] == value)
+                                        {
                                             join(index - plane, &current)
                                         }
                                         parents[index] = current < 0 ? Int32(index) : current
@@ -150,8 +153,9 @@ public enum ConnectedComponents {
                                 let interiorRow = rowPart | 24 == full
                                 for x in 0..<columns {
                                     let available = rowPart | (x > 0 ? 8 : 0) | (x < columns - 1 ? 16 : 0)
-                                    visit(rowStart + x, available: available,
-                                          all: interiorRow && x > 0 && x < columns - 1)
+                                    visit(
+                                        rowStart + x, available: available,
+                                        all: interiorRow && x > 0 && x < columns - 1)
                                 }
                             }
                         }

@@ -12,20 +12,23 @@ public enum DecisionRules {
     /// The nearest centre of every point (ties to the lowest class index).
     /// - Throws: `ClassicalError.shapeMismatch` for centres of another dimension or covariances of the wrong
     ///   size, `.invalidArgument` for a covariance that is not positive definite.
-    public static func nearestCenter(_ points: FeatureMatrix, centers: FeatureMatrix,
-                                     metric: Metric = .euclidean) throws -> [Int32] {
+    public static func nearestCenter(
+        _ points: FeatureMatrix, centers: FeatureMatrix,
+        metric: Metric = .euclidean
+    ) throws -> [Int32] {
         let (k, dimension) = (centers.count, points.dimension)
         guard centers.dimension == dimension, k > 0 else {
             throw ClassicalError.shapeMismatch(
                 "centres of dimension \(centers.dimension) cannot classify points of dimension \(dimension)")
         }
         var factors: [[Double]] = []
-        if case let .mahalanobis(covariances) = metric {
+        if case .mahalanobis(let covariances) = metric {
             guard covariances.count == k * dimension * dimension else {
                 throw ClassicalError.shapeMismatch("need \(k) covariances of \(dimension)x\(dimension)")
             }
             for cluster in 0..<k {
-                let block = Array(covariances[(cluster * dimension * dimension)..<((cluster + 1) * dimension * dimension)])
+                let block = Array(
+                    covariances[(cluster * dimension * dimension)..<((cluster + 1) * dimension * dimension)])
                 guard let factor = Cholesky.factor(block, dimension: dimension) else {
                     throw ClassicalError.invalidArgument("covariance of class \(cluster) is not positive definite")
                 }
@@ -37,13 +40,16 @@ public enum DecisionRules {
             Parallel.forEachChunk(points.count) { _, range in
                 var difference = [Double](repeating: 0, count: dimension)
                 for point in range {
-                    var best = 0, bestDistance = Double.infinity
+                    var best = 0
+                    var bestDistance = Double.infinity
                     for cluster in 0..<k {
                         for channel in 0..<dimension {
-                            difference[channel] = points.values[point * dimension + channel]
+                            difference[channel] =
+                                points.values[point * dimension + channel]
                                 - centers.values[cluster * dimension + channel]
                         }
-                        let distance = factors.isEmpty
+                        let distance =
+                            factors.isEmpty
                             ? difference.reduce(0) { $0 + $1 * $1 }
                             : Cholesky.solvedSquaredNorm(factors[cluster], difference, dimension: dimension)
                         if distance < bestDistance { (best, bestDistance) = (cluster, distance) }

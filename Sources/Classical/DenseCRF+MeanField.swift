@@ -59,10 +59,11 @@ extension DenseCRF {
         private func views(lattices: [UnsafeMutablePointer<Float>]) -> [crf_kernel_view] {
             kernels.indices.map { index in
                 let kernel = kernels[index]
-                return crf_kernel_view(corners: Int32(kernel.lattice.dimension + 1), offsets: kernel.lattice.offsets,
-                                       weights: kernel.lattice.weights,
-                                       normalisation: UnsafePointer(normalisations[index]),
-                                       factor: kernel.weight * kernel.lattice.sliceScale, lattice: lattices[index])
+                return crf_kernel_view(
+                    corners: Int32(kernel.lattice.dimension + 1), offsets: kernel.lattice.offsets,
+                    weights: kernel.lattice.weights,
+                    normalisation: UnsafePointer(normalisations[index]),
+                    factor: kernel.weight * kernel.lattice.sliceScale, lattice: lattices[index])
             }
         }
 
@@ -106,9 +107,10 @@ extension DenseCRF {
                         let (views, range) = halves[part]
                         clear(views)
                         let targets: [UnsafeMutablePointer<Float>?] = views.map { $0.lattice }
-                        crf_prepare_splat(cPath, source, Int64(k), Int64(width), DenseCRF.probabilityFloor, unary,
-                                          nil, views, Int32(views.count), targets, Int64(range.lowerBound),
-                                          Int64(range.upperBound))
+                        crf_prepare_splat(
+                            cPath, source, Int64(k), Int64(width), DenseCRF.probabilityFloor, unary,
+                            nil, views, Int32(views.count), targets, Int64(range.lowerBound),
+                            Int64(range.upperBound))
                     }
                 }
             }
@@ -156,8 +158,9 @@ extension DenseCRF {
                 let second = axis == 0 ? UnsafePointer(buffers[index][halves[1]]) : nil
                 let neighbours = lattice.neighbours + axis * m * 2
                 Parallel.forEachChunk(m, minimumChunk: 2048) { _, range in
-                    crf_blur_sum(path, source, second, target, neighbours, Int64(width), Int64(range.lowerBound),
-                                 Int64(range.upperBound))
+                    crf_blur_sum(
+                        path, source, second, target, neighbours, Int64(width), Int64(range.lowerBound),
+                        Int64(range.upperBound))
                 }
                 swap(&old, &new)
             }
@@ -176,14 +179,16 @@ extension DenseCRF {
                 Parallel.forEach(Self.parts) { part in
                     let (targetViews, range) = halves[part]
                     if let marginals {
-                        crf_slice_softmax_splat(path, pointer, count, unary, marginals, Int64(k), nil, Int64(width),
-                                                Int64(k), Int64(range.lowerBound), Int64(range.upperBound))
+                        crf_slice_softmax_splat(
+                            path, pointer, count, unary, marginals, Int64(k), nil, Int64(width),
+                            Int64(k), Int64(range.lowerBound), Int64(range.upperBound))
                         return
                     }
                     clear(targetViews)
                     let targets: [UnsafeMutablePointer<Float>?] = targetViews.map { $0.lattice }
-                    crf_slice_softmax_splat(path, pointer, count, unary, nil, 0, targets, Int64(width), Int64(k),
-                                            Int64(range.lowerBound), Int64(range.upperBound))
+                    crf_slice_softmax_splat(
+                        path, pointer, count, unary, nil, 0, targets, Int64(width), Int64(k),
+                        Int64(range.lowerBound), Int64(range.upperBound))
                 }
             }
         }
@@ -202,7 +207,8 @@ private func largeBuffer(_ count: Int) -> UnsafeMutablePointer<Float> {
 /// `Cpus_allowed` mask of `/proc/self/status`, else `Parallel.processorCount`.
 private let usableProcessors: Int = {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed:") }) else {
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed:") })
+    else {
         return Parallel.processorCount
     }
     let bits = line.dropFirst("Cpus_allowed:".count).compactMap { $0.hexDigitValue?.nonzeroBitCount }

@@ -37,8 +37,10 @@ public enum DenseCRF {
         public init() {}
 
         /// The keys `init(parsing:)` takes, in the order `--help` lists them.
-        public static let keys = ["iterations", "gaussian-sxy", "gaussian-weight", "bilateral-sxy",
-                                  "bilateral-intensity", "bilateral-weight"]
+        public static let keys = [
+            "iterations", "gaussian-sxy", "gaussian-weight", "bilateral-sxy",
+            "bilateral-intensity", "bilateral-weight"
+        ]
 
         /// Parses `"iterations=5,gaussian-sxy=3,…"`; keys not given keep their defaults.
         ///
@@ -85,8 +87,10 @@ public enum DenseCRF {
             guard iterations >= 1 else {
                 throw ClassicalError.invalidArgument("CRF iterations must be at least 1, not \(iterations)")
             }
-            for (name, width) in [("gaussian-sxy", gaussianSXY), ("bilateral-sxy", bilateralSXY),
-                                  ("bilateral-intensity", bilateralIntensity)]
+            for (name, width) in [
+                ("gaussian-sxy", gaussianSXY), ("bilateral-sxy", bilateralSXY),
+                ("bilateral-intensity", bilateralIntensity)
+            ]
             where !(width > 0 && width.isFinite) {
                 throw ClassicalError.invalidArgument("CRF width \(name) must be positive, not \(width)")
             }
@@ -122,20 +126,25 @@ public enum DenseCRF {
     /// - Returns: the marginals Q, laid out like `probabilities`.
     /// - Throws: `ClassicalError.shapeMismatch` when the buffers do not match the shape, `.invalidArgument` for
     ///   bad parameters or a non-positive spacing, `.nonFiniteValue` for a NaN probability.
-    public static func marginals(probabilities: [Float], classCount: Int, image: [Float], channels: Int,
-                                 shape: GridShape, spacing: [Double]? = nil,
-                                 parameters: Parameters = Parameters(),
-                                 kernelPath: KernelPath = .automatic) throws -> [Float] {
+    public static func marginals(
+        probabilities: [Float], classCount: Int, image: [Float], channels: Int,
+        shape: GridShape, spacing: [Double]? = nil,
+        parameters: Parameters = Parameters(),
+        kernelPath: KernelPath = .automatic
+    ) throws -> [Float] {
         try shape.validate()
         try parameters.validate()
-        let n = shape.count, k = classCount
+        let n = shape.count
+        let k = classCount
         guard k >= 1, probabilities.count == n * k else {
-            throw ClassicalError.shapeMismatch("the CRF was given \(probabilities.count) probabilities for "
-                + "\(n) pixels × \(k) classes")
+            throw ClassicalError.shapeMismatch(
+                "the CRF was given \(probabilities.count) probabilities for "
+                    + "\(n) pixels × \(k) classes")
         }
         guard channels >= 1, image.count == n * channels else {
-            throw ClassicalError.shapeMismatch("the CRF's display image has \(image.count) values for \(n) pixels "
-                + "× \(channels) channel(s)")
+            throw ClassicalError.shapeMismatch(
+                "the CRF's display image has \(image.count) values for \(n) pixels "
+                    + "× \(channels) channel(s)")
         }
         if let bad = probabilities.firstIndex(where: { !$0.isFinite }) {
             throw ClassicalError.nonFiniteValue(index: bad / k)
@@ -147,7 +156,8 @@ public enum DenseCRF {
 
         let positions = positionFeatures(shape: shape, spacing: steps)
         let axes = shape.dimensions.count
-        let sxy = Float(parameters.bilateralSXY), sr = Float(parameters.bilateralIntensity)
+        let sxy = Float(parameters.bilateralSXY)
+        let sr = Float(parameters.bilateralIntensity)
         /// The bilateral kernel's features: position / sxy, then intensity / sr, per pixel.
         func bilateralFeatures() -> [Float] {
             [Float](unsafeUninitializedCapacity: n * (axes + channels)) { features, count in
@@ -168,17 +178,20 @@ public enum DenseCRF {
         built.withUnsafeMutableBufferPointer { built in
             Parallel.forEach(2) { index in
                 if index == 0, parameters.gaussianWeight > 0 {
-                    built[0] = Kernel(features: scaled(positions, axes: axes, by: Float(parameters.gaussianSXY)),
-                                      dimension: axes, weight: Float(parameters.gaussianWeight))
+                    built[0] = Kernel(
+                        features: scaled(positions, axes: axes, by: Float(parameters.gaussianSXY)),
+                        dimension: axes, weight: Float(parameters.gaussianWeight))
                 } else if index == 1, parameters.bilateralWeight > 0 {
-                    built[1] = Kernel(features: bilateralFeatures(), dimension: axes + channels,
-                                      weight: Float(parameters.bilateralWeight))
+                    built[1] = Kernel(
+                        features: bilateralFeatures(), dimension: axes + channels,
+                        weight: Float(parameters.bilateralWeight))
                 }
             }
         }
         let kernels = built.compactMap { $0 }
-        let inference = MeanField(probabilities: probabilities, classCount: k, kernels: kernels,
-                                  path: kernelPath.isSupported ? kernelPath : .baseline)
+        let inference = MeanField(
+            probabilities: probabilities, classCount: k, kernels: kernels,
+            path: kernelPath.isSupported ? kernelPath : .baseline)
         return inference.run(iterations: parameters.iterations)
     }
 
@@ -207,9 +220,10 @@ public enum DenseCRF {
             let lattice = PermutohedralLattice(features: features, dimension: dimension)
             let n = lattice.pointCount
             normalisation = [Float](unsafeUninitializedCapacity: n) { buffer, initialised in
-                let status = crf_lattice_normalisation(lattice.offsets, lattice.weights, Int64(n),
-                                                       Int32(dimension), lattice.neighbours,
-                                                       Int64(lattice.vertexCount), buffer.baseAddress)
+                let status = crf_lattice_normalisation(
+                    lattice.offsets, lattice.weights, Int64(n),
+                    Int32(dimension), lattice.neighbours,
+                    Int64(lattice.vertexCount), buffer.baseAddress)
                 precondition(status == 0, "out of memory normalising a lattice over \(n) points")
                 initialised = n
             }
@@ -248,8 +262,8 @@ public enum DenseCRF {
     }
 }
 
-private extension Substring {
-    var trimmingSpaces: String {
+extension Substring {
+    fileprivate var trimmingSpaces: String {
         String(drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
     }
 }

@@ -26,8 +26,10 @@ public struct FuzzyCMeans: Sendable {
     /// Seed of the random initial memberships when none are given.
     public var seed: Int
 
-    public init(clusterCount: Int, fuzzifier: Double = 2, tolerance: Double = 1e-5, maxIterations: Int = 300,
-                seed: Int = 0) {
+    public init(
+        clusterCount: Int, fuzzifier: Double = 2, tolerance: Double = 1e-5, maxIterations: Int = 300,
+        seed: Int = 0
+    ) {
         (self.clusterCount, self.fuzzifier, self.tolerance) = (clusterCount, fuzzifier, tolerance)
         (self.maxIterations, self.seed) = (maxIterations, seed)
     }
@@ -76,9 +78,10 @@ public struct FuzzyCMeans: Sendable {
             if change.squareRoot() < tolerance { break }
         }
         let coefficient = memberships.reduce(0) { $0 + $1 * $1 } / Double(n)
-        return FuzzyClustering(centers: FeatureMatrix(count: c, dimension: dimension, values: centers),
-                               memberships: memberships, objective: objective, iterations: iterations,
-                               partitionCoefficient: coefficient)
+        return FuzzyClustering(
+            centers: FeatureMatrix(count: c, dimension: dimension, values: centers),
+            memberships: memberships, objective: objective, iterations: iterations,
+            partitionCoefficient: coefficient)
     }
 
     static func normalizeColumns(_ matrix: inout [Double], rows: Int, columns: Int) {
@@ -118,13 +121,15 @@ public struct FuzzyCMeans: Sendable {
                 points.values.withUnsafeBufferPointer { values in
                     centers.withUnsafeBufferPointer { centerBuffer in
                         Parallel.forEachChunk(n, minimumChunk: 2048) { chunk, range in
-                            var distances = [Double](repeating: 0, count: c), scaled = distances
+                            var distances = [Double](repeating: 0, count: c)
+                            var scaled = distances
                             var objective = 0.0
                             for point in range {
                                 for cluster in 0..<c {
                                     var sum = 0.0
                                     for channel in 0..<dimension {
-                                        let delta = values[point * dimension + channel]
+                                        let delta =
+                                            values[point * dimension + channel]
                                             - centerBuffer[cluster * dimension + channel]
                                         sum += delta * delta
                                     }

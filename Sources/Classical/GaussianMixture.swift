@@ -30,7 +30,8 @@ public struct MixtureModel: Sendable, Equatable {
         var factors: [[Double]] = []
         var logDeterminants: [Double] = []
         for component in 0..<k {
-            let block = Array(covariances[(component * dimension * dimension)..<((component + 1) * dimension * dimension)])
+            let block = Array(
+                covariances[(component * dimension * dimension)..<((component + 1) * dimension * dimension)])
             guard let factor = Cholesky.factor(block, dimension: dimension) else {
                 throw ClassicalError.invalidArgument(
                     "component \(component) has a covariance that is not positive definite; "
@@ -47,11 +48,13 @@ public struct MixtureModel: Sendable, Equatable {
                 for point in range {
                     for component in 0..<k {
                         for channel in 0..<dimension {
-                            difference[channel] = points.values[point * dimension + channel]
+                            difference[channel] =
+                                points.values[point * dimension + channel]
                                 - means.values[component * dimension + channel]
                         }
                         let squared = Cholesky.solvedSquaredNorm(factors[component], difference, dimension: dimension)
-                        output[point * k + component] = log(weights[component])
+                        output[point * k + component] =
+                            log(weights[component])
                             - 0.5 * (constant + logDeterminants[component] + squared)
                     }
                 }
@@ -79,8 +82,10 @@ public struct GaussianMixture: Sendable {
     public var regularization: Double
     public var seed: Int
 
-    public init(componentCount: Int, covariance: MixtureModel.Covariance = .full, initCount: Int = 1,
-                maxIterations: Int = 100, tolerance: Double = 1e-3, regularization: Double = 1e-6, seed: Int = 0) {
+    public init(
+        componentCount: Int, covariance: MixtureModel.Covariance = .full, initCount: Int = 1,
+        maxIterations: Int = 100, tolerance: Double = 1e-3, regularization: Double = 1e-6, seed: Int = 0
+    ) {
         (self.componentCount, self.covariance, self.initCount) = (componentCount, covariance, initCount)
         (self.maxIterations, self.tolerance, self.regularization, self.seed) =
             (maxIterations, tolerance, regularization, seed)
@@ -99,7 +104,9 @@ public struct GaussianMixture: Sendable {
             let restartSeed = Int(truncatingIfNeeded: stream.next() >> 1)
             let kmeans = try KMeans(clusterCount: componentCount, initCount: 1, seed: restartSeed).fit(points)
             var responsibilities = [Double](repeating: 0, count: points.count * componentCount)
-            for (point, label) in kmeans.labels.enumerated() { responsibilities[point * componentCount + Int(label)] = 1 }
+            for (point, label) in kmeans.labels.enumerated() {
+                responsibilities[point * componentCount + Int(label)] = 1
+            }
             var model = maximization(points, responsibilities: responsibilities)
             var bound = -Double.infinity
             model.converged = false
@@ -119,7 +126,10 @@ public struct GaussianMixture: Sendable {
                 model = maximization(points, responsibilities: responsibilities)
                 model.iterations = iteration
                 model.meanLogLikelihood = bound
-                if abs(bound - previous) < tolerance { model.converged = true; break }
+                if abs(bound - previous) < tolerance {
+                    model.converged = true
+                    break
+                }
             }
             if model.meanLogLikelihood > best?.meanLogLikelihood ?? -.infinity || best == nil { best = model }
         }
@@ -137,7 +147,9 @@ public struct GaussianMixture: Sendable {
             for component in 0..<k {
                 let r = responsibilities[point * k + component]
                 weights[component] += r
-                for channel in 0..<dimension { means[component * dimension + channel] += r * points.values[point * dimension + channel] }
+                for channel in 0..<dimension {
+                    means[component * dimension + channel] += r * points.values[point * dimension + channel]
+                }
             }
         }
         for component in 0..<k {
@@ -150,7 +162,8 @@ public struct GaussianMixture: Sendable {
                 let r = responsibilities[point * k + component]
                 if r == 0 { continue }
                 for channel in 0..<dimension {
-                    difference[channel] = points.values[point * dimension + channel] - means[component * dimension + channel]
+                    difference[channel] =
+                        points.values[point * dimension + channel] - means[component * dimension + channel]
                 }
                 let base = component * dimension * dimension
                 for row in 0..<dimension {
@@ -166,9 +179,10 @@ public struct GaussianMixture: Sendable {
             for channel in 0..<dimension { covariances[base + channel * dimension + channel] += regularization }
         }
         let total = weights.reduce(0, +)
-        return MixtureModel(covariance: covariance, weights: weights.map { $0 / total },
-                            means: FeatureMatrix(count: k, dimension: dimension, values: means),
-                            covariances: covariances, meanLogLikelihood: -.infinity, iterations: 0, converged: false)
+        return MixtureModel(
+            covariance: covariance, weights: weights.map { $0 / total },
+            means: FeatureMatrix(count: k, dimension: dimension, values: means),
+            covariances: covariances, meanLogLikelihood: -.infinity, iterations: 0, converged: false)
     }
 }
 

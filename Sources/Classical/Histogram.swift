@@ -7,32 +7,32 @@ public enum Intensities: Sendable, Equatable {
 
     public var count: Int {
         switch self {
-        case let .integer(values): return values.count
-        case let .real(values): return values.count
+        case .integer(let values): return values.count
+        case .real(let values): return values.count
         }
     }
 
     /// The values as doubles.
     public var doubles: [Double] {
         switch self {
-        case let .integer(values): return values.map(Double.init)
-        case let .real(values): return values
+        case .integer(let values): return values.map(Double.init)
+        case .real(let values): return values
         }
     }
 
     /// The first value (nil when empty).
     public var first: Double? {
         switch self {
-        case let .integer(values): return values.first.map(Double.init)
-        case let .real(values): return values.first
+        case .integer(let values): return values.first.map(Double.init)
+        case .real(let values): return values.first
         }
     }
 
     /// The values at the positions where `mask` is true.
     public func selecting(_ mask: [Bool]) -> Intensities {
         switch self {
-        case let .integer(values): return .integer(zip(values, mask).compactMap { $1 ? $0 : nil })
-        case let .real(values): return .real(zip(values, mask).compactMap { $1 ? $0 : nil })
+        case .integer(let values): return .integer(zip(values, mask).compactMap { $1 ? $0 : nil })
+        case .real(let values): return .real(zip(values, mask).compactMap { $1 ? $0 : nil })
         }
     }
 }
@@ -61,7 +61,7 @@ public struct Histogram: Sendable, Equatable {
     public init(_ values: Intensities, binCount: Int = 256) throws {
         guard values.count > 0 else { throw ClassicalError.emptyInput("the image") }
         switch values {
-        case let .integer(samples):
+        case .integer(let samples):
             let (low, high) = (samples.min() ?? 0, samples.max() ?? 0)
             guard high - low < Self.maximumIntegerBins else {
                 throw ClassicalError.invalidArgument(
@@ -70,7 +70,7 @@ public struct Histogram: Sendable, Equatable {
             var counts = [Int](repeating: 0, count: high - low + 1)
             for sample in samples { counts[sample - low] += 1 }
             self.init(counts: counts, binCenters: (low...high).map(Double.init))
-        case let .real(samples):
+        case .real(let samples):
             guard binCount >= 1 else { throw ClassicalError.invalidArgument("histogram needs at least one bin") }
             if let index = samples.firstIndex(where: { !$0.isFinite }) {
                 throw ClassicalError.nonFiniteValue(index: index)

@@ -93,7 +93,8 @@ public enum HistogramModes {
     /// - Returns: `classes × D` centres (bin centres in the points' space), highest peak first.
     /// - Throws: `ClassicalError.invalidArgument` for a dimension other than 2 or 3,
     ///   `.tooFewDistinctValues` when the histogram has fewer than `classes` peaks; the points' errors.
-    public static func colorPeaks(_ points: FeatureMatrix, classes: Int, binsPerAxis: Int = 32) throws -> FeatureMatrix {
+    public static func colorPeaks(_ points: FeatureMatrix, classes: Int, binsPerAxis: Int = 32) throws -> FeatureMatrix
+    {
         try points.validate("the image")
         let dimension = points.dimension
         guard dimension == 2 || dimension == 3 else {
@@ -102,7 +103,8 @@ public enum HistogramModes {
         guard classes >= 1, binsPerAxis >= 2 else {
             throw ClassicalError.invalidArgument("color-histogram peaks need classes ≥ 1 and ≥ 2 bins per axis")
         }
-        var low = [Double](repeating: .infinity, count: dimension), high = [Double](repeating: -.infinity, count: dimension)
+        var low = [Double](repeating: .infinity, count: dimension)
+        var high = [Double](repeating: -.infinity, count: dimension)
         for index in 0..<points.count {
             for channel in 0..<dimension {
                 low[channel] = min(low[channel], points.values[index * dimension + channel])
@@ -133,19 +135,28 @@ public enum HistogramModes {
             var offsets = [Int](repeating: -1, count: dimension)
             outer: while true {
                 if offsets.contains(where: { $0 != 0 }) {
-                    var neighbour = 0, inside = true
+                    var neighbour = 0
+                    var inside = true
                     for axis in 0..<dimension {
                         let value = coordinates[axis] + offsets[axis]
-                        if value < 0 || value >= binsPerAxis { inside = false; break }
+                        if value < 0 || value >= binsPerAxis {
+                            inside = false
+                            break
+                        }
                         neighbour = neighbour * binsPerAxis + value
                     }
-                    if inside, smoothed[neighbour] > smoothed[bin] || (smoothed[neighbour] == smoothed[bin] && neighbour < bin) {
+                    if inside,
+                        smoothed[neighbour] > smoothed[bin] || (smoothed[neighbour] == smoothed[bin] && neighbour < bin)
+                    {
                         isPeak = false
                         break outer
                     }
                 }
                 var axis = dimension - 1
-                while axis >= 0, offsets[axis] == 1 { offsets[axis] = -1; axis -= 1 }
+                while axis >= 0, offsets[axis] == 1 {
+                    offsets[axis] = -1
+                    axis -= 1
+                }
                 if axis < 0 { break }
                 offsets[axis] += 1
             }

@@ -36,8 +36,10 @@ public struct KMeans: Sendable {
     public var algorithm: Algorithm
     public var seed: Int
 
-    public init(clusterCount: Int, initCount: Int = 10, maxIterations: Int = 300, tolerance: Double = 1e-4,
-                algorithm: Algorithm = .lloyd, seed: Int = 0) {
+    public init(
+        clusterCount: Int, initCount: Int = 10, maxIterations: Int = 300, tolerance: Double = 1e-4,
+        algorithm: Algorithm = .lloyd, seed: Int = 0
+    ) {
         (self.clusterCount, self.initCount, self.maxIterations) = (clusterCount, initCount, maxIterations)
         (self.tolerance, self.algorithm, self.seed) = (tolerance, algorithm, seed)
     }
@@ -88,8 +90,10 @@ public struct KMeans: Sendable {
     /// Greedy k-means++ (`sklearn.cluster._kmeans._kmeans_plusplus`): the first centre uniformly, then for
     /// each next centre `2 + ⌊ln K⌋` candidates drawn with probability ∝ D², keeping the one that lowers the
     /// potential most.
-    static func plusPlusCenters(_ points: FeatureMatrix, clusterCount: Int,
-                                generator: inout SeededGenerator) -> [Double] {
+    static func plusPlusCenters(
+        _ points: FeatureMatrix, clusterCount: Int,
+        generator: inout SeededGenerator
+    ) -> [Double] {
         let (count, dimension) = (points.count, points.dimension)
         let trials = 2 + Int(log(Double(clusterCount)))
         var centers = [Double](repeating: 0, count: clusterCount * dimension)
@@ -104,11 +108,13 @@ public struct KMeans: Sendable {
                 running += closest[index]
                 cumulative[index] = running
             }
-            var bestCandidate = 0, bestPotential = Double.infinity
+            var bestCandidate = 0
+            var bestPotential = Double.infinity
             var bestDistances: [Double] = []
             for _ in 0..<trials {
                 let target = generator.uniform() * potential
-                var low = 0, high = count  // first index with cumulative >= target (searchsorted 'left')
+                var low = 0
+                var high = count  // first index with cumulative >= target (searchsorted 'left')
                 while low < high {
                     let middle = (low + high) / 2
                     if cumulative[middle] < target { low = middle + 1 } else { high = middle }
@@ -121,8 +127,9 @@ public struct KMeans: Sendable {
                     (bestCandidate, bestPotential, bestDistances) = (candidate, candidatePotential, distances)
                 }
             }
-            centers.replaceSubrange(center * dimension..<(center + 1) * dimension,
-                                    with: points.values[bestCandidate * dimension..<(bestCandidate + 1) * dimension])
+            centers.replaceSubrange(
+                center * dimension..<(center + 1) * dimension,
+                with: points.values[bestCandidate * dimension..<(bestCandidate + 1) * dimension])
             closest = bestDistances
             potential = bestPotential
         }
@@ -155,8 +162,10 @@ public struct KMeans: Sendable {
     // MARK: - Lloyd
 
     /// One assignment pass: labels to the nearest centre, per-cluster sums and counts, and the inertia.
-    static func assign(_ points: FeatureMatrix, centers: [Double], clusterCount: Int, labels: inout [Int32],
-                       distances: inout [Double]) -> (sums: [Double], counts: [Int], inertia: Double) {
+    static func assign(
+        _ points: FeatureMatrix, centers: [Double], clusterCount: Int, labels: inout [Int32],
+        distances: inout [Double]
+    ) -> (sums: [Double], counts: [Int], inertia: Double) {
         let (count, dimension) = (points.count, points.dimension)
         let chunks = Parallel.chunkCount(count)
         var sums = [Double](repeating: 0, count: chunks * clusterCount * dimension)
@@ -174,7 +183,8 @@ public struct KMeans: Sendable {
                                         var inertia = 0.0
                                         for index in range {
                                             let point = index * dimension
-                                            var best = 0, bestDistance = Double.infinity
+                                            var best = 0
+                                            var bestDistance = Double.infinity
                                             for cluster in 0..<clusterCount {
                                                 var sum = 0.0
                                                 let center = cluster * dimension
@@ -189,7 +199,8 @@ public struct KMeans: Sendable {
                                             inertia += bestDistance
                                             countBuffer[chunk * clusterCount + best] += 1
                                             for channel in 0..<dimension {
-                                                sumBuffer[sumBase + best * dimension + channel] += values[point + channel]
+                                                sumBuffer[sumBase + best * dimension + channel] +=
+                                                    values[point + channel]
                                             }
                                         }
                                         inertiaBuffer[chunk] = inertia
@@ -214,25 +225,30 @@ public struct KMeans: Sendable {
 
     /// New centres as the means of their points; an empty cluster takes the point farthest from its centre
     /// (scikit-learn's `_relocate_empty_clusters`), each relocated cluster a different point.
-    static func updatedCenters(_ points: FeatureMatrix, sums: [Double], counts: [Int], old: [Double],
-                               distances: [Double]) -> [Double] {
+    static func updatedCenters(
+        _ points: FeatureMatrix, sums: [Double], counts: [Int], old: [Double],
+        distances: [Double]
+    ) -> [Double] {
         let dimension = points.dimension
         var centers = old
         var taken = Set<Int>()
         for cluster in 0..<counts.count {
             if counts[cluster] > 0 {
                 for channel in 0..<dimension {
-                    centers[cluster * dimension + channel] = sums[cluster * dimension + channel] / Double(counts[cluster])
+                    centers[cluster * dimension + channel] =
+                        sums[cluster * dimension + channel] / Double(counts[cluster])
                 }
             } else {
-                var far = -1, farDistance = -1.0
+                var far = -1
+                var farDistance = -1.0
                 for index in 0..<points.count where distances[index] > farDistance && !taken.contains(index) {
                     (far, farDistance) = (index, distances[index])
                 }
                 if far >= 0 {
                     taken.insert(far)
-                    centers.replaceSubrange(cluster * dimension..<(cluster + 1) * dimension,
-                                            with: points.values[far * dimension..<(far + 1) * dimension])
+                    centers.replaceSubrange(
+                        cluster * dimension..<(cluster + 1) * dimension,
+                        with: points.values[far * dimension..<(far + 1) * dimension])
                 }
             }
         }
@@ -249,31 +265,44 @@ public struct KMeans: Sendable {
         var previous = labels
         var distances = [Double](repeating: 0, count: points.count)
         var iterations = 0
-        var strict = false, converged = false
+        var strict = false
+        var converged = false
         while iterations < maxIterations {
-            let (sums, counts, _) = Self.assign(points, centers: centers, clusterCount: clusterCount,
-                                                labels: &labels, distances: &distances)
+            let (sums, counts, _) = Self.assign(
+                points, centers: centers, clusterCount: clusterCount,
+                labels: &labels, distances: &distances)
             let updated = Self.updatedCenters(points, sums: sums, counts: counts, old: centers, distances: distances)
             let shift = Self.squaredShift(updated, centers)
             centers = updated
             iterations += 1
-            if labels == previous { (strict, converged) = (true, true); break }
-            if shift <= tolerance { converged = true; break }
+            if labels == previous {
+                (strict, converged) = (true, true)
+                break
+            }
+            if shift <= tolerance {
+                converged = true
+                break
+            }
             previous = labels
         }
-        return finish(points, centers: centers, labels: labels, strict: strict, iterations: iterations,
-                      converged: converged)
+        return finish(
+            points, centers: centers, labels: labels, strict: strict, iterations: iterations,
+            converged: converged)
     }
 
     /// The final E-step (unless labels were already stable) so labels and inertia match the returned centres.
-    func finish(_ points: FeatureMatrix, centers: [Double], labels: [Int32], strict: Bool, iterations: Int,
-                converged: Bool) -> Clustering {
+    func finish(
+        _ points: FeatureMatrix, centers: [Double], labels: [Int32], strict: Bool, iterations: Int,
+        converged: Bool
+    ) -> Clustering {
         var labels = labels
         var distances = [Double](repeating: 0, count: points.count)
-        let (_, _, inertia) = Self.assign(points, centers: centers, clusterCount: clusterCount, labels: &labels,
-                                          distances: &distances)
-        return Clustering(centers: FeatureMatrix(count: clusterCount, dimension: points.dimension, values: centers),
-                          labels: labels, inertia: inertia, iterations: iterations, converged: converged || strict)
+        let (_, _, inertia) = Self.assign(
+            points, centers: centers, clusterCount: clusterCount, labels: &labels,
+            distances: &distances)
+        return Clustering(
+            centers: FeatureMatrix(count: clusterCount, dimension: points.dimension, values: centers),
+            labels: labels, inertia: inertia, iterations: iterations, converged: converged || strict)
     }
 
     // MARK: - Elkan
@@ -287,7 +316,8 @@ public struct KMeans: Sendable {
         // Exact first assignment, filling the bounds.
         points.values.withUnsafeBufferPointer { values in
             for index in 0..<count {
-                var best = 0, bestDistance = Double.infinity
+                var best = 0
+                var bestDistance = Double.infinity
                 for cluster in 0..<k {
                     var sum = 0.0
                     for channel in 0..<dimension {
@@ -304,7 +334,8 @@ public struct KMeans: Sendable {
         }
         var previous = [Int32](repeating: -1, count: count)
         var iterations = 0
-        var strict = false, converged = false
+        var strict = false
+        var converged = false
         while iterations < maxIterations {
             // Centre-to-centre distances and half the distance to each centre's nearest other centre.
             var between = [Double](repeating: 0, count: k * k)
@@ -321,8 +352,9 @@ public struct KMeans: Sendable {
                 }
             }
             if iterations > 0 {
-                Self.elkanAssign(points, centers: centers, k: k, between: between, half: half,
-                                 labels: &labels, upper: &upper, lower: &lower)
+                Self.elkanAssign(
+                    points, centers: centers, k: k, between: between, half: half,
+                    labels: &labels, upper: &upper, lower: &lower)
             }
             // Means.
             var sums = [Double](repeating: 0, count: k * dimension)
@@ -347,23 +379,34 @@ public struct KMeans: Sendable {
                 moved[cluster] = sum.squareRoot()
             }
             for index in 0..<count {
-                for cluster in 0..<k { lower[index * k + cluster] = max(lower[index * k + cluster] - moved[cluster], 0) }
+                for cluster in 0..<k {
+                    lower[index * k + cluster] = max(lower[index * k + cluster] - moved[cluster], 0)
+                }
                 upper[index] += moved[Int(labels[index])]
             }
             let shift = moved.reduce(0) { $0 + $1 * $1 }
             centers = updated
             iterations += 1
-            if labels == previous { (strict, converged) = (true, true); break }
-            if shift <= tolerance { converged = true; break }
+            if labels == previous {
+                (strict, converged) = (true, true)
+                break
+            }
+            if shift <= tolerance {
+                converged = true
+                break
+            }
             previous = labels
         }
-        return finish(points, centers: centers, labels: labels, strict: strict, iterations: iterations,
-                      converged: converged)
+        return finish(
+            points, centers: centers, labels: labels, strict: strict, iterations: iterations,
+            converged: converged)
     }
 
     /// Elkan's assignment with triangle-inequality pruning, split across cores.
-    static func elkanAssign(_ points: FeatureMatrix, centers: [Double], k: Int, between: [Double], half: [Double],
-                            labels: inout [Int32], upper: inout [Double], lower: inout [Double]) {
+    static func elkanAssign(
+        _ points: FeatureMatrix, centers: [Double], k: Int, between: [Double], half: [Double],
+        labels: inout [Int32], upper: inout [Double], lower: inout [Double]
+    ) {
         let dimension = points.dimension
         labels.withUnsafeMutableBufferPointer { labelBuffer in
             upper.withUnsafeMutableBufferPointer { upperBuffer in
@@ -373,7 +416,8 @@ public struct KMeans: Sendable {
                             func distance(_ index: Int, _ cluster: Int) -> Double {
                                 var sum = 0.0
                                 for channel in 0..<dimension {
-                                    let delta = values[index * dimension + channel] - centers[cluster * dimension + channel]
+                                    let delta =
+                                        values[index * dimension + channel] - centers[cluster * dimension + channel]
                                     sum += delta * delta
                                 }
                                 return sum.squareRoot()
@@ -384,7 +428,8 @@ public struct KMeans: Sendable {
                                 if bound <= half[label] { continue }
                                 var tight = false
                                 for cluster in 0..<k where cluster != label {
-                                    let threshold = max(lowerBuffer[index * k + cluster], 0.5 * between[label * k + cluster])
+                                    let threshold = max(
+                                        lowerBuffer[index * k + cluster], 0.5 * between[label * k + cluster])
                                     if bound <= threshold { continue }
                                     if !tight {
                                         bound = distance(index, label)

@@ -72,8 +72,9 @@ public struct PermutohedralLattice: Sendable {
         var vertices: Int64 = 0
         var neighbours: UnsafeMutablePointer<Int32>?
         let status = features.withUnsafeBufferPointer { features in
-            crf_lattice_build(features.baseAddress, Int64(n), Int32(d), tables.offsets, tables.weights,
-                              &vertices, &neighbours)
+            crf_lattice_build(
+                features.baseAddress, Int64(n), Int32(d), tables.offsets, tables.weights,
+                &vertices, &neighbours)
         }
         precondition(status == 0, "out of memory building a permutohedral lattice over \(n) points")
         tables.neighbours = neighbours
@@ -87,7 +88,8 @@ public struct PermutohedralLattice: Sendable {
     /// - Returns: the filtered values, laid out like `input`.
     public func filter(_ input: [Float], valueCount: Int, reverse: Bool = false) -> [Float] {
         precondition(input.count == pointCount * valueCount, "values do not match the lattice's points")
-        let width = valueCount, corners = dimension + 1
+        let width = valueCount
+        let corners = dimension + 1
         var values = [Float](repeating: 0, count: (vertexCount + 1) * width)
         var scratch = [Float](repeating: 0, count: (vertexCount + 1) * width)
         var output = [Float](repeating: 0, count: pointCount * width)
@@ -101,8 +103,9 @@ public struct PermutohedralLattice: Sendable {
                     }
                 }
                 scratch.withUnsafeMutableBufferPointer { scratch in
-                    let result = blur(values.baseAddress!, scratch: scratch.baseAddress!, width: width,
-                                      reverse: reverse)
+                    let result = blur(
+                        values.baseAddress!, scratch: scratch.baseAddress!, width: width,
+                        reverse: reverse)
                     let alpha = sliceScale
                     output.withUnsafeMutableBufferPointer { output in
                         for point in 0..<pointCount {
@@ -124,9 +127,12 @@ public struct PermutohedralLattice: Sendable {
     /// ((M + 1) × width floats each, row 0 zero in both); vertex chunks run in parallel.
     ///
     /// - Returns: whichever of the two buffers holds the result.
-    func blur(_ values: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>, width: Int,
-              reverse: Bool = false) -> UnsafeMutablePointer<Float> {
-        let d = dimension, m = vertexCount
+    func blur(
+        _ values: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>, width: Int,
+        reverse: Bool = false
+    ) -> UnsafeMutablePointer<Float> {
+        let d = dimension
+        let m = vertexCount
         var (old, new) = (values, scratch)
         let neighbours = self.neighbours
         for step in 0...d {

@@ -15,7 +15,8 @@ public struct RegionStatistics: Sendable, Equatable {
     /// Statistics of every region id 1...count of `regions` (id 0 is skipped: unlabelled).
     /// - Parameter features: one row per pixel, or nil for no mean feature.
     /// - Throws: `ClassicalError.shapeMismatch` when `features` has another pixel count.
-    public static func measure(_ regions: LabelGrid<Int32>, features: FeatureMatrix? = nil) throws -> [RegionStatistics] {
+    public static func measure(_ regions: LabelGrid<Int32>, features: FeatureMatrix? = nil) throws -> [RegionStatistics]
+    {
         if let features, features.count != regions.shape.count {
             throw ClassicalError.shapeMismatch("\(features.count) feature rows for \(regions.shape.count) pixels")
         }
@@ -23,8 +24,9 @@ public struct RegionStatistics: Sendable, Equatable {
         let dimension = features?.dimension ?? 0
         let shape = regions.shape
         var statistics = (0..<count).map {
-            RegionStatistics(id: Int32($0), area: 0, meanFeature: [Double](repeating: 0, count: dimension),
-                             minimum: [Int.max, Int.max, Int.max], maximum: [-1, -1, -1])
+            RegionStatistics(
+                id: Int32($0), area: 0, meanFeature: [Double](repeating: 0, count: dimension),
+                minimum: [Int.max, Int.max, Int.max], maximum: [-1, -1, -1])
         }
         var index = 0
         for z in 0..<shape.slices {
@@ -65,8 +67,10 @@ public enum RegionMerging {
     /// - Parameter classes: a class map; regions are its connected components under `connectivity`.
     /// - Returns: the class map after merging, and its connected regions (ids from 1 in raster order).
     /// - Throws: the errors of `ConnectedComponents.label`.
-    public static func mergeSmallRegions(_ classes: LabelGrid<Int32>, minimumSize: Int,
-                                         connectivity: Int = 1) throws -> (classes: LabelGrid<Int32>, regions: LabelGrid<Int32>) {
+    public static func mergeSmallRegions(
+        _ classes: LabelGrid<Int32>, minimumSize: Int,
+        connectivity: Int = 1
+    ) throws -> (classes: LabelGrid<Int32>, regions: LabelGrid<Int32>) {
         let (regions, count) = try ConnectedComponents.label(classes, connectivity: connectivity)
         guard minimumSize > 1, count > 1 else { return (classes, regions) }
         let shape = classes.shape

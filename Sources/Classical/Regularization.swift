@@ -3,8 +3,10 @@ import SliceLabSupport
 /// Smoothing a label map after the fact; works on any label map (classical or a network's output).
 public enum Regularization {
     /// Visits every pixel with the indices of its in-bounds neighbours under `connectivity`.
-    static func forEachPixel(_ shape: GridShape, connectivity: Int,
-                             _ body: (_ index: Int, _ neighbours: [Int]) -> Void) {
+    static func forEachPixel(
+        _ shape: GridShape, connectivity: Int,
+        _ body: (_ index: Int, _ neighbours: [Int]) -> Void
+    ) {
         let offsets = ConnectedComponents.allOffsets(rank: shape.isVolume ? 3 : 2, connectivity: connectivity)
         var neighbours: [Int] = []
         neighbours.reserveCapacity(offsets.count)
@@ -38,7 +40,9 @@ public enum Regularization {
     /// (3×3 / 3×3×3 window under `connectivity`; 2 in 2-D and 3 in 3-D give the full window). A tie keeps the
     /// pixel's own label when it is among the tied, else the lowest tied label. Repeated `iterations` times
     /// or until nothing changes.
-    public static func majority(_ map: LabelGrid<Int32>, connectivity: Int? = nil, iterations: Int = 1) throws -> LabelGrid<Int32> {
+    public static func majority(_ map: LabelGrid<Int32>, connectivity: Int? = nil, iterations: Int = 1) throws
+        -> LabelGrid<Int32>
+    {
         let connectivity = connectivity ?? (map.shape.isVolume ? 3 : 2)
         try validate(map, connectivity: connectivity)
         var current = map
@@ -59,7 +63,10 @@ public enum Regularization {
                 }
                 votes[own] = 0
                 for neighbour in neighbours { votes[Int(current.labels[neighbour])] = 0 }
-                if best != own { next.labels[index] = Int32(best); changed = true }
+                if best != own {
+                    next.labels[index] = Int32(best)
+                    changed = true
+                }
             }
             current = next
             if !changed { break }
@@ -88,7 +95,9 @@ public enum Regularization {
     /// the connectivity's structuring element): pixels an opening removes from their class are reassigned to
     /// the most frequent label among their kept neighbours, spreading inwards until every pixel has a label.
     /// Classes are processed in increasing label order. Removes specks and thin spurs.
-    public static func opening(_ map: LabelGrid<Int32>, radius: Int = 1, connectivity: Int = 1) throws -> LabelGrid<Int32> {
+    public static func opening(_ map: LabelGrid<Int32>, radius: Int = 1, connectivity: Int = 1) throws -> LabelGrid<
+        Int32
+    > {
         try validate(map, connectivity: connectivity)
         let shape = map.shape
         var released = [Bool](repeating: false, count: shape.count)
@@ -106,8 +115,10 @@ public enum Regularization {
     /// as the background), in increasing label order: dilation then erosion of the class's mask, and the
     /// pixels the closing adds join the class. Fills gaps and holes narrower than the structuring element.
     /// Closing the background too would let it swallow every thin foreground structure, so it is opt-in.
-    public static func closing(_ map: LabelGrid<Int32>, radius: Int = 1, connectivity: Int = 1,
-                               classes: [Int32]? = nil) throws -> LabelGrid<Int32> {
+    public static func closing(
+        _ map: LabelGrid<Int32>, radius: Int = 1, connectivity: Int = 1,
+        classes: [Int32]? = nil
+    ) throws -> LabelGrid<Int32> {
         try validate(map, connectivity: connectivity)
         let shape = map.shape
         var counts = [Int](repeating: 0, count: map.labelBound)
@@ -168,26 +179,33 @@ public enum Regularization {
     ///     smooth a label map with no features, such as a network's output.
     ///   - classCount: K (at least the map's label bound).
     /// - Returns: the smoothed map and the number of sweeps run.
-    public static func pottsICM(_ map: LabelGrid<Int32>, classCount: Int, beta: Double, dataCost: [Double]? = nil,
-                                connectivity: Int = 1, maxSweeps: Int = 20) throws -> (map: LabelGrid<Int32>, sweeps: Int) {
+    public static func pottsICM(
+        _ map: LabelGrid<Int32>, classCount: Int, beta: Double, dataCost: [Double]? = nil,
+        connectivity: Int = 1, maxSweeps: Int = 20
+    ) throws -> (map: LabelGrid<Int32>, sweeps: Int) {
         if let dataCost {
             guard dataCost.count == map.shape.count * classCount else {
-                throw ClassicalError.shapeMismatch("data cost has \(dataCost.count) entries, not \(map.shape.count)x\(classCount)")
+                throw ClassicalError.shapeMismatch(
+                    "data cost has \(dataCost.count) entries, not \(map.shape.count)x\(classCount)")
             }
             if let bad = dataCost.firstIndex(where: { $0.isNaN }) {
                 throw ClassicalError.nonFiniteValue(index: bad / classCount)
             }
-            return try pottsICM(map, classCount: classCount, beta: beta, connectivity: connectivity,
-                                maxSweeps: maxSweeps, cost: { dataCost[$0 * classCount + $1] })
+            return try pottsICM(
+                map, classCount: classCount, beta: beta, connectivity: connectivity,
+                maxSweeps: maxSweeps, cost: { dataCost[$0 * classCount + $1] })
         }
-        return try pottsICM(map, classCount: classCount, beta: beta, connectivity: connectivity, maxSweeps: maxSweeps,
-                            cost: nil)
+        return try pottsICM(
+            map, classCount: classCount, beta: beta, connectivity: connectivity, maxSweeps: maxSweeps,
+            cost: nil)
     }
 
     /// Potts ICM with the data cost computed on demand, `cost(pixel, label)` (no n × K table: volumes).
-    public static func pottsICM(_ map: LabelGrid<Int32>, classCount: Int, beta: Double, connectivity: Int = 1,
-                                maxSweeps: Int = 20,
-                                cost dataCost: ((Int, Int) -> Double)?) throws -> (map: LabelGrid<Int32>, sweeps: Int) {
+    public static func pottsICM(
+        _ map: LabelGrid<Int32>, classCount: Int, beta: Double, connectivity: Int = 1,
+        maxSweeps: Int = 20,
+        cost dataCost: ((Int, Int) -> Double)?
+    ) throws -> (map: LabelGrid<Int32>, sweeps: Int) {
         try validate(map, connectivity: connectivity)
         guard classCount >= map.labelBound, beta >= 0, beta.isFinite else {
             throw ClassicalError.invalidArgument(
@@ -208,12 +226,16 @@ public enum Regularization {
                     let data = dataCost.map { $0(index, label) } ?? (Int32(label) == evidence[index] ? 0 : 1)
                     return data + beta * Double(disagreeing[label])
                 }
-                var best = current, bestEnergy = energy(current)
+                var best = current
+                var bestEnergy = energy(current)
                 for label in 0..<classCount where label != current {
                     let value = energy(label)
                     if value < bestEnergy { (best, bestEnergy) = (label, value) }
                 }
-                if best != current { result.labels[index] = Int32(best); changed = true }
+                if best != current {
+                    result.labels[index] = Int32(best)
+                    changed = true
+                }
             }
             if !changed { break }
         }

@@ -18,8 +18,10 @@ public enum Thresholding {
         let centers = histogram.binCenters
         let bins = counts.count
         guard bins > 1 else { return centers[0] }
-        var weightBelow = [Float](repeating: 0, count: bins), weightAbove = weightBelow
-        var meanBelow = [Double](repeating: 0, count: bins), meanAbove = meanBelow
+        var weightBelow = [Float](repeating: 0, count: bins)
+        var weightAbove = weightBelow
+        var meanBelow = [Double](repeating: 0, count: bins)
+        var meanAbove = meanBelow
         var (runningWeight, runningMoment): (Float, Double) = (0, 0)
         for index in 0..<bins {
             runningWeight += counts[index]
@@ -112,7 +114,8 @@ public enum Thresholding {
         init(_ probabilities: [Float]) {
             bins = probabilities.count
             terms = [Float](repeating: 0, count: bins * (bins + 1) / 2)
-            var zeroth = [Float](repeating: 0, count: bins), first = zeroth
+            var zeroth = [Float](repeating: 0, count: bins)
+            var first = zeroth
             zeroth[0] = probabilities[0]
             first[0] = probabilities[0]
             for i in 1..<max(bins, 1) {
@@ -156,7 +159,8 @@ public enum Thresholding {
                 }
             case 2:
                 for a in 0..<(bins - 2) {
-                    let first = terms[a], rowB = rowStart[a + 1]
+                    let first = terms[a]
+                    let rowB = rowStart[a + 1]
                     for b in (a + 1)..<(bins - 1) {
                         let sigma = (first + terms[rowStart[b + 1] + last]) + terms[rowB + b]
                         if sigma > bestSigma { (bestSigma, best) = (sigma, [a, b]) }
@@ -164,9 +168,11 @@ public enum Thresholding {
                 }
             case 3:
                 for a in 0..<(bins - 3) {
-                    let first = terms[a], rowB = rowStart[a + 1]
+                    let first = terms[a]
+                    let rowB = rowStart[a + 1]
                     for b in (a + 1)..<(bins - 2) {
-                        let second = terms[rowB + b], rowC = rowStart[b + 1]
+                        let second = terms[rowB + b]
+                        let rowC = rowStart[b + 1]
                         for c in (b + 1)..<(bins - 1) {
                             let sigma = ((first + terms[rowStart[c + 1] + last]) + second) + terms[rowC + c]
                             if sigma > bestSigma { (bestSigma, best) = (sigma, [a, b, c]) }
@@ -175,13 +181,17 @@ public enum Thresholding {
                 }
             case 4:
                 for a in 0..<(bins - 4) {
-                    let first = terms[a], rowB = rowStart[a + 1]
+                    let first = terms[a]
+                    let rowB = rowStart[a + 1]
                     for b in (a + 1)..<(bins - 3) {
-                        let second = terms[rowB + b], rowC = rowStart[b + 1]
+                        let second = terms[rowB + b]
+                        let rowC = rowStart[b + 1]
                         for c in (b + 1)..<(bins - 2) {
-                            let third = terms[rowC + c], rowD = rowStart[c + 1]
+                            let third = terms[rowC + c]
+                            let rowD = rowStart[c + 1]
                             for d in (c + 1)..<(bins - 1) {
-                                let sigma = (((first + terms[rowStart[d + 1] + last]) + second) + third)
+                                let sigma =
+                                    (((first + terms[rowStart[d + 1] + last]) + second) + third)
                                     + terms[rowD + d]
                                 if sigma > bestSigma { (bestSigma, best) = (sigma, [a, b, c, d]) }
                             }
@@ -199,7 +209,8 @@ public enum Thresholding {
     /// is computed from the float32 cumulative moments exactly as the table would hold it.
     static func exhaustiveIndicesWithoutTable(_ probabilities: [Float], thresholdCount: Int) -> [Int] {
         let bins = probabilities.count
-        var zeroth = [Float](repeating: 0, count: bins), first = zeroth
+        var zeroth = [Float](repeating: 0, count: bins)
+        var first = zeroth
         zeroth[0] = probabilities[0]
         first[0] = probabilities[0]
         for i in 1..<bins {
@@ -241,7 +252,8 @@ public enum Thresholding {
     /// The exact maximiser of Σ S²/P over classes by dynamic programming in float64 (O(K·n²)).
     static func dynamicProgrammingIndices(_ probabilities: [Float], thresholdCount: Int) -> [Int] {
         let bins = probabilities.count
-        var zeroth = [Double](repeating: 0, count: bins + 1), first = zeroth
+        var zeroth = [Double](repeating: 0, count: bins + 1)
+        var first = zeroth
         for i in 0..<bins {
             zeroth[i + 1] = zeroth[i] + Double(probabilities[i])
             first[i + 1] = first[i] + Double(i) * Double(probabilities[i])

@@ -17,8 +17,9 @@ extension DICOMFile {
         if transferSyntaxUID == TransferSyntax.rleLossless {
             try validateRLEFrame(frameCodestream(index, fragmentCount: fragmentCount), frame: index)
         } else if Self.dcmtkJPEGSyntaxes.contains(transferSyntaxUID) {
-            try validateJPEGFrame(frameCodestream(index, fragmentCount: fragmentCount), frame: index,
-                                  fragmentCount: fragmentCount)
+            try validateJPEGFrame(
+                frameCodestream(index, fragmentCount: fragmentCount), frame: index,
+                fragmentCount: fragmentCount)
         }
     }
 
@@ -31,14 +32,17 @@ extension DICOMFile {
         func fail(_ reason: String) -> DICOMError {
             .decodeFailed(file: path, frame: frame, reason: "malformed RLE header: \(reason)")
         }
-        guard bytes.count >= 64 else { throw fail("the frame holds \(bytes.count) bytes, less than its 64-byte header") }
+        guard bytes.count >= 64 else {
+            throw fail("the frame holds \(bytes.count) bytes, less than its 64-byte header")
+        }
         func word(_ i: Int) -> Int {
             Int(bytes[4 * i]) | Int(bytes[4 * i + 1]) << 8 | Int(bytes[4 * i + 2]) << 16 | Int(bytes[4 * i + 3]) << 24
         }
         let segments = word(0)
         let expected = samplesPerPixel * max(bitsAllocated / 8, 1)
         guard (1...15).contains(segments), segments == expected else {
-            throw fail("\(segments) segments, but \(samplesPerPixel) sample(s) of \(bitsAllocated) bits need \(expected)")
+            throw fail(
+                "\(segments) segments, but \(samplesPerPixel) sample(s) of \(bitsAllocated) bits need \(expected)")
         }
         var previous = 0
         for s in 0..<segments {
@@ -61,7 +65,7 @@ extension DICOMFile {
     /// JPEG processes DCMTK decodes with its IJG builds (baseline, extended, progressive, lossless).
     static let dcmtkJPEGSyntaxes: Set<String> = [
         "1.2.840.10008.1.2.4.50", "1.2.840.10008.1.2.4.51", "1.2.840.10008.1.2.4.53", "1.2.840.10008.1.2.4.55",
-        "1.2.840.10008.1.2.4.57", "1.2.840.10008.1.2.4.70",
+        "1.2.840.10008.1.2.4.57", "1.2.840.10008.1.2.4.70"
     ]
 
     /// The most scans (SOS markers) a frame may hold: progressive encoders write about ten per component, and
@@ -91,8 +95,9 @@ extension DICOMFile {
         if !jpegFragmentsWalked {
             for fragment in 0..<fragmentCount {
                 if let offset = Self.dcmtkBitDepthWalkLoops(try handle.fragment(fragment)) {
-                    throw fail("fragment \(fragment + 1) reaches marker FF 01 (TEM) at byte \(offset) before its "
-                        + "frame header, on which DCMTK's JPEG pre-scan loops forever")
+                    throw fail(
+                        "fragment \(fragment + 1) reaches marker FF 01 (TEM) at byte \(offset) before its "
+                            + "frame header, on which DCMTK's JPEG pre-scan loops forever")
                 }
             }
             jpegFragmentsWalked = true
@@ -108,12 +113,17 @@ extension DICOMFile {
                 throw fail(String(format: "byte %02X at %d where a marker must be", bytes[offset], offset))
             }
             let marker = bytes[offset + 1]
-            if marker == 0xFF { offset += 1; continue }  // a fill byte
+            if marker == 0xFF {
+                offset += 1
+                continue
+            }  // a fill byte
             guard offset + 4 <= bytes.count else { throw fail("a marker segment at byte \(offset) is cut off") }
             let length = u16(offset + 2)
             guard length >= 2, offset + 2 + length <= bytes.count else {
-                throw fail(String(format: "marker FF %02X at byte %d has length %d, past the fragment's %d bytes",
-                                  marker, offset, length, bytes.count))
+                throw fail(
+                    String(
+                        format: "marker FF %02X at byte %d has length %d, past the fragment's %d bytes",
+                        marker, offset, length, bytes.count))
             }
             switch marker {
             case 0xDB, 0xC4, 0xCC, 0xDD, 0xE0...0xEF, 0xFE:  // DQT, DHT, DAC, DRI, APPn, COM
@@ -122,8 +132,9 @@ extension DICOMFile {
                 guard length >= 8 else { throw fail("frame header at byte \(offset) has length \(length)") }
                 let (lines, samples, components) = (u16(offset + 5), u16(offset + 7), Int(bytes[offset + 9]))
                 guard lines == rows, samples == columns, components == samplesPerPixel else {
-                    throw fail("the frame header declares \(samples) × \(lines) with \(components) component(s), "
-                        + "but the image is \(columns) × \(rows) with \(samplesPerPixel)")
+                    throw fail(
+                        "the frame header declares \(samples) × \(lines) with \(components) component(s), "
+                            + "but the image is \(columns) × \(rows) with \(samplesPerPixel)")
                 }
                 break header
             default:
@@ -164,7 +175,7 @@ extension DICOMFile {
     /// Part 2 multi-component markers, and HTJ2K's CAP and CPF of 15444-15).
     static let jpeg2000HeaderMarkers: Set<UInt8> = [
         0x50, 0x51, 0x52, 0x53, 0x55, 0x57, 0x58, 0x59, 0x5C, 0x5D, 0x5E, 0x5F, 0x60, 0x61, 0x63, 0x64,
-        0x74, 0x75, 0x77, 0x78,
+        0x74, 0x75, 0x77, 0x78
     ]
 
     /// Checks a JPEG 2000 codestream's structure before OpenJPEG sees it: SOC then SIZ; in the main header and in
@@ -190,8 +201,9 @@ extension DICOMFile {
         let (width, height) = (u32(8) - u32(16), u32(12) - u32(20))
         let components = u16(40)
         guard width == columns, height == rows, components == samplesPerPixel else {
-            throw fail("SIZ declares \(width) × \(height) with \(components) component(s), but the image is "
-                + "\(columns) × \(rows) with \(samplesPerPixel)")
+            throw fail(
+                "SIZ declares \(width) × \(height) with \(components) component(s), but the image is "
+                    + "\(columns) × \(rows) with \(samplesPerPixel)")
         }
         /// Walks the marker segments from `start` up to the marker `end` (SOT or SOD); returns its offset.
         func segments(from start: Int, until end: UInt8, in header: String) throws -> Int {
@@ -207,8 +219,10 @@ extension DICOMFile {
                 }
                 let length = u16(offset + 2)
                 guard length >= 2, offset + 2 + length <= bytes.count else {
-                    throw fail(String(format: "marker FF %02X at byte %d has length %d, past the codestream's %d bytes",
-                                      marker, offset, length, bytes.count))
+                    throw fail(
+                        String(
+                            format: "marker FF %02X at byte %d has length %d, past the codestream's %d bytes",
+                            marker, offset, length, bytes.count))
                 }
                 offset += 2 + length
             }
@@ -222,8 +236,9 @@ extension DICOMFile {
             _ = try segments(from: sot + 12, until: 0x93, in: "tile-part header at byte \(sot)")
             guard tilePartLength != 0 else { return }  // the last tile-part runs to EOC
             guard tilePartLength >= 14, sot + tilePartLength <= bytes.count else {
-                throw fail("the tile-part at byte \(sot) claims \(tilePartLength) bytes, past the codestream's "
-                    + "\(bytes.count)")
+                throw fail(
+                    "the tile-part at byte \(sot) claims \(tilePartLength) bytes, past the codestream's "
+                        + "\(bytes.count)")
             }
             sot += tilePartLength
         }

@@ -20,8 +20,10 @@ final class DCMTKHandle: @unchecked Sendable {
         guard let pointer = cdcmtk_open(path, maxReadLength, &message, message.count) else {
             let reason = String(cString: message)
             if !Self.hasPreamble(path) {
-                throw DICOMError.unreadable(file: path, reason: "not a DICOM file (no 'DICM' preamble, and DCMTK "
-                                            + "could not parse it as a bare dataset: \(reason))")
+                throw DICOMError.unreadable(
+                    file: path,
+                    reason: "not a DICOM file (no 'DICM' preamble, and DCMTK "
+                        + "could not parse it as a bare dataset: \(reason))")
             }
             throw DICOMError.unreadable(file: path, reason: reason + " (truncated or corrupt)")
         }
@@ -61,7 +63,9 @@ final class DCMTKHandle: @unchecked Sendable {
     func valueCount(_ tag: DICOMTag, in item: OpaquePointer?) -> Int {
         locked {
             var count: UInt = 0
-            guard cdcmtk_value_count(pointer, item, tag.group, tag.element, &count) == Int32(CDCMTK_OK) else { return 0 }
+            guard cdcmtk_value_count(pointer, item, tag.group, tag.element, &count) == Int32(CDCMTK_OK) else {
+                return 0
+            }
             return Int(count)
         }
     }
@@ -73,10 +77,12 @@ final class DCMTKHandle: @unchecked Sendable {
             var needed = 0
             var buffer = [CChar](repeating: 0, count: 256)
             let position = index.map { $0 } ?? -1
-            var status = cdcmtk_get_string(pointer, item, tag.group, tag.element, position, &buffer, buffer.count, &needed)
+            var status = cdcmtk_get_string(
+                pointer, item, tag.group, tag.element, position, &buffer, buffer.count, &needed)
             if status == Int32(CDCMTK_BUFFER_TOO_SMALL) {
                 buffer = [CChar](repeating: 0, count: needed)
-                status = cdcmtk_get_string(pointer, item, tag.group, tag.element, position, &buffer, buffer.count, &needed)
+                status = cdcmtk_get_string(
+                    pointer, item, tag.group, tag.element, position, &buffer, buffer.count, &needed)
             }
             guard status == Int32(CDCMTK_OK) else { return nil }
             return String(cString: buffer)
@@ -196,8 +202,9 @@ final class DCMTKHandle: @unchecked Sendable {
     func decodeFrame(_ frame: Int, into buffer: UnsafeMutableRawBufferPointer) throws -> String {
         try locked {
             var model = [CChar](repeating: 0, count: 64)
-            let status = cdcmtk_decode_frame(pointer, UInt32(frame), buffer.baseAddress, UInt32(buffer.count),
-                                             &model, model.count)
+            let status = cdcmtk_decode_frame(
+                pointer, UInt32(frame), buffer.baseAddress, UInt32(buffer.count),
+                &model, model.count)
             guard status == Int32(CDCMTK_OK) else {
                 throw DICOMError.decodeFailed(file: path, frame: frame, reason: lastError)
             }
@@ -212,12 +219,16 @@ final class DCMTKSegmentationHandle {
     let destination: String
 
     /// Rests on `cdcmtk_seg_create` (DcmSegmentation::createBinarySegmentation, importFromSourceImage).
-    init(source: String, rows: Int, columns: Int, seriesDescription: String, seriesNumber: Int,
-         destination: String) throws {
+    init(
+        source: String, rows: Int, columns: Int, seriesDescription: String, seriesNumber: Int,
+        destination: String
+    ) throws {
         var message = [CChar](repeating: 0, count: 1024)
         guard rows > 0, rows <= Int(UInt16.max), columns > 0, columns <= Int(UInt16.max),
-              let pointer = cdcmtk_seg_create(source, UInt16(rows), UInt16(columns), seriesDescription,
-                                               Int32(clamping: seriesNumber), &message, message.count) else {
+            let pointer = cdcmtk_seg_create(
+                source, UInt16(rows), UInt16(columns), seriesDescription,
+                Int32(clamping: seriesNumber), &message, message.count)
+        else {
             throw DICOMError.unwritable(file: destination, reason: String(cString: message))
         }
         self.pointer = pointer
@@ -246,10 +257,14 @@ final class DCMTKSegmentationHandle {
 
     /// Rests on `cdcmtk_seg_add_frame` (DcmSegmentation::addFrame with plane position, frame content and
     /// derivation image groups).
-    func addFrame(_ mask: [UInt8], segment: Int, position: [Double], sourceClassUID: String,
-                  sourceInstanceUID: String, sourceFrame: Int, sourcePath: String, stackPosition: Int) throws {
-        try check(cdcmtk_seg_add_frame(pointer, mask, UInt16(segment), position, sourceClassUID, sourceInstanceUID,
-                                       UInt32(sourceFrame), sourcePath, UInt32(stackPosition)))
+    func addFrame(
+        _ mask: [UInt8], segment: Int, position: [Double], sourceClassUID: String,
+        sourceInstanceUID: String, sourceFrame: Int, sourcePath: String, stackPosition: Int
+    ) throws {
+        try check(
+            cdcmtk_seg_add_frame(
+                pointer, mask, UInt16(segment), position, sourceClassUID, sourceInstanceUID,
+                UInt32(sourceFrame), sourcePath, UInt32(stackPosition)))
     }
 
     /// Rests on `cdcmtk_seg_save` (DcmSegmentation::saveFile).

@@ -31,27 +31,30 @@ public enum DICOMError: Error, CustomStringConvertible, Equatable, Sendable {
 
     public var description: String {
         switch self {
-        case let .unreadable(file, reason): return "\(file): cannot read DICOM: \(reason)"
-        case let .missingSourceAttribute(file, attribute, output):
+        case .unreadable(let file, let reason): return "\(file): cannot read DICOM: \(reason)"
+        case .missingSourceAttribute(let file, let attribute, let output):
             return "\(file): has no \(attribute), which a DICOM SEG must share with its source series; "
                 + "\(output) was not written (add it to the series, e.g. with dcmodify, and write again)"
-        case let .missingAttribute(file, attribute):
+        case .missingAttribute(let file, let attribute):
             return "\(file): missing or invalid \(attribute); the file is not a usable image"
-        case let .noPixelData(file): return "\(file): no Pixel Data (7FE0,0010); it is not an image"
-        case let .shortPixelData(file, expected, actual):
+        case .noPixelData(let file): return "\(file): no Pixel Data (7FE0,0010); it is not an image"
+        case .shortPixelData(let file, let expected, let actual):
             return "\(file): Pixel Data holds \(actual) bytes but the image needs \(expected); the file is truncated"
-        case let .unsupportedTransferSyntax(uid, file):
+        case .unsupportedTransferSyntax(let uid, let file):
             return "\(file): transfer syntax \(uid) is not supported; convert it with dcmconv or gdcmconv"
-        case let .unsupportedImage(file, reason): return "\(file): unsupported image: \(reason)"
-        case let .impossibleDimensions(file, reason): return "\(file): impossible image dimensions: \(reason)"
-        case let .frameOutOfRange(file, frame, count):
+        case .unsupportedImage(let file, let reason): return "\(file): unsupported image: \(reason)"
+        case .impossibleDimensions(let file, let reason): return "\(file): impossible image dimensions: \(reason)"
+        case .frameOutOfRange(let file, let frame, let count):
             return "\(file): frame \(frame) does not exist (the file has \(count) frame\(count == 1 ? "" : "s"))"
-        case let .decodeFailed(file, frame, reason): return "\(file): cannot decode frame \(frame): \(reason)"
-        case let .noSeries(folder, reasons):
-            return "\(folder): no loadable DICOM image series" + (reasons.isEmpty ? "" : ":\n  "
-                + reasons.prefix(20).joined(separator: "\n  "))
-        case let .invalidSegmentation(file, reason): return "\(file): invalid DICOM SEG: \(reason)"
-        case let .unwritable(file, reason): return "\(file): cannot write DICOM: \(reason)"
+        case .decodeFailed(let file, let frame, let reason): return "\(file): cannot decode frame \(frame): \(reason)"
+        case .noSeries(let folder, let reasons):
+            return "\(folder): no loadable DICOM image series"
+                + (reasons.isEmpty
+                    ? ""
+                    : ":\n  "
+                        + reasons.prefix(20).joined(separator: "\n  "))
+        case .invalidSegmentation(let file, let reason): return "\(file): invalid DICOM SEG: \(reason)"
+        case .unwritable(let file, let reason): return "\(file): cannot write DICOM: \(reason)"
         }
     }
 }

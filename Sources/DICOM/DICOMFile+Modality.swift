@@ -39,12 +39,15 @@ extension DICOMFile {
             let codestream = try frameLock.withLock { try frameCodestream(index, fragmentCount: info.fragmentCount) }
             try JPEG2000Decoder.withDecodedImage(codestream, file: self, frame: index) { components, _ in
                 let samples = components[0]
-                Self.convert(count: destination.count, bitsStored: bitsStored, signed: isSigned, transform: transform,
-                             into: destination) { Int64(samples[$0]) }
+                Self.convert(
+                    count: destination.count, bitsStored: bitsStored, signed: isSigned, transform: transform,
+                    into: destination
+                ) { Int64(samples[$0]) }
             }
             return
         }
-        let direct = [8, 16, 32].contains(bitsAllocated) && samplesPerPixel == 1
+        let direct =
+            [8, 16, 32].contains(bitsAllocated) && samplesPerPixel == 1
             && (!info.encapsulated || syntax.codec == .dcmtk)
         guard direct else {
             let values = try modalityFrameThroughStoredValues(index)
@@ -63,8 +66,9 @@ extension DICOMFile {
                 _ = try handle.decodeFrame(index, into: raw)
             } else {
                 guard index * count + count <= info.length else {
-                    throw DICOMError.shortPixelData(file: path, expectedBytes: index * count + count,
-                                                    actualBytes: info.length)
+                    throw DICOMError.shortPixelData(
+                        file: path, expectedBytes: index * count + count,
+                        actualBytes: info.length)
                 }
                 try handle.readPixels(offset: index * count, count: count, into: base)
             }
@@ -75,15 +79,18 @@ extension DICOMFile {
                     raw.swapAt(i + 1, i + 3)
                 }
             }
-            Self.convert(UnsafeRawBufferPointer(raw), bitsAllocated: bitsAllocated, bitsStored: bitsStored,
-                         signed: isSigned, transform: transform, into: destination)
+            Self.convert(
+                UnsafeRawBufferPointer(raw), bitsAllocated: bitsAllocated, bitsStored: bitsStored,
+                signed: isSigned, transform: transform, into: destination)
         }
     }
 
     /// Little-endian samples of `bitsAllocated` bits → values of their low `bitsStored` bits (sign-extended when
     /// `signed`, as pydicom's unused-bit correction) → the modality transform → Float32.
-    static func convert(_ raw: UnsafeRawBufferPointer, bitsAllocated: Int, bitsStored: Int, signed: Bool,
-                        transform: ModalityTransform, into out: UnsafeMutableBufferPointer<Float>) {
+    static func convert(
+        _ raw: UnsafeRawBufferPointer, bitsAllocated: Int, bitsStored: Int, signed: Bool,
+        transform: ModalityTransform, into out: UnsafeMutableBufferPointer<Float>
+    ) {
         switch bitsAllocated {
         case 8: convert(raw, as: UInt8.self, bitsStored: bitsStored, signed: signed, transform: transform, into: out)
         case 16: convert(raw, as: UInt16.self, bitsStored: bitsStored, signed: signed, transform: transform, into: out)
@@ -104,8 +111,10 @@ extension DICOMFile {
 
     /// Sample `i` = `stored(i)` → its low `bitsStored` bits, sign-extended when `signed` → the transform → Float32.
     @inline(__always)
-    static func convert(count: Int, bitsStored: Int, signed: Bool, transform: ModalityTransform,
-                        into out: UnsafeMutableBufferPointer<Float>, _ stored: (Int) -> Int64) {
+    static func convert(
+        count: Int, bitsStored: Int, signed: Bool, transform: ModalityTransform,
+        into out: UnsafeMutableBufferPointer<Float>, _ stored: (Int) -> Int64
+    ) {
         let shift = Int64(64 - bitsStored)
         let mask = bitsStored >= 64 ? Int64(-1) : (Int64(1) << Int64(bitsStored)) - 1
         @inline(__always) func value(_ i: Int) -> Int64 {
@@ -114,9 +123,9 @@ extension DICOMFile {
         switch transform {
         case .identity:
             for i in 0..<count { out[i] = Float(value(i)) }
-        case let .rescale(slope, intercept):
+        case .rescale(let slope, let intercept):
             for i in 0..<count { out[i] = Float(Double(value(i)) * slope + intercept) }
-        case let .lookup(lut):
+        case .lookup(let lut):
             for i in 0..<count { out[i] = Float(lut.apply(Int(value(i)))) }
         }
     }

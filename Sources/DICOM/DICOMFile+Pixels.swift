@@ -27,8 +27,10 @@ extension DICOMFile {
             let packed = normalise(bytes, sampleCount: pixels * 2)
             var samples = [Int64](repeating: 0, count: pixels * 3)
             for pair in 0..<(pixels / 2) {
-                let y1 = packed[4 * pair], y2 = packed[4 * pair + 1]
-                let cb = packed[4 * pair + 2], cr = packed[4 * pair + 3]
+                let y1 = packed[4 * pair]
+                let y2 = packed[4 * pair + 1]
+                let cb = packed[4 * pair + 2]
+                let cr = packed[4 * pair + 3]
                 samples.replaceSubrange((6 * pair)..<(6 * pair + 6), with: [y1, cb, cr, y2, cb, cr])
             }
             return DecodedFrame(samples: samples, photometric: "YBR_FULL")
@@ -89,7 +91,8 @@ extension DICOMFile {
                     }
                 default:
                     for i in 0..<sampleCount {
-                        let value = UInt32(raw[4 * i]) | UInt32(raw[4 * i + 1]) << 8
+                        let value =
+                            UInt32(raw[4 * i]) | UInt32(raw[4 * i + 1]) << 8
                             | UInt32(raw[4 * i + 2]) << 16 | UInt32(raw[4 * i + 3]) << 24
                         out[i] = Int64(value)
                     }
@@ -121,8 +124,9 @@ extension DICOMFile {
     func frameCodestream(_ index: Int, fragmentCount: Int) throws -> [UInt8] {
         let map = try fragmentsPerFrame(fragmentCount: fragmentCount)
         guard index < map.count, !map[index].isEmpty else {
-            throw DICOMError.decodeFailed(file: path, frame: index,
-                                          reason: "no fragments for this frame (\(fragmentCount) fragments)")
+            throw DICOMError.decodeFailed(
+                file: path, frame: index,
+                reason: "no fragments for this frame (\(fragmentCount) fragments)")
         }
         var codestream: [UInt8] = []
         for fragment in map[index] { codestream += try handle.fragment(fragment) }
@@ -150,9 +154,14 @@ extension DICOMFile {
                 map = []
                 for fragment in 0..<fragmentCount {
                     let bytes = try handle.fragment(fragment)
-                    let startsCodestream = bytes.starts(with: [0xFF, 0x4F, 0xFF, 0x51])
+                    let startsCodestream =
+                        bytes.starts(with: [0xFF, 0x4F, 0xFF, 0x51])
                         || bytes.starts(with: [0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20])
-                    if startsCodestream || map.isEmpty { map.append([fragment]) } else { map[map.count - 1].append(fragment) }
+                    if startsCodestream || map.isEmpty {
+                        map.append([fragment])
+                    } else {
+                        map[map.count - 1].append(fragment)
+                    }
                 }
             }
         }

@@ -43,7 +43,8 @@ public final class DICOMFile: @unchecked Sendable {
     /// machine's cores if fewer.
     public static let decodeThreads: Int = {
         if let text = ProcessInfo.processInfo.environment["SLICELAB_DECODE_THREADS"], let value = Int(text),
-           value >= 1 {
+            value >= 1
+        {
             return min(value, 64)
         }
         return min(2, max(Parallel.processorCount, 1))
@@ -80,7 +81,8 @@ public final class DICOMFile: @unchecked Sendable {
         bitsAllocated = dataset.int(.bitsAllocated) ?? 0
         bitsStored = dataset.int(.bitsStored) ?? (dataset.int(.bitsAllocated) ?? 0)
         isSigned = (dataset.int(.pixelRepresentation) ?? 0) == 1
-        photometricInterpretation = dataset.string(.photometricInterpretation)?.uppercased()
+        photometricInterpretation =
+            dataset.string(.photometricInterpretation)?.uppercased()
             ?? (samplesPerPixel == 3 ? "RGB" : "MONOCHROME2")
         planarConfiguration = dataset.int(.planarConfiguration) ?? 0
         if pixelInfo == nil {
@@ -136,8 +138,9 @@ public final class DICOMFile: @unchecked Sendable {
         }
         // One frame first (before the file's own length is compared, which a claimed frame size could overflow),
         // then, once Pixel Data is known to hold them, every frame together.
-        try checkLimit([rows, columns, samplesPerPixel],
-                       what: frameCount > 1 ? "one of the \(frameCount) frames" : "the image")
+        try checkLimit(
+            [rows, columns, samplesPerPixel],
+            what: frameCount > 1 ? "one of the \(frameCount) frames" : "the image")
         guard let info = pixelInfo else { return }
         if !info.encapsulated {
             let (total, totalOverflow) = frameBytes.multipliedReportingOverflow(by: frameCount)
@@ -154,15 +157,18 @@ public final class DICOMFile: @unchecked Sendable {
             throw DICOMError.shortPixelData(file: path, expectedBytes: 1, actualBytes: 0)
         }
         if frameCount > 1 {
-            try checkLimit([frameCount, rows, columns, samplesPerPixel],
-                           what: "\(frameCount) frames of \(rows) × \(columns)")
+            try checkLimit(
+                [frameCount, rows, columns, samplesPerPixel],
+                what: "\(frameCount) frames of \(rows) × \(columns)")
         }
     }
 
     /// Checks decoded values (as Float32) against `limits`.
     /// - Throws: `DICOMError.impossibleDimensions` whose reason names the limit.
     private func checkLimit(_ extents: [Int], what: String) throws {
-        do { try limits.check(extents, bytesPerValue: 4, file: path, what: what) } catch let ReadLimitError.tooLarge(_, reason) {
+        do { try limits.check(extents, bytesPerValue: 4, file: path, what: what) } catch let ReadLimitError.tooLarge(
+            _, reason)
+        {
             throw DICOMError.impossibleDimensions(file: path, reason: reason)
         }
     }
@@ -175,9 +181,10 @@ public final class DICOMFile: @unchecked Sendable {
 
     /// Pixel spacing of one frame (Enhanced per-frame or shared Pixel Measures, else the top-level attribute).
     public func pixelSpacing(frame: Int) -> (row: Double, column: Double)? {
-        let spacing = functionalGroupValue(frame: frame, sequence: .pixelMeasuresSequence) {
-            $0.doubles(.pixelSpacing)
-        } ?? dataset.doubles(.pixelSpacing)
+        let spacing =
+            functionalGroupValue(frame: frame, sequence: .pixelMeasuresSequence) {
+                $0.doubles(.pixelSpacing)
+            } ?? dataset.doubles(.pixelSpacing)
         guard let spacing, spacing.count >= 2, spacing[0] > 0, spacing[1] > 0 else { return nil }
         return (spacing[0], spacing[1])
     }
@@ -190,18 +197,20 @@ public final class DICOMFile: @unchecked Sendable {
 
     /// Image Position (Patient) of a frame's first pixel in millimetres.
     public func imagePosition(frame: Int = 0) -> [Double]? {
-        let value = functionalGroupValue(frame: frame, sequence: .planePositionSequence) {
-            $0.doubles(.imagePositionPatient)
-        } ?? dataset.doubles(.imagePositionPatient)
+        let value =
+            functionalGroupValue(frame: frame, sequence: .planePositionSequence) {
+                $0.doubles(.imagePositionPatient)
+            } ?? dataset.doubles(.imagePositionPatient)
         guard let value, value.count == 3 else { return nil }
         return value
     }
 
     /// Image Orientation (Patient): the row direction cosines then the column direction cosines.
     public func imageOrientation(frame: Int = 0) -> [Double]? {
-        let value = functionalGroupValue(frame: frame, sequence: .planeOrientationSequence) {
-            $0.doubles(.imageOrientationPatient)
-        } ?? dataset.doubles(.imageOrientationPatient)
+        let value =
+            functionalGroupValue(frame: frame, sequence: .planeOrientationSequence) {
+                $0.doubles(.imageOrientationPatient)
+            } ?? dataset.doubles(.imageOrientationPatient)
         guard let value, value.count == 6 else { return nil }
         return value
     }
@@ -209,12 +218,15 @@ public final class DICOMFile: @unchecked Sendable {
     /// Rescale slope and intercept of one frame: the frame's Pixel Value Transformation functional group, else
     /// the shared one, else the top-level attributes; nil when none is present.
     public func rescale(frame: Int) -> (slope: Double, intercept: Double)? {
-        if let pair = functionalGroupValue(frame: frame, sequence: .pixelValueTransformationSequence, {
-            item -> (Double, Double)? in
-            guard let slope = item.double(.rescaleSlope), let intercept = item.double(.rescaleIntercept)
-            else { return nil }
-            return (slope, intercept)
-        }) {
+        if let pair = functionalGroupValue(
+            frame: frame, sequence: .pixelValueTransformationSequence,
+            {
+                item -> (Double, Double)? in
+                guard let slope = item.double(.rescaleSlope), let intercept = item.double(.rescaleIntercept)
+                else { return nil }
+                return (slope, intercept)
+            })
+        {
             return pair
         }
         guard let slope = dataset.double(.rescaleSlope), let intercept = dataset.double(.rescaleIntercept)
@@ -226,11 +238,13 @@ public final class DICOMFile: @unchecked Sendable {
     /// the Shared Functional Groups.
     func functionalGroupValue<T>(frame: Int, sequence: DICOMTag, _ read: (DICOMItem) -> T?) -> T? {
         if let perFrame = dataset.item(.perFrameFunctionalGroupsSequence, index: frame),
-           let macro = perFrame.item(sequence), let value = read(macro) {
+            let macro = perFrame.item(sequence), let value = read(macro)
+        {
             return value
         }
         if let shared = dataset.item(.sharedFunctionalGroupsSequence), let macro = shared.item(sequence),
-           let value = read(macro) {
+            let value = read(macro)
+        {
             return value
         }
         return nil
@@ -298,11 +312,13 @@ public final class DICOMFile: @unchecked Sendable {
             let palette = try Palette(dataset: dataset, file: path)
             return palette.apply(decoded.samples, rows: rows, columns: columns)
         case "RGB", "YBR_ICT", "YBR_RCT":
-            return RGBFrame(rows: rows, columns: columns, bitsPerSample: bitsAllocated,
-                            samples: decoded.samples.map { UInt32(truncatingIfNeeded: $0) })
+            return RGBFrame(
+                rows: rows, columns: columns, bitsPerSample: bitsAllocated,
+                samples: decoded.samples.map { UInt32(truncatingIfNeeded: $0) })
         case "YBR_FULL", "YBR_FULL_422":
-            return RGBFrame(rows: rows, columns: columns, bitsPerSample: bitsAllocated,
-                            samples: ColorSpace.ybrFullToRGB(decoded.samples, bitsAllocated: bitsAllocated))
+            return RGBFrame(
+                rows: rows, columns: columns, bitsPerSample: bitsAllocated,
+                samples: ColorSpace.ybrFullToRGB(decoded.samples, bitsAllocated: bitsAllocated))
         default:
             throw DICOMError.unsupportedImage(
                 file: path, reason: "photometric interpretation \(decoded.photometric) cannot be shown as RGB")

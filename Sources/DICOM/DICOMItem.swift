@@ -47,7 +47,8 @@ public struct DICOMItem: @unchecked Sendable {
     /// The value at `index` as an integer, if it is a whole number.
     public func int(_ tag: DICOMTag, index: Int = 0) -> Int? {
         guard let value = double(tag, index: index), value.isFinite, value == value.rounded(),
-              abs(value) < 9.0e15 else { return nil }
+            abs(value) < 9.0e15
+        else { return nil }
         return Int(value)
     }
 

@@ -37,8 +37,10 @@ enum JPEG2000Decoder {
                 for i in 0..<samples.count { samples[i] &= mask }
             }
             var photometric = file.photometricInterpretation
-            if componentCount == 3 && (photometric == "YBR_ICT" || photometric == "YBR_RCT"
-                || image.color_space == OPJ_CLRSPC_SRGB) {
+            if componentCount == 3
+                && (photometric == "YBR_ICT" || photometric == "YBR_RCT"
+                    || image.color_space == OPJ_CLRSPC_SRGB)
+            {
                 photometric = "RGB"
             }
             return DICOMFile.DecodedFrame(samples: samples, photometric: photometric)
@@ -48,15 +50,20 @@ enum JPEG2000Decoder {
     /// Decodes one frame's codestream and hands its components (rows × columns Int32 samples each, as many as
     /// the dataset's Samples per Pixel, checked) and the image header to `body`, while OpenJPEG's image lives.
     /// Rests on `opj_read_header`, `opj_codec_set_threads`, `opj_decode`, `opj_end_decompress`.
-    static func withDecodedImage<T>(_ data: [UInt8], file: DICOMFile, frame: Int,
-                                    _ body: ([UnsafeBufferPointer<Int32>], opj_image_t) throws -> T) throws -> T {
+    static func withDecodedImage<T>(
+        _ data: [UInt8], file: DICOMFile, frame: Int,
+        _ body: ([UnsafeBufferPointer<Int32>], opj_image_t) throws -> T
+    ) throws -> T {
         // A JP2 file (which some writers put in DICOM) is decoded from its contiguous codestream box.
         let codestream = contiguousCodestream(data) ?? data
         // OpenJPEG 2.5.0 reads past its own stream buffer when a codestream ends right after its SOC marker; no
         // codestream shorter than SOC and the smallest SIZ segment can be decoded, so those stop here.
         guard codestream.count >= minimumCodestreamBytes else {
-            throw DICOMError.decodeFailed(file: file.path, frame: frame, reason: "JPEG 2000 codestream of "
-                + "\(codestream.count) bytes is shorter than the smallest main header (\(minimumCodestreamBytes) bytes)")
+            throw DICOMError.decodeFailed(
+                file: file.path, frame: frame,
+                reason: "JPEG 2000 codestream of "
+                    + "\(codestream.count) bytes is shorter than the smallest main header (\(minimumCodestreamBytes) bytes)"
+            )
         }
         try file.validateJPEG2000Codestream(codestream, frame: frame)
         return try codestream.withUnsafeBytes { bytes -> T in
@@ -151,7 +158,8 @@ enum JPEG2000Decoder {
         var offset = 0
         while offset + 8 <= data.count {
             let remaining = data.count - offset
-            var length = Int(data[offset]) << 24 | Int(data[offset + 1]) << 16 | Int(data[offset + 2]) << 8
+            var length =
+                Int(data[offset]) << 24 | Int(data[offset + 1]) << 16 | Int(data[offset + 2]) << 8
                 | Int(data[offset + 3])
             let type = Array(data[(offset + 4)..<(offset + 8)])
             var header = 8

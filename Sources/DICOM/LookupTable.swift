@@ -9,7 +9,8 @@ struct LookupTable: Sendable {
     /// - Throws: `DICOMError.missingAttribute` when either is absent or inconsistent.
     init(item: DICOMItem, file: String) throws {
         guard let descriptor = item.doubles(.lutDescriptor), descriptor.count == 3,
-              let data = item.words(.lutData) else {
+            let data = item.words(.lutData)
+        else {
             throw DICOMError.missingAttribute(file: file, attribute: "LUT Descriptor/LUT Data (0028,3002/3006)")
         }
         let count = descriptor[0] == 0 ? 65536 : Int(descriptor[0])
@@ -70,7 +71,8 @@ struct Palette {
             guard let words = dataset.words(segmentedTag) else {
                 throw DICOMError.missingAttribute(file: file, attribute: "palette data \(dataTag) or \(segmentedTag)")
             }
-            let values: [Int] = nominalBits == 8
+            let values: [Int] =
+                nominalBits == 8
                 ? words.flatMap { [Int($0 & 0xFF), Int($0 >> 8)] } : words.map { Int($0) }
             let entries = try Palette.expandSegmented(values, byteEntries: nominalBits == 8, file: file)
             return LookupTable(firstMapped: first, bitsPerEntry: nominalBits, entries: entries)
@@ -81,8 +83,10 @@ struct Palette {
     }
 
     /// Expands segmented LUT data (discrete, linear and indirect segments, PS3.3 C.7.9.2) as pydicom does.
-    static func expandSegmented(_ data: [Int], byteEntries: Bool, file: String,
-                                segmentLimit: Int? = nil, lastValue: Int? = nil, depth: Int = 0) throws -> [Int] {
+    static func expandSegmented(
+        _ data: [Int], byteEntries: Bool, file: String,
+        segmentLimit: Int? = nil, lastValue: Int? = nil, depth: Int = 0
+    ) throws -> [Int] {
         guard depth < 8 else {
             throw DICOMError.unsupportedImage(file: file, reason: "segmented palette nests indirect segments too deep")
         }
@@ -90,7 +94,8 @@ struct Palette {
         var offset = 0
         var segments = 0
         while offset + 1 < data.count {
-            let opcode = data[offset], length = data[offset + 1]
+            let opcode = data[offset]
+            let length = data[offset + 1]
             offset += 2
             switch opcode {
             case 0:
@@ -99,7 +104,8 @@ struct Palette {
                 offset += length
             case 1:
                 guard let start = lut.last ?? lastValue, offset < data.count else {
-                    throw DICOMError.unsupportedImage(file: file, reason: "segmented palette starts with a linear segment")
+                    throw DICOMError.unsupportedImage(
+                        file: file, reason: "segmented palette starts with a linear segment")
                 }
                 let end = data[offset]
                 offset += 1
@@ -110,14 +116,17 @@ struct Palette {
                     let first = Double(start) + step
                     for i in 0..<length {
                         // numpy.linspace(first, end, length), then numpy.around (half to even).
-                        let value = length == 1 ? Double(end)
+                        let value =
+                            length == 1
+                            ? Double(end)
                             : first + Double(i) * (Double(end) - first) / Double(length - 1)
                         lut.append(Int((i == length - 1 ? Double(end) : value).rounded(.toNearestOrEven)))
                     }
                 }
             case 2:
                 guard let last = lut.last else {
-                    throw DICOMError.unsupportedImage(file: file, reason: "segmented palette starts with an indirect segment")
+                    throw DICOMError.unsupportedImage(
+                        file: file, reason: "segmented palette starts with an indirect segment")
                 }
                 let target: Int
                 if byteEntries {
@@ -131,8 +140,9 @@ struct Palette {
                     offset += 2
                 }
                 guard target < data.count else { break }
-                lut += try expandSegmented(Array(data[target...]), byteEntries: byteEntries, file: file,
-                                           segmentLimit: length, lastValue: last, depth: depth + 1)
+                lut += try expandSegmented(
+                    Array(data[target...]), byteEntries: byteEntries, file: file,
+                    segmentLimit: length, lastValue: last, depth: depth + 1)
             default:
                 throw DICOMError.unsupportedImage(file: file, reason: "segmented palette opcode \(opcode)")
             }

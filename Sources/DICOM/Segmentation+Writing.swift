@@ -17,14 +17,17 @@ extension Segmentation {
     ///   - path: the SEG file to write.
     /// - Throws: `DICOMError.invalidSegmentation` when the labels do not match the series, `.unwritable` when
     ///   DCMTK refuses. Rests on `cdcmtk_seg_create`, `cdcmtk_seg_add_frame`, `cdcmtk_seg_save`.
-    public static func write(labels: [Int32], series: Series, segmentLabels: [Int: String] = [:],
-                             segmentCount: Int? = nil, seriesDescription: String = "SliceLab segmentation",
-                             to path: String) throws {
+    public static func write(
+        labels: [Int32], series: Series, segmentLabels: [Int: String] = [:],
+        segmentCount: Int? = nil, seriesDescription: String = "SliceLab segmentation",
+        to path: String
+    ) throws {
         let first = series.first
         let plane = first.rows * first.columns
         guard labels.count == series.slices.count * plane else {
             throw DICOMError.invalidSegmentation(
-                file: path, reason: "\(labels.count) labels for \(series.slices.count) slices of \(first.rows)×\(first.columns)")
+                file: path,
+                reason: "\(labels.count) labels for \(series.slices.count) slices of \(first.rows)×\(first.columns)")
         }
         let values = Set(labels.filter { $0 > 0 }).sorted()
         guard !values.isEmpty else {
@@ -32,15 +35,18 @@ extension Segmentation {
         }
         // Type 1 attributes the SEG copies or shares (PS3.3 A.51): DCMTK fills the type 2 ones empty itself but
         // refuses these with a bare "Missing Attribute(s)".
-        for (tag, name) in [(DICOMTag.studyInstanceUID, "Study Instance UID (0020,000D)"),
-                            (.frameOfReferenceUID, "Frame of Reference UID (0020,0052)")]
+        for (tag, name) in [
+            (DICOMTag.studyInstanceUID, "Study Instance UID (0020,000D)"),
+            (.frameOfReferenceUID, "Frame of Reference UID (0020,0052)")
+        ]
         where (first.dataset.string(tag) ?? "").isEmpty {
             throw DICOMError.missingSourceAttribute(file: first.path, attribute: name, output: path)
         }
-        let writer = try DCMTKSegmentationHandle(source: first.path, rows: first.rows, columns: first.columns,
-                                                 seriesDescription: seriesDescription,
-                                                 seriesNumber: (first.dataset.int(.seriesNumber) ?? 0) + 1000,
-                                                 destination: path)
+        let writer = try DCMTKSegmentationHandle(
+            source: first.path, rows: first.rows, columns: first.columns,
+            seriesDescription: seriesDescription,
+            seriesNumber: (first.dataset.int(.seriesNumber) ?? 0) + 1000,
+            destination: path)
         if let segmentCount, let highest = values.last, Int(highest) > segmentCount {
             throw DICOMError.invalidSegmentation(
                 file: path, reason: "label \(highest) is above the \(segmentCount) segments declared")
@@ -51,22 +57,25 @@ extension Segmentation {
             numbers[value] = try writer.addSegment(label: segmentLabels[Int(value)] ?? "Label \(value)")
         }
         let pixel = first.pixelSpacing(frame: series.slices[0].frame)
-        try writer.setGeometry(orientation: first.imageOrientation(frame: series.slices[0].frame) ?? [1, 0, 0, 0, 1, 0],
-                               rowSpacing: pixel?.row ?? 1, columnSpacing: pixel?.column ?? 1,
-                               thickness: series.sliceSpacing ?? first.sliceThickness() ?? 1)
+        try writer.setGeometry(
+            orientation: first.imageOrientation(frame: series.slices[0].frame) ?? [1, 0, 0, 0, 1, 0],
+            rowSpacing: pixel?.row ?? 1, columnSpacing: pixel?.column ?? 1,
+            thickness: series.sliceSpacing ?? first.sliceThickness() ?? 1)
         for value in values {
             for (index, slice) in series.slices.enumerated() {
                 let mask = labels[(index * plane)..<((index + 1) * plane)].map { $0 == value ? UInt8(1) : 0 }
                 guard mask.contains(1) else { continue }
                 guard let classUID = slice.file.dataset.string(.sopClassUID),
-                      let instanceUID = slice.file.dataset.string(.sopInstanceUID) else {
+                    let instanceUID = slice.file.dataset.string(.sopInstanceUID)
+                else {
                     throw DICOMError.missingAttribute(file: slice.file.path, attribute: "SOP Class/Instance UID")
                 }
-                try writer.addFrame(mask, segment: numbers[value] ?? 1,
-                                    position: slice.file.imagePosition(frame: slice.frame) ?? [0, 0, Double(index)],
-                                    sourceClassUID: classUID, sourceInstanceUID: instanceUID,
-                                    sourceFrame: slice.file.frameCount > 1 ? slice.frame + 1 : 0,
-                                    sourcePath: slice.file.path, stackPosition: index + 1)
+                try writer.addFrame(
+                    mask, segment: numbers[value] ?? 1,
+                    position: slice.file.imagePosition(frame: slice.frame) ?? [0, 0, Double(index)],
+                    sourceClassUID: classUID, sourceInstanceUID: instanceUID,
+                    sourceFrame: slice.file.frameCount > 1 ? slice.frame + 1 : 0,
+                    sourcePath: slice.file.path, stackPosition: index + 1)
             }
         }
         try writeAtomically(to: path) { temporary in try writer.save(to: temporary) }

@@ -7,7 +7,10 @@ import SliceLabSupport
 /// Segment Identification functional group (per-frame, else shared), the source from its Derivation Image
 /// Sequence (ReferencedSOPInstanceUID, ReferencedFrameNumber) and its place from Plane Position (Patient).
 public struct Segmentation: Sendable {
-    public enum Kind: String, Sendable { case binary = "BINARY", fractional = "FRACTIONAL" }
+    public enum Kind: String, Sendable {
+        case binary = "BINARY"
+        case fractional = "FRACTIONAL"
+    }
 
     public struct Segment: Sendable, Equatable {
         public let number: Int
@@ -66,18 +69,24 @@ public struct Segmentation: Sendable {
         let maximum = Double(data.int(.maximumFractionalValue) ?? ((1 << file.bitsStored) - 1))
         var frames: [Frame] = []
         for index in 0..<file.frameCount {
-            guard let number = file.functionalGroupValue(frame: index, sequence: .segmentIdentificationSequence, {
-                $0.int(.referencedSegmentNumber)
-            }) else {
+            guard
+                let number = file.functionalGroupValue(
+                    frame: index, sequence: .segmentIdentificationSequence,
+                    {
+                        $0.int(.referencedSegmentNumber)
+                    })
+            else {
                 throw DICOMError.invalidSegmentation(file: path, reason: "frame \(index + 1) names no segment")
             }
             let source = data.item(.perFrameFunctionalGroupsSequence, index: index)?
                 .item(.derivationImageSequence)?.item(.sourceImageSequence)
             let stored = try file.storedFrame(index)
             let mask = kind == .binary ? stored.map { $0 != 0 } : stored.map { Double($0) / maximum >= 0.5 }
-            frames.append(Frame(segmentNumber: number, referencedSOPInstanceUID: source?.string(.referencedSOPInstanceUID),
-                                referencedFrameNumber: source?.int(.referencedFrameNumber),
-                                position: file.imagePosition(frame: index), mask: mask))
+            frames.append(
+                Frame(
+                    segmentNumber: number, referencedSOPInstanceUID: source?.string(.referencedSOPInstanceUID),
+                    referencedFrameNumber: source?.int(.referencedFrameNumber),
+                    position: file.imagePosition(frame: index), mask: mask))
         }
         self.frames = frames
         pixelSpacing = file.pixelSpacing
@@ -99,8 +108,9 @@ public struct Segmentation: Sendable {
         var order: [String] = []
         var positions: [String: [Double]?] = [:]
         for frame in frames {
-            let key = Self.key(uid: frame.referencedSOPInstanceUID, frame: frame.referencedFrameNumber,
-                               position: frame.position)
+            let key = Self.key(
+                uid: frame.referencedSOPInstanceUID, frame: frame.referencedFrameNumber,
+                position: frame.position)
             if positions[key] == nil {
                 order.append(key)
                 positions[key] = .some(frame.position)
@@ -116,10 +126,13 @@ public struct Segmentation: Sendable {
         let plane = rows * columns
         var labels = [Int32](repeating: 0, count: order.count * plane)
         for frame in frames.sorted(by: { $0.segmentNumber < $1.segmentNumber }) {
-            let key = Self.key(uid: frame.referencedSOPInstanceUID, frame: frame.referencedFrameNumber,
-                               position: frame.position)
+            let key = Self.key(
+                uid: frame.referencedSOPInstanceUID, frame: frame.referencedFrameNumber,
+                position: frame.position)
             guard let slice = index[key] else { continue }
-            for pixel in 0..<plane where frame.mask[pixel] { labels[slice * plane + pixel] = Int32(frame.segmentNumber) }
+            for pixel in 0..<plane where frame.mask[pixel] {
+                labels[slice * plane + pixel] = Int32(frame.segmentNumber)
+            }
         }
         return (labels, order.count, order.map { positions[$0] ?? nil })
     }
@@ -131,7 +144,8 @@ public struct Segmentation: Sendable {
     public func labels(alignedTo series: Series) throws -> [Int32] {
         guard series.first.rows == rows, series.first.columns == columns else {
             throw DICOMError.invalidSegmentation(
-                file: path, reason: "\(rows)×\(columns) frames, but the series is \(series.first.rows)×\(series.first.columns)")
+                file: path,
+                reason: "\(rows)×\(columns) frames, but the series is \(series.first.rows)×\(series.first.columns)")
         }
         var byReference: [String: Int] = [:]
         var byPosition: [String: Int] = [:]
@@ -149,12 +163,16 @@ public struct Segmentation: Sendable {
             let reference = frame.referencedSOPInstanceUID.map {
                 Self.key(uid: $0, frame: frame.referencedFrameNumber ?? 1, position: nil)
             }
-            guard let slice = reference.flatMap({ byReference[$0] })
-                ?? frame.position.flatMap({ byPosition[Self.key(uid: nil, frame: nil, position: $0)] }) else {
+            guard
+                let slice = reference.flatMap({ byReference[$0] })
+                    ?? frame.position.flatMap({ byPosition[Self.key(uid: nil, frame: nil, position: $0)] })
+            else {
                 throw DICOMError.invalidSegmentation(
                     file: path, reason: "frame \(number + 1) references no slice of series \(series.seriesInstanceUID)")
             }
-            for pixel in 0..<plane where frame.mask[pixel] { labels[slice * plane + pixel] = Int32(frame.segmentNumber) }
+            for pixel in 0..<plane where frame.mask[pixel] {
+                labels[slice * plane + pixel] = Int32(frame.segmentNumber)
+            }
         }
         return labels
     }

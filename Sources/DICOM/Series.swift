@@ -51,7 +51,8 @@ public struct Series: @unchecked Sendable {
                     skipped.append((file, "no Pixel Data (not an image)"))
                     continue
                 }
-                let uid = dicom.dataset.string(.seriesInstanceUID).flatMap { $0.isEmpty ? nil : $0 }
+                let uid =
+                    dicom.dataset.string(.seriesInstanceUID).flatMap { $0.isEmpty ? nil : $0 }
                     ?? "no-series-uid:\(file)"
                 if groups[uid] == nil { order.append(uid) }
                 groups[uid, default: []].append(dicom)
@@ -95,7 +96,8 @@ public struct Series: @unchecked Sendable {
             let full = (folder as NSString).appendingPathComponent(relative)
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue,
-               !(relative as NSString).lastPathComponent.hasPrefix(".") {
+                !(relative as NSString).lastPathComponent.hasPrefix(".")
+            {
                 result.append(full)
             }
         }
@@ -120,16 +122,26 @@ public struct Series: @unchecked Sendable {
                 }
                 let location = zip(position ?? [], normal ?? []).map(*).reduce(0, +)
                 let hasGeometry = position != nil && normal != nil
-                slices.append(Slice(file: file, frame: frame, location: hasGeometry ? location : nil,
-                                    instanceNumber: file.dataset.int(.instanceNumber)))
+                slices.append(
+                    Slice(
+                        file: file, frame: frame, location: hasGeometry ? location : nil,
+                        instanceNumber: file.dataset.int(.instanceNumber)))
             }
         }
         if orientations.count > 1 { warnings.append("slices have \(orientations.count) different orientations") }
         if slices.allSatisfy({ $0.location != nil }) {
-            slices.sort { ($0.location ?? 0, $0.instanceNumber ?? 0, $0.frame) < ($1.location ?? 0, $1.instanceNumber ?? 0, $1.frame) }
+            slices.sort {
+                ($0.location ?? 0, $0.instanceNumber ?? 0, $0.frame) < (
+                    $1.location ?? 0, $1.instanceNumber ?? 0, $1.frame
+                )
+            }
         } else {
-            if slices.count > 1 { warnings.append("no ImagePositionPatient/ImageOrientationPatient: sorted by InstanceNumber") }
-            slices.sort { ($0.instanceNumber ?? 0, $0.file.path, $0.frame) < ($1.instanceNumber ?? 0, $1.file.path, $1.frame) }
+            if slices.count > 1 {
+                warnings.append("no ImagePositionPatient/ImageOrientationPatient: sorted by InstanceNumber")
+            }
+            slices.sort {
+                ($0.instanceNumber ?? 0, $0.file.path, $0.frame) < ($1.instanceNumber ?? 0, $1.file.path, $1.frame)
+            }
         }
         var spacing: Double?
         let locations = slices.compactMap(\.location)
@@ -144,13 +156,15 @@ public struct Series: @unchecked Sendable {
                 let gaps = distinct.filter { $0 > 1.5 * median }.count
                 if gaps > 0 { warnings.append("\(gaps) gap(s) larger than 1.5 × the slice spacing \(median) mm") }
                 if let low = distinct.first, let high = distinct.last, high - low > max(0.01 * median, 1e-3),
-                   gaps == 0 {
+                    gaps == 0
+                {
                     warnings.append(String(format: "non-uniform slice spacing (%.4g to %.4g mm)", low, high))
                 }
             }
             // Gantry tilt: successive positions not along the normal.
             if let normal, let firstPosition = slices.first.flatMap({ $0.file.imagePosition(frame: $0.frame) }),
-               let lastSlice = slices.last, let lastPosition = lastSlice.file.imagePosition(frame: lastSlice.frame) {
+                let lastSlice = slices.last, let lastPosition = lastSlice.file.imagePosition(frame: lastSlice.frame)
+            {
                 let delta = zip(lastPosition, firstPosition).map { $0 - $1 }
                 let along = zip(delta, normal).map(*).reduce(0, +)
                 let length = sqrt(delta.map { $0 * $0 }.reduce(0, +))
@@ -169,7 +183,8 @@ public struct Series: @unchecked Sendable {
 
     /// Loads a folder: every series as a `Volume`, files that failed skipped with reasons.
     public static func load(folder: String, limits: ReadLimits = .standard) throws
-        -> (volumes: [Volume], skipped: [(file: String, reason: String)]) {
+        -> (volumes: [Volume], skipped: [(file: String, reason: String)])
+    {
         let scan = try scan(folder, limits: limits)
         var volumes: [Volume] = []
         var skipped = scan.skipped
@@ -225,8 +240,9 @@ public struct Series: @unchecked Sendable {
     /// - Throws: `DICOMError.impossibleDimensions` naming the first file and the limit.
     public func checkLimits() throws {
         do {
-            try first.limits.check([slices.count, first.rows, first.columns], bytesPerValue: 4, file: first.path,
-                                   what: "series \(seriesInstanceUID) of \(slices.count) slices")
+            try first.limits.check(
+                [slices.count, first.rows, first.columns], bytesPerValue: 4, file: first.path,
+                what: "series \(seriesInstanceUID) of \(slices.count) slices")
         } catch let ReadLimitError.tooLarge(path, reason) {
             throw DICOMError.impossibleDimensions(file: path, reason: reason)
         }
@@ -247,7 +263,8 @@ public struct Series: @unchecked Sendable {
         // pass); if one fails the volume is discarded.
         for slice in slices where slice.file.rows != file.rows || slice.file.columns != file.columns {
             throw DICOMError.impossibleDimensions(
-                file: slice.file.path, reason: "\(slice.file.rows)×\(slice.file.columns) in a series of "
+                file: slice.file.path,
+                reason: "\(slice.file.rows)×\(slice.file.columns) in a series of "
                     + "\(file.rows)×\(file.columns) slices")
         }
         let slices = self.slices
@@ -260,8 +277,10 @@ public struct Series: @unchecked Sendable {
             Parallel.forEach(workers) { worker in
                 for index in stride(from: worker, to: slices.count, by: workers) where !failures.any {
                     do {
-                        try slices[index].file.modalityFrame(slices[index].frame, into: UnsafeMutableBufferPointer(
-                            rebasing: volume[(index * plane)..<((index + 1) * plane)]))
+                        try slices[index].file.modalityFrame(
+                            slices[index].frame,
+                            into: UnsafeMutableBufferPointer(
+                                rebasing: volume[(index * plane)..<((index + 1) * plane)]))
                     } catch {
                         failures.record(error, slice: index)
                     }
@@ -270,9 +289,10 @@ public struct Series: @unchecked Sendable {
             if let error = failures.first { throw error }
             initialized = slices.count * plane
         }
-        return Volume(slices: slices.count, rows: file.rows, columns: file.columns, values: values,
-                      geometry: geometry, seriesInstanceUID: seriesInstanceUID,
-                      sourceFiles: slices.map(\.file.path), warnings: warnings)
+        return Volume(
+            slices: slices.count, rows: file.rows, columns: file.columns, values: values,
+            geometry: geometry, seriesInstanceUID: seriesInstanceUID,
+            sourceFiles: slices.map(\.file.path), warnings: warnings)
     }
 
     /// The series' geometry in its slice order, as ITK's ImageSeriesReader derives it (see `Volume.geometry`).
@@ -290,19 +310,23 @@ public struct Series: @unchecked Sendable {
         let pixel = file.pixelSpacing(frame: frame)
         let orientation = file.imageOrientation(frame: frame) ?? [1, 0, 0, 0, 1, 0]
         let (row, column) = (Array(orientation[0..<3]), Array(orientation[3..<6]))
-        var normal = [row[1] * column[2] - row[2] * column[1], row[2] * column[0] - row[0] * column[2],
-                      row[0] * column[1] - row[1] * column[0]]
+        var normal = [
+            row[1] * column[2] - row[2] * column[1], row[2] * column[0] - row[0] * column[2],
+            row[0] * column[1] - row[1] * column[0]
+        ]
         let origin = file.imagePosition(frame: frame)
         var sliceStep = sliceSpacing ?? file.sliceThickness(frame: frame) ?? 1
         if frames.count > 1, let origin, let lastFrame = frames.last,
-           let last = lastFrame.file.imagePosition(frame: lastFrame.frame) {
+            let last = lastFrame.file.imagePosition(frame: lastFrame.frame)
+        {
             let step = zip(last, origin).map { $0 - $1 }
             let distance = sqrt(step.map { $0 * $0 }.reduce(0, +))
             if distance > 1e-9 { sliceStep = distance / Double(frames.count - 1) }
             if zip(step, normal).map(*).reduce(0, +) < 0 { normal = normal.map { -$0 } }
         }
-        return VolumeGeometry(spacing: [sliceStep, pixel?.row ?? 1, pixel?.column ?? 1], origin: origin ?? [0, 0, 0],
-                              direction: (0..<9).map { [row, column, normal][$0 % 3][$0 / 3] })
+        return VolumeGeometry(
+            spacing: [sliceStep, pixel?.row ?? 1, pixel?.column ?? 1], origin: origin ?? [0, 0, 0],
+            direction: (0..<9).map { [row, column, normal][$0 % 3][$0 / 3] })
     }
 }
 

@@ -12,12 +12,12 @@ public struct TransferSyntax: Sendable, Equatable {
     public var codec: Codec? {
         switch uid {
         case Self.rleLossless,
-             "1.2.840.10008.1.2.4.50", "1.2.840.10008.1.2.4.51",  // JPEG baseline, extended
-             "1.2.840.10008.1.2.4.57", "1.2.840.10008.1.2.4.70",  // JPEG lossless
-             "1.2.840.10008.1.2.4.80", "1.2.840.10008.1.2.4.81":  // JPEG-LS lossless, near-lossless
+            "1.2.840.10008.1.2.4.50", "1.2.840.10008.1.2.4.51",  // JPEG baseline, extended
+            "1.2.840.10008.1.2.4.57", "1.2.840.10008.1.2.4.70",  // JPEG lossless
+            "1.2.840.10008.1.2.4.80", "1.2.840.10008.1.2.4.81":  // JPEG-LS lossless, near-lossless
             return .dcmtk
         case "1.2.840.10008.1.2.4.90", "1.2.840.10008.1.2.4.91",  // JPEG 2000 lossless, lossy
-             "1.2.840.10008.1.2.4.201", "1.2.840.10008.1.2.4.202", "1.2.840.10008.1.2.4.203":  // HTJ2K
+            "1.2.840.10008.1.2.4.201", "1.2.840.10008.1.2.4.202", "1.2.840.10008.1.2.4.203":  // HTJ2K
             return .jpeg2000
         default:
             return nil
@@ -26,8 +26,10 @@ public struct TransferSyntax: Sendable, Equatable {
 
     /// Whether decoding can lose information (so values are compared with a tolerance).
     public var isLossy: Bool {
-        ["1.2.840.10008.1.2.4.50", "1.2.840.10008.1.2.4.51", "1.2.840.10008.1.2.4.81",
-         "1.2.840.10008.1.2.4.91", "1.2.840.10008.1.2.4.203"].contains(uid)
+        [
+            "1.2.840.10008.1.2.4.50", "1.2.840.10008.1.2.4.51", "1.2.840.10008.1.2.4.81",
+            "1.2.840.10008.1.2.4.91", "1.2.840.10008.1.2.4.203"
+        ].contains(uid)
     }
 
     /// Explicit VR Big Endian (retired).

@@ -21,10 +21,12 @@ public struct VOIWindow: Sendable, Equatable, Codable {
 
     /// A window spanning the 1st to the 99th percentile of `values` (LINEAR_EXACT), for images without one.
     public static func automatic(_ values: [Float], lowerPercentile: Double = 1, upperPercentile: Double = 99)
-        -> VOIWindow {
+        -> VOIWindow
+    {
         let finite = values.filter { $0.isFinite }.sorted()
         guard let first = finite.first, let last = finite.last else { return VOIWindow(center: 0, width: 1) }
-        var low = Percentile.ofSorted(finite, lowerPercentile), high = Percentile.ofSorted(finite, upperPercentile)
+        var low = Percentile.ofSorted(finite, lowerPercentile)
+        var high = Percentile.ofSorted(finite, upperPercentile)
         if high <= low { (low, high) = (Double(first), Double(last)) }
         let width = max(high - low, 1e-6)
         return VOIWindow(center: (low + high) / 2, width: width, function: .linearExact)
@@ -61,8 +63,10 @@ public enum DisplayPipeline {
     ///   - voiLUT: a VOI LUT (from the VOI LUT Sequence) applied to the modality values instead of a window.
     ///   - invert: MONOCHROME1: the minimum is white, so the output is inverted after the VOI.
     ///   - bits: 8 or 16.
-    public static func greyLevels(_ modality: [Float], window: VOIWindow, voiLUT: VOILookupTable? = nil,
-                                  invert: Bool, bits: Int) -> [UInt16] {
+    public static func greyLevels(
+        _ modality: [Float], window: VOIWindow, voiLUT: VOILookupTable? = nil,
+        invert: Bool, bits: Int
+    ) -> [UInt16] {
         let maximum = Double((1 << bits) - 1)
         return modality.map { value -> UInt16 in
             var y: Double
@@ -108,7 +112,8 @@ extension DICOMFile {
         let modality = try modalityFrame(index)
         let lut = window == nil && self.window(frame: index) == nil ? try voiLookupTable() : nil
         let chosen = window ?? self.window(frame: index) ?? VOIWindow.automatic(modality)
-        return DisplayPipeline.greyLevels(modality, window: chosen, voiLUT: lut,
-                                          invert: photometricInterpretation == "MONOCHROME1", bits: bits)
+        return DisplayPipeline.greyLevels(
+            modality, window: chosen, voiLUT: lut,
+            invert: photometricInterpretation == "MONOCHROME1", bits: bits)
     }
 }

@@ -21,8 +21,10 @@ public struct Volume: Sendable {
     /// Geometry warnings: gaps, duplicates, tilt, non-uniform spacing.
     public let warnings: [String]
 
-    public init(slices: Int, rows: Int, columns: Int, values: [Float],
-                geometry: VolumeGeometry, seriesInstanceUID: String, sourceFiles: [String], warnings: [String]) {
+    public init(
+        slices: Int, rows: Int, columns: Int, values: [Float],
+        geometry: VolumeGeometry, seriesInstanceUID: String, sourceFiles: [String], warnings: [String]
+    ) {
         precondition(values.count == slices * rows * columns, "volume values do not match its shape")
         self.slices = slices
         self.rows = rows

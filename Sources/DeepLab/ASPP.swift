@@ -14,20 +14,28 @@ final class ASPP {
     /// when the branches' input scales differ (`DeepLabV3.apply(_:)`).
     var entryQuantization: UnitQuantization?
 
-    init(prefix: String, inputChannels: Int, atrousRates: [Int], outputChannels: Int, generator: inout SeededGenerator) {
+    init(prefix: String, inputChannels: Int, atrousRates: [Int], outputChannels: Int, generator: inout SeededGenerator)
+    {
         let p = prefix + "."
-        var branches = [ConvUnit(p + "convs.0.0", p + "convs.0.1", inputChannels: inputChannels,
-                                 outputChannels: outputChannels, kernelSize: 1, activation: .relu, generator: &generator)]
+        var branches = [
+            ConvUnit(
+                p + "convs.0.0", p + "convs.0.1", inputChannels: inputChannels,
+                outputChannels: outputChannels, kernelSize: 1, activation: .relu, generator: &generator)
+        ]
         for (i, rate) in atrousRates.enumerated() {
-            branches.append(ConvUnit("\(p)convs.\(i + 1).0", "\(p)convs.\(i + 1).1", inputChannels: inputChannels,
-                                     outputChannels: outputChannels, kernelSize: 3, padding: rate, dilation: rate,
-                                     activation: .relu, generator: &generator))
+            branches.append(
+                ConvUnit(
+                    "\(p)convs.\(i + 1).0", "\(p)convs.\(i + 1).1", inputChannels: inputChannels,
+                    outputChannels: outputChannels, kernelSize: 3, padding: rate, dilation: rate,
+                    activation: .relu, generator: &generator))
         }
         let n = atrousRates.count + 1
-        pooling = ConvUnit("\(p)convs.\(n).1", "\(p)convs.\(n).2", inputChannels: inputChannels,
-                           outputChannels: outputChannels, kernelSize: 1, activation: .relu, generator: &generator)
-        projection = ConvUnit(p + "project.0", p + "project.1", inputChannels: (n + 1) * outputChannels,
-                              outputChannels: outputChannels, kernelSize: 1, activation: .relu, generator: &generator)
+        pooling = ConvUnit(
+            "\(p)convs.\(n).1", "\(p)convs.\(n).2", inputChannels: inputChannels,
+            outputChannels: outputChannels, kernelSize: 1, activation: .relu, generator: &generator)
+        projection = ConvUnit(
+            p + "project.0", p + "project.1", inputChannels: (n + 1) * outputChannels,
+            outputChannels: outputChannels, kernelSize: 1, activation: .relu, generator: &generator)
         dropout = Dropout(probability: 0.5, seed: generator.next())
         self.branches = branches
     }
@@ -55,15 +63,19 @@ final class ASPP {
         let y = try pooling(pooled.output, training: training)
         var (resized, resize) = try Operations.resizeBilinear(y, height: s[2], width: s[3], training: training)
         if !training, let q = branches.first?.quantizedOutput, Int8Operations.isQuantized(outputs[0]) {
-            resized = try Int8Operations.quantize(resized, into: outputs[0].desc,
-                                                  scale: Int8Convolution.effectiveInputScale(q))
+            resized = try Int8Operations.quantize(
+                resized, into: outputs[0].desc,
+                scale: Int8Convolution.effectiveInputScale(q))
         }
         outputs.append(resized)
         let target = outputs[0].desc
         let joined = try Operations.concatenate(outputs.map { try $0.reordered(to: target) })
         let projected = try projection(joined, training: training)
-        state = training ? State(inputShape: s, pooled: pooled, poolingOutputShape: y.shape, resize: resize,
-                                 projectionOutput: projected.desc) : nil
+        state =
+            training
+            ? State(
+                inputShape: s, pooled: pooled, poolingOutputShape: y.shape, resize: resize,
+                projectionOutput: projected.desc) : nil
         return try dropout(projected, training: training)
     }
 }
@@ -128,9 +140,13 @@ final class Dropout {
         }
         step &+= 1
         let output = try Tensor(desc: x.desc)
-        x.withStorage { source in output.withStorage { target in mask.withUnsafeBufferPointer { mask in
-            for i in 0..<min(source.count, mask.count) { target[i] = source[i] * mask[i] }
-        } } }
+        x.withStorage { source in
+            output.withStorage { target in
+                mask.withUnsafeBufferPointer { mask in
+                    for i in 0..<min(source.count, mask.count) { target[i] = source[i] * mask[i] }
+                }
+            }
+        }
         return output
     }
 }
@@ -142,15 +158,20 @@ final class DeepLabHead {
     let refine: ConvUnit
     let classifier: ConvUnit
 
-    init(prefix: String, inputChannels: Int, classCount: Int, atrousRates: [Int], channels: Int,
-         generator: inout SeededGenerator) {
+    init(
+        prefix: String, inputChannels: Int, classCount: Int, atrousRates: [Int], channels: Int,
+        generator: inout SeededGenerator
+    ) {
         let p = prefix + "."
-        aspp = ASPP(prefix: p + "0", inputChannels: inputChannels, atrousRates: atrousRates, outputChannels: channels,
-                    generator: &generator)
-        refine = ConvUnit(p + "1", p + "2", inputChannels: channels, outputChannels: channels, kernelSize: 3,
-                          padding: 1, activation: .relu, generator: &generator)
-        classifier = ConvUnit(p + "4", nil, inputChannels: channels, outputChannels: classCount, kernelSize: 1,
-                              bias: true, activation: .none, generator: &generator)
+        aspp = ASPP(
+            prefix: p + "0", inputChannels: inputChannels, atrousRates: atrousRates, outputChannels: channels,
+            generator: &generator)
+        refine = ConvUnit(
+            p + "1", p + "2", inputChannels: channels, outputChannels: channels, kernelSize: 3,
+            padding: 1, activation: .relu, generator: &generator)
+        classifier = ConvUnit(
+            p + "4", nil, inputChannels: channels, outputChannels: classCount, kernelSize: 1,
+            bias: true, activation: .none, generator: &generator)
     }
 
     var parameters: [Parameter] { aspp.parameters + refine.parameters + classifier.parameters }
@@ -170,11 +191,13 @@ final class FCNHead {
     init(prefix: String, inputChannels: Int, classCount: Int, generator: inout SeededGenerator) {
         let p = prefix + "."
         let inner = inputChannels / 4
-        body = ConvUnit(p + "0", p + "1", inputChannels: inputChannels, outputChannels: inner, kernelSize: 3,
-                        padding: 1, activation: .relu, generator: &generator)
+        body = ConvUnit(
+            p + "0", p + "1", inputChannels: inputChannels, outputChannels: inner, kernelSize: 3,
+            padding: 1, activation: .relu, generator: &generator)
         dropout = Dropout(probability: 0.1, seed: generator.next())
-        classifier = ConvUnit(p + "4", nil, inputChannels: inner, outputChannels: classCount, kernelSize: 1,
-                              bias: true, activation: .none, generator: &generator)
+        classifier = ConvUnit(
+            p + "4", nil, inputChannels: inner, outputChannels: classCount, kernelSize: 1,
+            bias: true, activation: .none, generator: &generator)
     }
 
     var parameters: [Parameter] { body.parameters + classifier.parameters }
@@ -192,9 +215,11 @@ extension Dropout {
         guard !mask.isEmpty else { return dy }
         let g = try dy.reordered(to: outputDesc)
         let output = try Tensor(desc: outputDesc)
-        g.withStorage { source in output.withStorage { target in
-            for i in 0..<min(mask.count, source.count) { target[i] = source[i] * mask[i] }
-        } }
+        g.withStorage { source in
+            output.withStorage { target in
+                for i in 0..<min(mask.count, source.count) { target[i] = source[i] * mask[i] }
+            }
+        }
         return output
     }
 }
@@ -206,12 +231,16 @@ extension ASPP {
         guard let dJoined = try projection.backward(g).input else {
             throw DeepLabError.invalidBackward("ASPP projection produced no input gradient")
         }
-        let parts = try Operations.split(dJoined, channels: [Int](repeating: projection.conv.inputChannels / (branches.count + 1),
-                                                                  count: branches.count + 1))
+        let parts = try Operations.split(
+            dJoined,
+            channels: [Int](
+                repeating: projection.conv.inputChannels / (branches.count + 1),
+                count: branches.count + 1))
         var gradients: [Tensor?] = []
         for (branch, part) in zip(branches, parts) { gradients.append(try branch.backward(part).input) }
-        let pooledGradient = try Operations.resizeBackward(parts[branches.count], forward: state.resize,
-                                                           sourceShape: state.poolingOutputShape)
+        let pooledGradient = try Operations.resizeBackward(
+            parts[branches.count], forward: state.resize,
+            sourceShape: state.poolingOutputShape)
         if let g = try pooling.backward(pooledGradient).input {
             gradients.append(try Operations.poolingBackward(g, forward: state.pooled, sourceShape: state.inputShape))
         }

@@ -40,12 +40,14 @@ extension DeepLabConfiguration.Architecture {
         case .resnet50: depth = .resNet50
         case .resnet101: depth = .resNet101
         case .mobilenetV2:
-            return MobileNetV2(prefix: "backbone", inputChannels: configuration.inputChannels,
-                               widthMultiplier: configuration.widthMultiplier,
-                               outputStride: configuration.outputStride, generator: &generator)
+            return MobileNetV2(
+                prefix: "backbone", inputChannels: configuration.inputChannels,
+                widthMultiplier: configuration.widthMultiplier,
+                outputStride: configuration.outputStride, generator: &generator)
         }
-        return ResNet(prefix: "backbone", depth: depth, inputChannels: configuration.inputChannels,
-                      outputStride: configuration.outputStride, multiGrid: configuration.multiGrid,
-                      generator: &generator)
+        return ResNet(
+            prefix: "backbone", depth: depth, inputChannels: configuration.inputChannels,
+            outputStride: configuration.outputStride, multiGrid: configuration.multiGrid,
+            generator: &generator)
     }
 }

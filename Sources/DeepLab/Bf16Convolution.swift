@@ -33,34 +33,41 @@ final class Bf16Convolution: ConvolutionStrategy {
 
     // MARK: Eval
 
-    func inferenceForward(_ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
-                          consumingResidual: Bool) throws -> Tensor {
+    func inferenceForward(
+        _ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
+        consumingResidual: Bool
+    ) throws -> Tensor {
         let execution = try execution(unit)
         let conv = unit.conv
         let primitive = try primitives.primitive(PrimitiveCache.Key("eval", x.shape, residual != nil, execution)) {
-            let op = try ConvolutionOp.forward(source: x.shape, weights: conv.weightDims,
-                                               destination: conv.outputDims(x.shape), bias: true, training: false,
-                                               conv.geometry(x.shape), bf16: execution)
+            let op = try ConvolutionOp.forward(
+                source: x.shape, weights: conv.weightDims,
+                destination: conv.outputDims(x.shape), bias: true, training: false,
+                conv.geometry(x.shape), bf16: execution)
             var postOps: [PrimitiveAttributes.PostOp] = residual != nil ? [.sum] : []
             if let p = unit.activation.postOp { postOps.append(p) }
             return try Primitive("bf16 convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
         }
         let input = try Bf16Operations.convert(x, into: primitive.desc(.source), execution)
         let (weights, bias) = try preparedWeights(unit, primitive, execution)
-        let output = try fusedSumDestination(primitive.desc(.destination), residual: residual,
-                                             consumingResidual: consumingResidual)
+        let output = try fusedSumDestination(
+            primitive.desc(.destination), residual: residual,
+            consumingResidual: consumingResidual)
         try primitive.execute([(Arg.src, input), (Arg.weights, weights), (Arg.bias, bias), (Arg.dst, output)])
         return output
     }
 
-    private func preparedWeights(_ unit: ConvUnit, _ primitive: Primitive,
-                                 _ execution: Bf16Execution) throws -> (Tensor, Tensor) {
+    private func preparedWeights(
+        _ unit: ConvUnit, _ primitive: Primitive,
+        _ execution: Bf16Execution
+    ) throws -> (Tensor, Tensor) {
         let desc = primitive.desc(.weights)
         let version = unit.parameterVersion
         if let p = prepared, p.version == version, p.key == desc.cacheKey { return (p.weights, p.bias) }
         let (w, b) = unit.foldedPlainWeights()
-        let weights = try Bf16Operations.convert(Tensor(plain: unit.conv.weightDims, values: w), into: desc,
-                                                 execution)
+        let weights = try Bf16Operations.convert(
+            Tensor(plain: unit.conv.weightDims, values: w), into: desc,
+            execution)
         let bias = try Tensor(plain: [unit.conv.outputChannels], values: b)
         prepared = (desc.cacheKey, version, weights, bias)
         return (weights, bias)
@@ -73,9 +80,11 @@ final class Bf16Convolution: ConvolutionStrategy {
         let conv = unit.conv
         let hasBias = conv.bias != nil
         let primitive = try primitives.primitive(PrimitiveCache.Key("train", x.shape, execution)) {
-            try Primitive("bf16 convolution", op: ConvolutionOp.forward(
-                source: x.shape, weights: conv.weightDims, destination: conv.outputDims(x.shape), bias: hasBias,
-                training: true, conv.geometry(x.shape), bf16: execution))
+            try Primitive(
+                "bf16 convolution",
+                op: ConvolutionOp.forward(
+                    source: x.shape, weights: conv.weightDims, destination: conv.outputDims(x.shape), bias: hasBias,
+                    training: true, conv.geometry(x.shape), bf16: execution))
         }
         // The f32 master weights, converted for this forward alone (backward converts them again).
         let weights = try masterWeights(conv, into: primitive.desc(.weights), execution)
@@ -91,8 +100,10 @@ final class Bf16Convolution: ConvolutionStrategy {
     }
 
     /// The f32 master weights in a primitive's bf16 operand layout `desc`.
-    private func masterWeights(_ conv: Conv2d, into desc: MemoryDesc,
-                               _ execution: Bf16Execution) throws -> Tensor {
+    private func masterWeights(
+        _ conv: Conv2d, into desc: MemoryDesc,
+        _ execution: Bf16Execution
+    ) throws -> Tensor {
         try Bf16Operations.convert(Tensor(plain: conv.weightDims, values: conv.weight.value), into: desc, execution)
     }
 
@@ -101,9 +112,11 @@ final class Bf16Convolution: ConvolutionStrategy {
     /// The weight gradient from the bf16 input and output gradient, the input gradient from the bf16 output
     /// gradient and weights, both accumulated in f32 and returned in f32. Rests on oneDNN's convolution
     /// backward-weights and backward-data primitives (`ConvolutionOp`).
-    func backward(_ unit: ConvUnit, _ gradient: Tensor, saved: SavedConvolution,
-                  needsInputGradient: Bool) throws -> Tensor? {
-        guard case let .whole(input, inputShape, primitive, _) = saved else {
+    func backward(
+        _ unit: ConvUnit, _ gradient: Tensor, saved: SavedConvolution,
+        needsInputGradient: Bool
+    ) throws -> Tensor? {
+        guard case .whole(let input, let inputShape, let primitive, _) = saved else {
             throw DeepLabError.invalidBackward("the bf16 convolution's backward got another strategy's forward")
         }
         let execution = try execution(unit)
@@ -114,24 +127,32 @@ final class Bf16Convolution: ConvolutionStrategy {
 
         let weightsKey = PrimitiveCache.Key("backward-weights", inputShape, execution)
         let weightsPrimitive = try primitives.primitive(weightsKey) {
-            try Primitive("bf16 convolution backward weights", op: ConvolutionOp.backwardWeights(
-                source: inputShape, weights: conv.weightDims, destination: o, bias: hasBias, geometry,
-                bf16: execution), hint: primitive)
+            try Primitive(
+                "bf16 convolution backward weights",
+                op: ConvolutionOp.backwardWeights(
+                    source: inputShape, weights: conv.weightDims, destination: o, bias: hasBias, geometry,
+                    bf16: execution), hint: primitive)
         }
-        let diffDst = try Bf16Operations.convert(gradient, into: weightsPrimitive.desc(.diffDestination),
-                                                 execution)
-        try accumulateWeightGradients(conv, weightsPrimitive,
-                                      source: input.reordered(to: weightsPrimitive.desc(.source)),
-                                      diffDestination: diffDst)
+        let diffDst = try Bf16Operations.convert(
+            gradient, into: weightsPrimitive.desc(.diffDestination),
+            execution)
+        try accumulateWeightGradients(
+            conv, weightsPrimitive,
+            source: input.reordered(to: weightsPrimitive.desc(.source)),
+            diffDestination: diffDst)
 
         guard needsInputGradient else { return nil }
         let dataPrimitive = try primitives.primitive(PrimitiveCache.Key("backward-data", inputShape, execution)) {
-            try Primitive("bf16 convolution backward data", op: ConvolutionOp.backwardData(
-                source: inputShape, weights: conv.weightDims, destination: o, geometry, bf16: execution),
-                          hint: primitive)
+            try Primitive(
+                "bf16 convolution backward data",
+                op: ConvolutionOp.backwardData(
+                    source: inputShape, weights: conv.weightDims, destination: o, geometry, bf16: execution),
+                hint: primitive)
         }
         let weights = try masterWeights(conv, into: dataPrimitive.desc(.weights), execution)
-        let dataDiffDst = try dataPrimitive.desc(.diffDestination).isEqual(to: diffDst.desc) ? diffDst
+        let dataDiffDst =
+            try dataPrimitive.desc(.diffDestination).isEqual(to: diffDst.desc)
+            ? diffDst
             : Bf16Operations.convert(gradient, into: dataPrimitive.desc(.diffDestination), execution)
         let diffInput = try Tensor(desc: dataPrimitive.desc(.diffSource))
         try dataPrimitive.execute([(Arg.diffDst, dataDiffDst), (Arg.weights, weights), (Arg.diffSrc, diffInput)])

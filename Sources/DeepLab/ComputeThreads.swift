@@ -2,8 +2,9 @@
 // libgomp comes in through libdnnl rather than being linked directly. General parallel-for (not on oneDNN's
 // threads) is `SliceLabSupport.Parallel`.
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Sets the number of compute threads of oneDNN's OpenMP runtime. Rests on `omp_set_num_threads`.
@@ -30,10 +31,11 @@ func parallelWorkers(_ body: (Int, Int) -> Void) {
     withoutActuallyEscaping(body) { body in
         var context = OpenMP.Context(body: body, thread: thread, threads: threads)
         withUnsafeMutablePointer(to: &context) { pointer in
-            parallel({ raw in
-                let context = raw!.assumingMemoryBound(to: OpenMP.Context.self).pointee
-                context.body(Int(context.thread()), Int(context.threads()))
-            }, pointer, 0, 0)  // 0 threads: the default team, as for oneDNN's own regions
+            parallel(
+                { raw in
+                    let context = raw!.assumingMemoryBound(to: OpenMP.Context.self).pointee
+                    context.body(Int(context.thread()), Int(context.threads()))
+                }, pointer, 0, 0)  // 0 threads: the default team, as for oneDNN's own regions
         }
     }
 }

@@ -36,8 +36,10 @@ final class ConvUnit {
     var name: String { String(conv.weight.name.dropLast(".weight".count)) }
 
     /// - Parameter strategyTable: which strategies the unit may use; the effective ISA's entry by default.
-    init(conv: Conv2d, norm: BatchNorm2d?, activation: Activation,
-         strategyTable: ConvolutionStrategyTable = .effective) {
+    init(
+        conv: Conv2d, norm: BatchNorm2d?, activation: Activation,
+        strategyTable: ConvolutionStrategyTable = .effective
+    ) {
         self.conv = conv
         self.norm = norm
         self.activation = activation
@@ -45,14 +47,18 @@ final class ConvUnit {
     }
 
     /// `conv` named `convName`, batch norm named `normName`, as torchvision's blocks name them.
-    convenience init(_ convName: String, _ normName: String?, inputChannels: Int, outputChannels: Int,
-                     kernelSize: Int, stride: Int = 1, padding: Int = 0, dilation: Int = 1, groups: Int = 1,
-                     bias: Bool = false, activation: Activation, generator: inout SeededGenerator) {
-        let conv = Conv2d(name: convName, inputChannels: inputChannels, outputChannels: outputChannels,
-                          kernelSize: kernelSize, stride: stride, padding: padding, dilation: dilation,
-                          groups: groups, bias: bias, generator: &generator)
-        self.init(conv: conv, norm: normName.map { BatchNorm2d(name: $0, channels: outputChannels) },
-                  activation: activation)
+    convenience init(
+        _ convName: String, _ normName: String?, inputChannels: Int, outputChannels: Int,
+        kernelSize: Int, stride: Int = 1, padding: Int = 0, dilation: Int = 1, groups: Int = 1,
+        bias: Bool = false, activation: Activation, generator: inout SeededGenerator
+    ) {
+        let conv = Conv2d(
+            name: convName, inputChannels: inputChannels, outputChannels: outputChannels,
+            kernelSize: kernelSize, stride: stride, padding: padding, dilation: dilation,
+            groups: groups, bias: bias, generator: &generator)
+        self.init(
+            conv: conv, norm: normName.map { BatchNorm2d(name: $0, channels: outputChannels) },
+            activation: activation)
     }
 
     var parameters: [Parameter] { conv.parameters + (norm?.parameters ?? []) }
@@ -93,15 +99,19 @@ final class ConvUnit {
     ///   - training: batch statistics and saved state for backward, instead of folded eval arithmetic.
     ///   - strategy: how to compute the convolution; nil takes the first of `strategies` that applies (tests
     ///     pass the strategies they compare).
-    func callAsFunction(_ x: Tensor, residual: Tensor? = nil, consumingResidual: Bool = false, training: Bool,
-                        strategy: ConvolutionStrategy? = nil) throws -> Tensor {
-        let strategy = strategy ?? strategies.first {
-            $0.applies(to: self, inputShape: x.shape, residual: residual != nil, training: training)
-        } ?? DirectConvolution()
+    func callAsFunction(
+        _ x: Tensor, residual: Tensor? = nil, consumingResidual: Bool = false, training: Bool,
+        strategy: ConvolutionStrategy? = nil
+    ) throws -> Tensor {
+        let strategy =
+            strategy ?? strategies.first {
+                $0.applies(to: self, inputShape: x.shape, residual: residual != nil, training: training)
+            } ?? DirectConvolution()
         if training { return try trainingForward(x, residual: residual, strategy: strategy) }
         saved = nil
         try inputObserver?(x)
-        let out = conv.outputDims(x.shape), k = conv.window.kernel
+        let out = conv.outputDims(x.shape)
+        let k = conv.window.kernel
         multiplyAdds += out.reduce(1, *) * conv.inputChannels / conv.groups * k * k
         return try strategy.inferenceForward(self, x, residual: residual, consumingResidual: consumingResidual)
     }
@@ -125,27 +135,32 @@ final class ConvUnit {
         var convOutput = rawOutput
         var current = convOutput
         var normPrimitive: Primitive?
-        var mean: Tensor?, variance: Tensor?
+        var mean: Tensor?
+        var variance: Tensor?
         var synchronized: SynchronizedStatistics?
         if let norm, let sum = SynchronizedBatchNorm.sum {
             convOutput = try convOutput.reordered(to: .make(convOutput.shape, MemoryDesc.plainTag(rank: 4)))
             (current, synchronized) = try norm.synchronizedForward(convOutput, sum: sum)
         } else if let norm {
             let p = try primitives.primitive(PrimitiveCache.Key("bn", convOutput.desc.cacheKey)) {
-                try Primitive("batch normalization",
-                              op: BatchNormalizationOp.trainingForward(convOutput.desc, epsilon: norm.epsilon))
+                try Primitive(
+                    "batch normalization",
+                    op: BatchNormalizationOp.trainingForward(convOutput.desc, epsilon: norm.epsilon))
             }
             let out = try Tensor(desc: convOutput.desc)
             let m = try Tensor(desc: p.desc(.destination, 1))
             let v = try Tensor(desc: p.desc(.destination, 2))
             let scale = try Tensor(plain: [norm.channels], values: norm.weight.value)
             let shift = try Tensor(plain: [norm.channels], values: norm.bias.value)
-            try p.execute([(Arg.src, convOutput), (Arg.dst, out), (Arg.mean, m), (Arg.variance, v),
-                           (Arg.scale, scale), (Arg.shift, shift)])
+            try p.execute([
+                (Arg.src, convOutput), (Arg.dst, out), (Arg.mean, m), (Arg.variance, v),
+                (Arg.scale, scale), (Arg.shift, shift)
+            ])
             let s = convOutput.shape
-            norm.updateRunningStatistics(mean: m.withStorage { Array($0.prefix(norm.channels)) },
-                                         variance: v.withStorage { Array($0.prefix(norm.channels)) },
-                                         count: s[0] * s[2] * s[3])
+            norm.updateRunningStatistics(
+                mean: m.withStorage { Array($0.prefix(norm.channels)) },
+                variance: v.withStorage { Array($0.prefix(norm.channels)) },
+                count: s[0] * s[2] * s[3])
             normPrimitive = p
             mean = m
             variance = v
@@ -159,20 +174,23 @@ final class ConvUnit {
         switch activation {
         case .none: break
         case .relu:
-            let (y, p) = try Operations.eltwise(current, .reluUsingDestination, training: true,
-                                                inPlace: true)
+            let (y, p) = try Operations.eltwise(
+                current, .reluUsingDestination, training: true,
+                inPlace: true)
             current = y
             activationPrimitive = p
         case .relu6:
-            let (y, p) = try Operations.eltwise(current, .clipUsingDestination, alpha: 0, beta: 6,
-                                                training: true, inPlace: true)
+            let (y, p) = try Operations.eltwise(
+                current, .clipUsingDestination, alpha: 0, beta: 6,
+                training: true, inPlace: true)
             current = y
             activationPrimitive = p
         }
-        saved = Saved(strategy: strategy, convolution: convolution, convOutput: convOutput,
-                      normPrimitive: normPrimitive, mean: mean, variance: variance,
-                      synchronized: synchronized, activationPrimitive: activationPrimitive, output: current,
-                      hasResidual: residual != nil)
+        saved = Saved(
+            strategy: strategy, convolution: convolution, convOutput: convOutput,
+            normPrimitive: normPrimitive, mean: mean, variance: variance,
+            synchronized: synchronized, activationPrimitive: activationPrimitive, output: current,
+            hasResidual: residual != nil)
         return current
     }
 
@@ -194,18 +212,23 @@ final class ConvUnit {
         self.saved = nil  // each forward is backpropagated once; its activations go as soon as they are used
         var gradient = try dy.reordered(to: saved.output.desc)
         if let forward = saved.activationPrimitive {
-            gradient = try Operations.eltwiseBackward(gradient, destination: saved.output, forward: forward,
-                                                      primitives: primitives)
+            gradient = try Operations.eltwiseBackward(
+                gradient, destination: saved.output, forward: forward,
+                primitives: primitives)
         }
         let residualGradient: Tensor? = saved.hasResidual ? gradient : nil
         if let norm, let statistics = saved.synchronized {
-            gradient = try norm.synchronizedBackward(try gradient.reordered(to: saved.convOutput.desc),
-                                                     x: saved.convOutput, statistics)
-        } else if let norm, let normPrimitive = saved.normPrimitive, let mean = saved.mean, let variance = saved.variance {
+            gradient = try norm.synchronizedBackward(
+                try gradient.reordered(to: saved.convOutput.desc),
+                x: saved.convOutput, statistics)
+        } else if let norm, let normPrimitive = saved.normPrimitive, let mean = saved.mean,
+            let variance = saved.variance
+        {
             let p = try primitives.primitive(PrimitiveCache.Key("bn-backward", saved.convOutput.desc.cacheKey)) {
-                try Primitive("batch normalization backward",
-                              op: BatchNormalizationOp.backward(saved.convOutput.desc, epsilon: norm.epsilon),
-                              hint: normPrimitive)
+                try Primitive(
+                    "batch normalization backward",
+                    op: BatchNormalizationOp.backward(saved.convOutput.desc, epsilon: norm.epsilon),
+                    hint: normPrimitive)
             }
             let diffSource = try Tensor(desc: saved.convOutput.desc)
             let scale = try Tensor(plain: [norm.channels], values: norm.weight.value)
@@ -213,15 +236,18 @@ final class ConvUnit {
             let diffScale = try Tensor(plain: [norm.channels], values: [Float](repeating: 0, count: norm.channels))
             let diffShift = try Tensor(plain: [norm.channels], values: [Float](repeating: 0, count: norm.channels))
             let g = try gradient.reordered(to: saved.convOutput.desc)
-            try p.execute([(Arg.src, saved.convOutput), (Arg.mean, mean), (Arg.variance, variance), (Arg.diffDst, g),
-                           (Arg.scale, scale), (Arg.shift, shift), (Arg.diffSrc, diffSource),
-                           (Arg.diffScale, diffScale), (Arg.diffShift, diffShift)])
+            try p.execute([
+                (Arg.src, saved.convOutput), (Arg.mean, mean), (Arg.variance, variance), (Arg.diffDst, g),
+                (Arg.scale, scale), (Arg.shift, shift), (Arg.diffSrc, diffSource),
+                (Arg.diffScale, diffScale), (Arg.diffShift, diffShift)
+            ])
             accumulate(norm.weight, diffScale)
             accumulate(norm.bias, diffShift)
             gradient = diffSource
         }
-        let dx = try saved.strategy.backward(self, gradient, saved: saved.convolution,
-                                             needsInputGradient: needsInputGradient)
+        let dx = try saved.strategy.backward(
+            self, gradient, saved: saved.convolution,
+            needsInputGradient: needsInputGradient)
         return (dx, residualGradient)
     }
 }

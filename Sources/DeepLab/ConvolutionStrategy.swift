@@ -12,8 +12,10 @@ protocol ConvolutionStrategy: AnyObject {
 
     /// Eval mode: act(bn(conv(x)) + residual) with batch norm folded into the weights. `consumingResidual`: the
     /// caller no longer needs `residual`, so the output may be written into it.
-    func inferenceForward(_ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
-                          consumingResidual: Bool) throws -> Tensor
+    func inferenceForward(
+        _ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
+        consumingResidual: Bool
+    ) throws -> Tensor
 
     /// Training mode: the convolution alone (batch norm, residual and activation follow in the unit), with the
     /// unit's own weights, and what `backward` needs.
@@ -21,8 +23,10 @@ protocol ConvolutionStrategy: AnyObject {
 
     /// Backward of `trainingForward`: the weight (and bias) gradients are accumulated into the unit's
     /// parameters; dLoss/dInput is returned when `needsInputGradient`. `dy` is dLoss/d(convolution output).
-    func backward(_ unit: ConvUnit, _ dy: Tensor, saved: SavedConvolution,
-                  needsInputGradient: Bool) throws -> Tensor?
+    func backward(
+        _ unit: ConvUnit, _ dy: Tensor, saved: SavedConvolution,
+        needsInputGradient: Bool
+    ) throws -> Tensor?
 
     /// Drops the eval-mode weights kept for the unit (training is about to change its parameters).
     func releaseInferenceWeights()
@@ -48,11 +52,15 @@ func fusedSumDestination(_ desc: MemoryDesc, residual: Tensor?, consumingResidua
 
 /// Runs a convolution's backward-weights `primitive` on `source` and `diffDestination` (in its layouts) and adds
 /// the f32 weight (and bias) gradients into `conv`'s parameters.
-func accumulateWeightGradients(_ conv: Conv2d, _ primitive: Primitive, source: Tensor,
-                               diffDestination: Tensor) throws {
+func accumulateWeightGradients(
+    _ conv: Conv2d, _ primitive: Primitive, source: Tensor,
+    diffDestination: Tensor
+) throws {
     let diffWeights = try Tensor(desc: primitive.desc(.diffWeights))
-    var arguments: [(Int32, Tensor)] = [(Arg.src, source), (Arg.diffDst, diffDestination),
-                                        (Arg.diffWeights, diffWeights)]
+    var arguments: [(Int32, Tensor)] = [
+        (Arg.src, source), (Arg.diffDst, diffDestination),
+        (Arg.diffWeights, diffWeights)
+    ]
     var diffBias: Tensor?
     if conv.bias != nil {
         let b = try Tensor(desc: primitive.desc(.diffWeights, 1))
@@ -60,8 +68,10 @@ func accumulateWeightGradients(_ conv: Conv2d, _ primitive: Primitive, source: T
         diffBias = b
     }
     try primitive.execute(arguments)
-    accumulate(conv.weight, try diffWeights.reordered(
-        to: .make(conv.weightDims, MemoryDesc.plainTag(rank: conv.weightDims.count))))
+    accumulate(
+        conv.weight,
+        try diffWeights.reordered(
+            to: .make(conv.weightDims, MemoryDesc.plainTag(rank: conv.weightDims.count))))
     if let bias = conv.bias, let diffBias { accumulate(bias, diffBias) }
 }
 
@@ -88,17 +98,20 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     public var measured: Bool
 
     /// oneDNN's own kernels for every convolution.
-    public static let oneDNN = ConvolutionStrategyTable(paddingFreeRectangles: false, winograd: false,
-                                                        int8Winograd: false, measured: false)
+    public static let oneDNN = ConvolutionStrategyTable(
+        paddingFreeRectangles: false, winograd: false,
+        int8Winograd: false, measured: false)
 
     /// The committed entries by ISA name (`oneDNNEffectiveISA`); an ISA not listed takes `oneDNN`.
     public static let entries: [String: ConvolutionStrategyTable] = [
-        "AVX2": ConvolutionStrategyTable(paddingFreeRectangles: true, winograd: true, int8Winograd: true,
-                                         measured: true),
-        "AVX2_VNNI": ConvolutionStrategyTable(paddingFreeRectangles: true, winograd: true, int8Winograd: false,
-                                              measured: false),
+        "AVX2": ConvolutionStrategyTable(
+            paddingFreeRectangles: true, winograd: true, int8Winograd: true,
+            measured: true),
+        "AVX2_VNNI": ConvolutionStrategyTable(
+            paddingFreeRectangles: true, winograd: true, int8Winograd: false,
+            measured: false),
         "AVX512_CORE": .oneDNN, "AVX512_CORE_VNNI": .oneDNN, "AVX512_CORE_BF16": .oneDNN,
-        "AVX512_CORE_AMX": .oneDNN,
+        "AVX512_CORE_AMX": .oneDNN
     ]
 
     /// The entry for `isa`.

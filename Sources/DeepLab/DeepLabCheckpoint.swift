@@ -20,7 +20,8 @@ public enum DeepLabCheckpoint {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         try file.setAttribute("format", .string(format))
-        try file.setAttribute("configuration", .string(String(decoding: try encoder.encode(model.configuration), as: UTF8.self)))
+        try file.setAttribute(
+            "configuration", .string(String(decoding: try encoder.encode(model.configuration), as: UTF8.self)))
         try file.setAttribute("preprocessing", .string(preprocessing.json))
         for p in model.parameters {
             try file.write(p.value, shape: p.shape, to: "/parameters/\(p.name)")
@@ -29,8 +30,10 @@ public enum DeepLabCheckpoint {
     }
 
     /// Saves a checkpoint atomically; `extra` may add groups to the same file before it is closed.
-    public static func save(_ model: DeepLabV3, preprocessing: Preprocessing, to path: String,
-                            extra: ((HDF5File) throws -> Void)? = nil) throws {
+    public static func save(
+        _ model: DeepLabV3, preprocessing: Preprocessing, to path: String,
+        extra: ((HDF5File) throws -> Void)? = nil
+    ) throws {
         try HDF5File.write(to: path, updating: false) { file in
             try write(model, preprocessing: preprocessing, into: file)
             try extra?(file)
@@ -55,14 +58,18 @@ public enum DeepLabCheckpoint {
     /// - Throws: `DeepLabError.invalidCheckpoint` when the attribute is missing or is not a configuration.
     public static func configuration(in file: HDF5File) throws -> DeepLabConfiguration {
         guard file.hasAttribute("configuration"), let json = try file.attribute("configuration").stringValue else {
-            throw DeepLabError.invalidCheckpoint(file: file.path, reason: "no 'configuration' attribute (was it "
-                                                 + "written by slicelab train or segment?)")
+            throw DeepLabError.invalidCheckpoint(
+                file: file.path,
+                reason: "no 'configuration' attribute (was it "
+                    + "written by slicelab train or segment?)")
         }
         do {
             return try JSONDecoder().decode(DeepLabConfiguration.self, from: Data(json.utf8))
         } catch {
-            throw DeepLabError.invalidCheckpoint(file: file.path, reason: "the configuration attribute is not a "
-                                                 + "DeepLabV3 configuration: \(error)")
+            throw DeepLabError.invalidCheckpoint(
+                file: file.path,
+                reason: "the configuration attribute is not a "
+                    + "DeepLabV3 configuration: \(error)")
         }
     }
 

@@ -35,9 +35,11 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
     public var inputScale: Int
 
     /// torchvision's DeepLabV3 layout: output stride 8, rates 12/24/36, 256 ASPP channels.
-    public init(architecture: Architecture, classCount: Int, inputChannels: Int = 3, outputStride: Int = 8,
-                atrousRates: [Int] = [12, 24, 36], asppChannels: Int = 256, auxiliaryHead: Bool = false,
-                widthMultiplier: Double = 1, multiGrid: [Int]? = nil, seed: UInt64 = 0, inputScale: Int = 1) {
+    public init(
+        architecture: Architecture, classCount: Int, inputChannels: Int = 3, outputStride: Int = 8,
+        atrousRates: [Int] = [12, 24, 36], asppChannels: Int = 256, auxiliaryHead: Bool = false,
+        widthMultiplier: Double = 1, multiGrid: [Int]? = nil, seed: UInt64 = 0, inputScale: Int = 1
+    ) {
         self.architecture = architecture
         self.classCount = classCount
         self.inputChannels = inputChannels
@@ -53,7 +55,9 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
 
     /// The JSON keys checkpoints store (PyTorch's names, kept on disk as they always were).
     private enum CodingKeys: String, CodingKey {
-        case architecture = "arch", classCount = "numClasses", auxiliaryHead = "aux"
+        case architecture = "arch"
+        case classCount = "numClasses"
+        case auxiliaryHead = "aux"
         case inputChannels, outputStride, atrousRates, asppChannels, widthMultiplier, multiGrid, seed, inputScale
     }
 

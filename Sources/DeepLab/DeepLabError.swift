@@ -21,21 +21,22 @@ public enum DeepLabError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .oneDNN(call, status): return "oneDNN \(call) failed: \(status)"
-        case let .invalidConfiguration(why): return "invalid DeepLabV3 configuration: \(why)"
-        case let .invalidInput(why): return "invalid input: \(why)"
-        case let .malformedWeights(file, reason): return "\(file): malformed weights: \(reason)"
-        case let .mismatchedWeights(file, missing, unexpected, misshaped):
+        case .oneDNN(let call, let status): return "oneDNN \(call) failed: \(status)"
+        case .invalidConfiguration(let why): return "invalid DeepLabV3 configuration: \(why)"
+        case .invalidInput(let why): return "invalid input: \(why)"
+        case .malformedWeights(let file, let reason): return "\(file): malformed weights: \(reason)"
+        case .mismatchedWeights(let file, let missing, let unexpected, let misshaped):
             var parts: [String] = []
             if !missing.isEmpty { parts.append("missing keys: \(missing.joined(separator: ", "))") }
             if !unexpected.isEmpty { parts.append("unexpected keys: \(unexpected.joined(separator: ", "))") }
             if !misshaped.isEmpty { parts.append("mis-shaped keys: \(misshaped.joined(separator: "; "))") }
             return "\(file): weights do not match the model: " + parts.joined(separator: "; ")
-        case let .invalidCheckpoint(file, reason): return "\(file): not a usable SliceLab checkpoint: \(reason)"
-        case let .invalidBackward(why): return "backward: \(why)"
-        case let .outOfMemory(bytes):
-            return "out of memory: the system refused \(bytes / 1_048_576) MB for a tensor (try a smaller input or batch)"
-        case let .unavailablePrecision(precision, reason): return "\(precision) is not available: \(reason)"
+        case .invalidCheckpoint(let file, let reason): return "\(file): not a usable SliceLab checkpoint: \(reason)"
+        case .invalidBackward(let why): return "backward: \(why)"
+        case .outOfMemory(let bytes):
+            return
+                "out of memory: the system refused \(bytes / 1_048_576) MB for a tensor (try a smaller input or batch)"
+        case .unavailablePrecision(let precision, let reason): return "\(precision) is not available: \(reason)"
         }
     }
 }

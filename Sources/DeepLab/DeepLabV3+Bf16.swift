@@ -9,8 +9,10 @@ extension DeepLabV3 {
     /// - Throws: `DeepLabError.unavailablePrecision` for a quantised model, which runs in int8 only.
     public func useBf16(_ execution: Bf16Execution?) throws {
         if execution != nil, quantization != nil {
-            throw DeepLabError.unavailablePrecision(precision: "bf16", reason: "the model is quantised and runs in "
-                + "int8 only; use the float32 checkpoint it was made from")
+            throw DeepLabError.unavailablePrecision(
+                precision: "bf16",
+                reason: "the model is quantised and runs in "
+                    + "int8 only; use the float32 checkpoint it was made from")
         }
         let float32 = floatUnitNames
         for unit in convUnits {

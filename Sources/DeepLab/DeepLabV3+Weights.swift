@@ -26,7 +26,8 @@ extension DeepLabV3 {
     @discardableResult
     public func load(stateDict tensors: [String: FloatTensor], source: String) throws -> [String] {
         var notes: [String] = []
-        var missing: [String] = [], misshaped: [String] = []
+        var missing: [String] = []
+        var misshaped: [String] = []
         var assignments: [(Parameter, [Float])] = []
         var reinitialised: [String] = []
         for p in parameters {
@@ -37,8 +38,10 @@ extension DeepLabV3 {
             if t.shape == p.shape {
                 assignments.append((p, t.values))
             } else if p.name == firstConvolutionKey, p.shape.count == 4, t.shape.count == 4, p.shape[1] == 1,
-                      t.shape[1] == 3, t.shape[0] == p.shape[0], t.shape[2...] == p.shape[2...] {
-                let o = t.shape[0], k = t.shape[2] * t.shape[3]
+                t.shape[1] == 3, t.shape[0] == p.shape[0], t.shape[2...] == p.shape[2...]
+            {
+                let o = t.shape[0]
+                let k = t.shape[2] * t.shape[3]
                 var summed = [Float](repeating: 0, count: o * k)
                 for f in 0..<o {
                     for c in 0..<3 {
@@ -48,7 +51,8 @@ extension DeepLabV3 {
                 assignments.append((p, summed))
                 notes.append("\(p.name): summed the RGB filters of \(t.shape) into one input channel")
             } else if classifierKeys.contains(p.name), t.shape.count == p.shape.count,
-                      t.shape.dropFirst() == p.shape.dropFirst() {
+                t.shape.dropFirst() == p.shape.dropFirst()
+            {
                 reinitialised.append(p.name)
             } else {
                 misshaped.append("\(p.name) is \(t.shape) in the file, \(p.shape) in the model")
@@ -65,16 +69,18 @@ extension DeepLabV3 {
             }
         }
         guard missing.isEmpty, unexpected.isEmpty, misshaped.isEmpty else {
-            throw DeepLabError.mismatchedWeights(file: source, missing: missing, unexpected: unexpected,
-                                                 misshaped: misshaped)
+            throw DeepLabError.mismatchedWeights(
+                file: source, missing: missing, unexpected: unexpected,
+                misshaped: misshaped)
         }
         for (p, values) in assignments {
             p.value = values
             p.markUpdated()
         }
         if !reinitialised.isEmpty {
-            notes.append("the file has a different class count: re-initialised \(reinitialised.joined(separator: ", ")) "
-                         + "for \(configuration.classCount) classes")
+            notes.append(
+                "the file has a different class count: re-initialised \(reinitialised.joined(separator: ", ")) "
+                    + "for \(configuration.classCount) classes")
         }
         if skippedAuxiliary > 0 {
             notes.append("skipped \(skippedAuxiliary) aux_classifier tensors (this model has no auxiliary head)")
@@ -95,7 +101,8 @@ extension DeepLabV3 {
 
     /// Writes the parameters and buffers as a safetensors `state_dict` that torchvision loads.
     public func saveSafetensors(to path: String) throws {
-        try SafetensorsFile.write(parameters.map { ($0.name, FloatTensor(shape: $0.shape, values: $0.value)) },
-                                  metadata: ["format": "pt"], to: path)
+        try SafetensorsFile.write(
+            parameters.map { ($0.name, FloatTensor(shape: $0.shape, values: $0.value)) },
+            metadata: ["format": "pt"], to: path)
     }
 }

@@ -28,14 +28,17 @@ public final class DeepLabV3: SegmentationNetwork {
         self.configuration = configuration
         var generator = SeededGenerator(seed: configuration.seed)
         backbone = configuration.architecture.makeBackbone(configuration, generator: &generator)
-        head = DeepLabHead(prefix: "classifier", inputChannels: backbone.outputChannels,
-                           classCount: configuration.classCount,
-                           atrousRates: configuration.atrousRates, channels: configuration.asppChannels,
-                           generator: &generator)
-        auxiliaryHead = configuration.auxiliaryHead
-            ? FCNHead(prefix: "aux_classifier", inputChannels: backbone.auxiliaryChannels,
-                      classCount: configuration.classCount,
-                      generator: &generator)
+        head = DeepLabHead(
+            prefix: "classifier", inputChannels: backbone.outputChannels,
+            classCount: configuration.classCount,
+            atrousRates: configuration.atrousRates, channels: configuration.asppChannels,
+            generator: &generator)
+        auxiliaryHead =
+            configuration.auxiliaryHead
+            ? FCNHead(
+                prefix: "aux_classifier", inputChannels: backbone.auxiliaryChannels,
+                classCount: configuration.classCount,
+                generator: &generator)
             : nil
         parameters = backbone.parameters + head.parameters + (auxiliaryHead?.parameters ?? [])
     }
@@ -64,8 +67,10 @@ public final class DeepLabV3: SegmentationNetwork {
         }
         var x = try Tensor(input)
         if configuration.inputScale > 1 {
-            x = try Operations.resizeBilinear(x, height: s[2] * configuration.inputScale,
-                                              width: s[3] * configuration.inputScale, training: false).0
+            x = try Operations.resizeBilinear(
+                x, height: s[2] * configuration.inputScale,
+                width: s[3] * configuration.inputScale, training: false
+            ).0
         }
         let features = try backbone(x, training: training)
         let logits = try head(features.out, training: training)
@@ -79,8 +84,11 @@ public final class DeepLabV3: SegmentationNetwork {
             auxiliaryLogits = nil
         }
         let (output, resize) = try Operations.resizeBilinear(logits, height: s[2], width: s[3], training: training)
-        saved = training ? Saved(outputShape: output.shape, headShape: logits.shape, resize: resize,
-                                 auxiliary: auxiliaryState) : nil
+        saved =
+            training
+            ? Saved(
+                outputShape: output.shape, headShape: logits.shape, resize: resize,
+                auxiliary: auxiliaryState) : nil
         return output
     }
 
@@ -100,23 +108,28 @@ public final class DeepLabV3: SegmentationNetwork {
     /// then the backbone's blocks from the last to the stem.
     ///
     /// - Throws: `DeepLabError.invalidBackward` without a training forward or for a gradient of the wrong shape.
-    public func backward(_ gradientOfLogits: FloatTensor, auxiliary gradientOfAuxiliaryLogits: FloatTensor?,
-                         gradientsReady: GradientsReady = { _ in }) throws {
+    public func backward(
+        _ gradientOfLogits: FloatTensor, auxiliary gradientOfAuxiliaryLogits: FloatTensor?,
+        gradientsReady: GradientsReady = { _ in }
+    ) throws {
         guard let saved else {
             throw DeepLabError.invalidBackward("call forward(_:training: true) before backward")
         }
         guard gradientOfLogits.shape == saved.outputShape else {
-            throw DeepLabError.invalidBackward("gradient shape \(gradientOfLogits.shape) differs from the logits' "
-                + "\(saved.outputShape)")
+            throw DeepLabError.invalidBackward(
+                "gradient shape \(gradientOfLogits.shape) differs from the logits' "
+                    + "\(saved.outputShape)")
         }
-        let dLogits = try Operations.resizeBackward(Tensor(gradientOfLogits), forward: saved.resize,
-                                                    sourceShape: saved.headShape)
+        let dLogits = try Operations.resizeBackward(
+            Tensor(gradientOfLogits), forward: saved.resize,
+            sourceShape: saved.headShape)
         let dOut = try head.backward(dLogits)
         gradientsReady(head.parameters)
         var dAuxiliary: Tensor?
         if let auxiliaryHead, let state = saved.auxiliary, let g = gradientOfAuxiliaryLogits {
             guard g.shape == saved.outputShape else {
-                throw DeepLabError.invalidBackward("auxiliary gradient shape \(g.shape) differs from \(saved.outputShape)")
+                throw DeepLabError.invalidBackward(
+                    "auxiliary gradient shape \(g.shape) differs from \(saved.outputShape)")
             }
             let d = try Operations.resizeBackward(Tensor(g), forward: state.resize, sourceShape: state.shape)
             dAuxiliary = try auxiliaryHead.backward(d)

@@ -27,22 +27,28 @@ final class DirectConvolution: ConvolutionStrategy {
 
     // MARK: Eval
 
-    func inferenceForward(_ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
-                          consumingResidual: Bool) throws -> Tensor {
+    func inferenceForward(
+        _ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
+        consumingResidual: Bool
+    ) throws -> Tensor {
         let (primitive, padded) = try choosePadding(unit) { explicitPadding in
             try primitives.primitive(PrimitiveCache.Key("eval", x.shape, residual != nil, explicitPadding)) {
-                let op = try unit.conv.forwardDescriptor(x.shape, training: false, withBias: true,
-                                                         explicitPadding: explicitPadding)
+                let op = try unit.conv.forwardDescriptor(
+                    x.shape, training: false, withBias: true,
+                    explicitPadding: explicitPadding)
                 var postOps: [PrimitiveAttributes.PostOp] = residual != nil ? [.sum] : []
                 if let p = unit.activation.postOp { postOps.append(p) }
                 return try Primitive("convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
             }
         }
-        let input = padded ? try paddedCopy(unit, x, desc: primitive.desc(.source))
+        let input =
+            padded
+            ? try paddedCopy(unit, x, desc: primitive.desc(.source))
             : try x.reordered(to: primitive.desc(.source))
         let (weights, bias) = try preparedInferenceWeights(unit, primitive)
-        let output = try fusedSumDestination(primitive.desc(.destination), residual: residual,
-                                             consumingResidual: consumingResidual)
+        let output = try fusedSumDestination(
+            primitive.desc(.destination), residual: residual,
+            consumingResidual: consumingResidual)
         try primitive.execute([(Arg.src, input), (Arg.weights, weights), (Arg.bias, bias), (Arg.dst, output)])
         return output
     }
@@ -51,8 +57,10 @@ final class DirectConvolution: ConvolutionStrategy {
     /// than their register blocking (3 columns on AVX2), so a convolution dilated further falls back to a GEMM
     /// with layout changes around it; padding the input explicitly (its interior copied into a zeroed tensor,
     /// `paddedCopy`) puts it back on the direct kernel. `.automatic` makes that choice, the others force one.
-    private func choosePadding(_ unit: ConvUnit,
-                               _ make: (Bool) throws -> Primitive) throws -> (Primitive, explicit: Bool) {
+    private func choosePadding(
+        _ unit: ConvUnit,
+        _ make: (Bool) throws -> Primitive
+    ) throws -> (Primitive, explicit: Bool) {
         guard unit.conv.window.padding > 0, padding != .implicit else { return (try make(false), false) }
         if padding == .explicit { return (try make(true), true) }
         let implicit = try make(false)
@@ -63,7 +71,8 @@ final class DirectConvolution: ConvolutionStrategy {
     /// `x` copied into the interior of a zeroed tensor of `desc` (the input padded by the convolution's padding).
     private func paddedCopy(_ unit: ConvUnit, _ x: Tensor, desc: MemoryDesc) throws -> Tensor {
         let padded = try Tensor.zeros(like: desc)
-        let p = unit.conv.window.padding, s = x.shape
+        let p = unit.conv.window.padding
+        let s = x.shape
         try x.reorder(into: padded.spatialView(rows: p..<(p + s[2]), columns: p..<(p + s[3])))
         return padded
     }
@@ -87,15 +96,20 @@ final class DirectConvolution: ConvolutionStrategy {
         let hasBias = conv.bias != nil
         let (primitive, explicitPadding) = try choosePadding(unit) { explicitPadding in
             try primitives.primitive(PrimitiveCache.Key("train", x.shape, explicitPadding)) {
-                try Primitive("convolution", op: conv.forwardDescriptor(x.shape, training: true, withBias: hasBias,
-                                                                        explicitPadding: explicitPadding))
+                try Primitive(
+                    "convolution",
+                    op: conv.forwardDescriptor(
+                        x.shape, training: true, withBias: hasBias,
+                        explicitPadding: explicitPadding))
             }
         }
         // Converted for this forward alone (they change at every step); backward converts them again rather than
         // keeping a second copy of every weight through the step.
         let weights = try Tensor(plain: conv.weightDims, values: conv.weight.value)
             .reordered(to: primitive.desc(.weights))
-        let input = explicitPadding ? try paddedCopy(unit, x, desc: primitive.desc(.source))
+        let input =
+            explicitPadding
+            ? try paddedCopy(unit, x, desc: primitive.desc(.source))
             : try x.reordered(to: primitive.desc(.source))
         let output = try Tensor(desc: primitive.desc(.destination))
         var arguments: [(Int32, Tensor)] = [(Arg.src, input), (Arg.weights, weights), (Arg.dst, output)]
@@ -103,16 +117,22 @@ final class DirectConvolution: ConvolutionStrategy {
             arguments.append((Arg.bias, try Tensor(plain: [conv.outputChannels], values: bias.value)))
         }
         try primitive.execute(arguments)
-        return (output, .whole(input: input, inputShape: x.shape, primitive: primitive,
-                               explicitPadding: explicitPadding))
+        return (
+            output,
+            .whole(
+                input: input, inputShape: x.shape, primitive: primitive,
+                explicitPadding: explicitPadding)
+        )
     }
 
     // MARK: Backward
 
     /// Rests on oneDNN's convolution backward-weights and backward-data primitives (`ConvolutionOp`).
-    func backward(_ unit: ConvUnit, _ gradient: Tensor, saved: SavedConvolution,
-                  needsInputGradient: Bool) throws -> Tensor? {
-        guard case let .whole(input, inputShape, primitive, explicitPadding) = saved else {
+    func backward(
+        _ unit: ConvUnit, _ gradient: Tensor, saved: SavedConvolution,
+        needsInputGradient: Bool
+    ) throws -> Tensor? {
+        guard case .whole(let input, let inputShape, let primitive, let explicitPadding) = saved else {
             throw DeepLabError.invalidBackward("the direct convolution's backward got another strategy's forward")
         }
         let conv = unit.conv
@@ -124,28 +144,36 @@ final class DirectConvolution: ConvolutionStrategy {
         // Weights (and bias) gradients.
         let weightsKey = PrimitiveCache.Key("conv-backward-weights", s, explicitPadding)
         let weightsPrimitive = try primitives.primitive(weightsKey) {
-            try Primitive("convolution backward weights", op: ConvolutionOp.backwardWeights(
-                source: s, weights: conv.weightDims, destination: o, bias: hasBias, geometry), hint: primitive)
+            try Primitive(
+                "convolution backward weights",
+                op: ConvolutionOp.backwardWeights(
+                    source: s, weights: conv.weightDims, destination: o, bias: hasBias, geometry), hint: primitive)
         }
         let diffDestination = try gradient.reordered(to: weightsPrimitive.desc(.diffDestination))
-        try accumulateWeightGradients(conv, weightsPrimitive,
-                                      source: input.reordered(to: weightsPrimitive.desc(.source)),
-                                      diffDestination: diffDestination)
+        try accumulateWeightGradients(
+            conv, weightsPrimitive,
+            source: input.reordered(to: weightsPrimitive.desc(.source)),
+            diffDestination: diffDestination)
 
         guard needsInputGradient else { return nil }
         let dataKey = PrimitiveCache.Key("conv-backward-data", s, explicitPadding)
         let dataPrimitive = try primitives.primitive(dataKey) {
-            try Primitive("convolution backward data", op: ConvolutionOp.backwardData(
-                source: s, weights: conv.weightDims, destination: o, geometry), hint: primitive)
+            try Primitive(
+                "convolution backward data",
+                op: ConvolutionOp.backwardData(
+                    source: s, weights: conv.weightDims, destination: o, geometry), hint: primitive)
         }
         let weights = try Tensor(plain: conv.weightDims, values: conv.weight.value)
             .reordered(to: dataPrimitive.desc(.weights))
         let diffInput = try Tensor(desc: dataPrimitive.desc(.diffSource))
-        try dataPrimitive.execute([(Arg.diffDst, try gradient.reordered(to: dataPrimitive.desc(.diffDestination))),
-                                   (Arg.weights, weights), (Arg.diffSrc, diffInput)])
+        try dataPrimitive.execute([
+            (Arg.diffDst, try gradient.reordered(to: dataPrimitive.desc(.diffDestination))),
+            (Arg.weights, weights), (Arg.diffSrc, diffInput)
+        ])
         guard explicitPadding else { return diffInput }
         // The padded input's gradient; the input's is its interior.
-        let p = conv.window.padding, x = inputShape
+        let p = conv.window.padding
+        let x = inputShape
         let interior = try diffInput.spatialView(rows: p..<(p + x[2]), columns: p..<(p + x[3]))
         return try interior.reordered(to: .make(x, MemoryDesc.formatTag(of: diffInput.desc)))
     }

@@ -51,8 +51,10 @@ public struct InferenceGraph: Sendable {
 
     /// Appends a node named `name` with one output, also named `name`, and returns that output.
     @discardableResult
-    mutating func node(_ operation: String, _ name: String, _ inputs: [String],
-                       _ attributes: [(name: String, value: Attribute)] = []) -> String {
+    mutating func node(
+        _ operation: String, _ name: String, _ inputs: [String],
+        _ attributes: [(name: String, value: Attribute)] = []
+    ) -> String {
         nodes.append(Node(operation: operation, name: name, inputs: inputs, outputs: [name], attributes: attributes))
         return name
     }
@@ -75,11 +77,16 @@ extension ConvUnit {
         let (weights, bias) = foldedPlainWeights()
         let w = graph.constant(name + ".weight", shape: conv.weight.shape, weights)
         let b = graph.constant(name + ".bias", shape: [conv.outputChannels], bias)
-        let k = conv.window.kernel, p = conv.window.padding, d = conv.window.dilation, s = conv.window.stride
-        var y = graph.node("Conv", name, [x, w, b], [
-            ("kernel_shape", .ints([k, k])), ("strides", .ints([s, s])), ("pads", .ints([p, p, p, p])),
-            ("dilations", .ints([d, d])), ("group", .int(conv.groups)),
-        ])
+        let k = conv.window.kernel
+        let p = conv.window.padding
+        let d = conv.window.dilation
+        let s = conv.window.stride
+        var y = graph.node(
+            "Conv", name, [x, w, b],
+            [
+                ("kernel_shape", .ints([k, k])), ("strides", .ints([s, s])), ("pads", .ints([p, p, p, p])),
+                ("dilations", .ints([d, d])), ("group", .int(conv.groups))
+            ])
         if let residual { y = graph.node("Add", name + ".add", [y, residual]) }
         switch activation {
         case .none: return y
@@ -97,8 +104,9 @@ extension ResNet {
     func describe(_ x: String, in graph: inout InferenceGraph) -> String {
         var y = stem.describe(x, in: &graph)
         let prefix = String(stem.conv.weight.name.dropLast("conv1.weight".count))
-        y = graph.node("MaxPool", prefix + "maxpool", [y],
-                       [("kernel_shape", .ints([3, 3])), ("strides", .ints([2, 2])), ("pads", .ints([1, 1, 1, 1]))])
+        y = graph.node(
+            "MaxPool", prefix + "maxpool", [y],
+            [("kernel_shape", .ints([3, 3])), ("strides", .ints([2, 2])), ("pads", .ints([1, 1, 1, 1]))])
         for block in stages.joined() {
             let identity = block.downsample?.describe(y, in: &graph) ?? y
             var z = y
@@ -150,10 +158,11 @@ extension DeepLabV3 {
     /// half-pixel centres as PyTorch's `align_corners=False`) and `labels` [N, H, W]; N, H and W stay free.
     /// The auxiliary head, which inference does not use, is left out.
     public func inferenceGraph() -> InferenceGraph {
-        var graph = InferenceGraph(input: "image", inputChannels: configuration.inputChannels,
-                                   classCount: configuration.classCount)
+        var graph = InferenceGraph(
+            input: "image", inputChannels: configuration.inputChannels,
+            classCount: configuration.classCount)
         let bilinear: [(name: String, value: InferenceGraph.Attribute)] = [
-            ("mode", .string("linear")), ("coordinate_transformation_mode", .string("half_pixel")),
+            ("mode", .string("linear")), ("coordinate_transformation_mode", .string("half_pixel"))
         ]
         var x = graph.input
         if configuration.inputScale > 1 {

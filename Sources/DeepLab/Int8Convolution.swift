@@ -33,8 +33,11 @@ final class Int8Convolution: ConvolutionStrategy {
     private let primitives = PrimitiveCache()
     /// Quantised weights (the whole kernel, or a rectangle's taps) in a primitive's layout and the pre-scaled
     /// bias, with the parameter version and quantisation they were made from.
-    private var prepared: [PrimitiveCache.Key: (version: Int, quantization: UnitQuantization, weights: Tensor,
-                                                bias: Tensor)] = [:]
+    private var prepared:
+        [PrimitiveCache.Key: (
+            version: Int, quantization: UnitQuantization, weights: Tensor,
+            bias: Tensor
+        )] = [:]
 
     init(rectangles: Bool = false, winograd: Bool = false) {
         self.rectangles = rectangles
@@ -62,8 +65,10 @@ final class Int8Convolution: ConvolutionStrategy {
         winograd?.releaseInferenceWeights()
     }
 
-    func inferenceForward(_ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
-                          consumingResidual: Bool) throws -> Tensor {
+    func inferenceForward(
+        _ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
+        consumingResidual: Bool
+    ) throws -> Tensor {
         guard let q = unit.quantization else {
             throw DeepLabError.invalidInput("int8 convolution on an unquantised unit \(unit.name)")
         }
@@ -86,47 +91,59 @@ final class Int8Convolution: ConvolutionStrategy {
             throw DeepLabError.invalidInput("\(unit.name): an f32 residual cannot be added into an int8 output")
         }
         let residualScale = residualQuantization.map(Int8Convolution.effectiveInputScale)
-        let sum: PrimitiveAttributes.PostOp? = residual == nil ? nil
+        let sum: PrimitiveAttributes.PostOp? =
+            residual == nil
+            ? nil
             : next != nil && residualScale != nil ? .scaledSum(outputScale / residualScale!) : .sum
         var postOps: [PrimitiveAttributes.PostOp] = sum.map { [$0] } ?? []
         switch unit.activation.postOp {
-        case let .clip(low, high)?: postOps.append(.clip(low * outputScale, high * outputScale))
+        case .clip(let low, let high)?: postOps.append(.clip(low * outputScale, high * outputScale))
         case let p?: postOps.append(p)
         case nil: break
         }
         // One primitive of `source` → `destination` dims with `geometry`, per key (the whole convolution or a
         // rectangle); output channels are dimension 1 of the destination.
-        let key = PrimitiveCache.Key("int8", x.shape, sum, q.inputType.rawValue, q.inputScale,
-                                     q.weightScales, next?.inputType.rawValue, outputScale)
-        func primitive(_ part: AnyHashable, source: [Int], weights: [Int], destination: [Int],
-                       _ geometry: ConvolutionGeometry) throws -> Primitive {
+        let key = PrimitiveCache.Key(
+            "int8", x.shape, sum, q.inputType.rawValue, q.inputScale,
+            q.weightScales, next?.inputType.rawValue, outputScale)
+        func primitive(
+            _ part: AnyHashable, source: [Int], weights: [Int], destination: [Int],
+            _ geometry: ConvolutionGeometry
+        ) throws -> Primitive {
             try primitives.primitive(PrimitiveCache.Key(key, part)) {
-                let op = try Int8Operations.convolution(source: source, sourceType: q.inputType, weights: weights,
-                                                        destination: destination, destinationType: next?.inputType,
-                                                        geometry)
-                let attributes = try PrimitiveAttributes(postOps: postOps, outputScales: outputScales,
-                                                         perChannelMask: 1 << 1)
+                let op = try Int8Operations.convolution(
+                    source: source, sourceType: q.inputType, weights: weights,
+                    destination: destination, destinationType: next?.inputType,
+                    geometry)
+                let attributes = try PrimitiveAttributes(
+                    postOps: postOps, outputScales: outputScales,
+                    perChannelMask: 1 << 1)
                 return try Primitive("int8 convolution", op: op, attributes: attributes)
             }
         }
         func quantizedInput(_ desc: MemoryDesc) throws -> Tensor {
-            Int8Operations.holds(x, q.inputType) ? try x.reordered(to: desc)
+            Int8Operations.holds(x, q.inputType)
+                ? try x.reordered(to: desc)
                 : try Int8Operations.quantize(x, into: desc, scale: inputScale)
         }
         // The outputs `rows` × `columns` (all by default) by exact Winograd, both tensors channels last; false
         // where it does not apply (see `Int8Winograd`).
-        func byWinograd(_ input: Tensor, into output: Tensor, rows: Range<Int>? = nil,
-                        columns: Range<Int>? = nil) throws -> Bool {
+        func byWinograd(
+            _ input: Tensor, into output: Tensor, rows: Range<Int>? = nil,
+            columns: Range<Int>? = nil
+        ) throws -> Bool {
             guard let winograd, residual == nil, Int8Winograd.fits(unit, q) else { return false }
-            return try winograd.compute(unit, q, input: input, into: output, scales: outputScales,
-                                        activation: postOps.last, destination: next?.inputType,
-                                        rows: rows, columns: columns)
+            return try winograd.compute(
+                unit, q, input: input, into: output, scales: outputScales,
+                activation: postOps.last, destination: next?.inputType,
+                rows: rows, columns: columns)
         }
 
         if rectangles, residual == nil, let plan = PaddingFreeConvolution.plan(for: unit, inputShape: x.shape) {
             // The whole input and output channels last (the int8 kernels' layout); each rectangle reads a view of
             // the input (the all-taps one the input itself) and writes into a view of the output.
-            let s = x.shape, rate = conv.window.dilation
+            let s = x.shape
+            let rate = conv.window.dilation
             let input = try quantizedInput(Int8Operations.channelsLast(s, q.inputType))
             let output = try Tensor(desc: Int8Operations.channelsLast(conv.outputDims(s), next?.inputType))
             for r in plan.rows {
@@ -134,18 +151,22 @@ final class Int8Convolution: ConvolutionStrategy {
                     // The all-taps centre by exact Winograd where its tiles are mostly outputs (ResNet-50's
                     // rate-12 centre, 40 × 40 on 64 × 64: 69 %, about 40 against 49 ms).
                     if r.taps == 0...2, c.taps == 0...2,
-                       WinogradTiling.occupancy(rows: r.outputs.count, columns: c.outputs.count,
-                                                dilation: rate) >= 0.6,
-                       try byWinograd(input, into: output, rows: r.outputs, columns: c.outputs) {
+                        WinogradTiling.occupancy(
+                            rows: r.outputs.count, columns: c.outputs.count,
+                            dilation: rate) >= 0.6,
+                        try byWinograd(input, into: output, rows: r.outputs, columns: c.outputs)
+                    {
                         continue
                     }
                     let dims = PaddingFreeConvolution.rectangleDims(unit, s, r, c)
-                    let rectangle = try primitive(PrimitiveCache.Key(r, c), source: dims.source,
-                                                  weights: dims.weights, destination: dims.destination,
-                                                  PaddingFreeConvolution.rectangleGeometry(unit, r, c))
+                    let rectangle = try primitive(
+                        PrimitiveCache.Key(r, c), source: dims.source,
+                        weights: dims.weights, destination: dims.destination,
+                        PaddingFreeConvolution.rectangleGeometry(unit, r, c))
                     let (weights, bias) = try preparedWeights(unit, q, rectangle, taps: (r.taps, c.taps))
-                    try PaddingFreeConvolution.execute(rectangle, rows: r, columns: c, rate: rate, input: input,
-                                                       output: output, weights: weights, bias: bias)
+                    try PaddingFreeConvolution.execute(
+                        rectangle, rows: r, columns: c, rate: rate, input: input,
+                        output: output, weights: weights, bias: bias)
                 }
             }
             return output
@@ -159,8 +180,9 @@ final class Int8Convolution: ConvolutionStrategy {
             if try byWinograd(input, into: output) { return output }
         }
 
-        let whole = try primitive("whole", source: x.shape, weights: conv.weightDims,
-                                  destination: conv.outputDims(x.shape), conv.geometry(x.shape))
+        let whole = try primitive(
+            "whole", source: x.shape, weights: conv.weightDims,
+            destination: conv.outputDims(x.shape), conv.geometry(x.shape))
         let input = try quantizedInput(whole.desc(.source))
         let (weights, bias) = try preparedWeights(unit, q, whole, taps: nil)
         let output: Tensor
@@ -168,8 +190,9 @@ final class Int8Convolution: ConvolutionStrategy {
             output = try Tensor(desc: whole.desc(.destination))
             try Int8Operations.dequantize(residual, into: output, scale: residualScale)
         } else {
-            output = try fusedSumDestination(whole.desc(.destination), residual: residual,
-                                             consumingResidual: consumingResidual)
+            output = try fusedSumDestination(
+                whole.desc(.destination), residual: residual,
+                consumingResidual: consumingResidual)
         }
         try whole.execute([(Arg.src, input), (Arg.weights, weights), (Arg.bias, bias), (Arg.dst, output)])
         return output
@@ -177,9 +200,12 @@ final class Int8Convolution: ConvolutionStrategy {
 
     /// The s8 weights for `primitive` (the kernel's `taps` rows × columns, or all of it) and the bias pre-scaled
     /// into the accumulator's units, made once per parameter version and quantisation.
-    private func preparedWeights(_ unit: ConvUnit, _ q: UnitQuantization, _ primitive: Primitive,
-                                 taps: (rows: ClosedRange<Int>, columns: ClosedRange<Int>)?)
-        throws -> (Tensor, Tensor) {
+    private func preparedWeights(
+        _ unit: ConvUnit, _ q: UnitQuantization, _ primitive: Primitive,
+        taps: (rows: ClosedRange<Int>, columns: ClosedRange<Int>)?
+    )
+        throws -> (Tensor, Tensor)
+    {
         let desc = primitive.desc(.weights)
         let key = PrimitiveCache.Key(desc.cacheKey, taps?.rows, taps?.columns)
         let version = unit.parameterVersion
@@ -208,8 +234,10 @@ final class Int8Convolution: ConvolutionStrategy {
         throw DeepLabError.invalidInput("\(unit.name): a quantised model infers only; train the f32 checkpoint")
     }
 
-    func backward(_ unit: ConvUnit, _ dy: Tensor, saved: SavedConvolution,
-                  needsInputGradient: Bool) throws -> Tensor? {
+    func backward(
+        _ unit: ConvUnit, _ dy: Tensor, saved: SavedConvolution,
+        needsInputGradient: Bool
+    ) throws -> Tensor? {
         throw DeepLabError.invalidBackward("\(unit.name): no backward through an int8 convolution")
     }
 }

@@ -41,7 +41,8 @@ final class Int8Winograd {
     /// Whether `unit` has the shape this path computes: u8 input, 3×3, stride 1, padding equal to the dilation,
     /// not grouped, channels in whole blocks of 16 and at least 64 wide.
     static func fits(_ unit: ConvUnit, _ q: UnitQuantization) -> Bool {
-        let conv = unit.conv, w = conv.window
+        let conv = unit.conv
+        let w = conv.window
         return supported && q.inputType == .u8 && conv.groups == 1 && w.kernel == 3 && w.stride == 1
             && w.padding == w.dilation && conv.inputChannels % 16 == 0 && conv.outputChannels % 16 == 0
             && min(conv.inputChannels, conv.outputChannels) >= 64
@@ -60,28 +61,37 @@ final class Int8Winograd {
     /// into `output` (channels last, of the input's extent, `destination`'s type or f32), with per-output-channel
     /// `scales` and `activation` (already in the destination's units). Returns false, leaving `output`
     /// untouched, when the sums could reach beyond the exact range.
-    func compute(_ unit: ConvUnit, _ q: UnitQuantization, input: Tensor, into output: Tensor, scales: [Float],
-                 activation: PrimitiveAttributes.PostOp?, destination: QuantizedType?,
-                 rows: Range<Int>? = nil, columns: Range<Int>? = nil) throws -> Bool {
+    func compute(
+        _ unit: ConvUnit, _ q: UnitQuantization, input: Tensor, into output: Tensor, scales: [Float],
+        activation: PrimitiveAttributes.PostOp?, destination: QuantizedType?,
+        rows: Range<Int>? = nil, columns: Range<Int>? = nil
+    ) throws -> Bool {
         let p = try prepare(unit, q)
         let s = input.shape
         // The input's channel maxima are read only when the weights alone do not already allow F(4×4).
-        let bound = p.anyInputBound < 1 << 25 ? p.anyInputBound : input.withStorage { source in
-            var largest = [UInt8](repeating: 0, count: s[1])
-            cint8_winograd_channel_max(UnsafeRawPointer(source.baseAddress!).assumingMemoryBound(to: UInt8.self),
-                                       Int64(s[0] * s[2] * s[3]), Int32(s[1]), &largest)
-            return cint8_winograd_sum_bound(p.sums, largest, Int32(unit.conv.outputChannels), Int32(s[1]))
-        }
+        let bound =
+            p.anyInputBound < 1 << 25
+            ? p.anyInputBound
+            : input.withStorage { source in
+                var largest = [UInt8](repeating: 0, count: s[1])
+                cint8_winograd_channel_max(
+                    UnsafeRawPointer(source.baseAddress!).assumingMemoryBound(to: UInt8.self),
+                    Int64(s[0] * s[2] * s[3]), Int32(s[1]), &largest)
+                return cint8_winograd_sum_bound(p.sums, largest, Int32(unit.conv.outputChannels), Int32(s[1]))
+            }
         guard let tile = Self.tile(forSumsUpTo: bound, width: min(s[1], unit.conv.outputChannels)) else {
             lastTile = 0
             return false
         }
         let weights = transformedWeights(tile)
-        let rows = rows ?? 0..<s[2], columns = columns ?? 0..<s[3]
-        var kind = cint8_winograd_identity, low: Float = 0, high: Float = 0
+        let rows = rows ?? 0..<s[2]
+        let columns = columns ?? 0..<s[3]
+        var kind = cint8_winograd_identity
+        var low: Float = 0
+        var high: Float = 0
         switch activation {
         case .relu?: kind = cint8_winograd_relu
-        case let .clip(l, h)?: (kind, low, high) = (cint8_winograd_clip, l, h)
+        case .clip(let l, let h)?: (kind, low, high) = (cint8_winograd_clip, l, h)
         case nil: break
         case .sum?, .scaledSum?: preconditionFailure("the int8 Winograd path takes no residual")
         }
@@ -123,7 +133,8 @@ final class Int8Winograd {
         withUnsafePointer(to: conv) { conv in
             parallelWorkers { worker, workers in
                 precondition(workers <= threads, "more compute threads than scratch parts")
-                let first = chunks * worker / workers, end = chunks * (worker + 1) / workers
+                let first = chunks * worker / workers
+                let end = chunks * (worker + 1) / workers
                 cint8_winograd_run(conv, Int64(first), Int64(end), scratch + worker * bytes)
             }
         }
@@ -136,21 +147,25 @@ final class Int8Winograd {
         if let p = prepared, p.version == version, p.quantization == q { return p }
         let (w, b) = unit.foldedPlainWeights()
         let conv = unit.conv
-        let quantized = try Int8Operations.quantizeWeights(try Tensor(plain: conv.weightDims, values: w),
-                                                           into: Int8Operations.plainWeights(conv.weightDims),
-                                                           scales: q.weightScales)
+        let quantized = try Int8Operations.quantizeWeights(
+            try Tensor(plain: conv.weightDims, values: w),
+            into: Int8Operations.plainWeights(conv.weightDims),
+            scales: q.weightScales)
         var sums = [Int32](repeating: 0, count: conv.outputChannels * conv.inputChannels)
         quantized.withStorage { s in
             sums.withUnsafeMutableBufferPointer { sums in
-                cint8_winograd_weight_sums(UnsafeRawPointer(s.baseAddress!).assumingMemoryBound(to: Int8.self),
-                                           Int32(conv.outputChannels), Int32(conv.inputChannels), sums.baseAddress)
+                cint8_winograd_weight_sums(
+                    UnsafeRawPointer(s.baseAddress!).assumingMemoryBound(to: Int8.self),
+                    Int32(conv.outputChannels), Int32(conv.inputChannels), sums.baseAddress)
             }
         }
         let anyInput = [UInt8](repeating: UInt8.max, count: conv.inputChannels)
-        let p = Prepared(version: version, quantization: q, quantized: quantized, sums: sums,
-                         anyInputBound: cint8_winograd_sum_bound(sums, anyInput, Int32(conv.outputChannels),
-                                                                 Int32(conv.inputChannels)),
-                         bias: Int8Convolution.scaledBias(b, q))
+        let p = Prepared(
+            version: version, quantization: q, quantized: quantized, sums: sums,
+            anyInputBound: cint8_winograd_sum_bound(
+                sums, anyInput, Int32(conv.outputChannels),
+                Int32(conv.inputChannels)),
+            bias: Int8Convolution.scaledBias(b, q))
         prepared = p
         return p
     }
@@ -159,12 +174,14 @@ final class Int8Winograd {
     private func transformedWeights(_ tile: Int32) -> [Int16] {
         guard var p = prepared else { preconditionFailure("int8 Winograd weights before preparation") }
         if let weights = p.weights[tile] { return weights }
-        let outputs = Int32(p.quantized.shape[0]), channels = Int32(p.quantized.shape[1])
+        let outputs = Int32(p.quantized.shape[0])
+        let channels = Int32(p.quantized.shape[1])
         var transformed = [Int16](repeating: 0, count: cint8_winograd_weights_count(outputs, channels, tile))
         p.quantized.withStorage { s in
             transformed.withUnsafeMutableBufferPointer { t in
-                cint8_winograd_weights(UnsafeRawPointer(s.baseAddress!).assumingMemoryBound(to: Int8.self),
-                                       outputs, channels, tile, t.baseAddress)
+                cint8_winograd_weights(
+                    UnsafeRawPointer(s.baseAddress!).assumingMemoryBound(to: Int8.self),
+                    outputs, channels, tile, t.baseAddress)
             }
         }
         p.weights[tile] = transformed

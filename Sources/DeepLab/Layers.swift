@@ -24,8 +24,10 @@ final class Conv2d {
 
     /// Kaiming-uniform (fan-out, ReLU gain: bound √(6/fan-out)) initialised weights and zero bias — the variance
     /// of torchvision's ResNet initialisation (which draws from a normal).
-    init(name: String, inputChannels: Int, outputChannels: Int, kernelSize: Int, stride: Int = 1, padding: Int = 0,
-         dilation: Int = 1, groups: Int = 1, bias: Bool = false, generator: inout SeededGenerator) {
+    init(
+        name: String, inputChannels: Int, outputChannels: Int, kernelSize: Int, stride: Int = 1, padding: Int = 0,
+        dilation: Int = 1, groups: Int = 1, bias: Bool = false, generator: inout SeededGenerator
+    ) {
         self.inputChannels = inputChannels
         self.outputChannels = outputChannels
         self.window = Window(kernel: kernelSize, stride: stride, padding: padding, dilation: dilation)
@@ -39,8 +41,11 @@ final class Conv2d {
             for i in 0..<count { buffer[i] = generator.symmetricUniform() * bound }
         }
         weight = Parameter(name: name + ".weight", shape: shape, value: values)
-        self.bias = bias ? Parameter(name: name + ".bias", shape: [outputChannels],
-                                     value: [Float](repeating: 0, count: outputChannels)) : nil
+        self.bias =
+            bias
+            ? Parameter(
+                name: name + ".bias", shape: [outputChannels],
+                value: [Float](repeating: 0, count: outputChannels)) : nil
     }
 
     var parameters: [Parameter] { [weight] + (bias.map { [$0] } ?? []) }
@@ -48,7 +53,8 @@ final class Conv2d {
     /// oneDNN's weight dimensions: [O, I, k, k], or [G, O/G, I/G, k, k] when grouped.
     var weightDims: [Int] {
         let k = window.kernel
-        return groups == 1 ? [outputChannels, inputChannels, k, k]
+        return groups == 1
+            ? [outputChannels, inputChannels, k, k]
             : [groups, outputChannels / groups, inputChannels / groups, k, k]
     }
 
@@ -59,11 +65,14 @@ final class Conv2d {
 
     /// The convolution operation descriptor for input `x` (layouts left to oneDNN). With `explicitPadding`, the
     /// source is the input already padded (`paddedDims`) and the convolution itself pads nothing.
-    func forwardDescriptor(_ s: [Int], training: Bool, withBias: Bool,
-                           explicitPadding: Bool = false) throws -> ConvolutionDescriptor {
-        try ConvolutionOp.forward(source: explicitPadding ? paddedDims(s) : s, weights: weightDims,
-                                  destination: outputDims(s), bias: withBias, training: training,
-                                  geometry(s, explicitPadding: explicitPadding))
+    func forwardDescriptor(
+        _ s: [Int], training: Bool, withBias: Bool,
+        explicitPadding: Bool = false
+    ) throws -> ConvolutionDescriptor {
+        try ConvolutionOp.forward(
+            source: explicitPadding ? paddedDims(s) : s, weights: weightDims,
+            destination: outputDims(s), bias: withBias, training: training,
+            geometry(s, explicitPadding: explicitPadding))
     }
 
     /// Input dims `s` with the leading and trailing paddings added (trailing ones clamped at 0: a negative one
@@ -77,12 +86,15 @@ final class Conv2d {
     /// `paddedDims` (no leading padding; a negative trailing one kept).
     func geometry(_ s: [Int], explicitPadding: Bool = false) -> ConvolutionGeometry {
         let o = outputDims(s)
-        let right = [Int64(window.trailingPadding(input: s[2], output: o[2])),
-                     Int64(window.trailingPadding(input: s[3], output: o[3]))]
-        return ConvolutionGeometry(strides: [Int64(window.stride), Int64(window.stride)],
-                                   dilation: [Int64(window.dilation - 1), Int64(window.dilation - 1)],
-                                   left: explicitPadding ? [0, 0] : [Int64(window.padding), Int64(window.padding)],
-                                   right: explicitPadding ? right.map { min($0, 0) } : right)
+        let right = [
+            Int64(window.trailingPadding(input: s[2], output: o[2])),
+            Int64(window.trailingPadding(input: s[3], output: o[3]))
+        ]
+        return ConvolutionGeometry(
+            strides: [Int64(window.stride), Int64(window.stride)],
+            dilation: [Int64(window.dilation - 1), Int64(window.dilation - 1)],
+            left: explicitPadding ? [0, 0] : [Int64(window.padding), Int64(window.padding)],
+            right: explicitPadding ? right.map { min($0, 0) } : right)
     }
 }
 
@@ -103,10 +115,12 @@ final class BatchNorm2d {
         self.channels = channels
         weight = Parameter(name: name + ".weight", shape: [channels], value: [Float](repeating: 1, count: channels))
         bias = Parameter(name: name + ".bias", shape: [channels], value: [Float](repeating: 0, count: channels))
-        runningMean = Parameter(name: name + ".running_mean", shape: [channels],
-                                value: [Float](repeating: 0, count: channels), isTrainable: false)
-        runningVariance = Parameter(name: name + ".running_var", shape: [channels],
-                                    value: [Float](repeating: 1, count: channels), isTrainable: false)
+        runningMean = Parameter(
+            name: name + ".running_mean", shape: [channels],
+            value: [Float](repeating: 0, count: channels), isTrainable: false)
+        runningVariance = Parameter(
+            name: name + ".running_var", shape: [channels],
+            value: [Float](repeating: 1, count: channels), isTrainable: false)
         batchesTracked = Parameter(name: name + ".num_batches_tracked", shape: [], value: [0], isTrainable: false)
     }
 
@@ -118,7 +132,10 @@ final class BatchNorm2d {
         let perOutput = weights.count / channels
         var w = weights
         var b = [Float](repeating: 0, count: channels)
-        let gamma = weight.value, beta = self.bias.value, mean = runningMean.value, variance = runningVariance.value
+        let gamma = weight.value
+        let beta = self.bias.value
+        let mean = runningMean.value
+        let variance = runningVariance.value
         w.withUnsafeMutableBufferPointer { buffer in
             for c in 0..<channels {
                 let scale = gamma[c] / (variance[c] + epsilon).squareRoot()
@@ -188,7 +205,8 @@ struct SynchronizedStatistics {
 extension BatchNorm2d {
     /// Normalises plain NCHW `x` with the global batch's statistics and updates the running ones.
     func synchronizedForward(_ x: Tensor, sum: @escaping BatchStatisticsSum) throws
-        -> (output: Tensor, statistics: SynchronizedStatistics) {
+        -> (output: Tensor, statistics: SynchronizedStatistics)
+    {
         let s = x.shape
         let (batch, plane) = (s[0], s[2] * s[3])
         var sums = x.withStorage { values in
@@ -205,17 +223,19 @@ extension BatchNorm2d {
         let inverse = variance.map { 1 / ($0 + Double(epsilon)).squareRoot() }
         let output = try Tensor(desc: x.desc)
         let (gamma, beta) = (weight.value, bias.value)
-        x.withStorage { values in output.withStorage { out in
-            concurrentForEach(0..<channels) { c in
-                let scale = inverse[c] * Double(gamma[c])
-                for n in 0..<batch {
-                    let base = (n * channels + c) * plane
-                    for p in 0..<plane {
-                        out[base + p] = Float((Double(values[base + p]) - mean[c]) * scale + Double(beta[c]))
+        x.withStorage { values in
+            output.withStorage { out in
+                concurrentForEach(0..<channels) { c in
+                    let scale = inverse[c] * Double(gamma[c])
+                    for n in 0..<batch {
+                        let base = (n * channels + c) * plane
+                        for p in 0..<plane {
+                            out[base + p] = Float((Double(values[base + p]) - mean[c]) * scale + Double(beta[c]))
+                        }
                     }
                 }
             }
-        } }
+        }
         updateRunningStatistics(mean: mean.map(Float.init), variance: variance.map(Float.init), count: Int(count))
         return (output, SynchronizedStatistics(mean: mean, inverseDeviation: inverse, count: count, sum: sum))
     }
@@ -227,7 +247,8 @@ extension BatchNorm2d {
         sums.withUnsafeMutableBufferPointer { sums in
             let sums = sums
             concurrentForEach(0..<channels) { c in
-                var first = 0.0, second = 0.0
+                var first = 0.0
+                var second = 0.0
                 for n in 0..<batch {
                     let base = (n * channels + c) * plane
                     for i in base..<(base + plane) {
@@ -247,12 +268,14 @@ extension BatchNorm2d {
         let s = x.shape
         let (batch, plane) = (s[0], s[2] * s[3])
         let (mean, inverse) = (statistics.mean, statistics.inverseDeviation)
-        var sums = x.withStorage { values in dy.withStorage { g in
-            channelSums(batch: batch, plane: plane) { c, i in
-                let d = Double(g[i])
-                return (d, d * (Double(values[i]) - mean[c]) * inverse[c])
+        var sums = x.withStorage { values in
+            dy.withStorage { g in
+                channelSums(batch: batch, plane: plane) { c, i in
+                    let d = Double(g[i])
+                    return (d, d * (Double(values[i]) - mean[c]) * inverse[c])
+                }
             }
-        } }
+        }
         weight.gradient.withUnsafeMutableBufferPointer { w in
             bias.gradient.withUnsafeMutableBufferPointer { b in
                 for c in 0..<channels {
@@ -265,19 +288,24 @@ extension BatchNorm2d {
         let count = statistics.count
         let output = try Tensor(desc: x.desc)
         let gamma = weight.value
-        x.withStorage { values in dy.withStorage { g in output.withStorage { out in
-            concurrentForEach(0..<channels) { c in
-                let scale = Double(gamma[c]) * inverse[c]
-                let (meanGradient, meanProduct) = (sums[c] / count, sums[channels + c] / count)
-                for n in 0..<batch {
-                    let base = (n * channels + c) * plane
-                    for p in 0..<plane {
-                        let normalized = (Double(values[base + p]) - mean[c]) * inverse[c]
-                        out[base + p] = Float(scale * (Double(g[base + p]) - meanGradient - normalized * meanProduct))
+        x.withStorage { values in
+            dy.withStorage { g in
+                output.withStorage { out in
+                    concurrentForEach(0..<channels) { c in
+                        let scale = Double(gamma[c]) * inverse[c]
+                        let (meanGradient, meanProduct) = (sums[c] / count, sums[channels + c] / count)
+                        for n in 0..<batch {
+                            let base = (n * channels + c) * plane
+                            for p in 0..<plane {
+                                let normalized = (Double(values[base + p]) - mean[c]) * inverse[c]
+                                out[base + p] = Float(
+                                    scale * (Double(g[base + p]) - meanGradient - normalized * meanProduct))
+                            }
+                        }
                     }
                 }
             }
-        } } }
+        }
         return output
     }
 }

@@ -7,8 +7,10 @@ import SliceLabSupport
 /// Reference: Sandler et al. 2018 (arXiv:1801.04381); torchvision `models.mobilenetv2`.
 final class MobileNetV2 {
     /// (expansion t, channels c, repeats n, stride s), torchvision's `inverted_residual_setting`.
-    static let settings = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
-                           (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]
+    static let settings = [
+        (1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+        (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)
+    ]
 
     /// Index of the feature whose output feeds the auxiliary head (the last block at stride 8).
     static let auxiliaryIndex = 6
@@ -26,12 +28,15 @@ final class MobileNetV2 {
         return rounded
     }
 
-    init(prefix: String, inputChannels: Int, widthMultiplier: Double, outputStride: Int,
-         generator: inout SeededGenerator) {
+    init(
+        prefix: String, inputChannels: Int, widthMultiplier: Double, outputStride: Int,
+        generator: inout SeededGenerator
+    ) {
         let p = prefix.isEmpty ? "" : prefix + "."
         var channels = MobileNetV2.makeDivisible(32 * widthMultiplier)
-        stem = ConvUnit(p + "0.0", p + "0.1", inputChannels: inputChannels, outputChannels: channels, kernelSize: 3,
-                        stride: 2, padding: 1, activation: .relu6, generator: &generator)
+        stem = ConvUnit(
+            p + "0.0", p + "0.1", inputChannels: inputChannels, outputChannels: channels, kernelSize: 3,
+            stride: 2, padding: 1, activation: .relu6, generator: &generator)
         var currentStride = 2
         var dilation = 1
         var blocks: [InvertedResidual] = []
@@ -47,16 +52,19 @@ final class MobileNetV2 {
                     currentStride *= stride
                 }
                 let index = blocks.count + 1
-                blocks.append(InvertedResidual(prefix: "\(p)\(index)", inputChannels: channels, outputChannels: output,
-                                               stride: stride, dilation: dilation, expansion: t, generator: &generator))
+                blocks.append(
+                    InvertedResidual(
+                        prefix: "\(p)\(index)", inputChannels: channels, outputChannels: output,
+                        stride: stride, dilation: dilation, expansion: t, generator: &generator))
                 channels = output
                 if index == MobileNetV2.auxiliaryIndex { auxiliaryChannels = output }
             }
         }
         self.blocks = blocks
         let last = MobileNetV2.makeDivisible(1280 * max(1, widthMultiplier))
-        head = ConvUnit("\(p)\(blocks.count + 1).0", "\(p)\(blocks.count + 1).1", inputChannels: channels,
-                        outputChannels: last, kernelSize: 1, activation: .relu6, generator: &generator)
+        head = ConvUnit(
+            "\(p)\(blocks.count + 1).0", "\(p)\(blocks.count + 1).1", inputChannels: channels,
+            outputChannels: last, kernelSize: 1, activation: .relu6, generator: &generator)
         self.auxiliaryChannels = auxiliaryChannels
         outputChannels = last
     }
@@ -84,21 +92,29 @@ final class InvertedResidual {
     /// unit and the identity alike), nil for float32 (`DeepLabV3.apply(_:)`).
     var entryQuantization: UnitQuantization?
 
-    init(prefix: String, inputChannels: Int, outputChannels: Int, stride: Int, dilation: Int, expansion: Int,
-         generator: inout SeededGenerator) {
+    init(
+        prefix: String, inputChannels: Int, outputChannels: Int, stride: Int, dilation: Int, expansion: Int,
+        generator: inout SeededGenerator
+    ) {
         let p = prefix + ".conv."
         let hidden = Int((Double(inputChannels) * Double(expansion)).rounded())
         var units: [ConvUnit] = []
         if expansion != 1 {
-            units.append(ConvUnit(p + "0.0", p + "0.1", inputChannels: inputChannels, outputChannels: hidden,
-                                  kernelSize: 1, activation: .relu6, generator: &generator))
+            units.append(
+                ConvUnit(
+                    p + "0.0", p + "0.1", inputChannels: inputChannels, outputChannels: hidden,
+                    kernelSize: 1, activation: .relu6, generator: &generator))
         }
         let d = units.count
-        units.append(ConvUnit("\(p)\(d).0", "\(p)\(d).1", inputChannels: hidden, outputChannels: hidden, kernelSize: 3,
-                              stride: stride, padding: dilation, dilation: dilation, groups: hidden,
-                              activation: .relu6, generator: &generator))
-        units.append(ConvUnit("\(p)\(d + 1)", "\(p)\(d + 2)", inputChannels: hidden, outputChannels: outputChannels,
-                              kernelSize: 1, activation: .none, generator: &generator))
+        units.append(
+            ConvUnit(
+                "\(p)\(d).0", "\(p)\(d).1", inputChannels: hidden, outputChannels: hidden, kernelSize: 3,
+                stride: stride, padding: dilation, dilation: dilation, groups: hidden,
+                activation: .relu6, generator: &generator))
+        units.append(
+            ConvUnit(
+                "\(p)\(d + 1)", "\(p)\(d + 2)", inputChannels: hidden, outputChannels: outputChannels,
+                kernelSize: 1, activation: .none, generator: &generator))
         self.units = units
         usesResidual = stride == 1 && inputChannels == outputChannels
     }
@@ -107,7 +123,8 @@ final class InvertedResidual {
 
     /// - Parameter inputIsConsumable: the caller no longer needs `x`, so eval mode may add into it in place.
     func callAsFunction(_ x: Tensor, inputIsConsumable: Bool = false, training: Bool) throws -> Tensor {
-        var x = x, inputIsConsumable = inputIsConsumable
+        var x = x
+        var inputIsConsumable = inputIsConsumable
         if let quantized = try Int8Convolution.quantizedEntry(x, entryQuantization, training: training) {
             (x, inputIsConsumable) = (quantized, true)
         }
@@ -143,7 +160,9 @@ extension MobileNetV2 {
         }
         gradientsReady(head.parameters)
         for (i, block) in blocks.enumerated().reversed() {
-            if i + 1 == MobileNetV2.auxiliaryIndex, let dAuxiliary { gradient = try Operations.sum([gradient, dAuxiliary]) }
+            if i + 1 == MobileNetV2.auxiliaryIndex, let dAuxiliary {
+                gradient = try Operations.sum([gradient, dAuxiliary])
+            }
             gradient = try block.backward(gradient)
             gradientsReady(block.parameters)
         }

@@ -60,7 +60,8 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
     static func plan(for unit: ConvUnit, inputShape s: [Int]) -> TapPlan? {
         let w = unit.conv.window
         guard unit.conv.groups == 1, w.kernel == 3, w.stride == 1, w.dilation > 1,
-              w.padding == w.dilation else { return nil }
+            w.padding == w.dilation
+        else { return nil }
         let rows = TapInterval.intervals(extent: s[2], rate: w.dilation)
         let columns = TapInterval.intervals(extent: s[3], rate: w.dilation)
         guard TapInterval.workFraction(rows) * TapInterval.workFraction(columns) <= 0.9 else { return nil }
@@ -75,8 +76,10 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
     /// a plain-layout GEMM at ASPP's rates.)
     ///
     /// Rests on `ConvolutionOp.forward` and submemory reorders.
-    func inferenceForward(_ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
-                          consumingResidual: Bool) throws -> Tensor {
+    func inferenceForward(
+        _ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
+        consumingResidual: Bool
+    ) throws -> Tensor {
         precondition(residual == nil, "padding-free rectangles take no residual input")
         guard let plan = Self.plan(for: unit, inputShape: x.shape) else {
             throw DeepLabError.invalidInput("no padding-free rectangles for this convolution on \(x.shape)")
@@ -92,8 +95,10 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
             biasTensor = try Tensor(plain: [unit.conv.outputChannels], values: folded.bias)
             zoneWeightCache[biasKey] = (unit.parameterVersion, biasTensor)
         }
-        return try rectangleForward(unit, x, plan: plan, training: false, kernel: { try kernel.get() },
-                                    bias: biasTensor).output
+        return try rectangleForward(
+            unit, x, plan: plan, training: false, kernel: { try kernel.get() },
+            bias: biasTensor
+        ).output
     }
 
     /// Training-mode forward of the convolution alone (batch norm and activation follow it as usual) by the
@@ -104,17 +109,20 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
         }
         let bias = try unit.conv.bias.map { try Tensor(plain: [unit.conv.outputChannels], values: $0.value) }
         let kernel = try Tensor(plain: unit.conv.weightDims, values: unit.conv.weight.value)
-        let (input, output) = try rectangleForward(unit, x, plan: plan, training: true, kernel: { kernel },
-                                                   bias: bias)
+        let (input, output) = try rectangleForward(
+            unit, x, plan: plan, training: true, kernel: { kernel },
+            bias: bias)
         return (output, .rectangles(input: input, plan: plan))
     }
 
     /// The forward pass shared by eval and training: `x` and the output in the blocked layout of the rectangles'
     /// primitives, each rectangle's input copied out of a view of `x` and its output into a view of the output
     /// (in eval, a large all-taps rectangle is computed by `centre` in place instead).
-    private func rectangleForward(_ unit: ConvUnit, _ x: Tensor, plan: TapPlan, training: Bool,
-                                  kernel: () throws -> Tensor,
-                                  bias: Tensor?) throws -> (input: Tensor, output: Tensor) {
+    private func rectangleForward(
+        _ unit: ConvUnit, _ x: Tensor, plan: TapPlan, training: Bool,
+        kernel: () throws -> Tensor,
+        bias: Tensor?
+    ) throws -> (input: Tensor, output: Tensor) {
         let s = x.shape
         let rate = unit.conv.window.dilation
         let tag = try blockedTag(unit, s, plan: plan, training: training)
@@ -123,15 +131,18 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
         for r in plan.rows {
             for c in plan.columns {
                 if let centre,
-                   centre.computesRectangle(of: unit, rows: r, columns: c, tag: tag, training: training) {
+                    centre.computesRectangle(of: unit, rows: r, columns: c, tag: tag, training: training)
+                {
                     try centre.compute(unit, input, into: output, rows: r.outputs, columns: c.outputs)
                     continue
                 }
                 let primitive = try rectangle(unit, s, r, c, training: training)
-                let weights = try zoneWeights(unit, kernel, rows: r.taps, columns: c.taps, training: training,
-                                              desc: primitive.desc(.weights))
-                try Self.execute(primitive, rows: r, columns: c, rate: rate, input: input, output: output,
-                                 weights: weights, bias: bias)
+                let weights = try zoneWeights(
+                    unit, kernel, rows: r.taps, columns: c.taps, training: training,
+                    desc: primitive.desc(.weights))
+                try Self.execute(
+                    primitive, rows: r, columns: c, rate: rate, input: input, output: output,
+                    weights: weights, bias: bias)
             }
         }
         return (input, output)
@@ -143,11 +154,14 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
     ///
     /// Rests on `ConvolutionOp.backwardWeights`, `ConvolutionOp.backwardData` and accumulating reorders into
     /// submemory views.
-    func backward(_ unit: ConvUnit, _ dy: Tensor, saved: SavedConvolution,
-                  needsInputGradient: Bool) throws -> Tensor? {
-        guard case let .rectangles(input, plan) = saved else {
-            throw DeepLabError.invalidBackward("the padding-free convolution's backward got another strategy's "
-                                               + "forward")
+    func backward(
+        _ unit: ConvUnit, _ dy: Tensor, saved: SavedConvolution,
+        needsInputGradient: Bool
+    ) throws -> Tensor? {
+        guard case .rectangles(let input, let plan) = saved else {
+            throw DeepLabError.invalidBackward(
+                "the padding-free convolution's backward got another strategy's "
+                    + "forward")
         }
         let s = input.shape
         let rate = unit.conv.window.dilation
@@ -159,15 +173,18 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
         for r in plan.rows {
             for c in plan.columns {
                 let forward = try rectangle(unit, s, r, c, training: true)
-                let inRows = r.inputs(rate: rate), inColumns = c.inputs(rate: rate)
+                let inRows = r.inputs(rate: rate)
+                let inColumns = c.inputs(rate: rate)
                 let dims = Self.rectangleDims(unit, s, r, c)
                 let geometry = Self.rectangleGeometry(unit, r, c)
                 let zoneGradient = try gradient.spatialView(rows: r.outputs, columns: c.outputs)
 
                 let weightsPrimitive = try zonePrimitives.primitive(PrimitiveCache.Key("backward-weights", s, r, c)) {
-                    try Primitive("convolution backward weights", op: ConvolutionOp.backwardWeights(
-                        source: dims.source, weights: dims.weights, destination: dims.destination, bias: hasBias,
-                        geometry), hint: forward)
+                    try Primitive(
+                        "convolution backward weights",
+                        op: ConvolutionOp.backwardWeights(
+                            source: dims.source, weights: dims.weights, destination: dims.destination, bias: hasBias,
+                            geometry), hint: forward)
                 }
                 let zoneInput = try input.spatialView(rows: inRows, columns: inColumns)
                     .reordered(to: weightsPrimitive.desc(.source))
@@ -177,22 +194,26 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
                 let diffBias = hasBias ? try Tensor(desc: weightsPrimitive.desc(.diffWeights, 1)) : nil
                 if let diffBias { arguments.append((Arg.diffBias, diffBias)) }
                 try weightsPrimitive.execute(arguments)
-                try diffWeights.accumulate(into: kernelGradient.spatialView(rows: Range(r.taps), columns: Range(c.taps)))
+                try diffWeights.accumulate(
+                    into: kernelGradient.spatialView(rows: Range(r.taps), columns: Range(c.taps)))
                 if let bias = unit.conv.bias, let diffBias { accumulate(bias, diffBias) }
 
                 guard let dx else { continue }
                 let dataPrimitive = try zonePrimitives.primitive(PrimitiveCache.Key("backward-data", s, r, c)) {
-                    try Primitive("convolution backward data", op: ConvolutionOp.backwardData(
-                        source: dims.source, weights: dims.weights, destination: dims.destination, geometry),
-                                  hint: forward)
+                    try Primitive(
+                        "convolution backward data",
+                        op: ConvolutionOp.backwardData(
+                            source: dims.source, weights: dims.weights, destination: dims.destination, geometry),
+                        hint: forward)
                 }
-                let weights = try zoneWeights(unit, { try kernel.get() }, rows: r.taps, columns: c.taps,
-                                              training: true,
-                                              desc: dataPrimitive.desc(.weights))
+                let weights = try zoneWeights(
+                    unit, { try kernel.get() }, rows: r.taps, columns: c.taps,
+                    training: true,
+                    desc: dataPrimitive.desc(.weights))
                 let diffSource = try Tensor(desc: dataPrimitive.desc(.diffSource))
                 try dataPrimitive.execute([
                     (Arg.diffDst, try zoneGradient.reordered(to: dataPrimitive.desc(.diffDestination))),
-                    (Arg.weights, weights), (Arg.diffSrc, diffSource),
+                    (Arg.weights, weights), (Arg.diffSrc, diffSource)
                 ])
                 try diffSource.accumulate(into: dx.spatialView(rows: inRows, columns: inColumns))
             }
@@ -203,8 +224,10 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
 
     /// Runs one rectangle's forward `primitive` (f32 or int8): its input copied out of a view of the whole
     /// `input` (no copy where the view is all of it), its output copied into a view of the whole `output`.
-    static func execute(_ primitive: Primitive, rows r: TapInterval, columns c: TapInterval, rate: Int,
-                        input: Tensor, output: Tensor, weights: Tensor, bias: Tensor?) throws {
+    static func execute(
+        _ primitive: Primitive, rows r: TapInterval, columns c: TapInterval, rate: Int,
+        input: Tensor, output: Tensor, weights: Tensor, bias: Tensor?
+    ) throws {
         let zoneInput = try input.spatialView(rows: r.inputs(rate: rate), columns: c.inputs(rate: rate))
             .reordered(to: primitive.desc(.source))
         let zoneOutput = try Tensor(desc: primitive.desc(.destination))
@@ -215,31 +238,39 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
     }
 
     /// A rectangle's source, sub-kernel and destination dims for input dims `s`.
-    static func rectangleDims(_ unit: ConvUnit, _ s: [Int], _ r: TapInterval,
-                              _ c: TapInterval) -> (source: [Int], weights: [Int], destination: [Int]) {
+    static func rectangleDims(
+        _ unit: ConvUnit, _ s: [Int], _ r: TapInterval,
+        _ c: TapInterval
+    ) -> (source: [Int], weights: [Int], destination: [Int]) {
         let rate = unit.conv.window.dilation
-        return ([s[0], s[1], r.inputs(rate: rate).count, c.inputs(rate: rate).count],
-                [unit.conv.outputChannels, unit.conv.inputChannels, r.taps.count, c.taps.count],
-                [s[0], unit.conv.outputChannels, r.outputs.count, c.outputs.count])
+        return (
+            [s[0], s[1], r.inputs(rate: rate).count, c.inputs(rate: rate).count],
+            [unit.conv.outputChannels, unit.conv.inputChannels, r.taps.count, c.taps.count],
+            [s[0], unit.conv.outputChannels, r.outputs.count, c.outputs.count]
+        )
     }
 
     /// A rectangle's geometry: stride 1, no padding, the unit's dilation along an axis with more than one tap
     /// (none along one with a single tap, where it means nothing, so a 1×1 rectangle runs as a 1×1 convolution).
     static func rectangleGeometry(_ unit: ConvUnit, _ r: TapInterval, _ c: TapInterval) -> ConvolutionGeometry {
         let d = Int64(unit.conv.window.dilation - 1)
-        return ConvolutionGeometry(strides: [1, 1], dilation: [r.taps.count > 1 ? d : 0, c.taps.count > 1 ? d : 0],
-                                   left: [0, 0], right: [0, 0])
+        return ConvolutionGeometry(
+            strides: [1, 1], dilation: [r.taps.count > 1 ? d : 0, c.taps.count > 1 ? d : 0],
+            left: [0, 0], right: [0, 0])
     }
 
     /// The primitive of one rectangle for input dims `s`: eval with the unit's activation fused (and the folded
     /// bias), or training (the unit's bias, if any; no post-ops).
-    private func rectangle(_ unit: ConvUnit, _ s: [Int], _ r: TapInterval, _ c: TapInterval,
-                           training: Bool) throws -> Primitive {
+    private func rectangle(
+        _ unit: ConvUnit, _ s: [Int], _ r: TapInterval, _ c: TapInterval,
+        training: Bool
+    ) throws -> Primitive {
         try zonePrimitives.primitive(PrimitiveCache.Key(s, r, c, training)) {
             let dims = Self.rectangleDims(unit, s, r, c)
-            let op = try ConvolutionOp.forward(source: dims.source, weights: dims.weights,
-                                               destination: dims.destination, bias: !training || unit.conv.bias != nil,
-                                               training: training, Self.rectangleGeometry(unit, r, c))
+            let op = try ConvolutionOp.forward(
+                source: dims.source, weights: dims.weights,
+                destination: dims.destination, bias: !training || unit.conv.bias != nil,
+                training: training, Self.rectangleGeometry(unit, r, c))
             let postOps = training ? [] : unit.activation.postOp.map { [$0] } ?? []
             return try Primitive("convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
         }
@@ -248,8 +279,11 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
     /// The layout of the largest rectangle's (all taps) source, which the whole input and output take.
     private func blockedTag(_ unit: ConvUnit, _ s: [Int], plan: TapPlan, training: Bool) throws -> FormatTag {
         func widest(_ intervals: [TapInterval]) -> TapInterval { intervals.max { $0.taps.count < $1.taps.count }! }
-        return MemoryDesc.formatTag(of: try rectangle(unit, s, widest(plan.rows), widest(plan.columns),
-                                                      training: training)
+        return MemoryDesc.formatTag(
+            of: try rectangle(
+                unit, s, widest(plan.rows), widest(plan.columns),
+                training: training
+            )
             .desc(.source))
     }
 
@@ -257,9 +291,11 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
     /// unit's own in training) in `desc`'s layout. In eval it is cached until the parameters change (`kernel` is
     /// called only on a miss); in training it is not kept (the weights change every step, and the rectangles'
     /// sub-kernels together hold several times the kernel).
-    private func zoneWeights(_ unit: ConvUnit, _ kernel: () throws -> Tensor, rows: ClosedRange<Int>,
-                             columns: ClosedRange<Int>,
-                             training: Bool, desc: MemoryDesc) throws -> Tensor {
+    private func zoneWeights(
+        _ unit: ConvUnit, _ kernel: () throws -> Tensor, rows: ClosedRange<Int>,
+        columns: ClosedRange<Int>,
+        training: Bool, desc: MemoryDesc
+    ) throws -> Tensor {
         let key = PrimitiveCache.Key(rows, columns, desc.cacheKey)
         if !training, let cached = zoneWeightCache[key], cached.version == unit.parameterVersion {
             return cached.weights

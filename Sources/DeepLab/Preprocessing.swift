@@ -32,21 +32,26 @@ public enum Preprocessing: Codable, Equatable, Sendable {
         switch kind {
         case "none": self = .none
         case "window":
-            self = .window(center: try container.decode(Double.self, forKey: .center),
-                           width: try container.decode(Double.self, forKey: .width))
+            self = .window(
+                center: try container.decode(Double.self, forKey: .center),
+                width: try container.decode(Double.self, forKey: .width))
         case "percentile":
-            self = .percentile(low: try container.decodeIfPresent(Double.self, forKey: .low) ?? 0.5,
-                               high: try container.decodeIfPresent(Double.self, forKey: .high) ?? 99.5)
+            self = .percentile(
+                low: try container.decodeIfPresent(Double.self, forKey: .low) ?? 0.5,
+                high: try container.decodeIfPresent(Double.self, forKey: .high) ?? 99.5)
         case "zscore": self = .zScore
         case "minmax": self = .minMax
         case "ct":
-            self = .clippedZScore(low: try container.decode(Double.self, forKey: .low),
-                                  high: try container.decode(Double.self, forKey: .high),
-                                  mean: try container.decode(Double.self, forKey: .mean),
-                                  standardDeviation: try container.decode(Double.self, forKey: .std))
+            self = .clippedZScore(
+                low: try container.decode(Double.self, forKey: .low),
+                high: try container.decode(Double.self, forKey: .high),
+                mean: try container.decode(Double.self, forKey: .mean),
+                standardDeviation: try container.decode(Double.self, forKey: .std))
         default:
-            throw DecodingError.dataCorruptedError(forKey: .normalize, in: container, debugDescription:
-                "unknown normalization \"\(kind)\" (expected none, window, percentile, zscore, minmax or ct)")
+            throw DecodingError.dataCorruptedError(
+                forKey: .normalize, in: container,
+                debugDescription:
+                    "unknown normalization \"\(kind)\" (expected none, window, percentile, zscore, minmax or ct)")
         }
     }
 
@@ -54,17 +59,17 @@ public enum Preprocessing: Codable, Equatable, Sendable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         switch self {
         case .none: try container.encode("none", forKey: .normalize)
-        case let .window(center, width):
+        case .window(let center, let width):
             try container.encode("window", forKey: .normalize)
             try container.encode(center, forKey: .center)
             try container.encode(width, forKey: .width)
-        case let .percentile(low, high):
+        case .percentile(let low, let high):
             try container.encode("percentile", forKey: .normalize)
             try container.encode(low, forKey: .low)
             try container.encode(high, forKey: .high)
         case .zScore: try container.encode("zscore", forKey: .normalize)
         case .minMax: try container.encode("minmax", forKey: .normalize)
-        case let .clippedZScore(low, high, mean, standardDeviation):
+        case .clippedZScore(let low, let high, let mean, let standardDeviation):
             try container.encode("ct", forKey: .normalize)
             try container.encode(low, forKey: .low)
             try container.encode(high, forKey: .high)
@@ -77,11 +82,11 @@ public enum Preprocessing: Codable, Equatable, Sendable {
     public var json: String {
         switch self {
         case .none: return #"{"normalize":"none"}"#
-        case let .window(center, width): return #"{"center":\#(center),"normalize":"window","width":\#(width)}"#
-        case let .percentile(low, high): return #"{"high":\#(high),"low":\#(low),"normalize":"percentile"}"#
+        case .window(let center, let width): return #"{"center":\#(center),"normalize":"window","width":\#(width)}"#
+        case .percentile(let low, let high): return #"{"high":\#(high),"low":\#(low),"normalize":"percentile"}"#
         case .zScore: return #"{"normalize":"zscore"}"#
         case .minMax: return #"{"normalize":"minmax"}"#
-        case let .clippedZScore(low, high, mean, deviation):
+        case .clippedZScore(let low, let high, let mean, let deviation):
             return #"{"high":\#(high),"low":\#(low),"mean":\#(mean),"normalize":"ct","std":\#(deviation)}"#
         }
     }
@@ -92,17 +97,17 @@ public enum Preprocessing: Codable, Equatable, Sendable {
     ///   0 ≤ low < high ≤ 100, or CT bounds that are not finite with low ≤ high and a positive deviation.
     public func validate() throws {
         switch self {
-        case let .window(center, width) where !(width > 0 && width.isFinite && center.isFinite):
+        case .window(let center, let width) where !(width > 0 && width.isFinite && center.isFinite):
             throw TrainingError.invalidConfiguration(
                 "preprocessing: the window needs a finite center and a positive width, not \(center) and \(width)")
-        case let .percentile(low, high) where !(0 <= low && low < high && high <= 100):
+        case .percentile(let low, let high) where !(0 <= low && low < high && high <= 100):
             throw TrainingError.invalidConfiguration(
                 "preprocessing: percentiles must satisfy 0 ≤ low < high ≤ 100, not \(low) and \(high)")
-        case let .clippedZScore(low, high, mean, deviation)
-            where !([low, high, mean, deviation].allSatisfy(\.isFinite) && low <= high && deviation > 0):
+        case .clippedZScore(let low, let high, let mean, let deviation)
+        where !([low, high, mean, deviation].allSatisfy(\.isFinite) && low <= high && deviation > 0):
             throw TrainingError.invalidConfiguration(
                 "preprocessing: ct needs finite low ≤ high, a finite mean and a positive std, not \(low), \(high), "
-                + "\(mean) and \(deviation)")
+                    + "\(mean) and \(deviation)")
         default: return
         }
     }
@@ -120,8 +125,8 @@ public enum Preprocessing: Codable, Equatable, Sendable {
         }
         switch self {
         case .none: return
-        case let .window(center, width): scale(low: center - width / 2, high: center + width / 2)
-        case let .percentile(low, high):
+        case .window(let center, let width): scale(low: center - width / 2, high: center + width / 2)
+        case .percentile(let low, let high):
             let sorted = values.sorted()
             scale(low: Percentile.ofSorted(sorted, low), high: Percentile.ofSorted(sorted, high))
         case .minMax: scale(low: Double(values.min() ?? 0), high: Double(values.max() ?? 0))
@@ -131,7 +136,7 @@ public enum Preprocessing: Codable, Equatable, Sendable {
             let variance = values.reduce(0.0) { $0 + (Double($1) - mean) * (Double($1) - mean) } / count
             let deviation = variance.squareRoot()
             for i in values.indices { values[i] = deviation > 0 ? Float((Double(values[i]) - mean) / deviation) : 0 }
-        case let .clippedZScore(low, high, mean, deviation):
+        case .clippedZScore(let low, let high, let mean, let deviation):
             for i in values.indices { values[i] = Float((min(max(Double(values[i]), low), high) - mean) / deviation) }
         }
     }
@@ -153,7 +158,8 @@ public enum Preprocessing: Codable, Equatable, Sendable {
             let n = Double(values.count)
             let sliceMean = values.reduce(0.0) { $0 + Double($1) } / n
             let sliceSquares = values.reduce(0.0) { $0 + (Double($1) - sliceMean) * (Double($1) - sliceMean) }
-            let total = count + n, delta = sliceMean - mean
+            let total = count + n
+            let delta = sliceMean - mean
             squares += sliceSquares + delta * delta * count * n / total
             mean = count == 0 ? sliceMean : mean + delta * n / total
             count = total
@@ -169,7 +175,8 @@ public enum Preprocessing: Codable, Equatable, Sendable {
     /// every other normalisation unchanged. For use at run time only: the result is not a stored form.
     public func forCase(_ statistics: (mean: Double, standardDeviation: Double)) -> Preprocessing {
         guard usesCaseStatistics else { return self }
-        return .clippedZScore(low: -.infinity, high: .infinity, mean: statistics.mean,
-                              standardDeviation: statistics.standardDeviation > 0 ? statistics.standardDeviation : 1)
+        return .clippedZScore(
+            low: -.infinity, high: .infinity, mean: statistics.mean,
+            standardDeviation: statistics.standardDeviation > 0 ? statistics.standardDeviation : 1)
     }
 }

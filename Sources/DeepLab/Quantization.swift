@@ -39,7 +39,8 @@ public struct UnitQuantization: Codable, Equatable, Sendable {
 /// `cases`, `slices`, `float_units`; per quantised unit a dataset `/quantization/<unit>/weight_scales` Float32
 /// [O] with attributes `input_scale` and `input_type` ("u8" or "s8").
 public struct ModelQuantization: Equatable, Sendable {
-    public static let scheme = "slicelab-int8-1: x_q = round(x * input_scale), w_q = round(w_bn_folded * weight_scale[o])"
+    public static let scheme =
+        "slicelab-int8-1: x_q = round(x * input_scale), w_q = round(w_bn_folded * weight_scale[o])"
 
     public var method: CalibrationMethod
     public var calibrationSet: String
@@ -49,8 +50,10 @@ public struct ModelQuantization: Equatable, Sendable {
     public var units: [String: UnitQuantization]
     public var floatUnits: [String]
 
-    public init(method: CalibrationMethod, calibrationSet: String, split: String, caseCount: Int, sliceCount: Int,
-                units: [String: UnitQuantization], floatUnits: [String]) {
+    public init(
+        method: CalibrationMethod, calibrationSet: String, split: String, caseCount: Int, sliceCount: Int,
+        units: [String: UnitQuantization], floatUnits: [String]
+    ) {
         self.method = method
         self.calibrationSet = calibrationSet
         self.split = split
@@ -101,7 +104,9 @@ public struct ModelQuantization: Equatable, Sendable {
             throw bad("\(group): unknown calibration method '\(try text("method"))'")
         }
         var floatUnits: [String] = []
-        if file.hasAttribute("float_units", at: group), case let .strings(names) = try file.attribute("float_units", at: group) {
+        if file.hasAttribute("float_units", at: group),
+            case .strings(let names) = try file.attribute("float_units", at: group)
+        {
             floatUnits = names
         }
         var units: [String: UnitQuantization] = [:]
@@ -118,9 +123,10 @@ public struct ModelQuantization: Equatable, Sendable {
             }
             units[name] = UnitQuantization(inputType: type, inputScale: scale, weightScales: weights)
         }
-        return ModelQuantization(method: method, calibrationSet: try text("calibration_set"), split: try text("split"),
-                                 caseCount: Int(try number("cases")), sliceCount: Int(try number("slices")),
-                                 units: units, floatUnits: floatUnits)
+        return ModelQuantization(
+            method: method, calibrationSet: try text("calibration_set"), split: try text("split"),
+            caseCount: Int(try number("cases")), sliceCount: Int(try number("slices")),
+            units: units, floatUnits: floatUnits)
     }
 }
 
@@ -223,14 +229,16 @@ extension DeepLabV3 {
         for (name, unit) in units {
             let q = quantization.units[name]
             if let q, q.weightScales.count != unit.conv.outputChannels {
-                throw DeepLabError.invalidConfiguration("unit '\(name)': \(q.weightScales.count) weight scales for "
-                                                        + "\(unit.conv.outputChannels) output channels")
+                throw DeepLabError.invalidConfiguration(
+                    "unit '\(name)': \(q.weightScales.count) weight scales for "
+                        + "\(unit.conv.outputChannels) output channels")
             }
             unit.quantization = q
         }
         // Inside blocks, a quantised unit with an activation writes its output quantised for the next one.
         for chain in backbone.unitChains {
-            for (unit, next) in zip(chain, chain.dropFirst()) where unit.quantization != nil && unit.activation != .none {
+            for (unit, next) in zip(chain, chain.dropFirst()) where unit.quantization != nil && unit.activation != .none
+            {
                 if let q = next.quantization, q.inputType == .u8 { unit.quantizedOutput = q }
             }
         }
@@ -259,7 +267,8 @@ extension DeepLabV3 {
         // the projection's output quantised for the 3×3 that alone reads it.
         let aspp = head.aspp
         if let entry = aspp.branches.first?.quantization,
-           aspp.branches.allSatisfy({ sameInput($0.quantization, entry) }) {
+            aspp.branches.allSatisfy({ sameInput($0.quantization, entry) })
+        {
             aspp.entryQuantization = entry
         }
         if let projection = aspp.projection.quantization, aspp.branches.allSatisfy({ $0.quantization != nil }) {

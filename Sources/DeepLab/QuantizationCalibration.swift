@@ -26,7 +26,8 @@ public final class Calibrator {
         var zeroCount = 0.0
 
         mutating func add(_ values: [Float]) {
-            var low = Float.infinity, high: Float = 0
+            var low = Float.infinity
+            var high: Float = 0
             for v in values {
                 low = min(low, v)
                 high = max(high, abs(v))
@@ -91,12 +92,14 @@ public final class Calibrator {
             let type: QuantizedType = s.minimum >= 0 ? .u8 : .s8
             let threshold = Calibrator.threshold(s, method: method, levels: Int(type.levels) + 1)
             let inputScale = threshold > 0 ? type.levels / threshold : 1
-            units[unit.name] = UnitQuantization(inputType: type, inputScale: inputScale,
-                                                weightScales: Calibrator.weightScales(unit))
+            units[unit.name] = UnitQuantization(
+                inputType: type, inputScale: inputScale,
+                weightScales: Calibrator.weightScales(unit))
         }
         let kept = model.convUnits.map(\.name).filter { model.floatUnitNames.contains($0) }
-        return ModelQuantization(method: method, calibrationSet: calibrationSet, split: split, caseCount: caseCount,
-                                 sliceCount: sliceCount, units: units, floatUnits: kept)
+        return ModelQuantization(
+            method: method, calibrationSet: calibrationSet, split: split, caseCount: caseCount,
+            sliceCount: sliceCount, units: units, floatUnits: kept)
     }
 
     /// 127 / max |w[o]| per output channel of the folded weights (1 for an all-zero channel).
@@ -151,9 +154,11 @@ public final class Calibrator {
         var q = [Double](repeating: 0, count: bins)
         let merged = Double(bins) / Double(levels)
         for j in 0..<levels {
-            let start = Int(Double(j) * merged), end = j == levels - 1 ? bins : Int(Double(j + 1) * merged)
+            let start = Int(Double(j) * merged)
+            let end = j == levels - 1 ? bins : Int(Double(j + 1) * merged)
             guard end > start else { continue }
-            var total = 0.0, nonEmpty = 0
+            var total = 0.0
+            var nonEmpty = 0
             for k in start..<end where histogram[k] > 0 {
                 total += histogram[k]
                 nonEmpty += 1
@@ -161,7 +166,8 @@ public final class Calibrator {
             guard nonEmpty > 0 else { continue }
             for k in start..<end where histogram[k] > 0 { q[k] = total / Double(nonEmpty) }
         }
-        let pSum = p.reduce(0, +), qSum = q.reduce(0, +)
+        let pSum = p.reduce(0, +)
+        let qSum = q.reduce(0, +)
         guard pSum > 0, qSum > 0 else { return .infinity }
         var divergence = 0.0
         for k in 0..<bins where p[k] > 0 {

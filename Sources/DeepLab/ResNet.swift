@@ -33,12 +33,15 @@ final class ResNet {
     ///   - prefix: the state_dict prefix ("backbone").
     ///   - outputStride: 8 (layer3 and layer4 dilated) or 16 (layer4 dilated).
     ///   - multiGrid: layer4's per-block dilation multipliers (Chen et al. 2017, §3.2), or nil.
-    init(prefix: String, depth: Depth, inputChannels: Int, outputStride: Int, multiGrid: [Int]?,
-         generator: inout SeededGenerator) {
+    init(
+        prefix: String, depth: Depth, inputChannels: Int, outputStride: Int, multiGrid: [Int]?,
+        generator: inout SeededGenerator
+    ) {
         self.depth = depth
         let p = prefix.isEmpty ? "" : prefix + "."
-        stem = ConvUnit(p + "conv1", p + "bn1", inputChannels: inputChannels, outputChannels: 64, kernelSize: 7,
-                        stride: 2, padding: 3, activation: .relu, generator: &generator)
+        stem = ConvUnit(
+            p + "conv1", p + "bn1", inputChannels: inputChannels, outputChannels: 64, kernelSize: 7,
+            stride: 2, padding: 3, activation: .relu, generator: &generator)
         let replaceStride = [false, outputStride <= 8, outputStride <= 16]
         var inplanes = 64
         var dilation = 1
@@ -54,11 +57,12 @@ final class ResNet {
             for b in 0..<depth.blockCounts[index] {
                 var blockDilation = b == 0 ? previousDilation : dilation
                 if index == 3, let grid = multiGrid, !grid.isEmpty { blockDilation = dilation * grid[b % grid.count] }
-                blocks.append(ResidualBlock(
-                    prefix: "\(p)layer\(index + 1).\(b)", bottleneck: depth.usesBottleneck, inplanes: inplanes,
-                    planes: planes, stride: b == 0 ? stride : 1, dilation: blockDilation,
-                    downsample: b == 0 && (stride != 1 || inplanes != planes * depth.expansion),
-                    generator: &generator))
+                blocks.append(
+                    ResidualBlock(
+                        prefix: "\(p)layer\(index + 1).\(b)", bottleneck: depth.usesBottleneck, inplanes: inplanes,
+                        planes: planes, stride: b == 0 ? stride : 1, dilation: blockDilation,
+                        downsample: b == 0 && (stride != 1 || inplanes != planes * depth.expansion),
+                        generator: &generator))
                 inplanes = planes * depth.expansion
             }
             stages.append(blocks)
@@ -98,32 +102,41 @@ final class ResidualBlock {
     /// unit, the downsample and the identity alike), nil for float32 (`DeepLabV3.apply(_:)`).
     var entryQuantization: UnitQuantization?
 
-    init(prefix: String, bottleneck: Bool, inplanes: Int, planes: Int, stride: Int, dilation: Int,
-         downsample hasDownsample: Bool, generator: inout SeededGenerator) {
+    init(
+        prefix: String, bottleneck: Bool, inplanes: Int, planes: Int, stride: Int, dilation: Int,
+        downsample hasDownsample: Bool, generator: inout SeededGenerator
+    ) {
         let p = prefix + "."
         if bottleneck {
             units = [
-                ConvUnit(p + "conv1", p + "bn1", inputChannels: inplanes, outputChannels: planes, kernelSize: 1,
-                         activation: .relu, generator: &generator),
-                ConvUnit(p + "conv2", p + "bn2", inputChannels: planes, outputChannels: planes, kernelSize: 3,
-                         stride: stride, padding: dilation, dilation: dilation, activation: .relu,
-                         generator: &generator),
-                ConvUnit(p + "conv3", p + "bn3", inputChannels: planes, outputChannels: planes * 4, kernelSize: 1,
-                         activation: .relu, generator: &generator),
+                ConvUnit(
+                    p + "conv1", p + "bn1", inputChannels: inplanes, outputChannels: planes, kernelSize: 1,
+                    activation: .relu, generator: &generator),
+                ConvUnit(
+                    p + "conv2", p + "bn2", inputChannels: planes, outputChannels: planes, kernelSize: 3,
+                    stride: stride, padding: dilation, dilation: dilation, activation: .relu,
+                    generator: &generator),
+                ConvUnit(
+                    p + "conv3", p + "bn3", inputChannels: planes, outputChannels: planes * 4, kernelSize: 1,
+                    activation: .relu, generator: &generator)
             ]
         } else {
             units = [
-                ConvUnit(p + "conv1", p + "bn1", inputChannels: inplanes, outputChannels: planes, kernelSize: 3,
-                         stride: stride, padding: dilation, dilation: dilation, activation: .relu,
-                         generator: &generator),
-                ConvUnit(p + "conv2", p + "bn2", inputChannels: planes, outputChannels: planes, kernelSize: 3,
-                         padding: dilation, dilation: dilation, activation: .relu, generator: &generator),
+                ConvUnit(
+                    p + "conv1", p + "bn1", inputChannels: inplanes, outputChannels: planes, kernelSize: 3,
+                    stride: stride, padding: dilation, dilation: dilation, activation: .relu,
+                    generator: &generator),
+                ConvUnit(
+                    p + "conv2", p + "bn2", inputChannels: planes, outputChannels: planes, kernelSize: 3,
+                    padding: dilation, dilation: dilation, activation: .relu, generator: &generator)
             ]
         }
         let outputs = planes * (bottleneck ? 4 : 1)
-        downsample = hasDownsample
-            ? ConvUnit(p + "downsample.0", p + "downsample.1", inputChannels: inplanes, outputChannels: outputs,
-                       kernelSize: 1, stride: stride, activation: .none, generator: &generator)
+        downsample =
+            hasDownsample
+            ? ConvUnit(
+                p + "downsample.0", p + "downsample.1", inputChannels: inplanes, outputChannels: outputs,
+                kernelSize: 1, stride: stride, activation: .none, generator: &generator)
             : nil
         // torchvision zero-initialises nothing by default; the last BN starts at γ = 1 like the others.
     }
@@ -134,7 +147,8 @@ final class ResidualBlock {
 
     /// - Parameter inputIsConsumable: the caller no longer needs `x`, so eval mode may add into it in place.
     func callAsFunction(_ x: Tensor, inputIsConsumable: Bool = false, training: Bool) throws -> Tensor {
-        var x = x, inputIsConsumable = inputIsConsumable
+        var x = x
+        var inputIsConsumable = inputIsConsumable
         if let quantized = try Int8Convolution.quantizedEntry(x, entryQuantization, training: training) {
             (x, inputIsConsumable) = (quantized, true)
         }
@@ -142,8 +156,9 @@ final class ResidualBlock {
         var y = x
         for unit in units.dropLast() { y = try unit(y, training: training) }
         guard let last = units.last else { return y }
-        return try last(y, residual: identity, consumingResidual: downsample != nil || inputIsConsumable,
-                        training: training)
+        return try last(
+            y, residual: identity, consumingResidual: downsample != nil || inputIsConsumable,
+            training: training)
     }
 }
 

@@ -33,7 +33,9 @@ public struct SafetensorsFile {
             throw bad("cannot read the file (\(error.localizedDescription))")
         }
         guard data.count >= 8 else { throw bad("truncated: \(data.count) bytes, fewer than the 8-byte header length") }
-        let headerLength = data.prefix(8).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+        let headerLength = data.prefix(8).enumerated().reduce(UInt64(0)) {
+            $0 | UInt64($1.element) << (8 * UInt64($1.offset))
+        }
         guard headerLength <= UInt64(maximumHeaderBytes) else {
             throw bad("header length \(headerLength) exceeds \(maximumHeaderBytes) bytes")
         }
@@ -60,18 +62,22 @@ public struct SafetensorsFile {
                 continue
             }
             guard let fields = entry as? [String: Any], let dtype = fields["dtype"] as? String,
-                  let shapeValues = fields["shape"] as? [Any], let offsets = fields["data_offsets"] as? [Any],
-                  offsets.count == 2
+                let shapeValues = fields["shape"] as? [Any], let offsets = fields["data_offsets"] as? [Any],
+                offsets.count == 2
             else { throw bad("tensor \"\(name)\" lacks dtype, shape or data_offsets") }
             let shape = try shapeValues.map { v -> Int in
-                guard let n = (v as? NSNumber)?.intValue, n >= 0 else { throw bad("tensor \"\(name)\" has a bad shape") }
+                guard let n = (v as? NSNumber)?.intValue, n >= 0 else {
+                    throw bad("tensor \"\(name)\" has a bad shape")
+                }
                 return n
             }
             guard let begin = (offsets[0] as? NSNumber)?.intValue, let end = (offsets[1] as? NSNumber)?.intValue,
-                  begin >= 0, begin <= end
+                begin >= 0, begin <= end
             else { throw bad("tensor \"\(name)\" has bad data_offsets") }
             guard end <= body else {
-                throw bad("truncated: tensor \"\(name)\" ends at byte \(end) of data but only \(body) bytes follow the header")
+                throw bad(
+                    "truncated: tensor \"\(name)\" ends at byte \(end) of data but only \(body) bytes follow the header"
+                )
             }
             let (count, overflow) = shape.reduce((1, false)) { acc, n in
                 let (p, o) = acc.0.multipliedReportingOverflow(by: n)
@@ -83,7 +89,8 @@ public struct SafetensorsFile {
             let (bytes, bytesOverflow) = count.multipliedReportingOverflow(by: size)
             guard !overflow, !bytesOverflow, bytes == end - begin else {
                 let needed = overflow || bytesOverflow ? "more than \(Int.max)" : "\(bytes)"
-                throw bad("tensor \"\(name)\": shape \(shape) of \(dtype) needs \(needed) bytes, offsets give \(end - begin)")
+                throw bad(
+                    "tensor \"\(name)\": shape \(shape) of \(dtype) needs \(needed) bytes, offsets give \(end - begin)")
             }
             let start = data.startIndex + headerEnd + begin
             let values = convert(data[start..<(start + end - begin)], dtype: dtype, count: count)
@@ -108,16 +115,27 @@ public struct SafetensorsFile {
             values.withUnsafeMutableBufferPointer { out in
                 for i in 0..<count {
                     switch dtype {
-                    case "F32": out[i] = Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self)))
+                    case "F32":
+                        out[i] = Float(
+                            bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self)))
                     case "F16":
-                        out[i] = Float(Float16(bitPattern: UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self))))
+                        out[i] = Float(
+                            Float16(
+                                bitPattern: UInt16(
+                                    littleEndian: raw.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self))))
                     case "BF16":
-                        let bits = UInt32(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self)))
+                        let bits = UInt32(
+                            UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self)))
                         out[i] = Float(bitPattern: bits << 16)
                     case "F64":
-                        out[i] = Float(Double(bitPattern: UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8 * i, as: UInt64.self))))
-                    case "I64": out[i] = Float(Int64(littleEndian: raw.loadUnaligned(fromByteOffset: 8 * i, as: Int64.self)))
-                    default: out[i] = Float(Int32(littleEndian: raw.loadUnaligned(fromByteOffset: 4 * i, as: Int32.self)))
+                        out[i] = Float(
+                            Double(
+                                bitPattern: UInt64(
+                                    littleEndian: raw.loadUnaligned(fromByteOffset: 8 * i, as: UInt64.self))))
+                    case "I64":
+                        out[i] = Float(Int64(littleEndian: raw.loadUnaligned(fromByteOffset: 8 * i, as: Int64.self)))
+                    default:
+                        out[i] = Float(Int32(littleEndian: raw.loadUnaligned(fromByteOffset: 4 * i, as: Int32.self)))
                     }
                 }
             }
@@ -128,8 +146,10 @@ public struct SafetensorsFile {
     /// Writes Float32 tensors (and `num_batches_tracked` buffers as I64, as PyTorch stores them) atomically.
     ///
     /// - Throws: `ImageFileError` from the atomic write.
-    public static func write(_ tensors: [(name: String, tensor: FloatTensor)], metadata: [String: String] = [:],
-                             to path: String) throws {
+    public static func write(
+        _ tensors: [(name: String, tensor: FloatTensor)], metadata: [String: String] = [:],
+        to path: String
+    ) throws {
         var header: [String: Any] = [:]
         if !metadata.isEmpty { header["__metadata__"] = metadata }
         var body = Data()
@@ -139,9 +159,13 @@ public struct SafetensorsFile {
             if isCount {
                 for v in tensor.values { withUnsafeBytes(of: Int64(v).littleEndian) { body.append(contentsOf: $0) } }
             } else {
-                for v in tensor.values { withUnsafeBytes(of: v.bitPattern.littleEndian) { body.append(contentsOf: $0) } }
+                for v in tensor.values {
+                    withUnsafeBytes(of: v.bitPattern.littleEndian) { body.append(contentsOf: $0) }
+                }
             }
-            header[name] = ["dtype": isCount ? "I64" : "F32", "shape": tensor.shape, "data_offsets": [begin, body.count]]
+            header[name] = [
+                "dtype": isCount ? "I64" : "F32", "shape": tensor.shape, "data_offsets": [begin, body.count]
+            ]
         }
         var json = try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys])
         while json.count % 8 != 0 { json.append(0x20) }

@@ -28,7 +28,9 @@ public struct SlidingWindow: Sendable {
     ///
     /// - Throws: `DeepLabError.invalidInput` for a shape that is not [N, C, H, W]; what the model's forward
     ///   throws.
-    public func logits(_ model: DeepLabV3, _ image: FloatTensor, progress: ((Int, Int) -> Void)? = nil) throws -> FloatTensor {
+    public func logits(_ model: DeepLabV3, _ image: FloatTensor, progress: ((Int, Int) -> Void)? = nil) throws
+        -> FloatTensor
+    {
         let s = image.shape
         guard s.count == 4, s[0] >= 1 else {
             throw DeepLabError.invalidInput("sliding window takes images [N, C, H, W], got \(s)")
@@ -36,19 +38,22 @@ public struct SlidingWindow: Sendable {
         let (n, c, h, w) = (s[0], s[1], s[2], s[3])
         let tileSize = max(8, self.tileSize / model.configuration.inputScale)
         if h <= tileSize && w <= tileSize { return try model.forward(image, training: false) }
-        let th = min(tileSize, h), tw = min(tileSize, w)
+        let th = min(tileSize, h)
+        let tw = min(tileSize, w)
         let k = model.configuration.classCount
         let sigma = Double(tileSize) / 8
         var weight = [Float](repeating: 0, count: th * tw)
         for y in 0..<th {
             for x in 0..<tw {
-                let dy = Double(y) - Double(th - 1) / 2, dx = Double(x) - Double(tw - 1) / 2
+                let dy = Double(y) - Double(th - 1) / 2
+                let dx = Double(x) - Double(tw - 1) / 2
                 weight[y * tw + x] = Float(max(exp(-(dy * dy + dx * dx) / (2 * sigma * sigma)), 1e-4))
             }
         }
         var sum = [Float](repeating: 0, count: n * k * h * w)
         var total = [Float](repeating: 0, count: h * w)
-        let rows = origins(h, th), columns = origins(w, tw)
+        let rows = origins(h, th)
+        let columns = origins(w, tw)
         var done = 0
         for y0 in rows {
             for x0 in columns {

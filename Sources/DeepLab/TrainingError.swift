@@ -14,18 +14,18 @@ public enum TrainingError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .shapeMismatch(what, expected, actual):
+        case .shapeMismatch(let what, let expected, let actual):
             return "\(what): expected shape \(expected), got \(actual)"
-        case let .labelOutOfRange(value, classCount):
+        case .labelOutOfRange(let value, let classCount):
             return "label value \(value) is outside the \(classCount) classes (0...\(classCount - 1)) "
                 + "and is not the ignore label"
-        case let .invalidConfiguration(reason):
+        case .invalidConfiguration(let reason):
             return "invalid training configuration: \(reason)"
-        case let .divergedLoss(step, loss, checkpoint):
+        case .divergedLoss(let step, let loss, let checkpoint):
             let kept = checkpoint.map { "; the last good checkpoint is kept at \($0)" } ?? "; no checkpoint was written"
             return "training diverged at step \(step): the loss is \(loss)\(kept). "
                 + "Lower the learning rate or enable gradient clipping."
-        case let .invalidState(file, reason):
+        case .invalidState(let file, let reason):
             return "\(file): cannot resume: \(reason)"
         }
     }

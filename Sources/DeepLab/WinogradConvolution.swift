@@ -86,15 +86,19 @@ final class WinogradConvolution: ConvolutionStrategy {
     }
 
     /// Eval mode only (see `trainingForward`).
-    func backward(_ unit: ConvUnit, _ dy: Tensor, saved: SavedConvolution,
-                  needsInputGradient: Bool) throws -> Tensor? {
+    func backward(
+        _ unit: ConvUnit, _ dy: Tensor, saved: SavedConvolution,
+        needsInputGradient: Bool
+    ) throws -> Tensor? {
         throw DeepLabError.invalidBackward("the Winograd convolution runs in eval mode only")
     }
 
     /// Eval-mode forward by Winograd's F(2×2, 3×3), batch norm folded and the activation applied, into a
     /// channel-blocked (8) output. Rests on a reorder of the input into that layout.
-    func inferenceForward(_ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
-                          consumingResidual: Bool) throws -> Tensor {
+    func inferenceForward(
+        _ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
+        consumingResidual: Bool
+    ) throws -> Tensor {
         precondition(residual == nil, "the Winograd convolution takes no residual input")
         let s = x.shape
         let input = try x.reordered(to: .make(s, .channelBlocked8))
@@ -107,22 +111,28 @@ final class WinogradConvolution: ConvolutionStrategy {
     /// `compute`: in eval mode, on the layout it reads and writes, where Winograd applies to the
     /// whole convolution and the rectangle fills at least 60 % of its tiles (ASPP's rate-12 centre on a 64 × 64
     /// map, 40 × 40 outputs, fills 69 %; 2.25-fold fewer products then still leave a 1.5-fold gain).
-    func computesRectangle(of unit: ConvUnit, rows: TapInterval, columns: TapInterval, tag: FormatTag,
-                           training: Bool) -> Bool {
+    func computesRectangle(
+        of unit: ConvUnit, rows: TapInterval, columns: TapInterval, tag: FormatTag,
+        training: Bool
+    ) -> Bool {
         !training && tag == .channelBlocked8 && rows.taps == 0...2 && columns.taps == 0...2 && Self.fits(unit)
-            && WinogradTiling.occupancy(rows: rows.outputs.count, columns: columns.outputs.count,
-                                        dilation: unit.conv.window.dilation) >= 0.6
+            && WinogradTiling.occupancy(
+                rows: rows.outputs.count, columns: columns.outputs.count,
+                dilation: unit.conv.window.dilation) >= 0.6
     }
 
     /// Computes the outputs `rows` × `columns` of `unit` (eval: folded batch norm, activation) from `input`
     /// into `output`, both channel-blocked (8) and of the input's extent. Rests on `matrixProduct` (oneDNN's
     /// GEMM).
-    func compute(_ unit: ConvUnit, _ input: Tensor, into output: Tensor, rows: Range<Int>,
-                 columns: Range<Int>) throws {
+    func compute(
+        _ unit: ConvUnit, _ input: Tensor, into output: Tensor, rows: Range<Int>,
+        columns: Range<Int>
+    ) throws {
         let s = input.shape
-        let tiling = WinogradTiling(batch: s[0], inputChannels: unit.conv.inputChannels,
-                                    outputChannels: unit.conv.outputChannels, height: s[2], width: s[3],
-                                    dilation: unit.conv.window.dilation, rows: rows, columns: columns)
+        let tiling = WinogradTiling(
+            batch: s[0], inputChannels: unit.conv.inputChannels,
+            outputChannels: unit.conv.outputChannels, height: s[2], width: s[3],
+            dilation: unit.conv.window.dilation, rows: rows, columns: columns)
         let weights = winogradDomainWeights(unit)
         let allRows = tiling.batch * tiling.tileRows
         let rowsPerChunk = min(tiling.rowsPerChunk, allRows)
@@ -145,9 +155,10 @@ final class WinogradConvolution: ConvolutionStrategy {
                     for first in stride(from: 0, to: allRows, by: rowsPerChunk) {
                         let chunk = first..<min(first + rowsPerChunk, allRows)
                         concurrentForEach(chunk) { row in
-                            WinogradTransforms.input(source, tiling: tiling, row: row,
-                                                     into: v, tile: (row - first) * tiling.tileColumns,
-                                                     tileCount: chunkTiles)
+                            WinogradTransforms.input(
+                                source, tiling: tiling, row: row,
+                                into: v, tile: (row - first) * tiling.tileColumns,
+                                tileCount: chunkTiles)
                         }
                         let tiles = chunk.count * tiling.tileColumns
                         for plane in 0..<16 {
@@ -159,10 +170,11 @@ final class WinogradConvolution: ConvolutionStrategy {
                                 into: m + plane * chunkTiles * tiling.outputChannels, ldc: tiling.outputChannels)
                         }
                         concurrentForEach(chunk) { row in
-                            WinogradTransforms.output(m, tile: (row - first) * tiling.tileColumns,
-                                                      tileCount: chunkTiles, tiling: tiling, row: row,
-                                                      bias: weights.bias, activation: unit.activation,
-                                                      into: destination)
+                            WinogradTransforms.output(
+                                m, tile: (row - first) * tiling.tileColumns,
+                                tileCount: chunkTiles, tiling: tiling, row: row,
+                                bias: weights.bias, activation: unit.activation,
+                                into: destination)
                         }
                     }
                 }
@@ -176,7 +188,8 @@ final class WinogradConvolution: ConvolutionStrategy {
         let version = unit.parameterVersion
         if let cached = domainWeights, cached.version == version { return (cached.transformed, cached.bias) }
         let (w, bias) = unit.foldedPlainWeights()
-        let inputs = unit.conv.inputChannels, outputs = unit.conv.outputChannels
+        let inputs = unit.conv.inputChannels
+        let outputs = unit.conv.outputChannels
         var u = [Float](repeating: 0, count: 16 * inputs * outputs)
         // G = [[1, 0, 0], [½, ½, ½], [½, −½, ½], [0, 0, 1]] on three vectors: four combinations of them.
         typealias Four = (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>)
@@ -214,7 +227,8 @@ enum WinogradTransforms {
     /// Bᵀ d along one axis: Bᵀ = [[1, 0, −1, 0], [0, 1, 1, 0], [0, −1, 1, 0], [0, 1, 0, −1]].
     @inline(__always)
     static func inputAxis(_ d0: Vector, _ d1: Vector, _ d2: Vector, _ d3: Vector)
-        -> (Vector, Vector, Vector, Vector) {
+        -> (Vector, Vector, Vector, Vector)
+    {
         (d0 - d2, d1 + d2, d2 - d1, d1 - d3)
     }
 
@@ -237,10 +251,15 @@ enum WinogradTransforms {
     /// Writes Bᵀ d B for every tile of tile row `row` (image-major over the batch) and every channel block into
     /// the 16 planes of `v` ([tileCount, inputChannels] each), from tile index `tile` on. Inputs outside the
     /// image read as zero (the padding).
-    static func input(_ x: UnsafeMutableBufferPointer<Float>, tiling: WinogradTiling, row: Int,
-                      into v: UnsafeMutablePointer<Float>, tile: Int, tileCount: Int) {
+    static func input(
+        _ x: UnsafeMutableBufferPointer<Float>, tiling: WinogradTiling, row: Int,
+        into v: UnsafeMutablePointer<Float>, tile: Int, tileCount: Int
+    ) {
         let n = row / tiling.tileRows
-        let d = tiling.dilation, h = tiling.height, w = tiling.width, c = tiling.inputChannels
+        let d = tiling.dilation
+        let h = tiling.height
+        let w = tiling.width
+        let c = tiling.inputChannels
         let top = tiling.firstRow(row % tiling.tileRows) - d
         // Offsets (in floats, within one channel block) of the tile row's four input rows; −1 outside the image.
         var rowOffsets = SIMD4<Int>(repeating: -1)
@@ -281,10 +300,15 @@ enum WinogradTransforms {
     /// Writes Aᵀ m A plus the bias, through the activation, for every tile of tile row `row` and every output
     /// channel block, from the 16 planes of `m` ([tileCount, outputChannels] each) into `y`; tile slots outside
     /// the tiling's outputs (past the image's edge, or the rectangle's) are dropped.
-    static func output(_ m: UnsafeMutablePointer<Float>, tile: Int, tileCount: Int, tiling: WinogradTiling,
-                       row: Int, bias: [Float], activation: Activation, into y: UnsafeMutableBufferPointer<Float>) {
+    static func output(
+        _ m: UnsafeMutablePointer<Float>, tile: Int, tileCount: Int, tiling: WinogradTiling,
+        row: Int, bias: [Float], activation: Activation, into y: UnsafeMutableBufferPointer<Float>
+    ) {
         let n = row / tiling.tileRows
-        let d = tiling.dilation, h = tiling.height, w = tiling.width, k = tiling.outputChannels
+        let d = tiling.dilation
+        let h = tiling.height
+        let w = tiling.width
+        let k = tiling.outputChannels
         let top = tiling.firstRow(row % tiling.tileRows)
         let rowValid = (top < tiling.rows.upperBound, top + d < tiling.rows.upperBound)
         let planeStride = tileCount * k

@@ -79,12 +79,14 @@ public final class AdamW: Optimizer {
         guard state.kind == "adamw" else {
             throw TrainingError.invalidState(file: "optimizer state", reason: "holds \(state.kind), not adamw")
         }
-        var first: [String: [Float]] = [:], second: [String: [Float]] = [:]
+        var first: [String: [Float]] = [:]
+        var second: [String: [Float]] = [:]
         for parameter in parameters where parameter.isTrainable {
             guard let m = try state.buffer("exp_avg", of: parameter, source: "optimizer state") else { continue }
             guard let v = try state.buffer("exp_avg_sq", of: parameter, source: "optimizer state") else {
-                throw TrainingError.invalidState(file: "optimizer state",
-                                                 reason: "exp_avg_sq of \(parameter.name) is missing")
+                throw TrainingError.invalidState(
+                    file: "optimizer state",
+                    reason: "exp_avg_sq of \(parameter.name) is missing")
             }
             (first[parameter.name], second[parameter.name]) = (m, v)
         }

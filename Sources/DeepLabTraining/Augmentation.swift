@@ -37,12 +37,14 @@ public struct AugmentationConfiguration: Codable, Equatable, Sendable {
     /// The label outside the source image (the loss's ignore label by default).
     public var labelFill: Int32
 
-    public init(cropSize: Int? = nil, horizontalFlipProbability: Double = 0.5, verticalFlipProbability: Double = 0,
-                rotationDegrees: Double = 15, minimumScale: Double = 0.85, maximumScale: Double = 1.15,
-                classBalancedCropProbability: Double = 0, brightness: Double = 0.1, contrast: Double = 0.1,
-                gammaProbability: Double = 0.3, minimumGamma: Double = 0.7, maximumGamma: Double = 1.5,
-                noiseStandardDeviation: Double = 0.02, elasticMagnitude: Double = 0, elasticControlPoints: Int = 4,
-                imageFill: Float = 0, labelFill: Int32 = -100) {
+    public init(
+        cropSize: Int? = nil, horizontalFlipProbability: Double = 0.5, verticalFlipProbability: Double = 0,
+        rotationDegrees: Double = 15, minimumScale: Double = 0.85, maximumScale: Double = 1.15,
+        classBalancedCropProbability: Double = 0, brightness: Double = 0.1, contrast: Double = 0.1,
+        gammaProbability: Double = 0.3, minimumGamma: Double = 0.7, maximumGamma: Double = 1.5,
+        noiseStandardDeviation: Double = 0.02, elasticMagnitude: Double = 0, elasticControlPoints: Int = 4,
+        imageFill: Float = 0, labelFill: Int32 = -100
+    ) {
         self.cropSize = cropSize
         self.horizontalFlipProbability = horizontalFlipProbability
         self.verticalFlipProbability = verticalFlipProbability
@@ -64,9 +66,10 @@ public struct AugmentationConfiguration: Codable, Equatable, Sendable {
 
     /// No augmentation at all (optionally still cropping).
     public static func none(cropSize: Int? = nil) -> AugmentationConfiguration {
-        AugmentationConfiguration(cropSize: cropSize, horizontalFlipProbability: 0, rotationDegrees: 0,
-                                  minimumScale: 1, maximumScale: 1, brightness: 0, contrast: 0, gammaProbability: 0,
-                                  noiseStandardDeviation: 0)
+        AugmentationConfiguration(
+            cropSize: cropSize, horizontalFlipProbability: 0, rotationDegrees: 0,
+            minimumScale: 1, maximumScale: 1, brightness: 0, contrast: 0, gammaProbability: 0,
+            noiseStandardDeviation: 0)
     }
 
     /// Checks the ranges.
@@ -77,14 +80,17 @@ public struct AugmentationConfiguration: Codable, Equatable, Sendable {
             if !condition { throw TrainingError.invalidConfiguration("augmentation: \(message)") }
         }
         try check(cropSize.map { $0 > 0 } ?? true, "the crop size must be positive")
-        for (name, p) in [("horizontal flip", horizontalFlipProbability), ("vertical flip", verticalFlipProbability),
-                          ("class-balanced crop", classBalancedCropProbability), ("gamma", gammaProbability)] {
+        for (name, p) in [
+            ("horizontal flip", horizontalFlipProbability), ("vertical flip", verticalFlipProbability),
+            ("class-balanced crop", classBalancedCropProbability), ("gamma", gammaProbability)
+        ] {
             try check((0...1).contains(p), "the \(name) probability \(p) is outside 0...1")
         }
         try check(minimumScale > 0 && minimumScale <= maximumScale, "scales must satisfy 0 < minimum ≤ maximum")
         try check(minimumGamma > 0 && minimumGamma <= maximumGamma, "gammas must satisfy 0 < minimum ≤ maximum")
-        try check(rotationDegrees >= 0 && brightness >= 0 && contrast >= 0 && contrast < 1
-                  && noiseStandardDeviation >= 0 && elasticMagnitude >= 0, "magnitudes must be ≥ 0 (contrast < 1)")
+        try check(
+            rotationDegrees >= 0 && brightness >= 0 && contrast >= 0 && contrast < 1
+                && noiseStandardDeviation >= 0 && elasticMagnitude >= 0, "magnitudes must be ≥ 0 (contrast < 1)")
         try check(elasticControlPoints >= 2, "elastic deformation needs at least 2 control points per axis")
     }
 }
@@ -105,23 +111,29 @@ public struct Augmenter: Sendable {
     /// - Parameter focusClass: a label the crop is centred on (a pixel of it drawn uniformly) instead of the
     ///   usual choice, when the sample holds it: the class a class-balanced slice was drawn for.
     /// - Throws: `TrainingError.shapeMismatch` unless the image is [C, H, W] and the labels [H, W].
-    public func augment(image: FloatTensor, labels: LabelTensor, random: inout SeededGenerator,
-                        focusClass: Int32? = nil) throws
-        -> (image: FloatTensor, labels: LabelTensor) {
+    public func augment(
+        image: FloatTensor, labels: LabelTensor, random: inout SeededGenerator,
+        focusClass: Int32? = nil
+    ) throws
+        -> (image: FloatTensor, labels: LabelTensor)
+    {
         guard image.shape.count == 3, labels.shape == [image.shape[1], image.shape[2]] else {
-            throw TrainingError.shapeMismatch(what: "augmentation labels [H, W] for image \(image.shape)",
-                                              expected: Array(image.shape.dropFirst()), actual: labels.shape)
+            throw TrainingError.shapeMismatch(
+                what: "augmentation labels [H, W] for image \(image.shape)",
+                expected: Array(image.shape.dropFirst()), actual: labels.shape)
         }
         let c = configuration
         let (height, width) = (image.shape[1], image.shape[2])
-        let outputHeight = c.cropSize ?? height, outputWidth = c.cropSize ?? width
+        let outputHeight = c.cropSize ?? height
+        let outputWidth = c.cropSize ?? width
         // Geometry, drawn in a fixed order.
         let flipX = random.bernoulli(c.horizontalFlipProbability) ? -1.0 : 1.0
         let flipY = random.bernoulli(c.verticalFlipProbability) ? -1.0 : 1.0
         let angle = c.rotationDegrees > 0 ? random.uniform(-c.rotationDegrees...c.rotationDegrees) * .pi / 180 : 0
         let scale = c.maximumScale > c.minimumScale ? random.uniform(c.minimumScale...c.maximumScale) : c.minimumScale
-        let (top, left) = cropOrigin(labels: labels, outputHeight: outputHeight, outputWidth: outputWidth,
-                                     focusClass: focusClass, random: &random)
+        let (top, left) = cropOrigin(
+            labels: labels, outputHeight: outputHeight, outputWidth: outputWidth,
+            focusClass: focusClass, random: &random)
         let displacement = elasticField(outputHeight: outputHeight, outputWidth: outputWidth, random: &random)
         // Output pixel centre offset (dy, dx) from the crop centre maps to the source point
         // centre + R(angle)·(flip·(dy, dx) + elastic) / scale, in pixel-centre coordinates.
@@ -154,28 +166,37 @@ public struct Augmenter: Sendable {
                 let (ny, nx) = (Int((y + 0.5).rounded(.down)), Int((x + 0.5).rounded(.down)))
                 guard ny >= 0, ny < height, nx >= 0, nx < width else { continue }
                 outLabels[o] = labels.values[ny * width + nx]
-                let y0 = min(max(Int(y.rounded(.down)), 0), height - 1), x0 = min(max(Int(x.rounded(.down)), 0), width - 1)
-                let y1 = min(y0 + 1, height - 1), x1 = min(x0 + 1, width - 1)
-                let fy = Float(min(max(y - Double(y0), 0), 1)), fx = Float(min(max(x - Double(x0), 0), 1))
+                let y0 = min(max(Int(y.rounded(.down)), 0), height - 1)
+                let x0 = min(max(Int(x.rounded(.down)), 0), width - 1)
+                let y1 = min(y0 + 1, height - 1)
+                let x1 = min(x0 + 1, width - 1)
+                let fy = Float(min(max(y - Double(y0), 0), 1))
+                let fx = Float(min(max(x - Double(x0), 0), 1))
                 for k in 0..<channels {
                     let plane = k * height * width
-                    let a = image.values[plane + y0 * width + x0], b = image.values[plane + y0 * width + x1]
-                    let d = image.values[plane + y1 * width + x0], e = image.values[plane + y1 * width + x1]
+                    let a = image.values[plane + y0 * width + x0]
+                    let b = image.values[plane + y0 * width + x1]
+                    let d = image.values[plane + y1 * width + x0]
+                    let e = image.values[plane + y1 * width + x1]
                     outImage[k * outputHeight * outputWidth + o] =
                         (a * (1 - fx) + b * fx) * (1 - fy) + (d * (1 - fx) + e * fx) * fy
                 }
             }
         }
         adjustIntensity(&outImage, random: &random)
-        return (FloatTensor(shape: [channels, outputHeight, outputWidth], values: outImage),
-                LabelTensor(shape: [outputHeight, outputWidth], values: outLabels))
+        return (
+            FloatTensor(shape: [channels, outputHeight, outputWidth], values: outImage),
+            LabelTensor(shape: [outputHeight, outputWidth], values: outLabels)
+        )
     }
 
     /// The crop's top-left corner in the source: centred on a foreground pixel of a random present class with
     /// probability `classBalancedCropProbability`, else uniform; centred (with padding) where the image is smaller.
     /// With a `focusClass` the sample holds, centred on a pixel of that class.
-    private func cropOrigin(labels: LabelTensor, outputHeight: Int, outputWidth: Int, focusClass: Int32?,
-                            random: inout SeededGenerator) -> (Int, Int) {
+    private func cropOrigin(
+        labels: LabelTensor, outputHeight: Int, outputWidth: Int, focusClass: Int32?,
+        random: inout SeededGenerator
+    ) -> (Int, Int) {
         let (height, width) = (labels.shape[0], labels.shape[1])
         func clamp(_ value: Int, _ size: Int, _ output: Int) -> Int {
             size >= output ? min(max(value, 0), size - output) : -(output - size) / 2
@@ -184,37 +205,46 @@ public struct Augmenter: Sendable {
             let pixels = labels.values.indices.filter { labels.values[$0] == focusClass }
             if !pixels.isEmpty {
                 let pixel = pixels[random.index(below: pixels.count)]
-                return (clamp(pixel / width - outputHeight / 2, height, outputHeight),
-                        clamp(pixel % width - outputWidth / 2, width, outputWidth))
+                return (
+                    clamp(pixel / width - outputHeight / 2, height, outputHeight),
+                    clamp(pixel % width - outputWidth / 2, width, outputWidth)
+                )
             }
         }
-        if configuration.classBalancedCropProbability > 0, random.bernoulli(configuration.classBalancedCropProbability) {
+        if configuration.classBalancedCropProbability > 0, random.bernoulli(configuration.classBalancedCropProbability)
+        {
             let foreground = Set(labels.values.filter { $0 > 0 && $0 != configuration.labelFill }).sorted()
             if !foreground.isEmpty {
                 let chosen = foreground[random.index(below: foreground.count)]
                 let pixels = labels.values.indices.filter { labels.values[$0] == chosen }
                 let pixel = pixels[random.index(below: pixels.count)]
-                return (clamp(pixel / width - outputHeight / 2, height, outputHeight),
-                        clamp(pixel % width - outputWidth / 2, width, outputWidth))
+                return (
+                    clamp(pixel / width - outputHeight / 2, height, outputHeight),
+                    clamp(pixel % width - outputWidth / 2, width, outputWidth)
+                )
             }
         }
-        let top = height > outputHeight ? random.index(below: height - outputHeight + 1) : clamp(0, height, outputHeight)
+        let top =
+            height > outputHeight ? random.index(below: height - outputHeight + 1) : clamp(0, height, outputHeight)
         let left = width > outputWidth ? random.index(below: width - outputWidth + 1) : clamp(0, width, outputWidth)
         return (top, left)
     }
 
     /// Elastic displacements (dy, dx) per output pixel, interleaved, or nil when disabled.
     private func elasticField(outputHeight: Int, outputWidth: Int, random: inout SeededGenerator) -> [Double]? {
-        let magnitude = configuration.elasticMagnitude, points = configuration.elasticControlPoints
+        let magnitude = configuration.elasticMagnitude
+        let points = configuration.elasticControlPoints
         guard magnitude > 0 else { return nil }
         let grid = (0..<(2 * points * points)).map { _ in random.uniform(-magnitude...magnitude) }
         var field = [Double](repeating: 0, count: 2 * outputHeight * outputWidth)
         for i in 0..<outputHeight {
             let gy = Double(i) / Double(max(outputHeight - 1, 1)) * Double(points - 1)
-            let y0 = min(Int(gy), points - 2), fy = gy - Double(y0)
+            let y0 = min(Int(gy), points - 2)
+            let fy = gy - Double(y0)
             for j in 0..<outputWidth {
                 let gx = Double(j) / Double(max(outputWidth - 1, 1)) * Double(points - 1)
-                let x0 = min(Int(gx), points - 2), fx = gx - Double(x0)
+                let x0 = min(Int(gx), points - 2)
+                let fx = gx - Double(x0)
                 for axis in 0..<2 {
                     func at(_ y: Int, _ x: Int) -> Double { grid[2 * (y * points + x) + axis] }
                     field[2 * (i * outputWidth + j) + axis] =
@@ -237,7 +267,8 @@ public struct Augmenter: Sendable {
             for i in values.indices { values[i] = (values[i] - mean) * factor + mean + shift }
         }
         if c.gammaProbability > 0, random.bernoulli(c.gammaProbability) {
-            let gamma = c.maximumGamma > c.minimumGamma ? random.uniform(c.minimumGamma...c.maximumGamma) : c.minimumGamma
+            let gamma =
+                c.maximumGamma > c.minimumGamma ? random.uniform(c.minimumGamma...c.maximumGamma) : c.minimumGamma
             if let low = values.min(), let high = values.max(), high > low {
                 let range = high - low
                 for i in values.indices {

@@ -79,14 +79,17 @@ public struct BatchSampler: Sendable {
     /// The probability that a draw is replaced by a slice of `classSlices` (0 for none).
     public let classSliceProbability: Double
 
-    public init(sampleCount: Int, batchSize: Int, augmenter: Augmenter,
-                rank: Int = 0, shardCount: Int = 1, classSlices: [[Int]] = [], classSliceProbability: Double = 0,
-                load: @escaping @Sendable (Int) throws -> (image: FloatTensor, labels: LabelTensor)) throws {
+    public init(
+        sampleCount: Int, batchSize: Int, augmenter: Augmenter,
+        rank: Int = 0, shardCount: Int = 1, classSlices: [[Int]] = [], classSliceProbability: Double = 0,
+        load: @escaping @Sendable (Int) throws -> (image: FloatTensor, labels: LabelTensor)
+    ) throws {
         guard sampleCount > 0 else { throw TrainingError.invalidConfiguration("the training split has no cases") }
         guard batchSize > 0 else { throw TrainingError.invalidConfiguration("the batch size must be positive") }
         guard shardCount >= 1, (0..<shardCount).contains(rank), batchSize % shardCount == 0 else {
-            throw TrainingError.invalidConfiguration("the batch size \(batchSize) must be divisible by the number "
-                                                     + "of ranks \(shardCount)")
+            throw TrainingError.invalidConfiguration(
+                "the batch size \(batchSize) must be divisible by the number "
+                    + "of ranks \(shardCount)")
         }
         self.sampleCount = sampleCount
         self.batchSize = batchSize
@@ -95,9 +98,11 @@ public struct BatchSampler: Sendable {
         self.augmenter = augmenter
         self.load = load
         guard (0...1).contains(classSliceProbability),
-              classSlices.joined().allSatisfy({ (0..<sampleCount).contains($0) }) else {
-            throw TrainingError.invalidConfiguration("class-balanced slice sampling needs a probability in 0...1 "
-                                                     + "and slices within the \(sampleCount) samples")
+            classSlices.joined().allSatisfy({ (0..<sampleCount).contains($0) })
+        else {
+            throw TrainingError.invalidConfiguration(
+                "class-balanced slice sampling needs a probability in 0...1 "
+                    + "and slices within the \(sampleCount) samples")
         }
         self.classSlices = classSlices
         self.classSliceProbability = classSliceProbability
@@ -122,7 +127,8 @@ public struct BatchSampler: Sendable {
     /// - Throws: what `load` throws; `TrainingError.shapeMismatch` when augmented samples differ in size
     ///   (set a crop size) or in channels.
     public func nextBatch(_ state: inout SamplerState) throws -> TrainingBatch {
-        var images: [Float] = [], labels: [Int32] = []
+        var images: [Float] = []
+        var labels: [Int32] = []
         var sampleShape: [Int]?
         var indices: [Int] = []
         for slot in 0..<batchSize {
@@ -140,22 +146,25 @@ public struct BatchSampler: Sendable {
             var random = state.sampleGenerator(globalIndex)
             let choice = classBalancedChoice(random: &random)
             let sample = try load(choice?.sample ?? drawn)
-            let augmented = try augmenter.augment(image: sample.image, labels: sample.labels, random: &random,
-                                                  focusClass: choice?.label)
+            let augmented = try augmenter.augment(
+                image: sample.image, labels: sample.labels, random: &random,
+                focusClass: choice?.label)
             indices.append(globalIndex)
             if let sampleShape, sampleShape != augmented.image.shape {
-                throw TrainingError.shapeMismatch(what: "samples of one batch (set a crop size to train on images "
-                                                  + "of different sizes)", expected: sampleShape,
-                                                  actual: augmented.image.shape)
+                throw TrainingError.shapeMismatch(
+                    what: "samples of one batch (set a crop size to train on images "
+                        + "of different sizes)", expected: sampleShape,
+                    actual: augmented.image.shape)
             }
             sampleShape = augmented.image.shape
             images += augmented.image.values
             labels += augmented.labels.values
         }
         let shape = sampleShape ?? [0, 0, 0]
-        return TrainingBatch(images: FloatTensor(shape: [localBatchSize] + shape, values: images),
-                             labels: LabelTensor(shape: [localBatchSize, shape[1], shape[2]], values: labels),
-                             sampleIndices: indices, stateAfter: state)
+        return TrainingBatch(
+            images: FloatTensor(shape: [localBatchSize] + shape, values: images),
+            labels: LabelTensor(shape: [localBatchSize, shape[1], shape[2]], values: labels),
+            sampleIndices: indices, stateAfter: state)
     }
 }
 

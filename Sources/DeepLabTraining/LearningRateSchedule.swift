@@ -13,8 +13,10 @@ public struct LearningRateSchedule: Codable, Equatable, Sendable {
     /// The fraction of the base rate at step 0 of the warm-up (`torch.optim.lr_scheduler.LinearLR`'s start_factor).
     public var warmupStartFactor: Double
 
-    public init(baseLearningRate: Double, totalSteps: Int, power: Double = 0.9, warmupSteps: Int = 0,
-                warmupStartFactor: Double = 0.1) {
+    public init(
+        baseLearningRate: Double, totalSteps: Int, power: Double = 0.9, warmupSteps: Int = 0,
+        warmupStartFactor: Double = 0.1
+    ) {
         self.baseLearningRate = baseLearningRate
         self.totalSteps = totalSteps
         self.power = power

@@ -4,7 +4,10 @@ import DeepLab
 /// with the checkpoint's training configuration.
 public struct LossConfiguration: Codable, Equatable, Sendable {
     public enum Kind: String, Codable, Sendable, CaseIterable {
-        case crossEntropy = "ce", dice, diceCE = "dicece", focal
+        case crossEntropy = "ce"
+        case dice
+        case diceCE = "dicece"
+        case focal
     }
 
     public var kind: Kind
@@ -16,8 +19,10 @@ public struct LossConfiguration: Codable, Equatable, Sendable {
     /// Labels with this value (the augmentation's padding, by default) contribute nothing.
     public var ignoreLabel: Int32
 
-    public init(kind: Kind = .diceCE, classWeights: [Double]? = nil, includeBackground: Bool = true,
-                focalGamma: Double = 2, ignoreLabel: Int32 = -100) {
+    public init(
+        kind: Kind = .diceCE, classWeights: [Double]? = nil, includeBackground: Bool = true,
+        focalGamma: Double = 2, ignoreLabel: Int32 = -100
+    ) {
         self.kind = kind
         self.classWeights = classWeights
         self.includeBackground = includeBackground
@@ -32,8 +37,9 @@ public struct LossConfiguration: Codable, Equatable, Sendable {
     public func makeLoss(classCount: Int) throws -> SegmentationLoss {
         if let classWeights {
             guard classWeights.count == classCount, classWeights.allSatisfy({ $0 >= 0 && $0.isFinite }) else {
-                throw TrainingError.invalidConfiguration("class weights must be \(classCount) values ≥ 0, one per "
-                                                         + "class; got \(classWeights)")
+                throw TrainingError.invalidConfiguration(
+                    "class weights must be \(classCount) values ≥ 0, one per "
+                        + "class; got \(classWeights)")
             }
         }
         switch kind {
@@ -41,8 +47,9 @@ public struct LossConfiguration: Codable, Equatable, Sendable {
         case .dice:
             return DiceLoss(includeBackground: includeBackground, classWeights: classWeights, ignoreLabel: ignoreLabel)
         case .diceCE:
-            return DiceCELoss(includeBackground: includeBackground, classWeights: classWeights,
-                              ignoreLabel: ignoreLabel)
+            return DiceCELoss(
+                includeBackground: includeBackground, classWeights: classWeights,
+                ignoreLabel: ignoreLabel)
         case .focal: return FocalLoss(gamma: focalGamma, classWeights: classWeights, ignoreLabel: ignoreLabel)
         }
     }

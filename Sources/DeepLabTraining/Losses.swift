@@ -40,13 +40,15 @@ struct LossGeometry {
 
     init(_ logits: FloatTensor, _ labels: LabelTensor) throws {
         guard logits.shape.count == 4, logits.shape[1] >= 1 else {
-            throw TrainingError.shapeMismatch(what: "logits [N, K, H, W]", expected: [-1, -1, -1, -1],
-                                              actual: logits.shape)
+            throw TrainingError.shapeMismatch(
+                what: "logits [N, K, H, W]", expected: [-1, -1, -1, -1],
+                actual: logits.shape)
         }
         let expected = [logits.shape[0], logits.shape[2], logits.shape[3]]
         guard labels.shape == expected else {
-            throw TrainingError.shapeMismatch(what: "labels [N, H, W] for logits \(logits.shape)",
-                                              expected: expected, actual: labels.shape)
+            throw TrainingError.shapeMismatch(
+                what: "labels [N, H, W] for logits \(logits.shape)",
+                expected: expected, actual: labels.shape)
         }
         (batch, classes, pixels) = (logits.shape[0], logits.shape[1], logits.shape[2] * logits.shape[3])
     }
@@ -125,14 +127,18 @@ public struct CrossEntropyLoss: SegmentationLoss, Equatable {
     }
 
     public func evaluate(logits: FloatTensor, labels: LabelTensor, summing sum: SumAcrossRanks?) throws
-        -> LossResult {
+        -> LossResult
+    {
         try evaluate(SoftmaxedLogits(logits, labels), labels: labels, summing: sum)
     }
 
     func evaluate(_ input: SoftmaxedLogits, labels: LabelTensor, summing sum: SumAcrossRanks?) throws
-        -> LossResult {
-        try pixelwiseLoss(input, labels, classWeights: classWeights, ignoreLabel: ignoreLabel,
-                          what: "cross-entropy", normalizeByWeights: true, summing: sum) { q, weight in
+        -> LossResult
+    {
+        try pixelwiseLoss(
+            input, labels, classWeights: classWeights, ignoreLabel: ignoreLabel,
+            what: "cross-entropy", normalizeByWeights: true, summing: sum
+        ) { q, weight in
             // −w·log q, and dLoss/dz_k = −w·(δ_ky − p_k)
             (-weight * log(q), -weight)
         }
@@ -156,8 +162,10 @@ public struct DiceLoss: SegmentationLoss, Equatable {
     public var batch: Bool
     public var ignoreLabel: Int32?
 
-    public init(includeBackground: Bool = true, smoothNumerator: Double = 1e-5, smoothDenominator: Double = 1e-5,
-                batch: Bool = false, classWeights: [Double]? = nil, ignoreLabel: Int32? = -100) {
+    public init(
+        includeBackground: Bool = true, smoothNumerator: Double = 1e-5, smoothDenominator: Double = 1e-5,
+        batch: Bool = false, classWeights: [Double]? = nil, ignoreLabel: Int32? = -100
+    ) {
         self.includeBackground = includeBackground
         self.classWeights = classWeights
         self.smoothNumerator = smoothNumerator
@@ -167,12 +175,14 @@ public struct DiceLoss: SegmentationLoss, Equatable {
     }
 
     public func evaluate(logits: FloatTensor, labels: LabelTensor, summing sum: SumAcrossRanks?) throws
-        -> LossResult {
+        -> LossResult
+    {
         try evaluate(SoftmaxedLogits(logits, labels), labels: labels, summing: sum)
     }
 
     func evaluate(_ input: SoftmaxedLogits, labels: LabelTensor, summing sum: SumAcrossRanks?) throws
-        -> LossResult {
+        -> LossResult
+    {
         let geometry = input.geometry
         let (classes, pixels) = (geometry.classes, geometry.pixels)
         let firstClass = includeBackground ? 0 : 1
@@ -180,8 +190,9 @@ public struct DiceLoss: SegmentationLoss, Equatable {
             throw TrainingError.invalidConfiguration("Dice without background needs at least 2 classes")
         }
         if let classWeights, classWeights.count != classes {
-            throw TrainingError.shapeMismatch(what: "Dice class weights", expected: [classes],
-                                              actual: [classWeights.count])
+            throw TrainingError.shapeMismatch(
+                what: "Dice class weights", expected: [classes],
+                actual: [classWeights.count])
         }
         let label = try geometry.classes(labels, ignoreLabel: ignoreLabel)
         // Sums per image and class (intersection, ground truth, prediction), images in parallel; with `batch`
@@ -192,8 +203,10 @@ public struct DiceLoss: SegmentationLoss, Equatable {
                 sums.withUnsafeMutableBufferPointer { sums in
                     let sums = sums
                     concurrentForEach(0..<geometry.batch) { n in
-                        let (intersection, truth, predicted) = (n * 3 * classes, (n * 3 + 1) * classes,
-                                                                (n * 3 + 2) * classes)
+                        let (intersection, truth, predicted) = (
+                            n * 3 * classes, (n * 3 + 1) * classes,
+                            (n * 3 + 2) * classes
+                        )
                         for p in 0..<pixels {
                             let y = Int(label[n * pixels + p])
                             guard y >= 0 else { continue }
@@ -209,7 +222,8 @@ public struct DiceLoss: SegmentationLoss, Equatable {
         }
         let groups = batch ? 1 : geometry.batch
         var intersection = [Double](repeating: 0, count: groups * classes)
-        var truth = intersection, predicted = intersection
+        var truth = intersection
+        var predicted = intersection
         for n in 0..<geometry.batch {
             let g = batch ? 0 : n
             for k in 0..<classes {
@@ -235,7 +249,8 @@ public struct DiceLoss: SegmentationLoss, Equatable {
         let terms = globalGroups * Double(classes - firstClass)
         var loss = 0.0
         // dLoss/dp = −(2·t·D − N)/D² / terms, with N the smoothed numerator and D the smoothed denominator.
-        var numerator = intersection, denominator = intersection
+        var numerator = intersection
+        var denominator = intersection
         for index in 0..<(groups * classes) where index % classes >= firstClass {
             numerator[index] = 2 * intersection[index] + smoothNumerator
             denominator[index] = truth[index] + predicted[index] + smoothDenominator
@@ -244,9 +259,11 @@ public struct DiceLoss: SegmentationLoss, Equatable {
         // dLoss/dp_k for a pixel of each group, with its label (or not): the gradient's two possible values.
         func byProbability(_ g: Int, _ k: Int, labelled: Bool) -> Double {
             let index = g * classes + k
-            return k < firstClass ? 0 : -(classWeights?[k] ?? 1)
-                * (2 * (labelled ? 1 : 0) * denominator[index] - numerator[index])
-                / (denominator[index] * denominator[index]) / terms
+            return k < firstClass
+                ? 0
+                : -(classWeights?[k] ?? 1)
+                    * (2 * (labelled ? 1 : 0) * denominator[index] - numerator[index])
+                    / (denominator[index] * denominator[index]) / terms
         }
         let unlabelled = (0..<groups).flatMap { g in (0..<classes).map { byProbability(g, $0, labelled: false) } }
         let labelled = (0..<groups).flatMap { g in (0..<classes).map { byProbability(g, $0, labelled: true) } }
@@ -292,8 +309,10 @@ public struct DiceCELoss: SegmentationLoss, Equatable {
     public var diceWeight: Double
     public var crossEntropyWeight: Double
 
-    public init(dice: DiceLoss, crossEntropy: CrossEntropyLoss,
-                diceWeight: Double = 1, crossEntropyWeight: Double = 1) {
+    public init(
+        dice: DiceLoss, crossEntropy: CrossEntropyLoss,
+        diceWeight: Double = 1, crossEntropyWeight: Double = 1
+    ) {
         self.dice = dice
         self.crossEntropy = crossEntropy
         self.diceWeight = diceWeight
@@ -301,25 +320,31 @@ public struct DiceCELoss: SegmentationLoss, Equatable {
     }
 
     /// MONAI's parameters: `weight` for both terms, the smoothing and background choice for Dice.
-    public init(includeBackground: Bool = true, classWeights: [Double]? = nil, smoothNumerator: Double = 1e-5,
-                smoothDenominator: Double = 1e-5, diceWeight: Double = 1, crossEntropyWeight: Double = 1,
-                ignoreLabel: Int32? = -100) {
-        self.init(dice: DiceLoss(includeBackground: includeBackground, smoothNumerator: smoothNumerator,
-                                 smoothDenominator: smoothDenominator, classWeights: classWeights,
-                                 ignoreLabel: ignoreLabel),
-                  crossEntropy: CrossEntropyLoss(classWeights: classWeights, ignoreLabel: ignoreLabel),
-                  diceWeight: diceWeight, crossEntropyWeight: crossEntropyWeight)
+    public init(
+        includeBackground: Bool = true, classWeights: [Double]? = nil, smoothNumerator: Double = 1e-5,
+        smoothDenominator: Double = 1e-5, diceWeight: Double = 1, crossEntropyWeight: Double = 1,
+        ignoreLabel: Int32? = -100
+    ) {
+        self.init(
+            dice: DiceLoss(
+                includeBackground: includeBackground, smoothNumerator: smoothNumerator,
+                smoothDenominator: smoothDenominator, classWeights: classWeights,
+                ignoreLabel: ignoreLabel),
+            crossEntropy: CrossEntropyLoss(classWeights: classWeights, ignoreLabel: ignoreLabel),
+            diceWeight: diceWeight, crossEntropyWeight: crossEntropyWeight)
     }
 
     public func evaluate(logits: FloatTensor, labels: LabelTensor, summing sum: SumAcrossRanks?) throws
-        -> LossResult {
+        -> LossResult
+    {
         let input = try SoftmaxedLogits(logits, labels)
         let d = try dice.evaluate(input, labels: labels, summing: sum)
         let c = try crossEntropy.evaluate(input, labels: labels, summing: sum)
         let (a, b) = (Float(diceWeight), Float(crossEntropyWeight))
         let gradient = zip(d.gradient.values, c.gradient.values).map { a * $0 + b * $1 }
-        return LossResult(loss: diceWeight * d.loss + crossEntropyWeight * c.loss,
-                          gradient: FloatTensor(shape: logits.shape, values: gradient))
+        return LossResult(
+            loss: diceWeight * d.loss + crossEntropyWeight * c.loss,
+            gradient: FloatTensor(shape: logits.shape, values: gradient))
     }
 }
 
@@ -338,12 +363,16 @@ public struct FocalLoss: SegmentationLoss, Equatable {
     }
 
     public func evaluate(logits: FloatTensor, labels: LabelTensor, summing sum: SumAcrossRanks?) throws
-        -> LossResult {
-        try pixelwiseLoss(SoftmaxedLogits(logits, labels), labels, classWeights: classWeights,
-                          ignoreLabel: ignoreLabel, what: "focal", normalizeByWeights: false,
-                          summing: sum) { q, weight in
+        -> LossResult
+    {
+        try pixelwiseLoss(
+            SoftmaxedLogits(logits, labels), labels, classWeights: classWeights,
+            ignoreLabel: ignoreLabel, what: "focal", normalizeByWeights: false,
+            summing: sum
+        ) { q, weight in
             // −w·(1−q)^γ·log q, and dLoss/dz_k = w·[γ(1−q)^(γ−1)·q·log q − (1−q)^γ]·(δ_ky − p_k)
-            let logQ = log(q), rest = 1 - q
+            let logQ = log(q)
+            let rest = 1 - q
             let modulation = gamma == 0 || rest == 0 ? 0 : gamma * pow(rest, gamma - 1) * q * logQ
             return (-weight * pow(rest, gamma) * logQ, weight * (modulation - pow(rest, gamma)))
         }
@@ -357,14 +386,18 @@ public struct FocalLoss: SegmentationLoss, Equatable {
 ///     than by the number of pixels not ignored.
 ///   - sum: sums the loss terms and the normaliser over the ranks of a data-parallel job.
 ///   - term: for p_y and the class weight, the pixel's loss and the factor f with dLoss/dz_k = f·(δ_ky − p_k).
-func pixelwiseLoss(_ input: SoftmaxedLogits, _ labels: LabelTensor, classWeights: [Double]?, ignoreLabel: Int32?,
-                   what: String, normalizeByWeights: Bool, summing sum: SumAcrossRanks? = nil,
-                   term: (_ probability: Double, _ weight: Double) -> (loss: Double, factor: Double)) throws
-    -> LossResult {
+func pixelwiseLoss(
+    _ input: SoftmaxedLogits, _ labels: LabelTensor, classWeights: [Double]?, ignoreLabel: Int32?,
+    what: String, normalizeByWeights: Bool, summing sum: SumAcrossRanks? = nil,
+    term: (_ probability: Double, _ weight: Double) -> (loss: Double, factor: Double)
+) throws
+    -> LossResult
+{
     let geometry = input.geometry
     if let classWeights, classWeights.count != geometry.classes {
-        throw TrainingError.shapeMismatch(what: "\(what) class weights", expected: [geometry.classes],
-                                          actual: [classWeights.count])
+        throw TrainingError.shapeMismatch(
+            what: "\(what) class weights", expected: [geometry.classes],
+            actual: [classWeights.count])
     }
     let (classes, pixels) = (geometry.classes, geometry.pixels)
     let label = try geometry.classes(labels, ignoreLabel: ignoreLabel)
@@ -380,13 +413,16 @@ func pixelwiseLoss(_ input: SoftmaxedLogits, _ labels: LabelTensor, classWeights
                     let (partial, factors) = (partial, factors)
                     concurrentForEach(0..<geometry.batch) { n in
                         let base = n * classes * pixels
-                        var total = 0.0, normalizer = 0.0
+                        var total = 0.0
+                        var normalizer = 0.0
                         for p in 0..<pixels {
                             let y = Int(label[n * pixels + p])
                             guard y >= 0 else { continue }
                             let weight = classWeights?[y] ?? 1
-                            let (loss, factor) = term(max(probabilities[base + y * pixels + p],
-                                                          Double.leastNormalMagnitude), weight)
+                            let (loss, factor) = term(
+                                max(
+                                    probabilities[base + y * pixels + p],
+                                    Double.leastNormalMagnitude), weight)
                             total += loss
                             normalizer += normalizeByWeights ? weight : 1
                             factors[n * pixels + p] = factor

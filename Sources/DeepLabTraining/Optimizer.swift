@@ -35,8 +35,10 @@ public struct OptimizerState: Equatable, Sendable {
     func buffer(_ name: String, of parameter: Parameter, source: String) throws -> [Float]? {
         guard let values = buffers[parameter.name]?[name] else { return nil }
         guard values.count == parameter.value.count else {
-            throw TrainingError.invalidState(file: source, reason: "optimizer buffer \(name) of \(parameter.name) "
-                + "holds \(values.count) values for a parameter of \(parameter.value.count)")
+            throw TrainingError.invalidState(
+                file: source,
+                reason: "optimizer buffer \(name) of \(parameter.name) "
+                    + "holds \(values.count) values for a parameter of \(parameter.value.count)")
         }
         return values
     }
@@ -64,8 +66,8 @@ public enum OptimizerConfiguration: Codable, Equatable, Sendable {
     /// A new optimizer over `parameters`.
     public func makeOptimizer(parameters: [Parameter]) -> Optimizer {
         switch self {
-        case let .sgd(configuration): return SGD(parameters: parameters, configuration: configuration)
-        case let .adamW(configuration): return AdamW(parameters: parameters, configuration: configuration)
+        case .sgd(let configuration): return SGD(parameters: parameters, configuration: configuration)
+        case .adamW(let configuration): return AdamW(parameters: parameters, configuration: configuration)
         }
     }
 }

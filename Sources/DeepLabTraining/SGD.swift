@@ -10,8 +10,10 @@ public final class SGD: Optimizer {
         public var weightDecay: Double
         public var nesterov: Bool
 
-        public init(momentum: Double = 0.9, dampening: Double = 0, weightDecay: Double = 1e-4,
-                    nesterov: Bool = false) {
+        public init(
+            momentum: Double = 0.9, dampening: Double = 0, weightDecay: Double = 1e-4,
+            nesterov: Bool = false
+        ) {
             self.momentum = momentum
             self.dampening = dampening
             self.weightDecay = weightDecay
@@ -63,8 +65,9 @@ public final class SGD: Optimizer {
     }
 
     public func state() -> OptimizerState {
-        OptimizerState(kind: "sgd", stepCount: stepCount,
-                       buffers: momentumBuffers.mapValues { ["momentum_buffer": $0] })
+        OptimizerState(
+            kind: "sgd", stepCount: stepCount,
+            buffers: momentumBuffers.mapValues { ["momentum_buffer": $0] })
     }
 
     public func restore(_ state: OptimizerState) throws {

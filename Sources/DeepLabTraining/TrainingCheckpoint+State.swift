@@ -7,8 +7,10 @@ import SliceLabSupport
 /// history (the layout is on `TrainingCheckpoint`).
 extension TrainingCheckpoint {
     /// Writes the configuration, state and history into an open file.
-    public static func writeTraining(_ configuration: TrainingConfiguration, _ state: TrainingState,
-                                     to file: HDF5File) throws {
+    public static func writeTraining(
+        _ configuration: TrainingConfiguration, _ state: TrainingState,
+        to file: HDF5File
+    ) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let json = String(decoding: try encoder.encode(configuration), as: UTF8.self)
@@ -21,10 +23,12 @@ extension TrainingCheckpoint {
         try file.setAttribute("samples_drawn", .int(Int64(state.sampler.drawn)), at: "/training")
         try file.setAttribute("best_score", .double(state.bestScore ?? .nan), at: "/training")
         try file.setAttribute("best_step", .int(Int64(state.bestStep ?? -1)), at: "/training")
-        try file.setAttribute("validations_without_improvement", .int(Int64(state.validationsWithoutImprovement)),
-                              at: "/training")
-        try file.write(state.sampler.random.state.map { Int64(bitPattern: $0) }, shape: [4],
-                       to: "/training/random_state")
+        try file.setAttribute(
+            "validations_without_improvement", .int(Int64(state.validationsWithoutImprovement)),
+            at: "/training")
+        try file.write(
+            state.sampler.random.state.map { Int64(bitPattern: $0) }, shape: [4],
+            to: "/training/random_state")
         try file.write(state.sampler.order.map(Int64.init), shape: [state.sampler.order.count], to: "/training/order")
 
         if file.exists("/optimizer") { try file.remove("/optimizer") }
@@ -42,15 +46,19 @@ extension TrainingCheckpoint {
         try file.write(history.trainLoss, shape: [history.trainLoss.count], to: "/history/train_loss")
         try file.write(history.learningRate, shape: [history.learningRate.count], to: "/history/learning_rate")
         try file.write(history.gradientNorm, shape: [history.gradientNorm.count], to: "/history/gradient_norm")
-        try file.write(history.validationStep.map(Int64.init), shape: [history.validationStep.count],
-                       to: "/history/val_step")
+        try file.write(
+            history.validationStep.map(Int64.init), shape: [history.validationStep.count],
+            to: "/history/val_step")
         try file.write(history.validationLoss, shape: [history.validationLoss.count], to: "/history/val_loss")
-        try file.write(history.validationMeanDice, shape: [history.validationMeanDice.count],
-                       to: "/history/val_mean_dice")
-        try file.write(Array(history.validationDice.joined()), shape: [history.validationDice.count, classes],
-                       to: "/history/val_dice")
-        try file.write(Array(history.validationIoU.joined()), shape: [history.validationIoU.count, classes],
-                       to: "/history/val_iou")
+        try file.write(
+            history.validationMeanDice, shape: [history.validationMeanDice.count],
+            to: "/history/val_mean_dice")
+        try file.write(
+            Array(history.validationDice.joined()), shape: [history.validationDice.count, classes],
+            to: "/history/val_dice")
+        try file.write(
+            Array(history.validationIoU.joined()), shape: [history.validationIoU.count, classes],
+            to: "/history/val_iou")
     }
 
     /// Reads the configuration and state written by `writeTraining`.
@@ -77,10 +85,11 @@ extension TrainingCheckpoint {
         // Scheme 1 drew augmentation in sequence from the sampler's generator: its runs cannot be continued exactly.
         let scheme = file.hasAttribute("sampling_scheme", at: "/training") ? try integer("sampling_scheme") : 1
         guard scheme == SamplerState.scheme else {
-            throw fail("it was written with sampling scheme \(scheme) (augmentation drawn in sequence from one "
-                       + "stream), and this SliceLab keys every random draw by the sample's global index (scheme "
-                       + "\(SamplerState.scheme)), so it cannot resume it exactly; start a new run, with --init "
-                       + "\(file.path) to keep its weights")
+            throw fail(
+                "it was written with sampling scheme \(scheme) (augmentation drawn in sequence from one "
+                    + "stream), and this SliceLab keys every random draw by the sample's global index (scheme "
+                    + "\(SamplerState.scheme)), so it cannot resume it exactly; start a new run, with --init "
+                    + "\(file.path) to keep its weights")
         }
         let words = try file.read("/training/random_state", as: Int64.self).values.map { UInt64(bitPattern: $0) }
         let random: SeededGenerator
@@ -89,9 +98,10 @@ extension TrainingCheckpoint {
         }
         random = state
         let order = try file.read("/training/order", as: Int64.self).values.map { Int($0) }
-        let sampler = SamplerState(random: random, order: order, position: try integer("position"),
-                                   epoch: try integer("epoch"), drawn: try integer("samples_drawn"),
-                                   seed: configuration.seed)
+        let sampler = SamplerState(
+            random: random, order: order, position: try integer("position"),
+            epoch: try integer("epoch"), drawn: try integer("samples_drawn"),
+            seed: configuration.seed)
         guard sampler.position <= order.count else { throw fail("sampler position beyond its order") }
 
         guard let kind = try file.attribute("kind", at: "/optimizer").stringValue else {
@@ -100,12 +110,15 @@ extension TrainingCheckpoint {
         var buffers: [String: [String: [Float]]] = [:]
         for parameter in try file.children(of: "/optimizer") {
             for name in try file.children(of: "/optimizer/\(parameter)") {
-                buffers[parameter, default: [:]][name] = try file.read("/optimizer/\(parameter)/\(name)",
-                                                                       as: Float.self).values
+                buffers[parameter, default: [:]][name] = try file.read(
+                    "/optimizer/\(parameter)/\(name)",
+                    as: Float.self
+                ).values
             }
         }
-        let optimizer = OptimizerState(kind: kind, stepCount: try integer("step_count", at: "/optimizer"),
-                                       buffers: buffers)
+        let optimizer = OptimizerState(
+            kind: kind, stepCount: try integer("step_count", at: "/optimizer"),
+            buffers: buffers)
 
         var history = TrainingHistory()
         func doubles(_ name: String) throws -> [Double] { try file.read("/history/\(name)", as: Double.self).values }
@@ -131,9 +144,12 @@ extension TrainingCheckpoint {
         }
         let bestScore = try file.attribute("best_score", at: "/training").doubleValues?.first
         let bestStep = try integer("best_step")
-        return (configuration, TrainingState(
-            step: step, sampler: sampler, optimizer: optimizer, history: history,
-            bestScore: bestScore.flatMap { $0.isNaN ? nil : $0 }, bestStep: bestStep < 0 ? nil : bestStep,
-            validationsWithoutImprovement: try integer("validations_without_improvement")))
+        return (
+            configuration,
+            TrainingState(
+                step: step, sampler: sampler, optimizer: optimizer, history: history,
+                bestScore: bestScore.flatMap { $0.isNaN ? nil : $0 }, bestStep: bestStep < 0 ? nil : bestStep,
+                validationsWithoutImprovement: try integer("validations_without_improvement"))
+        )
     }
 }

@@ -25,12 +25,14 @@ public struct TrainingConfiguration: Codable, Equatable, Sendable {
     /// foreground class (`BatchSampler.classSlices`); nil (2-D sets, and checkpoints before it) for none.
     public var classBalancedSliceProbability: Double?
 
-    public init(classCount: Int, steps: Int, batchSize: Int, validateEvery: Int, schedule: LearningRateSchedule,
-                optimizer: OptimizerConfiguration, loss: LossConfiguration = LossConfiguration(),
-                gradientClipNorm: Double? = nil, earlyStoppingPatience: Int? = nil, seed: UInt64 = 0,
-                augmentation: AugmentationConfiguration = AugmentationConfiguration(),
-                preprocessing: Preprocessing = .none, prefetchDepth: Int = 2,
-                classBalancedSliceProbability: Double? = nil) {
+    public init(
+        classCount: Int, steps: Int, batchSize: Int, validateEvery: Int, schedule: LearningRateSchedule,
+        optimizer: OptimizerConfiguration, loss: LossConfiguration = LossConfiguration(),
+        gradientClipNorm: Double? = nil, earlyStoppingPatience: Int? = nil, seed: UInt64 = 0,
+        augmentation: AugmentationConfiguration = AugmentationConfiguration(),
+        preprocessing: Preprocessing = .none, prefetchDepth: Int = 2,
+        classBalancedSliceProbability: Double? = nil
+    ) {
         self.classCount = classCount
         self.steps = steps
         self.batchSize = batchSize
@@ -55,14 +57,17 @@ public struct TrainingConfiguration: Codable, Equatable, Sendable {
             if !condition { throw TrainingError.invalidConfiguration(message) }
         }
         try check(classCount >= 2, "at least 2 classes are needed, not \(classCount)")
-        try check(steps >= 1 && batchSize >= 1 && validateEvery >= 1, "steps, batch size and validation interval must be ≥ 1")
-        try check(schedule.baseLearningRate > 0 && schedule.baseLearningRate.isFinite,
-                  "the learning rate must be positive, not \(schedule.baseLearningRate)")
+        try check(
+            steps >= 1 && batchSize >= 1 && validateEvery >= 1, "steps, batch size and validation interval must be ≥ 1")
+        try check(
+            schedule.baseLearningRate > 0 && schedule.baseLearningRate.isFinite,
+            "the learning rate must be positive, not \(schedule.baseLearningRate)")
         try check(schedule.warmupSteps >= 0 && schedule.warmupSteps < steps, "warm-up must be shorter than the run")
         try check(gradientClipNorm.map { $0 > 0 } ?? true, "the clipping norm must be positive")
         try check(earlyStoppingPatience.map { $0 >= 1 } ?? true, "early-stopping patience must be ≥ 1")
-        try check(classBalancedSliceProbability.map { (0...1).contains($0) } ?? true,
-                  "the class-balanced slice probability must be in 0...1")
+        try check(
+            classBalancedSliceProbability.map { (0...1).contains($0) } ?? true,
+            "the class-balanced slice probability must be in 0...1")
         try augmentation.validate()
         try preprocessing.validate()
         _ = try loss.makeLoss(classCount: classCount)
@@ -97,8 +102,10 @@ public struct TrainingState: Equatable, Sendable {
     public var bestStep: Int?
     public var validationsWithoutImprovement: Int
 
-    public init(step: Int, sampler: SamplerState, optimizer: OptimizerState, history: TrainingHistory = TrainingHistory(),
-                bestScore: Double? = nil, bestStep: Int? = nil, validationsWithoutImprovement: Int = 0) {
+    public init(
+        step: Int, sampler: SamplerState, optimizer: OptimizerState, history: TrainingHistory = TrainingHistory(),
+        bestScore: Double? = nil, bestStep: Int? = nil, validationsWithoutImprovement: Int = 0
+    ) {
         self.step = step
         self.sampler = sampler
         self.optimizer = optimizer

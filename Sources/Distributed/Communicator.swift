@@ -45,8 +45,9 @@ public final class Communicator {
         let (rank, size) = try MPICalls.initialize()
         guard rank == launcher.rank, size == launcher.size else {
             throw DistributedError.invalidEnvironment(
-                variable: "rank/size", value: "MPI says rank \(rank) of \(size), \(launcher.kind.rawValue) said "
-                + "\(launcher.rank) of \(launcher.size)")
+                variable: "rank/size",
+                value: "MPI says rank \(rank) of \(size), \(launcher.kind.rawValue) said "
+                    + "\(launcher.rank) of \(launcher.size)")
         }
         return Communicator(rank: rank, size: size, launcher: launcher, timeoutSeconds: timeoutSeconds)
     }
@@ -54,7 +55,8 @@ public final class Communicator {
     /// `join(Launcher.detect(environment))` for this process's environment; `SLICELAB_MPI_TIMEOUT` (seconds)
     /// overrides the collective timeout of 30 s.
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment)
-        throws -> Communicator {
+        throws -> Communicator
+    {
         let timeout = environment["SLICELAB_MPI_TIMEOUT"].flatMap(Double.init).flatMap { $0 > 0 ? $0 : nil } ?? 30
         return try join(Launcher.detect(environment), timeoutSeconds: timeout)
     }
@@ -92,22 +94,29 @@ public final class Communicator {
     /// 20–48 ms for 50.6 MB on two ranks here, its non-blocking `MPI_Iallreduce` (libnbc) 80–100 ms, and without
     /// an asynchronous progress thread the latter does not overlap with computation anyway; so the collectives
     /// that a step waits for are blocking, and only `startAllReduceSum` (for waits of unknown length) polls.
-    public func allReduceSum<T: ReducibleScalar>(_ buffer: UnsafeMutableBufferPointer<T>,
-                                                 what: String = "all-reduce") throws {
+    public func allReduceSum<T: ReducibleScalar>(
+        _ buffer: UnsafeMutableBufferPointer<T>,
+        what: String = "all-reduce"
+    ) throws {
         guard isDistributed, let base = buffer.baseAddress, buffer.count > 0 else { return }
-        try bounded(what) { try MPICalls.allReduce(UnsafeMutableRawPointer(base), count: buffer.count,
-                                                   double: T.isDouble) }
+        try bounded(what) {
+            try MPICalls.allReduce(
+                UnsafeMutableRawPointer(base), count: buffer.count,
+                double: T.isDouble)
+        }
     }
 
     /// Starts summing `values` over all ranks; `PendingSum.wait()` returns the sums, sleeping between polls, so a
     /// rank that waits long for the others leaves the CPU to them. The values are copied, so the caller may
     /// reuse its array at once. Rests on `MPI_Iallreduce`.
     public func startAllReduceSum<T: ReducibleScalar>(_ values: [T], what: String = "all-reduce") throws
-        -> PendingSum<T> {
+        -> PendingSum<T>
+    {
         let pending = PendingSum(values, communicator: self, what: what)
         if isDistributed && !values.isEmpty {
-            pending.request = try MPICalls.startAllReduce(UnsafeMutableRawPointer(pending.storage.baseAddress!),
-                                                          count: values.count, double: T.isDouble)
+            pending.request = try MPICalls.startAllReduce(
+                UnsafeMutableRawPointer(pending.storage.baseAddress!),
+                count: values.count, double: T.isDouble)
         }
         return pending
     }
@@ -116,8 +125,9 @@ public final class Communicator {
     public func broadcast(_ values: inout [Float], root: Int = 0, what: String = "broadcast") throws {
         guard isDistributed, !values.isEmpty else { return }
         let pending = PendingSum(values, communicator: self, what: what)
-        pending.request = try MPICalls.startBroadcast(UnsafeMutableRawPointer(pending.storage.baseAddress!),
-                                                      count: values.count, root: root)
+        pending.request = try MPICalls.startBroadcast(
+            UnsafeMutableRawPointer(pending.storage.baseAddress!),
+            count: values.count, root: root)
         values = try pending.wait()
     }
 
@@ -131,8 +141,12 @@ public final class Communicator {
     /// Runs a blocking collective under the watchdog: past the timeout the process prints one line and exits 1,
     /// and the launcher ends the other ranks (MPI_Abort may not be called from the watchdog's thread).
     private func bounded(_ what: String, _ body: () throws -> Void) throws {
-        watchdog.arm(seconds: timeoutSeconds, line: "slicelab: " + DistributedError.timedOut(
-            operation: what, rank: rank, seconds: timeoutSeconds).description + " (a rank died or hangs); ending the job")
+        watchdog.arm(
+            seconds: timeoutSeconds,
+            line: "slicelab: "
+                + DistributedError.timedOut(
+                    operation: what, rank: rank, seconds: timeoutSeconds
+                ).description + " (a rank died or hangs); ending the job")
         defer { watchdog.disarm() }
         try body()
     }
@@ -143,8 +157,10 @@ public final class Communicator {
         var pause: UInt32 = 20
         while try !MPICalls.test(&request) {
             if bounded, Date() > deadline {
-                abort("slicelab: " + DistributedError.timedOut(operation: what, rank: rank, seconds: timeoutSeconds)
-                    .description + " (a rank died or hangs); aborting the job")
+                abort(
+                    "slicelab: "
+                        + DistributedError.timedOut(operation: what, rank: rank, seconds: timeoutSeconds)
+                        .description + " (a rank died or hangs); aborting the job")
             }
             usleep(pause)
             pause = min(pause * 2, 2000)

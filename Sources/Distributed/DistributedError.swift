@@ -11,13 +11,13 @@ public enum DistributedError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .invalidEnvironment(variable, value):
+        case .invalidEnvironment(let variable, let value):
             return "launcher variable \(variable) is \"\(value)\", not a valid rank or size"
-        case let .unsupportedLauncher(reason):
+        case .unsupportedLauncher(let reason):
             return "unsupported launcher: \(reason)"
-        case let .mpiFailed(call, code, message):
+        case .mpiFailed(let call, let code, let message):
             return "\(call) failed (MPI error \(code)): \(message)"
-        case let .timedOut(operation, rank, seconds):
+        case .timedOut(let operation, let rank, let seconds):
             return "rank \(rank): \(operation) waited more than \(Int(seconds)) s for the other ranks"
         }
     }

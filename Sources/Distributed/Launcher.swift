@@ -62,9 +62,8 @@ public struct Launcher: Equatable, Sendable {
         if environment["SLURM_STEP_ID"] != nil, let tasks = try number("SLURM_STEP_NUM_TASKS"), tasks > 1 {
             throw DistributedError.unsupportedLauncher(
                 "a \(tasks)-task srun step without PMIx; start it with `srun --mpi=pmix` (Debian's Open MPI does "
-                + "not support pmi2) or run mpirun inside the allocation")
+                    + "not support pmi2) or run mpirun inside the allocation")
         }
         return nil
     }
 }
-

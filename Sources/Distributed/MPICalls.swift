@@ -22,7 +22,8 @@ enum MPICalls {
             try check(MPI_Init_thread(nil, nil, cmpi_thread_funneled(), &provided), "MPI_Init_thread")
         }
         try check(MPI_Comm_set_errhandler(cmpi_comm_world(), cmpi_errors_return()), "MPI_Comm_set_errhandler")
-        var rank: Int32 = 0, size: Int32 = 0
+        var rank: Int32 = 0
+        var size: Int32 = 0
         try check(MPI_Comm_rank(cmpi_comm_world(), &rank), "MPI_Comm_rank")
         try check(MPI_Comm_size(cmpi_comm_world(), &size), "MPI_Comm_size")
         return (Int(rank), Int(size))
@@ -43,23 +44,28 @@ enum MPICalls {
 
     /// Sums over all ranks, in place, returning when done. Rests on `MPI_Allreduce`.
     static func allReduce(_ buffer: UnsafeMutableRawPointer, count: Int, double: Bool) throws {
-        try check(MPI_Allreduce(cmpi_in_place(), buffer, Int32(count), double ? cmpi_double() : cmpi_float(),
-                                cmpi_sum(), cmpi_comm_world()), "MPI_Allreduce")
+        try check(
+            MPI_Allreduce(
+                cmpi_in_place(), buffer, Int32(count), double ? cmpi_double() : cmpi_float(),
+                cmpi_sum(), cmpi_comm_world()), "MPI_Allreduce")
     }
 
     /// Starts a sum over all ranks, in place. Rests on `MPI_Iallreduce`.
     static func startAllReduce(_ buffer: UnsafeMutableRawPointer, count: Int, double: Bool) throws -> RequestHandle {
         var request: RequestHandle = cmpi_request_null()
-        try check(MPI_Iallreduce(cmpi_in_place(), buffer, Int32(count), double ? cmpi_double() : cmpi_float(),
-                                 cmpi_sum(), cmpi_comm_world(), &request), "MPI_Iallreduce")
+        try check(
+            MPI_Iallreduce(
+                cmpi_in_place(), buffer, Int32(count), double ? cmpi_double() : cmpi_float(),
+                cmpi_sum(), cmpi_comm_world(), &request), "MPI_Iallreduce")
         return request
     }
 
     /// Starts a broadcast of `count` floats from `root`. Rests on `MPI_Ibcast`.
     static func startBroadcast(_ buffer: UnsafeMutableRawPointer, count: Int, root: Int) throws -> RequestHandle {
         var request: RequestHandle = cmpi_request_null()
-        try check(MPI_Ibcast(buffer, Int32(count), cmpi_float(), Int32(root), cmpi_comm_world(), &request),
-                  "MPI_Ibcast")
+        try check(
+            MPI_Ibcast(buffer, Int32(count), cmpi_float(), Int32(root), cmpi_comm_world(), &request),
+            "MPI_Ibcast")
         return request
     }
 

@@ -19,14 +19,18 @@ enum Gzip {
     /// Rests on `libdeflate_gzip_decompress_ex`.
     static func inflate(_ compressed: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Outcome {
         guard let decompressor = libdeflate_alloc_decompressor(), let source = compressed.baseAddress,
-              let destination = output.baseAddress else { return .needsStreaming }
+            let destination = output.baseAddress
+        else { return .needsStreaming }
         defer { libdeflate_free_decompressor(decompressor) }
         var (consumed, produced) = (0, 0)
         while consumed < compressed.count {
-            var memberIn = 0, memberOut = 0
-            switch libdeflate_gzip_decompress_ex(decompressor, source + consumed, compressed.count - consumed,
-                                                 destination + produced, output.count - produced, &memberIn,
-                                                 &memberOut) {
+            var memberIn = 0
+            var memberOut = 0
+            switch libdeflate_gzip_decompress_ex(
+                decompressor, source + consumed, compressed.count - consumed,
+                destination + produced, output.count - produced, &memberIn,
+                &memberOut)
+            {
             case LIBDEFLATE_SUCCESS: (consumed, produced) = (consumed + memberIn, produced + memberOut)
             case LIBDEFLATE_INSUFFICIENT_SPACE: return .needsStreaming
             default: return consumed == 0 ? .corrupt : .needsStreaming

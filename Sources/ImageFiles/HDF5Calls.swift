@@ -59,7 +59,8 @@ func summarizedHDF5Stack(_ text: String) -> String {
         .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     guard let first = parts.first else { return "HDF5 error" }
     if let range = text.range(of: "error message = '"),
-       let end = text[range.upperBound...].firstIndex(of: "'") {
+        let end = text[range.upperBound...].firstIndex(of: "'")
+    {
         return first + ": " + text[range.upperBound..<end]
     }
     return parts.reduce(into: [String]()) { kept, part in if kept.last != part { kept.append(part) } }
@@ -89,11 +90,13 @@ func hdf5ProbeInChildProcess(_ path: String, budget: Int = 64 << 20, timeout: Do
         case .finished:
             HDF5ProbeStatistics.shared.record(retries: attempt - 1, fellBack: false)
             return
-        case let .crashed(signal):
+        case .crashed(let signal):
             HDF5ProbeStatistics.shared.record(retries: attempt - 1, fellBack: false)
             let name = strsignal(signal).map { String(cString: $0) } ?? "signal \(signal)"
-            throw ImageFileError.unreadable(file: path, reason: "the HDF5 library crashed reading it (\(name), in a "
-                + "child process); the file is malformed")
+            throw ImageFileError.unreadable(
+                file: path,
+                reason: "the HDF5 library crashed reading it (\(name), in a "
+                    + "child process); the file is malformed")
         case .stuck where attempt < attempts && Date() < deadline:
             usleep(UInt32.random(in: 1000...5000) * UInt32(attempt))
         case .stuck, .unavailable:
@@ -103,7 +106,11 @@ func hdf5ProbeInChildProcess(_ path: String, budget: Int = 64 << 20, timeout: Do
     }
 }
 
-private enum ProbeOutcome { case finished, crashed(Int32), stuck, unavailable }
+private enum ProbeOutcome {
+    case finished
+    case crashed(Int32)
+    case stuck, unavailable
+}
 
 /// One forked walk of `path`, waited for until `deadline`.
 private func probeOnce(_ path: String, budget: Int, deadline: Date) -> ProbeOutcome {
@@ -157,7 +164,8 @@ private func hasChildren(_ pid: pid_t) -> Bool {
 /// A process's scheduling state ("R", "S", "D", …) and CPU time in clock ticks, from `/proc/PID/stat`.
 private func processState(_ pid: pid_t) -> (state: String, ticks: Int) {
     guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let close = text.lastIndex(of: ")") else { return ("?", -1) }
+        let close = text.lastIndex(of: ")")
+    else { return ("?", -1) }
     let fields = text[text.index(after: close)...].split(separator: " ")
     guard fields.count > 12 else { return ("?", -1) }
     return (String(fields[0]), (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0))
@@ -185,8 +193,10 @@ final class HDF5ProbeStatistics: @unchecked Sendable {
 }
 
 /// Runs an HDF5 call returning an identifier; throws with the file and HDF5's message when it is negative.
-func hdf5Open(_ file: String, _ what: String, close: @escaping (hid_t) -> herr_t,
-              _ call: () -> hid_t) throws -> HDF5Handle {
+func hdf5Open(
+    _ file: String, _ what: String, close: @escaping (hid_t) -> herr_t,
+    _ call: () -> hid_t
+) throws -> HDF5Handle {
     hdf5PrepareThread()
     let id = call()
     guard id >= 0 else { throw ImageFileError.unreadable(file: file, reason: "\(what): \(hdf5Message())") }
@@ -198,8 +208,9 @@ func hdf5Check(_ file: String, _ what: String, writing: Bool = false, _ call: ()
     hdf5PrepareThread()
     guard call() >= 0 else {
         let reason = "\(what): \(hdf5Message())"
-        throw writing ? ImageFileError.unwritable(file: file, reason: reason)
-                      : ImageFileError.unreadable(file: file, reason: reason)
+        throw writing
+            ? ImageFileError.unwritable(file: file, reason: reason)
+            : ImageFileError.unreadable(file: file, reason: reason)
     }
 }
 
@@ -251,9 +262,11 @@ func checkStorage(_ file: HDF5File, _ dataset: HDF5Handle, _ path: String) throw
     let stored = Int(clamping: H5Dget_storage_size(dataset.id))
     let available = Int(clamping: fileSize)
     let refuse = { (why: String) in
-        ImageFileError.unreadable(file: file.path, reason: "\(path) claims \(shape.map(String.init).joined(separator: " × ")) "
-            + "values of \(elementSize) bytes (\(overflow ? "over 2^63 bytes" : ReadLimits.format(bytes: Double(claimed)))), "
-            + "but \(why); the file is malformed")
+        ImageFileError.unreadable(
+            file: file.path,
+            reason: "\(path) claims \(shape.map(String.init).joined(separator: " × ")) "
+                + "values of \(elementSize) bytes (\(overflow ? "over 2^63 bytes" : ReadLimits.format(bytes: Double(claimed)))), "
+                + "but \(why); the file is malformed")
     }
     guard !overflow else { throw refuse("no file can hold that") }
     let offset = H5Dget_offset(dataset.id)
@@ -267,8 +280,9 @@ func checkStorage(_ file: HDF5File, _ dataset: HDF5Handle, _ path: String) throw
     let basis = stored > 0 ? stored : available
     let (bound, o) = maximumCompressionRatio.multipliedReportingOverflow(by: basis + (64 << 10))
     guard o || claimed <= bound else {
-        throw refuse("it stores \(stored) bytes in a file of \(available), more than \(maximumCompressionRatio):1 "
-            + "even if compressed")
+        throw refuse(
+            "it stores \(stored) bytes in a file of \(available), more than \(maximumCompressionRatio):1 "
+                + "even if compressed")
     }
 }
 
@@ -307,13 +321,17 @@ func variableStringType(_ file: String) throws -> HDF5Handle {
 }
 
 /// Reads every string of a string-typed dataset or attribute, variable- or fixed-length.
-func readStringValues(file: String, what: String, type: HDF5Handle, count: Int,
-                      read: (hid_t, UnsafeMutableRawPointer) -> herr_t) throws -> [String] {
+func readStringValues(
+    file: String, what: String, type: HDF5Handle, count: Int,
+    read: (hid_t, UnsafeMutableRawPointer) -> herr_t
+) throws -> [String] {
     if count == 0 { return [] }
     if H5Tis_variable_str(type.id) > 0 {
         let memoryType = try variableStringType(file)
         var pointers = [UnsafeMutablePointer<CChar>?](repeating: nil, count: count)
-        try hdf5Check(file, "reading \(what)") { pointers.withUnsafeMutableBytes { read(memoryType.id, $0.baseAddress!) } }
+        try hdf5Check(file, "reading \(what)") {
+            pointers.withUnsafeMutableBytes { read(memoryType.id, $0.baseAddress!) }
+        }
         defer {
             for pointer in pointers { H5free_memory(pointer) }
         }
@@ -334,8 +352,10 @@ func readStringValues(file: String, what: String, type: HDF5Handle, count: Int,
 }
 
 /// Writes strings as variable-length UTF-8 through `write`.
-func writeStringValues(_ strings: [String], file: String, type: HDF5Handle,
-                       write: (hid_t, UnsafeRawPointer) -> herr_t) throws {
+func writeStringValues(
+    _ strings: [String], file: String, type: HDF5Handle,
+    write: (hid_t, UnsafeRawPointer) -> herr_t
+) throws {
     let cStrings = strings.map { strdup($0) }
     defer { cStrings.forEach { free($0) } }
     var pointers = cStrings.map { UnsafePointer<CChar>($0) }

@@ -27,12 +27,12 @@ extension HDF5File {
             try writeStringValues(values, file: self.path, type: type) { H5Awrite(attribute.id, $0, $1) }
         }
         switch value {
-        case let .int(v): try writeNumbers([v], shape: [])
-        case let .double(v): try writeNumbers([v], shape: [])
-        case let .ints(v): try writeNumbers(v, shape: [v.count])
-        case let .doubles(v): try writeNumbers(v, shape: [v.count])
-        case let .string(v): try writeText([v], shape: [])
-        case let .strings(v): try writeText(v, shape: [v.count])
+        case .int(let v): try writeNumbers([v], shape: [])
+        case .double(let v): try writeNumbers([v], shape: [])
+        case .ints(let v): try writeNumbers(v, shape: [v.count])
+        case .doubles(let v): try writeNumbers(v, shape: [v.count])
+        case .string(let v): try writeText([v], shape: [])
+        case .strings(let v): try writeText(v, shape: [v.count])
         }
     }
 
@@ -42,14 +42,16 @@ extension HDF5File {
         var info = H5O_info_t()
         try hdf5Check(self.path, "attributes of \(path)") { H5Oget_info(object.id, &info) }
         return try (0..<info.num_attrs).map { index in
-            let length = H5Aget_name_by_idx(object.id, ".", H5_INDEX_NAME, H5_ITER_INC, index, nil, 0,
-                                            chdf5_p_default())
+            let length = H5Aget_name_by_idx(
+                object.id, ".", H5_INDEX_NAME, H5_ITER_INC, index, nil, 0,
+                chdf5_p_default())
             guard length >= 0 else {
                 throw ImageFileError.unreadable(file: self.path, reason: "attributes of \(path): \(hdf5Message())")
             }
             var buffer = [CChar](repeating: 0, count: length + 1)
-            _ = H5Aget_name_by_idx(object.id, ".", H5_INDEX_NAME, H5_ITER_INC, index, &buffer, buffer.count,
-                                   chdf5_p_default())
+            _ = H5Aget_name_by_idx(
+                object.id, ".", H5_INDEX_NAME, H5_ITER_INC, index, &buffer, buffer.count,
+                chdf5_p_default())
             return String(cString: buffer)
         }
     }
@@ -98,7 +100,8 @@ extension HDF5File {
             }
             return scalar ? .string(values.first ?? "") : .strings(values)
         default:
-            throw ImageFileError.typeMismatch(file: self.path, object: "\(path)@\(name)", reason: "unsupported attribute type")
+            throw ImageFileError.typeMismatch(
+                file: self.path, object: "\(path)@\(name)", reason: "unsupported attribute type")
         }
     }
 }

@@ -54,8 +54,8 @@ public enum HDF5AttributeValue: Equatable, Sendable {
     /// The value as a string, if it is one.
     public var stringValue: String? {
         switch self {
-        case let .string(s): return s
-        case let .strings(s) where s.count == 1: return s[0]
+        case .string(let s): return s
+        case .strings(let s) where s.count == 1: return s[0]
         default: return nil
         }
     }
@@ -63,10 +63,10 @@ public enum HDF5AttributeValue: Equatable, Sendable {
     /// The value as doubles (integers widened, a scalar as one element).
     public var doubleValues: [Double]? {
         switch self {
-        case let .int(v): return [Double(v)]
-        case let .double(v): return [v]
-        case let .ints(v): return v.map(Double.init)
-        case let .doubles(v): return v
+        case .int(let v): return [Double(v)]
+        case .double(let v): return [v]
+        case .ints(let v): return v.map(Double.init)
+        case .doubles(let v): return v
         default: return nil
         }
     }
@@ -155,7 +155,8 @@ public final class HDF5File {
         for part in parts {
             prefix += "/" + part
             guard H5Lexists(handle.id, prefix, chdf5_p_default()) > 0,
-                  H5Oexists_by_name(handle.id, prefix, chdf5_p_default()) > 0 else {
+                H5Oexists_by_name(handle.id, prefix, chdf5_p_default()) > 0
+            else {
                 hdf5Message()
                 return false
             }
@@ -185,14 +186,16 @@ public final class HDF5File {
         var info = H5G_info_t()
         try hdf5Check(self.path, "listing \(groupPath)") { H5Gget_info(group.id, &info) }
         return try (0..<info.nlinks).map { index in
-            let length = H5Lget_name_by_idx(group.id, ".", H5_INDEX_NAME, H5_ITER_INC, index, nil, 0,
-                                            chdf5_p_default())
+            let length = H5Lget_name_by_idx(
+                group.id, ".", H5_INDEX_NAME, H5_ITER_INC, index, nil, 0,
+                chdf5_p_default())
             guard length >= 0 else {
                 throw ImageFileError.unreadable(file: self.path, reason: "listing \(groupPath): \(hdf5Message())")
             }
             var name = [CChar](repeating: 0, count: Int(length) + 1)
-            _ = H5Lget_name_by_idx(group.id, ".", H5_INDEX_NAME, H5_ITER_INC, index, &name, name.count,
-                                   chdf5_p_default())
+            _ = H5Lget_name_by_idx(
+                group.id, ".", H5_INDEX_NAME, H5_ITER_INC, index, &name, name.count,
+                chdf5_p_default())
             return String(cString: name)
         }
     }
@@ -204,7 +207,8 @@ public final class HDF5File {
             prefix += "/" + part
             if exists(prefix) {
                 guard try kind(of: prefix) == .group else {
-                    throw ImageFileError.typeMismatch(file: self.path, object: prefix, reason: "is a dataset, not a group")
+                    throw ImageFileError.typeMismatch(
+                        file: self.path, object: prefix, reason: "is a dataset, not a group")
                 }
                 continue
             }
@@ -252,8 +256,10 @@ public final class HDF5File {
     ///   - deflate: gzip level 0...9; chunks default to the whole array when not given.
     /// - Throws: `ImageFileError.invalidArgument` for a shape mismatch, `.unwritable` from HDF5.
     ///   Rests on `H5Dcreate2` and `H5Dwrite`.
-    public func write<T: HDF5Scalar>(_ values: [T], shape: [Int], to path: String,
-                                     chunks: [Int]? = nil, deflate: Int? = nil) throws {
+    public func write<T: HDF5Scalar>(
+        _ values: [T], shape: [Int], to path: String,
+        chunks: [Int]? = nil, deflate: Int? = nil
+    ) throws {
         let count = shape.reduce(1, *)
         guard count == values.count, shape.allSatisfy({ $0 >= 0 }) else {
             throw ImageFileError.invalidArgument(
@@ -263,8 +269,9 @@ public final class HDF5File {
         guard count > 0 else { return }
         try hdf5Check(self.path, "writing \(path)", writing: true) {
             values.withUnsafeBytes {
-                H5Dwrite(dataset.id, T.hdf5ElementType.nativeType, chdf5_s_all(), chdf5_s_all(), chdf5_p_default(),
-                         $0.baseAddress)
+                H5Dwrite(
+                    dataset.id, T.hdf5ElementType.nativeType, chdf5_s_all(), chdf5_s_all(), chdf5_p_default(),
+                    $0.baseAddress)
             }
         }
     }
@@ -276,8 +283,10 @@ public final class HDF5File {
     ///   - chunks: chunk extents, clamped to the shape (one frame per chunk suits frame-by-frame writing).
     ///   - deflate: gzip level 0...9, or nil.
     /// - Throws: `.invalidArgument` for negative extents, `.unwritable` from HDF5. Rests on `H5Dcreate2`.
-    public func createDataset(_ path: String, _ type: HDF5ElementType, shape: [Int], chunks: [Int]? = nil,
-                              deflate: Int? = nil) throws {
+    public func createDataset(
+        _ path: String, _ type: HDF5ElementType, shape: [Int], chunks: [Int]? = nil,
+        deflate: Int? = nil
+    ) throws {
         guard shape.allSatisfy({ $0 >= 0 }) else {
             throw ImageFileError.invalidArgument("\(self.path): \(path): negative extent in \(shape)")
         }
@@ -291,14 +300,16 @@ public final class HDF5File {
     ///   Rests on `H5Sselect_hyperslab` and `H5Dwrite`.
     public func write<T: HDF5Scalar>(_ values: [T], to path: String, start: [Int], count: [Int]) throws {
         let dataset = try openDataset(self, path)
-        let (fileSpace, memorySpace, handles) = try box(dataset, path, start: start, count: count,
-                                                        valueCount: values.count)
+        let (fileSpace, memorySpace, handles) = try box(
+            dataset, path, start: start, count: count,
+            valueCount: values.count)
         defer { withExtendedLifetime(handles) {} }
         guard !values.isEmpty else { return }
         try hdf5Check(self.path, "writing a box of \(path)", writing: true) {
             values.withUnsafeBytes {
-                H5Dwrite(dataset.id, T.hdf5ElementType.nativeType, memorySpace, fileSpace, chdf5_p_default(),
-                         $0.baseAddress)
+                H5Dwrite(
+                    dataset.id, T.hdf5ElementType.nativeType, memorySpace, fileSpace, chdf5_p_default(),
+                    $0.baseAddress)
             }
         }
     }
@@ -307,8 +318,10 @@ public final class HDF5File {
     ///
     /// - Throws: `.invalidArgument` when the box does not fit the dataset, `.typeMismatch` for a non-numeric
     ///   dataset, `.unreadable` from HDF5. Rests on `H5Sselect_hyperslab` and `H5Dread`.
-    public func read<T: HDF5Scalar>(_ path: String, as type: T.Type = T.self, start: [Int],
-                                    count: [Int]) throws -> HDF5Array<T> {
+    public func read<T: HDF5Scalar>(
+        _ path: String, as type: T.Type = T.self, start: [Int],
+        count: [Int]
+    ) throws -> HDF5Array<T> {
         let dataset = try openDataset(self, path)
         try requireNumeric(dataset, path)
         let total = count.reduce(1, *)
@@ -332,16 +345,19 @@ public final class HDF5File {
         if total > 0 {
             try hdf5Check(self.path, "reading a box of \(path)") {
                 values.withUnsafeMutableBytes {
-                    H5Dread(dataset.id, T.hdf5ElementType.nativeType, memorySpace, fileSpace, chdf5_p_default(),
-                            $0.baseAddress)
+                    H5Dread(
+                        dataset.id, T.hdf5ElementType.nativeType, memorySpace, fileSpace, chdf5_p_default(),
+                        $0.baseAddress)
                 }
             }
         }
         return HDF5Array(values: values, shape: count)
     }
 
-    private func create(_ path: String, _ type: HDF5ElementType, shape: [Int], chunks: [Int]?,
-                        deflate: Int?) throws -> HDF5Handle {
+    private func create(
+        _ path: String, _ type: HDF5ElementType, shape: [Int], chunks: [Int]?,
+        deflate: Int?
+    ) throws -> HDF5Handle {
         try prepareParent(of: path)
         let space = try simpleSpace(self.path, shape)
         let plist = try hdf5Open(self.path, "property list", close: H5Pclose) {
@@ -364,22 +380,27 @@ public final class HDF5File {
     }
 
     /// The file and memory dataspaces of a box of a dataset.
-    private func box(_ dataset: HDF5Handle, _ path: String, start: [Int], count: [Int],
-                     valueCount: Int) throws -> (file: hid_t, memory: hid_t, handles: [HDF5Handle]) {
+    private func box(
+        _ dataset: HDF5Handle, _ path: String, start: [Int], count: [Int],
+        valueCount: Int
+    ) throws -> (file: hid_t, memory: hid_t, handles: [HDF5Handle]) {
         let fileSpace = try dataspace(self, dataset, path)
         let shape = try extents(self, fileSpace, path)
         if shape.isEmpty, start.isEmpty, count.isEmpty, valueCount == 1 {  // a scalar: the whole of it
             return (chdf5_s_all(), chdf5_s_all(), [])
         }
         guard start.count == shape.count, count.count == shape.count, count.reduce(1, *) == valueCount,
-              zip(zip(start, count), shape).allSatisfy({ $0.0 >= 0 && $0.1 >= 0 && $0.0 + $0.1 <= $1 }) else {
-            throw ImageFileError.invalidArgument("\(self.path): \(path): box at \(start) of \(count) (\(valueCount) "
-                + "values) does not fit shape \(shape)")
+            zip(zip(start, count), shape).allSatisfy({ $0.0 >= 0 && $0.1 >= 0 && $0.0 + $0.1 <= $1 })
+        else {
+            throw ImageFileError.invalidArgument(
+                "\(self.path): \(path): box at \(start) of \(count) (\(valueCount) "
+                    + "values) does not fit shape \(shape)")
         }
         if valueCount == 0 { return (chdf5_s_all(), chdf5_s_all(), []) }  // nothing is transferred
         try hdf5Check(self.path, "selecting a box of \(path)") {
-            H5Sselect_hyperslab(fileSpace.id, H5S_SELECT_SET, start.map { hsize_t($0) }, nil,
-                                count.map { hsize_t($0) }, nil)
+            H5Sselect_hyperslab(
+                fileSpace.id, H5S_SELECT_SET, start.map { hsize_t($0) }, nil,
+                count.map { hsize_t($0) }, nil)
         }
         let memorySpace = try simpleSpace(self.path, count)
         return (fileSpace.id, memorySpace.id, [fileSpace, memorySpace])
@@ -390,10 +411,12 @@ public final class HDF5File {
     private func littleEndianHalfType(_ dataset: HDF5Handle, _ path: String) throws -> HDF5Handle? {
         let type = try datasetType(self, dataset, path)
         guard H5Tget_class(type.id) == H5T_FLOAT, H5Tget_size(type.id) == 2, H5Tget_order(type.id) == H5T_ORDER_LE,
-              H5Tget_ebias(type.id) == 15 else { return nil }
+            H5Tget_ebias(type.id) == 15
+        else { return nil }
         var (sign, exponentPosition, exponentSize, mantissaPosition, mantissaSize) = (0, 0, 0, 0, 0)
         guard H5Tget_fields(type.id, &sign, &exponentPosition, &exponentSize, &mantissaPosition, &mantissaSize) >= 0,
-              (sign, exponentPosition, exponentSize, mantissaPosition, mantissaSize) == (15, 10, 5, 0, 10) else {
+            (sign, exponentPosition, exponentSize, mantissaPosition, mantissaSize) == (15, 10, 5, 0, 10)
+        else {
             return nil
         }
         return type
@@ -439,8 +462,10 @@ public final class HDF5File {
     ///   - limits: bounds the element count × the size of `T`, checked from the dataspace before allocating.
     /// - Throws: `.missing`, `.typeMismatch` (not numeric), `.tooLarge` naming the limit, `.unreadable`.
     ///   Rests on `H5Dread`.
-    public func read<T: HDF5Scalar>(_ path: String, as type: T.Type = T.self,
-                                    limits: ReadLimits = .standard) throws -> HDF5Array<T> {
+    public func read<T: HDF5Scalar>(
+        _ path: String, as type: T.Type = T.self,
+        limits: ReadLimits = .standard
+    ) throws -> HDF5Array<T> {
         let shape = try self.shape(of: path)
         try limits.checkFile(shape, bytesPerValue: MemoryLayout<T>.size, file: self.path, what: path)
         return try read(path, as: type, start: shape.map { _ in 0 }, count: shape)
@@ -456,8 +481,9 @@ public final class HDF5File {
             return (product, acc.1 || o)
         }
         guard !overflow, count <= maxElements else {
-            throw ImageFileError.tooLarge(file: self.path,
-                                        reason: "\(path) has shape \(shape), over the limit of \(maxElements) elements")
+            throw ImageFileError.tooLarge(
+                file: self.path,
+                reason: "\(path) has shape \(shape), over the limit of \(maxElements) elements")
         }
         return try read(path, as: type, start: shape.map { _ in 0 }, count: shape)
     }

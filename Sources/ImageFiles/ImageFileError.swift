@@ -17,12 +17,12 @@ public enum ImageFileError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .unreadable(file, reason): return "\(file): cannot read: \(reason)"
-        case let .unwritable(file, reason): return "\(file): cannot write: \(reason)"
-        case let .tooLarge(file, reason): return "\(file): refused: \(reason)"
-        case let .missing(file, object): return "\(file): no object '\(object)'"
-        case let .typeMismatch(file, object, reason): return "\(file): '\(object)': \(reason)"
-        case let .invalidArgument(message): return message
+        case .unreadable(let file, let reason): return "\(file): cannot read: \(reason)"
+        case .unwritable(let file, let reason): return "\(file): cannot write: \(reason)"
+        case .tooLarge(let file, let reason): return "\(file): refused: \(reason)"
+        case .missing(let file, let object): return "\(file): no object '\(object)'"
+        case .typeMismatch(let file, let object, let reason): return "\(file): '\(object)': \(reason)"
+        case .invalidArgument(let message): return message
         }
     }
 }

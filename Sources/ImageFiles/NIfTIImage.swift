@@ -28,8 +28,10 @@ public struct NIfTIHeader: Sendable {
         var message = [CChar](repeating: 0, count: 512)
         let status = cnifti_read_header(path, Int64(limits.maxBytes), &header, &message, message.count)
         if status == -2 {
-            throw ImageFileError.tooLarge(file: path, reason: String(cString: message)
-                + (limits.remedy.map { " (\($0))" } ?? ""))
+            throw ImageFileError.tooLarge(
+                file: path,
+                reason: String(cString: message)
+                    + (limits.remedy.map { " (\($0))" } ?? ""))
         }
         guard status == 0 else { throw ImageFileError.unreadable(file: path, reason: String(cString: message)) }
         func array<Tuple, Element>(_ tuple: Tuple, of _: Element.Type) -> [Element] {
@@ -40,10 +42,11 @@ public struct NIfTIHeader: Sendable {
             pixdim: array(header.pixdim, of: Double.self), dimensionCount: dim[0],
             qformCode: Int(header.qform_code), qto: array(header.qto_xyz, of: Double.self),
             sformCode: Int(header.sform_code), sto: array(header.sto_xyz, of: Double.self))
-        return NIfTIHeader(path: path, version: Int(header.version), dimensions: Array(dim[1...dim[0]]),
-                           datatype: Int(header.datatype), geometry: geometry, qformCode: Int(header.qform_code),
-                           sformCode: Int(header.sform_code), geometrySource: source, layout: header.layout,
-                           compressed: header.compressed != 0)
+        return NIfTIHeader(
+            path: path, version: Int(header.version), dimensions: Array(dim[1...dim[0]]),
+            datatype: Int(header.datatype), geometry: geometry, qformCode: Int(header.qform_code),
+            sformCode: Int(header.sform_code), geometrySource: source, layout: header.layout,
+            compressed: header.compressed != 0)
     }
 }
 
@@ -83,8 +86,9 @@ public final class NIfTIVoxelStream {
         var message = [CChar](repeating: 0, count: 512)
         var status: Int32 = 0
         let values = [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
-            status = cnifti_stream_read(stream, Int64(first), Int64(count), buffer.baseAddress, &message,
-                                        message.count)
+            status = cnifti_stream_read(
+                stream, Int64(first), Int64(count), buffer.baseAddress, &message,
+                message.count)
             initialized = count  // thrown away below unless every value was written
         }
         guard status == 0 else { throw ImageFileError.unreadable(file: header.path, reason: String(cString: message)) }
@@ -140,8 +144,9 @@ public struct NIfTIImage: Sendable {
         values.withUnsafeMutableBytes { storage in
             let out = storage.bindMemory(to: Float.self).baseAddress
             func convert(_ bytes: UnsafeRawBufferPointer) -> Int32 {
-                cnifti_convert(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &layout, out, &message,
-                               message.count)
+                cnifti_convert(
+                    bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &layout, out, &message,
+                    message.count)
             }
             if !header.compressed {
                 status = file.withUnsafeBytes(convert)
@@ -152,7 +157,7 @@ public struct NIfTIImage: Sendable {
             if let separate { adviseHugePages(separate) }
             let target = separate ?? UnsafeMutableRawBufferPointer(rebasing: storage[(storage.count - needed)...])
             switch file.withUnsafeBytes({ Gzip.inflate($0, into: target) }) {
-            case let .inflated(produced):
+            case .inflated(let produced):
                 status = convert(UnsafeRawBufferPointer(rebasing: target[..<produced]))
             case .corrupt: corrupt = true
             case .needsStreaming:
@@ -168,8 +173,10 @@ public struct NIfTIImage: Sendable {
     /// origin from the sform when its code is set and its 3 × 3 part, divided by the spacing, is a rotation
     /// (within 1e-4), else from the qform when its code is set, else none (origin 0, axes along R, A, S);
     /// then RAS to LPS (x and y negated).
-    static func geometry(pixdim: [Double], dimensionCount: Int, qformCode: Int, qto: [Double], sformCode: Int,
-                         sto: [Double]) -> (VolumeGeometry, String) {
+    static func geometry(
+        pixdim: [Double], dimensionCount: Int, qformCode: Int, qto: [Double], sformCode: Int,
+        sto: [Double]
+    ) -> (VolumeGeometry, String) {
         let spacingXYZ = (1...3).map { axis in
             axis <= dimensionCount && pixdim[axis] > 0 ? pixdim[axis] : 1
         }
@@ -222,30 +229,34 @@ extension NIfTIImage {
     ///
     /// - Throws: `ImageFileError.invalidArgument` for values that do not fill the dimensions or labels outside
     ///   0...65535, `.unwritable` naming `path`. Rests on `nifti_image_write`.
-    public static func write(_ voxels: Voxels, dimensions: [Int], geometry: VolumeGeometry, to path: String,
-                             qformCode: Int = 1, sformCode: Int = 1) throws {
+    public static func write(
+        _ voxels: Voxels, dimensions: [Int], geometry: VolumeGeometry, to path: String,
+        qformCode: Int = 1, sformCode: Int = 1
+    ) throws {
         let count = dimensions.reduce(1, *)
         let extent = "\(dimensions.map(String.init).joined(separator: " × "))"
         let sto = rasMatrix(geometry)
         let suffix = path.lowercased().hasSuffix(".gz") ? ".nii.gz" : ".nii"
         var message = [CChar](repeating: 0, count: 512)
         func write(_ pointer: UnsafeRawPointer?, _ datatype: Int32, into temporary: String) -> Int32 {
-            cnifti_write(temporary, dimensions.map { Int64($0) }, Int32(dimensions.count), datatype, pointer, sto,
-                         Int32(qformCode), Int32(sformCode), &message, message.count)
+            cnifti_write(
+                temporary, dimensions.map { Int64($0) }, Int32(dimensions.count), datatype, pointer, sto,
+                Int32(qformCode), Int32(sformCode), &message, message.count)
         }
         try writeAtomically(to: path) { temporary in
             let named = temporary + suffix  // nifti_clib compresses by name
             defer { unlink(named) }
             let status: Int32
             switch voxels {
-            case let .float32(values):
+            case .float32(let values):
                 guard values.count == count else {
                     throw ImageFileError.invalidArgument("\(values.count) values cannot fill \(extent)")
                 }
                 status = values.withUnsafeBytes { write($0.baseAddress, 16, into: named) }
-            case let .labels(labels):
+            case .labels(let labels):
                 guard labels.count == count, let largest = labels.max(), let smallest = labels.min(),
-                      smallest >= 0, largest <= 65535 else {
+                    smallest >= 0, largest <= 65535
+                else {
                     throw ImageFileError.invalidArgument("labels must fill \(extent) with values in 0...65535")
                 }
                 if largest <= 255 {
@@ -266,7 +277,9 @@ extension NIfTIImage {
         var matrix = [Double](repeating: 0, count: 16)
         for row in 0..<3 {
             let flip: Double = row < 2 ? -1 : 1
-            for column in 0..<3 { matrix[row * 4 + column] = flip * geometry.direction[row * 3 + column] * spacingXYZ[column] }
+            for column in 0..<3 {
+                matrix[row * 4 + column] = flip * geometry.direction[row * 3 + column] * spacingXYZ[column]
+            }
             matrix[row * 4 + 3] = flip * geometry.origin[row]
         }
         matrix[15] = 1

@@ -46,8 +46,8 @@ public struct PNGImage: Equatable, Sendable {
     /// All samples widened to `Int`, for code that does not care about the bit depth.
     public var intSamples: [Int] {
         switch samples {
-        case let .uint8(values): return values.map(Int.init)
-        case let .uint16(values): return values.map(Int.init)
+        case .uint8(let values): return values.map(Int.init)
+        case .uint16(let values): return values.map(Int.init)
         }
     }
 
@@ -69,8 +69,9 @@ public struct PNGImage: Equatable, Sendable {
         guard status == 0, let pixels = image.pixels else {
             let reason = String(cString: message)
             if status == -2 {
-                try limits.checkFile([Int(image.rows), Int(image.cols), Int(image.channels)], bytesPerValue: 4,
-                                 file: path, what: "the image")
+                try limits.checkFile(
+                    [Int(image.rows), Int(image.cols), Int(image.channels)], bytesPerValue: 4,
+                    file: path, what: "the image")
                 throw ImageFileError.tooLarge(file: path, reason: reason)
             }
             throw ImageFileError.unreadable(file: path, reason: reason)
@@ -83,8 +84,9 @@ public struct PNGImage: Equatable, Sendable {
             }
             return try PNGImage(rows: rows, columns: columns, channels: channels, samples: values)
         }
-        return try PNGImage(rows: rows, columns: columns, channels: channels,
-                            samples: Array(UnsafeBufferPointer(start: pixels, count: count)))
+        return try PNGImage(
+            rows: rows, columns: columns, channels: channels,
+            samples: Array(UnsafeBufferPointer(start: pixels, count: count)))
     }
 
     /// Writes the image as PNG, atomically.
@@ -127,15 +129,17 @@ public struct PNGImage: Equatable, Sendable {
         var message = [CChar](repeating: 0, count: 256)
         let status: Int32
         switch samples {
-        case let .uint8(values):
+        case .uint8(let values):
             status = values.withUnsafeBytes {
-                cpng_write(file, $0.bindMemory(to: UInt8.self).baseAddress, UInt32(rows), UInt32(columns),
-                           UInt32(channels), 8, &message, message.count)
+                cpng_write(
+                    file, $0.bindMemory(to: UInt8.self).baseAddress, UInt32(rows), UInt32(columns),
+                    UInt32(channels), 8, &message, message.count)
             }
-        case let .uint16(values):
+        case .uint16(let values):
             status = values.withUnsafeBytes {
-                cpng_write(file, $0.bindMemory(to: UInt8.self).baseAddress, UInt32(rows), UInt32(columns),
-                           UInt32(channels), 16, &message, message.count)
+                cpng_write(
+                    file, $0.bindMemory(to: UInt8.self).baseAddress, UInt32(rows), UInt32(columns),
+                    UInt32(channels), 16, &message, message.count)
             }
         }
         return status == 0 ? nil : String(cString: message)

@@ -66,10 +66,13 @@ public struct CaseMetrics: Sendable {
     ///   - voxelVolumeMM3: the voxel volume for the mL volumes; by default the product of the map's spacing
     ///     (for a 2-D map pass the slice thickness times the pixel area).
     /// - Throws: `MetricsError.shapeMismatch`, `.labelOutOfRange`, `.invalidArgument`.
-    public init(reference: LabelGrid<UInt16>, prediction: LabelGrid<UInt16>, settings: EvaluationSettings,
-                voxelVolumeMM3: Double? = nil) throws {
+    public init(
+        reference: LabelGrid<UInt16>, prediction: LabelGrid<UInt16>, settings: EvaluationSettings,
+        voxelVolumeMM3: Double? = nil
+    ) throws {
         guard reference.shape == prediction.shape else {
-            throw MetricsError.shapeMismatch(reference: reference.shape.dimensions, prediction: prediction.shape.dimensions)
+            throw MetricsError.shapeMismatch(
+                reference: reference.shape.dimensions, prediction: prediction.shape.dimensions)
         }
         guard settings.toleranceMM >= 0, settings.toleranceMM.isFinite else {
             throw MetricsError.invalidArgument("NSD tolerance \(settings.toleranceMM) mm must be finite and ≥ 0")
@@ -79,8 +82,9 @@ public struct CaseMetrics: Sendable {
         self.confusion = confusion
         let volume = voxelVolumeMM3 ?? reference.voxelVolume
         let evaluations = (0..<k).map {
-            ClassEvaluation(reference: reference, prediction: prediction, confusion: confusion, classIndex: $0,
-                            settings: settings, voxelVolumeMM3: volume)
+            ClassEvaluation(
+                reference: reference, prediction: prediction, confusion: confusion, classIndex: $0,
+                settings: settings, voxelVolumeMM3: volume)
         }
         var values = MetricTable()
         for metric in MetricRegistry.metrics {

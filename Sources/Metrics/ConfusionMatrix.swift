@@ -14,7 +14,9 @@ public struct ConfusionMatrix: Sendable, Equatable {
     /// Wraps counts already tallied; `counts.count` must be `classCount²`.
     public init(classCount: Int, counts: [Int64]) throws {
         guard classCount >= 1, counts.count == classCount * classCount else {
-            throw MetricsError.invalidArgument("a confusion matrix of \(classCount) classes needs \(classCount * classCount) counts, got \(counts.count)")
+            throw MetricsError.invalidArgument(
+                "a confusion matrix of \(classCount) classes needs \(classCount * classCount) counts, got \(counts.count)"
+            )
         }
         (self.classCount, self.counts) = (classCount, counts)
     }
@@ -26,7 +28,8 @@ public struct ConfusionMatrix: Sendable, Equatable {
     ///   1...`maximumClassCount`.
     public init(reference: LabelGrid<UInt16>, prediction: LabelGrid<UInt16>, classCount: Int) throws {
         guard reference.shape == prediction.shape else {
-            throw MetricsError.shapeMismatch(reference: reference.shape.dimensions, prediction: prediction.shape.dimensions)
+            throw MetricsError.shapeMismatch(
+                reference: reference.shape.dimensions, prediction: prediction.shape.dimensions)
         }
         try self.init(reference: reference.labels, prediction: prediction.labels, classCount: classCount)
     }
@@ -50,23 +53,30 @@ public struct ConfusionMatrix: Sendable, Equatable {
             prediction.withUnsafeBufferPointer { p in
                 partial.withUnsafeMutableBufferPointer { partialResults in
                     outOfRange.withUnsafeMutableBufferPointer { bad in
-                        let results = partialResults, badResults = bad
+                        let results = partialResults
+                        let badResults = bad
                         Parallel.forEach(chunkCount) { index in
                             var local = [Int64](repeating: 0, count: k * k)
-                            let start = index * chunk, end = Swift.min(count, start + chunk)
-                            var maxR: UInt16 = 0, maxP: UInt16 = 0
+                            let start = index * chunk
+                            let end = Swift.min(count, start + chunk)
+                            var maxR: UInt16 = 0
+                            var maxP: UInt16 = 0
                             local.withUnsafeMutableBufferPointer { tally in
                                 if start < end {
                                     for i in start..<end {
-                                        let a = r[i], b = p[i]
+                                        let a = r[i]
+                                        let b = p[i]
                                         maxR = Swift.max(maxR, a)
                                         maxP = Swift.max(maxP, b)
                                         if Int(a) < k && Int(b) < k { tally[Int(a) &* k &+ Int(b)] &+= 1 }
                                     }
                                 }
                             }
-                            if Int(maxR) >= k { badResults[index] = (Int(maxR), "reference") }
-                            else if Int(maxP) >= k { badResults[index] = (Int(maxP), "prediction") }
+                            if Int(maxR) >= k {
+                                badResults[index] = (Int(maxR), "reference")
+                            } else if Int(maxP) >= k {
+                                badResults[index] = (Int(maxP), "prediction")
+                            }
                             results[index] = local
                         }
                     }
@@ -113,21 +123,25 @@ extension ConfusionMatrix {
     /// - Parameters:
     ///   - itemSize: voxels per item; both arrays hold a whole number of items.
     /// - Throws: as `init(reference:prediction:classCount:)`, for the first failing item.
-    public static func batch(reference: [UInt16], prediction: [UInt16], itemSize: Int,
-                             classCount: Int) throws -> [ConfusionMatrix] {
+    public static func batch(
+        reference: [UInt16], prediction: [UInt16], itemSize: Int,
+        classCount: Int
+    ) throws -> [ConfusionMatrix] {
         guard itemSize > 0, reference.count == prediction.count, reference.count % itemSize == 0 else {
             throw MetricsError.shapeMismatch(reference: [reference.count], prediction: [prediction.count])
         }
         let items = reference.count / itemSize
-        var results = [Result<ConfusionMatrix, Error>](repeating: .failure(MetricsError.invalidArgument("not run")),
-                                                        count: items)
+        var results = [Result<ConfusionMatrix, Error>](
+            repeating: .failure(MetricsError.invalidArgument("not run")),
+            count: items)
         results.withUnsafeMutableBufferPointer { slots in
             let output = slots
             Parallel.forEach(items) { item in
                 let range = (item * itemSize)..<((item + 1) * itemSize)
                 output[item] = Result {
-                    try ConfusionMatrix(reference: Array(reference[range]), prediction: Array(prediction[range]),
-                                        classCount: classCount, workers: 1)
+                    try ConfusionMatrix(
+                        reference: Array(reference[range]), prediction: Array(prediction[range]),
+                        classCount: classCount, workers: 1)
                 }
             }
         }

@@ -16,8 +16,9 @@ public enum DistanceTransform {
     ///   - spacing: mm per axis, same order.
     /// - Precondition: 2 or 3 axes and matching counts (checked by `LabelGrid<UInt16>` upstream).
     public static func squaredDistances(features: [Bool], shape: [Int], spacing: [Double]) -> [Double] {
-        precondition((2...3).contains(shape.count) && spacing.count == shape.count
-                     && features.count == shape.reduce(1, *), "distance transform: inconsistent shape")
+        precondition(
+            (2...3).contains(shape.count) && spacing.count == shape.count
+                && features.count == shape.reduce(1, *), "distance transform: inconsistent shape")
         let extents = shape.count == 3 ? shape : [1] + shape
         let steps = spacing.count == 3 ? spacing : [1] + spacing
         var output = [Double](repeating: .infinity, count: features.count)
@@ -32,11 +33,14 @@ public enum DistanceTransform {
     }
 
     /// Squared distances to the nearest feature along each contiguous line (two scans).
-    private static func contiguousPass(_ features: UnsafeBufferPointer<Bool>, _ out: UnsafeMutableBufferPointer<Double>,
-                                       lines: Int, length: Int, step: Double) {
+    private static func contiguousPass(
+        _ features: UnsafeBufferPointer<Bool>, _ out: UnsafeMutableBufferPointer<Double>,
+        lines: Int, length: Int, step: Double
+    ) {
         let workers = Swift.min(Parallel.processorCount, Swift.max(1, lines * length / 65_536))
         Parallel.forEach(workers) { worker in
-            let first = lines * worker / workers, last = lines * (worker + 1) / workers
+            let first = lines * worker / workers
+            let last = lines * (worker + 1) / workers
             for line in first..<last {
                 let base = line * length
                 var previous = -1
@@ -64,8 +68,10 @@ public enum DistanceTransform {
     /// The lower envelope of parabolas along an axis of `length` voxels with `inner` voxels between
     /// neighbours, for `outer` blocks. Each worker takes a range of inner offsets so strided reads share
     /// cache lines.
-    private static func envelopePass(_ data: UnsafeMutableBufferPointer<Double>, outer: Int, length: Int,
-                                     inner: Int, step: Double) {
+    private static func envelopePass(
+        _ data: UnsafeMutableBufferPointer<Double>, outer: Int, length: Int,
+        inner: Int, step: Double
+    ) {
         guard length > 1 else { return }
         let columnsPerTask = 16
         let tasksPerBlock = (inner + columnsPerTask - 1) / columnsPerTask
@@ -80,7 +86,10 @@ public enum DistanceTransform {
             // A tile of `columnsPerTask` neighbouring lines, copied row by row so strided reads stay few.
             let tile = UnsafeMutablePointer<Double>.allocate(capacity: length * columnsPerTask)
             defer {
-                line.deallocate(); result.deallocate(); vertices.deallocate(); boundaries.deallocate()
+                line.deallocate()
+                result.deallocate()
+                vertices.deallocate()
+                boundaries.deallocate()
                 tile.deallocate()
             }
             guard let base = data.baseAddress else { return }
@@ -104,9 +113,11 @@ public enum DistanceTransform {
 
     /// d(q) = min_p f(p) + w(q−p)², over the finite entries of f (all +∞ when none is finite); `v` and `z` are
     /// scratch of `count` and `count + 1` elements.
-    static func lowerEnvelope(_ f: UnsafePointer<Double>, _ d: UnsafeMutablePointer<Double>,
-                              _ v: UnsafeMutablePointer<Int>, _ z: UnsafeMutablePointer<Double>,
-                              count n: Int, weight w: Double) {
+    static func lowerEnvelope(
+        _ f: UnsafePointer<Double>, _ d: UnsafeMutablePointer<Double>,
+        _ v: UnsafeMutablePointer<Int>, _ z: UnsafeMutablePointer<Double>,
+        count n: Int, weight w: Double
+    ) {
         var k = -1
         for q in 0..<n where f[q].isFinite {
             let fq = f[q] + w * Double(q) * Double(q)

@@ -26,15 +26,18 @@ public final class ClassEvaluation {
     /// The volume of one voxel in mm³, for volumes in mL.
     public let voxelVolumeMM3: Double
 
-    init(reference: LabelGrid<UInt16>, prediction: LabelGrid<UInt16>, confusion: ConfusionMatrix, classIndex: Int,
-         settings: EvaluationSettings, voxelVolumeMM3: Double) {
+    init(
+        reference: LabelGrid<UInt16>, prediction: LabelGrid<UInt16>, confusion: ConfusionMatrix, classIndex: Int,
+        settings: EvaluationSettings, voxelVolumeMM3: Double
+    ) {
         (self.reference, self.prediction, self.confusion) = (reference, prediction, confusion)
         (self.classIndex, self.settings, self.voxelVolumeMM3) = (classIndex, settings, voxelVolumeMM3)
     }
 
     /// The confusion-matrix metrics of the class.
-    public private(set) lazy var overlap = OverlapMetrics(confusion, classIndex: classIndex,
-                                                          voxelVolumeMM3: voxelVolumeMM3, empty: settings.empty)
+    public private(set) lazy var overlap = OverlapMetrics(
+        confusion, classIndex: classIndex,
+        voxelVolumeMM3: voxelVolumeMM3, empty: settings.empty)
 
     /// The surface distances between the class's predicted and reference masks (`.bothEmpty` when neither has
     /// the class).
@@ -45,8 +48,9 @@ public final class ClassEvaluation {
         if confusion.truePositives(c) + confusion.falsePositives(c) + confusion.falseNegatives(c) == 0 {
             found = .bothEmpty
         } else {
-            found = try SurfaceDistances(prediction: prediction.mask(of: c), reference: reference.mask(of: c),
-                                         shape: reference.shape.dimensions, spacing: reference.spacing)
+            found = try SurfaceDistances(
+                prediction: prediction.mask(of: c), reference: reference.mask(of: c),
+                shape: reference.shape.dimensions, spacing: reference.spacing)
         }
         distances = found
         return found
@@ -103,5 +107,6 @@ extension MetricName {
     public static let recall = MetricName("recall"), specificity = MetricName("specificity")
     public static let accuracy = MetricName("accuracy"), volumeSimilarity = MetricName("volume_similarity")
     public static let volumeReferenceML = MetricName("volume_ref_ml"), volumePredictedML = MetricName("volume_pred_ml")
-    public static let hd = MetricName("hd"), hd95 = MetricName("hd95"), assd = MetricName("assd"), nsd = MetricName("nsd")
+    public static let hd = MetricName("hd"), hd95 = MetricName("hd95"), assd = MetricName("assd"),
+        nsd = MetricName("nsd")
 }

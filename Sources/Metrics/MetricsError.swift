@@ -17,14 +17,14 @@ public enum MetricsError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .shapeMismatch(r, p): return "shape mismatch: reference \(r), prediction \(p)"
-        case let .labelOutOfRange(label, count, role):
+        case .shapeMismatch(let r, let p): return "shape mismatch: reference \(r), prediction \(p)"
+        case .labelOutOfRange(let label, let count, let role):
             return "\(role) holds label \(label), not below the class count \(count)"
-        case let .unsupportedShape(shape): return "unsupported label-map shape \(shape): need 2-D or 3-D, no empty axis"
-        case let .invalidSpacing(spacing): return "invalid spacing \(spacing): need one positive value per axis (mm)"
-        case let .unpairedRuns(reason): return "runs cannot be compared: \(reason)"
-        case let .invalidArgument(message): return message
-        case let .inCase(name, error): return "case '\(name)': \(error)"
+        case .unsupportedShape(let shape): return "unsupported label-map shape \(shape): need 2-D or 3-D, no empty axis"
+        case .invalidSpacing(let spacing): return "invalid spacing \(spacing): need one positive value per axis (mm)"
+        case .unpairedRuns(let reason): return "runs cannot be compared: \(reason)"
+        case .invalidArgument(let message): return message
+        case .inCase(let name, let error): return "case '\(name)': \(error)"
         }
     }
 }

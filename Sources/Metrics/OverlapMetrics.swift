@@ -24,9 +24,12 @@ public struct OverlapMetrics: Sendable, Equatable {
     ///   - voxelVolumeMM3: the volume of one voxel in mm³ (slice thickness × row × column spacing).
     ///   - empty: the rule for an empty reference.
     public init(_ confusion: ConfusionMatrix, classIndex c: Int, voxelVolumeMM3: Double, empty: EmptyRule) {
-        let tp = Double(confusion.truePositives(c)), fp = Double(confusion.falsePositives(c))
-        let fn = Double(confusion.falseNegatives(c)), tn = Double(confusion.trueNegatives(c))
-        let reference = tp + fn, predicted = tp + fp
+        let tp = Double(confusion.truePositives(c))
+        let fp = Double(confusion.falsePositives(c))
+        let fn = Double(confusion.falseNegatives(c))
+        let tn = Double(confusion.trueNegatives(c))
+        let reference = tp + fn
+        let predicted = tp + fp
         func ratio(_ a: Double, _ b: Double) -> Double { b == 0 ? .nan : a / b }
         dice = ratio(2 * tp, reference + predicted)
         iou = ratio(tp, tp + fp + fn)

@@ -18,8 +18,9 @@ public struct PairedComparison: Sendable, Equatable {
         }
         let differences = zip(a, b).map { $0 - $1 }.filter { !$0.isNaN }
         meanDifference = Statistics.mean(differences)
-        (confidenceLow, confidenceHigh) = Statistics.bootstrapMeanInterval(differences, resamples: resamples,
-                                                                           seed: seed)
+        (confidenceLow, confidenceHigh) = Statistics.bootstrapMeanInterval(
+            differences, resamples: resamples,
+            seed: seed)
         wilcoxon = WilcoxonSignedRank(differences: differences)
         pairCount = differences.count
     }

@@ -30,8 +30,10 @@ public enum Statistics {
     /// Percentile-bootstrap confidence interval of the mean: `resamples` resamples of the values with
     /// replacement, drawn from `SeededGenerator(seed:)`, and the (1−level)/2 and (1+level)/2 percentiles
     /// of their means. NaN for no values.
-    public static func bootstrapMeanInterval(_ values: [Double], level: Double = 0.95, resamples: Int = 2000,
-                                             seed: UInt64) -> (low: Double, high: Double) {
+    public static func bootstrapMeanInterval(
+        _ values: [Double], level: Double = 0.95, resamples: Int = 2000,
+        seed: UInt64
+    ) -> (low: Double, high: Double) {
         guard !values.isEmpty, resamples > 0 else { return (.nan, .nan) }
         var generator = SeededGenerator(seed: seed)
         var means = [Double](repeating: 0, count: resamples)

@@ -19,7 +19,8 @@ public enum Surface {
                         let rowBase = z * plane + y * columns
                         for x in 0..<columns where m[rowBase + x] {
                             let i = rowBase + x
-                            var interior = x > 0 && x < columns - 1 && m[i - 1] && m[i + 1]
+                            var interior =
+                                x > 0 && x < columns - 1 && m[i - 1] && m[i + 1]
                                 && y > 0 && y < rows - 1 && m[i - columns] && m[i + columns]
                             if interior && checkSlices {
                                 interior = z > 0 && z < slices - 1 && m[i - plane] && m[i + plane]

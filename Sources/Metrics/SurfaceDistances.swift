@@ -43,8 +43,10 @@ public struct SurfaceDistances: Sendable {
         (self.predictionToReference, self.referenceToPrediction) = (predictionToReference, referenceToPrediction)
     }
 
-    private static func directed(from source: [Bool], to target: [Bool], _ shape: [Int],
-                                 _ spacing: [Double]) -> [Double] {
+    private static func directed(
+        from source: [Bool], to target: [Bool], _ shape: [Int],
+        _ spacing: [Double]
+    ) -> [Double] {
         guard source.contains(true) else { return [] }
         guard target.contains(true) else {
             return [Double](repeating: .infinity, count: source.lazy.filter { $0 }.count)
@@ -78,8 +80,9 @@ public struct SurfaceDistances: Sendable {
         if let empty = emptyValue { return empty }
         switch definition {
         case .max:
-            return Swift.max(Statistics.percentile(predictionToReference, percentile),
-                             Statistics.percentile(referenceToPrediction, percentile))
+            return Swift.max(
+                Statistics.percentile(predictionToReference, percentile),
+                Statistics.percentile(referenceToPrediction, percentile))
         case .pooled:
             return Statistics.percentile(predictionToReference + referenceToPrediction, percentile)
         }
@@ -99,7 +102,8 @@ public struct SurfaceDistances: Sendable {
     public func normalizedSurfaceDistance(toleranceMM: Double) -> Double {
         let total = predictionToReference.count + referenceToPrediction.count
         guard total > 0 else { return .nan }
-        let within = predictionToReference.lazy.filter { $0 <= toleranceMM }.count
+        let within =
+            predictionToReference.lazy.filter { $0 <= toleranceMM }.count
             + referenceToPrediction.lazy.filter { $0 <= toleranceMM }.count
         return Double(within) / Double(total)
     }
@@ -122,13 +126,15 @@ struct BoundingBox {
 
     init?(_ a: [Bool], _ b: [Bool], shape full: [Int]) {
         let extents = full.count == 3 ? full : [1] + full
-        var low = extents, high = [-1, -1, -1]
+        var low = extents
+        var high = [-1, -1, -1]
         a.withUnsafeBufferPointer { a in
             b.withUnsafeBufferPointer { b in
                 var i = 0
                 for z in 0..<extents[0] {
                     for y in 0..<extents[1] {
-                        var first = -1, last = -1
+                        var first = -1
+                        var last = -1
                         for x in 0..<extents[2] {
                             if a[i] || b[i] {
                                 if first < 0 { first = x }
@@ -159,7 +165,10 @@ struct BoundingBox {
         for z in 0..<box[0] {
             for y in 0..<box[1] {
                 let start = (lower[0] + z) * plane + (lower[1] + y) * fullShape[2] + lower[2]
-                for x in 0..<box[2] { out[o] = values[start + x]; o += 1 }
+                for x in 0..<box[2] {
+                    out[o] = values[start + x]
+                    o += 1
+                }
             }
         }
         return out

@@ -36,10 +36,14 @@ public struct WilcoxonSignedRank: Sendable, Equatable {
             let size = Double(end - start)
             let average = Double(start + 1 + end) / 2
             for i in start..<end { ranks[order[i]] = average }
-            if end - start > 1 { hasTies = true; tieCorrection += size * size * size - size }
+            if end - start > 1 {
+                hasTies = true
+                tieCorrection += size * size * size - size
+            }
             start = end
         }
-        var plus = 0.0, minus = 0.0
+        var plus = 0.0
+        var minus = 0.0
         for i in 0..<m { if nonzero[i] > 0 { plus += ranks[i] } else { minus += ranks[i] } }
         positiveRankSum = plus
         statistic = Swift.min(plus, minus)
@@ -99,7 +103,8 @@ public struct WilcoxonSignedRank: Sendable, Equatable {
         }
         let total = counts.reduce(0, +)
         let target = observed * 2
-        var lessOrEqual = 0.0, greaterOrEqual = 0.0
+        var lessOrEqual = 0.0
+        var greaterOrEqual = 0.0
         for (s, c) in counts.enumerated() where c != 0 {
             if Double(s) <= target { lessOrEqual += c }
             if Double(s) >= target { greaterOrEqual += c }

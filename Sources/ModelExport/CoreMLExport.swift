@@ -31,12 +31,15 @@ public enum CoreMLExport: ModelExporter {
             let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
             guard process.terminationStatus == 0 else {
-                let last = text.split(separator: "\n").last.map(String.init) ?? "exit status \(process.terminationStatus)"
+                let last =
+                    text.split(separator: "\n").last.map(String.init) ?? "exit status \(process.terminationStatus)"
                 throw ExportError.converter(format: "coreml", message: last)
             }
         }
-        return ["wrote \(path) (ML Program, input image \(options.size.height) × \(options.size.width), output "
-            + "semanticPredictions Int32; converted by coremltools with \(python))"]
+        return [
+            "wrote \(path) (ML Program, input image \(options.size.height) × \(options.size.width), output "
+                + "semanticPredictions Int32; converted by coremltools with \(python))"
+        ]
     }
 
     /// `SLICELAB_PYTHON`, else the `.venv/bin/python` of the package the executable was built in.
@@ -49,7 +52,9 @@ public enum CoreMLExport: ModelExporter {
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
             folder.deleteLastPathComponent()
         }
-        throw ExportError.converter(format: "coreml", message: "no Python found: set SLICELAB_PYTHON to a Python "
-            + "with coremltools and onnx installed (pip install coremltools onnx)")
+        throw ExportError.converter(
+            format: "coreml",
+            message: "no Python found: set SLICELAB_PYTHON to a Python "
+                + "with coremltools and onnx installed (pip install coremltools onnx)")
     }
 }

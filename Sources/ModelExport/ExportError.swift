@@ -9,9 +9,9 @@ public enum ExportError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .unsupported(format, reason): return "cannot export to \(format): \(reason)"
-        case let .onnx(call, message): return "ONNX export failed in \(call): \(message)"
-        case let .converter(format, message): return "\(format) export failed: \(message)"
+        case .unsupported(let format, let reason): return "cannot export to \(format): \(reason)"
+        case .onnx(let call, let message): return "ONNX export failed in \(call): \(message)"
+        case .converter(let format, let message): return "\(format) export failed: \(message)"
         }
     }
 }

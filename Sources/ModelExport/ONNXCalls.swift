@@ -46,8 +46,9 @@ final class ONNXModel {
     func addValue(_ name: String, output: Bool, elementType: Int32, dims: [(size: Int?, name: String)]) throws {
         let sizes = dims.map { Int64($0.size ?? -1) }
         try withCStrings(dims.map(\.name)) { names in
-            try check(connx_add_value(handle, output ? 1 : 0, name, elementType, sizes.count, sizes, names),
-                      "connx_add_value")
+            try check(
+                connx_add_value(handle, output ? 1 : 0, name, elementType, sizes.count, sizes, names),
+                "connx_add_value")
         }
     }
 
@@ -55,18 +56,20 @@ final class ONNXModel {
     func addNode(_ node: InferenceGraph.Node) throws {
         try withCStrings(node.inputs) { inputs in
             try withCStrings(node.outputs) { outputs in
-                try check(connx_add_node(handle, node.operation, node.name, inputs, node.inputs.count, outputs,
-                                         node.outputs.count), "connx_add_node")
+                try check(
+                    connx_add_node(
+                        handle, node.operation, node.name, inputs, node.inputs.count, outputs,
+                        node.outputs.count), "connx_add_node")
             }
         }
         for (key, value) in node.attributes {
             switch value {
-            case let .int(v): try check(connx_set_int_attribute(handle, key, Int64(v)), "connx_set_int_attribute")
-            case let .ints(v):
+            case .int(let v): try check(connx_set_int_attribute(handle, key, Int64(v)), "connx_set_int_attribute")
+            case .ints(let v):
                 let values = v.map(Int64.init)
                 try check(connx_set_ints_attribute(handle, key, values, values.count), "connx_set_ints_attribute")
-            case let .float(v): try check(connx_set_float_attribute(handle, key, v), "connx_set_float_attribute")
-            case let .string(v): try check(connx_set_string_attribute(handle, key, v), "connx_set_string_attribute")
+            case .float(let v): try check(connx_set_float_attribute(handle, key, v), "connx_set_float_attribute")
+            case .string(let v): try check(connx_set_string_attribute(handle, key, v), "connx_set_string_attribute")
             }
         }
     }

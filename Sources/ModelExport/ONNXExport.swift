@@ -50,16 +50,19 @@ public enum ONNXExport {
         for (key, value) in metadata(source) { onnx.addMetadata(key, value) }
         for constant in graph.constants {
             switch constant.values {
-            case let .float(values): try onnx.addInitializer(constant.name, shape: constant.shape, floats: values)
-            case let .int64(values): try onnx.addInitializer(constant.name, shape: constant.shape, integers: values)
+            case .float(let values): try onnx.addInitializer(constant.name, shape: constant.shape, floats: values)
+            case .int64(let values): try onnx.addInitializer(constant.name, shape: constant.shape, integers: values)
             }
         }
-        let float = ONNXElementType.float, int64 = ONNXElementType.int64
-        try onnx.addValue(graph.input, output: false, elementType: float,
-                          dims: [(nil, "N"), (graph.inputChannels, ""), (nil, "H"), (nil, "W")])
+        let float = ONNXElementType.float
+        let int64 = ONNXElementType.int64
+        try onnx.addValue(
+            graph.input, output: false, elementType: float,
+            dims: [(nil, "N"), (graph.inputChannels, ""), (nil, "H"), (nil, "W")])
         for node in graph.nodes { try onnx.addNode(node) }
-        try onnx.addValue(graph.logits, output: true, elementType: float,
-                          dims: [(nil, "N"), (graph.classCount, ""), (nil, "H"), (nil, "W")])
+        try onnx.addValue(
+            graph.logits, output: true, elementType: float,
+            dims: [(nil, "N"), (graph.classCount, ""), (nil, "H"), (nil, "W")])
         try onnx.addValue(graph.labels, output: true, elementType: int64, dims: [(nil, "N"), (nil, "H"), (nil, "W")])
         try onnx.checkAndInferShapes()
         return onnx
@@ -69,14 +72,19 @@ public enum ONNXExport {
     static func metadata(_ source: ExportSource) -> [(String, String)] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        let configuration = (try? encoder.encode(source.model.configuration)).map { String(decoding: $0, as: UTF8.self) }
+        let configuration = (try? encoder.encode(source.model.configuration)).map {
+            String(decoding: $0, as: UTF8.self)
+        }
         let names = (try? encoder.encode(source.classNames)).map { String(decoding: $0, as: UTF8.self) }
         return [
             ("slicelab.preprocessing", source.preprocessing.json),
             ("slicelab.configuration", configuration ?? "{}"),
             ("slicelab.class_names", names ?? "[]"),
-            ("slicelab.input_layout", "image: float32 [N, C, H, W], normalised as slicelab.preprocessing says "
-                + "(1-channel models: gray; 3-channel: RGB)"),
+            (
+                "slicelab.input_layout",
+                "image: float32 [N, C, H, W], normalised as slicelab.preprocessing says "
+                    + "(1-channel models: gray; 3-channel: RGB)"
+            )
         ]
     }
 }

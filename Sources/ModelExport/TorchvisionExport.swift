@@ -15,7 +15,8 @@ public enum TorchvisionExport: ModelExporter {
         let configuration = source.model.configuration
         try checkExpressible(configuration)
         let prefix = path.hasSuffix(".safetensors") ? String(path.dropLast(".safetensors".count)) : path
-        let weights = prefix + ".safetensors", description = prefix + ".json"
+        let weights = prefix + ".safetensors"
+        let description = prefix + ".json"
         let json = try configurationJSON(source)
         let tensors = safetensors(source.model.parameters, metadata: ["format": "pt", "producer": "slicelab"])
         try writeAtomically(tensors, to: weights)
@@ -27,8 +28,9 @@ public enum TorchvisionExport: ModelExporter {
         }
         var notes = ["wrote \(weights) (\(source.model.parameters.count) tensors) and \(description)"]
         if configuration.inputChannels == 1 {
-            notes.append("the model takes 1 channel: replace backbone.conv1 by nn.Conv2d(1, 64, 7, 2, 3, bias=False) "
-                + "before load_state_dict (README, Export)")
+            notes.append(
+                "the model takes 1 channel: replace backbone.conv1 by nn.Conv2d(1, 64, 7, 2, 3, bias=False) "
+                    + "before load_state_dict (README, Export)")
         }
         return notes
     }
@@ -48,8 +50,9 @@ public enum TorchvisionExport: ModelExporter {
     static func checkExpressible(_ c: DeepLabConfiguration) throws {
         func refuse(_ reason: String) -> ExportError { .unsupported(format: "torchvision", reason: reason) }
         if c.architecture == .mobilenetV2 {
-            throw refuse("torchvision has no DeepLabV3 over MobileNetV2 (only MobileNetV3-Large); SliceLab's "
-                + "composition would not load into any torchvision constructor; export to ONNX instead")
+            throw refuse(
+                "torchvision has no DeepLabV3 over MobileNetV2 (only MobileNetV3-Large); SliceLab's "
+                    + "composition would not load into any torchvision constructor; export to ONNX instead")
         }
         if c.asppChannels != 256 {
             throw refuse("ASPP width is \(c.asppChannels); torchvision's DeepLabHead has 256 channels")
@@ -58,8 +61,9 @@ public enum TorchvisionExport: ModelExporter {
             throw refuse("atrous rates are \(c.atrousRates); torchvision's DeepLabHead uses [12, 24, 36]")
         }
         if c.outputStride != 8 {
-            throw refuse("output stride is \(c.outputStride); torchvision's DeepLabV3 dilates layer3 and layer4 "
-                + "(output stride 8)")
+            throw refuse(
+                "output stride is \(c.outputStride); torchvision's DeepLabV3 dilates layer3 and layer4 "
+                    + "(output stride 8)")
         }
         if c.inputScale != 1 {
             throw refuse("input scale is \(c.inputScale); torchvision's DeepLabV3 does not resample its input")
@@ -86,7 +90,7 @@ public enum TorchvisionExport: ModelExporter {
             "aspp_channels": c.asppChannels,
             "class_names": source.classNames,
             "preprocessing": preprocessing,
-            "slicelab_configuration": slicelab,
+            "slicelab_configuration": slicelab
         ]
         return try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
     }
@@ -94,7 +98,8 @@ public enum TorchvisionExport: ModelExporter {
     /// A safetensors file: an 8-byte little-endian header length, the JSON header (padded with spaces to a
     /// multiple of 8), then the tensors' bytes. Float32 as F32; `num_batches_tracked` as I64.
     static func safetensors(_ parameters: [Parameter], metadata: [String: String]) -> Data {
-        var header = "{\"__metadata__\":{"
+        var header =
+            "{\"__metadata__\":{"
             + metadata.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\"\($0.value)\"" }.joined(separator: ",") + "}"
         var body = Data()
         for p in parameters {
@@ -106,7 +111,8 @@ public enum TorchvisionExport: ModelExporter {
                 p.value.withUnsafeBytes { body.append(contentsOf: $0) }
             }
             let shape = p.shape.map(String.init).joined(separator: ",")
-            header += ",\"\(p.name)\":{\"dtype\":\"\(integer ? "I64" : "F32")\",\"shape\":[\(shape)],"
+            header +=
+                ",\"\(p.name)\":{\"dtype\":\"\(integer ? "I64" : "F32")\",\"shape\":[\(shape)],"
                 + "\"data_offsets\":[\(start),\(body.count)]}"
         }
         header += "}"

@@ -31,8 +31,10 @@ public func writeAtomically(to path: String, _ body: (_ temporaryPath: String) t
 public func writeAtomically(_ data: Data, to path: String) throws {
     try writeAtomically(to: path) { temporary in
         guard FileManager.default.createFile(atPath: temporary, contents: data) else {
-            throw FileWriteError.unwritable(file: path, reason: "cannot create \(temporary): "
-                + String(cString: strerror(errno)))
+            throw FileWriteError.unwritable(
+                file: path,
+                reason: "cannot create \(temporary): "
+                    + String(cString: strerror(errno)))
         }
     }
 }
@@ -50,8 +52,10 @@ public func writeFolderAtomically(to path: String, _ body: (_ temporaryFolder: S
     let temporary = directory + "/" + temporaryName(for: name, kind: "tmp")
     do {
         guard mkdir(temporary, 0o755) == 0 else {
-            throw FileWriteError.unwritable(file: path, reason: "cannot create \(temporary): "
-                + String(cString: strerror(errno)))
+            throw FileWriteError.unwritable(
+                file: path,
+                reason: "cannot create \(temporary): "
+                    + String(cString: strerror(errno)))
         }
         try body(temporary)
         for file in (try? FileManager.default.subpathsOfDirectory(atPath: temporary)) ?? [] {
@@ -88,8 +92,10 @@ private func destinationFolder(of path: String) throws -> (directory: String, na
     do {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     } catch {
-        throw FileWriteError.unwritable(file: path, reason: "cannot create folder \(directory): "
-            + ((error as NSError).userInfo[NSUnderlyingErrorKey].map { "\($0)" } ?? error.localizedDescription))
+        throw FileWriteError.unwritable(
+            file: path,
+            reason: "cannot create folder \(directory): "
+                + ((error as NSError).userInfo[NSUnderlyingErrorKey].map { "\($0)" } ?? error.localizedDescription))
     }
     return (directory, url.lastPathComponent)
 }
@@ -107,7 +113,8 @@ private func removeStaleTemporaries(of name: String, in directory: String) {
         for kind in ["tmp", "old"] {
             let prefix = ".\(name).\(kind)-"
             guard entry.hasPrefix(prefix), let pid = Int32(entry.dropFirst(prefix.count).prefix { $0 != "-" }),
-                  pid > 0, kill(pid, 0) == -1, errno == ESRCH else { continue }
+                pid > 0, kill(pid, 0) == -1, errno == ESRCH
+            else { continue }
             try? FileManager.default.removeItem(atPath: directory + "/" + entry)
         }
     }
@@ -144,8 +151,10 @@ private func exchange(_ source: String, _ destination: String) throws {
 private func syncFile(_ temporary: String, destination: String) throws {
     let fd = open(temporary, O_RDONLY)
     guard fd >= 0 else {
-        throw FileWriteError.unwritable(file: destination, reason: "temporary file vanished: "
-            + String(cString: strerror(errno)))
+        throw FileWriteError.unwritable(
+            file: destination,
+            reason: "temporary file vanished: "
+                + String(cString: strerror(errno)))
     }
     defer { close(fd) }
     guard fsync(fd) == 0 else {
@@ -181,8 +190,10 @@ public func prepareOutputLocation(_ path: String, isFolder: Bool = false) throws
         throw FileWriteError.unwritable(file: path, reason: "\(folder.path) is not a folder")
     }
     guard access(folder.path, W_OK | X_OK) == 0 else {
-        throw FileWriteError.unwritable(file: path, reason: "folder \(folder.path) is not writable: "
-            + String(cString: strerror(errno)))
+        throw FileWriteError.unwritable(
+            file: path,
+            reason: "folder \(folder.path) is not writable: "
+                + String(cString: strerror(errno)))
     }
     removeStaleTemporaries(of: url.lastPathComponent, in: url.deletingLastPathComponent().path)
 }
@@ -193,7 +204,7 @@ public enum FileWriteError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .unwritable(file, reason): return "\(file): cannot write: \(reason)"
+        case .unwritable(let file, let reason): return "\(file): cannot write: \(reason)"
         }
     }
 }

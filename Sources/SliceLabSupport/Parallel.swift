@@ -1,7 +1,7 @@
 import Dispatch
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Work split across the machine's cores (`DispatchQueue.concurrentPerform`) when it is large enough to pay
@@ -11,9 +11,9 @@ public enum Parallel {
     /// The processors this process may use. Rests on `sysconf(_SC_NPROCESSORS_ONLN)`.
     public static var processorCount: Int {
         #if canImport(Glibc)
-        return max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+            return max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         #else
-        return 1
+            return 1
         #endif
     }
 
@@ -40,8 +40,10 @@ public enum Parallel {
     ///
     /// - Returns: the number of chunks.
     @discardableResult
-    public static func forEachChunk(_ count: Int, minimumChunk: Int = 4096,
-                                    _ body: (_ chunk: Int, _ range: Range<Int>) -> Void) -> Int {
+    public static func forEachChunk(
+        _ count: Int, minimumChunk: Int = 4096,
+        _ body: (_ chunk: Int, _ range: Range<Int>) -> Void
+    ) -> Int {
         let chunks = chunkCount(count, minimumChunk: minimumChunk)
         forEach(chunks) { chunk in body(chunk, (chunk * count / chunks)..<((chunk + 1) * count / chunks)) }
         return chunks

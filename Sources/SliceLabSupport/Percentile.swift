@@ -6,12 +6,14 @@ public enum Percentile {
     public static func ofSorted<C: RandomAccessCollection>(_ sorted: C, _ q: Double) -> Double
     where C.Element: BinaryFloatingPoint, C.Index == Int {
         guard !sorted.isEmpty else { return .nan }
-        let first = sorted.startIndex, count = sorted.count
+        let first = sorted.startIndex
+        let count = sorted.count
         let position = q / 100 * Double(count - 1)
         let lower = min(max(0, Int(position.rounded(.down))), count - 1)
         let upper = min(lower + 1, count - 1)
         let t = position - Double(lower)
-        let a = Double(sorted[first + lower]), b = Double(sorted[first + upper])
+        let a = Double(sorted[first + lower])
+        let b = Double(sorted[first + upper])
         if a == b || t == 0 { return a }
         // numpy's `_lerp`: a + d·t, but b − d·(1 − t) when t ≥ 0.5.
         let difference = b - a

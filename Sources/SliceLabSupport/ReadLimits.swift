@@ -46,13 +46,15 @@ public struct ReadLimits: Sendable, Equatable, CustomStringConvertible {
     /// A byte count for people, in binary units.
     public static func format(bytes: Double) -> String {
         let units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
-        var value = bytes, index = 0
+        var value = bytes
+        var index = 0
         while value >= 1024, index < units.count - 1 {
             value /= 1024
             index += 1
         }
         if index == 0 { return "\(Int(value)) bytes" }
-        return value == value.rounded() ? "\(Int(value)) \(units[index])" : String(format: "%.1f %@", value, units[index])
+        return value == value.rounded()
+            ? "\(Int(value)) \(units[index])" : String(format: "%.1f %@", value, units[index])
     }
 
     /// Checks that `extents` values of `bytesPerValue` bytes fit the bound (overflow-safe).
@@ -72,7 +74,8 @@ public struct ReadLimits: Sendable, Equatable, CustomStringConvertible {
         }
         guard overflow || exact > maxBytes else { return }
         throw ReadLimitError.tooLarge(
-            file: file, reason: "\(what) (\(extents.map(String.init).joined(separator: " × ")) values) would take "
+            file: file,
+            reason: "\(what) (\(extents.map(String.init).joined(separator: " × ")) values) would take "
                 + "\(Self.format(bytes: bytes)) in memory, over the read limit of \(self)"
                 + (remedy.map { " (\($0))" } ?? ""))
     }
@@ -84,7 +87,7 @@ public enum ReadLimitError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .tooLarge(file, reason): return "\(file): refused: \(reason)"
+        case .tooLarge(let file, let reason): return "\(file): refused: \(reason)"
         }
     }
 }

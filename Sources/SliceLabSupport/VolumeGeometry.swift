@@ -15,6 +15,7 @@ public struct VolumeGeometry: Sendable, Equatable, Codable {
     }
 
     /// Unit spacing at the origin, axes along L, P and S.
-    public static let identity = VolumeGeometry(spacing: [1, 1, 1], origin: [0, 0, 0],
-                                                direction: [1, 0, 0, 0, 1, 0, 0, 0, 1])
+    public static let identity = VolumeGeometry(
+        spacing: [1, 1, 1], origin: [0, 0, 0],
+        direction: [1, 0, 0, 0, 1, 0, 0, 0, 1])
 }

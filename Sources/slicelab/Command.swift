@@ -12,9 +12,8 @@ protocol Command {
 let commands: [Command.Type] = [
     InfoCommand.self, ConvertCommand.self, SegmentCommand.self, ClusterCommand.self,
     EvaluateCommand.self, CompareCommand.self, MergeCommand.self, TrainCommand.self, ExportCommand.self,
-    QuantizeCommand.self, DatasetCommand.self, DemoCommand.self,
+    QuantizeCommand.self, DatasetCommand.self, DemoCommand.self
 ]
-
 
 /// `--max-memory`, declared by every command that reads images, labels or series from outside files.
 let maxMemoryOption = OptionSpec(
@@ -26,7 +25,8 @@ let maxMemoryOption = OptionSpec(
 func readLimits(_ arguments: ParsedArguments, command: String) throws -> ReadLimits {
     let text = arguments.string("max-memory") ?? "4G"
     guard var limits = ReadLimits(parsing: text) else {
-        throw UsageError("slicelab \(command): --max-memory \(text): expected a size such as 4G, 512M or 1000000 (bytes)")
+        throw UsageError(
+            "slicelab \(command): --max-memory \(text): expected a size such as 4G, 512M or 1000000 (bytes)")
     }
     limits.remedy = "raise it with --max-memory"
     return limits
@@ -51,8 +51,9 @@ func cohortJob(_ arguments: ParsedArguments, command: String) throws -> Communic
     let communicator = try Communicator.fromEnvironment()
     guard communicator.isDistributed else { return nil }
     if let shard = arguments.string("shard") {
-        throw UsageError("slicelab \(command): --shard \(shard) under \(communicator.launcher!.kind.rawValue): every "
-            + "rank runs its own shard of the job; leave --shard out")
+        throw UsageError(
+            "slicelab \(command): --shard \(shard) under \(communicator.launcher!.kind.rawValue): every "
+                + "rank runs its own shard of the job; leave --shard out")
     }
     return communicator
 }

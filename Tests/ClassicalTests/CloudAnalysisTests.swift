@@ -86,16 +86,19 @@ import Testing
         let entry = golden[covariance == .full ? "full" : "diag"] as? [String: Any] ?? [:]
         let data = Goldens.doubles(golden, "data")
         let points = FeatureMatrix(count: data.count / 2, dimension: 2, values: data)
-        let (model, labels) = try GaussianMixture(componentCount: 3, covariance: covariance, initCount: 3,
-                                                  maxIterations: 500, tolerance: 1e-6).fit(points)
+        let (model, labels) = try GaussianMixture(
+            componentCount: 3, covariance: covariance, initCount: 3,
+            maxIterations: 500, tolerance: 1e-6
+        ).fit(points)
         let order = (0..<3).sorted { model.means.values[$0 * 2] < model.means.values[$1 * 2] }
         let means = order.flatMap { model.means.row($0) }
         let weights = order.map { model.weights[$0] }
         #expect(zip(means, Goldens.doubles(entry, "means")).allSatisfy { abs($0 - $1) < 1e-3 }, "\(means)")
         #expect(zip(weights, Goldens.doubles(entry, "weights")).allSatisfy { abs($0 - $1) < 1e-3 })
         let expectedLikelihood = (entry["mean_log_likelihood"] as? Double) ?? .nan
-        #expect(abs(model.meanLogLikelihood - expectedLikelihood) < 1e-4,
-                "\(model.meanLogLikelihood) vs \(expectedLikelihood)")
+        #expect(
+            abs(model.meanLogLikelihood - expectedLikelihood) < 1e-4,
+            "\(model.meanLogLikelihood) vs \(expectedLikelihood)")
         #expect(samePartition(labels, Goldens.ints(entry, "labels")))
         #expect(model.converged)
     }

@@ -1,15 +1,17 @@
-@testable import Classical
 import Foundation
 import SliceLabSupport
-import Testing
 import TestSupport
+import Testing
+
+@testable import Classical
 
 /// The fixtures written by `Datasets/goldens/densecrf_goldens.py` (pydensecrf2; versions recorded in the file).
 private enum CRFGoldens {
     static let root: [String: Any] = {
         let url = TestSupport.packageRoot.appendingPathComponent("Tests/ClassicalTests/Fixtures/densecrf_goldens.json")
         guard let data = try? Data(contentsOf: url),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return [:] }
         return object
     }()
 
@@ -24,7 +26,8 @@ private enum CRFGoldens {
     static let names = ["gray2d-3class", "color2d-4class", "gray2d-6class-custom", "gray3d-2class-anisotropic"]
 
     static func run(_ fixture: [String: Any], path: DenseCRF.KernelPath = .automatic) throws
-        -> (marginals: [Float], expected: [Float], labels: [Int]) {
+        -> (marginals: [Float], expected: [Float], labels: [Int])
+    {
         let dims = Goldens.ints(fixture, "shape")
         let shape = GridShape(dimensions: dims)!
         let classes = fixture["classCount"] as? Int ?? 0
@@ -67,15 +70,17 @@ private enum CRFGoldens {
         let ours = DenseCRF.labels(marginals: marginals, classCount: classes)
         let agreeing = zip(ours, labels).filter { Int($0) == $1 }.count
         #expect(Double(agreeing) >= 0.995 * Double(labels.count), "\(agreeing)/\(labels.count) labels agree")
-        print("DenseCRF vs pydensecrf2 \(name) [\(path.rawValue)]: max |ΔQ| \(worst), labels agree "
-            + "\(agreeing)/\(labels.count)")
+        print(
+            "DenseCRF vs pydensecrf2 \(name) [\(path.rawValue)]: max |ΔQ| \(worst), labels agree "
+                + "\(agreeing)/\(labels.count)")
     }
 
     /// The run-time dispatch follows the CPU, not the build machine: AVX2 + FMA is offered exactly when
     /// `/proc/cpuinfo` lists both flags, and is then the automatic choice (unless SLICELAB_CRF_KERNELS=baseline).
     @Test func kernelPathFollowsTheCPUsFlags() throws {
         guard let cpuinfo = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
-              let line = cpuinfo.split(separator: "\n").first(where: { $0.hasPrefix("flags") }) else {
+            let line = cpuinfo.split(separator: "\n").first(where: { $0.hasPrefix("flags") })
+        else {
             print("DenseCRF: no /proc/cpuinfo flags here; dispatch not checked")
             return
         }
@@ -117,17 +122,20 @@ private enum CRFGoldens {
         let shape = GridShape(slices: 5, rows: 12, columns: 10)
         var generator = SeededGenerator(seed: 24)
         let k = 3
-        var probabilities = [Float](), image = [Float]()
+        var probabilities = [Float]()
+        var image = [Float]()
         for _ in 0..<shape.count {
             let raw = (0..<k).map { _ in Float.random(in: 0.05...1, using: &generator) }
             let sum = raw.reduce(0, +)
             probabilities += raw.map { $0 / sum }
             image.append(Float(Int.random(in: 0...255, using: &generator)))
         }
-        let first = try DenseCRF.marginals(probabilities: probabilities, classCount: k, image: image, channels: 1,
-                                           shape: shape, spacing: [3, 0.7, 0.7])
-        let second = try DenseCRF.marginals(probabilities: probabilities, classCount: k, image: image, channels: 1,
-                                            shape: shape, spacing: [3, 0.7, 0.7])
+        let first = try DenseCRF.marginals(
+            probabilities: probabilities, classCount: k, image: image, channels: 1,
+            shape: shape, spacing: [3, 0.7, 0.7])
+        let second = try DenseCRF.marginals(
+            probabilities: probabilities, classCount: k, image: image, channels: 1,
+            shape: shape, spacing: [3, 0.7, 0.7])
         #expect(first == second)
         for pixel in 0..<shape.count {
             let total = first[(pixel * k)..<((pixel + 1) * k)].reduce(0, +)
@@ -147,7 +155,8 @@ private enum CRFGoldens {
         let shape = GridShape(rows: 23, columns: 19)
         let n = shape.count
         var generator = SeededGenerator(seed: 2411)
-        var probabilities = [Float](), image = [Float]()
+        var probabilities = [Float]()
+        var image = [Float]()
         for pixel in 0..<n {
             let raw = (0..<k).map { _ in Float.random(in: 0...1, using: &generator) }
             let sum = raw.reduce(0, +)
@@ -157,25 +166,32 @@ private enum CRFGoldens {
         var parameters = DenseCRF.Parameters()
         parameters.iterations = 3
         parameters.bilateralSXY = 6
-        let ours = try DenseCRF.marginals(probabilities: probabilities, classCount: k, image: image, channels: 1,
-                                          shape: shape, parameters: parameters, kernelPath: path)
+        let ours = try DenseCRF.marginals(
+            probabilities: probabilities, classCount: k, image: image, channels: 1,
+            shape: shape, parameters: parameters, kernelPath: path)
 
-        var gaussian = [Float](), bilateral = [Float]()
+        var gaussian = [Float]()
+        var bilateral = [Float]()
         for pixel in 0..<n {
             let (y, x) = (Float(pixel / 19), Float(pixel % 19))
             gaussian += [y / Float(parameters.gaussianSXY), x / Float(parameters.gaussianSXY)]
-            bilateral += [y / Float(parameters.bilateralSXY), x / Float(parameters.bilateralSXY),
-                          image[pixel] / Float(parameters.bilateralIntensity)]
+            bilateral += [
+                y / Float(parameters.bilateralSXY), x / Float(parameters.bilateralSXY),
+                image[pixel] / Float(parameters.bilateralIntensity)
+            ]
         }
-        let lattices = [(PermutohedralLattice(features: gaussian, dimension: 2), Float(parameters.gaussianWeight)),
-                        (PermutohedralLattice(features: bilateral, dimension: 3), Float(parameters.bilateralWeight))]
+        let lattices = [
+            (PermutohedralLattice(features: gaussian, dimension: 2), Float(parameters.gaussianWeight)),
+            (PermutohedralLattice(features: bilateral, dimension: 3), Float(parameters.bilateralWeight))
+        ]
         let norms = lattices.map { lattice, _ in
             lattice.filter([Float](repeating: 1, count: n), valueCount: 1).map { 1 / ($0 + 1e-20).squareRoot() }
         }
         let clipped = probabilities.map { min(max($0, DenseCRF.probabilityFloor), 1) }
         var q = [Float](repeating: 0, count: n * k)
         for pixel in 0..<n {
-            let row = clipped[(pixel * k)..<((pixel + 1) * k)], total = row.reduce(0, +)
+            let row = clipped[(pixel * k)..<((pixel + 1) * k)]
+            let total = row.reduce(0, +)
             for c in 0..<k { q[pixel * k + c] = row[row.startIndex + c] / total }
         }
         for _ in 0..<parameters.iterations {
@@ -186,8 +202,10 @@ private enum CRFGoldens {
                 for index in energies.indices { energies[index] += weight * norm[index / k] * filtered[index] }
             }
             for pixel in 0..<n {
-                let row = energies[(pixel * k)..<((pixel + 1) * k)], top = row.max()!
-                let exps = row.map { Float(exp(Double($0 - top))) }, total = exps.reduce(0, +)
+                let row = energies[(pixel * k)..<((pixel + 1) * k)]
+                let top = row.max()!
+                let exps = row.map { Float(exp(Double($0 - top))) }
+                let total = exps.reduce(0, +)
                 for c in 0..<k { q[pixel * k + c] = exps[c] / total }
             }
         }
@@ -197,16 +215,19 @@ private enum CRFGoldens {
     }
 
     @Test func parametersParseTheIssuesSpecAndDefaults() throws {
-        let parsed = try DenseCRF.Parameters(parsing: "iterations=5,gaussian-sxy=3,gaussian-weight=3,"
-            + "bilateral-sxy=80,bilateral-intensity=13,bilateral-weight=10")
+        let parsed = try DenseCRF.Parameters(
+            parsing: "iterations=5,gaussian-sxy=3,gaussian-weight=3,"
+                + "bilateral-sxy=80,bilateral-intensity=13,bilateral-weight=10")
         #expect(parsed == DenseCRF.Parameters())
         let custom = try DenseCRF.Parameters(parsing: "iterations=2, bilateral-sxy=40")
         #expect(custom.iterations == 2 && custom.bilateralSXY == 40 && custom.gaussianSXY == 3)
         #expect(try DenseCRF.Parameters(parsing: custom.spec) == custom)
     }
 
-    @Test(arguments: ["sigma=3", "gaussian-sxy=0", "bilateral-intensity=-1", "iterations=0", "iterations=2.5",
-                      "gaussian-weight=x", "gaussian-sxy", "gaussian-sxy=3,gaussian-sxy=4", "bilateral-weight=-2"])
+    @Test(arguments: [
+        "sigma=3", "gaussian-sxy=0", "bilateral-intensity=-1", "iterations=0", "iterations=2.5",
+        "gaussian-weight=x", "gaussian-sxy", "gaussian-sxy=3,gaussian-sxy=4", "bilateral-weight=-2"
+    ])
     func badParametersAreRejected(spec: String) {
         #expect(throws: ClassicalError.self) { try DenseCRF.Parameters(parsing: spec) }
     }
@@ -214,12 +235,14 @@ private enum CRFGoldens {
     @Test func mismatchedBuffersAreRejected() {
         let shape = GridShape(rows: 4, columns: 4)
         #expect(throws: ClassicalError.self) {
-            try DenseCRF.marginals(probabilities: [Float](repeating: 0.5, count: 31), classCount: 2,
-                                   image: [Float](repeating: 0, count: 16), channels: 1, shape: shape)
+            try DenseCRF.marginals(
+                probabilities: [Float](repeating: 0.5, count: 31), classCount: 2,
+                image: [Float](repeating: 0, count: 16), channels: 1, shape: shape)
         }
         #expect(throws: ClassicalError.self) {
-            try DenseCRF.marginals(probabilities: [Float](repeating: 0.5, count: 32), classCount: 2,
-                                   image: [Float](repeating: 0, count: 15), channels: 1, shape: shape)
+            try DenseCRF.marginals(
+                probabilities: [Float](repeating: 0.5, count: 32), classCount: 2,
+                image: [Float](repeating: 0, count: 15), channels: 1, shape: shape)
         }
     }
 }

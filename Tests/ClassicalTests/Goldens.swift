@@ -7,7 +7,8 @@ enum Goldens {
     static let root: [String: Any] = {
         let url = TestSupport.packageRoot.appendingPathComponent("Tests/ClassicalTests/Fixtures/classical_goldens.json")
         guard let data = try? Data(contentsOf: url),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return [:] }
         return object
     }()
 
@@ -25,7 +26,8 @@ enum Goldens {
 /// Whether two labelings are the same partition (equal up to a one-to-one renaming of labels).
 func samePartition<A: Hashable, B: Hashable>(_ first: [A], _ second: [B]) -> Bool {
     guard first.count == second.count else { return false }
-    var forward: [A: B] = [:], backward: [B: A] = [:]
+    var forward: [A: B] = [:]
+    var backward: [B: A] = [:]
     for (a, b) in zip(first, second) {
         if let mapped = forward[a], mapped != b { return false }
         if let mapped = backward[b], mapped != a { return false }

@@ -1,7 +1,8 @@
-@testable import Classical
 import Foundation
 import SliceLabSupport
 import Testing
+
+@testable import Classical
 
 @Suite struct HistogramModesTests {
     /// Three well-separated Gaussian modes (means 0, 10, 20; σ 1) drawn from a seeded generator.
@@ -37,17 +38,22 @@ import Testing
         let points = FeatureMatrix(count: base.count, dimension: 3, values: values)
         let centers = try HistogramModes.colorPeaks(points, classes: 3)
         let firstChannel = (0..<3).map { centers.values[$0 * 3] }.sorted()
-        for (found, expected) in zip(firstChannel, [0.0, 10, 20]) { #expect(abs(found - expected) < 2, "\(firstChannel)") }
+        for (found, expected) in zip(firstChannel, [0.0, 10, 20]) {
+            #expect(abs(found - expected) < 2, "\(firstChannel)")
+        }
     }
 
     @Test func colorPeaksWorkOnTwoChannelHistograms() throws {
         let base = Self.trimodal()
         var values: [Double] = []
         for (index, value) in base.enumerated() { values += [value, Double(index % 3) * 4 + 0.2 * value] }
-        let centers = try HistogramModes.colorPeaks(FeatureMatrix(count: base.count, dimension: 2, values: values),
-                                                    classes: 3, binsPerAxis: 48)
+        let centers = try HistogramModes.colorPeaks(
+            FeatureMatrix(count: base.count, dimension: 2, values: values),
+            classes: 3, binsPerAxis: 48)
         let firstChannel = (0..<3).map { centers.values[$0 * 2] }.sorted()
-        for (found, expected) in zip(firstChannel, [0.0, 10, 20]) { #expect(abs(found - expected) < 2, "\(firstChannel)") }
+        for (found, expected) in zip(firstChannel, [0.0, 10, 20]) {
+            #expect(abs(found - expected) < 2, "\(firstChannel)")
+        }
         #expect(throws: ClassicalError.self) {
             try HistogramModes.colorPeaks(FeatureMatrix(count: 2, dimension: 1, values: [0, 1]), classes: 2)
         }

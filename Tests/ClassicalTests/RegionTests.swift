@@ -1,6 +1,7 @@
-@testable import Classical
 import SliceLabSupport
 import Testing
+
+@testable import Classical
 
 @Suite struct RegionTests {
     static let golden = Goldens.section("components")
@@ -8,7 +9,9 @@ import Testing
     static func map(_ key: String, shapeKey: String) -> LabelGrid<Int32> {
         let values = Goldens.ints(golden, key).map(Int32.init)
         let dims = Goldens.ints(golden, shapeKey)
-        let shape = dims.count == 3 ? GridShape(slices: dims[0], rows: dims[1], columns: dims[2])
+        let shape =
+            dims.count == 3
+            ? GridShape(slices: dims[0], rows: dims[1], columns: dims[2])
             : GridShape(rows: dims.first ?? 0, columns: dims.last ?? 0)
         return LabelGrid<Int32>(shape: shape, labels: values)
     }
@@ -39,9 +42,11 @@ import Testing
     /// sends the same map through the general path) on seeded random maps of several densities.
     @Test func specialisedFaceConnectedPathMatchesTheGeneralOne() throws {
         var generator = SeededGenerator(seed: 99)
-        for (shape, classes) in [(GridShape(rows: 61, columns: 47), 2), (GridShape(rows: 40, columns: 40), 4),
-                                 (GridShape(slices: 17, rows: 19, columns: 23), 2),
-                                 (GridShape(slices: 12, rows: 9, columns: 30), 3)] {
+        for (shape, classes) in [
+            (GridShape(rows: 61, columns: 47), 2), (GridShape(rows: 40, columns: 40), 4),
+            (GridShape(slices: 17, rows: 19, columns: 23), 2),
+            (GridShape(slices: 12, rows: 9, columns: 30), 3)
+        ] {
             let labels = (0..<shape.count).map { _ in Int32(generator.uniform() * Double(classes)) }
             let map = LabelGrid<Int32>(shape: shape, labels: labels)
             let fast = try ConnectedComponents.label(map, connectivity: 1)
@@ -69,9 +74,11 @@ import Testing
 
     @Test func smallRegionsMergeIntoTheirLargestNeighbour() throws {
         // A 1-pixel speck of class 2 between a big class-0 region and a smaller class-1 region.
-        let labels: [Int32] = [0, 0, 0, 1,
-                               0, 2, 0, 1,
-                               0, 0, 1, 1]
+        let labels: [Int32] = [
+            0, 0, 0, 1,
+            0, 2, 0, 1,
+            0, 0, 1, 1
+        ]
         let map = LabelGrid<Int32>(shape: GridShape(rows: 3, columns: 4), labels: labels)
         let (classes, regions) = try RegionMerging.mergeSmallRegions(map, minimumSize: 2, connectivity: 1)
         #expect(classes.labels[5] == 0)
@@ -88,13 +95,15 @@ import Testing
 @Suite struct RegularizationTests {
     /// A 5×5 map: class 1 fills the middle 3×3 except a one-pixel hole of class 0 at its centre, and a
     /// one-pixel speck of class 2 in a corner.
-    static let noisy = LabelGrid<Int32>(shape: GridShape(rows: 5, columns: 5), labels: [
-        2, 0, 0, 0, 0,
-        0, 1, 1, 1, 0,
-        0, 1, 0, 1, 0,
-        0, 1, 1, 1, 0,
-        0, 0, 0, 0, 0,
-    ])
+    static let noisy = LabelGrid<Int32>(
+        shape: GridShape(rows: 5, columns: 5),
+        labels: [
+            2, 0, 0, 0, 0,
+            0, 1, 1, 1, 0,
+            0, 1, 0, 1, 0,
+            0, 1, 1, 1, 0,
+            0, 0, 0, 0, 0
+        ])
 
     @Test func majorityFilterRemovesSpecksAndFillsHoles() throws {
         let smoothed = try Regularization.majority(Self.noisy)
@@ -144,8 +153,9 @@ import Testing
 
 @Suite struct ClassMappingTests {
     @Test func intensityOrderRanksClustersDarkestFirst() throws {
-        let mapping = try ClassMapping.intensityOrder(clusters: [0, 0, 1, 2, 2], intensity: [9, 11, 1, 5, 5],
-                                                      clusterCount: 4)
+        let mapping = try ClassMapping.intensityOrder(
+            clusters: [0, 0, 1, 2, 2], intensity: [9, 11, 1, 5, 5],
+            clusterCount: 4)
         #expect(mapping.classOf == [2, 0, 1, 3])
         #expect(!mapping.isOracle)
     }
@@ -169,9 +179,11 @@ import Testing
         let assignment = Hungarian.minimumCostAssignment(cost)
         func total(_ columns: [Int]) -> Double { columns.enumerated().reduce(0) { $0 + cost[$1.offset][$1.element] } }
         func permutations(_ items: [Int]) -> [[Int]] {
-            items.count <= 1 ? [items] : items.flatMap { item in
-                permutations(items.filter { $0 != item }).map { [item] + $0 }
-            }
+            items.count <= 1
+                ? [items]
+                : items.flatMap { item in
+                    permutations(items.filter { $0 != item }).map { [item] + $0 }
+                }
         }
         #expect(total(assignment) == permutations([0, 1, 2, 3]).map(total).min())
     }

@@ -1,5 +1,6 @@
-@testable import Classical
 import Testing
+
+@testable import Classical
 
 @Suite struct ThresholdingTests {
     static let golden = Goldens.section("otsu")
@@ -27,8 +28,9 @@ import Testing
         let thresholds = try Thresholding.multiOtsu(Self.intensities(name), classes: classes)
         let expected = Goldens.doubles(entry, "multiotsu\(classes)")
         #expect(thresholds.count == classes - 1)
-        #expect(zip(thresholds, expected).allSatisfy { abs($0 - $1) <= 1e-12 * max(1, abs($1)) },
-                "\(name) K=\(classes): \(thresholds) vs \(expected)")
+        #expect(
+            zip(thresholds, expected).allSatisfy { abs($0 - $1) <= 1e-12 * max(1, abs($1)) },
+            "\(name) K=\(classes): \(thresholds) vs \(expected)")
     }
 
     @Test func multiOtsuWithExactlyKValuesReturnsTheFirstKMinusOne() throws {
@@ -57,8 +59,9 @@ import Testing
         let total = Double(histogram.counts.reduce(0, +))
         let probabilities = histogram.counts.map { Float(Double($0) / total) }
         for thresholds in 1...3 {
-            #expect(Thresholding.dynamicProgrammingIndices(probabilities, thresholdCount: thresholds)
-                == Thresholding.exhaustiveIndices(probabilities, thresholdCount: thresholds))
+            #expect(
+                Thresholding.dynamicProgrammingIndices(probabilities, thresholdCount: thresholds)
+                    == Thresholding.exhaustiveIndices(probabilities, thresholdCount: thresholds))
         }
     }
 
@@ -68,8 +71,9 @@ import Testing
         let total = Double(histogram.counts.reduce(0, +))
         let probabilities = histogram.counts.map { Float(Double($0) / total) }
         for thresholds in 1...3 {
-            #expect(Thresholding.exhaustiveIndicesWithoutTable(probabilities, thresholdCount: thresholds)
-                == Thresholding.exhaustiveIndices(probabilities, thresholdCount: thresholds))
+            #expect(
+                Thresholding.exhaustiveIndicesWithoutTable(probabilities, thresholdCount: thresholds)
+                    == Thresholding.exhaustiveIndices(probabilities, thresholdCount: thresholds))
         }
         // More than five classes take the generic search: the same answer with and without the table, and the
         // dynamic programme's optimum.

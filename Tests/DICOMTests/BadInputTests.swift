@@ -27,7 +27,10 @@ struct BadInputTests {
         let path = url("notes.dcm").path
         try "patient notes, not an image\n".write(toFile: path, atomically: true, encoding: .utf8)
         let error = try #require(failure(opening: path))
-        guard case let .unreadable(file, reason) = error else { Issue.record("got \(error)"); return }
+        guard case .unreadable(let file, let reason) = error else {
+            Issue.record("got \(error)")
+            return
+        }
         #expect(file == path)
         #expect(reason.contains("not a DICOM file"))
     }
@@ -44,7 +47,10 @@ struct BadInputTests {
         let path = url("truncated.dcm").path
         try Data(bytes.dropLast(30)).write(to: URL(fileURLWithPath: path))
         let error = try #require(failure(opening: path))
-        guard case let .unreadable(file, _) = error else { Issue.record("got \(error)"); return }
+        guard case .unreadable(let file, _) = error else {
+            Issue.record("got \(error)")
+            return
+        }
         #expect(file == path)
     }
 
@@ -68,8 +74,9 @@ struct BadInputTests {
     }
 
     @Test func shortPixelDataIsRefusedWithBothLengths() throws {
-        let writer = TestDICOMWriter.ctSlice(rows: 4, columns: 5, stored: Array(repeating: 0, count: 12),
-                                             position: [0, 0, 0])
+        let writer = TestDICOMWriter.ctSlice(
+            rows: 4, columns: 5, stored: Array(repeating: 0, count: 12),
+            position: [0, 0, 0])
         let path = try writer.write(to: url("short.dcm"))
         #expect(throws: DICOMError.shortPixelData(file: path, expectedBytes: 40, actualBytes: 24)) {
             try DICOMFile(path: path)
@@ -80,7 +87,8 @@ struct BadInputTests {
         var writer = TestDICOMWriter.ctSlice(stored: Array(repeating: 0, count: 20), position: [0, 0, 0])
         writer.transferSyntaxUID = "1.2.840.10008.1.2.4.100"  // MPEG-2
         let fragment: [UInt8] = [0x00, 0x00, 0x01, 0xB3, 0, 0]
-        let items = TestDICOMWriter.uint16([0xFFFE, 0xE000]) + TestDICOMWriter.uint32(0)
+        let items =
+            TestDICOMWriter.uint16([0xFFFE, 0xE000]) + TestDICOMWriter.uint32(0)
             + TestDICOMWriter.uint16([0xFFFE, 0xE000]) + TestDICOMWriter.uint32(UInt32(fragment.count)) + fragment
             + TestDICOMWriter.uint16([0xFFFE, 0xE0DD]) + TestDICOMWriter.uint32(0)
         writer.set(.pixelData, "OB", items, claimedLength: 0xFFFF_FFFF)
@@ -98,12 +106,18 @@ struct BadInputTests {
         writer.set(.numberOfFrames, "IS", "100000")
         let path = try writer.write(to: url("huge-dimensions.dcm"))
         let error = try #require(failure(opening: path))
-        guard case .impossibleDimensions(path, _) = error else { Issue.record("got \(error)"); return }
+        guard case .impossibleDimensions(path, _) = error else {
+            Issue.record("got \(error)")
+            return
+        }
 
         writer.set(.rows, us: 0)
         let zeroPath = try writer.write(to: url("zero-rows.dcm"))
         let zeroError = try #require(failure(opening: zeroPath))
-        guard case .impossibleDimensions(zeroPath, _) = zeroError else { Issue.record("got \(zeroError)"); return }
+        guard case .impossibleDimensions(zeroPath, _) = zeroError else {
+            Issue.record("got \(zeroError)")
+            return
+        }
     }
 
     @Test func tenGigabytesOfClaimedFramesAreRefusedWithoutAllocating() throws {
@@ -114,7 +128,10 @@ struct BadInputTests {
         writer.set(.numberOfFrames, "IS", "20000")
         let path = try writer.write(to: url("ten-gigabytes.dcm"))
         let error = try #require(failure(opening: path))
-        guard case .shortPixelData(path, 10_485_760_000, 40) = error else { Issue.record("got \(error)"); return }
+        guard case .shortPixelData(path, 10_485_760_000, 40) = error else {
+            Issue.record("got \(error)")
+            return
+        }
     }
 
     @Test func pixelDataClaimingFourGigabytesIsRefused() throws {

@@ -15,9 +15,11 @@ struct ConvertCommandTests {
         let series = folder.appendingPathComponent("series")
         try FileManager.default.createDirectory(at: series, withIntermediateDirectories: true)
         for k in 0..<3 {
-            try TestDICOMWriter.ctSlice(stored: (0..<20).map { Int16(k * 100 + $0) }, position: [0, 0, Double(2 - k) * 3],
-                                        slope: 1, intercept: -1024, instance: k + 1)
-                .write(to: series.appendingPathComponent("\(k).dcm"))
+            try TestDICOMWriter.ctSlice(
+                stored: (0..<20).map { Int16(k * 100 + $0) }, position: [0, 0, Double(2 - k) * 3],
+                slope: 1, intercept: -1024, instance: k + 1
+            )
+            .write(to: series.appendingPathComponent("\(k).dcm"))
         }
         return series
     }
@@ -27,7 +29,8 @@ struct ConvertCommandTests {
         let output = folder.appendingPathComponent("volume.h5").path
         let result = try TestSupport.slicelab(["convert", series.path, output])
         #expect(result.status == 0, "\(result.standardError)")
-        let report = try TestSupport.runPython("""
+        let report = try TestSupport.runPython(
+            """
             import h5py, json, sys
             with h5py.File(sys.argv[1]) as f:
                 image = f["/image"]
@@ -71,7 +74,8 @@ struct ConvertCommandTests {
         let series = try writeSeries()
         let result = try TestSupport.slicelab(["info", series.path, "--json"])
         #expect(result.status == 0)
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
         let first = try #require((json["series"] as? [[String: Any]])?.first)
         #expect(first["frames"] as? Int == 3)
         #expect(first["modality"] as? String == "CT")

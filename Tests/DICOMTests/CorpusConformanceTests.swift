@@ -63,14 +63,16 @@ struct CorpusConformanceTests {
         let syntax = TransferSyntax(uid: golden.transfer_syntax ?? "").name
         let photometric = golden.photometric ?? ""
         guard golden.status == "ok" || golden.status == "ok_assisted", let frames = golden.frames else {
-            return Outcome(file: golden.file, syntax: syntax, photometric: photometric, frames: 0,
-                           result: golden.status, passed: true)
+            return Outcome(
+                file: golden.file, syntax: syntax, photometric: photometric, frames: 0,
+                result: golden.status, passed: true)
         }
         do {
             let file = try DICOMFile(path: path)
             guard file.frameCount == frames.count else {
-                return Outcome(file: golden.file, syntax: syntax, photometric: photometric, frames: frames.count,
-                               result: "FAIL: \(file.frameCount) frames, pydicom \(frames.count)", passed: false)
+                return Outcome(
+                    file: golden.file, syntax: syntax, photometric: photometric, frames: frames.count,
+                    result: "FAIL: \(file.frameCount) frames, pydicom \(frames.count)", passed: false)
             }
             let lossy = TransferSyntax(uid: file.transferSyntaxUID).isLossy
             var worst = 0.0
@@ -87,8 +89,9 @@ struct CorpusConformanceTests {
                     range = max(expected.max - expected.min, 1)
                 }
                 guard values.count == expected.shape.reduce(1, *) else {
-                    return Outcome(file: golden.file, syntax: syntax, photometric: photometric, frames: frames.count,
-                                   result: "FAIL: \(values.count) values, pydicom \(expected.shape)", passed: false)
+                    return Outcome(
+                        file: golden.file, syntax: syntax, photometric: photometric, frames: frames.count,
+                        result: "FAIL: \(values.count) values, pydicom \(expected.shape)", passed: false)
                 }
                 if SHA256.hex(float32: values) == expected.sha256 { continue }
                 exact = false
@@ -104,18 +107,21 @@ struct CorpusConformanceTests {
                 difference = max(difference, abs(Double(values.max() ?? 0) - expected.max))
                 let allowed = lossy || photometric.hasPrefix("YBR_FULL")
                 if !allowed || difference > tolerance {
-                    return Outcome(file: golden.file, syntax: syntax, photometric: photometric, frames: frames.count,
-                                   result: "FAIL: frame \(index) differs by \(difference) (tolerance "
-                                       + "\(allowed ? String(tolerance) : "0, lossless"))", passed: false)
+                    return Outcome(
+                        file: golden.file, syntax: syntax, photometric: photometric, frames: frames.count,
+                        result: "FAIL: frame \(index) differs by \(difference) (tolerance "
+                            + "\(allowed ? String(tolerance) : "0, lossless"))", passed: false)
                 }
                 worst = max(worst, difference)
             }
             let result = exact ? "bit-exact" : "within \(String(format: "%.3g", worst)) (lossy or YBR)"
-            return Outcome(file: golden.file, syntax: syntax, photometric: photometric, frames: frames.count,
-                           result: result, passed: true)
+            return Outcome(
+                file: golden.file, syntax: syntax, photometric: photometric, frames: frames.count,
+                result: result, passed: true)
         } catch {
-            return Outcome(file: golden.file, syntax: syntax, photometric: photometric, frames: frames.count,
-                           result: "FAIL: \(error)", passed: false)
+            return Outcome(
+                file: golden.file, syntax: syntax, photometric: photometric, frames: frames.count,
+                result: "FAIL: \(error)", passed: false)
         }
     }
 
@@ -126,7 +132,7 @@ struct CorpusConformanceTests {
     static let widerTolerances: [String: Double] = [
         "pydicom/pydicom/data/test_files/SC_rgb_dcmtk_+eb+cy+n1.dcm": 2,
         "pydicom/pydicom/data/test_files/SC_rgb_dcmtk_+eb+cy+np.dcm": 2,
-        "pydicom/pydicom/data/test_files/SC_rgb_jpeg_lossy_gdcm.dcm": 2,
+        "pydicom/pydicom/data/test_files/SC_rgb_jpeg_lossy_gdcm.dcm": 2
     ]
 
     /// Files where pydicom's values are known to be wrong: compared against the golden of their twin instead.
@@ -134,7 +140,7 @@ struct CorpusConformanceTests {
     /// RGB differs from the little-endian twin of the same image; SliceLab gives the twin's values.
     static let peerErrors = [
         "pydicom-data/data_store/data/OBXXXX1A_expb.dcm": "pydicom-data/data_store/data/OBXXXX1A.dcm",
-        "pydicom-data/data_store/data/OBXXXX1A_expb_2frame.dcm": "pydicom-data/data_store/data/OBXXXX1A_2frame.dcm",
+        "pydicom-data/data_store/data/OBXXXX1A_expb_2frame.dcm": "pydicom-data/data_store/data/OBXXXX1A_2frame.dcm"
     ]
 
     /// Files pydicom decodes with a warning that SliceLab refuses, with the error it must give. (SC_rgb_jpeg.dcm,
@@ -143,11 +149,14 @@ struct CorpusConformanceTests {
     static let expectedRefusals: [String: String] = [:]
 
     @Test func everyFilePydicomDecodesMatchesPydicomValues() throws {
-        #expect(FileManager.default.fileExists(atPath: Self.corpus.path),
-                "the DICOM corpus is missing: run `make corpus` (part of `make setup`)")
+        #expect(
+            FileManager.default.fileExists(atPath: Self.corpus.path),
+            "the DICOM corpus is missing: run `make corpus` (part of `make setup`)")
         let goldens = try Self.loadGoldens()
-        var table = ["| file | transfer syntax | photometric | frames | SliceLab vs pydicom |",
-                     "|---|---|---|---|---|"]
+        var table = [
+            "| file | transfer syntax | photometric | frames | SliceLab vs pydicom |",
+            "|---|---|---|---|---|"
+        ]
         var failures: [String] = []
         let byName = Dictionary(goldens.files.map { ($0.file, $0) }, uniquingKeysWith: { first, _ in first })
         for golden in goldens.files where golden.status == "ok" || golden.status == "ok_assisted" {
@@ -162,29 +171,37 @@ struct CorpusConformanceTests {
             }
             var outcome: Outcome
             if let twin = Self.peerErrors[golden.file], let twinGolden = byName[twin] {
-                let compared = Self.compare(File(file: golden.file, status: twinGolden.status, reason: nil,
-                                                 transfer_syntax: golden.transfer_syntax,
-                                                 photometric: golden.photometric, kind: twinGolden.kind,
-                                                 frames: twinGolden.frames))
-                outcome = Outcome(file: compared.file, syntax: compared.syntax, photometric: compared.photometric,
-                                  frames: compared.frames, result: compared.result + " vs the LE twin \(twin)",
-                                  passed: compared.passed)
+                let compared = Self.compare(
+                    File(
+                        file: golden.file, status: twinGolden.status, reason: nil,
+                        transfer_syntax: golden.transfer_syntax,
+                        photometric: golden.photometric, kind: twinGolden.kind,
+                        frames: twinGolden.frames))
+                outcome = Outcome(
+                    file: compared.file, syntax: compared.syntax, photometric: compared.photometric,
+                    frames: compared.frames, result: compared.result + " vs the LE twin \(twin)",
+                    passed: compared.passed)
             } else {
                 outcome = Self.compare(golden)
                 if let assist = golden.assist {
-                    outcome = Outcome(file: outcome.file, syntax: outcome.syntax, photometric: outcome.photometric,
-                                      frames: outcome.frames, result: outcome.result + " (pydicom refuses it alone; "
-                                          + "golden made with help: \(assist))", passed: outcome.passed)
+                    outcome = Outcome(
+                        file: outcome.file, syntax: outcome.syntax, photometric: outcome.photometric,
+                        frames: outcome.frames,
+                        result: outcome.result + " (pydicom refuses it alone; "
+                            + "golden made with help: \(assist))", passed: outcome.passed)
                 }
             }
-            table.append("| \(outcome.file) | \(outcome.syntax) | \(outcome.photometric) | \(outcome.frames) | "
-                         + "\(outcome.result) |")
+            table.append(
+                "| \(outcome.file) | \(outcome.syntax) | \(outcome.photometric) | \(outcome.frames) | "
+                    + "\(outcome.result) |")
             if !outcome.passed { failures.append("\(outcome.file): \(outcome.result)") }
         }
         if let out = ProcessInfo.processInfo.environment["SLICELAB_DICOM_TABLE"] {
             try table.joined(separator: "\n").write(toFile: out, atomically: true, encoding: .utf8)
         }
-        #expect(failures.isEmpty, Comment(rawValue: "\(failures.count) files differ from pydicom:\n" + failures.joined(separator: "\n")))
+        #expect(
+            failures.isEmpty,
+            Comment(rawValue: "\(failures.count) files differ from pydicom:\n" + failures.joined(separator: "\n")))
     }
 
     /// SC_rgb_jpeg.dcm: the meta header says JPEG Baseline (explicit VR), the dataset is Implicit VR Little Endian.
@@ -211,7 +228,7 @@ struct CorpusConformanceTests {
         "pydicom/pydicom/data/test_files/MR_truncated.dcm": "error: cannot read DICOM",
         "pydicom/pydicom/data/test_files/badVR.dcm": "error: missing or invalid Number of Frames (0028,0008) '1A'",
         "pydicom/pydicom/data/test_files/meta_missing_tsyntax.dcm": "error: missing or invalid Rows",
-        "pydicom/pydicom/data/test_files/nested_priv_SQ.dcm": "error: missing or invalid Rows",
+        "pydicom/pydicom/data/test_files/nested_priv_SQ.dcm": "error: missing or invalid Rows"
     ]
 
     @Test func filesPydicomRefusesDecodeOrFailWithAClearError() throws {

@@ -1,7 +1,8 @@
-@testable import DICOM
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
+@testable import DICOM
 
 /// Inputs that trapped the DICOM reader during the fuzzing campaign (issue #10), kept in Fixtures/fuzz/
 /// (written by Datasets/fuzz/make_regressions.py): each now ends in a typed error naming the file.
@@ -15,9 +16,11 @@ struct FuzzRegressionTests {
     /// codestream of nothing but its SOC marker (OpenJPEG read past its stream buffer on it); a main header with
     /// an unknown marker (FF C7), on which OpenJPEG 2.5.0 wrote past a buffer (SIGSEGV with two decoding threads);
     /// a 3 KB codestream declaring 256 × 720,896 for a 256 × 1024 image (2.6 s and 770 MB in OpenJPEG before).
-    @Test(arguments: ["jp2-short-xl-box.dcm", "jp2-xl-length-overflow.dcm", "jp2-xl-length-negative.dcm",
-                      "j2k-soc-only.dcm", "j2k-unknown-marker-main-header.dcm",
-                      "j2k-declared-size-larger-than-image.dcm"])
+    @Test(arguments: [
+        "jp2-short-xl-box.dcm", "jp2-xl-length-overflow.dcm", "jp2-xl-length-negative.dcm",
+        "j2k-soc-only.dcm", "j2k-unknown-marker-main-header.dcm",
+        "j2k-declared-size-larger-than-image.dcm"
+    ])
     func brokenJPEG2000FrameIsADecodeError(name: String) throws {
         let path = fixture(name)
         let file = try DICOMFile(path: path)
@@ -26,7 +29,7 @@ struct FuzzRegressionTests {
             _ = try file.modalityFrame(0)
             Issue.record("\(name) decoded, but its codestream is broken")
         } catch let error as DICOMError {
-            guard case let .decodeFailed(errorFile, frame, reason) = error else {
+            guard case .decodeFailed(let errorFile, let frame, let reason) = error else {
                 Issue.record("expected decodeFailed, got \(error)")
                 return
             }
@@ -42,8 +45,10 @@ struct FuzzRegressionTests {
     /// The second file (found by the next campaign) hides its claim behind a non-standard VR, which DCMTK reads
     /// with a 4-byte length. The third (issue #23's 10-minute campaign) garbles a meta element's VR, so that DCMTK
     /// starts the data set elsewhere than the meta group length says: the walk now starts where DCMTK does.
-    @Test(arguments: ["deflated-element-length-3.5GB.dcm", "deflated-nonstandard-vr-length.dcm",
-                      "deflated-meta-garbled-vr.dcm"])
+    @Test(arguments: [
+        "deflated-element-length-3.5GB.dcm", "deflated-nonstandard-vr-length.dcm",
+        "deflated-meta-garbled-vr.dcm"
+    ])
     func deflatedElementLongerThanTheDataSetIsRefusedBeforeParsing(name: String) throws {
         let path = fixture(name)
         do {
@@ -66,7 +71,8 @@ struct PreDecodeCheckTests {
     /// first frame's bytes) and returns the originals' and the copies' paths.
     static func mutatedCopies(_ syntaxes: [String], _ mutation: String) throws -> (URL, [(String, String)]) {
         let folder = try TestSupport.temporaryFolder("predecode")
-        let output = try TestSupport.runPython("""
+        let output = try TestSupport.runPython(
+            """
             import pathlib, sys, warnings
             import pydicom
             from pydicom.encaps import encapsulate, generate_frames
@@ -102,7 +108,7 @@ struct PreDecodeCheckTests {
             _ = file.isColor ? try file.rgbFrame(0).samples.count : try file.modalityFrame(0).count
             Issue.record("\(path) decoded")
         } catch let error as DICOMError {
-            guard case let .decodeFailed(errorFile, frame, reason) = error else {
+            guard case .decodeFailed(let errorFile, let frame, let reason) = error else {
                 Issue.record("\(path): expected decodeFailed, got \(error)")
                 return
             }
@@ -115,7 +121,9 @@ struct PreDecodeCheckTests {
     @Test func everyRLEFileWithASegmentOffsetPastItsFrameIsRefused() throws {
         // The last segment's offset moved past the frame (the first segment's must stay 64, so with one segment
         // the count is raised to two, the second past the end).
-        let (folder, pairs) = try Self.mutatedCopies(["1.2.840.10008.1.2.5"], """
+        let (folder, pairs) = try Self.mutatedCopies(
+            ["1.2.840.10008.1.2.5"],
+            """
             import struct
             count = struct.unpack_from("<I", frame, 0)[0]
             if count == 1:

@@ -10,9 +10,11 @@ struct PixelValueTests {
     init() throws { folder = try TestSupport.temporaryFolder("dicom-pixels") }
 
     @Test func fractionalRescaleIsAppliedInDouble() throws {
-        let path = try TestDICOMWriter.ctSlice(stored: (0..<20).map { Int16($0 - 10) }, position: [0, 0, 0],
-                                               slope: 0.3333, intercept: -1024.25)
-            .write(to: folder.appendingPathComponent("rescale.dcm"))
+        let path = try TestDICOMWriter.ctSlice(
+            stored: (0..<20).map { Int16($0 - 10) }, position: [0, 0, 0],
+            slope: 0.3333, intercept: -1024.25
+        )
+        .write(to: folder.appendingPathComponent("rescale.dcm"))
         let values = try DICOMFile(path: path).modalityFrame(0)
         let expected: [Float] = (0..<20).map { (index: Int) -> Float in
             let stored = Double(index - 10)
@@ -40,10 +42,14 @@ struct PixelValueTests {
         writer.set(.numberOfFrames, "IS", "2")
         func transformation(_ slope: String, _ intercept: String) -> TestDICOMWriter.Element {
             var item = TestDICOMWriter()
-            item.setSequence(.pixelValueTransformationSequence, items: [[
-                TestDICOMWriter.element(.rescaleSlope, "DS", slope),
-                TestDICOMWriter.element(.rescaleIntercept, "DS", intercept),
-            ]])
+            item.setSequence(
+                .pixelValueTransformationSequence,
+                items: [
+                    [
+                        TestDICOMWriter.element(.rescaleSlope, "DS", slope),
+                        TestDICOMWriter.element(.rescaleIntercept, "DS", intercept)
+                    ]
+                ])
             return item.elements[0]
         }
         writer.setSequence(.sharedFunctionalGroupsSequence, items: [[transformation("2", "0")]])
@@ -69,13 +75,15 @@ struct PixelValueTests {
     }
 
     @Test func monochromeOneIsInvertedAfterWindowing() throws {
-        var writer = TestDICOMWriter.ctSlice(stored: (0..<20).map { Int16($0 * 10) }, position: [0, 0, 0],
-                                             slope: 1, intercept: 0)
+        var writer = TestDICOMWriter.ctSlice(
+            stored: (0..<20).map { Int16($0 * 10) }, position: [0, 0, 0],
+            slope: 1, intercept: 0)
         writer.set(.windowCenter, "DS", "100")
         writer.set(.windowWidth, "DS", "200")
         let normal = try DICOMFile(path: try writer.write(to: folder.appendingPathComponent("m2.dcm"))).displayFrame(0)
         writer.set(.photometricInterpretation, "CS", "MONOCHROME1")
-        let inverted = try DICOMFile(path: try writer.write(to: folder.appendingPathComponent("m1.dcm"))).displayFrame(0)
+        let inverted = try DICOMFile(path: try writer.write(to: folder.appendingPathComponent("m1.dcm"))).displayFrame(
+            0)
         // Stored 190 → ((190 − 99.5) / 199 + 0.5) × 255 = 243.5 → 243 (round half away from zero on 243.47).
         #expect(normal.first == 0 && normal.last == 243)
         #expect(zip(normal, inverted).allSatisfy { $0 + $1 == 255 })

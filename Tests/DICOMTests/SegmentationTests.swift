@@ -45,14 +45,19 @@ struct SegmentationWritingTests {
         let seriesFolder = folder.appendingPathComponent("ct")
         try FileManager.default.createDirectory(at: seriesFolder, withIntermediateDirectories: true)
         for k in 0..<3 {
-            try TestDICOMWriter.ctSlice(stored: Array(repeating: 0, count: 20), position: [0, 0, Double(k) * 2],
-                                        series: "1.2.3.9", instance: k + 1)
-                .write(to: seriesFolder.appendingPathComponent("\(k).dcm"))
+            try TestDICOMWriter.ctSlice(
+                stored: Array(repeating: 0, count: 20), position: [0, 0, Double(k) * 2],
+                series: "1.2.3.9", instance: k + 1
+            )
+            .write(to: seriesFolder.appendingPathComponent("\(k).dcm"))
         }
         let series = try #require(try Series.scan(seriesFolder.path).series.first)
         // Label 1 on slices 0 and 1, label 2 on slice 2; slice 1 also has label 2 at its last pixel.
         var labels = [Int32](repeating: 0, count: 3 * 20)
-        for pixel in 0..<6 { labels[pixel] = 1; labels[20 + pixel] = 1 }
+        for pixel in 0..<6 {
+            labels[pixel] = 1
+            labels[20 + pixel] = 1
+        }
         for pixel in 10..<20 { labels[40 + pixel] = 2 }
         labels[39] = 2
         let path = folder.appendingPathComponent("labels.seg.dcm").path
@@ -60,8 +65,11 @@ struct SegmentationWritingTests {
 
         let seg = try Segmentation(path: path)
         #expect(seg.kind == .binary)
-        #expect(seg.segments == [Segmentation.Segment(number: 1, label: "Liver"),
-                                 Segmentation.Segment(number: 2, label: "Lesion")])
+        #expect(
+            seg.segments == [
+                Segmentation.Segment(number: 1, label: "Liver"),
+                Segmentation.Segment(number: 2, label: "Lesion")
+            ])
         #expect(seg.frames.count == 4)
         #expect(seg.frames.allSatisfy { $0.referencedSOPInstanceUID?.hasPrefix("1.2.3.9.") == true })
         #expect(try seg.labels(alignedTo: series) == labels)
@@ -76,7 +84,9 @@ struct SegmentationWritingTests {
             .write(to: folder.appendingPathComponent("0.dcm"))
         let series = try #require(try Series.scan(folder.path).series.first)
         let path = folder.appendingPathComponent("empty.seg.dcm").path
-        #expect(throws: DICOMError.self) { try Segmentation.write(labels: Array(repeating: 0, count: 20), series: series, to: path) }
+        #expect(throws: DICOMError.self) {
+            try Segmentation.write(labels: Array(repeating: 0, count: 20), series: series, to: path)
+        }
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 }

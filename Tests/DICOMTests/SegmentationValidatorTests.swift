@@ -27,7 +27,8 @@ struct SegmentationValidatorTests {
             let uid = slice.file.dataset.string(.sopInstanceUID) ?? ""
             return slice.file.frameCount > 1 ? "\(uid):\(slice.frame + 1)" : uid
         }
-        let output = try TestSupport.runPython("""
+        let output = try TestSupport.runPython(
+            """
             import sys, highdicom, numpy as np
             seg = highdicom.seg.segread(sys.argv[1])
             expected = np.fromfile(sys.argv[2], np.uint8)
@@ -51,19 +52,25 @@ struct SegmentationValidatorTests {
         let seriesFolder = folder.appendingPathComponent("ct")
         try FileManager.default.createDirectory(at: seriesFolder, withIntermediateDirectories: true)
         for k in 0..<4 {  // written in shuffled order: the SEG follows the series' order along the normal
-            try TestDICOMWriter.ctSlice(stored: Array(repeating: 0, count: 20), position: [0, 0, Double(3 - k) * 2.5],
-                                        series: "1.2.3.17", instance: k + 1)
-                .write(to: seriesFolder.appendingPathComponent("\(k).dcm"))
+            try TestDICOMWriter.ctSlice(
+                stored: Array(repeating: 0, count: 20), position: [0, 0, Double(3 - k) * 2.5],
+                series: "1.2.3.17", instance: k + 1
+            )
+            .write(to: seriesFolder.appendingPathComponent("\(k).dcm"))
         }
         let series = try #require(try Series.scan(seriesFolder.path).series.first)
         var labels = [Int32](repeating: 0, count: 4 * 20)
         // Every slice holds a label: a SEG has no frame for an empty slice, and highdicom refuses to index one.
-        for pixel in 0..<7 { labels[pixel] = 1; labels[40 + pixel] = 2 }
+        for pixel in 0..<7 {
+            labels[pixel] = 1
+            labels[40 + pixel] = 2
+        }
         labels[25] = 1
         labels[79] = 3
         let path = folder.appendingPathComponent("labels.seg.dcm").path
-        try Segmentation.write(labels: labels, series: series, segmentLabels: [1: "Liver", 2: "Lesion", 3: "Cyst"],
-                               segmentCount: 3, to: path)
+        try Segmentation.write(
+            labels: labels, series: series, segmentLabels: [1: "Liver", 2: "Lesion", 3: "Cyst"],
+            segmentCount: 3, to: path)
         #expect(try Self.dciodvfyErrors(path) == [])
         #expect(try Self.highdicomDisagreements(seg: path, series: series, labels: labels, folder: folder) == 0)
         let creator = try DICOMFile(path: path).dataset.string(DICOMTag(0x0070, 0x0084))
@@ -88,8 +95,9 @@ struct SegmentationValidatorTests {
 
     @Test func sourceWithoutFrameOfReferenceIsNamedAndNothingIsWritten() throws {
         let folder = try TestSupport.temporaryFolder("seg-no-frame-of-reference")
-        var slice = TestDICOMWriter.ctSlice(stored: Array(repeating: 0, count: 20), position: [0, 0, 0],
-                                            series: "1.2.3.18")
+        var slice = TestDICOMWriter.ctSlice(
+            stored: Array(repeating: 0, count: 20), position: [0, 0, 0],
+            series: "1.2.3.18")
         slice.remove(.frameOfReferenceUID)
         let source = folder.appendingPathComponent("0.dcm")
         try slice.write(to: source)

@@ -17,11 +17,14 @@ import Testing
 
     static func expectGeometry(_ geometry: VolumeGeometry, of name: String, _ context: String) throws {
         let goldens = try HDF5File.open(folder.appendingPathComponent("goldens.h5").path)
-        for (field, values) in [("spacing", geometry.spacing), ("origin", geometry.origin),
-                                ("direction", geometry.direction)] {
+        for (field, values) in [
+            ("spacing", geometry.spacing), ("origin", geometry.origin),
+            ("direction", geometry.direction)
+        ] {
             let reference = try goldens.read("\(name)/\(field)", as: Double.self).values
-            #expect(values.count == reference.count && zip(values, reference).allSatisfy { abs($0 - $1) <= 1e-4 },
-                    "\(name) \(context) \(field): \(values) against SimpleITK's \(reference)")
+            #expect(
+                values.count == reference.count && zip(values, reference).allSatisfy { abs($0 - $1) <= 1e-4 },
+                "\(name) \(context) \(field): \(values) against SimpleITK's \(reference)")
         }
     }
 
@@ -53,9 +56,10 @@ import Testing
         let file = try HDF5File.open(h5)
         let dataset = "/image"
         #expect(try file.attribute("geometry_version", at: dataset).doubleValues == [2])
-        let stored = VolumeGeometry(spacing: try #require(try file.attribute("spacing", at: dataset).doubleValues),
-                                    origin: try #require(try file.attribute("origin", at: dataset).doubleValues),
-                                    direction: try #require(try file.attribute("direction", at: dataset).doubleValues))
+        let stored = VolumeGeometry(
+            spacing: try #require(try file.attribute("spacing", at: dataset).doubleValues),
+            origin: try #require(try file.attribute("origin", at: dataset).doubleValues),
+            direction: try #require(try file.attribute("direction", at: dataset).doubleValues))
         try Self.expectGeometry(stored, of: name, "HDF5")
         try Self.expectGeometry(try NIfTIImage.read(nifti).geometry, of: name, "NIfTI")
     }

@@ -10,16 +10,20 @@ struct SeriesTests {
     init() throws { folder = try TestSupport.temporaryFolder("dicom-series") }
 
     /// Slice `k` holds stored values k * 100 + pixel index.
-    private func writeSeries(positions: [[Double]], orientation: [Double] = [1, 0, 0, 0, 1, 0],
-                             series: String = "1.2.3.4.5", subfolder: String = "a") throws {
+    private func writeSeries(
+        positions: [[Double]], orientation: [Double] = [1, 0, 0, 0, 1, 0],
+        series: String = "1.2.3.4.5", subfolder: String = "a"
+    ) throws {
         let directory = folder.appendingPathComponent(subfolder)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         for (k, position) in positions.enumerated() {
             let stored = (0..<20).map { Int16(k * 100 + $0) }
             // Written in reverse instance order, under names that do not sort like the slices.
-            try TestDICOMWriter.ctSlice(stored: stored, position: position, orientation: orientation, slope: 0.5,
-                                        intercept: -1024, series: series, instance: positions.count - k)
-                .write(to: directory.appendingPathComponent("file\((k * 7) % positions.count)-\(k).dcm"))
+            try TestDICOMWriter.ctSlice(
+                stored: stored, position: position, orientation: orientation, slope: 0.5,
+                intercept: -1024, series: series, instance: positions.count - k
+            )
+            .write(to: directory.appendingPathComponent("file\((k * 7) % positions.count)-\(k).dcm"))
         }
     }
 
@@ -50,8 +54,10 @@ struct SeriesTests {
         let tilted = try TestSupport.temporaryFolder("dicom-tilt")
         for k in 0..<3 {
             // Positions step along y as well as z: a gantry tilt of 45°.
-            try TestDICOMWriter.ctSlice(stored: Array(repeating: 0, count: 20), position: [0, Double(k), Double(k)],
-                                        instance: k + 1).write(to: tilted.appendingPathComponent("\(k).dcm"))
+            try TestDICOMWriter.ctSlice(
+                stored: Array(repeating: 0, count: 20), position: [0, Double(k), Double(k)],
+                instance: k + 1
+            ).write(to: tilted.appendingPathComponent("\(k).dcm"))
         }
         let tiltWarnings = try Series.scan(tilted.path).series[0].warnings.joined(separator: "; ")
         #expect(tiltWarnings.contains("tilted by 45.00°"))
@@ -86,7 +92,8 @@ struct EnhancedGeometryTests {
     @Test func framesOfAnEnhancedFileAreSortedByTheirOwnPositions() throws {
         let folder = try TestSupport.temporaryFolder("dicom-enhanced")
         // Three frames stored at z = 4, 0, 2 with values 40, 0, 20.
-        let stored = [Int16](repeating: 40, count: 20) + [Int16](repeating: 0, count: 20)
+        let stored =
+            [Int16](repeating: 40, count: 20) + [Int16](repeating: 0, count: 20)
             + [Int16](repeating: 20, count: 20)
         var writer = TestDICOMWriter.ctSlice(stored: stored, position: [0, 0, 0], slope: 1, intercept: 0)
         writer.remove(.imagePositionPatient)
@@ -97,12 +104,18 @@ struct EnhancedGeometryTests {
             holder.setSequence(sequence, items: [[element]])
             return holder.elements[0]
         }
-        writer.setSequence(.sharedFunctionalGroupsSequence, items: [[
-            group(.pixelMeasuresSequence, TestDICOMWriter.element(.pixelSpacing, "DS", "0.5\\0.6")),
-        ]])
-        writer.setSequence(.perFrameFunctionalGroupsSequence, items: [4.0, 0, 2].map { z in
-            [group(.planePositionSequence, TestDICOMWriter.element(.imagePositionPatient, "DS", "0\\0\\\(Int(z))"))]
-        })
+        writer.setSequence(
+            .sharedFunctionalGroupsSequence,
+            items: [
+                [
+                    group(.pixelMeasuresSequence, TestDICOMWriter.element(.pixelSpacing, "DS", "0.5\\0.6"))
+                ]
+            ])
+        writer.setSequence(
+            .perFrameFunctionalGroupsSequence,
+            items: [4.0, 0, 2].map { z in
+                [group(.planePositionSequence, TestDICOMWriter.element(.imagePositionPatient, "DS", "0\\0\\\(Int(z))"))]
+            })
         try writer.write(to: folder.appendingPathComponent("enhanced.dcm"))
         let volume = try #require(try Series.load(folder: folder.path).volumes.first)
         #expect(volume.slices == 3)
@@ -117,13 +130,15 @@ struct SeriesFailureTests {
     @Test func sliceThatFailsToDecodeIsSkippedAndTheRestLoads() throws {
         let folder = try TestSupport.temporaryFolder("dicom-partial")
         for k in 0..<3 {
-            var writer = TestDICOMWriter.ctSlice(stored: Array(repeating: Int16(k), count: 20),
-                                                 position: [0, 0, Double(k)], instance: k + 1)
+            var writer = TestDICOMWriter.ctSlice(
+                stored: Array(repeating: Int16(k), count: 20),
+                position: [0, 0, Double(k)], instance: k + 1)
             if k == 1 {
                 // Claims JPEG 2000, holds a fragment that is not a codestream.
                 writer.transferSyntaxUID = "1.2.840.10008.1.2.4.90"
                 let fragment: [UInt8] = [1, 2, 3, 4]
-                let items = TestDICOMWriter.uint16([0xFFFE, 0xE000]) + TestDICOMWriter.uint32(0)
+                let items =
+                    TestDICOMWriter.uint16([0xFFFE, 0xE000]) + TestDICOMWriter.uint32(0)
                     + TestDICOMWriter.uint16([0xFFFE, 0xE000]) + TestDICOMWriter.uint32(4) + fragment
                     + TestDICOMWriter.uint16([0xFFFE, 0xE0DD]) + TestDICOMWriter.uint32(0)
                 writer.set(.pixelData, "OB", items, claimedLength: 0xFFFF_FFFF)

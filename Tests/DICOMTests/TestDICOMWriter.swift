@@ -25,7 +25,9 @@ struct TestDICOMWriter {
 
     static func uint16(_ values: [UInt16]) -> [UInt8] { values.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] } }
     static func uint32(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(value >> (8 * $0) & 0xFF) } }
-    static func decimals(_ values: [Double]) -> String { values.map { String(format: "%.6g", $0) }.joined(separator: "\\") }
+    static func decimals(_ values: [Double]) -> String {
+        values.map { String(format: "%.6g", $0) }.joined(separator: "\\")
+    }
 
     mutating func set(_ tag: DICOMTag, _ vr: String, _ value: [UInt8], claimedLength: UInt32? = nil) {
         elements.removeAll { $0.tag == tag }
@@ -67,10 +69,12 @@ struct TestDICOMWriter {
     // MARK: - Files
 
     /// A 16-bit signed CT slice: `rows × columns` stored values, position along z, rescale −1024 + 1 × value.
-    static func ctSlice(rows: Int = 4, columns: Int = 5, stored: [Int16], position: [Double],
-                        orientation: [Double] = [1, 0, 0, 0, 1, 0], spacing: [Double] = [0.7, 0.8],
-                        slope: Double = 1, intercept: Double = -1024, series: String = "1.2.3.4.5",
-                        instance: Int = 1) -> TestDICOMWriter {
+    static func ctSlice(
+        rows: Int = 4, columns: Int = 5, stored: [Int16], position: [Double],
+        orientation: [Double] = [1, 0, 0, 0, 1, 0], spacing: [Double] = [0.7, 0.8],
+        slope: Double = 1, intercept: Double = -1024, series: String = "1.2.3.4.5",
+        instance: Int = 1
+    ) -> TestDICOMWriter {
         var writer = TestDICOMWriter()
         writer.set(.sopClassUID, "UI", "1.2.840.10008.5.1.4.1.1.2")
         writer.set(.sopInstanceUID, "UI", "\(series).\(instance)")
@@ -105,8 +109,10 @@ struct TestDICOMWriter {
         meta += Self.encode(Self.element(DICOMTag(0x0002, 0x0002), "UI", "1.2.840.10008.5.1.4.1.1.2"))
         meta += Self.encode(Self.element(DICOMTag(0x0002, 0x0003), "UI", "1.2.3.4"))
         meta += Self.encode(Self.element(.transferSyntaxUID, "UI", transferSyntaxUID))
-        let groupLength = Self.encode(Element(tag: DICOMTag(0x0002, 0x0000), vr: "UL",
-                                              value: Self.uint32(UInt32(meta.count)), claimedLength: nil))
+        let groupLength = Self.encode(
+            Element(
+                tag: DICOMTag(0x0002, 0x0000), vr: "UL",
+                value: Self.uint32(UInt32(meta.count)), claimedLength: nil))
         let bigEndian = transferSyntaxUID == "1.2.840.10008.1.2.2"
         let body = elements.sorted { ($0.tag.group, $0.tag.element) < ($1.tag.group, $1.tag.element) }
             .flatMap { Self.encode($0, bigEndian: bigEndian) }

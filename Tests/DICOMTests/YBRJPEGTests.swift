@@ -1,7 +1,8 @@
-@testable import DICOM
 import Foundation
 import TestSupport
 import Testing
+
+@testable import DICOM
 
 /// The three lossy 4:2:0 YBR JPEG files whose RGB differs from pydicom's by 2 (goldens of
 /// Datasets/goldens/dicom_ybr_goldens.py: pydicom 3 with pylibjpeg-libjpeg, colour conversion off and on).

@@ -1,8 +1,9 @@
-@testable import DeepLab
-@testable import DeepLabTraining
 import Foundation
 import SliceLabSupport
 import Testing
+
+@testable import DeepLab
+@testable import DeepLabTraining
 
 /// The bf16 path (`Bf16Convolution`, `DeepLabV3.useBf16`): on this AVX2 machine only in its emulated mode (f32
 /// primitives fed bf16-rounded operands), checked against float64 references that round at the same points with
@@ -21,8 +22,10 @@ import Testing
     }
 
     @Test func roundingIsToNearestEven() {
-        let ties: [UInt32: UInt32] = [0x3F80_8000: 0x3F80_0000, 0x3F81_8000: 0x3F82_0000, 0x3F80_8001: 0x3F81_0000,
-                                      0x3F80_7FFF: 0x3F80_0000, 0xBF81_8000: 0xBF82_0000, 0x7F7F_FFFF: 0x7F80_0000]
+        let ties: [UInt32: UInt32] = [
+            0x3F80_8000: 0x3F80_0000, 0x3F81_8000: 0x3F82_0000, 0x3F80_8001: 0x3F81_0000,
+            0x3F80_7FFF: 0x3F80_0000, 0xBF81_8000: 0xBF82_0000, 0x7F7F_FFFF: 0x7F80_0000
+        ]
         for (input, expected) in ties {
             #expect(bfloat16Rounded(Float(bitPattern: input)).bitPattern == expected, "\(String(input, radix: 16))")
         }
@@ -40,8 +43,9 @@ import Testing
     static func unit() throws -> (ConvUnit, input: [Float], shape: [Int]) {
         var generator = SeededGenerator(seed: 11)
         let (c, o, h, w) = (16, 24, 9, 11)
-        let unit = ConvUnit("unit", nil, inputChannels: c, outputChannels: o, kernelSize: 3, padding: 1, bias: true,
-                            activation: .none, generator: &generator)
+        let unit = ConvUnit(
+            "unit", nil, inputChannels: c, outputChannels: o, kernelSize: 3, padding: 1, bias: true,
+            activation: .none, generator: &generator)
         let bias = try #require(unit.conv.bias)
         bias.value = (0..<o).map { Float($0) * 0.01 - 0.1 }
         bias.markUpdated()
@@ -51,8 +55,10 @@ import Testing
     }
 
     /// Σ over c, i, j of a[c, y+i-1, x+j-1] · b(c, i, j) in float64, zero outside.
-    static func correlate(_ a: [Float], channels: Int, height h: Int, width w: Int, y: Int, x: Int,
-                          _ b: (Int, Int, Int) -> Double) -> Double {
+    static func correlate(
+        _ a: [Float], channels: Int, height h: Int, width w: Int, y: Int, x: Int,
+        _ b: (Int, Int, Int) -> Double
+    ) -> Double {
         var sum = 0.0
         for c in 0..<channels {
             for i in 0..<3 {
@@ -72,20 +78,31 @@ import Testing
         let (c, h, w) = (s[1], s[2], s[3])
         let o = unit.conv.outputChannels
         let y = try unit(Tensor(plain: s, values: input), training: false).floatTensor()
-        let xr = input.map(Self.reference), wr = unit.conv.weight.value.map(Self.reference)
+        let xr = input.map(Self.reference)
+        let wr = unit.conv.weight.value.map(Self.reference)
         let bias = try #require(unit.conv.bias).value
-        var difference = 0.0, largest = 0.0, fromF32 = 0.0
+        var difference = 0.0
+        var largest = 0.0
+        var fromF32 = 0.0
         for k in 0..<o {
             for yy in 0..<h {
                 for xx in 0..<w {
-                    let expected = Double(bias[k]) + Self.correlate(xr, channels: c, height: h, width: w, y: yy,
-                                                                   x: xx) { ci, i, j in
-                        Double(wr[((k * c + ci) * 3 + i) * 3 + j])
-                    }
-                    let unrounded = Double(bias[k]) + Self.correlate(input, channels: c, height: h, width: w, y: yy,
-                                                                    x: xx) { ci, i, j in
-                        Double(unit.conv.weight.value[((k * c + ci) * 3 + i) * 3 + j])
-                    }
+                    let expected =
+                        Double(bias[k])
+                        + Self.correlate(
+                            xr, channels: c, height: h, width: w, y: yy,
+                            x: xx
+                        ) { ci, i, j in
+                            Double(wr[((k * c + ci) * 3 + i) * 3 + j])
+                        }
+                    let unrounded =
+                        Double(bias[k])
+                        + Self.correlate(
+                            input, channels: c, height: h, width: w, y: yy,
+                            x: xx
+                        ) { ci, i, j in
+                            Double(unit.conv.weight.value[((k * c + ci) * 3 + i) * 3 + j])
+                        }
                     let got = Double(y.values[(k * h + yy) * w + xx])
                     difference = max(difference, abs(expected - got))
                     fromF32 = max(fromF32, abs(unrounded - got))
@@ -112,8 +129,11 @@ import Testing
         let dx = try #require(dxTensor).floatTensor()
         #expect(unit.conv.weight.value == master)
 
-        let xr = input.map(Self.reference), dyr = dy.map(Self.reference), wr = master.map(Self.reference)
-        var weightDifference = 0.0, weightLargest = 0.0
+        let xr = input.map(Self.reference)
+        let dyr = dy.map(Self.reference)
+        let wr = master.map(Self.reference)
+        var weightDifference = 0.0
+        var weightLargest = 0.0
         for k in 0..<o {
             for ci in 0..<c {
                 for i in 0..<3 {
@@ -135,7 +155,8 @@ import Testing
         }
         #expect(weightDifference <= 1e-5 * weightLargest, "dW |Δ| \(weightDifference) of \(weightLargest)")
 
-        var inputDifference = 0.0, inputLargest = 0.0
+        var inputDifference = 0.0
+        var inputLargest = 0.0
         for ci in 0..<c {
             for yy in 0..<h {
                 for xx in 0..<w {
@@ -161,9 +182,11 @@ import Testing
     // MARK: - The model
 
     static func model(_ architecture: DeepLabConfiguration.Architecture = .resnet18) throws -> DeepLabV3 {
-        let model = try DeepLabV3(DeepLabConfiguration(architecture: architecture, classCount: 3, inputChannels: 1,
-                                                       outputStride: 8, atrousRates: [2, 4], asppChannels: 16,
-                                                       widthMultiplier: 0.35, seed: 1))
+        let model = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: architecture, classCount: 3, inputChannels: 1,
+                outputStride: 8, atrousRates: [2, 4], asppChannels: 16,
+                widthMultiplier: 0.35, seed: 1))
         DeterministicWeights.fill(model)
         return model
     }
@@ -182,27 +205,31 @@ import Testing
     /// whose untrained depthwise layers amplify every rounding as they do int8's, 0.057 and 97.6 %), with some
     /// margin. The trained bundled model's labels are checked end to end in `Bf16CommandTests` (≥ 99.5 %).
     static let modelBounds: [(DeepLabConfiguration.Architecture, Double, Double)] = [
-        (.resnet18, 0.05, 0.99), (.mobilenetV2, 0.1, 0.97),
+        (.resnet18, 0.05, 0.99), (.mobilenetV2, 0.1, 0.97)
     ]
 
     /// Every convolution but the classifier and ASPP's image pooling runs bf16; the logits move from f32's by a
     /// bf16-sized amount and the labels hardly; back in f32, the f32 logits return exactly.
     @Test(arguments: modelBounds)
-    func emulatedModelFollowsFloat32(_ architecture: DeepLabConfiguration.Architecture, bound: Double,
-                                     agreement: Double) throws {
+    func emulatedModelFollowsFloat32(
+        _ architecture: DeepLabConfiguration.Architecture, bound: Double,
+        agreement: Double
+    ) throws {
         let model = try Self.model(architecture)
         let input = Self.input()
         let reference = try model.forward(input, training: false)
         try model.useBf16(.emulated)
         #expect(model.precision == .bf16)
-        #expect(!model.bf16UnitNames.contains("classifier.4")
+        #expect(
+            !model.bf16UnitNames.contains("classifier.4")
                 && !model.bf16UnitNames.contains(model.head.aspp.pooling.name))
         #expect(model.bf16UnitNames.count == model.convUnits.count - 2)
         let bf16 = try model.forward(input, training: false)
         let difference = zip(bf16.values, reference.values).map { Double($0 - $1) * Double($0 - $1) }.reduce(0, +)
         let norm = reference.values.map { Double($0) * Double($0) }.reduce(0, +)
         let relative = (difference / norm).squareRoot()
-        let agree = Double(zip(argmax(bf16), argmax(reference)).filter { $0 == $1 }.count)
+        let agree =
+            Double(zip(argmax(bf16), argmax(reference)).filter { $0 == $1 }.count)
             / Double(argmax(reference).count)
         print("bf16 \(architecture): relative L2 \(relative) from f32, labels agree \(agree)")
         #expect(relative > 1e-4 && relative < bound, "\(architecture): relative L2 \(relative) from f32")
@@ -258,9 +285,9 @@ import Testing
     /// variable forces the emulation anywhere.
     @Test func selectionFollowsOneDNNsISA() throws {
         switch Bf16Support.execution(environment: [:]) {
-        case let .success(execution):
+        case .success(let execution):
             #expect(Bf16Support.hasAMX && execution == .native)
-        case let .failure(error):
+        case .failure(let error):
             #expect(!Bf16Support.hasAMX)
             #expect("\(error)".contains("oneDNN ISA is \(oneDNNEffectiveISA)"), "\(error)")
             #expect(!"\(error)".contains("\n"))
@@ -273,14 +300,18 @@ import Testing
             #expect(throws: DeepLabError.self) { try unit(Tensor(plain: s, values: input), training: false) }
         }
         let model = try Self.model()
-        try model.apply(ModelQuantization(method: .minmax, calibrationSet: "x", split: "train", caseCount: 0,
-                                          sliceCount: 0, units: [:], floatUnits: []))
+        try model.apply(
+            ModelQuantization(
+                method: .minmax, calibrationSet: "x", split: "train", caseCount: 0,
+                sliceCount: 0, units: [:], floatUnits: []))
         #expect(throws: DeepLabError.self) { try model.useBf16(.emulated) }
     }
 
     /// On AMX: oneDNN's bf16 kernels give the emulation's logits up to f32 summation order, and its labels.
-    @Test(.enabled(if: Bf16Support.hasAMX,
-                   "needs oneDNN's AMX kernels; this CPU's oneDNN ISA is \(oneDNNEffectiveISA)"))
+    @Test(
+        .enabled(
+            if: Bf16Support.hasAMX,
+            "needs oneDNN's AMX kernels; this CPU's oneDNN ISA is \(oneDNNEffectiveISA)"))
     func nativeMatchesTheEmulationOnAMX() throws {
         let model = try Self.model()
         let input = Self.input()

@@ -1,6 +1,7 @@
-@testable import DeepLab
 import SliceLabSupport
 import Testing
+
+@testable import DeepLab
 
 /// The fp32 strategy table per effective ISA (issue #19): AVX2's measured entry keeps padding-free rectangles and
 /// Winograd; AVX-512 and AMX (unmeasured) and unknown ISAs get oneDNN's kernels only; a unit's strategies follow
@@ -8,8 +9,9 @@ import Testing
 @Suite struct ConvolutionStrategyTableTests {
     static func dilatedUnit(_ table: ConvolutionStrategyTable) -> ConvUnit {
         var generator = SeededGenerator(seed: 3)
-        let conv = Conv2d(name: "conv", inputChannels: 256, outputChannels: 256, kernelSize: 3, stride: 1,
-                          padding: 6, dilation: 6, groups: 1, bias: false, generator: &generator)
+        let conv = Conv2d(
+            name: "conv", inputChannels: 256, outputChannels: 256, kernelSize: 3, stride: 1,
+            padding: 6, dilation: 6, groups: 1, bias: false, generator: &generator)
         return ConvUnit(conv: conv, norm: nil, activation: .relu, strategyTable: table)
     }
 

@@ -1,7 +1,8 @@
-@testable import DeepLab
 import Foundation
 import SliceLabSupport
 import Testing
+
+@testable import DeepLab
 
 /// A convolution unit computes its convolution in one of three ways: one primitive padding inside oneDNN, one
 /// primitive on the input padded explicitly (copied into a zeroed, larger tensor; keeps large dilations on the
@@ -28,8 +29,10 @@ import Testing
     }
 
     /// The output of a forward (and in training the input's and every parameter's gradient after a backward).
-    static func run(_ unit: ConvUnit, _ strategy: Strategy, input: [Float], shape: [Int],
-                    training: Bool) throws -> [[Float]] {
+    static func run(
+        _ unit: ConvUnit, _ strategy: Strategy, input: [Float], shape: [Int],
+        training: Bool
+    ) throws -> [[Float]] {
         let y = try unit(Tensor(plain: shape, values: input), training: training, strategy: strategy.make())
             .floatTensor()
         guard training else { return [y.values] }
@@ -40,18 +43,21 @@ import Testing
         return [y.values, dx.values] + unit.parameters.filter(\.isTrainable).map(\.gradient)
     }
 
-    @Test(arguments: [(stride: 1, dilation: 4, rows: 11, columns: 13, bias: false, training: false),
-                      (stride: 1, dilation: 4, rows: 11, columns: 13, bias: true, training: true),
-                      (stride: 1, dilation: 6, rows: 9, columns: 16, bias: false, training: true),
-                      (stride: 2, dilation: 1, rows: 9, columns: 8, bias: false, training: true),
-                      (stride: 2, dilation: 2, rows: 10, columns: 7, bias: false, training: false)])
+    @Test(arguments: [
+        (stride: 1, dilation: 4, rows: 11, columns: 13, bias: false, training: false),
+        (stride: 1, dilation: 4, rows: 11, columns: 13, bias: true, training: true),
+        (stride: 1, dilation: 6, rows: 9, columns: 16, bias: false, training: true),
+        (stride: 2, dilation: 1, rows: 9, columns: 8, bias: false, training: true),
+        (stride: 2, dilation: 2, rows: 10, columns: 7, bias: false, training: false)
+    ])
     func everyStrategyGivesTheSameOutputAndGradients(
         _ c: (stride: Int, dilation: Int, rows: Int, columns: Int, bias: Bool, training: Bool)
     ) throws {
         var generator = SeededGenerator(seed: 3)
-        let unit = ConvUnit("conv", "bn", inputChannels: 16, outputChannels: 8, kernelSize: 3, stride: c.stride,
-                            padding: c.dilation, dilation: c.dilation, bias: c.bias, activation: .relu,
-                            generator: &generator)
+        let unit = ConvUnit(
+            "conv", "bn", inputChannels: 16, outputChannels: 8, kernelSize: 3, stride: c.stride,
+            padding: c.dilation, dilation: c.dilation, bias: c.bias, activation: .relu,
+            generator: &generator)
         let norm = try #require(unit.norm)
         norm.weight.value = Self.values(8, seed: 4).map { 1 + 0.3 * $0 }
         norm.bias.value = Self.values(8, seed: 5).map { 0.2 * $0 }
@@ -69,10 +75,12 @@ import Testing
             let result = try Self.run(unit, strategy, input: input, shape: shape, training: c.training)
             #expect(result.count == reference.count)
             for (i, (r, e)) in zip(result, reference).enumerated() {
-                let difference = zip(r, e).map { abs($0 - $1) }.max() ?? 0, scale = e.map(abs).max() ?? 0
+                let difference = zip(r, e).map { abs($0 - $1) }.max() ?? 0
+                let scale = e.map(abs).max() ?? 0
                 // (A bias before batch norm has a gradient of zero up to rounding: hence the floor.)
-                #expect(difference <= 1e-4 * max(scale, 0.1),
-                        "\(strategy), \(i == 0 ? "output" : "gradient \(i)"): max |Δ| \(difference) against \(scale)")
+                #expect(
+                    difference <= 1e-4 * max(scale, 0.1),
+                    "\(strategy), \(i == 0 ? "output" : "gradient \(i)"): max |Δ| \(difference) against \(scale)")
             }
         }
     }

@@ -70,7 +70,8 @@ enum DeterministicWeights {
 
 /// Largest |a − b| and largest |b|.
 func maxDifference(_ a: [Float], _ b: [Float]) -> (difference: Float, scale: Float) {
-    var d: Float = 0, s: Float = 0
+    var d: Float = 0
+    var s: Float = 0
     for i in 0..<min(a.count, b.count) {
         d = max(d, abs(a[i] - b[i]))
         s = max(s, abs(b[i]))

@@ -1,7 +1,7 @@
 import DeepLab
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Inputs that trapped the safetensors reader during the fuzzing campaign (issue #10), kept in Fixtures/fuzz/:
 /// each now ends in `DeepLabError.malformedWeights` naming the file.
@@ -15,7 +15,7 @@ struct FuzzRegressionTests {
             _ = try SafetensorsFile.read(path)
             Issue.record("a tensor of 2^62 Float32 values in an empty body was accepted")
         } catch let error as DeepLabError {
-            guard case let .malformedWeights(file, reason) = error else {
+            guard case .malformedWeights(let file, let reason) = error else {
                 Issue.record("expected malformedWeights, got \(error)")
                 return
             }

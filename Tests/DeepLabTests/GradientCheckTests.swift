@@ -1,9 +1,10 @@
-@testable import DeepLab
 import Foundation
 import ImageFiles
 import SliceLabSupport
 import TestSupport
 import Testing
+
+@testable import DeepLab
 
 /// Backward passes against central finite differences (float32; relative error ≤ 1e-2, issue #5), checked as
 /// directional derivatives along a random direction per tensor, which keeps float32 rounding far below the signal.
@@ -21,9 +22,11 @@ import Testing
     /// (analytic, numeric) derivatives of `evaluate` with respect to element `index` of `original`, by central
     /// differences, or nil when the one-sided differences disagree by more than 2 %: a ReLU kink lies inside the
     /// step there and no difference quotient is meaningful.
-    static func elementDerivative(_ original: [Float], gradient: [Float], index: Int, base: Double,
-                                  noise: Double, epsilon: Float = 1e-3, set: ([Float]) -> Void,
-                                  _ evaluate: () throws -> Double) rethrows -> (Double, Double)? {
+    static func elementDerivative(
+        _ original: [Float], gradient: [Float], index: Int, base: Double,
+        noise: Double, epsilon: Float = 1e-3, set: ([Float]) -> Void,
+        _ evaluate: () throws -> Double
+    ) rethrows -> (Double, Double)? {
         var values = original
         values[index] = original[index] + epsilon
         set(values)
@@ -33,7 +36,8 @@ import Testing
         let minus = try evaluate()
         set(original)
         let h = Double(original[index] + epsilon) - Double(original[index])
-        let forward = (plus - base) / h, backward = (base - minus) / h
+        let forward = (plus - base) / h
+        let backward = (base - minus) / h
         guard abs(forward - backward) <= 0.02 * max(abs(forward), abs(backward)) + noise else { return nil }
         return (Double(gradient[index]), (forward + backward) / 2)
     }
@@ -46,13 +50,17 @@ import Testing
     }
 
     /// Checks up to `count` kink-free elements of a tensor; returns (name, analytic, numeric) triples.
-    static func checkElements(_ name: String, _ values: [Float], _ gradient: [Float], seed: UInt64, count: Int,
-                              base: Double, noise: Double, set: ([Float]) -> Void,
-                              _ evaluate: () throws -> Double) rethrows -> [(String, Double, Double)] {
+    static func checkElements(
+        _ name: String, _ values: [Float], _ gradient: [Float], seed: UInt64, count: Int,
+        base: Double, noise: Double, set: ([Float]) -> Void,
+        _ evaluate: () throws -> Double
+    ) rethrows -> [(String, Double, Double)] {
         var results: [(String, Double, Double)] = []
         for index in candidates(gradient, seed: seed) where results.count < count {
-            if let (a, n) = try elementDerivative(values, gradient: gradient, index: index, base: base, noise: noise,
-                                                  set: set, evaluate) {
+            if let (a, n) = try elementDerivative(
+                values, gradient: gradient, index: index, base: base, noise: noise,
+                set: set, evaluate)
+            {
                 results.append(("\(name)[\(index)]", a, n))
             }
         }
@@ -66,15 +74,16 @@ import Testing
 
     @Test(arguments: [
         (groups: 1, stride: 1, dilation: 2, bias: true, activation: Activation.relu, residual: true),
-        (groups: 4, stride: 2, dilation: 1, bias: false, activation: Activation.relu6, residual: false),
+        (groups: 4, stride: 2, dilation: 1, bias: false, activation: Activation.relu6, residual: false)
     ])
     func convolutionUnitBackwardMatchesFiniteDifferences(
         _ c: (groups: Int, stride: Int, dilation: Int, bias: Bool, activation: Activation, residual: Bool)
     ) throws {
         var generator = SeededGenerator(seed: 11)
-        let unit = ConvUnit("conv", "bn", inputChannels: 4, outputChannels: 8, kernelSize: 3, stride: c.stride,
-                            padding: c.dilation, dilation: c.dilation, groups: c.groups, bias: c.bias,
-                            activation: c.activation, generator: &generator)
+        let unit = ConvUnit(
+            "conv", "bn", inputChannels: 4, outputChannels: 8, kernelSize: 3, stride: c.stride,
+            padding: c.dilation, dilation: c.dilation, groups: c.groups, bias: c.bias,
+            activation: c.activation, generator: &generator)
         unit.norm?.weight.value = Self.randomValues(8, seed: 3).map { 1 + 0.3 * $0 }
         unit.norm?.bias.value = Self.randomValues(8, seed: 4).map { 0.2 * $0 }
         if let bias = unit.conv.bias { bias.value = Self.randomValues(8, seed: 5).map { 0.2 * $0 } }
@@ -99,28 +108,33 @@ import Testing
         let base = try evaluate()
         let noise = 1e-6 * abs(base) / 1e-3 + 1e-3
         var checks: [(String, Double, Double)] = []
-        checks += try Self.checkElements("input", input, inputGradient, seed: 21, count: 3, base: base, noise: noise,
-                                         set: { input = $0 }, evaluate)
+        checks += try Self.checkElements(
+            "input", input, inputGradient, seed: 21, count: 3, base: base, noise: noise,
+            set: { input = $0 }, evaluate)
         if c.residual {
-            checks += try Self.checkElements("residual", residual, try #require(dResidual).floatTensor().values,
-                                             seed: 22, count: 3, base: base, noise: noise, set: { residual = $0 }, evaluate)
+            checks += try Self.checkElements(
+                "residual", residual, try #require(dResidual).floatTensor().values,
+                seed: 22, count: 3, base: base, noise: noise, set: { residual = $0 }, evaluate)
         }
         for (i, p) in unit.parameters.enumerated() where p.isTrainable {
-            checks += try Self.checkElements(p.name, p.value, p.gradient, seed: 30 + UInt64(i), count: 3, base: base,
-                                             noise: noise, set: { p.value = $0 }, evaluate)
+            checks += try Self.checkElements(
+                p.name, p.value, p.gradient, seed: 30 + UInt64(i), count: 3, base: base,
+                noise: noise, set: { p.value = $0 }, evaluate)
         }
         #expect(checks.count >= 12)
         for (name, analytic, numeric) in checks {
-            #expect(Self.relativeError(analytic, numeric, floor: 10 * noise) <= 1e-2,
-                    "\(name): analytic \(analytic), numeric \(numeric)")
+            #expect(
+                Self.relativeError(analytic, numeric, floor: 10 * noise) <= 1e-2,
+                "\(name): analytic \(analytic), numeric \(numeric)")
         }
     }
 
     @Test(arguments: [DeepLabConfiguration.Architecture.resnet18, .mobilenetV2])
     func wholeModelBackwardMatchesFiniteDifferences(_ arch: DeepLabConfiguration.Architecture) throws {
-        let configuration = DeepLabConfiguration(architecture: arch, classCount: 3, inputChannels: 1, outputStride: 16,
-                                                 atrousRates: [2, 3], asppChannels: 8, auxiliaryHead: true,
-                                                 widthMultiplier: 0.35, seed: 5)
+        let configuration = DeepLabConfiguration(
+            architecture: arch, classCount: 3, inputChannels: 1, outputStride: 16,
+            atrousRates: [2, 3], asppChannels: 8, auxiliaryHead: true,
+            widthMultiplier: 0.35, seed: 5)
         let model = try DeepLabV3(configuration)
         model.setDropout(enabled: false)
         let input = FloatTensor(shape: [2, 1, 21, 19], values: Self.randomValues(2 * 21 * 19, seed: 9))
@@ -132,32 +146,44 @@ import Testing
         }
         _ = try evaluate()
         model.zeroGradients()
-        try model.backward(FloatTensor(shape: [2, 3, 21, 19], values: r),
-                           auxiliary: FloatTensor(shape: [2, 3, 21, 19], values: rAux))
+        try model.backward(
+            FloatTensor(shape: [2, 3, 21, 19], values: r),
+            auxiliary: FloatTensor(shape: [2, 3, 21, 19], values: rAux))
         // Later layers: their float32 difference quotients are well conditioned (early layers of a deep ReLU
         // network cross kinks at any step float32 can resolve); the layer checks above cover every layer type.
         // Not ASPP's image-pooling branch (classifier.0.convs.3.*): its batch norm normalises 2 values per
         // channel, so a float32 quotient moves with the kernels' rounding (issue #22: -0.0968 against an
         // analytic -0.0907 under AVX-512 kernels; on the golden's case PyTorch's own float32 quotient is 4×
         // off the float64 one); the PyTorch float64 golden above checks every parameter, that branch included.
-        let names = arch == .resnet18
-            ? ["backbone.layer3.1.bn2.bias", "backbone.layer4.1.conv2.weight", "classifier.0.convs.0.0.weight",
-               "classifier.0.project.0.weight", "classifier.1.weight",
-               "classifier.4.bias", "aux_classifier.0.weight", "aux_classifier.4.weight"]
-            : ["backbone.16.conv.1.0.weight", "backbone.18.0.weight", "classifier.4.weight",
-               "aux_classifier.0.weight"]
+        let names =
+            arch == .resnet18
+            ? [
+                "backbone.layer3.1.bn2.bias", "backbone.layer4.1.conv2.weight", "classifier.0.convs.0.0.weight",
+                "classifier.0.project.0.weight", "classifier.1.weight",
+                "classifier.4.bias", "aux_classifier.0.weight", "aux_classifier.4.weight"
+            ]
+            : [
+                "backbone.16.conv.1.0.weight", "backbone.18.0.weight", "classifier.4.weight",
+                "aux_classifier.0.weight"
+            ]
         let byName = model.parametersByName
         let base = try evaluate()
         let noise = 1e-6 * abs(base) / 1e-3 + 1e-3
         for (i, name) in names.enumerated() {
             let p = try #require(byName[name], "\(name)")
             #expect(p.gradient.contains { $0 != 0 }, "\(name) has no gradient")
-            let checks = try Self.checkElements(name, p.value, p.gradient, seed: 50 + UInt64(i), count: 1, base: base,
-                                                noise: noise, set: { p.value = $0; p.markUpdated() }, evaluate)
+            let checks = try Self.checkElements(
+                name, p.value, p.gradient, seed: 50 + UInt64(i), count: 1, base: base,
+                noise: noise,
+                set: {
+                    p.value = $0
+                    p.markUpdated()
+                }, evaluate)
             #expect(checks.count == 1, "\(name): no kink-free element among the candidates")
             for (label, analytic, numeric) in checks {
-                #expect(Self.relativeError(analytic, numeric, floor: 10 * noise) <= 1e-2,
-                        "\(label): analytic \(analytic), numeric \(numeric)")
+                #expect(
+                    Self.relativeError(analytic, numeric, floor: 10 * noise) <= 1e-2,
+                    "\(label): analytic \(analytic), numeric \(numeric)")
             }
         }
     }
@@ -177,15 +203,17 @@ import Testing
     func wholeModelGradientsMatchPyTorchAutogradInFloat64(
         _ c: (group: String, architecture: DeepLabConfiguration.Architecture)
     ) throws {
-        let file = try HDF5File.open(TestSupport.packageRoot
-            .appendingPathComponent("Tests/DeepLabTests/Fixtures/gradient_goldens.h5").path)
+        let file = try HDF5File.open(
+            TestSupport.packageRoot
+                .appendingPathComponent("Tests/DeepLabTests/Fixtures/gradient_goldens.h5").path)
         let json = try #require(try file.attribute("configuration", at: "/\(c.group)").stringValue)
         let configuration = try JSONDecoder().decode(DeepLabConfiguration.self, from: Data(json.utf8))
         #expect(configuration.architecture == c.architecture)
         let model = try DeepLabV3(configuration)
         model.setDropout(enabled: false)
         DeterministicWeights.fill(model)
-        let shape = [2, 1, 21, 19], outputShape = [2, 3, 21, 19]
+        let shape = [2, 1, 21, 19]
+        let outputShape = [2, 3, 21, 19]
         let count = outputShape.reduce(1, *)
         _ = try model.forward(DeterministicWeights.input(shape), training: true)
         model.zeroGradients()
@@ -194,7 +222,8 @@ import Testing
         }
         try model.backward(direction(777), auxiliary: direction(778))
         let floor = try #require(try file.attribute("floor", at: "/\(c.group)").doubleValues?.first)
-        var checked = 0, worst = (ratio: 0.0, name: "")
+        var checked = 0
+        var worst = (ratio: 0.0, name: "")
         for p in model.parameters where p.isTrainable {
             let group = "/\(c.group)/\(p.name)"
             let indices = try file.read("\(group)/indices", as: Int64.self).values
@@ -208,7 +237,9 @@ import Testing
                 let difference = abs(Double(p.gradient[Int(index)]) - exact[i])
                 if difference > largest.difference { largest = (difference, Int(index)) }
             }
-            #expect(largest.difference <= allowed, """
+            #expect(
+                largest.difference <= allowed,
+                """
                 \(p.name)[\(largest.index)]: |Δ| \(largest.difference) over \(allowed) (scale \(scale), PyTorch float32 \
                 deviation \(torchDeviation))
                 """)
@@ -228,48 +259,75 @@ import Testing
         var saved: PoolingResult?
         var resize: Primitive?
         let ops: [(String, Op)] = [
-            ("max pool", ({ x in
-                let r = try Operations.maxPool(x, Window(kernel: 3, stride: 2, padding: 1), training: true)
-                saved = r
-                return r.output
-            }, { dy in try Operations.poolingBackward(dy, forward: try #require(saved), sourceShape: shape) })),
-            ("global average pool", ({ x in
-                let r = try Operations.globalAveragePool(x, training: true)
-                saved = r
-                return r.output
-            }, { dy in try Operations.poolingBackward(dy, forward: try #require(saved), sourceShape: shape) })),
-            ("bilinear", ({ x in
-                let (y, p) = try Operations.resizeBilinear(x, height: 17, width: 12, training: true)
-                resize = p
-                return y
-            }, { dy in try Operations.resizeBackward(dy, forward: try #require(resize), sourceShape: shape) })),
-            ("concat", ({ x in
-                let parts = try Operations.split(x, channels: [1, 2])
-                return try Operations.concatenate([parts[1], parts[0]])
-            }, { dy in
-                let parts = try Operations.split(dy, channels: [2, 1])
-                return try Operations.concatenate([parts[1], parts[0]])
-            })),
+            (
+                "max pool",
+                (
+                    { x in
+                        let r = try Operations.maxPool(x, Window(kernel: 3, stride: 2, padding: 1), training: true)
+                        saved = r
+                        return r.output
+                    }, { dy in try Operations.poolingBackward(dy, forward: try #require(saved), sourceShape: shape) }
+                )
+            ),
+            (
+                "global average pool",
+                (
+                    { x in
+                        let r = try Operations.globalAveragePool(x, training: true)
+                        saved = r
+                        return r.output
+                    }, { dy in try Operations.poolingBackward(dy, forward: try #require(saved), sourceShape: shape) }
+                )
+            ),
+            (
+                "bilinear",
+                (
+                    { x in
+                        let (y, p) = try Operations.resizeBilinear(x, height: 17, width: 12, training: true)
+                        resize = p
+                        return y
+                    }, { dy in try Operations.resizeBackward(dy, forward: try #require(resize), sourceShape: shape) }
+                )
+            ),
+            (
+                "concat",
+                (
+                    { x in
+                        let parts = try Operations.split(x, channels: [1, 2])
+                        return try Operations.concatenate([parts[1], parts[0]])
+                    },
+                    { dy in
+                        let parts = try Operations.split(dy, channels: [2, 1])
+                        return try Operations.concatenate([parts[1], parts[0]])
+                    }
+                )
+            )
         ]
         for (name, op) in ops {
             let outputShape = try op.forward(Tensor(plain: shape, values: input)).shape
             let r = Self.randomValues(outputShape.reduce(1, *), seed: 71)
-            func evaluate() throws -> Double { Self.loss(try op.forward(Tensor(plain: shape, values: input)).floatTensor(), r) }
+            func evaluate() throws -> Double {
+                Self.loss(try op.forward(Tensor(plain: shape, values: input)).floatTensor(), r)
+            }
             let base = try evaluate()
             let gradient = try op.backward(Tensor(plain: outputShape, values: r)).floatTensor().values
-            let checks = try Self.checkElements(name, input, gradient, seed: 72, count: 4, base: base, noise: 1e-3,
-                                                set: { input = $0 }, evaluate)
+            let checks = try Self.checkElements(
+                name, input, gradient, seed: 72, count: 4, base: base, noise: 1e-3,
+                set: { input = $0 }, evaluate)
             #expect(checks.count >= 3, "\(name)")
             for (label, analytic, numeric) in checks {
-                #expect(Self.relativeError(analytic, numeric, floor: 1e-2) <= 1e-2,
-                        "\(label): analytic \(analytic), numeric \(numeric)")
+                #expect(
+                    Self.relativeError(analytic, numeric, floor: 1e-2) <= 1e-2,
+                    "\(label): analytic \(analytic), numeric \(numeric)")
             }
         }
     }
 
     @Test func backwardWithoutTrainingForwardIsAClearError() throws {
-        let model = try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 2, inputChannels: 1,
-                                                       outputStride: 16, asppChannels: 8, widthMultiplier: 0.35))
+        let model = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: .mobilenetV2, classCount: 2, inputChannels: 1,
+                outputStride: 16, asppChannels: 8, widthMultiplier: 0.35))
         _ = try model.forward(FloatTensor(zeros: [1, 1, 16, 16]), training: false)
         #expect(throws: DeepLabError.invalidBackward("call forward(_:training: true) before backward")) {
             try model.backward(FloatTensor(zeros: [1, 2, 16, 16]))
@@ -283,16 +341,22 @@ import Testing
 struct GradientReadinessTests {
     @Test(arguments: [DeepLabConfiguration.Architecture.resnet18, .mobilenetV2])
     func everyTrainableParameterIsReportedOnceWithItsFinalGradient(_ arch: DeepLabConfiguration.Architecture) throws {
-        let model = try DeepLabV3(DeepLabConfiguration(architecture: arch, classCount: 3, inputChannels: 1, outputStride: 16,
-                                                       atrousRates: [2, 3], asppChannels: 8, auxiliaryHead: true,
-                                                       widthMultiplier: 0.35, seed: 5))
+        let model = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: arch, classCount: 3, inputChannels: 1, outputStride: 16,
+                atrousRates: [2, 3], asppChannels: 8, auxiliaryHead: true,
+                widthMultiplier: 0.35, seed: 5))
         let input = FloatTensor(shape: [2, 1, 21, 19], values: GradientCheckTests.randomValues(2 * 21 * 19, seed: 9))
         _ = try model.forward(input, training: true)
         model.zeroGradients()
-        var reported: [ObjectIdentifier: [Float]] = [:], order: [String] = [], repeated: [String] = []
+        var reported: [ObjectIdentifier: [Float]] = [:]
+        var order: [String] = []
+        var repeated: [String] = []
         let shape = [2, 3, 21, 19]
-        try model.backward(FloatTensor(shape: shape, values: GradientCheckTests.randomValues(2 * 3 * 21 * 19, seed: 10)),
-                           auxiliary: FloatTensor(shape: shape, values: GradientCheckTests.randomValues(2 * 3 * 21 * 19, seed: 12))) { ready in
+        try model.backward(
+            FloatTensor(shape: shape, values: GradientCheckTests.randomValues(2 * 3 * 21 * 19, seed: 10)),
+            auxiliary: FloatTensor(shape: shape, values: GradientCheckTests.randomValues(2 * 3 * 21 * 19, seed: 12))
+        ) { ready in
             for p in ready where p.isTrainable {
                 if reported[ObjectIdentifier(p)] != nil { repeated.append(p.name) }
                 reported[ObjectIdentifier(p)] = p.gradient

@@ -7,9 +7,11 @@ import Testing
 /// and returns logits at the input's size.
 @Suite struct InputScaleTests {
     static func model(scale: Int) throws -> DeepLabV3 {
-        let model = try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 3, inputChannels: 1,
-                                                       outputStride: 16, atrousRates: [2, 4], asppChannels: 8,
-                                                       widthMultiplier: 0.35, seed: 1, inputScale: scale))
+        let model = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: .mobilenetV2, classCount: 3, inputChannels: 1,
+                outputStride: 16, atrousRates: [2, 4], asppChannels: 8,
+                widthMultiplier: 0.35, seed: 1, inputScale: scale))
         DeterministicWeights.fill(model)
         return model
     }
@@ -27,8 +29,10 @@ import Testing
             let (y0, y1, fy) = taps(y, height, toHeight)
             for x in 0..<toWidth {
                 let (x0, x1, fx) = taps(x, width, toWidth)
-                let a: Float = plane[y0 * width + x0], b: Float = plane[y0 * width + x1]
-                let c: Float = plane[y1 * width + x0], d: Float = plane[y1 * width + x1]
+                let a: Float = plane[y0 * width + x0]
+                let b: Float = plane[y0 * width + x1]
+                let c: Float = plane[y1 * width + x0]
+                let d: Float = plane[y1 * width + x1]
                 let top: Float = a + (b - a) * fx
                 let bottom: Float = c + (d - c) * fx
                 out[y * toWidth + x] = top + (bottom - top) * fy
@@ -50,8 +54,9 @@ import Testing
         #expect(scaled.shape == [1, 3, h, w])
 
         let upsampled = Self.bilinear(image, height: h, width: w, toHeight: 2 * h, toWidth: 2 * w)
-        let big = try Self.model(scale: 1).forward(FloatTensor(shape: [1, 1, 2 * h, 2 * w], values: upsampled),
-                                                   training: false)
+        let big = try Self.model(scale: 1).forward(
+            FloatTensor(shape: [1, 1, 2 * h, 2 * w], values: upsampled),
+            training: false)
         var reference: [Float] = []
         let plane = 4 * h * w
         for k in 0..<3 {
@@ -79,10 +84,12 @@ import Testing
         try DeepLabCheckpoint.save(Self.model(scale: 3), preprocessing: .minMax, to: path)
         #expect(try DeepLabCheckpoint.load(path).model.configuration.inputScale == 3)
 
-        var json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(Self.model(scale: 3).configuration))
+        var json =
+            try JSONSerialization.jsonObject(with: JSONEncoder().encode(Self.model(scale: 3).configuration))
             as! [String: Any]
         json["inputScale"] = nil
-        let old = try JSONDecoder().decode(DeepLabConfiguration.self, from: JSONSerialization.data(withJSONObject: json))
+        let old = try JSONDecoder().decode(
+            DeepLabConfiguration.self, from: JSONSerialization.data(withJSONObject: json))
         #expect(old.inputScale == 1)
         #expect(throws: DeepLabError.self) {
             try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 2, inputScale: 5))

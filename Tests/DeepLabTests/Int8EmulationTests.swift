@@ -1,8 +1,9 @@
-@testable import DeepLab
 import Foundation
 import SliceLabSupport
 import TestSupport
 import Testing
+
+@testable import DeepLab
 
 /// The int8 arithmetic a quantised unit asks oneDNN for, emulated in float64 on any CPU: the input rounded
 /// (half to even, as oneDNN's reorders round) with the scale the path uses and saturated to u8 or s8, the
@@ -23,21 +24,25 @@ final class EmulatedInt8Convolution: ConvolutionStrategy {
 
     func applies(to unit: ConvUnit, inputShape: [Int], residual: Bool, training: Bool) -> Bool { !training }
 
-    func inferenceForward(_ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
-                          consumingResidual: Bool) throws -> Tensor {
+    func inferenceForward(
+        _ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
+        consumingResidual: Bool
+    ) throws -> Tensor {
         let q = quantization
         let scale = Double(q.inputType == .u8 && sevenBit ? q.inputScale / 2 : q.inputScale)
         let (low, high): (Double, Double) = q.inputType == .u8 ? (0, 255) : (-128, 127)
         let input = try x.floatTensor()
         let xq = input.values.map { min(high, max(low, (Double($0) * scale).rounded(.toNearestOrEven))) }
         let (w, b) = unit.foldedPlainWeights()
-        let conv = unit.conv, window = conv.window
+        let conv = unit.conv
+        let window = conv.window
         let (o, k, groups) = (conv.outputChannels, window.kernel, conv.groups)
         let perChannel = w.count / o
         let wq = w.indices.map { i in
             min(127, max(-128, (Double(w[i]) * Double(q.weightScales[i / perChannel])).rounded(.toNearestOrEven)))
         }
-        let s = input.shape, out = conv.outputDims(s)
+        let s = input.shape
+        let out = conv.outputDims(s)
         let (n, c, h, width, oh, ow) = (s[0], s[1], s[2], s[3], out[2], out[3])
         let (cg, og) = (c / groups, o / groups)
         var y = [Float](repeating: 0, count: out.reduce(1, *))
@@ -91,8 +96,10 @@ final class EmulatedInt8Convolution: ConvolutionStrategy {
         throw DeepLabError.invalidInput("emulated int8 runs in eval mode only")
     }
 
-    func backward(_ unit: ConvUnit, _ dy: Tensor, saved: SavedConvolution,
-                  needsInputGradient: Bool) throws -> Tensor? { nil }
+    func backward(
+        _ unit: ConvUnit, _ dy: Tensor, saved: SavedConvolution,
+        needsInputGradient: Bool
+    ) throws -> Tensor? { nil }
 
     func releaseInferenceWeights() {}
 }
@@ -104,8 +111,10 @@ final class EmulatedInt8Convolution: ConvolutionStrategy {
 /// 255 leaves twice the calibrated range, stayed within 0.15.
 @Suite(.serialized) struct Int8EmulationTests {
     @Test(arguments: QuantizationTests.logitBounds)
-    func bothInputPathsFollowFloat32(architecture: DeepLabConfiguration.Architecture, method: CalibrationMethod,
-                                     bound: Double) throws {
+    func bothInputPathsFollowFloat32(
+        architecture: DeepLabConfiguration.Architecture, method: CalibrationMethod,
+        bound: Double
+    ) throws {
         let model = try QuantizationTests.model(architecture)
         let input = QuantizationTests.inputs(count: 6)[5]
         let reference = try model.forward(input, training: false)
@@ -114,8 +123,10 @@ final class EmulatedInt8Convolution: ConvolutionStrategy {
         defer { for (unit, strategies) in zip(model.convUnits, original) { unit.strategies = strategies } }
         for sevenBit in [true, false] {
             for (unit, strategies) in zip(model.convUnits, original) {
-                unit.strategies = quantization.units[unit.name].map {
-                    [EmulatedInt8Convolution($0, sevenBit: sevenBit)] } ?? strategies
+                unit.strategies =
+                    quantization.units[unit.name].map {
+                        [EmulatedInt8Convolution($0, sevenBit: sevenBit)]
+                    } ?? strategies
             }
             let emulated = try model.forward(input, training: false)
             let relative = relativeL2(emulated.values, reference.values)
@@ -129,21 +140,25 @@ final class EmulatedInt8Convolution: ConvolutionStrategy {
     func emulationMatchesTheNativeUnit(kernel: Int, groups: Int, type: QuantizedType) throws {
         var generator = SeededGenerator(seed: 7)
         let (c, o, h, w) = (groups > 1 ? 8 : 32, groups > 1 ? 8 : 16, 9, 11)
-        let unit = ConvUnit("unit", nil, inputChannels: c, outputChannels: o, kernelSize: kernel, stride: 1,
-                            padding: kernel / 2, groups: groups, bias: true, activation: .relu6,
-                            generator: &generator)
+        let unit = ConvUnit(
+            "unit", nil, inputChannels: c, outputChannels: o, kernelSize: kernel, stride: 1,
+            padding: kernel / 2, groups: groups, bias: true, activation: .relu6,
+            generator: &generator)
         let xs = (0..<(c * h * w)).map { i -> Float in
             let v = Float(sin(Double(i) * 0.37)) * 3
             return type == .u8 ? abs(v) : v
         }
-        let weights = unit.conv.weight.value, perChannel = weights.count / o
+        let weights = unit.conv.weight.value
+        let perChannel = weights.count / o
         let weightScales = (0..<o).map { 127 / weights[($0 * perChannel)..<(($0 + 1) * perChannel)].map(abs).max()! }
         // A scale that puts some inputs above the calibrated range (saturated to the type's largest value).
         let q = UnitQuantization(inputType: type, inputScale: type.levels / 2.5, weightScales: weightScales)
         let x = try Tensor(plain: [1, c, h, w], values: xs)
-        let emulated = try unit(x, training: false,
-                                strategy: EmulatedInt8Convolution(q, sevenBit: !Int8Operations.hasVNNI))
-            .floatTensor().values
+        let emulated = try unit(
+            x, training: false,
+            strategy: EmulatedInt8Convolution(q, sevenBit: !Int8Operations.hasVNNI)
+        )
+        .floatTensor().values
         unit.quantization = q
         let native = try unit(x, training: false).floatTensor().values
         let largest = emulated.map(abs).max()!

@@ -1,7 +1,8 @@
-@testable import DeepLab
 import Foundation
 import SliceLabSupport
 import Testing
+
+@testable import DeepLab
 
 /// The exact int8 Winograd F(4×4, 3×3) and F(2×2, 3×3) (`Int8Winograd`, AVX2 kernels) against oneDNN's direct
 /// int8 convolution on the same quantised unit: the same output to the last bit, for dilations 1 to 3, extents
@@ -10,11 +11,14 @@ import Testing
 /// F(4×4)'s exact range, the direct convolution beyond F(2×2)'s.
 @Suite struct Int8WinogradTests {
     /// A quantised 3×3 unit with a folded batch norm, and u8 inputs of up to 7 bits after quantisation.
-    static func unit(channels: Int, outputs: Int, dilation: Int, activation: Activation,
-                     output: QuantizedType?, seed: UInt64) throws -> ConvUnit {
+    static func unit(
+        channels: Int, outputs: Int, dilation: Int, activation: Activation,
+        output: QuantizedType?, seed: UInt64
+    ) throws -> ConvUnit {
         var generator = SeededGenerator(seed: seed)
-        let unit = ConvUnit("conv", "bn", inputChannels: channels, outputChannels: outputs, kernelSize: 3,
-                            padding: dilation, dilation: dilation, activation: activation, generator: &generator)
+        let unit = ConvUnit(
+            "conv", "bn", inputChannels: channels, outputChannels: outputs, kernelSize: 3,
+            padding: dilation, dilation: dilation, activation: activation, generator: &generator)
         let norm = try #require(unit.norm)
         norm.bias.value = (0..<outputs).map { 0.3 * Float($0 % 5) - 0.6 }
         norm.runningVariance.value = (0..<outputs).map { 0.5 + 0.05 * Float($0 % 7) }
@@ -36,26 +40,37 @@ import Testing
         }
     }
 
-    @Test(arguments: [(dilation: 1, rows: 13, columns: 11, batch: 2, outputs: 144, activation: Activation.relu,
-                       output: QuantizedType?.some(.u8)),
-                      (dilation: 2, rows: 9, columns: 20, batch: 1, outputs: 128, activation: .relu6, output: nil),
-                      (dilation: 3, rows: 16, columns: 7, batch: 1, outputs: 160, activation: .none, output: .s8)])
-    func winogradEqualsTheDirectInt8Convolution(_ c: (dilation: Int, rows: Int, columns: Int, batch: Int,
-                                                      outputs: Int, activation: Activation,
-                                                      output: QuantizedType?)) throws {
+    @Test(arguments: [
+        (
+            dilation: 1, rows: 13, columns: 11, batch: 2, outputs: 144, activation: Activation.relu,
+            output: QuantizedType?.some(.u8)
+        ),
+        (dilation: 2, rows: 9, columns: 20, batch: 1, outputs: 128, activation: .relu6, output: nil),
+        (dilation: 3, rows: 16, columns: 7, batch: 1, outputs: 160, activation: .none, output: .s8)
+    ])
+    func winogradEqualsTheDirectInt8Convolution(
+        _ c: (
+            dilation: Int, rows: Int, columns: Int, batch: Int,
+            outputs: Int, activation: Activation,
+            output: QuantizedType?
+        )
+    ) throws {
         guard Int8Winograd.supported else {
             print("skipped: this CPU has no AVX2, which the int8 Winograd kernels need")
             return
         }
-        let unit = try Self.unit(channels: 128, outputs: c.outputs, dilation: c.dilation, activation: c.activation,
-                                 output: c.output, seed: UInt64(c.dilation))
+        let unit = try Self.unit(
+            channels: 128, outputs: c.outputs, dilation: c.dilation, activation: c.activation,
+            output: c.output, seed: UInt64(c.dilation))
         let shape = [c.batch, 128, c.rows, c.columns]
         let winograd = Int8Convolution(winograd: true)
         let fast = try unit(Tensor(plain: shape, values: Self.input(shape)), training: false, strategy: winograd)
-        let direct = try unit(Tensor(plain: shape, values: Self.input(shape)), training: false,
-                              strategy: Int8Convolution())
+        let direct = try unit(
+            Tensor(plain: shape, values: Self.input(shape)), training: false,
+            strategy: Int8Convolution())
         #expect(winograd.winograd?.lastTile == 4, "F(4×4) ran")
-        let a = try fast.floatTensor(), b = try direct.floatTensor()
+        let a = try fast.floatTensor()
+        let b = try direct.floatTensor()
         #expect(a.shape == b.shape)
         #expect(Set(b.values).count > 10, "a non-trivial output")
         let differing = zip(a.values, b.values).filter { $0 != $1 }.count
@@ -76,10 +91,12 @@ import Testing
         #expect(plan.rows.contains { $0.taps == 0...2 && $0.outputs == 4..<36 })
         let strategy = Int8Convolution(rectangles: true, winograd: true)
         let fast = try unit(Tensor(plain: shape, values: Self.input(shape)), training: false, strategy: strategy)
-        let direct = try unit(Tensor(plain: shape, values: Self.input(shape)), training: false,
-                              strategy: Int8Convolution())
+        let direct = try unit(
+            Tensor(plain: shape, values: Self.input(shape)), training: false,
+            strategy: Int8Convolution())
         #expect(strategy.winograd?.lastTile == 4, "the Winograd centre ran")
-        let a = try fast.floatTensor().values, b = try direct.floatTensor().values
+        let a = try fast.floatTensor().values
+        let b = try direct.floatTensor().values
         #expect(Set(b).count > 10, "a non-trivial output")
         let differing = zip(a, b).filter { $0 != $1 }.count
         #expect(a.count == b.count && differing == 0, "\(differing) of \(a.count) outputs differ")
@@ -94,16 +111,19 @@ import Testing
             print("skipped: this CPU has no AVX2, which the int8 Winograd kernels need")
             return
         }
-        let unit = try Self.unit(channels: c.channels, outputs: 128, dilation: 1, activation: .relu, output: nil,
-                                 seed: 4)
+        let unit = try Self.unit(
+            channels: c.channels, outputs: 128, dilation: 1, activation: .relu, output: nil,
+            seed: 4)
         unit.conv.weight.value = unit.conv.weight.value.map { $0 < 0 ? -1 : 1 }
         let shape = [1, c.channels, 5, 6]
         let winograd = Int8Convolution(winograd: true)
         let fast = try unit(Tensor(plain: shape, values: Self.input(shape)), training: false, strategy: winograd)
-        let direct = try unit(Tensor(plain: shape, values: Self.input(shape)), training: false,
-                              strategy: Int8Convolution())
+        let direct = try unit(
+            Tensor(plain: shape, values: Self.input(shape)), training: false,
+            strategy: Int8Convolution())
         #expect(winograd.winograd?.lastTile == c.tile)
-        let a = try fast.floatTensor().values, b = try direct.floatTensor().values
+        let a = try fast.floatTensor().values
+        let b = try direct.floatTensor().values
         #expect(Set(b).count > 10, "a non-trivial output")
         #expect(a.count == b.count && zip(a, b).allSatisfy { $0 == $1 })
     }

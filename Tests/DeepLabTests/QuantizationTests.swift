@@ -1,17 +1,20 @@
-@testable import DeepLab
 import Foundation
 import ImageFiles
 import SliceLabSupport
 import TestSupport
 import Testing
 
+@testable import DeepLab
+
 /// int8 post-training quantisation in the engine: calibration, the checkpoint's `/quantization` group, and
 /// int8 inference on oneDNN against the float32 model it came from.
 @Suite(.serialized) struct QuantizationTests {
     static func model(_ architecture: DeepLabConfiguration.Architecture) throws -> DeepLabV3 {
-        let model = try DeepLabV3(DeepLabConfiguration(architecture: architecture, classCount: 3, inputChannels: 1,
-                                                       outputStride: 8, atrousRates: [2, 4], asppChannels: 16,
-                                                       widthMultiplier: 0.35, seed: 1))
+        let model = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: architecture, classCount: 3, inputChannels: 1,
+                outputStride: 8, atrousRates: [2, 4], asppChannels: 16,
+                widthMultiplier: 0.35, seed: 1))
         DeterministicWeights.fill(model)
         return model
     }
@@ -42,12 +45,14 @@ import Testing
     /// untrained weights, is not bounded here) with some margin.
     static let logitBounds: [(DeepLabConfiguration.Architecture, CalibrationMethod, Double)] = [
         (.resnet18, .minmax, 0.05), (.resnet18, .percentile, 0.05), (.resnet18, .entropy, 0.15),
-        (.mobilenetV2, .minmax, 0.3), (.mobilenetV2, .percentile, 0.3),
+        (.mobilenetV2, .minmax, 0.3), (.mobilenetV2, .percentile, 0.3)
     ]
 
     @Test(arguments: logitBounds)
-    func int8LogitsFollowFloat32(architecture: DeepLabConfiguration.Architecture, method: CalibrationMethod,
-                                 bound: Double) throws {
+    func int8LogitsFollowFloat32(
+        architecture: DeepLabConfiguration.Architecture, method: CalibrationMethod,
+        bound: Double
+    ) throws {
         let model = try Self.model(architecture)
         let input = Self.inputs(count: 6)[5]  // not among the calibration inputs
         let reference = try model.forward(input, training: false)
@@ -74,9 +79,10 @@ import Testing
     func int8UnitMatchesAQuantisedReference(kernel: Int, groups: Int, type: QuantizedType) throws {
         var generator = SeededGenerator(seed: 3)
         let (c, o, h, w) = (groups > 1 ? 8 : 48, groups > 1 ? 8 : 24, 9, 11)
-        let unit = ConvUnit("unit", nil, inputChannels: c, outputChannels: o, kernelSize: kernel,
-                            padding: kernel / 2, groups: groups, bias: true, activation: .none,
-                            generator: &generator)
+        let unit = ConvUnit(
+            "unit", nil, inputChannels: c, outputChannels: o, kernelSize: kernel,
+            padding: kernel / 2, groups: groups, bias: true, activation: .none,
+            generator: &generator)
         let bias = try #require(unit.conv.bias)
         bias.value = (0..<o).map { Float($0) * 0.1 - 0.3 }
         bias.markUpdated()
@@ -97,7 +103,8 @@ import Testing
             Double((weights[i] * weightScales[i / perChannel]).rounded() / weightScales[i / perChannel])
         }
         let (cg, og, p) = (c / groups, o / groups, kernel / 2)
-        var difference = 0.0, largest = 0.0
+        var difference = 0.0
+        var largest = 0.0
         for k in 0..<o {
             for yy in 0..<h {
                 for xx in 0..<w {
@@ -107,7 +114,8 @@ import Testing
                             for j in 0..<kernel {
                                 let (iy, ix) = (yy - p + i, xx - p + j)
                                 guard iy >= 0, iy < h, ix >= 0, ix < w else { continue }
-                                sum += xq[(((k / og) * cg + ci) * h + iy) * w + ix]
+                                sum +=
+                                    xq[(((k / og) * cg + ci) * h + iy) * w + ix]
                                     * wq[((k * cg + ci) * kernel + i) * kernel + j]
                             }
                         }
@@ -129,8 +137,9 @@ import Testing
     func int8ResidualSumMatchesAQuantisedReference(quantizedOutput: Bool) throws {
         var generator = SeededGenerator(seed: 5)
         let (c, h, w) = (32, 7, 9)
-        let unit = ConvUnit("unit", nil, inputChannels: c, outputChannels: c, kernelSize: 1, bias: true,
-                            activation: .relu, generator: &generator)
+        let unit = ConvUnit(
+            "unit", nil, inputChannels: c, outputChannels: c, kernelSize: 1, bias: true,
+            activation: .relu, generator: &generator)
         let bias = try #require(unit.conv.bias)
         bias.value = (0..<c).map { Float($0 % 7) * 0.1 - 0.3 }
         bias.markUpdated()
@@ -144,8 +153,10 @@ import Testing
         unit.quantization = q
         unit.quantizedResidual = residualQ
         unit.quantizedOutput = quantizedOutput ? outputQ : nil
-        let (s, sr, so) = (Int8Convolution.effectiveInputScale(q), Int8Convolution.effectiveInputScale(residualQ),
-                           Int8Convolution.effectiveInputScale(outputQ))
+        let (s, sr, so) = (
+            Int8Convolution.effectiveInputScale(q), Int8Convolution.effectiveInputScale(residualQ),
+            Int8Convolution.effectiveInputScale(outputQ)
+        )
         let residual = try Int8Operations.quantize(Tensor(plain: [1, c, h, w], values: rs), to: .u8, scale: sr)
         let y = try unit(Tensor(plain: [1, c, h, w], values: xs), residual: residual, training: false)
         #expect(Int8Operations.isQuantized(y) == quantizedOutput)
@@ -158,7 +169,8 @@ import Testing
             values = try y.floatTensor().values
         }
         func quantized(_ v: Float, _ scale: Float) -> Double { Double(max(0, min(255, (v * scale).rounded())) / scale) }
-        var difference = 0.0, largest = 0.0
+        var difference = 0.0
+        var largest = 0.0
         for k in 0..<c {
             let wq = (0..<c).map { i in Double((weights[k * c + i] * weightScales[k]).rounded() / weightScales[k]) }
             for p in 0..<(h * w) {
@@ -179,15 +191,22 @@ import Testing
     /// convolution gives: the same integer sums over the taps inside the input (the others read only zeros),
     /// scaled and activated alike; u8 and s8 inputs, f32 and quantised outputs, rectangles of one to nine taps,
     /// a batch of two.
-    @Test(arguments: [(rate: 6, rows: 13, columns: 17, batch: 2, type: QuantizedType.u8, quantizedOutput: true),
-                      (rate: 12, rows: 9, columns: 30, batch: 1, type: .s8, quantizedOutput: false),
-                      (rate: 5, rows: 8, columns: 7, batch: 1, type: .u8, quantizedOutput: false)])
-    func int8RectanglesGiveTheWholeConvolution(_ c: (rate: Int, rows: Int, columns: Int, batch: Int,
-                                                     type: QuantizedType, quantizedOutput: Bool)) throws {
+    @Test(arguments: [
+        (rate: 6, rows: 13, columns: 17, batch: 2, type: QuantizedType.u8, quantizedOutput: true),
+        (rate: 12, rows: 9, columns: 30, batch: 1, type: .s8, quantizedOutput: false),
+        (rate: 5, rows: 8, columns: 7, batch: 1, type: .u8, quantizedOutput: false)
+    ])
+    func int8RectanglesGiveTheWholeConvolution(
+        _ c: (
+            rate: Int, rows: Int, columns: Int, batch: Int,
+            type: QuantizedType, quantizedOutput: Bool
+        )
+    ) throws {
         var generator = SeededGenerator(seed: 9)
         let (channels, outputs) = (24, 16)
-        let unit = ConvUnit("aspp", "bn", inputChannels: channels, outputChannels: outputs, kernelSize: 3,
-                            padding: c.rate, dilation: c.rate, activation: .relu, generator: &generator)
+        let unit = ConvUnit(
+            "aspp", "bn", inputChannels: channels, outputChannels: outputs, kernelSize: 3,
+            padding: c.rate, dilation: c.rate, activation: .relu, generator: &generator)
         let norm = try #require(unit.norm)
         norm.bias.value = (0..<outputs).map { 0.1 * Float($0 % 3) - 0.1 }
         norm.runningVariance.value = (0..<outputs).map { 0.5 + 0.1 * Float($0) }
@@ -202,12 +221,19 @@ import Testing
         unit.quantization = UnitQuantization(
             inputType: c.type, inputScale: c.type.levels / 3,
             weightScales: (0..<outputs).map { k in 127 / w[(k * perChannel)..<((k + 1) * perChannel)].map(abs).max()! })
-        unit.quantizedOutput = c.quantizedOutput ? UnitQuantization(inputType: .u8, inputScale: 255 / 4,
-                                                                    weightScales: []) : nil
-        let rectangles = try unit(Tensor(plain: shape, values: xs), training: false,
-                                  strategy: Int8Convolution(rectangles: true)).floatTensor()
-        let whole = try unit(Tensor(plain: shape, values: xs), training: false,
-                             strategy: Int8Convolution(rectangles: false)).floatTensor()
+        unit.quantizedOutput =
+            c.quantizedOutput
+            ? UnitQuantization(
+                inputType: .u8, inputScale: 255 / 4,
+                weightScales: []) : nil
+        let rectangles = try unit(
+            Tensor(plain: shape, values: xs), training: false,
+            strategy: Int8Convolution(rectangles: true)
+        ).floatTensor()
+        let whole = try unit(
+            Tensor(plain: shape, values: xs), training: false,
+            strategy: Int8Convolution(rectangles: false)
+        ).floatTensor()
         #expect(rectangles.shape == whole.shape)
         #expect(whole.values.contains { $0 != 0 })
         #expect(rectangles.values == whole.values, "rate \(c.rate) on \(c.rows) × \(c.columns), \(c.type)")

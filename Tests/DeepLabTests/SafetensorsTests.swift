@@ -57,7 +57,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("w.safetensors").path
         let a = FloatTensor(shape: [2, 1, 3], values: [1, -2, 3.5, 0, 1e-7, -1e7])
-        try SafetensorsFile.write([("a", a), ("bn.num_batches_tracked", FloatTensor(shape: [], values: [42]))], to: path)
+        try SafetensorsFile.write(
+            [("a", a), ("bn.num_batches_tracked", FloatTensor(shape: [], values: [42]))], to: path)
         let file = try SafetensorsFile.read(path)
         #expect(file.tensors["a"] == a)
         #expect(file.storedTypes["bn.num_batches_tracked"] == "I64")

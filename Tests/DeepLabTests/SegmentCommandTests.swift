@@ -7,9 +7,11 @@ import Testing
 /// `slicelab segment INPUT --model MODEL.h5 --out …` end to end, and sliding-window blending.
 @Suite(.serialized) struct SegmentCommandTests {
     static func smallModel() throws -> DeepLabV3 {
-        let model = try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 3, inputChannels: 1,
-                                                       outputStride: 16, atrousRates: [2, 4], asppChannels: 8,
-                                                       widthMultiplier: 0.35, seed: 1))
+        let model = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: .mobilenetV2, classCount: 3, inputChannels: 1,
+                outputStride: 16, atrousRates: [2, 4], asppChannels: 8,
+                widthMultiplier: 0.35, seed: 1))
         DeterministicWeights.fill(model)
         return model
     }
@@ -26,8 +28,11 @@ import Testing
         try PNGImage(rows: rows, columns: columns, channels: 1, samples: samples).write(to: input)
         let out = folder.appendingPathComponent("out.h5").path
         let overlay = folder.appendingPathComponent("overlay.png").path
-        let result = try TestSupport.run(TestSupport.slicelabBinary, [
-            "segment", input, "--model", modelPath, "--out", out, "--probabilities", "--overlay", overlay])
+        let result = try TestSupport.run(
+            TestSupport.slicelabBinary,
+            [
+                "segment", input, "--model", modelPath, "--out", out, "--probabilities", "--overlay", overlay
+            ])
         #expect(result.status == 0, "\(result.standardError)")
 
         let file = try HDF5File.open(out)
@@ -51,8 +56,11 @@ import Testing
         let folder = try TestSupport.temporaryFolder("deeplab-segment")
         defer { try? FileManager.default.removeItem(at: folder) }
         let out = folder.appendingPathComponent("labels.txt").path
-        let result = try TestSupport.run(TestSupport.slicelabBinary, [
-            "segment", "in.png", "--model", "m.h5", "--out", out])
+        let result = try TestSupport.run(
+            TestSupport.slicelabBinary,
+            [
+                "segment", "in.png", "--model", "m.h5", "--out", out
+            ])
         #expect(result.status == 1)
         #expect(result.standardError.contains("\(out): unsupported output: expected .h5, .nii, .nii.gz, .png or .dcm"))
         #expect(!FileManager.default.fileExists(atPath: out))

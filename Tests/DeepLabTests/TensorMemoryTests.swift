@@ -1,5 +1,6 @@
-@testable import DeepLab
 import Testing
+
+@testable import DeepLab
 
 /// Large tensor buffers are reused by size and the idle ones kept are bounded; small ones are aligned.
 @Suite struct TensorMemoryTests {

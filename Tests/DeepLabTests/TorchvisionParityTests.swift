@@ -6,8 +6,10 @@ import Testing
 /// Eval-mode logits against torchvision's, for every architecture (fixtures from Datasets/goldens/deeplab_goldens.py).
 /// Agreement: max|Δ| ≤ 1e-4 × max|logit| in float32 (issue #4).
 @Suite(.serialized) struct TorchvisionParityTests {
-    static let cases = ["resnet18_c1_97x131", "resnet18_c3_os16", "resnet34_c3_45x37", "resnet50_c3_aux",
-                        "resnet101_c1_33x41", "mobilenet_v2_c3_aux", "mobilenet_v2_c1_w05_os16"]
+    static let cases = [
+        "resnet18_c1_97x131", "resnet18_c3_os16", "resnet34_c3_45x37", "resnet50_c3_aux",
+        "resnet101_c1_33x41", "mobilenet_v2_c3_aux", "mobilenet_v2_c1_w05_os16"
+    ]
 
     @Test(arguments: cases)
     func logitsMatchTorchvisionInEvalMode(_ name: String) throws {

@@ -1,8 +1,9 @@
-@testable import DeepLab
-@testable import DeepLabTraining
 import Foundation
 import SliceLabSupport
 import Testing
+
+@testable import DeepLab
+@testable import DeepLabTraining
 
 /// The augmenter moves image and labels together, keeps label values, crops and pads exactly, and is fixed
 /// by its seed.
@@ -17,7 +18,9 @@ struct TrainingAugmentationTests {
             }
         }
         let image = labels.map { Float($0) * 10 }
-        return (FloatTensor(shape: [1, height, width], values: image), LabelTensor(shape: [height, width], values: labels))
+        return (
+            FloatTensor(shape: [1, height, width], values: image), LabelTensor(shape: [height, width], values: labels)
+        )
     }
 
     @Test func noAugmentationReturnsTheSampleUnchanged() throws {
@@ -58,7 +61,8 @@ struct TrainingAugmentationTests {
         let large = try Augmenter(.none(cropSize: 10)).augment(image: image, labels: labels, random: &random)
         #expect(large.image.shape == [1, 10, 10])
         #expect(large.labels.values[0] == -100 && large.image.values[0] == 0)
-        #expect(large.image.values[2 * 10 + 2] == 0 && large.image.values[2 * 10 + 3] == 1)  // centred: 2 rows/cols of padding
+        // Centred: 2 rows and columns of padding.
+        #expect(large.image.values[2 * 10 + 2] == 0 && large.image.values[2 * 10 + 3] == 1)
         #expect(large.labels.values.filter { $0 == -100 }.count == 100 - 36)
     }
 
@@ -66,11 +70,12 @@ struct TrainingAugmentationTests {
     /// on pixels whose bilinear image value is a pure class level, the label is that class (≥ 99 % of them).
     @Test func geometryIsIdenticalForImageAndLabels() throws {
         let (image, labels) = Self.sample()
-        let configuration = AugmentationConfiguration(cropSize: 32, horizontalFlipProbability: 0.5,
-                                                      verticalFlipProbability: 0.5, rotationDegrees: 40,
-                                                      minimumScale: 0.7, maximumScale: 1.4, brightness: 0,
-                                                      contrast: 0, gammaProbability: 0, noiseStandardDeviation: 0,
-                                                      elasticMagnitude: 3)
+        let configuration = AugmentationConfiguration(
+            cropSize: 32, horizontalFlipProbability: 0.5,
+            verticalFlipProbability: 0.5, rotationDegrees: 40,
+            minimumScale: 0.7, maximumScale: 1.4, brightness: 0,
+            contrast: 0, gammaProbability: 0, noiseStandardDeviation: 0,
+            elasticMagnitude: 3)
         let augmenter = try Augmenter(configuration)
         var random = SeededGenerator(seed: 4)
         var (agree, checked) = (0, 0)
@@ -90,7 +95,9 @@ struct TrainingAugmentationTests {
     @Test func sameSeedSameSampleOtherSeedOtherSample() throws {
         let (image, labels) = Self.sample()
         let augmenter = try Augmenter(AugmentationConfiguration(cropSize: 24, elasticMagnitude: 2))
-        var a = SeededGenerator(seed: 7), b = SeededGenerator(seed: 7), c = SeededGenerator(seed: 8)
+        var a = SeededGenerator(seed: 7)
+        var b = SeededGenerator(seed: 7)
+        var c = SeededGenerator(seed: 8)
         let first = try augmenter.augment(image: image, labels: labels, random: &a)
         let second = try augmenter.augment(image: image, labels: labels, random: &b)
         let third = try augmenter.augment(image: image, labels: labels, random: &c)
@@ -107,8 +114,9 @@ struct TrainingAugmentationTests {
         let augmenter = try Augmenter(configuration)
         var random = SeededGenerator(seed: 5)
         for _ in 0..<10 {
-            let out = try augmenter.augment(image: image, labels: LabelTensor(shape: [100, 100], values: labels),
-                                            random: &random)
+            let out = try augmenter.augment(
+                image: image, labels: LabelTensor(shape: [100, 100], values: labels),
+                random: &random)
             #expect(out.labels.values.contains(2))
         }
     }
@@ -123,13 +131,16 @@ struct TrainingAugmentationTests {
         var random = SeededGenerator(seed: 6)
         let out = try Augmenter(configuration).augment(image: image, labels: labels, random: &random)
         let mean = out.image.values.reduce(0, +) / Float(out.image.values.count)
-        let spread = (out.image.values.map { ($0 - mean) * ($0 - mean) }.reduce(0, +)
-                      / Float(out.image.values.count)).squareRoot()
+        let spread =
+            (out.image.values.map { ($0 - mean) * ($0 - mean) }.reduce(0, +)
+            / Float(out.image.values.count)).squareRoot()
         #expect(abs(spread - 0.1) < 0.003 && abs(mean) < 0.003)
     }
 
     @Test func badRangesAreTypedErrors() {
-        #expect(throws: TrainingError.self) { try Augmenter(AugmentationConfiguration(minimumScale: 2, maximumScale: 1)) }
+        #expect(throws: TrainingError.self) {
+            try Augmenter(AugmentationConfiguration(minimumScale: 2, maximumScale: 1))
+        }
         #expect(throws: TrainingError.self) { try Augmenter(AugmentationConfiguration(horizontalFlipProbability: 2)) }
     }
 

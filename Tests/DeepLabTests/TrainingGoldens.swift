@@ -9,7 +9,8 @@ enum TrainingGoldens {
     static let root: [String: Any] = {
         let url = TestSupport.packageRoot.appendingPathComponent("Tests/DeepLabTests/Fixtures/training_goldens.json")
         guard let data = try? Data(contentsOf: url),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return [:] }
         return object
     }()
 

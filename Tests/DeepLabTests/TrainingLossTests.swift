@@ -1,7 +1,8 @@
-@testable import DeepLab
-@testable import DeepLabTraining
 import Foundation
 import Testing
+
+@testable import DeepLab
+@testable import DeepLabTraining
 
 /// Losses against PyTorch's CrossEntropyLoss and MONAI's DiceLoss/DiceCELoss (goldens from
 /// Datasets/goldens/training_goldens.py), and every loss's gradient against central finite differences.
@@ -14,17 +15,20 @@ struct TrainingLossTests {
         switch golden["kind"] as? String {
         case "ce": return CrossEntropyLoss(classWeights: weights, ignoreLabel: ignore)
         case "dice":
-            return DiceLoss(includeBackground: background,
-                            smoothNumerator: (options["smooth_nr"] as? NSNumber)?.doubleValue ?? 1e-5,
-                            smoothDenominator: (options["smooth_dr"] as? NSNumber)?.doubleValue ?? 1e-5,
-                            batch: (options["batch"] as? Bool) ?? false, classWeights: weights, ignoreLabel: ignore)
+            return DiceLoss(
+                includeBackground: background,
+                smoothNumerator: (options["smooth_nr"] as? NSNumber)?.doubleValue ?? 1e-5,
+                smoothDenominator: (options["smooth_dr"] as? NSNumber)?.doubleValue ?? 1e-5,
+                batch: (options["batch"] as? Bool) ?? false, classWeights: weights, ignoreLabel: ignore)
         case "dicece":
-            return DiceCELoss(includeBackground: background, classWeights: weights,
-                              diceWeight: (options["lambda_dice"] as? NSNumber)?.doubleValue ?? 1,
-                              crossEntropyWeight: (options["lambda_ce"] as? NSNumber)?.doubleValue ?? 1)
+            return DiceCELoss(
+                includeBackground: background, classWeights: weights,
+                diceWeight: (options["lambda_dice"] as? NSNumber)?.doubleValue ?? 1,
+                crossEntropyWeight: (options["lambda_ce"] as? NSNumber)?.doubleValue ?? 1)
         case "focal":
-            return FocalLoss(gamma: (options["gamma"] as? NSNumber)?.doubleValue ?? 2, classWeights: weights,
-                             ignoreLabel: ignore)
+            return FocalLoss(
+                gamma: (options["gamma"] as? NSNumber)?.doubleValue ?? 2, classWeights: weights,
+                ignoreLabel: ignore)
         default: throw TrainingGoldens.Failure(description: "unknown loss kind in \(golden)")
         }
     }
@@ -32,8 +36,9 @@ struct TrainingLossTests {
     static func inputs(_ golden: [String: Any]) throws -> (FloatTensor, LabelTensor) {
         let shape = try TrainingGoldens.ints(golden["logits_shape"])
         let logits = FloatTensor(shape: shape, values: try TrainingGoldens.floats(golden["logits"]))
-        let labels = LabelTensor(shape: [shape[0], shape[2], shape[3]],
-                                 values: try TrainingGoldens.ints(golden["labels"]).map { Int32($0) })
+        let labels = LabelTensor(
+            shape: [shape[0], shape[2], shape[3]],
+            values: try TrainingGoldens.ints(golden["labels"]).map { Int32($0) })
         return (logits, labels)
     }
 
@@ -48,8 +53,9 @@ struct TrainingLossTests {
         #expect(abs(result.loss - expectedLoss) <= 1e-5 * abs(expectedLoss) + 1e-7, "\(name): loss")
         let expectedGradient = try TrainingGoldens.doubles(golden["gradient"])
         let gradient = result.gradient.values.map(Double.init)
-        #expect(isClose(gradient, expectedGradient, relative: 1e-5, absolute: 1e-7),
-                "\(name): gradient off by \(relativeError(gradient, expectedGradient)) of its largest entry")
+        #expect(
+            isClose(gradient, expectedGradient, relative: 1e-5, absolute: 1e-7),
+            "\(name): gradient off by \(relativeError(gradient, expectedGradient)) of its largest entry")
     }
 
     /// Central differences in Float64 through Float32 logits: h = 1e-2 on logits of order 1 keeps the truncation
@@ -63,7 +69,8 @@ struct TrainingLossTests {
         let h: Float = 1e-2
         var numeric = [Double](repeating: 0, count: analytic.count)
         for index in stride(from: 0, to: logits.values.count, by: 3) {
-            var plus = logits, minus = logits
+            var plus = logits
+            var minus = logits
             plus.values[index] += h
             minus.values[index] -= h
             let up = try loss.evaluate(logits: plus, labels: labels).loss
@@ -77,7 +84,8 @@ struct TrainingLossTests {
     }
 
     @Test func goldensCoverEveryLossKind() {
-        let kinds = Set(TrainingGoldens.lossNames.compactMap { try? TrainingGoldens.loss(named: $0)["kind"] as? String })
+        let kinds = Set(
+            TrainingGoldens.lossNames.compactMap { try? TrainingGoldens.loss(named: $0)["kind"] as? String })
         #expect(kinds == ["ce", "dice", "dicece", "focal"])
         #expect(TrainingGoldens.lossNames.count == 10)
         #expect(TrainingGoldens.optimizerCaseIndices.count == 6)
@@ -106,7 +114,7 @@ struct TrainingLossTests {
         let relabelled = LabelTensor(shape: [2, 2, 2], values: labels.values.map { $0 == 1 ? -100 : $0 })
         let pairs: [(SegmentationLoss, SegmentationLoss)] = [
             (CrossEntropyLoss(ignoreLabel: 1), CrossEntropyLoss()), (DiceLoss(ignoreLabel: 1), DiceLoss()),
-            (DiceCELoss(ignoreLabel: 1), DiceCELoss()), (FocalLoss(ignoreLabel: 1), FocalLoss()),
+            (DiceCELoss(ignoreLabel: 1), DiceCELoss()), (FocalLoss(ignoreLabel: 1), FocalLoss())
         ]
         for (byClass, byDefault) in pairs {
             let a = try byClass.evaluate(logits: logits, labels: labels)
@@ -121,8 +129,10 @@ struct TrainingLossTests {
         let focal = try FocalLoss(gamma: 0).evaluate(logits: logits, labels: labels)
         let crossEntropy = try CrossEntropyLoss().evaluate(logits: logits, labels: labels)
         #expect(abs(focal.loss - crossEntropy.loss) < 1e-12)
-        #expect(isClose(focal.gradient.values.map(Double.init), crossEntropy.gradient.values.map(Double.init),
-                        relative: 1e-6, absolute: 1e-9))
+        #expect(
+            isClose(
+                focal.gradient.values.map(Double.init), crossEntropy.gradient.values.map(Double.init),
+                relative: 1e-6, absolute: 1e-9))
     }
 
     @Test func labelOutsideTheClassesIsATypedError() {

@@ -1,23 +1,30 @@
-@testable import DeepLab
-@testable import DeepLabTraining
 import Foundation
 import SliceLabSupport
 import Testing
+
+@testable import DeepLab
+@testable import DeepLabTraining
 
 /// SGD and AdamW trajectories against torch.optim, clipping against clip_grad_norm_, and the schedule against
 /// torch's PolynomialLR and LinearLR (goldens from Datasets/goldens/training_goldens.py).
 struct TrainingOptimizerTests {
     static func configuration(_ golden: [String: Any]) throws -> OptimizerConfiguration {
         let options = golden["options"] as? [String: Any] ?? [:]
-        func number(_ key: String, _ fallback: Double) -> Double { (options[key] as? NSNumber)?.doubleValue ?? fallback }
+        func number(_ key: String, _ fallback: Double) -> Double {
+            (options[key] as? NSNumber)?.doubleValue ?? fallback
+        }
         if golden["kind"] as? String == "sgd" {
-            return .sgd(SGD.Configuration(momentum: number("momentum", 0), dampening: number("dampening", 0),
-                                          weightDecay: number("weight_decay", 0),
-                                          nesterov: (options["nesterov"] as? Bool) ?? false))
+            return .sgd(
+                SGD.Configuration(
+                    momentum: number("momentum", 0), dampening: number("dampening", 0),
+                    weightDecay: number("weight_decay", 0),
+                    nesterov: (options["nesterov"] as? Bool) ?? false))
         }
         let betas = try TrainingGoldens.doubles(options["betas"])
-        return .adamW(AdamW.Configuration(beta1: betas[0], beta2: betas[1], epsilon: number("eps", 1e-8),
-                                          weightDecay: number("weight_decay", 0.01)))
+        return .adamW(
+            AdamW.Configuration(
+                beta1: betas[0], beta2: betas[1], epsilon: number("eps", 1e-8),
+                weightDecay: number("weight_decay", 0.01)))
     }
 
     static var optimizerSection: [String: Any] {
@@ -49,8 +56,9 @@ struct TrainingOptimizerTests {
             optimizer.step(learningRate: rates[step])
             for (parameter, values) in zip(parameters, expected) {
                 let want = try TrainingGoldens.doubles(values)
-                #expect(isClose(parameter.value.map(Double.init), want, relative: 1e-5, absolute: 1e-6),
-                        "\(golden["kind"] ?? "") \(golden["options"] ?? ""): step \(step + 1), \(parameter.name)")
+                #expect(
+                    isClose(parameter.value.map(Double.init), want, relative: 1e-5, absolute: 1e-6),
+                    "\(golden["kind"] ?? "") \(golden["options"] ?? ""): step \(step + 1), \(parameter.name)")
             }
         }
         #expect(parameters.last?.value == [1, 2], "buffers are never updated")
@@ -85,8 +93,10 @@ struct TrainingOptimizerTests {
 
     /// Large parameters are updated in slices on several threads; every element must come out exactly as the
     /// single-threaded update of a small parameter gives it (the head and tail of the large one, stepped alone).
-    @Test(arguments: [OptimizerConfiguration.sgd(SGD.Configuration(momentum: 0.9, weightDecay: 1e-4, nesterov: true)),
-                      .adamW(AdamW.Configuration())])
+    @Test(arguments: [
+        OptimizerConfiguration.sgd(SGD.Configuration(momentum: 0.9, weightDecay: 1e-4, nesterov: true)),
+        .adamW(AdamW.Configuration())
+    ])
     func slicedUpdatesEqualWholeOnes(configuration: OptimizerConfiguration) {
         var generator = SeededGenerator(seed: 12)
         let count = 100_003
@@ -95,8 +105,10 @@ struct TrainingOptimizerTests {
         let ends = Array(0..<500) + Array((count - 500)..<count)
         let large = Parameter(name: "large", shape: [count], value: values)
         let small = Parameter(name: "small", shape: [ends.count], value: ends.map { values[$0] })
-        let optimizers = [configuration.makeOptimizer(parameters: [large]),
-                          configuration.makeOptimizer(parameters: [small])]
+        let optimizers = [
+            configuration.makeOptimizer(parameters: [large]),
+            configuration.makeOptimizer(parameters: [small])
+        ]
         for g in gradients {
             large.gradient = g
             small.gradient = ends.map { g[$0] }
@@ -112,7 +124,8 @@ struct TrainingOptimizerTests {
         let gradients = try (section["gradients"] as? [Any] ?? []).map(TrainingGoldens.floats)
         for golden in try TrainingGoldens.dictionaries(section["cases"]) {
             let parameters = gradients.enumerated().map { index, g in
-                let parameter = Parameter(name: "g\(index)", shape: [g.count], value: [Float](repeating: 0, count: g.count))
+                let parameter = Parameter(
+                    name: "g\(index)", shape: [g.count], value: [Float](repeating: 0, count: g.count))
                 parameter.gradient = g
                 return parameter
             }
@@ -133,17 +146,24 @@ struct TrainingOptimizerTests {
         let poly = try #require(section["poly"] as? [String: Any])
         let polyRates = try TrainingGoldens.doubles(poly["rates"])
         let decay = LearningRateSchedule(baseLearningRate: base, totalSteps: 50, power: 0.9)
-        #expect(isClose(polyRates.indices.map { decay.learningRate(atStep: $0) }, polyRates,
-                        relative: 1e-9, absolute: 1e-15))
+        #expect(
+            isClose(
+                polyRates.indices.map { decay.learningRate(atStep: $0) }, polyRates,
+                relative: 1e-9, absolute: 1e-15))
         let warmup = try #require(section["warmup"] as? [String: Any])
         let warmupRates = try TrainingGoldens.doubles(warmup["rates"])
-        let withWarmup = LearningRateSchedule(baseLearningRate: base, totalSteps: 60, power: 0.9, warmupSteps: 10,
-                                              warmupStartFactor: 0.1)
-        #expect(isClose(warmupRates.indices.map { withWarmup.learningRate(atStep: $0) }, warmupRates,
-                        relative: 1e-9, absolute: 1e-15))
+        let withWarmup = LearningRateSchedule(
+            baseLearningRate: base, totalSteps: 60, power: 0.9, warmupSteps: 10,
+            warmupStartFactor: 0.1)
+        #expect(
+            isClose(
+                warmupRates.indices.map { withWarmup.learningRate(atStep: $0) }, warmupRates,
+                relative: 1e-9, absolute: 1e-15))
         // After the warm-up, the poly decay restarts from the base rate over the remaining 50 steps.
-        #expect(isClose((10..<60).map { withWarmup.learningRate(atStep: $0) }, Array(polyRates.prefix(50)),
-                        relative: 1e-9, absolute: 1e-15))
+        #expect(
+            isClose(
+                (10..<60).map { withWarmup.learningRate(atStep: $0) }, Array(polyRates.prefix(50)),
+                relative: 1e-9, absolute: 1e-15))
     }
 
     @Test func restoringAnotherOptimizersStateIsATypedError() throws {

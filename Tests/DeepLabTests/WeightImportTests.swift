@@ -19,9 +19,13 @@ import Testing
         let inputPath = folder.appendingPathComponent("in.h5").path
         try HDF5File.write(to: inputPath) { try $0.write(input.values, shape: input.shape, to: "/image") }
         let output = folder.appendingPathComponent("out.h5").path
-        let result = try TestSupport.run(TestSupport.slicelabBinary, [
-            "segment", "--weights", weights, "--arch", "deeplabv3_resnet18", "--num-classes", "3", "--in-channels", "1",
-            "--raw-input", inputPath, "--logits", output, "--threads", "2"])
+        let result = try TestSupport.run(
+            TestSupport.slicelabBinary,
+            [
+                "segment", "--weights", weights, "--arch", "deeplabv3_resnet18", "--num-classes", "3", "--in-channels",
+                "1",
+                "--raw-input", inputPath, "--logits", output, "--threads", "2"
+            ])
         #expect(result.status == 0, "\(result.standardError)")
         let logits = try HDF5File.open(output).read("/logits", as: Float.self)
         let expected = try golden.read("/\(name)/logits", as: Float.self)
@@ -31,15 +35,21 @@ import Testing
     }
 
     @Test func rgbWeightsSumIntoGrayModelAndNewClassCountReinitialisesOnlyTheClassifier() throws {
-        let rgb = try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 5, inputChannels: 3,
-                                                     outputStride: 16, asppChannels: 16, widthMultiplier: 0.5))
+        let rgb = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: .mobilenetV2, classCount: 5, inputChannels: 3,
+                outputStride: 16, asppChannels: 16, widthMultiplier: 0.5))
         DeterministicWeights.fill(rgb)
-        let gray = try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 2, inputChannels: 1,
-                                                      outputStride: 16, asppChannels: 16, widthMultiplier: 0.5,
-                                                      seed: 7))
+        let gray = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: .mobilenetV2, classCount: 2, inputChannels: 1,
+                outputStride: 16, asppChannels: 16, widthMultiplier: 0.5,
+                seed: 7))
         let freshClassifier = try #require(gray.parametersByName["classifier.4.weight"]).value
-        let state = Dictionary(uniqueKeysWithValues: rgb.parameters.map {
-            ($0.name, FloatTensor(shape: $0.shape, values: $0.value)) })
+        let state = Dictionary(
+            uniqueKeysWithValues: rgb.parameters.map {
+                ($0.name, FloatTensor(shape: $0.shape, values: $0.value))
+            })
         let notes = try gray.load(stateDict: state, source: "rgb.safetensors")
         #expect(notes.contains { $0.contains("backbone.0.0.weight") && $0.contains("summed") })
         #expect(notes.contains { $0.contains("re-initialised classifier.4.weight, classifier.4.bias") })
@@ -60,18 +70,22 @@ import Testing
     }
 
     @Test func missingUnexpectedAndMisshapedKeysAreAllListed() throws {
-        let configuration = DeepLabConfiguration(architecture: .mobilenetV2, classCount: 2, inputChannels: 1, outputStride: 16,
-                                                 asppChannels: 16, widthMultiplier: 0.5)
+        let configuration = DeepLabConfiguration(
+            architecture: .mobilenetV2, classCount: 2, inputChannels: 1, outputStride: 16,
+            asppChannels: 16, widthMultiplier: 0.5)
         let model = try DeepLabV3(configuration)
-        var state = Dictionary(uniqueKeysWithValues: model.parameters.map {
-            ($0.name, FloatTensor(shape: $0.shape, values: $0.value)) })
+        var state = Dictionary(
+            uniqueKeysWithValues: model.parameters.map {
+                ($0.name, FloatTensor(shape: $0.shape, values: $0.value))
+            })
         state["backbone.3.conv.1.1.running_var"] = nil
         state["backbone.99.weight"] = FloatTensor(shape: [1], values: [0])
         state["classifier.1.weight"] = FloatTensor(zeros: [16, 16, 1, 1])
         #expect {
             try model.load(stateDict: state, source: "w.safetensors")
         } throws: { error in
-            guard case let .mismatchedWeights(file, missing, unexpected, misshaped) = error as? DeepLabError else {
+            guard case .mismatchedWeights(let file, let missing, let unexpected, let misshaped) = error as? DeepLabError
+            else {
                 return false
             }
             return file == "w.safetensors" && missing == ["backbone.3.conv.1.1.running_var"]
@@ -83,9 +97,10 @@ import Testing
     @Test func checkpointRoundTripRestoresModelAndPreprocessing() throws {
         let folder = try TestSupport.temporaryFolder("deeplab-checkpoint")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let configuration = DeepLabConfiguration(architecture: .mobilenetV2, classCount: 3, inputChannels: 1, outputStride: 16,
-                                                 atrousRates: [6, 12, 18], asppChannels: 16, auxiliaryHead: true,
-                                                 widthMultiplier: 0.5, seed: 3)
+        let configuration = DeepLabConfiguration(
+            architecture: .mobilenetV2, classCount: 3, inputChannels: 1, outputStride: 16,
+            atrousRates: [6, 12, 18], asppChannels: 16, auxiliaryHead: true,
+            widthMultiplier: 0.5, seed: 3)
         let model = try DeepLabV3(configuration)
         DeterministicWeights.fill(model)
         let path = folder.appendingPathComponent("model.h5").path
@@ -106,8 +121,10 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("not-a-model.h5").path
         try HDF5File.write(to: path) { try $0.write([Float(1)], shape: [1], to: "/image") }
-        #expect(throws: DeepLabError.invalidCheckpoint(
-            file: path, reason: "no 'configuration' attribute (was it written by slicelab train or segment?)")) {
+        #expect(
+            throws: DeepLabError.invalidCheckpoint(
+                file: path, reason: "no 'configuration' attribute (was it written by slicelab train or segment?)")
+        ) {
             _ = try DeepLabCheckpoint.load(path)
         }
     }

@@ -1,16 +1,20 @@
-@testable import DeepLab
 import SliceLabSupport
 import Testing
+
+@testable import DeepLab
 
 /// Eval mode computes wide 3×3 convolutions (stride 1, padding equal to the dilation) by Winograd's
 /// F(2×2, 3×3) instead of oneDNN's direct convolution; the two must agree to float32 rounding.
 @Suite struct WinogradTests {
-    static func unit(channels: Int = 256, outputs: Int = 256, stride: Int = 1, padding: Int? = nil,
-                     dilation: Int = 1, activation: Activation = .relu) throws -> ConvUnit {
+    static func unit(
+        channels: Int = 256, outputs: Int = 256, stride: Int = 1, padding: Int? = nil,
+        dilation: Int = 1, activation: Activation = .relu
+    ) throws -> ConvUnit {
         var generator = SeededGenerator(seed: 21)
-        let unit = ConvUnit("conv", "bn", inputChannels: channels, outputChannels: outputs, kernelSize: 3,
-                            stride: stride, padding: padding ?? dilation, dilation: dilation, bias: true,
-                            activation: activation, generator: &generator)
+        let unit = ConvUnit(
+            "conv", "bn", inputChannels: channels, outputChannels: outputs, kernelSize: 3,
+            stride: stride, padding: padding ?? dilation, dilation: dilation, bias: true,
+            activation: activation, generator: &generator)
         let norm = try #require(unit.norm)
         norm.weight.value = ConvolutionStrategyTests.values(outputs, seed: 4).map { 1 + 0.3 * $0 }
         norm.bias.value = ConvolutionStrategyTests.values(outputs, seed: 5).map { 0.2 * $0 }
@@ -22,15 +26,18 @@ import Testing
 
     /// Whether a unit's default strategies would pick Winograd for it (eval mode, an 8 × 8 input).
     static func picksWinograd(_ unit: ConvUnit, residual: Bool = false) -> Bool {
-        WinogradConvolution().applies(to: unit, inputShape: [1, unit.conv.inputChannels, 8, 8], residual: residual,
-                                      training: false)
+        WinogradConvolution().applies(
+            to: unit, inputShape: [1, unit.conv.inputChannels, 8, 8], residual: residual,
+            training: false)
     }
 
-    @Test(arguments: [(dilation: 1, batch: 2, rows: 9, columns: 11, activation: Activation.relu),
-                      (dilation: 1, batch: 1, rows: 1, columns: 1, activation: .none),
-                      (dilation: 2, batch: 2, rows: 10, columns: 7, activation: .relu6),
-                      (dilation: 3, batch: 1, rows: 13, columns: 5, activation: .relu),
-                      (dilation: 4, batch: 1, rows: 8, columns: 16, activation: .none)])
+    @Test(arguments: [
+        (dilation: 1, batch: 2, rows: 9, columns: 11, activation: Activation.relu),
+        (dilation: 1, batch: 1, rows: 1, columns: 1, activation: .none),
+        (dilation: 2, batch: 2, rows: 10, columns: 7, activation: .relu6),
+        (dilation: 3, batch: 1, rows: 13, columns: 5, activation: .relu),
+        (dilation: 4, batch: 1, rows: 8, columns: 16, activation: .none)
+    ])
     func agreesWithTheDirectConvolution(
         _ c: (dilation: Int, batch: Int, rows: Int, columns: Int, activation: Activation)
     ) throws {
@@ -53,14 +60,20 @@ import Testing
         let shape = [1, 256, 32, 32]
         let input = try Tensor(plain: shape, values: ConvolutionStrategyTests.values(shape.reduce(1, *), seed: 11))
         let plan = try #require(PaddingFreeConvolution.plan(for: unit, inputShape: shape))
-        let centre = (rows: try #require(plan.rows.first { $0.taps == 0...2 }),
-                      columns: try #require(plan.columns.first { $0.taps == 0...2 }))
+        let centre = (
+            rows: try #require(plan.rows.first { $0.taps == 0...2 }),
+            columns: try #require(plan.columns.first { $0.taps == 0...2 })
+        )
         #expect(centre.rows.outputs == 6..<26)
         let winograd = WinogradConvolution()
-        #expect(winograd.computesRectangle(of: unit, rows: centre.rows, columns: centre.columns,
-                                           tag: .channelBlocked8, training: false))
-        #expect(!winograd.computesRectangle(of: unit, rows: centre.rows, columns: centre.columns,
-                                            tag: .channelBlocked8, training: true))
+        #expect(
+            winograd.computesRectangle(
+                of: unit, rows: centre.rows, columns: centre.columns,
+                tag: .channelBlocked8, training: false))
+        #expect(
+            !winograd.computesRectangle(
+                of: unit, rows: centre.rows, columns: centre.columns,
+                tag: .channelBlocked8, training: true))
         let fast = try unit(input, training: false).floatTensor()
         let direct = try unit(input, training: false, strategy: DirectConvolution()).floatTensor()
         let difference = zip(fast.values, direct.values).map { abs($0 - $1) }.max() ?? .infinity
@@ -88,8 +101,10 @@ import Testing
         #expect(try !Self.picksWinograd(Self.unit(padding: 0)))
         #expect(try !Self.picksWinograd(Self.unit(channels: 128, outputs: 128)))
         #expect(try !Self.picksWinograd(Self.unit(outputs: 260)))
-        #expect(try !WinogradConvolution().applies(to: Self.unit(), inputShape: [1, 256, 8, 8], residual: false,
-                                                   training: true))
+        #expect(
+            try !WinogradConvolution().applies(
+                to: Self.unit(), inputShape: [1, 256, 8, 8], residual: false,
+                training: true))
     }
 
     @Test func gradientsReadAsZerosUntilWritten() {

@@ -20,14 +20,18 @@ struct LauncherTests {
     }
 
     @Test func openMPIAndPMIxAreDetected() throws {
-        #expect(try Launcher.detect(["OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4"])
+        #expect(
+            try Launcher.detect(["OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4"])
                 == Launcher(kind: .openMPI, rank: 1, size: 4))
-        #expect(try Launcher.detect(["PMIX_RANK": "2", "SLURM_STEP_NUM_TASKS": "3", "SLURM_STEP_ID": "0"])
+        #expect(
+            try Launcher.detect(["PMIX_RANK": "2", "SLURM_STEP_NUM_TASKS": "3", "SLURM_STEP_ID": "0"])
                 == Launcher(kind: .pmix, rank: 2, size: 3))
     }
 
     @Test func inconsistentOrUnsupportedLaunchersAreOneClearError() throws {
-        #expect(throws: DistributedError.invalidEnvironment(variable: "OMPI_COMM_WORLD_RANK/SIZE", value: "rank 4 of 4")) {
+        #expect(
+            throws: DistributedError.invalidEnvironment(variable: "OMPI_COMM_WORLD_RANK/SIZE", value: "rank 4 of 4")
+        ) {
             try Launcher.detect(["OMPI_COMM_WORLD_RANK": "4", "OMPI_COMM_WORLD_SIZE": "4"])
         }
         #expect(throws: DistributedError.invalidEnvironment(variable: "OMPI_COMM_WORLD_RANK", value: "x")) {

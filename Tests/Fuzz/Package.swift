@@ -25,6 +25,6 @@ let package = Package(
         fuzzTarget("fuzz-safetensors"),
         fuzzTarget("fuzz-dataset-json"),
         // The parser with the executable's real command declarations (symlinked from Sources/slicelab).
-        fuzzTarget("fuzz-cli"),
+        fuzzTarget("fuzz-cli")
     ]
 )

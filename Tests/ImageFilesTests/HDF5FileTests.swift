@@ -1,7 +1,8 @@
 import Foundation
-@testable import ImageFiles
 import TestSupport
 import Testing
+
+@testable import ImageFiles
 
 @Suite struct HDF5FileTests {
     @Test func whatSwiftWritesH5pyReads() throws {
@@ -128,11 +129,12 @@ import Testing
         #expect(try file.read("/image", as: Float.self).values == [1, 2, 3, 4])
         #expect(try file.attribute("modality", at: "/series/1.2.3/image") == .string("CT"))
         // h5py sees two names of one object.
-        let output = try TestSupport.runPython("""
-        import h5py, sys
-        f = h5py.File(sys.argv[1], "r")
-        print(f["image"].id == f["series/1.2.3/image"].id, f["image"][...].tolist())
-        """, arguments: [path])
+        let output = try TestSupport.runPython(
+            """
+            import h5py, sys
+            f = h5py.File(sys.argv[1], "r")
+            print(f["image"].id == f["series/1.2.3/image"].id, f["image"][...].tolist())
+            """, arguments: [path])
         #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == "True [[1.0, 2.0], [3.0, 4.0]]")
     }
 
@@ -174,7 +176,9 @@ import Testing
             }
         }
         let file = try HDF5File.open(path)
-        #expect(throws: ImageFileError.missing(file: path, object: "/labels")) { try file.read("/labels", as: UInt8.self) }
+        #expect(throws: ImageFileError.missing(file: path, object: "/labels")) {
+            try file.read("/labels", as: UInt8.self)
+        }
         #expect(throws: ImageFileError.missing(file: path, object: "/a/b/c")) { try file.shape(of: "/a/b/c") }
         #expect(throws: ImageFileError.typeMismatch(file: path, object: "/names", reason: "not a numeric dataset")) {
             try file.read("/names", as: Float.self)
@@ -232,8 +236,9 @@ import Testing
         let paths = try (0..<2).map { index -> String in
             let path = folder.appendingPathComponent("f\(index).h5").path
             try HDF5File.write(to: path) { file in
-                try file.write((0..<65_536).map { Float($0) }, shape: [256, 256], to: "/image", chunks: [32, 32],
-                               deflate: 4)
+                try file.write(
+                    (0..<65_536).map { Float($0) }, shape: [256, 256], to: "/image", chunks: [32, 32],
+                    deflate: 4)
             }
             return path
         }
@@ -244,9 +249,13 @@ import Testing
             for _ in 0..<40 {
                 do {
                     let values = try HDF5File.open(paths[index]).read("/image", as: Float.self).values
-                    if values.count != 65_536 || values[65_535] != 65_535 { throw ImageFileError.invalidArgument("bad") }
+                    if values.count != 65_536 || values[65_535] != 65_535 {
+                        throw ImageFileError.invalidArgument("bad")
+                    }
                 } catch {
-                    failures.lock(); errors.append("\(error)"); failures.unlock()
+                    failures.lock()
+                    errors.append("\(error)")
+                    failures.unlock()
                 }
             }
         }

@@ -9,7 +9,8 @@ import Testing
     @Test func halfPrecisionValuesWidenExactlyAsNumPyDoes() throws {
         let folder = try TestSupport.temporaryFolder()
         let path = folder.appendingPathComponent("half.h5").path
-        let output = try TestSupport.runPython("""
+        let output = try TestSupport.runPython(
+            """
             import h5py, numpy as np, sys
             bits = np.arange(0, 65536, 7, dtype=np.uint16)
             values = bits.view(np.float16)
@@ -20,7 +21,9 @@ import Testing
             wide = values.astype(np.float32)
             print(' '.join(str(int(b)) for b in wide.view(np.uint32)))
             """, arguments: [path])
-        let expected = output.split(separator: " ").compactMap { UInt32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        let expected = output.split(separator: " ").compactMap {
+            UInt32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
         #expect(expected.count == 9363)
         let file = try HDF5File.open(path)
         for name in ["le", "be", "chunked"] {

@@ -8,11 +8,14 @@ import Testing
 /// Datasets/goldens/nifti_goldens.py: arrays exactly for integers, within float32 rounding after scaling;
 /// spacing, origin and direction within 1e-4 (the geometry contract).
 @Suite struct NIfTIImageTests {
-    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/nifti")
-    static let cases = ["int16-sform-only.nii.gz", "uint8-qform-only-qfac.nii", "float32-qform-sform.nii.gz",
-                        "int16-scaled.nii.gz", "int8.nii", "uint16.nii", "int32.nii", "uint32.nii", "int64.nii",
-                        "float64.nii", "int16-2d.nii", "nifti2-int16.nii.gz", "float32-4d.nii.gz",
-                        "int16-big-endian-scaled.nii.gz", "float64-big-endian.nii"]
+    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Fixtures/nifti")
+    static let cases = [
+        "int16-sform-only.nii.gz", "uint8-qform-only-qfac.nii", "float32-qform-sform.nii.gz",
+        "int16-scaled.nii.gz", "int8.nii", "uint16.nii", "int32.nii", "uint32.nii", "int64.nii",
+        "float64.nii", "int16-2d.nii", "nifti2-int16.nii.gz", "float32-4d.nii.gz",
+        "int16-big-endian-scaled.nii.gz", "float64-big-endian.nii"
+    ]
 
     @Test(arguments: cases)
     func arrayAndGeometryAgreeWithThePeer(name: String) throws {
@@ -29,11 +32,14 @@ import Testing
                 break
             }
         }
-        for (field, values) in [("spacing", image.geometry.spacing), ("origin", image.geometry.origin),
-                                ("direction", image.geometry.direction)] {
+        for (field, values) in [
+            ("spacing", image.geometry.spacing), ("origin", image.geometry.origin),
+            ("direction", image.geometry.direction)
+        ] {
             let reference = try goldens.read("\(name)/\(field)", as: Double.self).values
-            #expect(zip(values, reference).allSatisfy { abs($0 - $1) <= 1e-4 } && values.count == reference.count,
-                    "\(name) \(field): \(values) against \(reference)")
+            #expect(
+                zip(values, reference).allSatisfy { abs($0 - $1) <= 1e-4 } && values.count == reference.count,
+                "\(name) \(field): \(values) against \(reference)")
         }
     }
 
@@ -67,7 +73,7 @@ import Testing
         ("dimension count", "dim[0] is 9"),
         ("unknown datatype", "datatype 1536 is not one SliceLab reads"),
         ("vox_offset past the end", "the file holds"),
-        ("truncated", "the file holds"),
+        ("truncated", "the file holds")
     ])
     func badHeadersAreRefusedNamingTheCause(edit: String, cause: String) throws {
         let path = try Self.corrupted("int16-2d.nii") { bytes in
@@ -84,7 +90,7 @@ import Testing
         #expect {
             try NIfTIImage.read(path)
         } throws: { error in
-            guard case let ImageFileError.unreadable(file, reason) = error else { return false }
+            guard case ImageFileError.unreadable(let file, let reason) = error else { return false }
             return file == path && reason.contains(cause)
         }
     }
@@ -97,7 +103,7 @@ import Testing
         #expect {
             try NIfTIImage.read(path, limits: ReadLimits(maxBytes: 1 << 30, remedy: "raise it"))
         } throws: { error in
-            guard case let ImageFileError.tooLarge(file, reason) = error else { return false }
+            guard case ImageFileError.tooLarge(let file, let reason) = error else { return false }
             return file == path && reason.contains("over the read limit") && reason.hasSuffix("(raise it)")
         }
     }
@@ -130,7 +136,7 @@ import Testing
         #expect {
             try stream.read(first: 0, count: count)
         } throws: { error in
-            guard case let ImageFileError.unreadable(file, reason) = error else { return false }
+            guard case ImageFileError.unreadable(let file, let reason) = error else { return false }
             return file == path && reason.contains("truncated")
         }
     }
@@ -142,7 +148,7 @@ import Testing
         #expect {
             try NIfTIImage.read(path)
         } throws: { error in
-            guard case let ImageFileError.unreadable(file, _) = error else { return false }
+            guard case ImageFileError.unreadable(let file, _) = error else { return false }
             return file == path
         }
     }

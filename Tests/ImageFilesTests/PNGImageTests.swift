@@ -68,7 +68,7 @@ import Testing
     @Test func truncatedPNGIsAClearErrorNamingTheFile() throws {
         let folder = try TestSupport.temporaryFolder()
         let path = folder.appendingPathComponent("t.png").path
-        let samples = (0..<(64 * 64)).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 7) }
+        let samples = (0..<(64 * 64)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }
         try PNGImage(rows: 64, columns: 64, channels: 1, samples: samples).write(to: path)
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
         for cut in [20, 40, data.count / 2, data.count - 13] {
@@ -77,8 +77,9 @@ import Testing
                 _ = try PNGImage.read(path)
                 Issue.record("a PNG cut at \(cut) of \(data.count) bytes was read")
             } catch let error as ImageFileError {
-                guard case let .unreadable(file, reason) = error else {
-                    Issue.record("unexpected \(error)"); continue
+                guard case .unreadable(let file, let reason) = error else {
+                    Issue.record("unexpected \(error)")
+                    continue
                 }
                 #expect(file == path)
                 #expect(!reason.isEmpty)

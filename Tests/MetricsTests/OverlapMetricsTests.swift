@@ -10,10 +10,14 @@ import Testing
 
     @Test func confusionMatrixHasReferenceRowsAndPredictionColumns() throws {
         let m = try ConfusionMatrix(reference: Self.reference, prediction: Self.prediction, classCount: 3)
-        #expect(m.counts == [2, 1, 0,
-                             1, 2, 0,
-                             0, 1, 1])
-        #expect(m.truePositives(1) == 2 && m.falsePositives(1) == 2 && m.falseNegatives(1) == 1
+        #expect(
+            m.counts == [
+                2, 1, 0,
+                1, 2, 0,
+                0, 1, 1
+            ])
+        #expect(
+            m.truePositives(1) == 2 && m.falsePositives(1) == 2 && m.falseNegatives(1) == 1
                 && m.trueNegatives(1) == 3)
     }
 
@@ -30,22 +34,26 @@ import Testing
     @Test func emptyMaskRulesAreThePinnedTable() throws {
         func metrics(_ r: [UInt16], _ p: [UInt16], _ rule: EmptyRule) throws -> (OverlapMetrics, SurfaceDistances) {
             let m = try ConfusionMatrix(reference: r, prediction: p, classCount: 2)
-            let d = try SurfaceDistances(prediction: p.map { $0 == 1 }, reference: r.map { $0 == 1 }, shape: [2, 2],
-                                         spacing: [1, 1])
+            let d = try SurfaceDistances(
+                prediction: p.map { $0 == 1 }, reference: r.map { $0 == 1 }, shape: [2, 2],
+                spacing: [1, 1])
             return (OverlapMetrics(m, classIndex: 1, voxelVolumeMM3: 1, empty: rule), d)
         }
-        let empty: [UInt16] = [0, 0, 0, 0], some: [UInt16] = [1, 0, 0, 0]
+        let empty: [UInt16] = [0, 0, 0, 0]
+        let some: [UInt16] = [1, 0, 0, 0]
         // Both empty.
         var (o, d) = try metrics(empty, empty, .nan)
         #expect(o.dice.isNaN && o.iou.isNaN && o.precision.isNaN && o.recall.isNaN && o.volumeSimilarity.isNaN)
-        #expect(d.hausdorff.isNaN && d.hausdorff95(.max).isNaN && d.averageSymmetricSurfaceDistance.isNaN
+        #expect(
+            d.hausdorff.isNaN && d.hausdorff95(.max).isNaN && d.averageSymmetricSurfaceDistance.isNaN
                 && d.normalizedSurfaceDistance(toleranceMM: 1).isNaN)
         (o, _) = try metrics(empty, empty, .one)
         #expect(o.dice == 1 && o.iou == 1 && o.precision == 1 && o.recall == 1 && o.volumeSimilarity == 1)
         // Reference empty, prediction not.
         (o, d) = try metrics(empty, some, .nan)
         #expect(o.dice.isNaN && o.iou.isNaN && o.precision.isNaN && o.recall.isNaN)
-        #expect(d.hausdorff == .infinity && d.hausdorff95(.pooled) == .infinity
+        #expect(
+            d.hausdorff == .infinity && d.hausdorff95(.pooled) == .infinity
                 && d.averageSymmetricSurfaceDistance == .infinity && d.normalizedSurfaceDistance(toleranceMM: 1) == 0)
         (o, _) = try metrics(empty, some, .one)
         #expect(o.dice == 0 && o.iou == 0 && o.precision == 0 && o.recall.isNaN && o.volumeSimilarity == 0)
@@ -53,7 +61,8 @@ import Testing
         for rule in EmptyRule.allCases {
             (o, d) = try metrics(some, empty, rule)
             #expect(o.dice == 0 && o.iou == 0 && o.recall == 0 && o.precision.isNaN && o.volumeSimilarity == 0)
-            #expect(d.hausdorff == .infinity && d.hausdorff95(.max) == .infinity
+            #expect(
+                d.hausdorff == .infinity && d.hausdorff95(.max) == .infinity
                     && d.normalizedSurfaceDistance(toleranceMM: 5) == 0)
         }
     }

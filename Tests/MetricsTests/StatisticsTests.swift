@@ -10,9 +10,12 @@ import Testing
         for golden in try Self.goldens.get().wilcoxon {
             let d = golden.differences.map(value)
             #expect(agree(Statistics.mean(d), value(golden.mean), 1e-12), "\(golden.name) mean")
-            #expect(agree(Statistics.standardDeviation(d, ddof: 1), value(golden.std_ddof1), 1e-12), "\(golden.name) std")
-            for (q, expected) in [(50.0, golden.median), (25, golden.q25), (75, golden.q75), (95, golden.p95),
-                                  (2.5, golden.p2_5)] {
+            #expect(
+                agree(Statistics.standardDeviation(d, ddof: 1), value(golden.std_ddof1), 1e-12), "\(golden.name) std")
+            for (q, expected) in [
+                (50.0, golden.median), (25, golden.q25), (75, golden.q75), (95, golden.p95),
+                (2.5, golden.p2_5)
+            ] {
                 #expect(agree(Statistics.percentile(d, q), value(expected), 1e-12), "\(golden.name) q\(q)")
             }
             let summary = MetricSummary(d, seed: 1)
@@ -30,8 +33,9 @@ import Testing
             methods.insert(test.method.rawValue)
             #expect(test.statistic == value(golden.statistic), "\(golden.name) statistic")
             let expected = value(golden.pvalue)
-            #expect(abs(test.pValue - expected) <= 1e-12 * max(expected, 1e-300) + 1e-15,
-                    "\(golden.name) (\(test.method)): \(test.pValue) vs scipy \(expected)")
+            #expect(
+                abs(test.pValue - expected) <= 1e-12 * max(expected, 1e-300) + 1e-15,
+                "\(golden.name) (\(test.method)): \(test.pValue) vs scipy \(expected)")
         }
         #expect(methods == ["exact", "permutation", "normal"])
     }
@@ -65,7 +69,9 @@ import Testing
         let comparison = try PairedComparison([0.9, 0.8, .nan, 0.7, 0.95], [0.85, 0.82, 0.5, 0.6, 0.9], seed: 3)
         #expect(comparison.pairCount == 4)
         #expect(abs(comparison.meanDifference - (0.05 - 0.02 + 0.1 + 0.05) / 4) < 1e-12)
-        #expect(comparison.confidenceLow <= comparison.meanDifference && comparison.meanDifference <= comparison.confidenceHigh)
+        #expect(
+            comparison.confidenceLow <= comparison.meanDifference
+                && comparison.meanDifference <= comparison.confidenceHigh)
         #expect(throws: MetricsError.self) { try PairedComparison([1, 2], [1], seed: 0) }
     }
 }

@@ -6,20 +6,29 @@ import XCTest
 /// `slicelab export --format coreml`: coremltools (on Linux it saves and loads packages but cannot predict) loads
 /// the package; its interface is Apple's DeepLabV3 one, and it has one convolution per ONNX convolution.
 final class CoreMLExportTests: ExportTestCase {
-    private func export(_ checkpoint: String, to package: String, size: String? = nil,
-                        python: String = TestSupport.python) throws -> TestSupport.ProcessResult {
-        try TestSupport.run(TestSupport.slicelabBinary,
-                            ["export", checkpoint, "--format", "coreml", "--out", package]
-                                + (size.map { ["--size", $0] } ?? []),
-                            environment: ["SLICELAB_PYTHON": python])
+    private func export(
+        _ checkpoint: String, to package: String, size: String? = nil,
+        python: String = TestSupport.python
+    ) throws -> TestSupport.ProcessResult {
+        try TestSupport.run(
+            TestSupport.slicelabBinary,
+            ["export", checkpoint, "--format", "coreml", "--out", package]
+                + (size.map { ["--size", $0] } ?? []),
+            environment: ["SLICELAB_PYTHON": python])
     }
 
     func testPackageHasAppleDeepLabInterfaceAndOneConvolutionPerONNXConvolution() throws {
         let cases: [(DeepLabConfiguration, String?, [Int], String)] = [
-            (DeepLabConfiguration(architecture: .mobilenetV2, classCount: 3, inputChannels: 1, asppChannels: 16,
-                                  widthMultiplier: 0.35, seed: 1, inputScale: 2), nil, [513, 513], "GRAYSCALE"),
-            (DeepLabConfiguration(architecture: .resnet18, classCount: 4, inputChannels: 3, outputStride: 16,
-                                  atrousRates: [6, 12, 18], asppChannels: 16, seed: 2), "97,131", [97, 131], "RGB"),
+            (
+                DeepLabConfiguration(
+                    architecture: .mobilenetV2, classCount: 3, inputChannels: 1, asppChannels: 16,
+                    widthMultiplier: 0.35, seed: 1, inputScale: 2), nil, [513, 513], "GRAYSCALE"
+            ),
+            (
+                DeepLabConfiguration(
+                    architecture: .resnet18, classCount: 4, inputChannels: 3, outputStride: 16,
+                    atrousRates: [6, 12, 18], asppChannels: 16, seed: 2), "97,131", [97, 131], "RGB"
+            )
         ]
         for (configuration, size, expected, color) in cases {
             let checkpoint = try ExportFixtures.checkpoint(configuration, in: folder)
@@ -27,7 +36,8 @@ final class CoreMLExportTests: ExportTestCase {
             let result = try export(checkpoint, to: package, size: size)
             XCTAssertEqual(result.status, 0, result.standardError)
             let onnx = folder.appendingPathComponent("model.onnx").path
-            XCTAssertEqual(try TestSupport.slicelab(["export", checkpoint, "--format", "onnx", "--out", onnx]).status, 0)
+            XCTAssertEqual(
+                try TestSupport.slicelab(["export", checkpoint, "--format", "onnx", "--out", onnx]).status, 0)
             let onnxConvolutions = try ExportFixtures.runScript("onnx_ops.py", [onnx])["Conv"] as? Int
             let spec = try ExportFixtures.runScript("coreml_inspect.py", [package])
             let inputs = try XCTUnwrap(spec["inputs"] as? [[String: Any]])
@@ -47,8 +57,9 @@ final class CoreMLExportTests: ExportTestCase {
             XCTAssertEqual(ops["conv"], onnxConvolutions)
             let metadata = spec["metadata"] as? [String: String]
             XCTAssertEqual(metadata?["slicelab.preprocessing"], Preprocessing.percentile(low: 1, high: 99).json)
-            XCTAssertEqual(metadata?["slicelab.coreml_input"],
-                           "image pixels scaled by 1/255; apply the percentile normalisation to the image first")
+            XCTAssertEqual(
+                metadata?["slicelab.coreml_input"],
+                "image pixels scaled by 1/255; apply the percentile normalisation to the image first")
         }
     }
 
@@ -56,18 +67,21 @@ final class CoreMLExportTests: ExportTestCase {
     /// image: at least 99.9 % of pixels agree. Core ML predicts only on macOS; elsewhere this says so and skips.
     func testPredictionsAgreeWithONNXRuntimeOnMacOS() throws {
         #if !os(macOS)
-        throw XCTSkip("Core ML predicts only on macOS (coremltools saves and loads packages on Linux, but has no "
-                      + "runtime there); this parity check runs on a Mac")
+            throw XCTSkip(
+                "Core ML predicts only on macOS (coremltools saves and loads packages on Linux, but has no "
+                    + "runtime there); this parity check runs on a Mac")
         #else
-        let checkpoint = try ExportFixtures.checkpoint(
-            DeepLabConfiguration(architecture: .resnet18, classCount: 4, inputChannels: 3, outputStride: 16,
-                                 atrousRates: [6, 12, 18], asppChannels: 16, seed: 3), in: folder)
-        let package = folder.appendingPathComponent("DeepLab.mlpackage").path
-        let onnx = folder.appendingPathComponent("model.onnx").path
-        XCTAssertEqual(try export(checkpoint, to: package, size: "97,131").status, 0)
-        XCTAssertEqual(try TestSupport.slicelab(["export", checkpoint, "--format", "onnx", "--out", onnx]).status, 0)
-        let result = try ExportFixtures.runScript("coreml_parity.py", [package, onnx, "97", "131", "3"])
-        XCTAssertGreaterThanOrEqual(try XCTUnwrap(result["agreement"] as? Double), 0.999)
+            let checkpoint = try ExportFixtures.checkpoint(
+                DeepLabConfiguration(
+                    architecture: .resnet18, classCount: 4, inputChannels: 3, outputStride: 16,
+                    atrousRates: [6, 12, 18], asppChannels: 16, seed: 3), in: folder)
+            let package = folder.appendingPathComponent("DeepLab.mlpackage").path
+            let onnx = folder.appendingPathComponent("model.onnx").path
+            XCTAssertEqual(try export(checkpoint, to: package, size: "97,131").status, 0)
+            XCTAssertEqual(
+                try TestSupport.slicelab(["export", checkpoint, "--format", "onnx", "--out", onnx]).status, 0)
+            let result = try ExportFixtures.runScript("coreml_parity.py", [package, onnx, "97", "131", "3"])
+            XCTAssertGreaterThanOrEqual(try XCTUnwrap(result["agreement"] as? Double), 0.999)
         #endif
     }
 

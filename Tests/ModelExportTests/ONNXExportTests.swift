@@ -15,44 +15,56 @@ final class ONNXExportTests: ExportTestCase {
     // MARK: - Parity with ONNX Runtime and OpenVINO
 
     func testResNet18GrayOutputStride8MultiGridMatchesRuntimes() throws {
-        try checkParity(DeepLabConfiguration(architecture: .resnet18, classCount: 3, inputChannels: 1,
-                                             outputStride: 8, atrousRates: [3, 6, 9], asppChannels: 16,
-                                             multiGrid: [1, 2, 4], seed: 1),
-                        batch: 2, height: 97, width: 131)
+        try checkParity(
+            DeepLabConfiguration(
+                architecture: .resnet18, classCount: 3, inputChannels: 1,
+                outputStride: 8, atrousRates: [3, 6, 9], asppChannels: 16,
+                multiGrid: [1, 2, 4], seed: 1),
+            batch: 2, height: 97, width: 131)
     }
 
     func testResNet34ColorOutputStride16InputScale2MatchesRuntimes() throws {
-        try checkParity(DeepLabConfiguration(architecture: .resnet34, classCount: 4, inputChannels: 3,
-                                             outputStride: 16, atrousRates: [6, 12, 18], asppChannels: 32,
-                                             seed: 2, inputScale: 2),
-                        batch: 2, height: 45, width: 37)
+        try checkParity(
+            DeepLabConfiguration(
+                architecture: .resnet34, classCount: 4, inputChannels: 3,
+                outputStride: 16, atrousRates: [6, 12, 18], asppChannels: 32,
+                seed: 2, inputScale: 2),
+            batch: 2, height: 45, width: 37)
     }
 
     func testResNet50ColorWithAuxiliaryHeadMatchesRuntimes() throws {
-        try checkParity(DeepLabConfiguration(architecture: .resnet50, classCount: 2, inputChannels: 3,
-                                             outputStride: 16, atrousRates: [6, 12, 18], asppChannels: 32,
-                                             auxiliaryHead: true, seed: 3),
-                        batch: 2, height: 33, width: 41)
+        try checkParity(
+            DeepLabConfiguration(
+                architecture: .resnet50, classCount: 2, inputChannels: 3,
+                outputStride: 16, atrousRates: [6, 12, 18], asppChannels: 32,
+                auxiliaryHead: true, seed: 3),
+            batch: 2, height: 33, width: 41)
     }
 
     func testResNet101GrayOutputStride8MatchesRuntimes() throws {
-        try checkParity(DeepLabConfiguration(architecture: .resnet101, classCount: 3, inputChannels: 1,
-                                             outputStride: 8, atrousRates: [12, 24, 36], asppChannels: 16, seed: 4),
-                        batch: 2, height: 33, width: 41)
+        try checkParity(
+            DeepLabConfiguration(
+                architecture: .resnet101, classCount: 3, inputChannels: 1,
+                outputStride: 8, atrousRates: [12, 24, 36], asppChannels: 16, seed: 4),
+            batch: 2, height: 33, width: 41)
     }
 
     func testMobileNetV2InputScale3MatchesRuntimes() throws {
-        try checkParity(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 5, inputChannels: 3,
-                                             outputStride: 8, atrousRates: [2, 4, 6], asppChannels: 24,
-                                             widthMultiplier: 0.35, seed: 5, inputScale: 3),
-                        batch: 2, height: 97, width: 131)
+        try checkParity(
+            DeepLabConfiguration(
+                architecture: .mobilenetV2, classCount: 5, inputChannels: 3,
+                outputStride: 8, atrousRates: [2, 4, 6], asppChannels: 24,
+                widthMultiplier: 0.35, seed: 5, inputScale: 3),
+            batch: 2, height: 97, width: 131)
     }
 
     func testMobileNetV2GrayOutputStride16MatchesRuntimes() throws {
-        try checkParity(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 2, inputChannels: 1,
-                                             outputStride: 16, atrousRates: [6, 12, 18], asppChannels: 16,
-                                             widthMultiplier: 0.5, seed: 6),
-                        batch: 1, height: 65, width: 49)
+        try checkParity(
+            DeepLabConfiguration(
+                architecture: .mobilenetV2, classCount: 2, inputChannels: 1,
+                outputStride: 16, atrousRates: [6, 12, 18], asppChannels: 16,
+                widthMultiplier: 0.5, seed: 6),
+            batch: 1, height: 65, width: 49)
     }
 
     // MARK: - Bad input
@@ -94,12 +106,15 @@ final class ONNXExportTests: ExportTestCase {
     // MARK: - Helpers
 
     /// Exports a model of `configuration` and compares SliceLab's logits with both runtimes'.
-    private func checkParity(_ configuration: DeepLabConfiguration, batch: Int, height: Int, width: Int,
-                             file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkParity(
+        _ configuration: DeepLabConfiguration, batch: Int, height: Int, width: Int,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let checkpoint = try ExportFixtures.checkpoint(configuration, in: folder)
         let c = configuration.inputChannels
-        let input = try ExportFixtures.input(batch: batch, channels: c, height: height, width: width,
-                                             seed: configuration.seed, in: folder)
+        let input = try ExportFixtures.input(
+            batch: batch, channels: c, height: height, width: width,
+            seed: configuration.seed, in: folder)
         let onnx = folder.appendingPathComponent("model.onnx").path
         let export = try TestSupport.slicelab(["export", checkpoint, "--format", "onnx", "--out", onnx])
         XCTAssertEqual(export.status, 0, export.standardError, file: file, line: line)
@@ -115,9 +130,11 @@ final class ONNXExportTests: ExportTestCase {
             XCTAssertLessThanOrEqual(ratio, Self.relativeTolerance, runtime, file: file, line: line)
         }
         let metadata = try XCTUnwrap(report["metadata"] as? [String: String], file: file, line: line)
-        XCTAssertEqual(metadata["slicelab.preprocessing"], Preprocessing.percentile(low: 1, high: 99).json,
-                       file: file, line: line)
-        XCTAssertEqual(metadata["slicelab.class_names"].map { $0.hasPrefix("[\"background\"") }, true,
-                       file: file, line: line)
+        XCTAssertEqual(
+            metadata["slicelab.preprocessing"], Preprocessing.percentile(low: 1, high: 99).json,
+            file: file, line: line)
+        XCTAssertEqual(
+            metadata["slicelab.class_names"].map { $0.hasPrefix("[\"background\"") }, true,
+            file: file, line: line)
     }
 }

@@ -1,6 +1,6 @@
 import DeepLab
-import ImageFiles
 import Foundation
+import ImageFiles
 import TestSupport
 import XCTest
 
@@ -13,9 +13,11 @@ final class TorchvisionExportTests: ExportTestCase {
     static let relativeTolerance = 1e-4
 
     private func configuration(_ architecture: Architecture, channels: Int = 3, aux: Bool = false)
-        -> DeepLabConfiguration {
-        DeepLabConfiguration(architecture: architecture, classCount: 3, inputChannels: channels, auxiliaryHead: aux,
-                             seed: 11)
+        -> DeepLabConfiguration
+    {
+        DeepLabConfiguration(
+            architecture: architecture, classCount: 3, inputChannels: channels, auxiliaryHead: aux,
+            seed: 11)
     }
 
     typealias Architecture = DeepLabConfiguration.Architecture
@@ -28,7 +30,8 @@ final class TorchvisionExportTests: ExportTestCase {
         let prefix = folder.appendingPathComponent("tv").path
         let export = try TestSupport.slicelab(["export", checkpoint, "--format", "torchvision", "--out", prefix])
         XCTAssertEqual(export.status, 0, export.standardError)
-        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: prefix + ".json")))
+        let json =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: prefix + ".json")))
             as? [String: Any]
         XCTAssertEqual(json?["arch"] as? String, "deeplabv3_resnet18")
         XCTAssertEqual(json?["num_classes"] as? Int, 3)
@@ -43,19 +46,24 @@ final class TorchvisionExportTests: ExportTestCase {
         let reloaded = folder.appendingPathComponent("reloaded.h5").path
         let parity = try TestSupport.slicelab([
             "segment", "--weights", prefix + ".safetensors", "--arch", "deeplabv3_resnet18", "--num-classes", "3",
-            "--in-channels", "1", "--aux", "--raw-input", input, "--logits", reloaded])
+            "--in-channels", "1", "--aux", "--raw-input", input, "--logits", reloaded
+        ])
         XCTAssertEqual(parity.status, 0, parity.standardError)
-        XCTAssertEqual(try HDF5File.open(expected).read("/logits", as: Float.self),
-                       try HDF5File.open(reloaded).read("/logits", as: Float.self))
+        XCTAssertEqual(
+            try HDF5File.open(expected).read("/logits", as: Float.self),
+            try HDF5File.open(reloaded).read("/logits", as: Float.self))
     }
 
     func testWhatTorchvisionCannotBuildIsRefusedWithNoFiles() throws {
         let cases: [(DeepLabConfiguration, String)] = [
-            (DeepLabConfiguration(architecture: .mobilenetV2, classCount: 2, asppChannels: 16, widthMultiplier: 0.35),
-             "MobileNetV2"),
+            (
+                DeepLabConfiguration(
+                    architecture: .mobilenetV2, classCount: 2, asppChannels: 16, widthMultiplier: 0.35),
+                "MobileNetV2"
+            ),
             (DeepLabConfiguration(architecture: .resnet18, classCount: 2, asppChannels: 64), "ASPP width"),
             (DeepLabConfiguration(architecture: .resnet18, classCount: 2, atrousRates: [6, 12, 18]), "atrous rates"),
-            (DeepLabConfiguration(architecture: .resnet18, classCount: 2, outputStride: 16), "output stride"),
+            (DeepLabConfiguration(architecture: .resnet18, classCount: 2, outputStride: 16), "output stride")
         ]
         for (c, reason) in cases {
             let checkpoint = try ExportFixtures.checkpoint(c, in: folder)
@@ -72,11 +80,14 @@ final class TorchvisionExportTests: ExportTestCase {
 
     /// The cases checked against torchvision: with PyTorch directly, without it against the committed goldens.
     private var torchvisionCases: [(DeepLabConfiguration, Int)] {
-        [(configuration(.resnet18), 3), (configuration(.resnet34, channels: 1, aux: true), 1),
-         (configuration(.resnet50, aux: true), 3), (configuration(.resnet101, channels: 1), 1)]
+        [
+            (configuration(.resnet18), 3), (configuration(.resnet34, channels: 1, aux: true), 1),
+            (configuration(.resnet50, aux: true), 3), (configuration(.resnet101, channels: 1), 1)
+        ]
     }
 
-    private static let goldens = TestSupport.packageRoot.appendingPathComponent("Tests/ModelExportTests/Fixtures/torchvision")
+    private static let goldens = TestSupport.packageRoot.appendingPathComponent(
+        "Tests/ModelExportTests/Fixtures/torchvision")
 
     /// Without PyTorch: the export is byte for byte the file torchvision loaded when the goldens were made
     /// (`make test-torchvision` with SLICELAB_WRITE_GOLDENS=1), and SliceLab's logits match torchvision's
@@ -86,12 +97,17 @@ final class TorchvisionExportTests: ExportTestCase {
             let golden = Self.goldens.appendingPathComponent("\(c.architecture.rawValue).h5").path
             let checkpoint = try ExportFixtures.checkpoint(c, in: folder)
             let prefix = folder.appendingPathComponent("tv").path
-            XCTAssertEqual(try TestSupport.slicelab(["export", checkpoint, "--format", "torchvision",
-                                                     "--out", prefix]).status, 0)
-            let input = try ExportFixtures.input(batch: 2, channels: channels, height: 33, width: 41, seed: 5,
-                                                 in: folder)
+            XCTAssertEqual(
+                try TestSupport.slicelab([
+                    "export", checkpoint, "--format", "torchvision",
+                    "--out", prefix
+                ]).status, 0)
+            let input = try ExportFixtures.input(
+                batch: 2, channels: channels, height: 33, width: 41, seed: 5,
+                in: folder)
             let logits = try ExportFixtures.logits(checkpoint: checkpoint, input: input, in: folder)
-            let report = try TestSupport.runPython("""
+            let report = try TestSupport.runPython(
+                """
                 import h5py, hashlib, json, numpy as np, sys
                 prefix, golden, logits = sys.argv[1:4]
                 with h5py.File(golden) as g, h5py.File(logits) as l:
@@ -102,11 +118,13 @@ final class TorchvisionExportTests: ExportTestCase {
                                       'torchvision': str(g.attrs['torchvision'])}))
                 """, arguments: [prefix, golden, logits])
             let values = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any])
-            XCTAssertEqual(values["same_file"] as? Bool, true,
-                           "\(c.architecture.rawValue): the export changed; remake the goldens (make test-torchvision "
-                           + "with SLICELAB_WRITE_GOLDENS=1)")
-            XCTAssertLessThanOrEqual(try XCTUnwrap(values["ratio"] as? Double), Self.relativeTolerance,
-                                     c.architecture.rawValue)
+            XCTAssertEqual(
+                values["same_file"] as? Bool, true,
+                "\(c.architecture.rawValue): the export changed; remake the goldens (make test-torchvision "
+                    + "with SLICELAB_WRITE_GOLDENS=1)")
+            XCTAssertLessThanOrEqual(
+                try XCTUnwrap(values["ratio"] as? Double), Self.relativeTolerance,
+                c.architecture.rawValue)
         }
     }
 
@@ -116,7 +134,8 @@ final class TorchvisionExportTests: ExportTestCase {
         let python = ProcessInfo.processInfo.environment["SLICELAB_TORCH_PYTHON"] ?? TestSupport.python
         let probe = try TestSupport.run(python, ["-c", "import torch, safetensors"])
         guard probe.status == 0 else {
-            let reason = "torch or safetensors is not importable by \(python) (set SLICELAB_TORCH_PYTHON, or run "
+            let reason =
+                "torch or safetensors is not importable by \(python) (set SLICELAB_TORCH_PYTHON, or run "
                 + "make test-torchvision): torchvision parity of the export not checked"
             print("TorchvisionExportTests: skipped: \(reason)")
             throw XCTSkip(reason)
@@ -127,12 +146,14 @@ final class TorchvisionExportTests: ExportTestCase {
             let prefix = folder.appendingPathComponent("tv").path
             let export = try TestSupport.slicelab(["export", checkpoint, "--format", "torchvision", "--out", prefix])
             XCTAssertEqual(export.status, 0, export.standardError)
-            let input = try ExportFixtures.input(batch: 2, channels: channels, height: 33, width: 41, seed: 5,
-                                                 in: folder)
+            let input = try ExportFixtures.input(
+                batch: 2, channels: channels, height: 33, width: 41, seed: 5,
+                in: folder)
             let logits = try ExportFixtures.logits(checkpoint: checkpoint, input: input, in: folder)
             let golden = Self.goldens.appendingPathComponent("\(c.architecture.rawValue).h5").path
-            let report = try ExportFixtures.runScript("torchvision_parity.py", python: python,
-                                                      [prefix, input, logits] + (writeGoldens ? [golden] : []))
+            let report = try ExportFixtures.runScript(
+                "torchvision_parity.py", python: python,
+                [prefix, input, logits] + (writeGoldens ? [golden] : []))
             XCTAssertEqual(report["shape"] as? [Int], [2, 3, 33, 41], c.architecture.rawValue)
             let ratio = try XCTUnwrap(report["ratio"] as? Double)
             XCTAssertLessThanOrEqual(ratio, Self.relativeTolerance, c.architecture.rawValue)

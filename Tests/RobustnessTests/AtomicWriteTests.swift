@@ -38,7 +38,8 @@ struct AtomicWriteTests {
         let root = try TestSupport.temporaryFolder("atomic-stale")
         defer { try? FileManager.default.removeItem(at: root) }
         // A process id that does not exist (above /proc/sys/kernel/pid_max) and this live process.
-        let dead = ".results.h5.tmp-2147483000-1", live = ".results.h5.tmp-\(getpid())-2"
+        let dead = ".results.h5.tmp-2147483000-1"
+        let live = ".results.h5.tmp-\(getpid())-2"
         let deadFolder = ".overlays.old-2147483000-3"
         for name in [dead, live] { FileManager.default.createFile(atPath: root.path + "/" + name, contents: Data()) }
         try FileManager.default.createDirectory(atPath: root.path + "/" + deadFolder, withIntermediateDirectories: true)

@@ -11,8 +11,10 @@ enum Fixtures {
 
     /// One data element; `claimedLength` is written instead of the value's length (to claim bytes that do not
     /// follow).
-    static func element(_ group: UInt16, _ number: UInt16, _ vr: String, _ value: [UInt8],
-                        claimedLength: UInt32? = nil) -> [UInt8] {
+    static func element(
+        _ group: UInt16, _ number: UInt16, _ vr: String, _ value: [UInt8],
+        claimedLength: UInt32? = nil
+    ) -> [UInt8] {
         let length = claimedLength ?? UInt32(value.count)
         var bytes = le16(group) + le16(number) + Array(vr.utf8)
         if ["OB", "OW", "SQ", "UN", "UT"].contains(vr) {
@@ -36,15 +38,18 @@ enum Fixtures {
     /// A 16-bit unsigned CT image (rescale −1024 + 1 × stored) of `frames` frames at z = `position`, in series
     /// `series`; `claimedPixelLength` lets callers lie about the pixels. `encapsulated` stores `stored` as one RLE
     /// Lossless fragment (PS3.5 A.4) instead of native pixels.
-    static func ctFile(rows: Int, columns: Int, frames: Int = 1, stored: [UInt16], position: Double, instance: Int,
-                       series: String = "1.2.826.0.1.3680043.10.1", claimedPixelLength: UInt32? = nil,
-                       encapsulated: Bool = false) -> [UInt8] {
+    static func ctFile(
+        rows: Int, columns: Int, frames: Int = 1, stored: [UInt16], position: Double, instance: Int,
+        series: String = "1.2.826.0.1.3680043.10.1", claimedPixelLength: UInt32? = nil,
+        encapsulated: Bool = false
+    ) -> [UInt8] {
         let sopClass = "1.2.840.10008.5.1.4.1.1.2"
         let instanceUID = "\(series).\(instance)"
         var meta = element(0x0002, 0x0001, "OB", [0, 1])
         meta += element(0x0002, 0x0002, "UI", text(sopClass, uid: true))
         meta += element(0x0002, 0x0003, "UI", text(instanceUID, uid: true))
-        meta += element(0x0002, 0x0010, "UI", text(encapsulated ? "1.2.840.10008.1.2.5" : "1.2.840.10008.1.2.1", uid: true))
+        meta += element(
+            0x0002, 0x0010, "UI", text(encapsulated ? "1.2.840.10008.1.2.5" : "1.2.840.10008.1.2.1", uid: true))
         var body = element(0x0008, 0x0016, "UI", text(sopClass, uid: true))
         body += element(0x0008, 0x0018, "UI", text(instanceUID, uid: true))
         body += element(0x0008, 0x0060, "CS", text("CT"))
@@ -69,8 +74,10 @@ enum Fixtures {
         body += element(0x0028, 0x1053, "DS", text("1"))
         if encapsulated {
             let item = { (data: [UInt8]) in le16(0xFFFE) + le16(0xE000) + le32(UInt32(data.count)) + data }
-            body += element(0x7FE0, 0x0010, "OB", item([]) + item(stored.flatMap(le16)) + le16(0xFFFE) + le16(0xE0DD)
-                                + le32(0), claimedLength: 0xFFFF_FFFF)
+            body += element(
+                0x7FE0, 0x0010, "OB",
+                item([]) + item(stored.flatMap(le16)) + le16(0xFFFE) + le16(0xE0DD)
+                    + le32(0), claimedLength: 0xFFFF_FFFF)
         } else {
             body += element(0x7FE0, 0x0010, "OW", stored.flatMap(le16), claimedLength: claimedPixelLength)
         }
@@ -83,18 +90,22 @@ enum Fixtures {
     /// Writes a labeled set of `count` `size`×`size` cases (bright discs = 1, squares = 2 on a noisy background
     /// = 0; 16-bit PNG images, 8-bit PNG labels), the first `trainCount` in `train`, the rest in `test`, and
     /// returns its folder. Deterministic under `seed`.
-    static func labeledSet(in folder: URL, count: Int = 6, trainCount: Int = 3, size: Int = 32,
-                           seed: UInt64 = 7) throws -> URL {
+    static func labeledSet(
+        in folder: URL, count: Int = 6, trainCount: Int = 3, size: Int = 32,
+        seed: UInt64 = 7
+    ) throws -> URL {
         let root = folder.appendingPathComponent("set")
         for sub in ["images", "labels"] {
-            try FileManager.default.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
         var random = SeededGenerator(seed: seed)
         var names: [String] = []
         for index in 0..<count {
             let name = String(format: "case%02d", index)
             names.append(name)
-            var pixels = [UInt16](repeating: 0, count: size * size), labels = [UInt8](repeating: 0, count: size * size)
+            var pixels = [UInt16](repeating: 0, count: size * size)
+            var labels = [UInt8](repeating: 0, count: size * size)
             let (cy, cx) = (size / 3 + index % 3, size / 3 + index % 2 * 2)
             let radius = size / 6
             for y in 0..<size {
@@ -115,7 +126,7 @@ enum Fixtures {
         let json: [String: Any] = [
             "name": "shapes", "classes": ["background", "disc", "square"], "modality": "OT",
             "splits": ["train": Array(names.prefix(trainCount)), "test": rest], "spacing": [0.5, 0.5],
-            "preprocessing": ["normalize": "window", "center": 600, "width": 1200],
+            "preprocessing": ["normalize": "window", "center": 600, "width": 1200]
         ]
         try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])
             .write(to: root.appendingPathComponent("dataset.json"))
@@ -125,8 +136,10 @@ enum Fixtures {
     /// An untrained, seeded DeepLabV3-ResNet-18 (narrow ASPP) for 3 classes and gray input.
     static func model(in folder: URL) throws -> String {
         let path = folder.appendingPathComponent("model.h5").path
-        let model = try DeepLabV3(DeepLabConfiguration(architecture: .resnet18, classCount: 3, inputChannels: 1,
-                                                       outputStride: 16, atrousRates: [6, 12, 18], asppChannels: 32))
+        let model = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: .resnet18, classCount: 3, inputChannels: 1,
+                outputStride: 16, atrousRates: [6, 12, 18], asppChannels: 32))
         try DeepLabCheckpoint.save(model, preprocessing: .window(center: 600, width: 1200), to: path)
         return path
     }

@@ -9,7 +9,8 @@ import TestSupport
 /// Runs the built `slicelab` and kills it with SIGKILL at chosen moments.
 enum KillHarness {
     /// The seed of every random kill time; `SLICELAB_FAULT_SEED` overrides it. Printed by each test.
-    static let seed: UInt64 = ProcessInfo.processInfo.environment["SLICELAB_FAULT_SEED"].flatMap { UInt64($0) }
+    static let seed: UInt64 =
+        ProcessInfo.processInfo.environment["SLICELAB_FAULT_SEED"].flatMap { UInt64($0) }
         ?? 20_261_130
     /// Kills per command; `SLICELAB_FAULT_KILLS` raises it for a longer campaign.
     static let kills = ProcessInfo.processInfo.environment["SLICELAB_FAULT_KILLS"].flatMap { Int($0) } ?? 4
@@ -33,8 +34,8 @@ enum KillHarness {
         var description: String {
             switch self {
             case .never: return "never"
-            case let .after(seconds): return String(format: "at %.2f s", seconds)
-            case let .duringWrite(url, seconds):
+            case .after(let seconds): return String(format: "at %.2f s", seconds)
+            case .duringWrite(let url, let seconds):
                 return String(format: "%.3f s into writing %@", seconds, url.lastPathComponent)
             }
         }
@@ -58,13 +59,14 @@ enum KillHarness {
         let start = Date()
         try process.run()
         var deadline: Date?
-        if case let .after(seconds) = point { deadline = start.addingTimeInterval(seconds) }
+        if case .after(let seconds) = point { deadline = start.addingTimeInterval(seconds) }
         var killed = false
         while process.isRunning {
-            if deadline == nil, case let .duringWrite(destination, plus) = point {
+            if deadline == nil, case .duringWrite(let destination, let plus) = point {
                 let prefix = "." + destination.lastPathComponent + ".tmp-"
-                let entries = (try? FileManager.default.contentsOfDirectory(
-                    atPath: destination.deletingLastPathComponent().path)) ?? []
+                let entries =
+                    (try? FileManager.default.contentsOfDirectory(
+                        atPath: destination.deletingLastPathComponent().path)) ?? []
                 if entries.contains(where: { $0.hasPrefix(prefix) }) { deadline = Date().addingTimeInterval(plus) }
             }
             if let deadline, Date() >= deadline {
@@ -76,20 +78,25 @@ enum KillHarness {
         }
         process.waitUntilExit()
         let text = (try? String(contentsOf: errorLog, encoding: .utf8)) ?? ""
-        return Outcome(killed: killed && process.terminationReason == .uncaughtSignal, status: process.terminationStatus,
-                       seconds: Date().timeIntervalSince(start), standardError: text)
+        return Outcome(
+            killed: killed && process.terminationReason == .uncaughtSignal, status: process.terminationStatus,
+            seconds: Date().timeIntervalSince(start), standardError: text)
     }
 
     /// `count` kill points from `seed` mixed with `label`: alternately a moment of the run (stratified over
     /// `duration`, uniform within each stratum) and a moment 0–`writeWindow` s into writing one of `outputs`.
-    static func points(_ count: Int, within duration: Double, outputs: [URL], writeWindow: Double = 0.05,
-                       label: String) -> [KillPoint] {
-        var random = SeededGenerator(seed: seed ^ UInt64(truncatingIfNeeded: label.utf8.reduce(5381) { $0 &* 33 &+ Int($1) }))
+    static func points(
+        _ count: Int, within duration: Double, outputs: [URL], writeWindow: Double = 0.05,
+        label: String
+    ) -> [KillPoint] {
+        var random = SeededGenerator(
+            seed: seed ^ UInt64(truncatingIfNeeded: label.utf8.reduce(5381) { $0 &* 33 &+ Int($1) }))
         let timed = (count + 1) / 2
         return (0..<count).map { index in
             if index % 2 == 0 {
                 let stratum = index / 2
-                return .after(duration * (Double(stratum) + Double.random(in: 0.05...1, using: &random)) / Double(timed))
+                return .after(
+                    duration * (Double(stratum) + Double.random(in: 0.05...1, using: &random)) / Double(timed))
             }
             let output = outputs[(index / 2) % outputs.count]
             return .duringWrite(of: output, plus: Double.random(in: 0...writeWindow, using: &random))
@@ -120,7 +127,8 @@ enum KillHarness {
             guard let other = b[run], metrics.metrics == other.metrics else { return false }
             for metric in metrics.metrics {
                 guard let values = metrics[metric], let theirs = other[metric], theirs.count == values.count,
-                      zip(values, theirs).allSatisfy({ $0 == $1 || ($0.isNaN && $1.isNaN) }) else { return false }
+                    zip(values, theirs).allSatisfy({ $0 == $1 || ($0.isNaN && $1.isNaN) })
+                else { return false }
             }
         }
         return true

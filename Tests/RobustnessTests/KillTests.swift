@@ -60,8 +60,9 @@ import Testing
             if Fixtures.bytes(results.path) == Fixtures.bytes(previous.path) {
                 outcomes.append("previous")
             } else {
-                #expect(KillHarness.same(try KillHarness.results(results.path), expectedNew),
-                        "killed \(delay) (seed \(KillHarness.seed)): results.h5 is neither version")
+                #expect(
+                    KillHarness.same(try KillHarness.results(results.path), expectedNew),
+                    "killed \(delay) (seed \(KillHarness.seed)): results.h5 is neither version")
                 outcomes.append("new")
             }
         }
@@ -80,16 +81,25 @@ import Testing
         let set = try Fixtures.labeledSet(in: folder, count: 7, trainCount: 3, size: 48)
         let model = try Fixtures.model(in: folder)
         func compare(_ spec: String, results: URL, report: URL) -> [String] {
-            ["compare", set.path, "--model", model, "--classical", spec, "--out", results.path, "--report", report.path,
-             "--overwrite", "--threads", "2"]
+            [
+                "compare", set.path, "--model", model, "--classical", spec, "--out", results.path, "--report",
+                report.path,
+                "--overwrite", "--threads", "2"
+            ]
         }
-        let (previousResults, previousReport) = (folder.appendingPathComponent("previous.h5"),
-                                                 folder.appendingPathComponent("previous-report"))
-        let first = try KillHarness.run(compare("kmeans:space=gray,map=train-vote", results: previousResults,
-                                                report: previousReport), in: folder)
+        let (previousResults, previousReport) = (
+            folder.appendingPathComponent("previous.h5"),
+            folder.appendingPathComponent("previous-report")
+        )
+        let first = try KillHarness.run(
+            compare(
+                "kmeans:space=gray,map=train-vote", results: previousResults,
+                report: previousReport), in: folder)
         #expect(first.status == 0, "\(first.standardError)")
-        let (completeResults, completeReport) = (folder.appendingPathComponent("complete.h5"),
-                                                 folder.appendingPathComponent("complete-report"))
+        let (completeResults, completeReport) = (
+            folder.appendingPathComponent("complete.h5"),
+            folder.appendingPathComponent("complete-report")
+        )
         try KillHarness.restore(previousResults, to: completeResults)
         try KillHarness.restore(previousReport, to: completeReport)
         let newSpec = "multiotsu:space=gray,map=oracle"
@@ -102,27 +112,31 @@ import Testing
         #expect(previousHTML != nil && newHTML != nil && previousHTML != newHTML)
 
         let (results, report) = (folder.appendingPathComponent("results.h5"), folder.appendingPathComponent("report"))
-        let points = KillHarness.points(KillHarness.kills, within: full.seconds,
-                                        outputs: [results, report.appendingPathComponent("index.html")], label: "compare")
+        let points = KillHarness.points(
+            KillHarness.kills, within: full.seconds,
+            outputs: [results, report.appendingPathComponent("index.html")], label: "compare")
         print("kill compare: seed \(KillHarness.seed), run \(String(format: "%.2f", full.seconds)) s, kills \(points)")
         var outcomes: [String] = []
         for delay in points {
             try KillHarness.restore(previousResults, to: results)
             try KillHarness.restore(previousReport, to: report)
-            let outcome = try KillHarness.run(compare(newSpec, results: results, report: report), kill: delay,
-                                              in: folder)
+            let outcome = try KillHarness.run(
+                compare(newSpec, results: results, report: report), kill: delay,
+                in: folder)
             #expect(outcome.killed || outcome.status == 0, "\(outcome.standardError)")
             var outcome2 = ""
             if Fixtures.bytes(results.path) == Fixtures.bytes(previousResults.path) {
                 outcome2 = "previous"
             } else {
-                #expect(KillHarness.same(try KillHarness.results(results.path), expectedNew),
-                        "killed \(delay) (seed \(KillHarness.seed)): results.h5 is neither version")
+                #expect(
+                    KillHarness.same(try KillHarness.results(results.path), expectedNew),
+                    "killed \(delay) (seed \(KillHarness.seed)): results.h5 is neither version")
                 outcome2 = "new"
             }
             let html = Fixtures.bytes(report.path + "/index.html")
-            #expect(html == previousHTML || html == newHTML,
-                    "killed \(delay) (seed \(KillHarness.seed)): index.html is neither version")
+            #expect(
+                html == previousHTML || html == newHTML,
+                "killed \(delay) (seed \(KillHarness.seed)): index.html is neither version")
             outcomes.append(outcome2 + (html == newHTML ? "+new report" : "+previous report"))
         }
         print("kill compare: outcomes \(outcomes)")
@@ -145,9 +159,11 @@ import Testing
         let steps = 3
         // The smallest network the CLI builds (MobileNetV2, 8-channel ASPP): a debug-build step takes seconds.
         func train(_ out: URL, resume: URL? = nil) -> [String] {
-            ["train", set.path, "--arch", "deeplabv3_mobilenet_v2", "--aspp-channels", "8", "--output-stride", "16",
-             "--num-classes", "3", "--steps", "\(steps)", "--batch", "1", "--crop", "32", "--val-every", "1",
-             "--threads", "2", "--out", out.path]
+            [
+                "train", set.path, "--arch", "deeplabv3_mobilenet_v2", "--aspp-channels", "8", "--output-stride", "16",
+                "--num-classes", "3", "--steps", "\(steps)", "--batch", "1", "--crop", "32", "--val-every", "1",
+                "--threads", "2", "--out", out.path
+            ]
                 + (resume.map { ["--resume", $0.path] } ?? [])
         }
         let reference = folder.appendingPathComponent("reference")
@@ -158,9 +174,10 @@ import Testing
 
         // Each run writes into its own folder: the kill points name the files there.
         let runs = (0..<max(2, KillHarness.kills / 2)).map { folder.appendingPathComponent("run\($0)") }
-        let points = KillHarness.points(runs.count, within: full.seconds,
-                                        outputs: [runs[1].appendingPathComponent("m.last.h5")], writeWindow: 0.5,
-                                        label: "train")
+        let points = KillHarness.points(
+            runs.count, within: full.seconds,
+            outputs: [runs[1].appendingPathComponent("m.last.h5")], writeWindow: 0.5,
+            label: "train")
         print("kill train: seed \(KillHarness.seed), run \(String(format: "%.2f", full.seconds)) s, kills \(points)")
         var outcomes: [String] = []
         for (run, delay) in zip(runs, points) {
@@ -171,8 +188,9 @@ import Testing
             var lastStep: Int?
             for checkpoint in [best, last] where FileManager.default.fileExists(atPath: checkpoint.path) {
                 let step = try Self.checkpointStep(checkpoint.path)
-                #expect((1...steps).contains(step),
-                        "killed \(delay) (seed \(KillHarness.seed)): \(checkpoint.lastPathComponent) at step \(step)")
+                #expect(
+                    (1...steps).contains(step),
+                    "killed \(delay) (seed \(KillHarness.seed)): \(checkpoint.lastPathComponent) at step \(step)")
                 if checkpoint == last { lastStep = step }
             }
             // Continue: from the last checkpoint when there is one, else from the start.
@@ -185,7 +203,8 @@ import Testing
             let history = try HDF5File.open(last.path).shape(of: "/history/train_loss")
             #expect(history == [steps])
             #expect(Fixtures.leftoverTemporaries(in: run).isEmpty, "\(Fixtures.leftoverTemporaries(in: run))")
-            outcomes.append(outcome.killed ? "killed, last checkpoint \(lastStep.map(String.init) ?? "none")" : "finished")
+            outcomes.append(
+                outcome.killed ? "killed, last checkpoint \(lastStep.map(String.init) ?? "none")" : "finished")
         }
         print("kill train: outcomes \(outcomes)")
     }

@@ -18,26 +18,32 @@ struct ReaderRegressionTests {
     /// DCMTK) and a JPEG marker sequence on which DCMTK's IJG decoder loops forever.
     static let dicomCases = [
         ("dicom-rle-segment-offset-segv.dcm", "malformed RLE header: segment 2 starts at byte 822083848"),
-        ("dicom-jpeg-baseline-3x3-hang.dcm", "malformed JPEG"),
+        ("dicom-jpeg-baseline-3x3-hang.dcm", "malformed JPEG")
     ]
 
-    static func expectRefused(_ result: TestSupport.ProcessResult, _ file: String, _ cause: String,
-                              output: String, _ command: String) {
+    static func expectRefused(
+        _ result: TestSupport.ProcessResult, _ file: String, _ cause: String,
+        output: String, _ command: String
+    ) {
         #expect(result.status == 1, "\(command): status \(result.status) (9: killed after \(timeout) s)")
-        #expect(result.standardError.contains(file) && result.standardError.contains(cause),
-                "\(command): \(result.standardError)")
+        #expect(
+            result.standardError.contains(file) && result.standardError.contains(cause),
+            "\(command): \(result.standardError)")
         #expect(!FileManager.default.fileExists(atPath: output), "\(command) wrote \(output)")
     }
 
     /// `cluster` and `segment` each refuse `file` with one line naming it and `cause`, and write nothing.
     static func expectClusterAndSegmentRefuse(_ file: String, _ cause: String, in folder: URL) throws {
         var out = folder.appendingPathComponent("clusters.h5").path
-        expectRefused(try TestSupport.slicelab(["cluster", file, "--method", "kmeans", "--classes", "2", "--out", out],
-                                               timeout: timeout), file, cause, output: out, "cluster")
+        expectRefused(
+            try TestSupport.slicelab(
+                ["cluster", file, "--method", "kmeans", "--classes", "2", "--out", out],
+                timeout: timeout), file, cause, output: out, "cluster")
         let model = try Fixtures.model(in: folder)
         out = folder.appendingPathComponent("labels.h5").path
-        expectRefused(try TestSupport.slicelab(["segment", file, "--model", model, "--out", out], timeout: timeout),
-                      file, cause, output: out, "segment")
+        expectRefused(
+            try TestSupport.slicelab(["segment", file, "--model", model, "--out", out], timeout: timeout),
+            file, cause, output: out, "segment")
     }
 
     @Test(arguments: dicomCases)
@@ -48,13 +54,16 @@ struct ReaderRegressionTests {
         try FileManager.default.copyItem(atPath: Self.regression(c.name), toPath: file)
         for output in ["out.h5", "out.png"] {
             let out = folder.appendingPathComponent(output).path
-            Self.expectRefused(try TestSupport.slicelab(["convert", file, out], timeout: Self.timeout), file, c.cause,
-                               output: out, "convert → \(output)")
+            Self.expectRefused(
+                try TestSupport.slicelab(["convert", file, out], timeout: Self.timeout), file, c.cause,
+                output: out, "convert → \(output)")
         }
         let model = try Fixtures.model(in: folder)
         let out = folder.appendingPathComponent("labels.h5").path
-        Self.expectRefused(try TestSupport.slicelab(["segment", file, "--model", model, "--out", out],
-                                                    timeout: Self.timeout), file, c.cause, output: out, "segment")
+        Self.expectRefused(
+            try TestSupport.slicelab(
+                ["segment", file, "--model", model, "--out", out],
+                timeout: Self.timeout), file, c.cause, output: out, "segment")
     }
 
     /// One series of three good slices beside a bad file (a series of its own): `info`, `convert` and `segment`
@@ -68,8 +77,10 @@ struct ReaderRegressionTests {
         try FileManager.default.createDirectory(at: series, withIntermediateDirectories: true)
         for index in 0..<3 {
             let stored = (0..<(16 * 16)).map { UInt16((index * 5 + $0 * 7) % 2048) }
-            try Data(Fixtures.ctFile(rows: 16, columns: 16, stored: stored, position: Double(index), instance: index + 1))
-                .write(to: series.appendingPathComponent("IM\(index).dcm"))
+            try Data(
+                Fixtures.ctFile(rows: 16, columns: 16, stored: stored, position: Double(index), instance: index + 1)
+            )
+            .write(to: series.appendingPathComponent("IM\(index).dcm"))
         }
         let bad = series.appendingPathComponent(c.name).path
         try FileManager.default.copyItem(atPath: Self.regression(c.name), toPath: bad)
@@ -79,15 +90,17 @@ struct ReaderRegressionTests {
         let out = folder.appendingPathComponent("series.h5").path
         let convert = try TestSupport.slicelab(["convert", series.path, out], timeout: Self.timeout)
         #expect(convert.status == 0, "\(convert.standardError)")
-        #expect(convert.standardOutput.contains("skipped \(bad): ") && convert.standardOutput.contains(c.cause),
-                "\(convert.standardOutput)")
+        #expect(
+            convert.standardOutput.contains("skipped \(bad): ") && convert.standardOutput.contains(c.cause),
+            "\(convert.standardOutput)")
         #expect(convert.standardOutput.contains("converted 3 of 4 files into 1 series, 1 skipped"))
         #expect(try HDF5File.open(out).shape(of: "/image") == [3, 16, 16])
 
         let model = try Fixtures.model(in: folder)
         let labels = folder.appendingPathComponent("labels.h5").path
-        let segment = try TestSupport.slicelab(["segment", series.path, "--model", model, "--out", labels],
-                                               timeout: Self.timeout)
+        let segment = try TestSupport.slicelab(
+            ["segment", series.path, "--model", model, "--out", labels],
+            timeout: Self.timeout)
         #expect(segment.status == 0, "\(segment.standardError)")  // segment takes the folder's first series
         #expect(try HDF5File.open(labels).shape(of: "/labels") == [3, 16, 16])
     }
@@ -106,8 +119,9 @@ struct ReaderRegressionTests {
             .write(to: set.appendingPathComponent("labels/case04.png").path)
         let model = try Fixtures.model(in: folder)
         let out = folder.appendingPathComponent("results.h5").path
-        let result = try TestSupport.slicelab(["compare", set.path, "--model", model, "--out", out],
-                                              timeout: Self.timeout)
+        let result = try TestSupport.slicelab(
+            ["compare", set.path, "--model", model, "--out", out],
+            timeout: Self.timeout)
         Self.expectRefused(result, image, c.cause, output: out, "compare")
         #expect(result.standardError.contains("case04"))
     }
@@ -124,7 +138,8 @@ struct ReaderRegressionTests {
         // evaluate reads /labels: the same flaw there, made by h5py and one patched layout message (the data's
         // address moved 256 MiB past the end of the file).
         let labels = folder.appendingPathComponent("labels-past-eof.h5").path
-        try TestSupport.runPython("""
+        try TestSupport.runPython(
+            """
             import h5py, numpy as np, struct, sys
             with h5py.File(sys.argv[1], "w") as f:
                 d = f.create_dataset("labels", data=np.ones((3, 4, 5), np.uint8))
@@ -137,11 +152,15 @@ struct ReaderRegressionTests {
             open(sys.argv[1], "wb").write(bytes(data))
             """, arguments: [labels])
         let reference = folder.appendingPathComponent("reference.h5").path
-        try HDF5File.write(to: reference, updating: false) { try $0.write([UInt8](repeating: 1, count: 60), shape: [3, 4, 5], to: "/labels") }
+        try HDF5File.write(to: reference, updating: false) {
+            try $0.write([UInt8](repeating: 1, count: 60), shape: [3, 4, 5], to: "/labels")
+        }
         let out = folder.appendingPathComponent("results.h5").path
         for (pred, ref) in [(labels, reference), (reference, labels)] {
-            Self.expectRefused(try TestSupport.slicelab(["evaluate", "--pred", pred, "--ref", ref, "--out", out],
-                                                        timeout: Self.timeout), labels, cause, output: out, "evaluate")
+            Self.expectRefused(
+                try TestSupport.slicelab(
+                    ["evaluate", "--pred", pred, "--ref", ref, "--out", out],
+                    timeout: Self.timeout), labels, cause, output: out, "evaluate")
         }
     }
 
@@ -165,14 +184,19 @@ struct ReaderRegressionTests {
     @Test func fuzzFindingsOfTheReviewFinishWithinTheTimeLimit() throws {
         let folder = try TestSupport.temporaryFolder("regression-review")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let described = try TestSupport.slicelab(["info", Self.regression("dicom-many-elements-slow-under-asan.dcm")],
-                                                 timeout: Self.timeout)
+        let described = try TestSupport.slicelab(
+            ["info", Self.regression("dicom-many-elements-slow-under-asan.dcm")],
+            timeout: Self.timeout)
         #expect(described.status == 0, "\(described.standardError)")
         let file = folder.appendingPathComponent("image.h5").path
         try FileManager.default.copyItem(atPath: Self.regression("hdf5-local-heap-claims-5gb.h5"), toPath: file)
         let out = folder.appendingPathComponent("clusters.h5").path
-        Self.expectRefused(try TestSupport.slicelab(["cluster", file, "--method", "otsu", "--classes", "2",
-                                                     "--out", out], timeout: Self.timeout),
-                           file, "no object '/image'", output: out, "cluster")
+        Self.expectRefused(
+            try TestSupport.slicelab(
+                [
+                    "cluster", file, "--method", "otsu", "--classes", "2",
+                    "--out", out
+                ], timeout: Self.timeout),
+            file, "no object '/image'", output: out, "cluster")
     }
 }

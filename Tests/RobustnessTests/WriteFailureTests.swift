@@ -33,8 +33,10 @@ import Testing
             try FileManager.default.createDirectory(at: seriesURL, withIntermediateDirectories: true)
             for index in 0..<12 {
                 let stored = (0..<(64 * 64)).map { UInt16(($0 * 13 + index * 101) % 4096) }
-                try Data(Fixtures.ctFile(rows: 64, columns: 64, stored: stored, position: Double(index), instance: index + 1))
-                    .write(to: seriesURL.appendingPathComponent(String(format: "IM%02d.dcm", index)))
+                try Data(
+                    Fixtures.ctFile(rows: 64, columns: 64, stored: stored, position: Double(index), instance: index + 1)
+                )
+                .write(to: seriesURL.appendingPathComponent(String(format: "IM%02d.dcm", index)))
             }
             series = seriesURL.path
             model = try Fixtures.model(in: folder)
@@ -49,18 +51,31 @@ import Testing
             let out = { outputs.appendingPathComponent($0).path }
             return [
                 Scenario(name: "convert", arguments: ["convert", series, out("volume.h5")], output: out("volume.h5")),
-                Scenario(name: "convert png", arguments: ["convert", series, out("slice.png"), "--bits", "16"],
-                         output: out("slice.png")),
-                Scenario(name: "segment", arguments: ["segment", series, "--model", model, "--out", out("labels.h5"),
-                                                      "--probabilities", "--threads", "2"], output: out("labels.h5")),
-                Scenario(name: "evaluate", arguments: ["evaluate", "--pred", labels, "--ref", labels, "--out",
-                                                       out("results.h5"), "--run", "again", "--overwrite"],
-                         output: out("results.h5")),
-                Scenario(name: "train", arguments: ["train", trainingSet, "--arch", "deeplabv3_mobilenet_v2",
-                                                    "--aspp-channels", "8", "--output-stride", "16", "--num-classes",
-                                                    "3", "--steps", "1", "--batch", "1", "--crop", "32",
-                                                    "--threads", "2", "--out", out("model.h5")],
-                         output: out("model.last.h5"), named: ["model.h5"]),
+                Scenario(
+                    name: "convert png", arguments: ["convert", series, out("slice.png"), "--bits", "16"],
+                    output: out("slice.png")),
+                Scenario(
+                    name: "segment",
+                    arguments: [
+                        "segment", series, "--model", model, "--out", out("labels.h5"),
+                        "--probabilities", "--threads", "2"
+                    ], output: out("labels.h5")),
+                Scenario(
+                    name: "evaluate",
+                    arguments: [
+                        "evaluate", "--pred", labels, "--ref", labels, "--out",
+                        out("results.h5"), "--run", "again", "--overwrite"
+                    ],
+                    output: out("results.h5")),
+                Scenario(
+                    name: "train",
+                    arguments: [
+                        "train", trainingSet, "--arch", "deeplabv3_mobilenet_v2",
+                        "--aspp-channels", "8", "--output-stride", "16", "--num-classes",
+                        "3", "--steps", "1", "--batch", "1", "--crop", "32",
+                        "--threads", "2", "--out", out("model.h5")
+                    ],
+                    output: out("model.last.h5"), named: ["model.h5"])
             ]
         }
     }
@@ -68,22 +83,30 @@ import Testing
     /// Runs `slicelab` under a file-size limit of `bytes` (SIGXFSZ ignored, so writes fail with EFBIG).
     static func runLimited(_ arguments: [String], fileSizeLimit bytes: Int) throws -> TestSupport.ProcessResult {
         let blocks = max(1, bytes / 1024)  // bash counts ulimit -f in 1024-byte blocks
-        return try TestSupport.run("/bin/bash", ["-c", "ulimit -f \(blocks) && trap '' XFSZ && exec \"$0\" \"$@\"",
-                                                 TestSupport.slicelabBinary] + arguments)
+        return try TestSupport.run(
+            "/bin/bash",
+            [
+                "-c", "ulimit -f \(blocks) && trap '' XFSZ && exec \"$0\" \"$@\"",
+                TestSupport.slicelabBinary
+            ] + arguments)
     }
 
     /// Checks one failed write: exit 1, one error line naming the output, the previous bytes, no temporaries.
-    static func expectCleanFailure(_ result: TestSupport.ProcessResult, _ scenario: Scenario, previous: Data?,
-                                   outputs: URL, cause: String) {
+    static func expectCleanFailure(
+        _ result: TestSupport.ProcessResult, _ scenario: Scenario, previous: Data?,
+        outputs: URL, cause: String
+    ) {
         #expect(result.status == 1, "\(scenario.name): \(result.standardError)")
         let errorLines = result.standardError.split(separator: "\n").filter { $0.contains("error:") }
         let names = [(scenario.output as NSString).lastPathComponent] + scenario.named
-        #expect(errorLines.count == 1 && names.contains { errorLines[0].contains($0) },
-                "\(scenario.name): \(result.standardError)")
+        #expect(
+            errorLines.count == 1 && names.contains { errorLines[0].contains($0) },
+            "\(scenario.name): \(result.standardError)")
         #expect(result.standardError.contains(cause), "\(scenario.name): \(result.standardError)")
         #expect(Fixtures.bytes(scenario.output) == previous, "\(scenario.name): the previous output changed")
-        #expect(Fixtures.leftoverTemporaries(in: outputs).isEmpty,
-                "\(scenario.name): \(Fixtures.leftoverTemporaries(in: outputs))")
+        #expect(
+            Fixtures.leftoverTemporaries(in: outputs).isEmpty,
+            "\(scenario.name): \(Fixtures.leftoverTemporaries(in: outputs))")
     }
 
     @Test func aFileSizeLimitFailsEachWriterCleanlyAndKeepsThePreviousOutput() throws {
@@ -154,7 +177,8 @@ import Testing
             let pages = ((previous?.count ?? 0) + 4095) / 4096
             let filler = try Self.fill(disk, leaving: scenario.name == "evaluate" ? pages * 4096 : 0)
             let result = try TestSupport.slicelab(scenario.arguments)
-            Self.expectCleanFailure(result, scenario, previous: previous, outputs: disk, cause: "No space left on device")
+            Self.expectCleanFailure(
+                result, scenario, previous: previous, outputs: disk, cause: "No space left on device")
             try FileManager.default.removeItem(at: filler)
             let again = try TestSupport.slicelab(scenario.arguments)
             #expect(again.status == 0, "\(scenario.name) with space again: \(again.standardError)")
@@ -178,8 +202,9 @@ import Testing
         #expect(!FileManager.default.createFile(atPath: disk.appendingPathComponent("probe").path, contents: Data()))
         for scenario in inputs.scenarios(in: disk) {
             let result = try TestSupport.slicelab(scenario.arguments)
-            Self.expectCleanFailure(result, scenario, previous: previous[scenario.name] ?? nil, outputs: disk,
-                                    cause: "Read-only file system")
+            Self.expectCleanFailure(
+                result, scenario, previous: previous[scenario.name] ?? nil, outputs: disk,
+                cause: "Read-only file system")
         }
     }
 }

@@ -18,7 +18,12 @@ import Testing
         return (0..<count).map { _ in
             let result = rotl(s[1] &* 5, 7) &* 9
             let t = s[1] << 17
-            s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3]; s[2] ^= t; s[3] = rotl(s[3], 45)
+            s[2] ^= s[0]
+            s[3] ^= s[1]
+            s[1] ^= s[2]
+            s[0] ^= s[3]
+            s[2] ^= t
+            s[3] = rotl(s[3], 45)
             return result
         }
     }
@@ -38,7 +43,8 @@ import Testing
     }
 
     @Test func streamsOfOneSeedDiffer() {
-        var first = SeededGenerator.stream(seed: 3, index: 0), second = SeededGenerator.stream(seed: 3, index: 1)
+        var first = SeededGenerator.stream(seed: 3, index: 0)
+        var second = SeededGenerator.stream(seed: 3, index: 1)
         #expect(first.next() != second.next())
         var draws = SeededGenerator(seed: 9)
         let values = (0..<10_000).map { _ in draws.index(below: 10) }
@@ -66,7 +72,8 @@ import Testing
         #expect(ReadLimits(parsing: "1.5GiB")?.maxBytes == 3 << 29)
         #expect(ReadLimits(parsing: "512mb")?.maxBytes == 512 << 20)
         #expect(ReadLimits(parsing: "1000000")?.maxBytes == 1_000_000)
-        #expect(ReadLimits(parsing: "lots") == nil && ReadLimits(parsing: "-1G") == nil && ReadLimits(parsing: "") == nil)
+        #expect(
+            ReadLimits(parsing: "lots") == nil && ReadLimits(parsing: "-1G") == nil && ReadLimits(parsing: "") == nil)
     }
 
     @Test func anOverflowingClaimIsRefusedNamingFileAndLimit() {

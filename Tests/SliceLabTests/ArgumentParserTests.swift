@@ -12,13 +12,15 @@ import Testing
             OptionSpec("mode", .choice(["fast", "slow"]), help: "a mode"),
             OptionSpec("spacing", .doubles, help: "a list"),
             OptionSpec("verbose", .flag, help: "talk"),
-            OptionSpec("tag", help: "tags", repeatable: true),
+            OptionSpec("tag", help: "tags", repeatable: true)
         ])
 
     @Test func parsesEveryKindOfOption() throws {
         let parsed = try ParsedArguments.parse(
-            ["in.dcm", "--out", "o.h5", "--count=4", "--rate", "0.5", "--mode", "slow", "--spacing", "2.5,-0.8,0.8",
-             "--verbose", "--tag", "a", "--tag", "b", "extra"], spec: spec)
+            [
+                "in.dcm", "--out", "o.h5", "--count=4", "--rate", "0.5", "--mode", "slow", "--spacing", "2.5,-0.8,0.8",
+                "--verbose", "--tag", "a", "--tag", "b", "extra"
+            ], spec: spec)
         #expect(parsed.positionals == ["in.dcm", "extra"])
         #expect(parsed.string("out") == "o.h5")
         #expect(parsed.int("count") == 4)
@@ -40,11 +42,13 @@ import Testing
         (["x", "--out", "o", "--count", "11"], "slicelab demo-cmd: --count: 11 is outside 1...10"),
         (["x", "--out", "o", "--rate", "nan"], "slicelab demo-cmd: --rate: 'nan' is not a number"),
         (["x", "--out", "o", "--mode", "medium"], "slicelab demo-cmd: --mode: 'medium' is not one of fast, slow"),
-        (["x", "--out", "o", "--spacing", "1,,2"],
-         "slicelab demo-cmd: --spacing: '1,,2' is not a comma-separated list of numbers"),
+        (
+            ["x", "--out", "o", "--spacing", "1,,2"],
+            "slicelab demo-cmd: --spacing: '1,,2' is not a comma-separated list of numbers"
+        ),
         (["x", "--out", "o", "--verbose=yes"], "slicelab demo-cmd: --verbose takes no value"),
         (["x", "--out", "o", "--out", "p"], "slicelab demo-cmd: --out given more than once"),
-        (["x", "-o", "p"], "slicelab demo-cmd: unknown option '-o' (options are spelled --name)"),
+        (["x", "-o", "p"], "slicelab demo-cmd: unknown option '-o' (options are spelled --name)")
     ])
     func rejectsBadUsageWithOneClearLine(arguments: [String], message: String) {
         #expect(throws: UsageError(message)) { try ParsedArguments.parse(arguments, spec: spec) }

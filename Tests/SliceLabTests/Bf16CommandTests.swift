@@ -23,16 +23,20 @@ import Testing
         let runs = [
             ["segment", Self.testImage, "--model", Self.model, "--out", out, "--precision", "bf16"],
             ["compare", Self.set, "--model", Self.model, "--out", out, "--precision", "bf16"],
-            ["train", Self.set, "--arch", "deeplabv3_resnet18", "--num-classes", "3", "--steps", "1",
-             "--out", out, "--precision", "bf16"],
+            [
+                "train", Self.set, "--arch", "deeplabv3_resnet18", "--num-classes", "3", "--steps", "1",
+                "--out", out, "--precision", "bf16"
+            ]
         ]
         for arguments in runs {
             let run = try TestSupport.run(TestSupport.slicelabBinary, arguments)
             #expect(run.status == 2, "\(arguments[0]): \(run.standardError)")
             let lines = run.standardError.split(separator: "\n")
             #expect(lines.count == 1, "\(run.standardError)")
-            #expect(lines.first?.hasPrefix("slicelab \(arguments[0]): --precision bf16: this CPU's oneDNN ISA is "
-                                           + "\(oneDNNEffectiveISA)") == true, "\(run.standardError)")
+            #expect(
+                lines.first?.hasPrefix(
+                    "slicelab \(arguments[0]): --precision bf16: this CPU's oneDNN ISA is "
+                        + "\(oneDNNEffectiveISA)") == true, "\(run.standardError)")
             #expect(!FileManager.default.fileExists(atPath: out))
         }
     }
@@ -45,9 +49,12 @@ import Testing
         var labels: [[Int32]] = []
         for precision in ["fp32", "bf16"] {
             let out = folder.appendingPathComponent("\(precision).h5").path
-            let run = try TestSupport.run(TestSupport.slicelabBinary, [
-                "segment", Self.testImage, "--model", Self.model, "--out", out, "--precision", precision,
-                "--threads", "2"], environment: Self.emulation)
+            let run = try TestSupport.run(
+                TestSupport.slicelabBinary,
+                [
+                    "segment", Self.testImage, "--model", Self.model, "--out", out, "--precision", precision,
+                    "--threads", "2"
+                ], environment: Self.emulation)
             #expect(run.status == 0, "\(run.standardError)")
             labels.append(try HDF5File.open(out).read("/labels", as: Int32.self).values)
         }
@@ -68,10 +75,13 @@ import Testing
         var losses: [[Double]] = []
         for precision in ["fp32", "bf16"] {
             let out = folder.appendingPathComponent("\(precision).h5").path
-            let run = try TestSupport.run(TestSupport.slicelabBinary, [
-                "train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3", "--steps", "3",
-                "--batch", "2", "--crop", "32", "--aspp-channels", "16", "--precision", precision,
-                "--threads", "2", "--out", out], environment: Self.emulation)
+            let run = try TestSupport.run(
+                TestSupport.slicelabBinary,
+                [
+                    "train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3", "--steps", "3",
+                    "--batch", "2", "--crop", "32", "--aspp-channels", "16", "--precision", precision,
+                    "--threads", "2", "--out", out
+                ], environment: Self.emulation)
             #expect(run.status == 0, "\(run.standardError)")
             let last = try HDF5File.open(folder.appendingPathComponent("\(precision).last.h5").path)
             losses.append(try last.read("/history/train_loss", as: Double.self).values)

@@ -22,10 +22,15 @@ import Testing
     }
 
     @Test func unknownCommandsAndOptionsExitTwoWithOneLine() throws {
-        for arguments in [["frobnicate"], ["cluster", "in.png", "--classes", "3", "--method", "kmeans", "--out", "o.h5",
-                                          "--bogus"],
-                          ["cluster", "in.png", "--classes", "x", "--method", "kmeans", "--out", "o.h5"],
-                          ["evaluate", "--pred", "p"], []] {
+        for arguments in [
+            ["frobnicate"],
+            [
+                "cluster", "in.png", "--classes", "3", "--method", "kmeans", "--out", "o.h5",
+                "--bogus"
+            ],
+            ["cluster", "in.png", "--classes", "x", "--method", "kmeans", "--out", "o.h5"],
+            ["evaluate", "--pred", "p"], []
+        ] {
             let result = try TestSupport.slicelab(arguments)
             #expect(result.status == 2, "\(arguments)")
             let lines = result.standardError.split(separator: "\n")

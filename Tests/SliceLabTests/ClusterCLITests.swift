@@ -78,9 +78,11 @@ import Testing
         try PNGImage(rows: 40, columns: 40, channels: 3, samples: Self.colorPixels()).write(to: input)
         let out = folder.appendingPathComponent("out.h5").path
         let overlay = folder.appendingPathComponent("overlay.png").path
-        let result = try Self.run([input, "--method", "kmeans", "--classes", "3", "--space", "lab", "--n-init", "3",
-                                   "--regularize", "mrf", "--min-region", "5", "--connectivity", "2",
-                                   "--out", out, "--overlay", overlay])
+        let result = try Self.run([
+            input, "--method", "kmeans", "--classes", "3", "--space", "lab", "--n-init", "3",
+            "--regularize", "mrf", "--min-region", "5", "--connectivity", "2",
+            "--out", out, "--overlay", overlay
+        ])
         #expect(result.status == 0, "\(result.standardError)")
         let file = try HDF5File.open(out)
         let centers = try file.read("/centers", as: Double.self)
@@ -152,8 +154,10 @@ import Testing
             ([nan, "--method", "kmeans", "--classes", "2"], 1, "pixel 19"),
             ([constant, "--method", "kmeans", "--classes", "2", "--space", "lab"], 2, "needs a color image"),
             ([constant, "--method", "otsu", "--classes", "3"], 2, "use --method multiotsu"),
-            ([folder.appendingPathComponent("missing.png").path, "--method", "otsu", "--classes", "2"], 1,
-             "no such file"),
+            (
+                [folder.appendingPathComponent("missing.png").path, "--method", "otsu", "--classes", "2"], 1,
+                "no such file"
+            )
         ]
         for (arguments, status, message) in cases {
             let result = try Self.run(arguments + ["--out", out])

@@ -11,14 +11,16 @@ import Testing
     static func makeSet(in folder: URL, count: Int = 6) throws -> URL {
         let root = folder.appendingPathComponent("shapes")
         for sub in ["images", "labels"] {
-            try FileManager.default.createDirectory(at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: root.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
         var generator = SystemRandomNumberGenerator()
         var names: [String] = []
         for index in 0..<count {
             let name = String(format: "case%02d", index)
             names.append(name)
-            var pixels = [UInt16](repeating: 0, count: 48 * 48), labels = [UInt8](repeating: 0, count: 48 * 48)
+            var pixels = [UInt16](repeating: 0, count: 48 * 48)
+            var labels = [UInt8](repeating: 0, count: 48 * 48)
             let (cy, cx) = (14 + index % 3 * 4, 14 + index % 2 * 5)
             for y in 0..<48 {
                 for x in 0..<48 {
@@ -34,9 +36,11 @@ import Testing
             try PNGImage(rows: 48, columns: 48, channels: 1, samples: labels)
                 .write(to: root.appendingPathComponent("labels/\(name).png").path)
         }
-        let json: [String: Any] = ["name": "shapes", "classes": ["background", "disc", "square"], "modality": "OT",
-                                   "splits": ["train": Array(names.prefix(3)), "test": Array(names.suffix(from: 3))],
-                                   "spacing": [0.5, 0.5]]
+        let json: [String: Any] = [
+            "name": "shapes", "classes": ["background", "disc", "square"], "modality": "OT",
+            "splits": ["train": Array(names.prefix(3)), "test": Array(names.suffix(from: 3))],
+            "spacing": [0.5, 0.5]
+        ]
         try JSONSerialization.data(withJSONObject: json).write(to: root.appendingPathComponent("dataset.json"))
         return root
     }
@@ -44,8 +48,10 @@ import Testing
     /// An untrained (seeded) model: the pipeline is under test here, not accuracy.
     static func makeModel(in folder: URL) throws -> String {
         let path = folder.appendingPathComponent("model.h5").path
-        let model = try DeepLabV3(DeepLabConfiguration(architecture: .resnet18, classCount: 3, inputChannels: 1,
-                                                       outputStride: 16, atrousRates: [6, 12, 18], asppChannels: 32))
+        let model = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: .resnet18, classCount: 3, inputChannels: 1,
+                outputStride: 16, atrousRates: [6, 12, 18], asppChannels: 32))
         try DeepLabCheckpoint.save(model, preprocessing: .percentile(low: 0.5, high: 99.5), to: path)
         return path
     }
@@ -56,9 +62,11 @@ import Testing
         let model = try Self.makeModel(in: folder)
         let results = folder.appendingPathComponent("results.h5").path
         let report = folder.appendingPathComponent("report").path
-        let run = try TestSupport.slicelab(["compare", set.path, "--model", model, "--classical",
-                                            "kmeans:space=gray,map=train-vote", "--classical", "multiotsu:map=oracle",
-                                            "--out", results, "--report", report, "--timings"])
+        let run = try TestSupport.slicelab([
+            "compare", set.path, "--model", model, "--classical",
+            "kmeans:space=gray,map=train-vote", "--classical", "multiotsu:map=oracle",
+            "--out", results, "--report", report, "--timings"
+        ])
         #expect(run.status == 0, "\(run.standardError)")
         #expect(run.standardOutput.contains("kmeans-gray-train-vote"))
         #expect(run.standardOutput.contains("multiotsu-gray-hungarian-oracle"))
@@ -100,8 +108,12 @@ import Testing
         #expect(dom.standardOutput.components(separatedBy: "<img ").count - 1 == images)
         #expect(dom.standardOutput.contains("<svg class=\"boxplot\""))
         let screenshot = folder.appendingPathComponent("report.png").path
-        let shot = try TestSupport.run(chromium, flags + ["--window-size=1400,2400", "--screenshot=" + screenshot,
-                                                          "file://" + page])
+        let shot = try TestSupport.run(
+            chromium,
+            flags + [
+                "--window-size=1400,2400", "--screenshot=" + screenshot,
+                "file://" + page
+            ])
         #expect(shot.status == 0, "\(shot.standardError)")
         let picture = try PNGImage.read(screenshot)
         let samples = picture.intSamples
@@ -118,8 +130,10 @@ import Testing
         let set = try Self.makeSet(in: folder, count: 4)
         let model = try Self.makeModel(in: folder)
         let out = folder.appendingPathComponent("r.h5").path
-        let badSpec = try TestSupport.slicelab(["compare", set.path, "--model", model, "--classical", "kmeans:colour=lab",
-                                                "--out", out])
+        let badSpec = try TestSupport.slicelab([
+            "compare", set.path, "--model", model, "--classical", "kmeans:colour=lab",
+            "--out", out
+        ])
         #expect(badSpec.status == 2)
         #expect(badSpec.standardError.contains("unknown key 'colour'"))
         let badSplit = try TestSupport.slicelab(["compare", set.path, "--model", model, "--split", "val", "--out", out])

@@ -14,19 +14,26 @@ import Testing
     static func mpirun(_ arguments: [String], environment: [String: String] = [:]) -> [String]? {
         let path = "/usr/bin/mpirun"
         guard FileManager.default.isExecutableFile(atPath: path) else { return nil }
-        var command = [path, "-np", "2", "--oversubscribe", "--mca", "btl", "self,tcp",
-                       "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"]
+        var command = [
+            path, "-np", "2", "--oversubscribe", "--mca", "btl", "self,tcp",
+            "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"
+        ]
         if getuid() == 0 { command.append("--allow-run-as-root") }
         for name in environment.keys.sorted() { command += ["-x", name] }
         return command + [TestSupport.slicelabBinary] + arguments
     }
 
-    static func trainArguments(_ set: URL, out: String, steps: Int, validateEvery: Int, optimizer: String = "sgd",
-                               learningRate: String = "1e-4", seed: Int = 7) -> [String] {
-        ["train", set.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3", "--aspp-channels", "16",
-         "--output-stride", "8", "--input-scale", "1", "--steps", "\(steps)", "--batch", "4", "--crop", "32", "--seed", "\(seed)",
-         "--optimizer", optimizer, "--lr", learningRate, "--val-every", "\(validateEvery)", "--threads", "1",
-         "--out", out]
+    static func trainArguments(
+        _ set: URL, out: String, steps: Int, validateEvery: Int, optimizer: String = "sgd",
+        learningRate: String = "1e-4", seed: Int = 7
+    ) -> [String] {
+        [
+            "train", set.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3", "--aspp-channels", "16",
+            "--output-stride", "8", "--input-scale", "1", "--steps", "\(steps)", "--batch", "4", "--crop", "32",
+            "--seed", "\(seed)",
+            "--optimizer", optimizer, "--lr", learningRate, "--val-every", "\(validateEvery)", "--threads", "1",
+            "--out", out
+        ]
     }
 
     /// Largest |a − b| / max(max|a|, 0.1) over a tensor (0 for equal tensors).
@@ -48,11 +55,14 @@ import Testing
         try TrainToySet.write(to: folder, trainCases: 6, validationCases: 1, size: 40)
         let path = { (name: String) in folder.appendingPathComponent(name).path }
         func train(_ out: String, steps: Int, extra: [String], ranks: Int, pretraining: Bool = false) throws
-            -> (String, String)? {
-            let arguments = (pretraining
-                ? Self.trainArguments(folder, out: path(out), steps: steps, validateEvery: steps, optimizer: "adamw",
-                                      learningRate: "1e-3", seed: 3)
-                : Self.trainArguments(folder, out: path(out), steps: steps, validateEvery: steps)) + extra
+            -> (String, String)?
+        {
+            let arguments =
+                (pretraining
+                    ? Self.trainArguments(
+                        folder, out: path(out), steps: steps, validateEvery: steps, optimizer: "adamw",
+                        learningRate: "1e-3", seed: 3)
+                    : Self.trainArguments(folder, out: path(out), steps: steps, validateEvery: steps)) + extra
             if ranks == 1 {
                 let one = try TestSupport.slicelab(arguments, timeout: 900)
                 #expect(one.status == 0, "\(one.standardError)")
@@ -73,14 +83,18 @@ import Testing
         }
         // Step 1 from the random initialisation: the same loss to the last bits.
         guard let (scratchOne, _) = try train("scratch-single.h5", steps: 1, extra: ["--sync-bn"], ranks: 1),
-              let (scratchTwo, _) = try train("scratch-parallel.h5", steps: 1, extra: ["--sync-bn"], ranks: 2) else { return }
+            let (scratchTwo, _) = try train("scratch-parallel.h5", steps: 1, extra: ["--sync-bn"], ranks: 2)
+        else { return }
         let (x0, y0) = (try losses(scratchOne)[0], try losses(scratchTwo)[0])
         #expect(abs(x0 - y0) <= 1e-12 * abs(x0), "step 1: \(x0) vs \(y0)")
 
         guard try train("start.h5", steps: 60, extra: [], ranks: 1, pretraining: true) != nil,
-              let (single, _) = try train("single.h5", steps: 20, extra: ["--sync-bn", "--init", path("start.h5")], ranks: 1),
-              let (parallel, _) = try train("parallel.h5", steps: 20, extra: ["--sync-bn", "--init", path("start.h5")],
-                                            ranks: 2) else { return }
+            let (single, _) = try train(
+                "single.h5", steps: 20, extra: ["--sync-bn", "--init", path("start.h5")], ranks: 1),
+            let (parallel, _) = try train(
+                "parallel.h5", steps: 20, extra: ["--sync-bn", "--init", path("start.h5")],
+                ranks: 2)
+        else { return }
         let (lossA, lossB) = (try losses(single), try losses(parallel))
         #expect(lossA.count == 20 && lossB.count == 20)
         for (step, (x, y)) in zip(lossA, lossB).enumerated() {
@@ -112,8 +126,11 @@ import Testing
         let last = folder.appendingPathComponent("m.last.h5").path
         let tag = UUID().uuidString
         let environment = ["SLICELAB_TEST_TAG": tag, "SLICELAB_MPI_TIMEOUT": "20"]
-        guard let command = Self.mpirun(Self.trainArguments(folder, out: out, steps: 60, validateEvery: 3),
-                                        environment: environment) else {
+        guard
+            let command = Self.mpirun(
+                Self.trainArguments(folder, out: out, steps: 60, validateEvery: 3),
+                environment: environment)
+        else {
             Issue.record("Open MPI's mpirun is not installed (make setup installs openmpi-bin)")
             return
         }
@@ -142,9 +159,11 @@ import Testing
         #expect(state.step > 0 && state.step % 3 == 0 && state.step < 60)
         // One process resumes the 2-rank run (the sampler state is global) and finishes it (fewer steps than 60,
         // which the configuration check allows while both runs are too short for a warm-up).
-        let resumed = try TestSupport.slicelab(Self.trainArguments(folder, out: out, steps: state.step + 6,
-                                                                   validateEvery: 3) + ["--resume", last],
-                                               timeout: 900)
+        let resumed = try TestSupport.slicelab(
+            Self.trainArguments(
+                folder, out: out, steps: state.step + 6,
+                validateEvery: 3) + ["--resume", last],
+            timeout: 900)
         #expect(resumed.status == 0, "\(resumed.standardError)")
         #expect(try HDF5File.open(last).shape(of: "/history/train_loss") == [state.step + 6])
     }
@@ -168,7 +187,8 @@ import Testing
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return nil }
         for entry in entries {
             guard let pid = pid_t(entry),
-                  let data = FileManager.default.contents(atPath: "/proc/\(entry)/environ") else { continue }
+                let data = FileManager.default.contents(atPath: "/proc/\(entry)/environ")
+            else { continue }
             let variables = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
             if variables.contains("SLICELAB_TEST_TAG=\(tag)") && variables.contains("OMPI_COMM_WORLD_RANK=\(rank)") {
                 return pid
@@ -188,12 +208,14 @@ import Testing
             optimizer: OptimizerConfiguration(.sgd), loss: LossConfiguration(kind: .crossEntropy),
             gradientClipNorm: nil, earlyStoppingPatience: nil, seed: 1, augmentation: .none(),
             preprocessing: .minMax)
-        let state = TrainingState(step: 0, sampler: SamplerState(seed: 1),
-                                  optimizer: OptimizerState(kind: "sgd", stepCount: 0, buffers: [:]))
+        let state = TrainingState(
+            step: 0, sampler: SamplerState(seed: 1),
+            optimizer: OptimizerState(kind: "sgd", stepCount: 0, buffers: [:]))
         try HDF5File.write(to: path) { try TrainingCheckpoint.writeTraining(configuration, state, to: $0) }
         _ = try TrainingCheckpoint.readTraining(from: HDF5File.open(path))
-        try TestSupport.runPython("import h5py, sys\nwith h5py.File(sys.argv[1], 'a') as f: "
-                                  + "del f['/training'].attrs['sampling_scheme']", arguments: [path])
+        try TestSupport.runPython(
+            "import h5py, sys\nwith h5py.File(sys.argv[1], 'a') as f: "
+                + "del f['/training'].attrs['sampling_scheme']", arguments: [path])
         do {
             _ = try TrainingCheckpoint.readTraining(from: HDF5File.open(path))
             Issue.record("an old-scheme checkpoint was accepted")

@@ -7,8 +7,9 @@ import SliceLabSupport
 /// `Datasets/goldens/dataset_metrics_goldens.py`, whose medpy values the tests compare with.
 enum DatasetFixtures {
     static let shape = (slices: 8, rows: 16, columns: 16)
-    static let geometry = VolumeGeometry(spacing: [3.0, 0.75, 1.25], origin: [-10, 20, 30],
-                                         direction: [-1, 0, 0, 0, -1, 0, 0, 0, 1])
+    static let geometry = VolumeGeometry(
+        spacing: [3.0, 0.75, 1.25], origin: [-10, 20, 30],
+        direction: [-1, 0, 0, 0, -1, 0, 0, 0, 1])
     static var dimensions: [Int] { [shape.columns, shape.rows, shape.slices] }
 
     /// The labels of case `k` ([z][y][x]): `reference(k)` in the goldens script.
@@ -61,26 +62,31 @@ enum DatasetFixtures {
     static func makeNNUNet(in folder: URL, count: Int = 4, channels: Int = 2) throws -> URL {
         let root = folder.appendingPathComponent("Dataset501_Synth")
         for sub in ["imagesTr", "labelsTr", "imagesTs"] {
-            try FileManager.default.createDirectory(at: root.appendingPathComponent(sub),
-                                                    withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: root.appendingPathComponent(sub),
+                withIntermediateDirectories: true)
         }
         for k in 0..<count {
             for c in 0..<channels {
                 let file = "imagesTr/\(caseName(k))_" + String(format: "%04d", c) + ".nii.gz"
-                try NIfTIImage.write(.float32(image(k, channel: c)), dimensions: dimensions, geometry: geometry,
-                                     to: root.appendingPathComponent(file).path)
+                try NIfTIImage.write(
+                    .float32(image(k, channel: c)), dimensions: dimensions, geometry: geometry,
+                    to: root.appendingPathComponent(file).path)
             }
-            try NIfTIImage.write(.labels(reference(k)), dimensions: dimensions, geometry: geometry,
-                                 to: root.appendingPathComponent("labelsTr/\(caseName(k)).nii.gz").path)
+            try NIfTIImage.write(
+                .labels(reference(k)), dimensions: dimensions, geometry: geometry,
+                to: root.appendingPathComponent("labelsTr/\(caseName(k)).nii.gz").path)
         }
-        try NIfTIImage.write(.float32(image(9, channel: 0)), dimensions: dimensions, geometry: geometry,
-                             to: root.appendingPathComponent("imagesTs/test_009_0000.nii.gz").path)
+        try NIfTIImage.write(
+            .float32(image(9, channel: 0)), dimensions: dimensions, geometry: geometry,
+            to: root.appendingPathComponent("imagesTs/test_009_0000.nii.gz").path)
         let json: [String: Any] = [
             "name": "Synth",
-            "channel_names": Dictionary(uniqueKeysWithValues: (0..<channels).map {
-                ("\($0)", $0 == 0 ? "CT" : "noise")
-            }),
-            "labels": ["background": 0, "sphere": 1, "box": 2], "numTraining": count, "file_ending": ".nii.gz",
+            "channel_names": Dictionary(
+                uniqueKeysWithValues: (0..<channels).map {
+                    ("\($0)", $0 == 0 ? "CT" : "noise")
+                }),
+            "labels": ["background": 0, "sphere": 1, "box": 2], "numTraining": count, "file_ending": ".nii.gz"
         ]
         try JSONSerialization.data(withJSONObject: json).write(to: root.appendingPathComponent("dataset.json"))
         return root
@@ -91,22 +97,25 @@ enum DatasetFixtures {
     static func makeMSD(in folder: URL, count: Int = 5) throws -> URL {
         let root = folder.appendingPathComponent("Task09_Synth")
         for sub in ["imagesTr", "labelsTr"] {
-            try FileManager.default.createDirectory(at: root.appendingPathComponent(sub),
-                                                    withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: root.appendingPathComponent(sub),
+                withIntermediateDirectories: true)
         }
         var training: [[String: String]] = []
         for k in 0..<count {
             let name = String(format: "synth_%03d", k)
-            try NIfTIImage.write(.float32(image(k, channel: 0) + image(k, channel: 1)), dimensions: dimensions + [2],
-                                 geometry: geometry, to: root.appendingPathComponent("imagesTr/\(name).nii.gz").path)
-            try NIfTIImage.write(.labels(reference(k)), dimensions: dimensions, geometry: geometry,
-                                 to: root.appendingPathComponent("labelsTr/\(name).nii.gz").path)
+            try NIfTIImage.write(
+                .float32(image(k, channel: 0) + image(k, channel: 1)), dimensions: dimensions + [2],
+                geometry: geometry, to: root.appendingPathComponent("imagesTr/\(name).nii.gz").path)
+            try NIfTIImage.write(
+                .labels(reference(k)), dimensions: dimensions, geometry: geometry,
+                to: root.appendingPathComponent("labelsTr/\(name).nii.gz").path)
             training.append(["image": "./imagesTr/\(name).nii.gz", "label": "./labelsTr/\(name).nii.gz"])
         }
         let json: [String: Any] = [
             "name": "Synth MSD", "modality": ["0": "T1", "1": "T2"],
             "labels": ["0": "background", "1": "sphere", "2": "box"],
-            "numTraining": count, "numTest": 0, "training": training, "test": [String](),
+            "numTraining": count, "numTest": 0, "training": training, "test": [String]()
         ]
         try JSONSerialization.data(withJSONObject: json).write(to: root.appendingPathComponent("dataset.json"))
         return root

@@ -1,8 +1,9 @@
 import Foundation
 import ImageFiles
-@testable import SliceLabKit
 import TestSupport
 import Testing
+
+@testable import SliceLabKit
 
 /// nnU-Net v2 and Decathlon sets as they are on disk: recognition, nnU-Net's folds, `dataset check`,
 /// `dataset export`, and 3-D metrics through `evaluate` and `compare --external/--predictions`.
@@ -23,8 +24,11 @@ import Testing
         #expect(ten.map(\.val) == [val([0, 7]), val([3, 9]), val([6, 4]), val([1, 8]), val([5, 2])])
         #expect(ten[2].train == names(10).filter { !["c04", "c06"].contains($0) })
         let twentyThree = CrossValidationSplit.folds(names(23), seed: 12345)
-        #expect(twentyThree.map(\.val) == [val([10, 19, 8, 17, 3]), val([12, 16, 0, 15, 7]), val([18, 11, 14, 6, 20]),
-                                           val([13, 22, 21, 9]), val([4, 1, 5, 2])])
+        #expect(
+            twentyThree.map(\.val) == [
+                val([10, 19, 8, 17, 3]), val([12, 16, 0, 15, 7]), val([18, 11, 14, 6, 20]),
+                val([13, 22, 21, 9]), val([4, 1, 5, 2])
+            ])
         #expect(CrossValidationSplit.folds(names(10), seed: 7)[0].val == val([8, 5]))
         #expect(CrossValidationSplit.folds(names(3), seed: 12345).map(\.val) == [[]])  // KFold needs ≥ 5 cases
     }
@@ -45,7 +49,8 @@ import Testing
         #expect(sample.image.shape == [8, 2, 16, 16] && sample.labels.shape == [8, 16, 16])
         #expect(sample.labels.values == DatasetFixtures.reference(2))
         let plane = 16 * 16
-        #expect(Array(sample.image.values[(3 * 2 + 1) * plane..<(3 * 2 + 2) * plane])
+        #expect(
+            Array(sample.image.values[(3 * 2 + 1) * plane..<(3 * 2 + 2) * plane])
                 == Array(DatasetFixtures.image(2, channel: 1)[3 * plane..<4 * plane]))
         #expect(sample.spacing == [3.0, 0.75, 1.25])
         #expect(sample.geometry.map { zip($0.origin, [-10, 20, 30]).allSatisfy { abs($0 - $1) < 1e-4 } } == true)
@@ -53,10 +58,13 @@ import Testing
         let preprocessed = folder.appendingPathComponent("preprocessed")
         let planned = preprocessed.appendingPathComponent("Dataset501_Synth")
         try FileManager.default.createDirectory(at: planned, withIntermediateDirectories: true)
-        try DatasetFixtures.writeSplits([(["case_005"], ["case_003"]), (["case_003"], ["case_005", "case_001"])],
-                                        in: planned)
-        let fromPreprocessed = try LabeledSet.open(root.path, selection: SplitSelection(
-            fold: 1, preprocessedFolder: preprocessed.path))
+        try DatasetFixtures.writeSplits(
+            [(["case_005"], ["case_003"]), (["case_003"], ["case_005", "case_001"])],
+            in: planned)
+        let fromPreprocessed = try LabeledSet.open(
+            root.path,
+            selection: SplitSelection(
+                fold: 1, preprocessedFolder: preprocessed.path))
         #expect(fromPreprocessed.cases(in: "train") == ["case_003"])
         #expect(fromPreprocessed.cases(in: "val") == ["case_005", "case_001"])
         #expect(fromPreprocessed.splitJSON?.contains("preprocessed") == true)
@@ -78,13 +86,16 @@ import Testing
         for k in [6, 7] {
             let name = DatasetFixtures.caseName(k)
             for file in ["\(name)_0000.nii.gz", "\(name)_0001.nii.gz"] {
-                try manager.moveItem(at: root.appendingPathComponent("imagesTr/" + file),
-                                     to: root.appendingPathComponent("imagesTs/" + file))
+                try manager.moveItem(
+                    at: root.appendingPathComponent("imagesTr/" + file),
+                    to: root.appendingPathComponent("imagesTs/" + file))
             }
-            try manager.moveItem(at: root.appendingPathComponent("labelsTr/\(name).nii.gz"),
-                                 to: root.appendingPathComponent("labelsTs/\(name).nii.gz"))
+            try manager.moveItem(
+                at: root.appendingPathComponent("labelsTr/\(name).nii.gz"),
+                to: root.appendingPathComponent("labelsTs/\(name).nii.gz"))
         }
-        var json = try JSONSerialization.jsonObject(with: Data(contentsOf: root.appendingPathComponent("dataset.json")))
+        var json =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: root.appendingPathComponent("dataset.json")))
             as! [String: Any]
         json["numTraining"] = 6
         try JSONSerialization.data(withJSONObject: json).write(to: root.appendingPathComponent("dataset.json"))
@@ -100,11 +111,13 @@ import Testing
         #expect(check.standardOutput.contains("8 labeled case(s): no problems"), "\(check.standardOutput)")
 
         // A held-out label without its image is a problem of that case, as in labelsTr/.
-        try manager.moveItem(at: root.appendingPathComponent("imagesTs/case_007_0001.nii.gz"),
-                             to: folder.appendingPathComponent("moved.nii.gz"))
+        try manager.moveItem(
+            at: root.appendingPathComponent("imagesTs/case_007_0001.nii.gz"),
+            to: folder.appendingPathComponent("moved.nii.gz"))
         let broken = try TestSupport.slicelab(["dataset", "check", root.path])
-        #expect(broken.status == 1 && broken.standardOutput.contains("case case_007: missing channel"),
-                "\(broken.standardOutput)")
+        #expect(
+            broken.status == 1 && broken.standardOutput.contains("case case_007: missing channel"),
+            "\(broken.standardOutput)")
     }
 
     /// A 2-D nnU-Net set of PNGs: read as one-slice cases, and `compare --predictions` writes `.png` label files.
@@ -112,8 +125,9 @@ import Testing
         let folder = try TestSupport.temporaryFolder()
         let root = folder.appendingPathComponent("Dataset502_Flat")
         for sub in ["imagesTr", "labelsTr"] {
-            try FileManager.default.createDirectory(at: root.appendingPathComponent(sub),
-                                                    withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: root.appendingPathComponent(sub),
+                withIntermediateDirectories: true)
         }
         for k in 0..<5 {
             let labels = Array(DatasetFixtures.reference(k)[(3 * 256)..<(4 * 256)])  // slice 3
@@ -122,17 +136,21 @@ import Testing
             try PNGImage(rows: 16, columns: 16, channels: 1, samples: labels.map { UInt8($0) })
                 .write(to: root.appendingPathComponent("labelsTr/flat\(k).png").path)
         }
-        let json: [String: Any] = ["channel_names": ["0": "gray"], "labels": ["background": 0, "sphere": 1, "box": 2],
-                                   "numTraining": 5, "file_ending": ".png"]
+        let json: [String: Any] = [
+            "channel_names": ["0": "gray"], "labels": ["background": 0, "sphere": 1, "box": 2],
+            "numTraining": 5, "file_ending": ".png"
+        ]
         try JSONSerialization.data(withJSONObject: json).write(to: root.appendingPathComponent("dataset.json"))
         let set = try LabeledSet.open(root.path, selection: SplitSelection(preprocessedFolder: nil))
         #expect(set.description.name == "Dataset502_Flat" && set.description.modality == "OT")
         #expect(set.cases(in: "test") == ["flat0"])  // n = 5, seed 12345: permutation [0, 4, 3, 1, 2]
         #expect(try set.load("flat2").image.shape == [1, 1, 16, 16])
         let written = folder.appendingPathComponent("predictions")
-        let run = try TestSupport.slicelab(["compare", root.path, "--model", try CompareTests.makeModel(in: folder),
-                                            "--classical", "kmeans:space=gray,map=train-vote", "--predictions",
-                                            written.path, "--out", folder.appendingPathComponent("r.h5").path])
+        let run = try TestSupport.slicelab([
+            "compare", root.path, "--model", try CompareTests.makeModel(in: folder),
+            "--classical", "kmeans:space=gray,map=train-vote", "--predictions",
+            written.path, "--out", folder.appendingPathComponent("r.h5").path
+        ])
         #expect(run.status == 0, "\(run.standardError)")
         let png = try PNGImage.read(written.appendingPathComponent("kmeans-gray-train-vote/flat0.png").path)
         #expect(png.rows == 16 && png.columns == 16 && png.channels == 1)
@@ -149,7 +167,8 @@ import Testing
         let sample = try set.load("synth_003")
         #expect(sample.image.shape == [8, 2, 16, 16])
         let plane = 16 * 16
-        #expect(Array(sample.image.values[(5 * 2 + 1) * plane..<(5 * 2 + 2) * plane])
+        #expect(
+            Array(sample.image.values[(5 * 2 + 1) * plane..<(5 * 2 + 2) * plane])
                 == Array(DatasetFixtures.image(3, channel: 1)[5 * plane..<6 * plane]))
     }
 
@@ -159,13 +178,17 @@ import Testing
         let folder = try TestSupport.temporaryFolder()
         let root = try DatasetFixtures.makeNNUNet(in: folder, count: 6, channels: 1)
         let out = folder.appendingPathComponent("m.h5").path
-        let result = try TestSupport.slicelab(["train", root.path, "--arch", "deeplabv3_mobilenet_v2", "--num-classes",
-                                               "3", "--steps", "1", "--batch", "2", "--crop", "16", "--fold", "1",
-                                               "--out", out])
+        let result = try TestSupport.slicelab([
+            "train", root.path, "--arch", "deeplabv3_mobilenet_v2", "--num-classes",
+            "3", "--steps", "1", "--batch", "2", "--crop", "16", "--fold", "1",
+            "--out", out
+        ])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(FileManager.default.fileExists(atPath: out))
-        let bad = try TestSupport.slicelab(["train", root.path, "--arch", "deeplabv3_mobilenet_v2", "--num-classes",
-                                            "3", "--steps", "1", "--fold", "5", "--out", out])
+        let bad = try TestSupport.slicelab([
+            "train", root.path, "--arch", "deeplabv3_mobilenet_v2", "--num-classes",
+            "3", "--steps", "1", "--fold", "5", "--out", out
+        ])
         #expect(bad.status == 1 && bad.standardError.contains("--fold 5: the split has folds 0…4"))
         #expect(bad.standardError.split(separator: "\n").count == 1)
     }
@@ -179,30 +202,35 @@ import Testing
         #expect(ok.status == 0, "\(ok.standardOutput)\(ok.standardError)")
         #expect(ok.standardOutput.contains("nnunet set, 4 labeled case(s): no problems"))
         let own = try TestSupport.slicelab(["dataset", "check", try CompareTests.makeSet(in: folder).path])
-        #expect(own.status == 0 && own.standardOutput.contains("slicelab set, 6 labeled case(s): no problems"),
-                "\(own.standardOutput)\(own.standardError)")
+        #expect(
+            own.status == 0 && own.standardOutput.contains("slicelab set, 6 labeled case(s): no problems"),
+            "\(own.standardOutput)\(own.standardError)")
 
         let root = try DatasetFixtures.makeNNUNet(in: folder.appendingPathComponent("bad"))
         let fm = FileManager.default
         try fm.removeItem(at: root.appendingPathComponent("imagesTr/case_001_0001.nii.gz"))
         var labels = DatasetFixtures.reference(2)
         labels[5] = 7
-        try NIfTIImage.write(.labels(labels), dimensions: DatasetFixtures.dimensions,
-                             geometry: DatasetFixtures.geometry,
-                             to: root.appendingPathComponent("labelsTr/case_002.nii.gz").path)
+        try NIfTIImage.write(
+            .labels(labels), dimensions: DatasetFixtures.dimensions,
+            geometry: DatasetFixtures.geometry,
+            to: root.appendingPathComponent("labelsTr/case_002.nii.gz").path)
         var moved = DatasetFixtures.geometry
         moved.origin[2] += 0.5
-        try NIfTIImage.write(.labels(DatasetFixtures.reference(3)), dimensions: DatasetFixtures.dimensions,
-                             geometry: moved, to: root.appendingPathComponent("labelsTr/case_003.nii.gz").path)
-        try fm.copyItem(at: root.appendingPathComponent("labelsTr/case_000.nii.gz"),
-                        to: root.appendingPathComponent("labelsTr/case_007.nii.gz"))
+        try NIfTIImage.write(
+            .labels(DatasetFixtures.reference(3)), dimensions: DatasetFixtures.dimensions,
+            geometry: moved, to: root.appendingPathComponent("labelsTr/case_003.nii.gz").path)
+        try fm.copyItem(
+            at: root.appendingPathComponent("labelsTr/case_000.nii.gz"),
+            to: root.appendingPathComponent("labelsTr/case_007.nii.gz"))
         let result = try TestSupport.slicelab(["dataset", "check", root.path])
         #expect(result.status == 1)
         let lines = result.standardOutput.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.hasPrefix("set: 'numTraining' is 4 but 5") })
-        #expect(lines.contains {
-            $0.hasPrefix("case case_001: missing channel file:") && $0.hasSuffix("case_001_0001.nii.gz")
-        })
+        #expect(
+            lines.contains {
+                $0.hasPrefix("case case_001: missing channel file:") && $0.hasSuffix("case_001_0001.nii.gz")
+            })
         #expect(lines.contains { $0.hasPrefix("case case_002: label outside classes: value 7 in 1 pixels") })
         #expect(lines.contains { $0.hasPrefix("case case_003: geometry mismatch:") && $0.contains("origin") })
         #expect(lines.contains { $0.hasPrefix("case case_007: unpaired label:") })
@@ -216,16 +244,20 @@ import Testing
         let folder = try TestSupport.temporaryFolder()
         let source = try DatasetFixtures.makeMSD(in: folder)
         let out = folder.appendingPathComponent("raw")
-        let result = try TestSupport.slicelab(["dataset", "export", source.path, "--format", "nnunet",
-                                               "--out", out.path, "--id", "7"])
+        let result = try TestSupport.slicelab([
+            "dataset", "export", source.path, "--format", "nnunet",
+            "--out", out.path, "--id", "7"
+        ])
         #expect(result.status == 0, "\(result.standardError)")
         let root = out.appendingPathComponent("Dataset007_Synth_MSD")
         try checkNNUNetRawLayout(root, cases: 5, channels: 2)
         let header = try NIfTIHeader.read(root.appendingPathComponent("imagesTr/synth_002_0001.nii.gz").path)
         #expect(header.dimensions == [16, 16, 8])
-        for (a, b) in zip(header.geometry.origin + header.geometry.direction + header.geometry.spacing,
-                          DatasetFixtures.geometry.origin + DatasetFixtures.geometry.direction
-                          + DatasetFixtures.geometry.spacing) {
+        for (a, b) in zip(
+            header.geometry.origin + header.geometry.direction + header.geometry.spacing,
+            DatasetFixtures.geometry.origin + DatasetFixtures.geometry.direction
+                + DatasetFixtures.geometry.spacing)
+        {
             #expect(abs(a - b) < 1e-4)
         }
         let exported = try LabeledSet.open(root.path, selection: SplitSelection(preprocessedFolder: nil))
@@ -234,14 +266,18 @@ import Testing
         #expect(a.image.values == b.image.values && a.labels.values == b.labels.values)
         #expect(try TestSupport.slicelab(["dataset", "check", root.path]).status == 0)
 
-        let again = try TestSupport.slicelab(["dataset", "export", source.path, "--format", "nnunet",
-                                              "--out", out.path, "--id", "7"])
+        let again = try TestSupport.slicelab([
+            "dataset", "export", source.path, "--format", "nnunet",
+            "--out", out.path, "--id", "7"
+        ])
         #expect(again.status == 1 && again.standardError.contains("exists already"))
 
         // SliceLab's own 2-D PNG layout: train to imagesTr, test to imagesTs with labelsTs.
         let shapes = try CompareTests.makeSet(in: folder)
-        let fromPNG = try TestSupport.slicelab(["dataset", "export", shapes.path, "--format", "nnunet",
-                                                "--out", out.path, "--id", "12"])
+        let fromPNG = try TestSupport.slicelab([
+            "dataset", "export", shapes.path, "--format", "nnunet",
+            "--out", out.path, "--id", "12"
+        ])
         #expect(fromPNG.status == 0, "\(fromPNG.standardError)")
         let pngRoot = out.appendingPathComponent("Dataset012_shapes")
         try checkNNUNetRawLayout(pngRoot, cases: 3, channels: 1)
@@ -254,8 +290,9 @@ import Testing
     /// training cases, every case's channel files `_0000…` and label named with `file_ending`, labels 0, 1, 2, …
     /// with background 0, and each label's values among them.
     func checkNNUNetRawLayout(_ root: URL, cases: Int, channels: Int) throws {
-        let json = try #require(try JSONSerialization.jsonObject(
-            with: Data(contentsOf: root.appendingPathComponent("dataset.json"))) as? [String: Any])
+        let json = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: root.appendingPathComponent("dataset.json"))) as? [String: Any])
         for key in ["labels", "channel_names", "numTraining", "file_ending"] { #expect(json[key] != nil, "\(key)") }
         #expect(json["numTraining"] as? Int == cases && json["file_ending"] as? String == ".nii.gz")
         let labels = try #require(json["labels"] as? [String: Int])
@@ -302,9 +339,10 @@ import Testing
     func writePredictions(_ cases: Range<Int>, into folder: URL) throws -> URL {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         for k in cases {
-            try NIfTIImage.write(.labels(DatasetFixtures.prediction(k)), dimensions: DatasetFixtures.dimensions,
-                                 geometry: DatasetFixtures.geometry,
-                                 to: folder.appendingPathComponent("\(DatasetFixtures.caseName(k)).nii.gz").path)
+            try NIfTIImage.write(
+                .labels(DatasetFixtures.prediction(k)), dimensions: DatasetFixtures.dimensions,
+                geometry: DatasetFixtures.geometry,
+                to: folder.appendingPathComponent("\(DatasetFixtures.caseName(k)).nii.gz").path)
         }
         return folder
     }
@@ -328,14 +366,18 @@ import Testing
         let root = try DatasetFixtures.makeNNUNet(in: folder, channels: 1)
         let predictions = try writePredictions(0..<4, into: folder.appendingPathComponent("predictions"))
         let results = folder.appendingPathComponent("results.h5").path
-        let run = try TestSupport.slicelab(["evaluate", "--pred", predictions.path, "--ref",
-                                            root.appendingPathComponent("labelsTr").path, "--num-classes", "3",
-                                            "--hd95", "pooled", "--out", results, "--run", "tool"])
+        let run = try TestSupport.slicelab([
+            "evaluate", "--pred", predictions.path, "--ref",
+            root.appendingPathComponent("labelsTr").path, "--num-classes", "3",
+            "--hd95", "pooled", "--out", results, "--run", "tool"
+        ])
         #expect(run.status == 0, "\(run.standardError)")
         // The set itself as the reference: its labelsTr, its class names, the cases the folder holds.
         try FileManager.default.removeItem(at: predictions.appendingPathComponent("case_000.nii.gz"))
-        let bySet = try TestSupport.slicelab(["evaluate", "--pred", predictions.path, "--ref", root.path,
-                                              "--hd95", "pooled", "--out", results, "--run", "subset"])
+        let bySet = try TestSupport.slicelab([
+            "evaluate", "--pred", predictions.path, "--ref", root.path,
+            "--hd95", "pooled", "--out", results, "--run", "subset"
+        ])
         #expect(bySet.status == 0, "\(bySet.standardError)")
         let file = try HDF5File.open(results)
         #expect(try file.readStrings("/runs/subset/class_names") == ["background", "sphere", "box"])
@@ -369,9 +411,11 @@ import Testing
         let model = try CompareTests.makeModel(in: folder)
         let results = folder.appendingPathComponent("results.h5").path
         let written = folder.appendingPathComponent("predictions")
-        let run = try TestSupport.slicelab(["compare", root.path, "--model", model, "--classical",
-                                            "kmeans:space=gray,map=train-vote", "--external",
-                                            "nnunet=\(external.path)", "--predictions", written.path, "--out", results])
+        let run = try TestSupport.slicelab([
+            "compare", root.path, "--model", model, "--classical",
+            "kmeans:space=gray,map=train-vote", "--external",
+            "nnunet=\(external.path)", "--predictions", written.path, "--out", results
+        ])
         #expect(run.status == 0, "\(run.standardError)")
         let file = try HDF5File.open(results)
         #expect(try file.children(of: "/runs").sorted() == ["deeplabv3", "kmeans-gray-train-vote", "nnunet"])
@@ -393,20 +437,25 @@ import Testing
             let path = written.appendingPathComponent("\(runName)/case_003.nii.gz").path
             let image = try NIfTIImage.read(path)
             #expect(image.dimensions == [16, 16, 8], "\(runName)")
-            for (a, b) in zip(image.geometry.origin + image.geometry.spacing,
-                              DatasetFixtures.geometry.origin + DatasetFixtures.geometry.spacing) {
+            for (a, b) in zip(
+                image.geometry.origin + image.geometry.spacing,
+                DatasetFixtures.geometry.origin + DatasetFixtures.geometry.spacing)
+            {
                 #expect(abs(a - b) < 1e-4)
             }
             if runName == "nnunet" { #expect(image.values.map { Int32($0) } == DatasetFixtures.prediction(3)) }
         }
 
         try FileManager.default.removeItem(at: external.appendingPathComponent("case_003.nii.gz"))
-        let missing = try TestSupport.slicelab(["compare", root.path, "--model", model, "--classical",
-                                                "kmeans:space=gray,map=train-vote", "--external",
-                                                "nnunet=\(external.path)", "--out", results, "--overwrite"])
+        let missing = try TestSupport.slicelab([
+            "compare", root.path, "--model", model, "--classical",
+            "kmeans:space=gray,map=train-vote", "--external",
+            "nnunet=\(external.path)", "--out", results, "--overwrite"
+        ])
         #expect(missing.status == 1)
-        #expect(missing.standardError.contains("error: --external nnunet=")
-                    && missing.standardError.contains("case_003"),
-                "\(missing.standardError)")
+        #expect(
+            missing.standardError.contains("error: --external nnunet=")
+                && missing.standardError.contains("case_003"),
+            "\(missing.standardError)")
     }
 }

@@ -1,8 +1,9 @@
 import DeepLab
 import Foundation
-@testable import SliceLabKit
 import TestSupport
 import Testing
+
+@testable import SliceLabKit
 
 /// The engine's DeepLabV3 learns: the shorter version of issue #5's toy-set target.
 struct EngineLearningTests {
@@ -17,14 +18,19 @@ struct EngineLearningTests {
         let folder = try TestSupport.temporaryFolder("train-engine-learn")
         defer { try? FileManager.default.removeItem(at: folder) }
         try TrainToySet.write(to: folder, trainCases: 6, validationCases: 2, size: 128, seed: 2)
-        var options = EngineTrainingTests.options(folder, steps: Self.learnSteps, validateEvery: Self.learnSteps,
-                                                  output: "m.h5")
+        var options = EngineTrainingTests.options(
+            folder, steps: Self.learnSteps, validateEvery: Self.learnSteps,
+            output: "m.h5")
         options.batchSize = 4
         options.cropSize = 128
         options.asppChannels = 64
         options.learningRate = 1e-3
-        let summary = try TrainWorkflow.run(options, progress: TrainProgress(totalSteps: Self.learnSteps,
-                                                                             isTerminal: false, write: { _ in })) {
+        let summary = try TrainWorkflow.run(
+            options,
+            progress: TrainProgress(
+                totalSteps: Self.learnSteps,
+                isTerminal: false, write: { _ in })
+        ) {
             try TrainWorkflow.makeEngineNetwork($0)
         }
         let history = summary.state.history

@@ -2,17 +2,19 @@ import DeepLab
 import DeepLabTraining
 import Foundation
 import ImageFiles
-@testable import SliceLabKit
 import TestSupport
 import Testing
+
+@testable import SliceLabKit
 
 /// The training loop driving the engine's DeepLabV3 (oneDNN): an interrupted and resumed run reproduces the
 /// uninterrupted one bit for bit, dropout included.
 struct EngineTrainingTests {
     /// The smallest engine configuration: ResNet-18, ASPP width 16, 32-pixel crops, batches of 2.
     static func options(_ folder: URL, steps: Int, validateEvery: Int, output: String) -> TrainOptions {
-        var options = TrainOptions(datasetPath: folder.path, architecture: "deeplabv3_resnet18", classCount: 3,
-                                   outputPath: folder.appendingPathComponent(output).path)
+        var options = TrainOptions(
+            datasetPath: folder.path, architecture: "deeplabv3_resnet18", classCount: 3,
+            outputPath: folder.appendingPathComponent(output).path)
         options.steps = steps
         options.batchSize = 2
         options.cropSize = 32
@@ -54,8 +56,9 @@ struct EngineTrainingTests {
         resumed.resumePath = interrupted.lastCheckpointPath
         let resumedNetwork = try TrainWorkflow.makeEngineNetwork(resumed)
         let second = try TrainWorkflow.run(resumed, progress: quiet()) { _ in resumedNetwork }
-        #expect(second.state.history.trainLoss == straight.state.history.trainLoss,
-                "\(second.state.history.trainLoss) against \(straight.state.history.trainLoss)")
+        #expect(
+            second.state.history.trainLoss == straight.state.history.trainLoss,
+            "\(second.state.history.trainLoss) against \(straight.state.history.trainLoss)")
         #expect(second.state.history == straight.state.history)
         #expect(second.state.sampler == straight.state.sampler)
         let differing = zip(straightNetwork.parameters, resumedNetwork.parameters).filter { $0.value != $1.value }

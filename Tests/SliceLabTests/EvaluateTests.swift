@@ -11,7 +11,8 @@ import Testing
     /// Writes reference and prediction label maps for two 3-D cases and one 2-D PNG pair into two folders.
     static func makeFolders() throws -> (folder: URL, predictions: String, references: String) {
         let folder = try TestSupport.temporaryFolder("slicelab-evaluate")
-        try TestSupport.runPython("""
+        try TestSupport.runPython(
+            """
             import sys, os, h5py, numpy as np
             root = sys.argv[1]
             for sub in ("pred", "ref"):
@@ -26,7 +27,8 @@ import Testing
             """, arguments: [folder.path])
         let r = (0..<(20 * 24)).map { UInt8(($0 / 24 > 5 && $0 / 24 < 14 && $0 % 24 > 3 && $0 % 24 < 12) ? 1 : 0) }
         var p = r
-        p[100] = 1; p[8 * 24 + 6] = 0
+        p[100] = 1
+        p[8 * 24 + 6] = 0
         try PNGImage(rows: 20, columns: 24, channels: 1, samples: r)
             .write(to: folder.appendingPathComponent("ref/slice_c.png").path)
         try PNGImage(rows: 20, columns: 24, channels: 1, samples: p)
@@ -37,13 +39,16 @@ import Testing
     @Test func foldersArePairedByStemAndTheFileHoldsTheContractLayout() throws {
         let (folder, predictions, references) = try Self.makeFolders()
         let out = folder.appendingPathComponent("results.h5").path
-        let result = try TestSupport.slicelab(["evaluate", "--pred", predictions, "--ref", references, "--out", out,
-                                               "--class-names", "background,liver,tumor", "--run", "unet",
-                                               "--tolerance", "1.5", "--hd95", "pooled"])
+        let result = try TestSupport.slicelab([
+            "evaluate", "--pred", predictions, "--ref", references, "--out", out,
+            "--class-names", "background,liver,tumor", "--run", "unet",
+            "--tolerance", "1.5", "--hd95", "pooled"
+        ])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.standardOutput.contains("liver") && result.standardOutput.contains("foreground"))
         #expect(result.standardOutput.contains("Dice") && result.standardOutput.contains("HD95"))
-        let report = try TestSupport.runPython("""
+        let report = try TestSupport.runPython(
+            """
             import sys, json, h5py, numpy as np
             f = h5py.File(sys.argv[1], "r")
             g = f["runs/unet"]
@@ -93,19 +98,25 @@ import Testing
         let (folder, predictions, references) = try Self.makeFolders()
         let out = folder.appendingPathComponent("results.h5").path
         for run in ["first", "second"] {
-            let result = try TestSupport.slicelab(["evaluate", "--pred", predictions, "--ref", references, "--out", out,
-                                                   "--run", run])
+            let result = try TestSupport.slicelab([
+                "evaluate", "--pred", predictions, "--ref", references, "--out", out,
+                "--run", run
+            ])
             #expect(result.status == 0, "\(result.standardError)")
         }
         #expect(try ResultsFile.runNames(in: out) == ["first", "second"])
         let before = try Data(contentsOf: URL(fileURLWithPath: out))
-        let again = try TestSupport.slicelab(["evaluate", "--pred", predictions, "--ref", references, "--out", out,
-                                              "--run", "first", "--empty", "one"])
+        let again = try TestSupport.slicelab([
+            "evaluate", "--pred", predictions, "--ref", references, "--out", out,
+            "--run", "first", "--empty", "one"
+        ])
         #expect(again.status == 1)
         #expect(again.standardError.contains("'first' already exists"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == before)
-        let replaced = try TestSupport.slicelab(["evaluate", "--pred", predictions, "--ref", references, "--out", out,
-                                                 "--run", "first", "--empty", "one", "--overwrite"])
+        let replaced = try TestSupport.slicelab([
+            "evaluate", "--pred", predictions, "--ref", references, "--out", out,
+            "--run", "first", "--empty", "one", "--overwrite"
+        ])
         #expect(replaced.status == 0, "\(replaced.standardError)")
         #expect(try ResultsFile.runNames(in: out) == ["first", "second"])
         #expect(try ResultsFile.readRun("first", from: out).settings.empty == .one)
@@ -123,7 +134,8 @@ import Testing
         }
         // Labels ≥ K.
         var result = try evaluate(["--num-classes", "2"])
-        #expect(result.status == 1 && result.standardError.contains("case 'case_a'")
+        #expect(
+            result.status == 1 && result.standardError.contains("case 'case_a'")
                 && result.standardError.contains("label 2"), "\(result.standardError)")
         // Unpaired files.
         try FileManager.default.copyItem(atPath: predictions + "/case_a.h5", toPath: predictions + "/extra.h5")
@@ -134,7 +146,8 @@ import Testing
         try PNGImage(rows: 21, columns: 24, channels: 1, samples: [UInt8](repeating: 0, count: 21 * 24))
             .write(to: predictions + "/slice_c.png")
         result = try evaluate()
-        #expect(result.status == 1 && result.standardError.contains("case 'slice_c'")
+        #expect(
+            result.status == 1 && result.standardError.contains("case 'slice_c'")
                 && result.standardError.contains("shape"), "\(result.standardError)")
         // Class names against --num-classes, and a bad option value.
         result = try evaluate(["--num-classes", "3", "--class-names", "a,b"])
@@ -147,12 +160,15 @@ import Testing
     @Test func comparisonsOfTwoRunsAreWrittenWithTheWriterAPI() throws {
         let (folder, predictions, references) = try Self.makeFolders()
         let out = folder.appendingPathComponent("results.h5").path
-        let a = try Evaluate.run(.init(prediction: predictions, reference: references, output: out, runName: "a"),
-                                 showProgress: false)
-        let b = try Evaluate.run(.init(prediction: references, reference: references, output: out, runName: "b"),
-                                 showProgress: false)
+        let a = try Evaluate.run(
+            .init(prediction: predictions, reference: references, output: out, runName: "a"),
+            showProgress: false)
+        let b = try Evaluate.run(
+            .init(prediction: references, reference: references, output: out, runName: "b"),
+            showProgress: false)
         try ResultsFile.write(runs: [], comparisons: [try ResultsComparison(a, b, seed: 7)], to: out)
-        let report = try TestSupport.runPython("""
+        let report = try TestSupport.runPython(
+            """
             import sys, h5py, numpy as np
             f = h5py.File(sys.argv[1], "r")
             assert sorted(f["runs"].keys()) == ["a", "b"]
@@ -176,21 +192,28 @@ import Testing
     @Test func predictedLabelMapsAreStoredChunkedAndCompressedAndRunNamesAreChecked() throws {
         let folder = try TestSupport.temporaryFolder("slicelab-results")
         let out = folder.appendingPathComponent("results.h5").path
-        let reference = LabelMap(frames: 2, rows: 3, columns: 4, labels: (0..<24).map { Int32($0 % 3) },
-                                 spacing: [2, 0.5, 0.5])
-        let prediction = LabelMap(frames: 2, rows: 3, columns: 4, labels: (0..<24).map { Int32(($0 + 1) % 3) },
-                                  spacing: [2, 0.5, 0.5])
+        let reference = LabelMap(
+            frames: 2, rows: 3, columns: 4, labels: (0..<24).map { Int32($0 % 3) },
+            spacing: [2, 0.5, 0.5])
+        let prediction = LabelMap(
+            frames: 2, rows: 3, columns: 4, labels: (0..<24).map { Int32(($0 + 1) % 3) },
+            spacing: [2, 0.5, 0.5])
         let settings = EvaluationSettings(classCount: 3)
-        let metrics = try CaseMetrics(reference: LabelGrid(shape: [2, 3, 4], spacing: [2, 0.5, 0.5],
-                                                           labels: reference.labels.map { UInt16($0) }),
-                                      prediction: LabelGrid(shape: [2, 3, 4], spacing: [2, 0.5, 0.5],
-                                                            labels: prediction.labels.map { UInt16($0) }),
-                                      settings: settings)
-        let run = try ResultsRun(name: "model", method: "deeplabv3", model: "m.h5", dataset: "set", settings: settings,
-                                 classNames: ["bg", "a", "b"], cases: [("c1", [2, 0.5, 0.5], metrics)],
-                                 labels: ["c1": prediction], bootstrapSeed: 42)
+        let metrics = try CaseMetrics(
+            reference: LabelGrid(
+                shape: [2, 3, 4], spacing: [2, 0.5, 0.5],
+                labels: reference.labels.map { UInt16($0) }),
+            prediction: LabelGrid(
+                shape: [2, 3, 4], spacing: [2, 0.5, 0.5],
+                labels: prediction.labels.map { UInt16($0) }),
+            settings: settings)
+        let run = try ResultsRun(
+            name: "model", method: "deeplabv3", model: "m.h5", dataset: "set", settings: settings,
+            classNames: ["bg", "a", "b"], cases: [("c1", [2, 0.5, 0.5], metrics)],
+            labels: ["c1": prediction], bootstrapSeed: 42)
         try ResultsFile.write(runs: [run], to: out)
-        let report = try TestSupport.runPython("""
+        let report = try TestSupport.runPython(
+            """
             import sys, h5py, numpy as np
             f = h5py.File(sys.argv[1], "r")
             d = f["runs/model/labels/c1"]
@@ -202,9 +225,12 @@ import Testing
         #expect(report.hasPrefix("ok"))
         #expect(try ResultsFile.readRun("model", from: out).bootstrapSeed == 42)
         #expect(throws: ResultsError.invalidRunName("a/b")) {
-            try ResultsRun(name: "a/b", method: "m", dataset: "d", settings: settings, classNames: ["bg", "a", "b"],
-                           cases: [])
+            try ResultsRun(
+                name: "a/b", method: "m", dataset: "d", settings: settings, classNames: ["bg", "a", "b"],
+                cases: [])
         }
-        #expect(throws: ResultsError.missingRun(file: out, run: "other")) { try ResultsFile.readRun("other", from: out) }
+        #expect(throws: ResultsError.missingRun(file: out, run: "other")) {
+            try ResultsFile.readRun("other", from: out)
+        }
     }
 }

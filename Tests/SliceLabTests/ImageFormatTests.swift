@@ -1,8 +1,9 @@
 import Foundation
 import ImageFiles
-@testable import SliceLabKit
 import TestSupport
 import Testing
+
+@testable import SliceLabKit
 
 /// One image-format registry, by content (issue #17 §1): a file's name does not decide how it is read, an
 /// unrecognised file gets one line listing the formats, and labeled sets and `evaluate` find the same files.
@@ -33,10 +34,12 @@ struct ImageFormatTests {
         let result = try TestSupport.slicelab(["cluster", notes, "--method", "kmeans", "--classes", "2", "--out", out])
         #expect(result.status == 1)
         let lines = result.standardError.split(separator: "\n")
-        #expect(lines.count == 1 && lines[0].contains(notes)
-                && lines[0].contains("not a format SliceLab reads (it reads DICOM (a file or a series folder; SEG "
-                                     + "for labels), PNG, HDF5 (/image or /labels), NIfTI (.nii, .nii.gz))"),
-                "\(result.standardError)")
+        #expect(
+            lines.count == 1 && lines[0].contains(notes)
+                && lines[0].contains(
+                    "not a format SliceLab reads (it reads DICOM (a file or a series folder; SEG "
+                        + "for labels), PNG, HDF5 (/image or /labels), NIfTI (.nii, .nii.gz))"),
+            "\(result.standardError)")
         #expect(!FileManager.default.fileExists(atPath: out))
     }
 
@@ -52,8 +55,9 @@ struct ImageFormatTests {
         let folder = try LabeledSetTests.makeSet()
         defer { try? FileManager.default.removeItem(at: folder) }
         for sub in ["images", "labels"] {
-            try FileManager.default.moveItem(at: folder.appendingPathComponent("\(sub)/b.h5"),
-                                             to: folder.appendingPathComponent("\(sub)/b.hdf5"))
+            try FileManager.default.moveItem(
+                at: folder.appendingPathComponent("\(sub)/b.h5"),
+                to: folder.appendingPathComponent("\(sub)/b.hdf5"))
         }
         let set = try LabeledSet.open(folder.path)
         let sample = try set.load("b")

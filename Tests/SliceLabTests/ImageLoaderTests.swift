@@ -13,7 +13,8 @@ import Testing
         #expect(image.channels == 1 && image.frames == 1 && image.rows == 2 && image.columns == 3)
         #expect(image.values == [0, 1, 2, 3, 4, 65535])
         let rgba = folder.appendingPathComponent("c.png").path
-        try PNGImage(rows: 1, columns: 2, channels: 4, samples: [UInt8]([10, 20, 30, 255, 40, 50, 60, 0])).write(to: rgba)
+        try PNGImage(rows: 1, columns: 2, channels: 4, samples: [UInt8]([10, 20, 30, 255, 40, 50, 60, 0])).write(
+            to: rgba)
         let color = try ImageLoader.load(rgba)
         #expect(color.channels == 3)
         #expect(color.values == [10, 20, 30, 40, 50, 60])

@@ -12,7 +12,8 @@ import Testing
         let folder = try TestSupport.temporaryFolder("seg-set")
         let set = folder.appendingPathComponent("set")
         for sub in ["images", "labels", "source"] {
-            try FileManager.default.createDirectory(at: set.appendingPathComponent(sub), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: set.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
         let image = demo.appendingPathComponent("images/axial075.dcm")
         try FileManager.default.copyItem(at: image, to: set.appendingPathComponent("images/axial075.dcm"))
@@ -20,10 +21,12 @@ import Testing
         let png = try PNGImage.read(demo.appendingPathComponent("labels/axial075.png").path)
         let labels = png.intSamples.map { Int32($0) }
         let series = try #require(try Series.scan(set.appendingPathComponent("source").path).series.first)
-        try Segmentation.write(labels: labels, series: series, segmentLabels: [1: "gray matter", 2: "white matter"],
-                               to: set.appendingPathComponent("labels/axial075.dcm").path)
+        try Segmentation.write(
+            labels: labels, series: series, segmentLabels: [1: "gray matter", 2: "white matter"],
+            to: set.appendingPathComponent("labels/axial075.dcm").path)
         try FileManager.default.removeItem(at: set.appendingPathComponent("source"))
-        let json = #"{"name": "seg", "modality": "MR", "classes": ["background", "gray matter", "white matter"], "splits": {"test": ["axial075"]}}"#
+        let json =
+            #"{"name": "seg", "modality": "MR", "classes": ["background", "gray matter", "white matter"], "splits": {"test": ["axial075"]}}"#
         try Data(json.utf8).write(to: set.appendingPathComponent("dataset.json"))
 
         let sample = try LabeledSet.open(set.path).load("axial075")

@@ -1,9 +1,10 @@
 import DeepLab
 import Foundation
 import ImageFiles
-@testable import SliceLabKit
 import TestSupport
 import Testing
+
+@testable import SliceLabKit
 
 /// The labeled-set loader: PNG and HDF5 cases load with the right shapes and values, and each malformed set
 /// gives one typed error naming the case, or a listed skip with `skipBad`.
@@ -30,15 +31,17 @@ struct LabeledSetTests {
         for (copy, original) in [("c", "a.png"), ("d", "b.h5")] {  // second cases, so skipping one leaves a split
             let ext = (original as NSString).pathExtension
             for sub in ["images", "labels"] {
-                try fm.copyItem(at: folder.appendingPathComponent("\(sub)/\(original)"),
-                                to: folder.appendingPathComponent("\(sub)/\(copy).\(ext)"))
+                try fm.copyItem(
+                    at: folder.appendingPathComponent("\(sub)/\(original)"),
+                    to: folder.appendingPathComponent("\(sub)/\(copy).\(ext)"))
             }
         }
-        let description = json ?? """
-            {"name": "tiny", "classes": ["background", "one", "two"], "modality": "MR",
-             "splits": {"train": ["a", "c"], "val": ["b", "d"]},
-             "preprocessing": {"normalize": "percentile", "low": 0.5, "high": 99.5}}
-            """
+        let description =
+            json ?? """
+                {"name": "tiny", "classes": ["background", "one", "two"], "modality": "MR",
+                 "splits": {"train": ["a", "c"], "val": ["b", "d"]},
+                 "preprocessing": {"normalize": "percentile", "low": 0.5, "high": 99.5}}
+                """
         try Data(description.utf8).write(to: folder.appendingPathComponent("dataset.json"))
         return folder
     }
@@ -68,16 +71,18 @@ struct LabeledSetTests {
         let folder = try Self.makeSet()
         defer { try? FileManager.default.removeItem(at: folder) }
         try FileManager.default.removeItem(at: folder.appendingPathComponent("labels/b.h5"))
-        try Self.expectError(.unpairedImage(case: "b", file: folder.appendingPathComponent("images/b.h5").path),
-                             in: folder, skippedCase: "b")
+        try Self.expectError(
+            .unpairedImage(case: "b", file: folder.appendingPathComponent("images/b.h5").path),
+            in: folder, skippedCase: "b")
     }
 
     @Test func unpairedLabelNamesTheCase() throws {
         let folder = try Self.makeSet()
         defer { try? FileManager.default.removeItem(at: folder) }
         try FileManager.default.removeItem(at: folder.appendingPathComponent("images/a.png"))
-        try Self.expectError(.unpairedLabel(case: "a", file: folder.appendingPathComponent("labels/a.png").path),
-                             in: folder, skippedCase: "a")
+        try Self.expectError(
+            .unpairedLabel(case: "a", file: folder.appendingPathComponent("labels/a.png").path),
+            in: folder, skippedCase: "a")
     }
 
     @Test func shapeMismatchNamesTheCase() throws {
@@ -86,8 +91,9 @@ struct LabeledSetTests {
         try HDF5File.write(to: folder.appendingPathComponent("labels/b.h5").path, updating: false) {
             try $0.write([UInt8](repeating: 0, count: 20), shape: [4, 5], to: "/labels")
         }
-        try Self.expectError(.shapeMismatch(case: "b", image: [1, 6, 5], labels: [1, 4, 5]), in: folder,
-                             skippedCase: "b")
+        try Self.expectError(
+            .shapeMismatch(case: "b", image: [1, 6, 5], labels: [1, 4, 5]), in: folder,
+            skippedCase: "b")
     }
 
     @Test func labelValueOutsideTheClassesNamesTheCase() throws {
@@ -98,22 +104,25 @@ struct LabeledSetTests {
         labels[9] = 7
         try PNGImage(rows: 6, columns: 5, channels: 1, samples: labels)
             .write(to: folder.appendingPathComponent("labels/a.png").path)
-        try Self.expectError(.labelOutOfRange(case: "a", value: 7, pixels: 2, classCount: 3), in: folder,
-                             skippedCase: "a")
+        try Self.expectError(
+            .labelOutOfRange(case: "a", value: 7, pixels: 2, classCount: 3), in: folder,
+            skippedCase: "a")
     }
 
     @Test func caseInTwoSplitsNamesTheCase() throws {
-        let folder = try Self.makeSet(json: """
-            {"name": "tiny", "classes": ["bg", "fg", "x"], "modality": "OT", "splits": {"train": ["a", "b", "c"], "val": ["b", "d"]}}
-            """)
+        let folder = try Self.makeSet(
+            json: """
+                {"name": "tiny", "classes": ["bg", "fg", "x"], "modality": "OT", "splits": {"train": ["a", "b", "c"], "val": ["b", "d"]}}
+                """)
         defer { try? FileManager.default.removeItem(at: folder) }
         try Self.expectError(.caseInTwoSplits(case: "b", splits: ["train", "val"]), in: folder, skippedCase: "b")
     }
 
     @Test func listedCaseWithoutFilesIsReported() throws {
-        let folder = try Self.makeSet(json: """
-            {"name": "tiny", "classes": ["bg", "fg", "x"], "modality": "OT", "splits": {"train": ["a", "zz", "c"], "val": ["b", "d"]}}
-            """)
+        let folder = try Self.makeSet(
+            json: """
+                {"name": "tiny", "classes": ["bg", "fg", "x"], "modality": "OT", "splits": {"train": ["a", "zz", "c"], "val": ["b", "d"]}}
+                """)
         defer { try? FileManager.default.removeItem(at: folder) }
         try Self.expectError(.missingCase(case: "zz", split: "train"), in: folder, skippedCase: "zz")
     }
@@ -123,7 +132,7 @@ struct LabeledSetTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         try Data("not a png".utf8).write(to: folder.appendingPathComponent("images/a.png"))
         #expect { try LabeledSet.open(folder.path) } throws: { error in
-            guard case let .unreadable(name, file, _) = error as? LabeledSetError else { return false }
+            guard case .unreadable(let name, let file, _) = error as? LabeledSetError else { return false }
             return name == "a" && file.hasSuffix("images/a.png")
         }
     }
@@ -131,22 +140,26 @@ struct LabeledSetTests {
     @Test func twoFormsOfOneCaseAreAmbiguous() throws {
         let folder = try Self.makeSet()
         defer { try? FileManager.default.removeItem(at: folder) }
-        try FileManager.default.copyItem(at: folder.appendingPathComponent("images/a.png"),
-                                         to: folder.appendingPathComponent("images/a.h5"))
+        try FileManager.default.copyItem(
+            at: folder.appendingPathComponent("images/a.png"),
+            to: folder.appendingPathComponent("images/a.h5"))
         try Self.expectError(.ambiguous(case: "a", files: ["a.h5", "a.png", "a.png"]), in: folder, skippedCase: "a")
     }
 
     @Test func fileOfNoSplitIsReported() throws {
         let folder = try Self.makeSet()
         defer { try? FileManager.default.removeItem(at: folder) }
-        try FileManager.default.copyItem(at: folder.appendingPathComponent("labels/a.png"),
-                                         to: folder.appendingPathComponent("labels/stray.png"))
-        try Self.expectError(.notInAnySplit(case: "stray", file: folder.appendingPathComponent("labels/stray.png").path),
-                             in: folder, skippedCase: "stray")
+        try FileManager.default.copyItem(
+            at: folder.appendingPathComponent("labels/a.png"),
+            to: folder.appendingPathComponent("labels/stray.png"))
+        try Self.expectError(
+            .notInAnySplit(case: "stray", file: folder.appendingPathComponent("labels/stray.png").path),
+            in: folder, skippedCase: "stray")
     }
 
     @Test func badCaseNamesAndEmptiedSplitsAreReported() throws {
-        #expect(LabeledSet.isValidCaseName("axial019.b-2_x") && !LabeledSet.isValidCaseName("-a")
+        #expect(
+            LabeledSet.isValidCaseName("axial019.b-2_x") && !LabeledSet.isValidCaseName("-a")
                 && !LabeledSet.isValidCaseName("a b") && !LabeledSet.isValidCaseName(""))
         let folder = try Self.makeSet()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -162,8 +175,11 @@ struct LabeledSetTests {
         #expect { try LabeledSet.open(folder.path) } throws: { error in
             "\(error)".contains("dataset.json") && "\(error)".contains("classes")
         }
-        try Data(#"{"name": "x", "classes": ["a","b"], "modality": "MR", "splits": {}, "preprocessing": {"normalize": "fancy"}}"#.utf8)
-            .write(to: folder.appendingPathComponent("dataset.json"))
+        try Data(
+            #"{"name": "x", "classes": ["a","b"], "modality": "MR", "splits": {}, "preprocessing": {"normalize": "fancy"}}"#
+                .utf8
+        )
+        .write(to: folder.appendingPathComponent("dataset.json"))
         #expect { try LabeledSet.open(folder.path) } throws: { "\($0)".contains("fancy") }
         try Data(#"{"name": "x", "classes": ["a", "a"], "modality": "MR", "splits": {}}"#.utf8)
             .write(to: folder.appendingPathComponent("dataset.json"))

@@ -12,7 +12,8 @@ import Testing
         let path = Self.fixtures.appendingPathComponent("int16-sform-only.nii.gz").path
         let result = try TestSupport.slicelab(["info", path, "--json"])
         #expect(result.status == 0, "\(result.standardError)")
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
         #expect(object["format"] as? String == "NIfTI-1" && object["dimensions"] as? [Int] == [7, 6, 5])
         let spacing = try #require(object["spacing"] as? [Double])
         let origin = try #require(object["origin"] as? [Double])
@@ -24,8 +25,9 @@ import Testing
     @Test func clusterReadsAVolumeByItsContent() throws {
         let folder = try TestSupport.temporaryFolder()
         let input = folder.appendingPathComponent("scan").path  // no extension: found by content
-        try FileManager.default.copyItem(atPath: Self.fixtures.appendingPathComponent("float32-qform-sform.nii.gz").path,
-                                         toPath: input)
+        try FileManager.default.copyItem(
+            atPath: Self.fixtures.appendingPathComponent("float32-qform-sform.nii.gz").path,
+            toPath: input)
         let output = folder.appendingPathComponent("labels.h5").path
         let result = try TestSupport.slicelab(["cluster", input, "--method", "otsu", "--classes", "2", "--out", output])
         #expect(result.status == 0, "\(result.standardError)")
@@ -41,8 +43,9 @@ import Testing
         let result = try TestSupport.slicelab(["info", path])
         #expect(result.status == 1)
         let lines = result.standardError.split(separator: "\n")
-        #expect(lines.count == 1 && lines[0].contains(path) && lines[0].contains("the file holds"),
-                "\(result.standardError)")
+        #expect(
+            lines.count == 1 && lines[0].contains(path) && lines[0].contains("the file holds"),
+            "\(result.standardError)")
     }
 }
 
@@ -55,7 +58,8 @@ extension NIfTICommandTests {
         let source = Self.fixtures.appendingPathComponent(name).path
         let result = try TestSupport.slicelab(["convert", source, output])
         #expect(result.status == 0, "\(result.standardError)")
-        let check = try TestSupport.runPython("""
+        let check = try TestSupport.runPython(
+            """
             import h5py, numpy as np, sys
             out, goldens, name = sys.argv[1], sys.argv[2], sys.argv[3]
             with h5py.File(out) as f, h5py.File(goldens) as g:
@@ -80,12 +84,15 @@ extension NIfTICommandTests {
     @Test func convertRoundTripsThroughHDF5AndWritesLabelMaps() throws {
         let folder = try TestSupport.temporaryFolder()
         let source = Self.fixtures.appendingPathComponent("uint8-qform-only-qfac.nii").path
-        let h5 = folder.appendingPathComponent("image.h5").path, back = folder.appendingPathComponent("back.nii.gz").path
+        let h5 = folder.appendingPathComponent("image.h5").path
+        let back = folder.appendingPathComponent("back.nii.gz").path
         #expect(try TestSupport.slicelab(["convert", source, h5]).status == 0)
         let written = try TestSupport.slicelab(["convert", h5, back])
         #expect(written.status == 0, "\(written.standardError)")
-        let labels = folder.appendingPathComponent("labels.h5").path, labelsOut = folder.appendingPathComponent("labels.nii").path
-        let check = try TestSupport.runPython("""
+        let labels = folder.appendingPathComponent("labels.h5").path
+        let labelsOut = folder.appendingPathComponent("labels.nii").path
+        let check = try TestSupport.runPython(
+            """
             import h5py, nibabel as nib, numpy as np, subprocess, sys
             source, back, labels, labels_out, slicelab = sys.argv[1:6]
             a, b = nib.load(source), nib.load(back)

@@ -7,7 +7,7 @@ struct OutputFormatTests {
         let expected: [(String, OutputFormat?)] = [
             ("out/labels.h5", .hdf5), ("LABELS.HDF5", .hdf5), ("case.nii.gz", .nifti), ("case.NII", .nifti),
             ("slice.png", .png), ("SEG.DCM", .dicom), ("labels", nil), ("labels.gz", nil), ("labels.nrrd", nil),
-            ("folder.h5/labels.txt", nil), ("labels.h5.tmp", nil),
+            ("folder.h5/labels.txt", nil), ("labels.h5.tmp", nil)
         ]
         for (path, format) in expected {
             #expect(OutputFormat(path: path) == format, "\(path)")

@@ -3,10 +3,11 @@ import DICOM
 import DeepLab
 import Foundation
 import ImageFiles
-@testable import SliceLabKit
 import SliceLabSupport
 import TestSupport
 import Testing
+
+@testable import SliceLabKit
 
 /// The component rules (`largest-component`, `fill-holes`) on hand-made maps, and `segment --regularize` /
 /// `--crf` end to end through the built `slicelab`.
@@ -18,25 +19,33 @@ import Testing
     static let context = PostProcessingContext(classCount: 3, beta: 1, unaryCost: nil)
 
     @Test func largestComponentKeepsOnlyEachClassesLargestFaceConnectedPart() throws {
-        let map = Self.grid([[1, 1, 0, 1],
-                             [1, 0, 0, 0],
-                             [0, 2, 0, 2],
-                             [0, 2, 0, 2]])
+        let map = Self.grid([
+            [1, 1, 0, 1],
+            [1, 0, 0, 0],
+            [0, 2, 0, 2],
+            [0, 2, 0, 2]
+        ])
         let result = try LargestComponent.apply(map, context: Self.context)
-        #expect(result.labels == Self.grid([[1, 1, 0, 0],
-                                            [1, 0, 0, 0],
-                                            [0, 2, 0, 0],
-                                            [0, 2, 0, 0]]).labels)
+        #expect(
+            result.labels
+                == Self.grid([
+                    [1, 1, 0, 0],
+                    [1, 0, 0, 0],
+                    [0, 2, 0, 0],
+                    [0, 2, 0, 0]
+                ]).labels)
         var onlyTwo = Self.context
         onlyTwo.ruleClasses = [2]
         #expect(try LargestComponent.apply(map, context: onlyTwo).labels[3] == 1)
     }
 
     @Test func fillHolesFillsBackgroundEnclosedByOneClassOnly() throws {
-        let map = Self.grid([[1, 1, 1, 0, 0],
-                             [1, 0, 1, 0, 2],
-                             [1, 1, 1, 2, 0],
-                             [0, 0, 0, 0, 2]])
+        let map = Self.grid([
+            [1, 1, 1, 0, 0],
+            [1, 0, 1, 0, 2],
+            [1, 1, 1, 2, 0],
+            [0, 0, 0, 0, 2]
+        ])
         let result = try FillHoles.apply(map, context: Self.context)
         #expect(result.labels[1 * 5 + 1] == 1)  // enclosed by class 1
         #expect(result.labels[2 * 5 + 4] == 0)  // touches the edge
@@ -61,8 +70,9 @@ import Testing
         let expectedWindowed = values.map { level((($0 - 50) / 20 + 0.5) * 255) }
         #expect(zip(windowed.values, expectedWindowed).allSatisfy { abs($0 - $1) <= 1 })
         #expect(windowed.values[40] == 0 && windowed.values[50] == 128 && windowed.values[61] == 255)
-        let color = ScanImage(frames: 1, rows: 2, columns: 2, channels: 3, values: (0..<12).map { Float($0 * 20) },
-                              source: "test")
+        let color = ScanImage(
+            frames: 1, rows: 2, columns: 2, channels: 3, values: (0..<12).map { Float($0 * 20) },
+            source: "test")
         let shown = SegmentPostProcessing.display(color)
         #expect(shown.channels == 3 && shown.values == (0..<12).map { Float($0 * 20) })
     }
@@ -78,15 +88,19 @@ import Testing
     // MARK: - CLI
 
     static func demoSlice() -> String {
-        TestSupport.packageRoot.appendingPathComponent("Sources/SliceLabKit/Resources/Demo/mni-brain/images/axial035.dcm")
-            .path
+        TestSupport.packageRoot.appendingPathComponent(
+            "Sources/SliceLabKit/Resources/Demo/mni-brain/images/axial035.dcm"
+        )
+        .path
     }
 
     static func model(in folder: URL) throws -> String {
         let path = folder.appendingPathComponent("model.h5").path
-        let model = try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 3, inputChannels: 1,
-                                                       outputStride: 16, atrousRates: [2, 4], asppChannels: 8,
-                                                       widthMultiplier: 0.35, seed: 7))
+        let model = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: .mobilenetV2, classCount: 3, inputChannels: 1,
+                outputStride: 16, atrousRates: [2, 4], asppChannels: 8,
+                widthMultiplier: 0.35, seed: 7))
         try DeepLabCheckpoint.save(model, preprocessing: .minMax, to: path)
         return path
     }
@@ -98,16 +112,22 @@ import Testing
         let model = try Self.model(in: folder)
         let plain = folder.appendingPathComponent("plain.h5").path
         let crf = folder.appendingPathComponent("crf.h5").path
-        var result = try TestSupport.slicelab(["segment", Self.demoSlice(), "--model", model, "--out", plain,
-                                               "--probabilities"])
+        var result = try TestSupport.slicelab([
+            "segment", Self.demoSlice(), "--model", model, "--out", plain,
+            "--probabilities"
+        ])
         #expect(result.status == 0, "\(result.standardError)")
-        result = try TestSupport.slicelab(["segment", Self.demoSlice(), "--model", model, "--out", crf,
-                                           "--probabilities", "--regularize", "crf",
-                                           "--crf", "iterations=3,bilateral-sxy=40"])
+        result = try TestSupport.slicelab([
+            "segment", Self.demoSlice(), "--model", model, "--out", crf,
+            "--probabilities", "--regularize", "crf",
+            "--crf", "iterations=3,bilateral-sxy=40"
+        ])
         #expect(result.status == 0, "\(result.standardError)")
-        let before = try HDF5File.open(plain), after = try HDF5File.open(crf)
-        #expect(try before.read("/probabilities", as: Float.self).values
-            == after.read("/probabilities", as: Float.self).values)
+        let before = try HDF5File.open(plain)
+        let after = try HDF5File.open(crf)
+        #expect(
+            try before.read("/probabilities", as: Float.self).values
+                == after.read("/probabilities", as: Float.self).values)
         #expect(try after.attribute("regularize", at: "/labels").stringValue == "crf")
         #expect(try after.attribute("crf", at: "/labels").stringValue?.contains("bilateral-sxy=40.0") == true)
         let labels = try after.read("/labels", as: Int32.self)
@@ -120,8 +140,10 @@ import Testing
         let model = try Self.model(in: folder)
         for step in ["largest-component", "fill-holes", "mrf", "majority"] {
             let out = folder.appendingPathComponent("\(step).h5").path
-            let result = try TestSupport.slicelab(["segment", Self.demoSlice(), "--model", model, "--out", out,
-                                                   "--regularize", step])
+            let result = try TestSupport.slicelab([
+                "segment", Self.demoSlice(), "--model", model, "--out", out,
+                "--regularize", step
+            ])
             #expect(result.status == 0, "\(step): \(result.standardError)")
         }
     }
@@ -131,7 +153,7 @@ import Testing
         (["--crf", "iterations=3"], "--crf needs --regularize crf"),
         (["--regularize", "crf", "--crf", "sigma=3"], "unknown CRF parameter 'sigma'"),
         (["--regularize", "crf", "--crf", "gaussian-sxy=0"], "must be positive"),
-        (["--regularize", "blur"], "blur"),
+        (["--regularize", "blur"], "blur")
     ])
     func badPostProcessingIsAUsageError(extra: [String], message: String) throws {
         let folder = try TestSupport.temporaryFolder("crf-bad")
@@ -151,9 +173,11 @@ import Testing
         let set = try CompareTests.makeSet(in: folder)
         let model = try CompareTests.makeModel(in: folder)
         let results = folder.appendingPathComponent("results.h5").path
-        let run = try TestSupport.slicelab(["compare", set.path, "--model", model, "--classical", "multiotsu:map=intensity",
-                                            "--post", "none", "--post", "crf", "--post", "largest-component",
-                                            "--post", "auto", "--crf", "iterations=2", "--out", results])
+        let run = try TestSupport.slicelab([
+            "compare", set.path, "--model", model, "--classical", "multiotsu:map=intensity",
+            "--post", "none", "--post", "crf", "--post", "largest-component",
+            "--post", "auto", "--crf", "iterations=2", "--out", results
+        ])
         #expect(run.status == 0, "\(run.standardError)")
         let check = """
             import h5py, sys, json
@@ -170,19 +194,25 @@ import Testing
             print('ok')
             """
         #expect(try TestSupport.runPython(check, arguments: [results]).contains("ok"))
-        let bad = try TestSupport.slicelab(["compare", set.path, "--model", model, "--post", "blur", "--out", results,
-                                            "--overwrite"])
+        let bad = try TestSupport.slicelab([
+            "compare", set.path, "--model", model, "--post", "blur", "--out", results,
+            "--overwrite"
+        ])
         #expect(bad.status == 2 && bad.standardError.contains("unknown --post 'blur'"))
-        let orphan = try TestSupport.slicelab(["compare", set.path, "--model", model, "--crf", "iterations=2",
-                                               "--out", results, "--overwrite"])
+        let orphan = try TestSupport.slicelab([
+            "compare", set.path, "--model", model, "--crf", "iterations=2",
+            "--out", results, "--overwrite"
+        ])
         #expect(orphan.status == 2 && orphan.standardError.contains("--crf needs --post crf"))
     }
 
     @Test func clusterRefusesCRFForItHasNoProbabilities() throws {
         let folder = try TestSupport.temporaryFolder("crf-cluster")
         let out = folder.appendingPathComponent("out.h5").path
-        let result = try TestSupport.slicelab(["cluster", Self.demoSlice(), "--method", "kmeans", "--classes", "3",
-                                               "--regularize", "crf", "--out", out])
+        let result = try TestSupport.slicelab([
+            "cluster", Self.demoSlice(), "--method", "kmeans", "--classes", "3",
+            "--regularize", "crf", "--out", out
+        ])
         #expect(result.status == 2)
         #expect(result.standardError.contains("class probabilities"), "\(result.standardError)")
         #expect(!FileManager.default.fileExists(atPath: out))

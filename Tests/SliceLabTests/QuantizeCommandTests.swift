@@ -17,31 +17,43 @@ import Testing
         let folder = try TestSupport.temporaryFolder("quantize-cli")
         defer { try? FileManager.default.removeItem(at: folder) }
         let int8Model = folder.appendingPathComponent("mni-brain-int8.h5").path
-        let quantize = try TestSupport.run(TestSupport.slicelabBinary, [
-            "quantize", Self.model, "--calibrate", Self.set, "--out", int8Model, "--threads", "2"])
+        let quantize = try TestSupport.run(
+            TestSupport.slicelabBinary,
+            [
+                "quantize", Self.model, "--calibrate", Self.set, "--out", int8Model, "--threads", "2"
+            ])
         #expect(quantize.status == 0, "\(quantize.standardError)")
 
         let file = try HDF5File.open(int8Model)
-        #expect(try file.attribute("method", at: "/quantization").stringValue
+        #expect(
+            try file.attribute("method", at: "/quantization").stringValue
                 == QuantizeWorkflow.defaultMethod.rawValue)
         #expect(try file.attribute("calibration_set", at: "/quantization").stringValue == "mni-brain")
         #expect(try file.attribute("split", at: "/quantization").stringValue == "train")
         #expect(try file.attribute("cases", at: "/quantization").doubleValues == [4])
         #expect(try file.attribute("slices", at: "/quantization").doubleValues == [4])
-        #expect(try file.attribute("float_units", at: "/quantization") == .strings(["classifier.0.convs.4.1",
-                                                                                     "classifier.4"]))
+        #expect(
+            try file.attribute("float_units", at: "/quantization")
+                == .strings([
+                    "classifier.0.convs.4.1",
+                    "classifier.4"
+                ]))
         #expect(file.exists("/quantization/backbone.0.0/weight_scales"))
 
         var labels: [Precision: [Int32]] = [:]
         for (precision, model) in [(Precision.fp32, Self.model), (.int8, int8Model)] {
             let out = folder.appendingPathComponent("\(precision.rawValue).h5").path
-            let run = try TestSupport.run(TestSupport.slicelabBinary, [
-                "segment", Self.testImage, "--model", model, "--out", out, "--precision", precision.rawValue,
-                "--threads", "2"])
+            let run = try TestSupport.run(
+                TestSupport.slicelabBinary,
+                [
+                    "segment", Self.testImage, "--model", model, "--out", out, "--precision", precision.rawValue,
+                    "--threads", "2"
+                ])
             #expect(run.status == 0, "\(run.standardError)")
             labels[precision] = try HDF5File.open(out).read("/labels", as: Int32.self).values
         }
-        let fp32 = try #require(labels[.fp32]), int8 = try #require(labels[.int8])
+        let fp32 = try #require(labels[.fp32])
+        let int8 = try #require(labels[.int8])
         #expect(fp32.count == int8.count && !fp32.isEmpty)
         let agreement = Double(zip(fp32, int8).filter { $0 == $1 }.count) / Double(fp32.count)
         #expect(agreement >= 0.99, "int8 labels agree with float32 on \(agreement * 100) % of pixels")
@@ -50,8 +62,11 @@ import Testing
         // A quantised checkpoint is refused in fp32 and bf16, with the reason, and nothing is written.
         for precision in ["fp32", "bf16"] {
             let out = folder.appendingPathComponent("refused-\(precision).h5").path
-            let run = try TestSupport.run(TestSupport.slicelabBinary, [
-                "segment", Self.testImage, "--model", int8Model, "--out", out, "--precision", precision])
+            let run = try TestSupport.run(
+                TestSupport.slicelabBinary,
+                [
+                    "segment", Self.testImage, "--model", int8Model, "--out", out, "--precision", precision
+                ])
             #expect(run.status == 2)
             let lines = run.standardError.split(separator: "\n")
             #expect(lines.count == 1)
@@ -59,9 +74,12 @@ import Testing
             #expect(!FileManager.default.fileExists(atPath: out))
         }
         // And a float32 one in int8.
-        let refused = try TestSupport.run(TestSupport.slicelabBinary, [
-            "compare", Self.set, "--model", Self.model, "--out", folder.appendingPathComponent("r.h5").path,
-            "--precision", "int8"])
+        let refused = try TestSupport.run(
+            TestSupport.slicelabBinary,
+            [
+                "compare", Self.set, "--model", Self.model, "--out", folder.appendingPathComponent("r.h5").path,
+                "--precision", "int8"
+            ])
         #expect(refused.status == 2)
         #expect(refused.standardError.contains("is a float32 checkpoint; make an int8 one with 'slicelab quantize'"))
     }
@@ -70,12 +88,16 @@ import Testing
         let folder = try TestSupport.temporaryFolder("quantize-cli")
         defer { try? FileManager.default.removeItem(at: folder) }
         let out = folder.appendingPathComponent("int8.h5").path
-        let run = try TestSupport.run(TestSupport.slicelabBinary, [
-            "quantize", Self.model, "--calibrate", Self.set, "--split", "val", "--out", out])
+        let run = try TestSupport.run(
+            TestSupport.slicelabBinary,
+            [
+                "quantize", Self.model, "--calibrate", Self.set, "--split", "val", "--out", out
+            ])
         #expect(run.status == 1)
         let lines = run.standardError.split(separator: "\n")
         #expect(lines.count == 1)
-        #expect(lines.first?.contains("the calibration split 'val' has no cases (splits with cases: test, train)")
+        #expect(
+            lines.first?.contains("the calibration split 'val' has no cases (splits with cases: test, train)")
                 == true)
         #expect(!FileManager.default.fileExists(atPath: out))
     }

@@ -1,8 +1,9 @@
 import Foundation
 import ImageFiles
-@testable import SliceLabKit
 import TestSupport
 import Testing
+
+@testable import SliceLabKit
 
 /// The HTML report's 3-D slice scroller (issue #18): its sprites, its size policy, and the page driven in
 /// headless Chromium by `Fixtures/drive_scroller.py`.
@@ -15,7 +16,8 @@ import Testing
     /// sprite the class tint at full alpha where the label is set and nothing elsewhere.
     @Test func spritesHoldEachShownSliceAtItsTile() throws {
         let (frames, rows, columns) = (5, 6, 4)
-        var values = [Float](), labels = [Int32]()
+        var values = [Float]()
+        var labels = [Int32]()
         for z in 0..<frames {
             for y in 0..<rows {
                 for x in 0..<columns {
@@ -24,8 +26,9 @@ import Testing
                 }
             }
         }
-        let image = ScanImage(frames: frames, rows: rows, columns: columns, channels: 1, values: values,
-                              spacing: [3, 1, 2], source: "volume")
+        let image = ScanImage(
+            frames: frames, rows: rows, columns: columns, channels: 1, values: values,
+            spacing: [3, 1, 2], source: "volume")
         let map = LabelMap(frames: frames, rows: rows, columns: columns, labels: labels)
         let scroller = try SliceScroller(caseID: "c", image: image, layers: [("reference", map)])
         #expect(scroller.sliceIndices == [0, 1, 2, 3, 4] && scroller.reduction == 1)
@@ -51,7 +54,8 @@ import Testing
                 for x in 0..<columns {
                     let pixel = (top + y) * tint.columns + left + x
                     let rgba = Array(tintSamples[(pixel * 4)..<(pixel * 4 + 4)])
-                    let expected = y == tile && x == 1
+                    let expected =
+                        y == tile && x == 1
                         ? [Int(color.0), Int(color.1), Int(color.2), 255] : [0, 0, 0, 0]
                     #expect(rgba == expected, "tile \(tile) y \(y) x \(x)")
                 }
@@ -68,8 +72,9 @@ import Testing
         #expect(policy.shownSlices(frames: 3) == [0, 1, 2])
         #expect(policy.reduction(rows: 20, columns: 7) == 3)
         #expect(policy.pixelCost(frames: 10, rows: 20, columns: 7) == 4 * 7 * 3)
-        let image = ScanImage(frames: 10, rows: 20, columns: 7, channels: 1,
-                              values: (0..<1400).map { Float($0 % 97) }, source: "big")
+        let image = ScanImage(
+            frames: 10, rows: 20, columns: 7, channels: 1,
+            values: (0..<1400).map { Float($0 % 97) }, source: "big")
         let map = LabelMap(frames: 10, rows: 20, columns: 7, labels: [Int32](repeating: 1, count: 1400))
         let scroller = try SliceScroller(caseID: "big", image: image, layers: [("reference", map)], policy: policy)
         #expect(scroller.sliceIndices == [0, 3, 6, 9] && scroller.tileRows == 7 && scroller.tileColumns == 3)
@@ -86,26 +91,34 @@ import Testing
         let dice: [[Double]] = [[1, 0.9], [1, 0.1], [1, 0.5], [1, 0.2]]  // worst first: c1, c3, c2, c0
         let caseIDs = (0..<4).map { "c\($0)" }
         let images = shapes.map { frames, rows, columns in
-            ScanImage(frames: frames, rows: rows, columns: columns, channels: 1,
-                      values: (0..<(frames * rows * columns)).map { Float($0) }, source: "v")
+            ScanImage(
+                frames: frames, rows: rows, columns: columns, channels: 1,
+                values: (0..<(frames * rows * columns)).map { Float($0) }, source: "v")
         }
         let maps = shapes.map { frames, rows, columns in
-            LabelMap(frames: frames, rows: rows, columns: columns,
-                     labels: [Int32](repeating: 1, count: frames * rows * columns))
+            LabelMap(
+                frames: frames, rows: rows, columns: columns,
+                labels: [Int32](repeating: 1, count: frames * rows * columns))
         }
         let picture = try PNGImage(rows: 1, columns: 1, channels: 3, samples: [UInt8](repeating: 9, count: 3))
             .encoded()
-        var report = HTMLReport(title: "t", classNames: ["background", "thing"], caseIDs: caseIDs,
-                                methods: [HTMLReport.Method(name: "deeplabv3", dice: dice, iou: dice, hd95: dice,
-                                                            pValues: nil)],
-                                pictures: caseIDs.map {
-                                    HTMLReport.CasePictures(caseID: $0, image: picture, reference: picture,
-                                                            methods: [picture])
-                                })
+        var report = HTMLReport(
+            title: "t", classNames: ["background", "thing"], caseIDs: caseIDs,
+            methods: [
+                HTMLReport.Method(
+                    name: "deeplabv3", dice: dice, iou: dice, hd95: dice,
+                    pValues: nil)
+            ],
+            pictures: caseIDs.map {
+                HTMLReport.CasePictures(
+                    caseID: $0, image: picture, reference: picture,
+                    methods: [picture])
+            })
         #expect(report.caseOrder() == ["c1", "c3", "c2", "c0"])
         let policy = SliceScroller.Policy(maxCases: 8, maxSlices: 128, maxSide: 192, maxTotalPixels: 2 * 4 * 30)
-        try Compare.addScrollers(to: &report, runNames: ["deeplabv3"], images: images, references: maps,
-                                 predictions: [maps], policy: policy)
+        try Compare.addScrollers(
+            to: &report, runNames: ["deeplabv3"], images: images, references: maps,
+            predictions: [maps], policy: policy)
         #expect(report.scrollers.map(\.caseID) == ["c3", "c2"])
         #expect(report.scrollers.allSatisfy { $0.layers.map(\.name) == ["reference", "deeplabv3"] })
         #expect(report.scrollerNote?.hasPrefix("Slice scrollers for 2 of 3 3-D cases") == true)
@@ -128,25 +141,30 @@ import Testing
         let external = folder.appendingPathComponent("nnunet_fold0")
         try FileManager.default.createDirectory(at: external, withIntermediateDirectories: true)
         for k in 2..<4 {
-            try NIfTIImage.write(.labels(DatasetFixtures.prediction(k)), dimensions: DatasetFixtures.dimensions,
-                                 geometry: DatasetFixtures.geometry,
-                                 to: external.appendingPathComponent("\(DatasetFixtures.caseName(k)).nii.gz").path)
+            try NIfTIImage.write(
+                .labels(DatasetFixtures.prediction(k)), dimensions: DatasetFixtures.dimensions,
+                geometry: DatasetFixtures.geometry,
+                to: external.appendingPathComponent("\(DatasetFixtures.caseName(k)).nii.gz").path)
         }
         let report = folder.appendingPathComponent("report").path
         let model = try PostProcessingTests.model(in: folder)
-        let run = try TestSupport.slicelab(["compare", root.path, "--model", model,
-                                            "--classical", "kmeans:space=gray,map=train-vote",
-                                            "--post", "majority",
-                                            "--external", "nnunet=\(external.path)",
-                                            "--out", folder.appendingPathComponent("results.h5").path,
-                                            "--report", report])
+        let run = try TestSupport.slicelab([
+            "compare", root.path, "--model", model,
+            "--classical", "kmeans:space=gray,map=train-vote",
+            "--post", "majority",
+            "--external", "nnunet=\(external.path)",
+            "--out", folder.appendingPathComponent("results.h5").path,
+            "--report", report
+        ])
         #expect(run.status == 0, "\(run.standardError)")
         let html = try String(contentsOfFile: report + "/index.html", encoding: .utf8)
         #expect(html.components(separatedBy: "<div class=\"scroller\"").count - 1 == 2)
         #expect(html.components(separatedBy: "class=\"sprite-image\"").count - 1 == 2)
         #expect(html.components(separatedBy: "class=\"sprite-layer\"").count - 1 == 2 * 5)
-        for name in ["reference", "deeplabv3 (Dice", "deeplabv3.majority (Dice", "kmeans-gray-train-vote (Dice",
-                     "nnunet (Dice"] {
+        for name in [
+            "reference", "deeplabv3 (Dice", "deeplabv3.majority (Dice", "kmeans-gray-train-vote (Dice",
+            "nnunet (Dice"
+        ] {
             #expect(html.contains("> \(name)"), "the method switch lacks \(name)")
         }
         #expect(html.contains("Slice scrollers for 2 of 2 3-D cases"))
@@ -154,14 +172,19 @@ import Testing
         #expect(!html.contains("<figure>"), "a case with a scroller shows no static figures")
 
         guard FileManager.default.isExecutableFile(atPath: Self.chromium) else {
-            print("ReportScrollerTests: skipped the Chromium part: \(Self.chromium) is absent "
-                  + "(`make setup` installs it)")
+            print(
+                "ReportScrollerTests: skipped the Chromium part: \(Self.chromium) is absent "
+                    + "(`make setup` installs it)")
             return
         }
         let shots = folder.appendingPathComponent("screenshots")
         try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
-        let driven = try TestSupport.run(TestSupport.python, [Self.script, Self.chromium, report + "/index.html",
-                                                              shots.path, "nnunet"], timeout: 120)
+        let driven = try TestSupport.run(
+            TestSupport.python,
+            [
+                Self.script, Self.chromium, report + "/index.html",
+                shots.path, "nnunet"
+            ], timeout: 120)
         #expect(driven.status == 0, "\(driven.standardError)\n\(driven.standardOutput)")
         let summary = try JSONSerialization.jsonObject(with: Data(driven.standardOutput.utf8)) as? [String: Any]
         let checks = try #require(summary?["checks"] as? [String: [String: Any]])

@@ -1,5 +1,6 @@
-@testable import SliceLabKit
 import Testing
+
+@testable import SliceLabKit
 
 /// The report's summary table over few cases (issue #33): one case has no spread and no test, and below six
 /// pairs a two-sided Wilcoxon signed-rank test cannot reach p < 0.05, which the table says beside the p-value.
@@ -8,10 +9,12 @@ struct ReportStatisticsTests {
         let dice = (0..<cases).map { [1.0, 0.9 + 0.01 * Double($0)] }
         let methods = [
             HTMLReport.Method(name: "deep", dice: dice, iou: dice, hd95: dice, pValues: nil),
-            HTMLReport.Method(name: "classical", dice: dice, iou: dice, hd95: dice, pValues: [.nan, 0.0625]),
+            HTMLReport.Method(name: "classical", dice: dice, iou: dice, hd95: dice, pValues: [.nan, 0.0625])
         ]
-        return HTMLReport(title: "t", classNames: ["background", "thing"], caseIDs: (0..<cases).map { "c\($0)" },
-                          methods: methods, pictures: []).html()
+        return HTMLReport(
+            title: "t", classNames: ["background", "thing"], caseIDs: (0..<cases).map { "c\($0)" },
+            methods: methods, pictures: []
+        ).html()
     }
 
     @Test func oneCaseShowsNoSpreadAndNoPValue() {

@@ -17,7 +17,8 @@ struct ResultsCompatibilityTests {
         let run = try ResultsFile.readRun("modelB", from: Self.fixture)
         #expect(run.metrics.metrics == MetricName.allCases)
         #expect(run.caseCount == 6 && run.classCount == 3 && run.settings.toleranceMM == 2)
-        let stored = try TestSupport.runPython("""
+        let stored = try TestSupport.runPython(
+            """
             import h5py, json, sys
             print(json.dumps(h5py.File(sys.argv[1], "r")["runs/modelB/metrics/dice"][()].reshape(-1).tolist()))
             """, arguments: [Self.fixture])
@@ -30,13 +31,15 @@ struct ResultsCompatibilityTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("results.h5").path
         try FileManager.default.copyItem(atPath: Self.fixture, toPath: path)
-        try TestSupport.runPython("""
+        try TestSupport.runPython(
+            """
             import h5py, sys
             with h5py.File(sys.argv[1], "a") as f:
                 del f["runs/modelB/metrics/nsd"]
                 del f["runs/modelB/summary/nsd"]
             """, arguments: [path])
-        let a = try ResultsFile.readRun("modelA", from: path), b = try ResultsFile.readRun("modelB", from: path)
+        let a = try ResultsFile.readRun("modelA", from: path)
+        let b = try ResultsFile.readRun("modelB", from: path)
         #expect(b.metrics[.nsd] == nil && b.metrics.metrics.count == MetricName.allCases.count - 1)
         #expect(b.values(.nsd, classIndex: 1).allSatisfy { $0.isNaN })
         let comparison = try ResultsComparison(a, b)
@@ -51,8 +54,10 @@ struct ResultsCompatibilityTests {
             try PNGImage(rows: 8, columns: 8, channels: 1, samples: samples)
                 .write(to: labels.appendingPathComponent("c\(i).png").path)
         }
-        let result = try TestSupport.slicelab(["evaluate", "--pred", labels.path, "--ref", labels.path,
-                                               "--out", path, "--run", "same"])
+        let result = try TestSupport.slicelab([
+            "evaluate", "--pred", labels.path, "--ref", labels.path,
+            "--out", path, "--run", "same"
+        ])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(try ResultsFile.runNames(in: path) == ["modelA", "modelB", "same"])
         #expect(try ResultsFile.readRun("modelB", from: path).metrics == b.metrics)

@@ -1,26 +1,31 @@
 import DeepLab
 import Foundation
 import ImageFiles
-@testable import SliceLabKit
 import TestSupport
 import Testing
+
+@testable import SliceLabKit
 
 /// `segment --batch N` (issue #19): N slices per forward pass give the labels of batch 1 bit for bit and the
 /// probabilities to float32 rounding, for fp32 and int8 models, whole images and tiled ones; `--timings` reports
 /// throughput, the achieved rate against the ISA's peak and the peak RSS.
 @Suite(.serialized) struct SegmentBatchTests {
     /// Segments the 5-slice test volume with `segmenter` at `batch`: labels and probabilities.
-    static func segment(_ segmenter: VolumeSegmenter, _ image: NIfTIImage,
-                        batch: Int) throws -> VolumeSegmenter.Result {
-        try segmenter.segment(image.values, shape: [5, 16, 20], geometry: image.geometry, probabilities: true,
-                              batch: batch)
+    static func segment(
+        _ segmenter: VolumeSegmenter, _ image: NIfTIImage,
+        batch: Int
+    ) throws -> VolumeSegmenter.Result {
+        try segmenter.segment(
+            image.values, shape: [5, 16, 20], geometry: image.geometry, probabilities: true,
+            batch: batch)
     }
 
     /// Labels equal, probabilities within 1e-5 absolute (softmax of logits that differ by float32 summation
     /// order at most).
     static func expectSame(_ a: VolumeSegmenter.Result, _ b: VolumeSegmenter.Result, _ what: String) {
         #expect(a.labels == b.labels, "\(what): labels differ")
-        let p = a.probabilities ?? [], q = b.probabilities ?? []
+        let p = a.probabilities ?? []
+        let q = b.probabilities ?? []
         #expect(p.count == q.count && !p.isEmpty, "\(what)")
         let worst = zip(p, q).map { abs($0 - $1) }.max() ?? .infinity
         #expect(worst <= 1e-5, "\(what): probabilities differ by \(worst)")
@@ -34,8 +39,9 @@ import Testing
         let image = try NIfTIImage.read(input)
         // Context 1 (neighbours replicated at the edges) and resampling to a training spacing, with 5 slices in
         // batches of 3 (a full batch and a partial one).
-        let model = try VolumeSegmentTests.model(in: folder, inputChannels: 3,
-                                                 sampling: SliceSampling(context: 1, spacing: [0.6, 0.6]))
+        let model = try VolumeSegmentTests.model(
+            in: folder, inputChannels: 3,
+            sampling: SliceSampling(context: 1, spacing: [0.6, 0.6]))
         var segmenter = try VolumeSegmenter.load(checkpoint: model)
         let single = try Self.segment(segmenter, image, batch: 1)
         Self.expectSame(single, try Self.segment(segmenter, image, batch: 3), "fp32, batch 3")
@@ -79,16 +85,20 @@ import Testing
         var multiplyAdds: [Double] = []
         for batch in [1, 3] {
             let out = folder.appendingPathComponent("labels\(batch).h5").path
-            let result = try TestSupport.slicelab(["segment", input, "--model", model, "--out", out, "--batch",
-                                                   "\(batch)", "--timings", "--threads", "2"])
+            let result = try TestSupport.slicelab([
+                "segment", input, "--model", model, "--out", out, "--batch",
+                "\(batch)", "--timings", "--threads", "2"
+            ])
             #expect(result.status == 0, "\(result.standardError)")
             let lines = result.standardError.split(separator: "\n").filter { $0.contains("timings:") }
             #expect(lines.count == 3, "\(result.standardError)")
-            #expect(lines.first?.contains("5 slice(s)") == true && lines.first?.contains("batch \(batch)") == true,
-                    "\(result.standardError)")
+            #expect(
+                lines.first?.contains("5 slice(s)") == true && lines.first?.contains("batch \(batch)") == true,
+                "\(result.standardError)")
             let rate = lines.first { $0.contains("multiply-adds (") }
-            #expect(rate?.contains("oneDNN ISA \(oneDNNEffectiveISA)") == true
-                        && rate?.contains("× 2 thread(s)") == true, "\(result.standardError)")
+            #expect(
+                rate?.contains("oneDNN ISA \(oneDNNEffectiveISA)") == true
+                    && rate?.contains("× 2 thread(s)") == true, "\(result.standardError)")
             multiplyAdds.append(rate.flatMap { Double($0.split(separator: " ")[2]) } ?? -1)
             #expect(lines.last?.contains("peak RSS") == true, "\(result.standardError)")
             outputs.append(out)
@@ -97,8 +107,10 @@ import Testing
         let first = try HDF5File.open(outputs[0]).read("/labels", as: Int32.self)
         let second = try HDF5File.open(outputs[1]).read("/labels", as: Int32.self)
         #expect(first.values == second.values && first.values.count == 5 * 16 * 20)
-        let bad = try TestSupport.slicelab(["segment", input, "--model", model, "--out",
-                                            folder.appendingPathComponent("bad.h5").path, "--batch", "0"])
+        let bad = try TestSupport.slicelab([
+            "segment", input, "--model", model, "--out",
+            folder.appendingPathComponent("bad.h5").path, "--batch", "0"
+        ])
         #expect(bad.status == 2, "\(bad.standardError)")
     }
 
@@ -108,7 +120,7 @@ import Testing
             ("AVX2", .fp32, 16), ("AVX2", .int8, 32), ("AVX2_VNNI", .int8, 64),
             ("AVX512_CORE", .fp32, 32), ("AVX512_CORE", .int8, 64), ("AVX512_CORE_VNNI", .int8, 128),
             ("AVX512_CORE_BF16", .bf16, 64), ("AVX512_CORE_AMX", .int8, 1024), ("AVX512_CORE_AMX", .bf16, 512),
-            ("AVX512_CORE_AMX", .fp32, 32), ("AVX2", .bf16, 0),
+            ("AVX512_CORE_AMX", .fp32, 32), ("AVX2", .bf16, 0)
         ]
         for (isa, precision, expected) in table {
             #expect(ComputePeak.multiplyAddsPerCycle(isa: isa, precision: precision) == expected, "\(isa) \(precision)")

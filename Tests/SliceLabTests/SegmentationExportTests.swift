@@ -20,18 +20,23 @@ import Testing
         for (index, name) in ["axial035", "axial025"].enumerated() {
             let copy = series.appendingPathComponent("slice\(index).dcm")
             try FileManager.default.copyItem(at: demo.appendingPathComponent("\(name).dcm"), to: copy)
-            let result = try TestSupport.run("/usr/bin/dcmodify", [
-                "-nb", "-m", "(0020,000e)=\(seriesUID)", "-m", "(0008,0018)=\(seriesUID).\(index + 1)",
-                "-m", "(0020,0013)=\(index + 1)", copy.path])
+            let result = try TestSupport.run(
+                "/usr/bin/dcmodify",
+                [
+                    "-nb", "-m", "(0020,000e)=\(seriesUID)", "-m", "(0008,0018)=\(seriesUID).\(index + 1)",
+                    "-m", "(0020,0013)=\(index + 1)", copy.path
+                ])
             #expect(result.status == 0, "dcmodify: \(result.standardError)")
         }
         return series
     }
 
     static func smallModel(at path: String, classNames: [String]?) throws -> DeepLabV3 {
-        let model = try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: 3, inputChannels: 1,
-                                                       outputStride: 16, atrousRates: [2, 4], asppChannels: 8,
-                                                       widthMultiplier: 0.35, seed: 7))
+        let model = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: .mobilenetV2, classCount: 3, inputChannels: 1,
+                outputStride: 16, atrousRates: [2, 4], asppChannels: 8,
+                widthMultiplier: 0.35, seed: 7))
         try DeepLabCheckpoint.save(model, preprocessing: .minMax, to: path) { file in
             if let classNames { try file.setAttribute("class_names", .strings(classNames)) }
         }
@@ -41,20 +46,20 @@ import Testing
     /// What pydicom 3 sees in a SEG: SOP class, referenced series and instances, and per frame the referenced
     /// SOP instance, the segment number and the number of pixels set.
     static let pydicomCheck = """
-    import json, sys, pydicom
-    ds = pydicom.dcmread(sys.argv[1])
-    frames = ds.pixel_array.reshape(int(ds.NumberOfFrames), ds.Rows, ds.Columns)
-    print(json.dumps({
-        "sop_class": str(ds.SOPClassUID),
-        "series": [str(item.SeriesInstanceUID) for item in ds.ReferencedSeriesSequence],
-        "instances": sorted(str(i.ReferencedSOPInstanceUID) for item in ds.ReferencedSeriesSequence
-                            for i in item.ReferencedInstanceSequence),
-        "segments": [str(s.SegmentLabel) for s in ds.SegmentSequence],
-        "frames": [[str(f.DerivationImageSequence[0].SourceImageSequence[0].ReferencedSOPInstanceUID),
-                    int(f.SegmentIdentificationSequence[0].ReferencedSegmentNumber), int(frames[k].sum())]
-                   for k, f in enumerate(ds.PerFrameFunctionalGroupsSequence)],
-    }))
-    """
+        import json, sys, pydicom
+        ds = pydicom.dcmread(sys.argv[1])
+        frames = ds.pixel_array.reshape(int(ds.NumberOfFrames), ds.Rows, ds.Columns)
+        print(json.dumps({
+            "sop_class": str(ds.SOPClassUID),
+            "series": [str(item.SeriesInstanceUID) for item in ds.ReferencedSeriesSequence],
+            "instances": sorted(str(i.ReferencedSOPInstanceUID) for item in ds.ReferencedSeriesSequence
+                                for i in item.ReferencedInstanceSequence),
+            "segments": [str(s.SegmentLabel) for s in ds.SegmentSequence],
+            "frames": [[str(f.DerivationImageSequence[0].SourceImageSequence[0].ReferencedSOPInstanceUID),
+                        int(f.SegmentIdentificationSequence[0].ReferencedSegmentNumber), int(frames[k].sum())]
+                       for k, f in enumerate(ds.PerFrameFunctionalGroupsSequence)],
+        }))
+        """
 
     struct PydicomView: Decodable {
         let sop_class: String
@@ -65,10 +70,13 @@ import Testing
     }
 
     enum JSONValue: Decodable, Equatable {
-        case text(String), number(Int)
+        case text(String)
+        case number(Int)
         init(from decoder: Decoder) throws {
             let container = try decoder.singleValueContainer()
-            if let number = try? container.decode(Int.self) { self = .number(number) } else {
+            if let number = try? container.decode(Int.self) {
+                self = .number(number)
+            } else {
                 self = .text(try container.decode(String.self))
             }
         }
@@ -102,8 +110,11 @@ import Testing
         let back = try seg.labels(alignedTo: series)
         #expect(back.count == expected.count && zip(back, expected).filter { $0 != $1 }.isEmpty)
         // Segment N is class N (both foreground classes declared, whichever occur), named from the checkpoint.
-        #expect(seg.segments == [Segmentation.Segment(number: 1, label: "gray matter"),
-                                 Segmentation.Segment(number: 2, label: "white matter")])
+        #expect(
+            seg.segments == [
+                Segmentation.Segment(number: 1, label: "gray matter"),
+                Segmentation.Segment(number: 2, label: "white matter")
+            ])
 
         let peer = try Self.pydicomView(out)
         #expect(peer.sop_class == "1.2.840.10008.5.1.4.1.1.66.4")
@@ -130,8 +141,10 @@ import Testing
         let series = try #require(try Series.scan(seriesFolder.path).series.first)
         let (rows, columns) = (233, 197)
         var labels = [Int32](repeating: 0, count: 2 * rows * columns)
-        for pixel in 0..<(rows * columns) where (pixel / columns - 100) * (pixel / columns - 100)
-            + (pixel % columns - 90) * (pixel % columns - 90) < 900 {
+        for pixel in 0..<(rows * columns)
+        where (pixel / columns - 100) * (pixel / columns - 100)
+            + (pixel % columns - 90) * (pixel % columns - 90) < 900
+        {
             labels[pixel] = 1
             labels[rows * columns + pixel] = pixel % columns < 90 ? 3 : 1
         }

@@ -48,11 +48,14 @@ import Testing
     /// Seven cases of different sizes (some without class 2, so NaN metrics and `n_nan` are exercised).
     static func makeLabelFolders(in folder: URL) throws -> (predictions: String, references: String) {
         let (predictions, references) = (folder.appendingPathComponent("pred"), folder.appendingPathComponent("ref"))
-        for url in [predictions, references] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) }
+        for url in [predictions, references] {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        }
         var generator = SeededGenerator(seed: 20)
         for index in 0..<7 {
             let side = 16 + 8 * ((index * 5) % 7)
-            var reference = [UInt8](repeating: 0, count: side * side), prediction = reference
+            var reference = [UInt8](repeating: 0, count: side * side)
+            var prediction = reference
             let radius = side / 4 + index % 3
             for y in 0..<side {
                 for x in 0..<side {
@@ -60,7 +63,9 @@ import Testing
                     reference[y * side + x] = inside ? 1 : 0
                     if index % 2 == 0, y < side / 5, x < side / 5 { reference[y * side + x] = 2 }
                     let flip = Int.random(in: 0..<100, using: &generator) < 6
-                    prediction[y * side + x] = flip ? UInt8((Int(reference[y * side + x]) + 1) % 3)
+                    prediction[y * side + x] =
+                        flip
+                        ? UInt8((Int(reference[y * side + x]) + 1) % 3)
                         : reference[y * side + x]
                 }
             }
@@ -77,8 +82,10 @@ import Testing
         let folder = try TestSupport.temporaryFolder()
         let (predictions, references) = try Self.makeLabelFolders(in: folder)
         let results = folder.appendingPathComponent("results.h5").path
-        let common = ["evaluate", "--pred", predictions, "--ref", references, "--num-classes", "3", "--spacing",
-                      "2,0.5,0.5", "--run", "model"]
+        let common = [
+            "evaluate", "--pred", predictions, "--ref", references, "--num-classes", "3", "--spacing",
+            "2,0.5,0.5", "--run", "model"
+        ]
         let single = try TestSupport.slicelab(common + ["--out", results])
         #expect(single.status == 0, "\(single.standardError)")
         let singlePath = folder.appendingPathComponent("single.h5").path
@@ -136,10 +143,11 @@ import Testing
             ([parts[0], parts[1], otherTolerance], "come from different runs: configuration"),
             ([parts[0], parts[1], twoShards], "split into 2 and 3 shards"),
             ([parts[0], plain, parts[2]], "not a shard's part"),
-            ([parts[0], parts[1], parts[2], "--out", parts[1]], "already exists (or is a part)"),
+            ([parts[0], parts[1], parts[2], "--out", parts[1]], "already exists (or is a part)")
         ]
         for (arguments, message) in refusals {
-            let run = try TestSupport.slicelab(["merge"] + arguments + (arguments.contains("--out") ? [] : ["--out", out]))
+            let run = try TestSupport.slicelab(
+                ["merge"] + arguments + (arguments.contains("--out") ? [] : ["--out", out]))
             #expect(run.status == 1, "\(arguments): \(run.standardError)")
             #expect(run.standardError.contains(message), "\(run.standardError)")
             #expect(run.standardError.trimmingCharacters(in: .newlines).split(separator: "\n").count == 1)
@@ -152,11 +160,15 @@ import Testing
 
         // Bad --shard values are usage errors (exit 2); more shards than cases an error naming both counts.
         for bad in ["3/3", "1", "-1/2"] {
-            let run = try TestSupport.slicelab(common + ["--shard", bad, "--out", folder.appendingPathComponent("x.h5").path])
-            #expect(run.status == 2 && run.standardError.contains("--shard \(bad): expected I/N"), "\(run.standardError)")
+            let run = try TestSupport.slicelab(
+                common + ["--shard", bad, "--out", folder.appendingPathComponent("x.h5").path])
+            #expect(
+                run.status == 2 && run.standardError.contains("--shard \(bad): expected I/N"), "\(run.standardError)")
         }
-        let tooMany = try TestSupport.slicelab(common + ["--shard", "0/9", "--out", folder.appendingPathComponent("x.h5").path])
-        #expect(tooMany.status == 1 && tooMany.standardError.contains("9 shards for 7 case(s)"), "\(tooMany.standardError)")
+        let tooMany = try TestSupport.slicelab(
+            common + ["--shard", "0/9", "--out", folder.appendingPathComponent("x.h5").path])
+        #expect(
+            tooMany.status == 1 && tooMany.standardError.contains("9 shards for 7 case(s)"), "\(tooMany.standardError)")
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("x.h5").path))
         #expect(try TestSupport.slicelab(["merge", "--out", out]).status == 2)
     }
@@ -170,8 +182,10 @@ import Testing
         // A bad test case: skipped with --skip-bad by one process and by every shard alike.
         try Data("not a PNG".utf8).write(to: set.appendingPathComponent("images/case06.png"))
         let results = folder.appendingPathComponent("results.h5").path
-        let common = ["compare", set.path, "--model", model, "--classical", "kmeans:space=gray,map=train-vote",
-                      "--post", "largest-component", "--skip-bad", "--threads", "1"]
+        let common = [
+            "compare", set.path, "--model", model, "--classical", "kmeans:space=gray,map=train-vote",
+            "--post", "largest-component", "--skip-bad", "--threads", "1"
+        ]
         let single = try TestSupport.slicelab(common + ["--out", results])
         #expect(single.status == 0, "\(single.standardError)")
         #expect(single.standardError.contains("skipped case06"))
@@ -191,9 +205,13 @@ import Testing
         #expect(merge.standardOutput.contains("3 run(s) of 5 cases, 2 comparison(s)"), "\(merge.standardOutput)")
         try Self.expectSameResults(singlePath, results)
 
-        let report = try TestSupport.slicelab(common + ["--shard", "0/2", "--report", folder.appendingPathComponent("r").path,
-                                                        "--out", folder.appendingPathComponent("x.h5").path])
-        #expect(report.status == 2 && report.standardError.contains("--report needs every case"), "\(report.standardError)")
+        let report = try TestSupport.slicelab(
+            common + [
+                "--shard", "0/2", "--report", folder.appendingPathComponent("r").path,
+                "--out", folder.appendingPathComponent("x.h5").path
+            ])
+        #expect(
+            report.status == 2 && report.standardError.contains("--report needs every case"), "\(report.standardError)")
     }
 
     // MARK: - segment
@@ -207,8 +225,9 @@ import Testing
         let common = ["segment", images.path, "--model", model, "--skip-bad", "--threads", "1"]
         let single = try TestSupport.slicelab(common + ["--out", folder.appendingPathComponent("single").path])
         #expect(single.status == 0, "\(single.standardError)")
-        #expect(single.standardOutput.contains("wrote 4 case(s)") && single.standardError.contains("skipped case02"),
-                "\(single.standardOutput) \(single.standardError)")
+        #expect(
+            single.standardOutput.contains("wrote 4 case(s)") && single.standardError.contains("skipped case02"),
+            "\(single.standardOutput) \(single.standardError)")
         var parts: [String] = []
         for index in 0..<2 {
             let part = folder.appendingPathComponent("part-\(index)").path
@@ -224,16 +243,21 @@ import Testing
         let names = try FileManager.default.contentsOfDirectory(atPath: singleFolder).sorted()
         #expect(names == ["case00.h5", "case01.h5", "case03.h5", "case04.h5", "segment.json"])
         #expect(try FileManager.default.contentsOfDirectory(atPath: merged).sorted() == names)
-        #expect(FileManager.default.contents(atPath: singleFolder + "/segment.json")
+        #expect(
+            FileManager.default.contents(atPath: singleFolder + "/segment.json")
                 == FileManager.default.contents(atPath: merged + "/segment.json"))
         for name in names where name.hasSuffix(".h5") {
             try Self.expectSameResults(singleFolder + "/" + name, merged + "/" + name)
         }
         let missing = try TestSupport.slicelab(["merge", parts[0], "--out", folder.appendingPathComponent("m2").path])
-        #expect(missing.status == 1 && missing.standardError.contains("missing shard(s) 1 of 2"), "\(missing.standardError)")
+        #expect(
+            missing.status == 1 && missing.standardError.contains("missing shard(s) 1 of 2"), "\(missing.standardError)"
+        )
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("m2").path))
-        let notFolder = try TestSupport.slicelab(["segment", images.appendingPathComponent("case00.png").path, "--model", model,
-                                                  "--shard", "0/2", "--out", folder.appendingPathComponent("x.h5").path])
+        let notFolder = try TestSupport.slicelab([
+            "segment", images.appendingPathComponent("case00.png").path, "--model", model,
+            "--shard", "0/2", "--out", folder.appendingPathComponent("x.h5").path
+        ])
         #expect(notFolder.status == 2 && notFolder.standardError.contains("need a folder of cases"))
     }
 }

@@ -24,8 +24,10 @@ import Testing
         let folder = try TestSupport.temporaryFolder()
         let (predictions, references) = try ShardTests.makeLabelFolders(in: folder)
         let results = folder.appendingPathComponent("results.h5").path
-        let common = ["evaluate", "--pred", predictions, "--ref", references, "--num-classes", "3", "--spacing",
-                      "2,0.5,0.5", "--run", "model", "--out", results]
+        let common = [
+            "evaluate", "--pred", predictions, "--ref", references, "--num-classes", "3", "--spacing",
+            "2,0.5,0.5", "--run", "model", "--out", results
+        ]
         let single = try TestSupport.slicelab(common)
         #expect(single.status == 0, "\(single.standardError)")
         let singlePath = folder.appendingPathComponent("single.h5").path
@@ -47,8 +49,10 @@ import Testing
         let model = try CompareTests.makeModel(in: folder)
         try Data("not a PNG".utf8).write(to: set.appendingPathComponent("images/case06.png"))
         let results = folder.appendingPathComponent("results.h5").path
-        let common = ["compare", set.path, "--model", model, "--classical", "kmeans:space=gray,map=train-vote",
-                      "--post", "largest-component", "--threads", "1", "--out", results]
+        let common = [
+            "compare", set.path, "--model", model, "--classical", "kmeans:space=gray,map=train-vote",
+            "--post", "largest-component", "--threads", "1", "--out", results
+        ]
         let single = try TestSupport.slicelab(common + ["--skip-bad"])
         #expect(single.status == 0, "\(single.standardError)")
         let singlePath = folder.appendingPathComponent("single.h5").path
@@ -56,8 +60,9 @@ import Testing
         guard let job = try Self.mpirun(common + ["--skip-bad"]) else { return }
         #expect(job.status == 0, "\(job.standardError)")
         #expect(job.standardError.contains("slicelab compare: skipped case06"), "\(job.standardError)")
-        #expect(job.standardOutput.contains("merged 2 ranks: 3 run(s) of 5 cases, 2 comparison(s)"),
-                "\(job.standardOutput)")
+        #expect(
+            job.standardOutput.contains("merged 2 ranks: 3 run(s) of 5 cases, 2 comparison(s)"),
+            "\(job.standardOutput)")
         try ShardTests.expectSameResults(singlePath, results)
 
         // Without --skip-bad compare reads every case before it starts, so both ranks fail as one process would.
@@ -87,7 +92,8 @@ import Testing
         let names = try FileManager.default.contentsOfDirectory(atPath: singleFolder).sorted()
         #expect(names == ["case00.h5", "case01.h5", "case03.h5", "case04.h5", "segment.json"])
         #expect(try FileManager.default.contentsOfDirectory(atPath: out).sorted() == names)
-        #expect(FileManager.default.contents(atPath: singleFolder + "/segment.json")
+        #expect(
+            FileManager.default.contents(atPath: singleFolder + "/segment.json")
                 == FileManager.default.contents(atPath: out + "/segment.json"))
         for name in names where name.hasSuffix(".h5") {
             try ShardTests.expectSameResults(singleFolder + "/" + name, out + "/" + name)
@@ -98,8 +104,9 @@ import Testing
         try FileManager.default.removeItem(atPath: out)
         guard let failing = try Self.mpirun(common.filter { $0 != "--skip-bad" }) else { return }
         #expect(failing.status == 1 && failing.standardError.contains("case02"), "\(failing.standardError)")
-        #expect(failing.standardError.contains("failed (see its error above); nothing was written to \(out)"),
-                "\(failing.standardError)")
+        #expect(
+            failing.standardError.contains("failed (see its error above); nothing was written to \(out)"),
+            "\(failing.standardError)")
         #expect(!FileManager.default.fileExists(atPath: out))
         try Self.expectNoParts(in: folder)
     }
@@ -112,9 +119,14 @@ import Testing
         let model = try CompareTests.makeModel(in: folder)
         let out = folder.appendingPathComponent("out").path
         let tag = UUID().uuidString
-        guard let command = DataParallelTrainingTests.mpirun(
-            ["segment", set.appendingPathComponent("images").path, "--model", model, "--threads", "1", "--out", out],
-            environment: ["SLICELAB_TEST_TAG": tag]) else {
+        guard
+            let command = DataParallelTrainingTests.mpirun(
+                [
+                    "segment", set.appendingPathComponent("images").path, "--model", model, "--threads", "1", "--out",
+                    out
+                ],
+                environment: ["SLICELAB_TEST_TAG": tag])
+        else {
             Issue.record("Open MPI's mpirun is not installed (make setup installs openmpi-bin)")
             return
         }

@@ -43,18 +43,23 @@ struct ShardedTrainingTests {
     func halvesWithSummedNormalisersAreTheWholeBatch(kind: LossConfiguration.Kind) throws {
         var random = SeededGenerator(seed: 5)
         let (batch, classes, pixels) = (4, 3, 36)
-        let logits = FloatTensor(shape: [batch, classes, 6, 6],
-                                 values: (0..<(batch * classes * pixels)).map { _ in Float(random.normal()) })
+        let logits = FloatTensor(
+            shape: [batch, classes, 6, 6],
+            values: (0..<(batch * classes * pixels)).map { _ in Float(random.normal()) })
         // Some ignored pixels, more in the second half, so the halves' normalisers differ.
-        let labels = LabelTensor(shape: [batch, 6, 6], values: (0..<(batch * pixels)).map { index in
-            random.bernoulli(index < 2 * pixels ? 0.1 : 0.4) ? -100 : Int32(random.index(below: classes))
-        })
+        let labels = LabelTensor(
+            shape: [batch, 6, 6],
+            values: (0..<(batch * pixels)).map { index in
+                random.bernoulli(index < 2 * pixels ? 0.1 : 0.4) ? -100 : Int32(random.index(below: classes))
+            })
         let loss = try LossConfiguration(kind: kind, classWeights: [1, 2, 0.5]).makeLoss(classCount: classes)
         let expected = try loss.evaluate(logits: logits, labels: labels)
         func half(_ h: Int) -> (FloatTensor, LabelTensor) {
             let (l, p) = (classes * pixels * 2, pixels * 2)
-            return (FloatTensor(shape: [2, classes, 6, 6], values: Array(logits.values[(h * l)..<((h + 1) * l)])),
-                    LabelTensor(shape: [2, 6, 6], values: Array(labels.values[(h * p)..<((h + 1) * p)])))
+            return (
+                FloatTensor(shape: [2, classes, 6, 6], values: Array(logits.values[(h * l)..<((h + 1) * l)])),
+                LabelTensor(shape: [2, 6, 6], values: Array(labels.values[(h * p)..<((h + 1) * p)]))
+            )
         }
         // Pass 1 records what each half contributes to each sum; pass 2 hands each half the total.
         var recorded: [[[Double]]] = [[], []]
@@ -71,7 +76,9 @@ struct ShardedTrainingTests {
                 values = zip(recorded[0][call], recorded[1][call]).map { $0 + $1 }
                 call += 1
             }
-            #expect(abs(result.loss - expected.loss) <= 1e-6 * abs(expected.loss), "\(kind): \(result.loss) vs \(expected.loss)")
+            #expect(
+                abs(result.loss - expected.loss) <= 1e-6 * abs(expected.loss),
+                "\(kind): \(result.loss) vs \(expected.loss)")
             gradient += result.gradient.values
         }
         let scale = expected.gradient.values.map { abs($0) }.max() ?? 1

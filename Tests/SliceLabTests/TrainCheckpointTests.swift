@@ -2,22 +2,24 @@ import DeepLab
 import DeepLabTraining
 import Foundation
 import ImageFiles
-@testable import SliceLabKit
 import SliceLabSupport
 import TestSupport
 import Testing
+
+@testable import SliceLabKit
 
 /// The checkpoint's training part round-trips exactly, refuses files that are not training checkpoints, and
 /// the progress reporter draws a bar on a terminal.
 struct TrainCheckpointTests {
     static func configuration() -> TrainingConfiguration {
-        TrainingConfiguration(classCount: 3, steps: 10, batchSize: 2, validateEvery: 5,
-                              schedule: LearningRateSchedule(baseLearningRate: 0.01, totalSteps: 10, warmupSteps: 2),
-                              optimizer: .sgd(SGD.Configuration(nesterov: true)),
-                              loss: LossConfiguration(kind: .focal, classWeights: [1, 2, 3]), gradientClipNorm: 5,
-                              earlyStoppingPatience: 3, seed: UInt64.max - 7,
-                              augmentation: AugmentationConfiguration(cropSize: 64, elasticMagnitude: 2),
-                              preprocessing: .window(center: 40, width: 400))
+        TrainingConfiguration(
+            classCount: 3, steps: 10, batchSize: 2, validateEvery: 5,
+            schedule: LearningRateSchedule(baseLearningRate: 0.01, totalSteps: 10, warmupSteps: 2),
+            optimizer: .sgd(SGD.Configuration(nesterov: true)),
+            loss: LossConfiguration(kind: .focal, classWeights: [1, 2, 3]), gradientClipNorm: 5,
+            earlyStoppingPatience: 3, seed: UInt64.max - 7,
+            augmentation: AugmentationConfiguration(cropSize: 64, elasticMagnitude: 2),
+            preprocessing: .window(center: 40, width: 400))
     }
 
     @Test func trainingStateRoundTripsExactly() throws {
@@ -35,8 +37,10 @@ struct TrainCheckpointTests {
         history.validationIoU = [[0.8, 0.7, 0.6]]
         history.validationMeanDice = [0.75]
         let state = TrainingState(
-            step: 3, sampler: SamplerState(random: random, order: [2, 0, 1], position: 2, epoch: 1, drawn: 11,
-                                           seed: Self.configuration().seed),
+            step: 3,
+            sampler: SamplerState(
+                random: random, order: [2, 0, 1], position: 2, epoch: 1, drawn: 11,
+                seed: Self.configuration().seed),
             optimizer: OptimizerState(kind: "sgd", stepCount: 3, buffers: ["a.weight": ["momentum_buffer": [1, -2.5]]]),
             history: history, bestScore: 0.75, bestStep: 3, validationsWithoutImprovement: 1)
         let path = folder.appendingPathComponent("c.h5").path
@@ -52,7 +56,7 @@ struct TrainCheckpointTests {
         let path = folder.appendingPathComponent("plain.h5").path
         try HDF5File.write(to: path) { try $0.write([Float(1)], shape: [1], to: "/x") }
         #expect { try TrainingCheckpoint.readTraining(from: HDF5File.open(path)) } throws: { error in
-            guard case let .invalidState(file, reason) = error as? TrainingError else { return false }
+            guard case .invalidState(let file, let reason) = error as? TrainingError else { return false }
             return file == path && reason.contains("/training")
         }
     }

@@ -12,8 +12,10 @@ struct TrainCommandTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         try TrainToySet.write(to: folder, trainCases: 2, validationCases: 1, size: 16)
         try FileManager.default.removeItem(at: folder.appendingPathComponent("labels/toy001.png"))
-        let result = try TestSupport.slicelab(["train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3",
-                                               "--out", folder.appendingPathComponent("m.h5").path])
+        let result = try TestSupport.slicelab([
+            "train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3",
+            "--out", folder.appendingPathComponent("m.h5").path
+        ])
         #expect(result.status == 1)
         #expect(result.standardError.split(separator: "\n").count == 1)
         #expect(result.standardError.contains("case toy001") && result.standardError.contains("unpaired image"))
@@ -23,8 +25,10 @@ struct TrainCommandTests {
         let folder = try TestSupport.temporaryFolder("train-cli")
         defer { try? FileManager.default.removeItem(at: folder) }
         try TrainToySet.write(to: folder, trainCases: 2, validationCases: 1, size: 16)
-        let result = try TestSupport.slicelab(["train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "4",
-                                               "--out", folder.appendingPathComponent("m.h5").path])
+        let result = try TestSupport.slicelab([
+            "train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "4",
+            "--out", folder.appendingPathComponent("m.h5").path
+        ])
         #expect(result.status == 1 && result.standardError.contains("lists 3 classes"))
     }
 
@@ -35,9 +39,11 @@ struct TrainCommandTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         try TrainToySet.write(to: folder, trainCases: 2, validationCases: 1, size: 32)
         let out = folder.appendingPathComponent("m.h5").path
-        let result = try TestSupport.slicelab(["train", folder.path, "--arch", "deeplabv3_mobilenet_v2",
-                                               "--num-classes", "3", "--steps", "2", "--batch", "2", "--crop", "32",
-                                               "--out", out])
+        let result = try TestSupport.slicelab([
+            "train", folder.path, "--arch", "deeplabv3_mobilenet_v2",
+            "--num-classes", "3", "--steps", "2", "--batch", "2", "--crop", "32",
+            "--out", out
+        ])
         #expect(result.status == 0, "\(result.standardError)")
         let last = try HDF5File.open(folder.appendingPathComponent("m.last.h5").path)
         #expect(try last.shape(of: "/history/train_loss") == [2])
@@ -54,9 +60,11 @@ struct TrainCommandTests {
         var description = try String(contentsOf: other.appendingPathComponent("dataset.json"), encoding: .utf8)
         description = description.replacingOccurrences(of: #""square"]"#, with: #""square", "unused"]"#)
         try description.write(to: other.appendingPathComponent("dataset.json"), atomically: true, encoding: .utf8)
-        let second = try TestSupport.slicelab(["train", other.path, "--arch", "deeplabv3_mobilenet_v2",
-                                               "--num-classes", "4", "--steps", "1", "--batch", "2", "--crop", "32",
-                                               "--init", out, "--out", other.appendingPathComponent("n.h5").path])
+        let second = try TestSupport.slicelab([
+            "train", other.path, "--arch", "deeplabv3_mobilenet_v2",
+            "--num-classes", "4", "--steps", "1", "--batch", "2", "--crop", "32",
+            "--init", out, "--out", other.appendingPathComponent("n.h5").path
+        ])
         #expect(second.status == 0, "\(second.standardError)")
         #expect(second.standardError.contains("init: "), "\(second.standardError)")
     }
@@ -69,9 +77,11 @@ struct TrainCommandTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         try TrainToySet.write(to: folder, trainCases: 2, validationCases: 1, size: 32)
         let out = folder.appendingPathComponent("m.h5").path
-        let result = try TestSupport.slicelab(["train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3",
-                                               "--steps", "1", "--batch", "2", "--crop", "32", "--output-stride", "16",
-                                               "--aspp-channels", "16", "--out", out])
+        let result = try TestSupport.slicelab([
+            "train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3",
+            "--steps", "1", "--batch", "2", "--crop", "32", "--output-stride", "16",
+            "--aspp-channels", "16", "--out", out
+        ])
         #expect(result.status == 0, "\(result.standardError)")
         let file = try HDF5File.open(out)
         let json = try #require(try file.attribute("configuration").stringValue)
@@ -83,7 +93,7 @@ struct TrainCommandTests {
             "classifier.0.convs.4.1.weight": [16, 512, 1, 1],
             "classifier.0.project.0.weight": [16, 80, 1, 1],
             "classifier.1.weight": [16, 16, 3, 3],
-            "classifier.4.weight": [3, 16, 1, 1],
+            "classifier.4.weight": [3, 16, 1, 1]
         ]
         for (key, shape) in expectedShapes {
             #expect(try file.shape(of: "/parameters/\(key)") == shape, "\(key)")
@@ -99,8 +109,10 @@ struct TrainCommandTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         try TrainToySet.write(to: folder, trainCases: 2, validationCases: 1, size: 32)
         let out = folder.appendingPathComponent("m.h5").path
-        let common = ["train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3", "--steps", "2",
-                      "--batch", "2", "--crop", "32", "--aspp-channels", "16", "--out", out]
+        let common = [
+            "train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3", "--steps", "2",
+            "--batch", "2", "--crop", "32", "--aspp-channels", "16", "--out", out
+        ]
         let result = try TestSupport.slicelab(common + ["--atrous-rates", "2,3,5"])
         #expect(result.status == 0, "\(result.standardError)")
         let (model, _) = try DeepLabCheckpoint.load(out)
@@ -108,8 +120,9 @@ struct TrainCommandTests {
 
         let last = folder.appendingPathComponent("m.last.h5").path
         let resumed = try TestSupport.slicelab(common + ["--atrous-rates", "2,3,6", "--resume", last])
-        #expect(resumed.status == 1 && resumed.standardError.contains("model configuration differs"),
-                "\(resumed.standardError)")
+        #expect(
+            resumed.status == 1 && resumed.standardError.contains("model configuration differs"),
+            "\(resumed.standardError)")
         let bad = try TestSupport.slicelab(common + ["--atrous-rates", "2,3.5"])
         #expect(bad.status != 0 && bad.standardError.contains("--atrous-rates"), "\(bad.standardError)")
     }
@@ -118,15 +131,19 @@ struct TrainCommandTests {
         let folder = try TestSupport.temporaryFolder("train-cli")
         defer { try? FileManager.default.removeItem(at: folder) }
         try TrainToySet.write(to: folder, trainCases: 2, validationCases: 1, size: 16)
-        let result = try TestSupport.slicelab(["train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3",
-                                               "--init", "/nonexistent.safetensors",
-                                               "--out", folder.appendingPathComponent("m.h5").path])
+        let result = try TestSupport.slicelab([
+            "train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3",
+            "--init", "/nonexistent.safetensors",
+            "--out", folder.appendingPathComponent("m.h5").path
+        ])
         #expect(result.status == 1 && result.standardError.contains("/nonexistent.safetensors"))
     }
 
     @Test func epochsAndStepsTogetherIsAUsageError() throws {
-        let result = try TestSupport.slicelab(["train", "/nonexistent", "--arch", "deeplabv3_resnet18", "--num-classes",
-                                               "3", "--epochs", "2", "--steps", "5", "--out", "/tmp/x.h5"])
+        let result = try TestSupport.slicelab([
+            "train", "/nonexistent", "--arch", "deeplabv3_resnet18", "--num-classes",
+            "3", "--epochs", "2", "--steps", "5", "--out", "/tmp/x.h5"
+        ])
         #expect(result.status == 2 && result.standardError.contains("not both"))
     }
 }

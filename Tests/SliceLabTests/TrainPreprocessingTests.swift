@@ -6,8 +6,10 @@ import Testing
 /// Preprocessing values: the JSON forms of dataset.json round-trip, and the normalizations match numpy.
 struct TrainPreprocessingTests {
     @Test func jsonFormsRoundTrip() throws {
-        for value in [Preprocessing.none, .window(center: 40, width: 400), .percentile(low: 1, high: 99), .zScore,
-                      .minMax] {
+        for value in [
+            Preprocessing.none, .window(center: 40, width: 400), .percentile(low: 1, high: 99), .zScore,
+            .minMax
+        ] {
             let decoded = try JSONDecoder().decode(Preprocessing.self, from: Data(value.json.utf8))
             #expect(decoded == value)
         }
@@ -31,8 +33,11 @@ struct TrainPreprocessingTests {
             print(','.join(repr(float(x)) for x in np.concatenate([p, z])))
             """
         let output = try TestSupport.runPython(script, arguments: [values.map { "\($0)" }.joined(separator: ",")])
-        let expected = output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Double($0) }
-        var percentile = values, zScore = values
+        let expected = output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap {
+            Double($0)
+        }
+        var percentile = values
+        var zScore = values
         Preprocessing.percentile(low: 2.5, high: 97.5).apply(to: &percentile)
         Preprocessing.zScore.apply(to: &zScore)
         let actual = (percentile + zScore).map(Double.init)

@@ -22,8 +22,9 @@ final class PixelLinearNetwork: SegmentationNetwork {
         self.inputChannels = inputChannels
         self.classCount = classCount
         var random = SeededGenerator(seed: seed)
-        weight = Parameter(name: "classifier.weight", shape: [classCount, inputChannels, 1, 1],
-                           value: (0..<(classCount * inputChannels)).map { _ in Float(random.normal() * 0.1) })
+        weight = Parameter(
+            name: "classifier.weight", shape: [classCount, inputChannels, 1, 1],
+            value: (0..<(classCount * inputChannels)).map { _ in Float(random.normal() * 0.1) })
         bias = Parameter(name: "classifier.bias", shape: [classCount], value: [Float](repeating: 0, count: classCount))
         forwardCount = Parameter(name: "stats.forward_count", shape: [1], value: [0], isTrainable: false)
     }

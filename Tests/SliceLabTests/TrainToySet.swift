@@ -9,8 +9,10 @@ import SliceLabSupport
 /// Deterministic under its seed.
 enum TrainToySet {
     /// Writes `train` + `val` cases of `size`×`size` pixels into a new folder and returns it.
-    static func write(to folder: URL, trainCases: Int, validationCases: Int, size: Int = 128, seed: UInt64 = 1,
-                      preprocessing: String = #"{"normalize": "window", "center": 127.5, "width": 255}"#) throws {
+    static func write(
+        to folder: URL, trainCases: Int, validationCases: Int, size: Int = 128, seed: UInt64 = 1,
+        preprocessing: String = #"{"normalize": "window", "center": 127.5, "width": 255}"#
+    ) throws {
         let fm = FileManager.default
         for sub in ["images", "labels"] {
             try fm.createDirectory(at: folder.appendingPathComponent(sub), withIntermediateDirectories: true)
@@ -42,7 +44,8 @@ enum TrainToySet {
         for shape in 0..<(2 + random.index(below: 3)) {
             let isSquare = shape < 2 ? shape == 1 : random.bernoulli(0.5)  // every image has both classes
             let radius = Double(size) * random.uniform(0.08...0.18)
-            let cy = random.uniform(radius...(Double(size) - radius)), cx = random.uniform(radius...(Double(size) - radius))
+            let cy = random.uniform(radius...(Double(size) - radius))
+            let cx = random.uniform(radius...(Double(size) - radius))
             for y in 0..<size {
                 for x in 0..<size {
                     let (dy, dx) = (Double(y) + 0.5 - cy, Double(x) + 0.5 - cx)

@@ -2,9 +2,10 @@ import DeepLab
 import DeepLabTraining
 import Foundation
 import ImageFiles
-@testable import SliceLabKit
 import TestSupport
 import Testing
+
+@testable import SliceLabKit
 
 /// The training loop, driven with a pure-Swift per-pixel linear network on the generated toy set: it learns,
 /// resumes exactly after an interruption, writes checkpoints atomically, stops on divergence and early.
@@ -17,8 +18,9 @@ struct TrainerTests {
     }
 
     static func options(_ folder: URL, steps: Int, validateEvery: Int) -> TrainOptions {
-        var options = TrainOptions(datasetPath: folder.path, architecture: "pixel-linear", classCount: 3,
-                                   outputPath: folder.appendingPathComponent("model.h5").path)
+        var options = TrainOptions(
+            datasetPath: folder.path, architecture: "pixel-linear", classCount: 3,
+            outputPath: folder.appendingPathComponent("model.h5").path)
         options.steps = steps
         options.batchSize = 2
         options.cropSize = 24
@@ -26,25 +28,31 @@ struct TrainerTests {
         options.validateEvery = validateEvery
         options.seed = 5
         // Geometry and noise, but no gamma or contrast: a per-pixel model separates classes by absolute brightness.
-        options.augmentation = AugmentationConfiguration(cropSize: 24, rotationDegrees: 20, brightness: 0.02,
-                                                         contrast: 0, gammaProbability: 0, noiseStandardDeviation: 0.02)
+        options.augmentation = AugmentationConfiguration(
+            cropSize: 24, rotationDegrees: 20, brightness: 0.02,
+            contrast: 0, gammaProbability: 0, noiseStandardDeviation: 0.02)
         return options
     }
 
     /// A trainer of the pixel-linear network on the toy set's first case alone, without validation.
-    static func oneCaseTrainer(_ folder: URL, steps: Int,
-                               validateEvery: Int) throws -> (Trainer, PixelLinearNetwork, TrainOptions) {
+    static func oneCaseTrainer(
+        _ folder: URL, steps: Int,
+        validateEvery: Int
+    ) throws -> (Trainer, PixelLinearNetwork, TrainOptions) {
         let options = Self.options(folder, steps: steps, validateEvery: validateEvery)
         let set = try LabeledSet.open(options.datasetPath)
         let configuration = try TrainWorkflow.configuration(options, set: set)
         let network = PixelLinearNetwork(inputChannels: 1, classCount: 3, seed: 3)
         let sample = try set.load("toy000").frame(0)
         let image = TrainWorkflow.prepare(sample.image, inputChannels: 1, preprocessing: configuration.preprocessing)
-        let sampler = try BatchSampler(sampleCount: 1, batchSize: 2,
-                                       augmenter: Augmenter(configuration.augmentation)) { _ in (image, sample.labels) }
-        let trainer = try Trainer(network: network, configuration: configuration, sampler: sampler, validation: nil,
-                                  bestCheckpointPath: options.outputPath, lastCheckpointPath: options.lastCheckpointPath,
-                                  progress: Self.quiet(steps).0)
+        let sampler = try BatchSampler(
+            sampleCount: 1, batchSize: 2,
+            augmenter: Augmenter(configuration.augmentation)
+        ) { _ in (image, sample.labels) }
+        let trainer = try Trainer(
+            network: network, configuration: configuration, sampler: sampler, validation: nil,
+            bestCheckpointPath: options.outputPath, lastCheckpointPath: options.lastCheckpointPath,
+            progress: Self.quiet(steps).0)
         return (trainer, network, options)
     }
 
@@ -66,12 +74,15 @@ struct TrainerTests {
         }
         let history = summary.state.history
         #expect(history.trainLoss.count == 150 && history.validationStep == [50, 100, 150])
-        #expect((history.validationMeanDice.last ?? 0) >= 0.9, "\(history.validationDice) \(summary.state.bestScore ?? 0)")
+        #expect(
+            (history.validationMeanDice.last ?? 0) >= 0.9, "\(history.validationDice) \(summary.state.bestScore ?? 0)")
         let early: Double = history.trainLoss.prefix(10).reduce(0, +)
         let late: Double = history.trainLoss.suffix(10).reduce(0, +)
         #expect(late < early / 2, "the loss of the last 10 steps is \(late), of the first 10 \(early)")
         #expect(output().contains("step 150/150") && output().contains("validation at step 100"))
-        for path in [folder.appendingPathComponent("model.h5").path, folder.appendingPathComponent("model.last.h5").path] {
+        for path in [
+            folder.appendingPathComponent("model.h5").path, folder.appendingPathComponent("model.last.h5").path
+        ] {
             let file = try HDF5File.open(path)
             #expect(try file.shape(of: "/history/train_loss") == [150] || path.hasSuffix("model.h5"))
             #expect(try file.shape(of: "/parameters/classifier.weight") == [3, 1, 1, 1])
@@ -141,7 +152,7 @@ struct TrainerTests {
                 return network
             }
         } throws: { error in
-            guard case let .divergedLoss(step, loss, checkpoint) = error as? TrainingError else { return false }
+            guard case .divergedLoss(let step, let loss, let checkpoint) = error as? TrainingError else { return false }
             return step == 6 && loss.isNaN && checkpoint == options.lastCheckpointPath
         }
         let state = try TrainingCheckpoint.readTraining(from: HDF5File.open(options.lastCheckpointPath)).1
@@ -159,16 +170,20 @@ struct TrainerTests {
         configuration.schedule.baseLearningRate = 1e-30
         configuration.earlyStoppingPatience = 2
         let network = PixelLinearNetwork(inputChannels: 1, classCount: 3, seed: 3)
-        let cases = try TrainWorkflow.frames(of: set, split: "val", options: options,
-                                             preprocessing: configuration.preprocessing)
+        let cases = try TrainWorkflow.frames(
+            of: set, split: "val", options: options,
+            preprocessing: configuration.preprocessing)
         let sample = try set.load("toy000").frame(0)
         let image = TrainWorkflow.prepare(sample.image, inputChannels: 1, preprocessing: configuration.preprocessing)
-        let sampler = try BatchSampler(sampleCount: 1, batchSize: 2,
-                                       augmenter: Augmenter(configuration.augmentation)) { _ in (image, sample.labels) }
-        let trainer = try Trainer(network: network, configuration: configuration, sampler: sampler,
-                                  validation: TrainValidation(cases: cases, classCount: 3, loss: CrossEntropyLoss()),
-                                  bestCheckpointPath: options.outputPath, lastCheckpointPath: options.lastCheckpointPath,
-                                  progress: Self.quiet(40).0)
+        let sampler = try BatchSampler(
+            sampleCount: 1, batchSize: 2,
+            augmenter: Augmenter(configuration.augmentation)
+        ) { _ in (image, sample.labels) }
+        let trainer = try Trainer(
+            network: network, configuration: configuration, sampler: sampler,
+            validation: TrainValidation(cases: cases, classCount: 3, loss: CrossEntropyLoss()),
+            bestCheckpointPath: options.outputPath, lastCheckpointPath: options.lastCheckpointPath,
+            progress: Self.quiet(40).0)
         let summary = try trainer.run()
         #expect(summary.stoppedEarly && summary.state.step == 12 && summary.state.bestStep == 4)
     }
@@ -190,7 +205,8 @@ struct TrainerTests {
                   json.loads(f.attrs['preprocessing'])['normalize'])
             """
         let output = try TestSupport.runPython(script, arguments: [options.lastCheckpointPath])
-        #expect(output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(
+            output.trimmingCharacters(in: .whitespacesAndNewlines)
                 == "6 (2, 3) 6 3 6 ['classifier.bias', 'classifier.weight'] 4 window")
     }
 
@@ -226,8 +242,11 @@ struct TrainerTests {
         let network = PixelLinearNetwork(inputChannels: 1, classCount: 2, seed: 1)
         (network.weight.value, network.bias.value) = ([-1, 1], [0.5, -0.5])  // class 1 where x > 0.5
         let validation = TrainValidation(
-            cases: [.init(name: "c", image: FloatTensor(shape: [1, 2, 2], values: [0, 1, 1, 0]),
-                          labels: LabelTensor(shape: [2, 2], values: [Int32(0), 1, 0, -100]))],
+            cases: [
+                .init(
+                    name: "c", image: FloatTensor(shape: [1, 2, 2], values: [0, 1, 1, 0]),
+                    labels: LabelTensor(shape: [2, 2], values: [Int32(0), 1, 0, -100]))
+            ],
             classCount: 2, loss: CrossEntropyLoss())
         let result = try validation.evaluate(network)
         #expect(result.dice.map { ($0 * 1e9).rounded() } == [666_666_667, 666_666_667])
@@ -240,8 +259,10 @@ struct TrainerTests {
     @Test func prefetcherMatchesSequentialSamplingAndSurfacesErrors() throws {
         let images = (0..<5).map { i in FloatTensor(shape: [1, 8, 8], values: (0..<64).map { Float($0 + i) }) }
         let labels = LabelTensor(shape: [8, 8], values: (0..<64).map { Int32($0 % 3) })
-        let sampler = try BatchSampler(sampleCount: 5, batchSize: 2,
-                                       augmenter: Augmenter(AugmentationConfiguration(cropSize: 6))) { (images[$0], labels) }
+        let sampler = try BatchSampler(
+            sampleCount: 5, batchSize: 2,
+            augmenter: Augmenter(AugmentationConfiguration(cropSize: 6))
+        ) { (images[$0], labels) }
         var state = SamplerState(seed: 9)
         let prefetcher = BatchPrefetcher(sampler: sampler, state: state, depth: 2)
         for _ in 0..<7 {
@@ -290,16 +311,16 @@ struct TrainerEventTests {
         for event in recorder.events {
             switch event {
             case .started: kinds.append("started")
-            case let .stepStarted(step): kinds.append("start \(step)")
-            case let .gradientsReady(step, bucket):
+            case .stepStarted(let step): kinds.append("start \(step)")
+            case .gradientsReady(let step, let bucket):
                 kinds.append("bucket \(step)")
                 bucketed[step, default: []] += bucket.map(ObjectIdentifier.init)
-            case let .allGradientsReady(step): kinds.append("all \(step)")
-            case let .stepEnded(step, loss, _, _):
+            case .allGradientsReady(let step): kinds.append("all \(step)")
+            case .stepEnded(let step, let loss, _, _):
                 kinds.append("end \(step)")
                 #expect(loss.isFinite)
-            case let .validated(stepsDone, _, _): kinds.append("validated \(stepsDone)")
-            case let .checkpointWritten(path, stepsDone):
+            case .validated(let stepsDone, _, _): kinds.append("validated \(stepsDone)")
+            case .checkpointWritten(let path, let stepsDone):
                 kinds.append("checkpoint \(stepsDone)")
                 #expect(FileManager.default.fileExists(atPath: path))
             case .note: break
@@ -307,7 +328,8 @@ struct TrainerEventTests {
         }
         func step(_ s: Int) -> [String] { ["start \(s)", "bucket \(s)", "bucket \(s)", "all \(s)", "end \(s)"] }
         // No validation set: every validation step writes the last and the best checkpoint.
-        #expect(kinds == ["started"] + step(0) + step(1) + ["checkpoint 2", "checkpoint 2"] + step(2) + step(3)
+        #expect(
+            kinds == ["started"] + step(0) + step(1) + ["checkpoint 2", "checkpoint 2"] + step(2) + step(3)
                 + ["checkpoint 4", "checkpoint 4"])
         let trainable = trainer.network.parameters.filter(\.isTrainable).map(ObjectIdentifier.init)
         for s in 0..<4 { #expect(bucketed[s]?.sorted { "\($0)" < "\($1)" } == trainable.sorted { "\($0)" < "\($1)" }) }

@@ -2,10 +2,11 @@ import DeepLab
 import DeepLabTraining
 import Foundation
 import ImageFiles
-@testable import SliceLabKit
 import SliceLabSupport
 import TestSupport
 import Testing
+
+@testable import SliceLabKit
 
 /// `train`'s fingerprint and plan (issue #18): the fingerprint against numpy and scipy, the plan's rules on
 /// contrasting sets, flags over the plan, the plan in the checkpoint.
@@ -25,9 +26,10 @@ struct TrainingPlanTests {
         let golden = try JSONSerialization.jsonObject(with: Data(contentsOf: Self.goldens)) as! [String: Any]
         func close(_ a: Double, _ b: Double) -> Bool { abs(a - b) <= 1e-9 * max(1, abs(b)) }
         for cap in [100_000, 50] {
-            var builder = DatasetFingerprint.Builder(classNames: set.description.classes,
-                                                     channelNames: set.channelNames, modality: set.description.modality,
-                                                     samplesPerCase: cap)
+            var builder = DatasetFingerprint.Builder(
+                classNames: set.description.classes,
+                channelNames: set.channelNames, modality: set.description.modality,
+                samplesPerCase: cap)
             for sample in samples { builder.add(sample) }
             let fingerprint = builder.finish()
             #expect(fingerprint.caseCount == 4 && fingerprint.sliceCount == 32 && fingerprint.channelCount == 2)
@@ -41,18 +43,22 @@ struct TrainingPlanTests {
                 #expect(close(measured.smallestAreaMM2, row["smallest_area_mm2"] as! Double))
                 #expect(close(measured.typicalSmallestAreaPixels, row["typical_smallest_area_pixels"] as! Double))
                 #expect(close(measured.typicalSmallestAreaMM2, row["typical_smallest_area_mm2"] as! Double))
-                #expect(close(measured.typicalSmallestDiameterPixels,
-                              row["typical_smallest_diameter_pixels"] as! Double))
+                #expect(
+                    close(
+                        measured.typicalSmallestDiameterPixels,
+                        row["typical_smallest_diameter_pixels"] as! Double))
                 #expect(close(measured.typicalThicknessPixels ?? -1, row["typical_thickness_pixels"] as! Double))
             }
             let intensities = (golden["intensities"] as! [String: Any])["\(cap)"] as! [[String: Any]]
             for row in intensities {
                 let measured = fingerprint.intensities[row["channel"] as! Int]
                 #expect(measured.sampledVoxels == row["sampled_voxels"] as! Int, "cap \(cap)")
-                for (value, key) in [(measured.mean, "mean"), (measured.standardDeviation, "std"),
-                                     (measured.percentile00_5, "percentile_00_5"),
-                                     (measured.percentile99_5, "percentile_99_5"), (measured.minimum, "min"),
-                                     (measured.maximum, "max")] {
+                for (value, key) in [
+                    (measured.mean, "mean"), (measured.standardDeviation, "std"),
+                    (measured.percentile00_5, "percentile_00_5"),
+                    (measured.percentile99_5, "percentile_99_5"), (measured.minimum, "min"),
+                    (measured.maximum, "max")
+                ] {
                     #expect(close(value, row[key] as! Double), "cap \(cap), channel \(measured.channel), \(key)")
                 }
             }
@@ -80,7 +86,7 @@ struct TrainingPlanTests {
             let differing = zip(measured, expected).filter { m, e in
                 switch (m, e) {
                 case (nil, nil): return false
-                case let (m?, e?): return !(m == e || abs(m - e) <= 1e-12)
+                case (let m?, let e?): return !(m == e || abs(m - e) <= 1e-12)
                 default: return true
                 }
             }.count
@@ -90,8 +96,10 @@ struct TrainingPlanTests {
 
     /// A set of `count` 2-D cases `side` × `side`, each with one disc of `radius` (class 1) and intensities
     /// 100 + 10·label + (pixel index mod 7); with `fragments`, also two stray class-1 pixels.
-    static func discCases(count: Int, side: Int, radius: Double, fragments: Bool = false,
-                          innerRadius: Double = 0) -> [LabeledSample] {
+    static func discCases(
+        count: Int, side: Int, radius: Double, fragments: Bool = false,
+        innerRadius: Double = 0
+    ) -> [LabeledSample] {
         (0..<count).map { k in
             let centre = Double(side) / 2 + Double(k)
             var labels = (0..<(side * side)).map { p -> Int32 in
@@ -101,14 +109,16 @@ struct TrainingPlanTests {
             }
             if fragments { (labels[side + 1], labels[side * side - side - 2]) = (1, 1) }
             let image = labels.enumerated().map { Float(100 + 10 * Int($1) + $0 % 7) }
-            return LabeledSample(name: "disc\(k)", image: FloatTensor(shape: [1, 1, side, side], values: image),
-                                 labels: LabelTensor(shape: [1, side, side], values: labels))
+            return LabeledSample(
+                name: "disc\(k)", image: FloatTensor(shape: [1, 1, side, side], values: image),
+                labels: LabelTensor(shape: [1, side, side], values: labels))
         }
     }
 
     static func fingerprint(_ samples: [LabeledSample], modality: String) -> DatasetFingerprint {
-        var builder = DatasetFingerprint.Builder(classNames: ["background", "disc"], channelNames: [],
-                                                 modality: modality)
+        var builder = DatasetFingerprint.Builder(
+            classNames: ["background", "disc"], channelNames: [],
+            modality: modality)
         for sample in samples { builder.add(sample) }
         return builder.finish()
     }
@@ -118,36 +128,50 @@ struct TrainingPlanTests {
     /// cells; stride 16 needs 8 cells there), crop 256, and CT clipping to the foreground's percentiles then
     /// z-score with its statistics.
     @Test func planScalesSmallStructuresAndNormalisesByModality() throws {
-        let small = TrainingPlan.make(fingerprint: Self.fingerprint(Self.discCases(count: 3, side: 128, radius: 10),
-                                                                    modality: "MR"),
-                                      architecture: "deeplabv3_resnet18", inputChannels: 1,
-                                      memoryBudgetBytes: 4 << 30)
+        let small = TrainingPlan.make(
+            fingerprint: Self.fingerprint(
+                Self.discCases(count: 3, side: 128, radius: 10),
+                modality: "MR"),
+            architecture: "deeplabv3_resnet18", inputChannels: 1,
+            memoryBudgetBytes: 4 << 30)
         #expect(small.inputScale == 2 && small.outputStride == 8 && small.cropSize == 128, "\(small.lines)")
         #expect(small.preprocessing == .zScore && small.sources["normalize"] == .plan)
         #expect((small.cellsAcrossSmallestStructure ?? 0) >= TrainingPlan.minimumCells)
         // Stray pixels (0.6 % of the class's voxels) are fragments, not the smallest structure.
-        let fragmented = Self.fingerprint(Self.discCases(count: 3, side: 128, radius: 10, fragments: true),
-                                          modality: "MR")
+        let fragmented = Self.fingerprint(
+            Self.discCases(count: 3, side: 128, radius: 10, fragments: true),
+            modality: "MR")
         #expect(fragmented.classes[0].smallestAreaPixels == 1 && fragmented.classes[0].componentCount == 9)
-        #expect(fragmented.classes[0].typicalSmallestAreaPixels == small.fingerprint.classes[0].typicalSmallestAreaPixels)
-        #expect(TrainingPlan.make(fingerprint: fragmented, architecture: "deeplabv3_resnet18", inputChannels: 1,
-                                  memoryBudgetBytes: 4 << 30).inputScale == 2)
+        #expect(
+            fragmented.classes[0].typicalSmallestAreaPixels == small.fingerprint.classes[0].typicalSmallestAreaPixels)
+        #expect(
+            TrainingPlan.make(
+                fingerprint: fragmented, architecture: "deeplabv3_resnet18", inputChannels: 1,
+                memoryBudgetBytes: 4 << 30
+            ).inputScale == 2)
         let ctFingerprint = Self.fingerprint(Self.discCases(count: 3, side: 256, radius: 40), modality: "CT")
-        let large = TrainingPlan.make(fingerprint: ctFingerprint, architecture: "deeplabv3_resnet18",
-                                      inputChannels: 1, memoryBudgetBytes: 4 << 30)
+        let large = TrainingPlan.make(
+            fingerprint: ctFingerprint, architecture: "deeplabv3_resnet18",
+            inputChannels: 1, memoryBudgetBytes: 4 << 30)
         #expect(large.inputScale == 1 && large.outputStride == 8 && large.cropSize == 256, "\(large.lines)")
         let statistics = ctFingerprint.intensities[0]
         #expect(statistics.name == "CT" && statistics.minimum == 110 && statistics.maximum == 116)
-        #expect(large.preprocessing == .clippedZScore(low: statistics.percentile00_5, high: statistics.percentile99_5,
-                                                      mean: statistics.mean,
-                                                      standardDeviation: statistics.standardDeviation))
+        #expect(
+            large.preprocessing
+                == .clippedZScore(
+                    low: statistics.percentile00_5, high: statistics.percentile99_5,
+                    mean: statistics.mean,
+                    standardDeviation: statistics.standardDeviation))
         // Very large structures take the cheaper stride 16; a tight memory budget shrinks the crop and batch.
-        let huge = TrainingPlan.make(fingerprint: Self.fingerprint(Self.discCases(count: 1, side: 512, radius: 90),
-                                                                   modality: "MR"),
-                                     architecture: "deeplabv3_resnet18", inputChannels: 1,
-                                     memoryBudgetBytes: 700 << 20)
-        #expect(huge.outputStride == 16 && huge.inputScale == 1 && huge.cropSize < 512 && huge.batchSize == 2,
-                "\(huge.lines)")
+        let huge = TrainingPlan.make(
+            fingerprint: Self.fingerprint(
+                Self.discCases(count: 1, side: 512, radius: 90),
+                modality: "MR"),
+            architecture: "deeplabv3_resnet18", inputChannels: 1,
+            memoryBudgetBytes: 700 << 20)
+        #expect(
+            huge.outputStride == 16 && huge.inputScale == 1 && huge.cropSize < 512 && huge.batchSize == 2,
+            "\(huge.lines)")
         #expect(huge.estimatedBytesPerSample * 2 <= 700 << 20)
     }
 
@@ -160,8 +184,9 @@ struct TrainingPlanTests {
         #expect(measured.typicalSmallestDiameterPixels > 32 && measured.typicalSmallestDiameterPixels < 40)
         let thickness = try #require(measured.typicalThicknessPixels)
         #expect(thickness >= 2 && thickness <= 4, "\(thickness)")
-        let plan = TrainingPlan.make(fingerprint: ring, architecture: "deeplabv3_resnet18", inputChannels: 1,
-                                     memoryBudgetBytes: 4 << 30)
+        let plan = TrainingPlan.make(
+            fingerprint: ring, architecture: "deeplabv3_resnet18", inputChannels: 1,
+            memoryBudgetBytes: 4 << 30)
         #expect(plan.inputScale == 4 && plan.outputStride == 8 && plan.smallestStructureSizePixels == thickness)
         #expect(plan.lines.contains { $0.contains("px across by area") && $0.contains("px thick") }, "\(plan.lines)")
     }
@@ -170,20 +195,28 @@ struct TrainingPlanTests {
     /// modality rule; a batch is planned as a multiple of the ranks.
     @Test func flagsOverrideTheirPartsOfThePlan() throws {
         let fingerprint = Self.fingerprint(Self.discCases(count: 3, side: 128, radius: 10), modality: "CT")
-        let overrides = TrainingPlan.Overrides(cropSize: 96, inputScale: 1, outputStride: 16, batchSize: 3,
-                                               preprocessing: .minMax)
-        let given = TrainingPlan.make(fingerprint: fingerprint, overrides: overrides,
-                                      architecture: "deeplabv3_resnet18", inputChannels: 1, memoryBudgetBytes: 4 << 30)
+        let overrides = TrainingPlan.Overrides(
+            cropSize: 96, inputScale: 1, outputStride: 16, batchSize: 3,
+            preprocessing: .minMax)
+        let given = TrainingPlan.make(
+            fingerprint: fingerprint, overrides: overrides,
+            architecture: "deeplabv3_resnet18", inputChannels: 1, memoryBudgetBytes: 4 << 30)
         #expect(given.cropSize == 96 && given.inputScale == 1 && given.outputStride == 16 && given.batchSize == 3)
         #expect(given.preprocessing == .minMax && Set(given.sources.values) == [.flag])
-        #expect(given.lines.contains { $0.contains("crop 96 (flag), input scale 1 (flag), output stride 16 (flag), "
-                                                   + "batch 3 (flag)") })
+        #expect(
+            given.lines.contains {
+                $0.contains(
+                    "crop 96 (flag), input scale 1 (flag), output stride 16 (flag), "
+                        + "batch 3 (flag)")
+            })
         // Only the stride given: the scale is planned for it (20 px at stride 16 needs scale 4).
-        let strideOnly = TrainingPlan.make(fingerprint: fingerprint, overrides: .init(outputStride: 16),
-                                           datasetPreprocessing: .window(center: 40, width: 400),
-                                           architecture: "deeplabv3_resnet18", inputChannels: 1,
-                                           memoryBudgetBytes: 4 << 30, ranks: 3)
-        #expect(strideOnly.outputStride == 16 && strideOnly.inputScale == 4 && strideOnly.sources["input_scale"] == .plan)
+        let strideOnly = TrainingPlan.make(
+            fingerprint: fingerprint, overrides: .init(outputStride: 16),
+            datasetPreprocessing: .window(center: 40, width: 400),
+            architecture: "deeplabv3_resnet18", inputChannels: 1,
+            memoryBudgetBytes: 4 << 30, ranks: 3)
+        #expect(
+            strideOnly.outputStride == 16 && strideOnly.inputScale == 4 && strideOnly.sources["input_scale"] == .plan)
         #expect(strideOnly.preprocessing == .window(center: 40, width: 400))
         #expect(strideOnly.sources["normalize"] == .datasetJSON && strideOnly.batchSize % 3 == 0)
         #expect(strideOnly.lines.contains { $0.contains("(dataset.json)") })
@@ -196,8 +229,9 @@ struct TrainingPlanTests {
         let folder = try TestSupport.temporaryFolder("plan-checkpoint")
         defer { try? FileManager.default.removeItem(at: folder) }
         let root = try DatasetFixtures.makeNNUNet(in: folder, count: 5, channels: 1)
-        var options = TrainOptions(datasetPath: root.path, architecture: "pixel-linear", classCount: 3,
-                                   outputPath: folder.appendingPathComponent("model.h5").path)
+        var options = TrainOptions(
+            datasetPath: root.path, architecture: "pixel-linear", classCount: 3,
+            outputPath: folder.appendingPathComponent("model.h5").path)
         (options.steps, options.batchSize, options.cropSize) = (2, 2, 16)
         let (progress, text) = TrainerTests.quiet(2)
         try TrainWorkflow.run(options, progress: progress) {
@@ -271,9 +305,12 @@ struct TrainingPlanTests {
         #expect(index == [Array(0..<20), [17]])
         let image = FloatTensor(shape: [1, height, width], values: [Float](repeating: 0, count: height * width))
         func rate(_ probability: Double, draws: Int) throws -> Double {
-            let sampler = try BatchSampler(sampleCount: 40, batchSize: 4, augmenter: Augmenter(.none()),
-                                           classSlices: index, classSliceProbability: probability) { (image, slices[$0]) }
-            var state = SamplerState(seed: 11), hits = 0
+            let sampler = try BatchSampler(
+                sampleCount: 40, batchSize: 4, augmenter: Augmenter(.none()),
+                classSlices: index, classSliceProbability: probability
+            ) { (image, slices[$0]) }
+            var state = SamplerState(seed: 11)
+            var hits = 0
             for _ in 0..<(draws / 4) {
                 let batch = try sampler.nextBatch(&state)
                 for n in 0..<4 where batch.labels.values[(n * 16)..<((n + 1) * 16)].contains(2) { hits += 1 }
@@ -287,8 +324,10 @@ struct TrainingPlanTests {
         #expect(try rate(0, draws: 1200) < 0.05)
         // Two ranks, each half of every batch, draw what one process draws.
         func sampler(rank: Int, shards: Int) throws -> BatchSampler {
-            try BatchSampler(sampleCount: 40, batchSize: 4, augmenter: Augmenter(.none()), rank: rank,
-                             shardCount: shards, classSlices: index, classSliceProbability: 1.0 / 3) {
+            try BatchSampler(
+                sampleCount: 40, batchSize: 4, augmenter: Augmenter(.none()), rank: rank,
+                shardCount: shards, classSlices: index, classSliceProbability: 1.0 / 3
+            ) {
                 (FloatTensor(shape: [1, height, width], values: [Float](repeating: Float($0), count: 16)), slices[$0])
             }
         }

@@ -2,23 +2,28 @@ import DeepLab
 import DeepLabTraining
 import Foundation
 import ImageFiles
-@testable import SliceLabKit
 import SliceLabSupport
 import TestSupport
 import Testing
+
+@testable import SliceLabKit
 
 /// `segment` on volumes (issue #18): NIfTI, 4-D NIfTI and HDF5 in; NIfTI and HDF5 label volumes out with the
 /// input's geometry (read back with nibabel and h5py); `--context` from `train` to `segment`; in-plane
 /// resampling; bad inputs as one line, exit 1 (a context mismatch a usage error, exit 2), nothing written.
 @Suite(.serialized) struct VolumeSegmentTests {
     /// A tiny model (MobileNetV2 × 0.35, ASPP width 8), seeded, with `inputChannels` and the given sampling.
-    static func model(in folder: URL, name: String = "model.h5", inputChannels: Int = 1,
-                      sampling: SliceSampling = SliceSampling(), classCount: Int = 3) throws -> String {
+    static func model(
+        in folder: URL, name: String = "model.h5", inputChannels: Int = 1,
+        sampling: SliceSampling = SliceSampling(), classCount: Int = 3
+    ) throws -> String {
         let path = folder.appendingPathComponent(name).path
-        let model = try DeepLabV3(DeepLabConfiguration(architecture: .mobilenetV2, classCount: classCount,
-                                                       inputChannels: inputChannels, outputStride: 16,
-                                                       atrousRates: [2, 4], asppChannels: 8, widthMultiplier: 0.35,
-                                                       seed: 11))
+        let model = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: .mobilenetV2, classCount: classCount,
+                inputChannels: inputChannels, outputStride: 16,
+                atrousRates: [2, 4], asppChannels: 8, widthMultiplier: 0.35,
+                seed: 11))
         try DeepLabCheckpoint.save(model, preprocessing: .minMax, to: path) { try sampling.write(into: $0) }
         return path
     }
@@ -26,7 +31,8 @@ import Testing
     /// Writes an oblique NIfTI volume with nibabel: x = 20, y = 16, z = 5 (and `channels` on the 4th axis),
     /// spacing 0.8 × 0.9 × 2.5 mm, rotated about z by 20°, both sform and qform set; values a smooth pattern.
     static func writeVolume(_ path: String, channels: Int = 1) throws {
-        let output = try TestSupport.runPython("""
+        let output = try TestSupport.runPython(
+            """
             import nibabel as nib, numpy as np, sys
             path, channels = sys.argv[1], int(sys.argv[2])
             a = np.deg2rad(20.0)
@@ -49,7 +55,8 @@ import Testing
     /// codes 1, uint8 labels [x, y, z]; the HDF5 output's `/labels` [z, y, x] holds the same labels with the
     /// contract's spacing (z, y, x), LPS origin and direction (ITK's reading of the input's affine).
     static func checkOutputs(input: String, nifti: String?, hdf5: String?) throws {
-        let output = try TestSupport.runPython("""
+        let output = try TestSupport.runPython(
+            """
             import h5py, nibabel as nib, numpy as np, sys
             source, nifti, hdf5 = sys.argv[1], sys.argv[2], sys.argv[3]
             a = nib.load(source)
@@ -102,8 +109,9 @@ import Testing
         // The CLI's streamed labels are the library's whole-volume ones (`VolumeSegmenter.segment`).
         let image = try NIfTIImage.read(input)
         let segmenter = try VolumeSegmenter.load(checkpoint: model)
-        let result = try segmenter.segment(image.values, shape: [5, 16, 20], geometry: image.geometry,
-                                           probabilities: true)
+        let result = try segmenter.segment(
+            image.values, shape: [5, 16, 20], geometry: image.geometry,
+            probabilities: true)
         let written = try HDF5File.open(hdf5).read("/labels", as: Int32.self)
         #expect(written.values == result.labels)
         #expect(result.probabilities?.count == 3 * 5 * 16 * 20)
@@ -128,8 +136,9 @@ import Testing
         let result = try TestSupport.slicelab(["segment", input, "--model", model, "--out", out])
         #expect(result.status == 1)
         let lines = result.standardError.split(separator: "\n")
-        #expect(lines.count == 1 && lines[0].contains(input) && lines[0].contains("2 channels"),
-                "\(result.standardError)")
+        #expect(
+            lines.count == 1 && lines[0].contains(input) && lines[0].contains("2 channels"),
+            "\(result.standardError)")
         #expect(!FileManager.default.fileExists(atPath: out))
     }
 
@@ -146,8 +155,11 @@ import Testing
         let nifti = folder.appendingPathComponent("labels.nii").path
         let hdf5 = folder.appendingPathComponent("labels.hdf5").path
         for out in [nifti, hdf5] {
-            let result = try TestSupport.slicelab(["segment", image, "--model", model, "--out", out,
-                                                   "--probabilities"].filter { $0 != "--probabilities" || out == hdf5 })
+            let result = try TestSupport.slicelab(
+                [
+                    "segment", image, "--model", model, "--out", out,
+                    "--probabilities"
+                ].filter { $0 != "--probabilities" || out == hdf5 })
             #expect(result.status == 0, "\(result.standardError)")
         }
         try Self.checkOutputs(input: input, nifti: nifti, hdf5: hdf5)
@@ -167,7 +179,8 @@ import Testing
             let result = try TestSupport.slicelab(["segment", series.path, "--model", model, "--out", out])
             #expect(result.status == 0, "\(result.standardError)")
         }
-        let check = try TestSupport.runPython("""
+        let check = try TestSupport.runPython(
+            """
             import glob, h5py, nibabel as nib, numpy as np, pydicom, sys
             folder, nifti, hdf5 = sys.argv[1:4]
             slices = [pydicom.dcmread(p) for p in glob.glob(folder + '/*.dcm')]
@@ -204,21 +217,29 @@ import Testing
     @Test func contextInputMatchesTrainingAndReplicatesEdges() throws {
         let (rows, columns) = (3, 4)
         let frames: [[Float]] = (0..<3).map { z in (0..<(rows * columns)).map { Float($0 + 100 * z) } }
-        let sample = LabeledSample(name: "v", image: FloatTensor(shape: [3, 1, rows, columns],
-                                                                values: Array(frames.joined())),
-                                   labels: LabelTensor(shape: [3, rows, columns],
-                                                       values: [Int32](repeating: 0, count: 3 * rows * columns)))
+        let sample = LabeledSample(
+            name: "v",
+            image: FloatTensor(
+                shape: [3, 1, rows, columns],
+                values: Array(frames.joined())),
+            labels: LabelTensor(
+                shape: [3, rows, columns],
+                values: [Int32](repeating: 0, count: 3 * rows * columns)))
         for (frame, neighbours) in [(0, [0, 0, 1]), (1, [0, 1, 2]), (2, [1, 2, 2])] {
-            let training = TrainWorkflow.contextInput(sample, frame: frame, context: 1, inputChannels: 1,
-                                                      preprocessing: .minMax)
-            let inference = VolumeSegmenter.stackedInput(neighbours.map { frames[$0] }, pixels: rows * columns,
-                                                         channels: 1, perSlice: 1, preprocessing: .minMax)
+            let training = TrainWorkflow.contextInput(
+                sample, frame: frame, context: 1, inputChannels: 1,
+                preprocessing: .minMax)
+            let inference = VolumeSegmenter.stackedInput(
+                neighbours.map { frames[$0] }, pixels: rows * columns,
+                channels: 1, perSlice: 1, preprocessing: .minMax)
             #expect(training.shape == [3, rows, columns] && training.values == inference)
         }
         // Slice 0's first two planes are the same slice (replicated), its third is slice 1.
-        let edge = VolumeSegmenter.stackedInput([frames[0], frames[0], frames[1]], pixels: 12, channels: 1,
-                                                perSlice: 1, preprocessing: .none)
-        #expect(Array(edge[0..<12]) == frames[0] && Array(edge[12..<24]) == frames[0] && Array(edge[24...]) == frames[1])
+        let edge = VolumeSegmenter.stackedInput(
+            [frames[0], frames[0], frames[1]], pixels: 12, channels: 1,
+            perSlice: 1, preprocessing: .none)
+        #expect(
+            Array(edge[0..<12]) == frames[0] && Array(edge[12..<24]) == frames[0] && Array(edge[24...]) == frames[1])
     }
 
     /// Z-score normalises a volume with the whole case's statistics, as nnU-Net's `ZScoreNormalization`, in
@@ -228,12 +249,17 @@ import Testing
     @Test func zScoreIsPerCaseOnVolumes() throws {
         let (rows, columns) = (12, 10)
         let frames: [[Float]] = (0..<4).map { z in (0..<(rows * columns)).map { Float(($0 * 7) % 13 + 40 * z) } }
-        let sample = LabeledSample(name: "v", image: FloatTensor(shape: [4, 1, rows, columns],
-                                                                values: Array(frames.joined())),
-                                   labels: LabelTensor(shape: [4, rows, columns],
-                                                       values: [Int32](repeating: 0, count: 4 * rows * columns)))
-        let options = TrainOptions(datasetPath: "unused", architecture: "deeplabv3_mobilenet_v2", classCount: 3,
-                                   outputPath: "unused.h5")
+        let sample = LabeledSample(
+            name: "v",
+            image: FloatTensor(
+                shape: [4, 1, rows, columns],
+                values: Array(frames.joined())),
+            labels: LabelTensor(
+                shape: [4, rows, columns],
+                values: [Int32](repeating: 0, count: 4 * rows * columns)))
+        let options = TrainOptions(
+            datasetPath: "unused", architecture: "deeplabv3_mobilenet_v2", classCount: 3,
+            outputPath: "unused.h5")
         var spacings: [[Double]] = []
         let inputs = TrainWorkflow.frames(of: [sample], options: options, preprocessing: .zScore, spacings: &spacings)
             .map(\.image.values)
@@ -249,8 +275,13 @@ import Testing
         let loaded = try VolumeSegmenter.load(checkpoint: try Self.model(in: folder))
         let segmenter = VolumeSegmenter(model: loaded.model, preprocessing: .zScore, sampling: loaded.sampling)
         var reads = 0
-        try segmenter.run(slices: 4, rows: rows, columns: columns, channels: 1, spacing: nil, source: "v",
-                          slice: { reads += 1; return frames[$0] }) { z, logits in
+        try segmenter.run(
+            slices: 4, rows: rows, columns: columns, channels: 1, spacing: nil, source: "v",
+            slice: {
+                reads += 1
+                return frames[$0]
+            }
+        ) { z, logits in
             let expected = try segmenter.logits(inputs[z], channels: 1, rows: rows, columns: columns, spacing: nil)
             #expect(logits.values == expected.values, "slice \(z)")
         }
@@ -264,7 +295,8 @@ import Testing
         let folder = try TestSupport.temporaryFolder("volume-context")
         defer { try? FileManager.default.removeItem(at: folder) }
         let set = folder.appendingPathComponent("set")
-        let written = try TestSupport.runPython("""
+        let written = try TestSupport.runPython(
+            """
             import json, os, nibabel as nib, numpy as np, sys
             root = sys.argv[1]
             for sub in ('images', 'labels'):
@@ -288,13 +320,16 @@ import Testing
             """, arguments: [set.path])
         #expect(written.trimmingCharacters(in: .whitespacesAndNewlines) == "ok")
         let model = folder.appendingPathComponent("m.h5").path
-        let trained = try TestSupport.slicelab(["train", set.path, "--arch", "deeplabv3_mobilenet_v2",
-                                                "--num-classes", "3", "--context", "1", "--steps", "1",
-                                                "--batch", "2", "--crop", "32", "--out", model])
+        let trained = try TestSupport.slicelab([
+            "train", set.path, "--arch", "deeplabv3_mobilenet_v2",
+            "--num-classes", "3", "--context", "1", "--steps", "1",
+            "--batch", "2", "--crop", "32", "--out", model
+        ])
         #expect(trained.status == 0, "\(trained.standardError)")
         let sampling = try SliceSampling.read(model)
         #expect(sampling.context == 1)
-        #expect(zip(sampling.spacing ?? [], [0.7, 0.7]).allSatisfy { abs($0 - $1) < 1e-6 } && sampling.spacing?.count == 2)
+        #expect(
+            zip(sampling.spacing ?? [], [0.7, 0.7]).allSatisfy { abs($0 - $1) < 1e-6 } && sampling.spacing?.count == 2)
         #expect(try DeepLabCheckpoint.load(model).model.configuration.inputChannels == 3)
 
         let input = set.appendingPathComponent("images/vol2.nii.gz").path
@@ -305,12 +340,15 @@ import Testing
             try Self.checkOutputs(input: input, nifti: out, hdf5: nil)
         }
         let refused = folder.appendingPathComponent("refused.nii.gz").path
-        let result = try TestSupport.slicelab(["segment", input, "--model", model, "--out", refused,
-                                               "--context", "0"])
+        let result = try TestSupport.slicelab([
+            "segment", input, "--model", model, "--out", refused,
+            "--context", "0"
+        ])
         #expect(result.status == 2)
         let lines = result.standardError.split(separator: "\n")
-        #expect(lines.count == 1 && lines[0].contains("--context 0") && lines[0].contains("context 1"),
-                "\(result.standardError)")
+        #expect(
+            lines.count == 1 && lines[0].contains("--context 0") && lines[0].contains("context 1"),
+            "\(result.standardError)")
         #expect(!FileManager.default.fileExists(atPath: refused))
     }
 
@@ -321,19 +359,25 @@ import Testing
     /// and the 3 × 5 → 2 × 7 case below, are also what `scipy.ndimage.zoom(a, …, order=1, grid_mode=True,
     /// mode='nearest')` gives (SciPy 1.17.1, run once outside the test .venv, which has no SciPy; values to 1e-6).
     @Test func bilinearResamplingMatchesHandComputedValues() {
-        let odd: [Float] = [0.0, 1.0, 2.828427, 5.196152, 8.0, 11.18034, 14.696938, 18.520259, 22.627417, 27.0,
-                            31.622777, 36.482873, 41.569219, 46.872167, 52.383203]  // (0..<15)^1.5
-        let scipy: [Float] = [2.795085, 3.726028, 5.089135, 6.751385, 8.75323, 10.923696, 12.75, 26.512167,
-                              29.097437, 32.399415, 35.806979, 39.381265, 43.050875, 46.037403]
+        let odd: [Float] = [
+            0.0, 1.0, 2.828427, 5.196152, 8.0, 11.18034, 14.696938, 18.520259, 22.627417, 27.0,
+            31.622777, 36.482873, 41.569219, 46.872167, 52.383203
+        ]  // (0..<15)^1.5
+        let scipy: [Float] = [
+            2.795085, 3.726028, 5.089135, 6.751385, 8.75323, 10.923696, 12.75, 26.512167,
+            29.097437, 32.399415, 35.806979, 39.381265, 43.050875, 46.037403
+        ]
         let resampled = VolumeSegmenter.resampleBilinear(odd, planes: 1, rows: 3, columns: 5, toRows: 2, toColumns: 7)
         #expect(resampled.count == 14 && zip(resampled, scipy).allSatisfy { abs($0 - $1) < 1e-4 }, "\(resampled)")
-        let up = VolumeSegmenter.resampleBilinear([0, 1, 2, 3], planes: 1, rows: 2, columns: 2, toRows: 4,
-                                                  toColumns: 4)
+        let up = VolumeSegmenter.resampleBilinear(
+            [0, 1, 2, 3], planes: 1, rows: 2, columns: 2, toRows: 4,
+            toColumns: 4)
         let expected: [Float] = [0, 0.25, 0.75, 1, 0.5, 0.75, 1.25, 1.5, 1.5, 1.75, 2.25, 2.5, 2, 2.25, 2.75, 3]
         #expect(zip(up, expected).allSatisfy { abs($0 - $1) < 1e-6 } && up.count == 16)
         let source = (0..<16).map(Float.init)
-        let down = VolumeSegmenter.resampleBilinear(source + source.map { $0 * 2 }, planes: 2, rows: 4, columns: 4,
-                                                    toRows: 2, toColumns: 2)
+        let down = VolumeSegmenter.resampleBilinear(
+            source + source.map { $0 * 2 }, planes: 2, rows: 4, columns: 4,
+            toRows: 2, toColumns: 2)
         let blocks: [Float] = [2.5, 4.5, 10.5, 12.5]
         #expect(zip(down, blocks + blocks.map { $0 * 2 }).allSatisfy { abs($0 - $1) < 1e-5 } && down.count == 8)
     }
@@ -349,8 +393,9 @@ import Testing
         let segmenter = try VolumeSegmenter.load(checkpoint: model)
         let size = segmenter.resampledSize(rows: 16, columns: 20, spacing: [2.5, 0.9, 0.8])
         #expect(size?.rows == 7 && size?.columns == 8)
-        #expect(try VolumeSegmenter.load(checkpoint: Self.model(in: folder, name: "plain.h5"))
-            .resampledSize(rows: 16, columns: 20, spacing: [2.5, 0.9, 0.8]) == nil)
+        #expect(
+            try VolumeSegmenter.load(checkpoint: Self.model(in: folder, name: "plain.h5"))
+                .resampledSize(rows: 16, columns: 20, spacing: [2.5, 0.9, 0.8]) == nil)
         let out = folder.appendingPathComponent("labels.nii.gz").path
         let result = try TestSupport.slicelab(["segment", input, "--model", model, "--out", out])
         #expect(result.status == 0, "\(result.standardError)")
@@ -375,7 +420,7 @@ import Testing
         let cases: [(input: String, out: String, extra: [String], names: String)] = [
             (cut, "a.nii.gz", [], cut),
             (good, "b.mha", [], "b.mha"),
-            (good, "c.nii.gz", ["--probabilities"], "c.nii.gz"),
+            (good, "c.nii.gz", ["--probabilities"], "c.nii.gz")
         ]
         for item in cases {
             let out = folder.appendingPathComponent(item.out).path

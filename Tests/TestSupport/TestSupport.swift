@@ -41,9 +41,11 @@ public enum TestSupport {
     /// Runs `executable` with `arguments`, capturing both streams (read concurrently, so large outputs
     /// cannot deadlock).
     @discardableResult
-    public static func run(_ executable: String, _ arguments: [String], input: String? = nil,
-                           environment: [String: String]? = nil,
-                           currentDirectory: URL? = nil, timeout: Double? = nil) throws -> ProcessResult {
+    public static func run(
+        _ executable: String, _ arguments: [String], input: String? = nil,
+        environment: [String: String]? = nil,
+        currentDirectory: URL? = nil, timeout: Double? = nil
+    ) throws -> ProcessResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -51,7 +53,8 @@ public enum TestSupport {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
         if let currentDirectory { process.currentDirectoryURL = currentDirectory }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
@@ -74,9 +77,10 @@ public enum TestSupport {
         group.wait()
         let outData = outBox.data
         process.waitUntilExit()
-        return ProcessResult(status: process.terminationStatus,
-                             standardOutput: String(decoding: outData, as: UTF8.self),
-                             standardError: String(decoding: errData, as: UTF8.self))
+        return ProcessResult(
+            status: process.terminationStatus,
+            standardOutput: String(decoding: outData, as: UTF8.self),
+            standardError: String(decoding: errData, as: UTF8.self))
     }
 
     /// Runs a Python snippet with the `.venv` interpreter; throws with its stderr when it fails.
@@ -91,8 +95,10 @@ public enum TestSupport {
 
     /// Runs the built `slicelab` with `arguments`.
     @discardableResult
-    public static func slicelab(_ arguments: [String], currentDirectory: URL? = nil,
-                                timeout: Double? = nil) throws -> ProcessResult {
+    public static func slicelab(
+        _ arguments: [String], currentDirectory: URL? = nil,
+        timeout: Double? = nil
+    ) throws -> ProcessResult {
         try run(slicelabBinary, arguments, currentDirectory: currentDirectory, timeout: timeout)
     }
 

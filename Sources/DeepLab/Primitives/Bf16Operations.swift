@@ -39,17 +39,23 @@ public enum Bf16Support {
     /// The execution `--precision bf16` gets on this CPU, or why it is refused (one line naming oneDNN's
     /// effective ISA).
     public static func execution(environment: [String: String] = ProcessInfo.processInfo.environment)
-        -> Result<Bf16Execution, DeepLabError> {
+        -> Result<Bf16Execution, DeepLabError>
+    {
         if environment[emulationVariable] == "1" { return .success(.emulated) }
         if hasAMX { return .success(.native) }
         let isa = dnnl_get_effective_cpu_isa().rawValue
         func has(_ level: dnnl_cpu_isa_t) -> Bool { isa & level.rawValue == level.rawValue }
-        let why = has(dnnl_cpu_isa_avx512_core_bf16)
+        let why =
+            has(dnnl_cpu_isa_avx512_core_bf16)
             ? " (bf16 without AMX), where bf16 convolutions were measured slower than fp32"
-            : has(dnnl_cpu_isa_avx512_core) ? ", which lacks bf16 instructions (oneDNN only emulates them)"
-            : ", which has no bf16 convolution kernels"
-        return .failure(.unavailablePrecision(precision: "bf16", reason: "this CPU's oneDNN ISA is "
-            + "\(oneDNNEffectiveISA)\(why); bf16 runs only on AVX512_CORE_AMX"))
+            : has(dnnl_cpu_isa_avx512_core)
+                ? ", which lacks bf16 instructions (oneDNN only emulates them)"
+                : ", which has no bf16 convolution kernels"
+        return .failure(
+            .unavailablePrecision(
+                precision: "bf16",
+                reason: "this CPU's oneDNN ISA is "
+                    + "\(oneDNNEffectiveISA)\(why); bf16 runs only on AVX512_CORE_AMX"))
     }
 }
 
@@ -79,7 +85,8 @@ enum Bf16Operations {
     /// Rounds an f32 tensor's values (its padding included, which stays zero) to bf16 in place.
     static func roundToBfloat16(_ x: Tensor) {
         x.withStorage { values in
-            let count = values.count, chunk = 1 << 16
+            let count = values.count
+            let chunk = 1 << 16
             concurrentForEach(0..<((count + chunk - 1) / chunk)) { c in
                 for i in (c * chunk)..<min(count, (c + 1) * chunk) { values[i] = bfloat16Rounded(values[i]) }
             }

@@ -19,10 +19,12 @@ extension PrimitiveAttributes {
     /// Rests on `dnnl_primitive_attr_set_output_scales`.
     convenience init(postOps: [PostOp], outputScales: [Float], perChannelMask: Int32) throws {
         try self.init(postOps: postOps)
-        try dnnlCheck("dnnl_primitive_attr_set_output_scales",
-                      dnnl_primitive_attr_set_output_scales(handle, Int64(outputScales.count),
-                                                            outputScales.count == 1 ? 0 : perChannelMask,
-                                                            outputScales))
+        try dnnlCheck(
+            "dnnl_primitive_attr_set_output_scales",
+            dnnl_primitive_attr_set_output_scales(
+                handle, Int64(outputScales.count),
+                outputScales.count == 1 ? 0 : perChannelMask,
+                outputScales))
     }
 }
 
@@ -39,17 +41,20 @@ enum Int8Operations {
 
     /// The int8 convolution's operation descriptor: `sourceType` source, s8 weights, f32 bias, and an f32
     /// destination or (`destinationType`) an already quantised one; layouts left to oneDNN. Rests on `dnnl_dilated_convolution_forward_desc_init`.
-    static func convolution(source: [Int], sourceType: QuantizedType, weights: [Int], destination: [Int],
-                            destinationType: QuantizedType?, _ g: ConvolutionGeometry) throws -> ConvolutionDescriptor {
+    static func convolution(
+        source: [Int], sourceType: QuantizedType, weights: [Int], destination: [Int],
+        destinationType: QuantizedType?, _ g: ConvolutionGeometry
+    ) throws -> ConvolutionDescriptor {
         var src = try MemoryDesc.make(source, dnnl_format_tag_any, sourceType.dataType)
         var weightsDesc = try MemoryDesc.make(weights, dnnl_format_tag_any, dnnl_s8)
         var biasDesc = try MemoryDesc.make([destination[1]], dnnl_a)
         var dst = try MemoryDesc.make(destination, dnnl_format_tag_any, destinationType?.dataType ?? dnnl_f32)
         var op = ConvolutionDescriptor()
-        try dnnlCheck("dnnl_dilated_convolution_forward_desc_init",
-                      dnnl_dilated_convolution_forward_desc_init(
-                        &op, dnnl_forward_inference, dnnl_convolution_direct, &src, &weightsDesc, &biasDesc, &dst,
-                        g.strides, g.dilation, g.left, g.right))
+        try dnnlCheck(
+            "dnnl_dilated_convolution_forward_desc_init",
+            dnnl_dilated_convolution_forward_desc_init(
+                &op, dnnl_forward_inference, dnnl_convolution_direct, &src, &weightsDesc, &biasDesc, &dst,
+                g.strides, g.dilation, g.left, g.right))
         return op
     }
 
@@ -70,7 +75,9 @@ enum Int8Operations {
     /// `x` (f32, any layout) quantised to `type` in the channels-last layout oneDNN's int8 convolutions take:
     /// round(x · scale), saturated. Rests on `dnnl_reorder_primitive_desc_create` with output scales.
     static func quantize(_ x: Tensor, to type: QuantizedType, scale: Float) throws -> Tensor {
-        let desc = x.shape.count == 4 ? try channelsLast(x.shape, type)
+        let desc =
+            x.shape.count == 4
+            ? try channelsLast(x.shape, type)
             : try .make(x.shape, MemoryDesc.plainTag(rank: x.shape.count), type.dataType)
         return try quantize(x, into: desc, scale: scale)
     }
@@ -108,7 +115,8 @@ enum Int8Operations {
         let make = {
             let engine = try OneDNNEngine.shared().engine
             let attributes = try PrimitiveAttributes(postOps: [], outputScales: scales, perChannelMask: mask)
-            var source = x.desc, destination = output.desc
+            var source = x.desc
+            var destination = output.desc
             return try Primitive("quantising reorder") { pd in
                 dnnl_reorder_primitive_desc_create(&pd, &source, engine, &destination, engine, attributes.handle)
             }

@@ -20,8 +20,10 @@ struct ConvolutionGeometry {
 /// bias and the gradients computed stay f32.
 enum ConvolutionOp {
     /// Rests on `dnnl_dilated_convolution_forward_desc_init`.
-    static func forward(source: [Int], weights: [Int], destination: [Int], bias: Bool, training: Bool,
-                        _ g: ConvolutionGeometry, bf16: Bf16Execution? = nil) throws -> ConvolutionDescriptor {
+    static func forward(
+        source: [Int], weights: [Int], destination: [Int], bias: Bool, training: Bool,
+        _ g: ConvolutionGeometry, bf16: Bf16Execution? = nil
+    ) throws -> ConvolutionDescriptor {
         let operand = bf16?.operandType ?? dnnl_f32
         var src = try MemoryDesc.make(source, dnnl_format_tag_any, operand)
         var weightsDesc = try MemoryDesc.make(weights, dnnl_format_tag_any, operand)
@@ -38,9 +40,11 @@ enum ConvolutionOp {
     }
 
     /// Rests on `dnnl_dilated_convolution_backward_weights_desc_init`.
-    static func backwardWeights(source: [Int], weights: [Int], destination: [Int], bias: Bool,
-                                _ g: ConvolutionGeometry,
-                                bf16: Bf16Execution? = nil) throws -> ConvolutionDescriptor {
+    static func backwardWeights(
+        source: [Int], weights: [Int], destination: [Int], bias: Bool,
+        _ g: ConvolutionGeometry,
+        bf16: Bf16Execution? = nil
+    ) throws -> ConvolutionDescriptor {
         let operand = bf16?.operandType ?? dnnl_f32
         var src = try MemoryDesc.make(source, dnnl_format_tag_any, operand)
         var diffWeights = try MemoryDesc.make(weights, dnnl_format_tag_any)
@@ -57,17 +61,20 @@ enum ConvolutionOp {
     }
 
     /// Rests on `dnnl_dilated_convolution_backward_data_desc_init`.
-    static func backwardData(source: [Int], weights: [Int], destination: [Int],
-                             _ g: ConvolutionGeometry, bf16: Bf16Execution? = nil) throws -> ConvolutionDescriptor {
+    static func backwardData(
+        source: [Int], weights: [Int], destination: [Int],
+        _ g: ConvolutionGeometry, bf16: Bf16Execution? = nil
+    ) throws -> ConvolutionDescriptor {
         let operand = bf16?.operandType ?? dnnl_f32
         var diffSrc = try MemoryDesc.make(source, dnnl_format_tag_any)
         var weightsDesc = try MemoryDesc.make(weights, dnnl_format_tag_any, operand)
         var diffDst = try MemoryDesc.make(destination, dnnl_format_tag_any, operand)
         var op = ConvolutionDescriptor()
-        try dnnlCheck("dnnl_dilated_convolution_backward_data_desc_init",
-                      dnnl_dilated_convolution_backward_data_desc_init(
-                        &op, dnnl_convolution_direct, &diffSrc, &weightsDesc, &diffDst, g.strides, g.dilation,
-                        g.left, g.right))
+        try dnnlCheck(
+            "dnnl_dilated_convolution_backward_data_desc_init",
+            dnnl_dilated_convolution_backward_data_desc_init(
+                &op, dnnl_convolution_direct, &diffSrc, &weightsDesc, &diffDst, g.strides, g.dilation,
+                g.left, g.right))
         return op
     }
 }
@@ -80,8 +87,10 @@ enum BatchNormalizationOp {
     static func trainingForward(_ data: MemoryDesc, epsilon: Float) throws -> dnnl_batch_normalization_desc_t {
         var data = data
         var op = dnnl_batch_normalization_desc_t()
-        try dnnlCheck("dnnl_batch_normalization_forward_desc_init", dnnl_batch_normalization_forward_desc_init(
-            &op, dnnl_forward_training, &data, epsilon, dnnl_use_scale.rawValue | dnnl_use_shift.rawValue))
+        try dnnlCheck(
+            "dnnl_batch_normalization_forward_desc_init",
+            dnnl_batch_normalization_forward_desc_init(
+                &op, dnnl_forward_training, &data, epsilon, dnnl_use_scale.rawValue | dnnl_use_shift.rawValue))
         return op
     }
 
@@ -90,8 +99,10 @@ enum BatchNormalizationOp {
     static func backward(_ data: MemoryDesc, epsilon: Float) throws -> dnnl_batch_normalization_desc_t {
         var data = data
         var op = dnnl_batch_normalization_desc_t()
-        try dnnlCheck("dnnl_batch_normalization_backward_desc_init", dnnl_batch_normalization_backward_desc_init(
-            &op, dnnl_backward, &data, &data, epsilon, dnnl_use_scale.rawValue | dnnl_use_shift.rawValue))
+        try dnnlCheck(
+            "dnnl_batch_normalization_backward_desc_init",
+            dnnl_batch_normalization_backward_desc_init(
+                &op, dnnl_backward, &data, &data, epsilon, dnnl_use_scale.rawValue | dnnl_use_shift.rawValue))
         return op
     }
 }

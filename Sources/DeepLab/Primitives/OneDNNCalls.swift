@@ -4,8 +4,9 @@
 // target that name oneDNN; layers, `ConvUnit` and its convolution strategies go through their Swift wrappers.
 import COneDNN
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Throws `DeepLabError.oneDNN` naming `call` when `status` is not success.
@@ -139,11 +140,14 @@ final class Primitive {
 
     /// A primitive from an operation descriptor (convolution, pooling, …), with optional attributes and a
     /// forward hint for backward primitives.
-    convenience init<Op>(_ name: String, op: Op, attributes: PrimitiveAttributes? = nil, hint: Primitive? = nil) throws {
+    convenience init<Op>(_ name: String, op: Op, attributes: PrimitiveAttributes? = nil, hint: Primitive? = nil) throws
+    {
         let engine = try OneDNNEngine.shared().engine
         var op = op
         try self.init(name) { pd in
-            withUnsafePointer(to: &op) { dnnl_primitive_desc_create(&pd, $0, attributes?.handle, engine, hint?.descriptor) }
+            withUnsafePointer(to: &op) {
+                dnnl_primitive_desc_create(&pd, $0, attributes?.handle, engine, hint?.descriptor)
+            }
         }
     }
 
@@ -180,7 +184,8 @@ final class Primitive {
     var implementation: String {
         var info: UnsafePointer<CChar>?
         guard dnnl_primitive_desc_query(descriptor, dnnl_query_impl_info_str, 0, &info) == dnnl_success,
-              let info else { return "" }
+            let info
+        else { return "" }
         return String(cString: info)
     }
 
@@ -196,8 +201,9 @@ final class Primitive {
         Primitive.streamLock.lock()
         defer { Primitive.streamLock.unlock() }
         let args = arguments.map { dnnl_exec_arg_t(arg: $0.0, memory: $0.1.memory) }
-        try dnnlCheck("\(name) dnnl_primitive_execute",
-                      dnnl_primitive_execute(primitive, stream, Int32(args.count), args))
+        try dnnlCheck(
+            "\(name) dnnl_primitive_execute",
+            dnnl_primitive_execute(primitive, stream, Int32(args.count), args))
         try dnnlCheck("dnnl_stream_wait", dnnl_stream_wait(stream))
         withExtendedLifetime(arguments) {}
     }
@@ -228,13 +234,15 @@ final class PrimitiveAttributes {
         for op in postOps {
             switch op {
             case .sum: try dnnlCheck("dnnl_post_ops_append_sum", dnnl_post_ops_append_sum(ops, 1))
-            case let .scaledSum(scale):
+            case .scaledSum(let scale):
                 try dnnlCheck("dnnl_post_ops_append_sum", dnnl_post_ops_append_sum(ops, scale))
             case .relu:
-                try dnnlCheck("dnnl_post_ops_append_eltwise", dnnl_post_ops_append_eltwise(ops, 1, dnnl_eltwise_relu, 0, 0))
-            case let .clip(low, high):
-                try dnnlCheck("dnnl_post_ops_append_eltwise",
-                              dnnl_post_ops_append_eltwise(ops, 1, dnnl_eltwise_clip_v2, low, high))
+                try dnnlCheck(
+                    "dnnl_post_ops_append_eltwise", dnnl_post_ops_append_eltwise(ops, 1, dnnl_eltwise_relu, 0, 0))
+            case .clip(let low, let high):
+                try dnnlCheck(
+                    "dnnl_post_ops_append_eltwise",
+                    dnnl_post_ops_append_eltwise(ops, 1, dnnl_eltwise_clip_v2, low, high))
             }
         }
         try dnnlCheck("dnnl_primitive_attr_set_post_ops", dnnl_primitive_attr_set_post_ops(handle, ops))
@@ -323,9 +331,14 @@ public var oneDNNVersion: String {
 
 /// C = A·B for row-major single-precision matrices: A is `rows` × `inner` (leading dimension `lda`), B `inner` ×
 /// `columns` (`ldb`), C `rows` × `columns` (`ldc`), overwritten. Rests on `dnnl_sgemm`.
-func matrixProduct(rows: Int, columns: Int, inner: Int, _ a: UnsafePointer<Float>, lda: Int,
-                   _ b: UnsafePointer<Float>, ldb: Int, into c: UnsafeMutablePointer<Float>, ldc: Int) throws {
+func matrixProduct(
+    rows: Int, columns: Int, inner: Int, _ a: UnsafePointer<Float>, lda: Int,
+    _ b: UnsafePointer<Float>, ldb: Int, into c: UnsafeMutablePointer<Float>, ldc: Int
+) throws {
     let plain = CChar(UInt8(ascii: "N"))
-    try dnnlCheck("dnnl_sgemm", dnnl_sgemm(plain, plain, Int64(rows), Int64(columns), Int64(inner), 1, a, Int64(lda),
-                                           b, Int64(ldb), 0, c, Int64(ldc)))
+    try dnnlCheck(
+        "dnnl_sgemm",
+        dnnl_sgemm(
+            plain, plain, Int64(rows), Int64(columns), Int64(inner), 1, a, Int64(lda),
+            b, Int64(ldb), 0, c, Int64(ldc)))
 }

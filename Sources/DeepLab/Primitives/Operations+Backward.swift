@@ -5,10 +5,13 @@ import COneDNN
 extension Operations {
     /// dLoss/dSource of a `*_use_dst_for_bwd` element-wise function from dLoss/dDestination and the forward's
     /// `destination`. Rests on `dnnl_eltwise_backward_desc_init`.
-    static func eltwiseBackward(_ dy: Tensor, destination: Tensor, forward: Primitive,
-                                primitives: PrimitiveCache = operationCache) throws -> Tensor {
+    static func eltwiseBackward(
+        _ dy: Tensor, destination: Tensor, forward: Primitive,
+        primitives: PrimitiveCache = operationCache
+    ) throws -> Tensor {
         var algorithm = dnnl_alg_kind_undef
-        var alpha: Float = 0, beta: Float = 0
+        var alpha: Float = 0
+        var beta: Float = 0
         var forwardOp: UnsafeRawPointer?
         _ = dnnl_primitive_desc_query(forward.descriptor, dnnl_query_eltwise_d, 0, &forwardOp)
         if let d = forwardOp?.assumingMemoryBound(to: dnnl_eltwise_desc_t.self).pointee {
@@ -20,13 +23,16 @@ extension Operations {
         let primitive = try primitives.primitive(key) {
             var data = destination.desc
             var op = dnnl_eltwise_desc_t()
-            try dnnlCheck("dnnl_eltwise_backward_desc_init",
-                          dnnl_eltwise_backward_desc_init(&op, algorithm, &data, &data, alpha, beta))
+            try dnnlCheck(
+                "dnnl_eltwise_backward_desc_init",
+                dnnl_eltwise_backward_desc_init(&op, algorithm, &data, &data, alpha, beta))
             return try Primitive("eltwise backward", op: op, hint: forward)
         }
         let output = try Tensor(desc: destination.desc)
-        try primitive.execute([(Arg.dst, destination), (Arg.diffDst, try dy.reordered(to: destination.desc)),
-                               (Arg.diffSrc, output)])
+        try primitive.execute([
+            (Arg.dst, destination), (Arg.diffDst, try dy.reordered(to: destination.desc)),
+            (Arg.diffSrc, output)
+        ])
         return output
     }
 
@@ -79,8 +85,9 @@ extension Operations {
             var diffSrc = try MemoryDesc.make(s, dnnl_format_tag_any)
             var diffDst = destination
             var op = dnnl_resampling_desc_t()
-            try dnnlCheck("dnnl_resampling_backward_desc_init",
-                          dnnl_resampling_backward_desc_init(&op, dnnl_resampling_linear, nil, &diffSrc, &diffDst))
+            try dnnlCheck(
+                "dnnl_resampling_backward_desc_init",
+                dnnl_resampling_backward_desc_init(&op, dnnl_resampling_linear, nil, &diffSrc, &diffDst))
             return try Primitive("resampling backward", op: op, hint: forward)
         }
         let output = try Tensor(desc: primitive.desc(.diffSource))
@@ -100,8 +107,9 @@ extension Operations {
             var values = [Float](repeating: 0, count: s[0] * c * plane)
             for n in 0..<s[0] {
                 let source = (n * s[1] + offset) * plane
-                values.replaceSubrange((n * c * plane)..<((n + 1) * c * plane),
-                                       with: plain.values[source..<(source + c * plane)])
+                values.replaceSubrange(
+                    (n * c * plane)..<((n + 1) * c * plane),
+                    with: plain.values[source..<(source + c * plane)])
             }
             parts.append(try Tensor(plain: [s[0], c, s[2], s[3]], values: values))
             offset += c

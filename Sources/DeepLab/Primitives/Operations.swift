@@ -36,7 +36,8 @@ enum Operations {
     /// backward is returned. Rests on `dnnl_pooling_v2_forward_desc_init`.
     static func maxPool(_ x: Tensor, _ window: Window, training: Bool) throws -> PoolingResult {
         let s = x.shape
-        let oh = window.outputExtent(s[2]), ow = window.outputExtent(s[3])
+        let oh = window.outputExtent(s[2])
+        let ow = window.outputExtent(s[3])
         let key = PrimitiveCache.Key("maxpool", x.desc.cacheKey, window, training)
         let primitive = try operationCache.primitive(key) {
             var src = x.desc
@@ -46,11 +47,15 @@ enum Operations {
             let st: [Int64] = [Int64(window.stride), Int64(window.stride)]
             let dil: [Int64] = [Int64(window.dilation - 1), Int64(window.dilation - 1)]
             let pl: [Int64] = [Int64(window.padding), Int64(window.padding)]
-            let pr: [Int64] = [Int64(window.trailingPadding(input: s[2], output: oh)),
-                               Int64(window.trailingPadding(input: s[3], output: ow))]
-            try dnnlCheck("dnnl_pooling_v2_forward_desc_init", dnnl_pooling_v2_forward_desc_init(
-                &op, training ? dnnl_forward_training : dnnl_forward_inference, dnnl_pooling_max,
-                &src, &dst, st, k, dil, pl, pr))
+            let pr: [Int64] = [
+                Int64(window.trailingPadding(input: s[2], output: oh)),
+                Int64(window.trailingPadding(input: s[3], output: ow))
+            ]
+            try dnnlCheck(
+                "dnnl_pooling_v2_forward_desc_init",
+                dnnl_pooling_v2_forward_desc_init(
+                    &op, training ? dnnl_forward_training : dnnl_forward_inference, dnnl_pooling_max,
+                    &src, &dst, st, k, dil, pl, pr))
             return try Primitive("max pooling", op: op)
         }
         let output = try Tensor(desc: primitive.desc(.destination))
@@ -74,10 +79,13 @@ enum Operations {
             var dst = try MemoryDesc.make([s[0], s[1], 1, 1], dnnl_format_tag_any)
             var op = dnnl_pooling_v2_desc_t()
             let k: [Int64] = [Int64(s[2]), Int64(s[3])]
-            let one: [Int64] = [1, 1], zero: [Int64] = [0, 0]
-            try dnnlCheck("dnnl_pooling_v2_forward_desc_init", dnnl_pooling_v2_forward_desc_init(
-                &op, training ? dnnl_forward_training : dnnl_forward_inference, dnnl_pooling_avg_exclude_padding,
-                &src, &dst, one, k, zero, zero, zero))
+            let one: [Int64] = [1, 1]
+            let zero: [Int64] = [0, 0]
+            try dnnlCheck(
+                "dnnl_pooling_v2_forward_desc_init",
+                dnnl_pooling_v2_forward_desc_init(
+                    &op, training ? dnnl_forward_training : dnnl_forward_inference, dnnl_pooling_avg_exclude_padding,
+                    &src, &dst, one, k, zero, zero, zero))
             return try Primitive("global average pooling", op: op)
         }
         let output = try Tensor(desc: primitive.desc(.destination))
@@ -94,9 +102,11 @@ enum Operations {
             var src = x.desc
             var dst = try MemoryDesc.make([s[0], s[1], height, width], dnnl_format_tag_any)
             var op = dnnl_resampling_desc_t()
-            try dnnlCheck("dnnl_resampling_forward_desc_init", dnnl_resampling_forward_desc_init(
-                &op, training ? dnnl_forward_training : dnnl_forward_inference, dnnl_resampling_linear, nil,
-                &src, &dst))
+            try dnnlCheck(
+                "dnnl_resampling_forward_desc_init",
+                dnnl_resampling_forward_desc_init(
+                    &op, training ? dnnl_forward_training : dnnl_forward_inference, dnnl_resampling_linear, nil,
+                    &src, &dst))
             return try Primitive("bilinear resampling", op: op)
         }
         let output = try Tensor(desc: primitive.desc(.destination))
@@ -149,14 +159,18 @@ enum Operations {
     /// An element-wise function (`dnnl_eltwise_relu`, `dnnl_eltwise_clip_v2` with bounds, …), into a new tensor
     /// or, `inPlace`, into `x` itself (which is returned).
     /// Rests on `dnnl_eltwise_forward_desc_init`.
-    static func eltwise(_ x: Tensor, _ algorithm: dnnl_alg_kind_t, alpha: Float = 0, beta: Float = 0,
-                        training: Bool, inPlace: Bool = false) throws -> (Tensor, Primitive) {
+    static func eltwise(
+        _ x: Tensor, _ algorithm: dnnl_alg_kind_t, alpha: Float = 0, beta: Float = 0,
+        training: Bool, inPlace: Bool = false
+    ) throws -> (Tensor, Primitive) {
         let key = PrimitiveCache.Key("eltwise", x.desc.cacheKey, algorithm.rawValue, alpha, beta, training)
         let primitive = try operationCache.primitive(key) {
             var data = x.desc
             var op = dnnl_eltwise_desc_t()
-            try dnnlCheck("dnnl_eltwise_forward_desc_init", dnnl_eltwise_forward_desc_init(
-                &op, training ? dnnl_forward_training : dnnl_forward_inference, algorithm, &data, alpha, beta))
+            try dnnlCheck(
+                "dnnl_eltwise_forward_desc_init",
+                dnnl_eltwise_forward_desc_init(
+                    &op, training ? dnnl_forward_training : dnnl_forward_inference, algorithm, &data, alpha, beta))
             return try Primitive("eltwise", op: op)
         }
         let output = inPlace ? x : try Tensor(desc: x.desc)
@@ -170,8 +184,9 @@ enum Operations {
         let primitive = try operationCache.primitive(key) {
             var data = x.desc
             var op = dnnl_softmax_desc_t()
-            try dnnlCheck("dnnl_softmax_forward_desc_init",
-                          dnnl_softmax_forward_desc_init(&op, dnnl_forward_inference, &data, 1))
+            try dnnlCheck(
+                "dnnl_softmax_forward_desc_init",
+                dnnl_softmax_forward_desc_init(&op, dnnl_forward_inference, &data, 1))
             return try Primitive("softmax", op: op)
         }
         let output = try Tensor(desc: x.desc)

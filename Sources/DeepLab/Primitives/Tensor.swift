@@ -78,8 +78,9 @@ final class Tensor {
         var handle: UnsafeMutableRawPointer?
         _ = dnnl_memory_get_data_handle(memory, &handle)
         guard let handle else { return UnsafeMutableBufferPointer(start: nil, count: 0) }
-        return UnsafeMutableBufferPointer(start: handle.assumingMemoryBound(to: Float.self),
-                                          count: desc.byteCount / MemoryLayout<Float>.size)
+        return UnsafeMutableBufferPointer(
+            start: handle.assumingMemoryBound(to: Float.self),
+            count: desc.byteCount / MemoryLayout<Float>.size)
     }
 
     /// A plain row-major tensor holding `values`.
@@ -122,7 +123,8 @@ final class Tensor {
         let primitive = try Tensor.reorders.primitive(key) {
             let engine = try OneDNNEngine.shared().engine
             let attributes = adding ? try PrimitiveAttributes(postOps: [.sum]) : nil
-            var source = desc, destination = output.desc
+            var source = desc
+            var destination = output.desc
             return try Primitive(adding ? "accumulating reorder" : "reorder") { pd in
                 dnnl_reorder_primitive_desc_create(&pd, &source, engine, &destination, engine, attributes?.handle)
             }

@@ -39,7 +39,8 @@ public struct ClassicalSpec: Sendable, Equatable {
         func bad(_ reason: String) -> ParseError { ParseError(text: text, reason: reason) }
         let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
         guard let methodName = parts.first, let method = ClusterMethod(rawValue: methodName) else {
-            throw bad("unknown method; expected one of \(ClusterMethod.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw bad(
+                "unknown method; expected one of \(ClusterMethod.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         self.text = text
         self.method = method
@@ -69,10 +70,13 @@ public struct ClassicalSpec: Sendable, Equatable {
             case "seed": seed = try integer(Int.min...Int.max)
             case "n-init": initCount = try integer(1...1000)
             case "regularize":
-                guard let parsed = PostProcessingStepName(rawValue: value) else { throw bad("unknown regularizer '\(value)'") }
+                guard let parsed = PostProcessingStepName(rawValue: value) else {
+                    throw bad("unknown regularizer '\(value)'")
+                }
                 if parsed.needsProbabilities {
-                    throw bad("regularizer '\(value)' works on class probabilities, which a classical method does "
-                        + "not produce")
+                    throw bad(
+                        "regularizer '\(value)' works on class probabilities, which a classical method does "
+                            + "not produce")
                 }
                 regularize = parsed
             case "min-region": minRegion = try integer(0...Int.max)
@@ -89,7 +93,8 @@ public struct ClassicalSpec: Sendable, Equatable {
     }
 
     func options(classCount: Int) -> ClusterOptions {
-        ClusterOptions(method: method, classes: clusters ?? classCount, space: space, seed: seed, initCount: initCount,
-                       regularize: regularize, minRegion: minRegion, connectivity: connectivity)
+        ClusterOptions(
+            method: method, classes: clusters ?? classCount, space: space, seed: seed, initCount: initCount,
+            regularize: regularize, minRegion: minRegion, connectivity: connectivity)
     }
 }

@@ -25,7 +25,8 @@ enum LocalThickness {
         let distance = squaredDistance(toNearest: mask.map { !$0 }, height: height, width: width, outsideIsSet: true)
         let radius = cap / 2
         let wide = distance.map { Double($0) >= radius * radius }
-        let toWide = wide.contains(true)
+        let toWide =
+            wide.contains(true)
             ? squaredDistance(toNearest: wide, height: height, width: width, outsideIsSet: false) : nil
         var thickness = [Double?](repeating: nil, count: mask.count)
         for p in mask.indices where mask[p] {
@@ -83,7 +84,8 @@ enum LocalThickness {
                 grid[(y + offset) * w + x + offset] = set[y * width + x] ? 0 : infinity
             }
         }
-        var line = [Int](repeating: 0, count: max(h, w)), out = line
+        var line = [Int](repeating: 0, count: max(h, w))
+        var out = line
         for x in 0..<w {
             for y in 0..<h { line[y] = grid[y * w + x] }
             lowerEnvelope(line, count: h, into: &out, infinity: infinity)
@@ -111,7 +113,9 @@ enum LocalThickness {
             while k >= 0 {
                 let v = vertices[k]
                 let s = Double((f[q] + q * q) - (f[v] + v * v)) / Double(2 * (q - v))
-                if s <= boundaries[k] { k -= 1 } else {
+                if s <= boundaries[k] {
+                    k -= 1
+                } else {
                     k += 1
                     vertices[k] = q
                     boundaries[k] = s

@@ -131,26 +131,29 @@ public struct ParsedArguments: Sendable {
         switch option.kind {
         case .flag, .string:
             if value.isEmpty { throw UsageError("\(prefix): \(name) needs a non-empty value") }
-        case let .int(range):
+        case .int(let range):
             guard let number = Int(value) else { throw UsageError("\(prefix): \(name): '\(value)' is not an integer") }
             if let range, !range.contains(number) {
-                throw UsageError("\(prefix): \(name): \(number) " + describe(range.lowerBound, range.upperBound, Int.max))
+                throw UsageError(
+                    "\(prefix): \(name): \(number) " + describe(range.lowerBound, range.upperBound, Int.max))
             }
-        case let .double(range):
+        case .double(let range):
             guard let number = Double(value), number.isFinite else {
                 throw UsageError("\(prefix): \(name): '\(value)' is not a number")
             }
             if let range, !range.contains(number) {
-                throw UsageError("\(prefix): \(name): \(value) "
-                    + describe(range.lowerBound, range.upperBound, Double.greatestFiniteMagnitude))
+                throw UsageError(
+                    "\(prefix): \(name): \(value) "
+                        + describe(range.lowerBound, range.upperBound, Double.greatestFiniteMagnitude))
             }
-        case let .choice(words):
+        case .choice(let words):
             guard words.contains(value) else {
                 throw UsageError("\(prefix): \(name): '\(value)' is not one of \(words.joined(separator: ", "))")
             }
         case .doubles:
             let parts = value.split(separator: ",", omittingEmptySubsequences: false)
-            guard !parts.isEmpty, parts.allSatisfy({ Double($0.trimmingCharacters(in: .whitespaces))?.isFinite == true })
+            guard !parts.isEmpty,
+                parts.allSatisfy({ Double($0.trimmingCharacters(in: .whitespaces))?.isFinite == true })
             else {
                 throw UsageError("\(prefix): \(name): '\(value)' is not a comma-separated list of numbers")
             }

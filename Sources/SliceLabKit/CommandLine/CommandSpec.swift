@@ -25,20 +25,24 @@ public struct OptionSpec: Sendable {
     /// Shown in help; the command applies it (the parser does not invent values).
     public let defaultDescription: String?
 
-    public init(_ name: String, _ kind: Kind = .string, valueName: String? = nil, help: String,
-                required: Bool = false, repeatable: Bool = false, default defaultDescription: String? = nil) {
+    public init(
+        _ name: String, _ kind: Kind = .string, valueName: String? = nil, help: String,
+        required: Bool = false, repeatable: Bool = false, default defaultDescription: String? = nil
+    ) {
         self.name = name
         self.kind = kind
-        self.valueName = valueName ?? {
-            switch kind {
-            case .flag: return ""
-            case .int: return "N"
-            case .double: return "X"
-            case let .choice(words): return words.joined(separator: "|")
-            case .doubles: return "X,Y,…"
-            case .string: return name.uppercased()
-            }
-        }()
+        self.valueName =
+            valueName
+            ?? {
+                switch kind {
+                case .flag: return ""
+                case .int: return "N"
+                case .double: return "X"
+                case .choice(let words): return words.joined(separator: "|")
+                case .doubles: return "X,Y,…"
+                case .string: return name.uppercased()
+                }
+            }()
         self.help = help
         self.isRequired = required
         self.isRepeatable = repeatable
@@ -79,8 +83,10 @@ public struct CommandSpec: Sendable {
     /// Extra paragraphs for `--help`: examples, file layouts.
     public let discussion: String?
 
-    public init(name: String, summary: String, positionals: [PositionalSpec] = [], options: [OptionSpec] = [],
-                discussion: String? = nil) {
+    public init(
+        name: String, summary: String, positionals: [PositionalSpec] = [], options: [OptionSpec] = [],
+        discussion: String? = nil
+    ) {
         self.name = name
         self.summary = summary
         self.positionals = positionals

@@ -8,7 +8,8 @@ import SliceLabSupport
 
 /// Reads an image as [F, C, H, W] Float32 (channels first, as the network takes them), with its spacing
 /// (slice, row, column) in mm when the file carries one.
-func readCaseImage(_ url: URL, case name: String, limits: ReadLimits) throws -> (image: FloatTensor, spacing: [Double]?) {
+func readCaseImage(_ url: URL, case name: String, limits: ReadLimits) throws -> (image: FloatTensor, spacing: [Double]?)
+{
     let scan = try wrapped(name, url.path) { try ImageLoader.load(url.path, limits: limits) }
     let (frames, channels, plane) = (scan.frames, scan.channels, scan.rows * scan.columns)
     var values = [Float](repeating: 0, count: scan.values.count)
@@ -19,16 +20,20 @@ func readCaseImage(_ url: URL, case name: String, limits: ReadLimits) throws -> 
             }
         }
     }
-    return (FloatTensor(shape: [frames, channels, scan.rows, scan.columns], values: values),
-            scan.hasSpacing ? scan.spacing : nil)
+    return (
+        FloatTensor(shape: [frames, channels, scan.rows, scan.columns], values: values),
+        scan.hasSpacing ? scan.spacing : nil
+    )
 }
 
 /// Reads a case's channel files (one or several, each with one or more channels) as one image [F, C, H, W], the
 /// channels of the files in order, with the first file's spacing.
 ///
 /// - Throws: `LabeledSetError.unreadable`, `.shapeMismatch` when the files' grids differ.
-func readCaseChannels(_ urls: [URL], case name: String,
-                      limits: ReadLimits) throws -> (image: FloatTensor, spacing: [Double]?) {
+func readCaseChannels(
+    _ urls: [URL], case name: String,
+    limits: ReadLimits
+) throws -> (image: FloatTensor, spacing: [Double]?) {
     let first = try readCaseImage(urls[0], case: name, limits: limits)
     guard urls.count > 1 else { return first }
     var parts = [first.image]
@@ -50,8 +55,10 @@ func readCaseChannels(_ urls: [URL], case name: String,
             values.append(contentsOf: part.values[(f * size)..<((f + 1) * size)])
         }
     }
-    return (FloatTensor(shape: [frames, channels, first.image.shape[2], first.image.shape[3]], values: values),
-            first.spacing)
+    return (
+        FloatTensor(shape: [frames, channels, first.image.shape[2], first.image.shape[3]], values: values),
+        first.spacing
+    )
 }
 
 /// The full geometry of a NIfTI file (header only), nil for other formats.
@@ -64,8 +71,9 @@ func readCaseGeometry(_ url: URL, case name: String, limits: ReadLimits) throws 
 /// 1-channel PNG, an HDF5 file's integer `/labels`, or a DICOM SEG (segment number = class).
 func readCaseLabels(_ url: URL, case name: String, limits: ReadLimits) throws -> LabelTensor {
     let map = try wrapped(name, url.path) { try EvaluateInputs.load(url.path, limits: limits).labels }
-    return LabelTensor(shape: map.frames == 1 ? [map.rows, map.columns] : [map.frames, map.rows, map.columns],
-                       values: map.labels)
+    return LabelTensor(
+        shape: map.frames == 1 ? [map.rows, map.columns] : [map.frames, map.rows, map.columns],
+        values: map.labels)
 }
 
 /// Runs `body`, turning a reader's error into `LabeledSetError.unreadable` naming the case and file.

@@ -51,10 +51,14 @@ public struct LabeledSample: Sendable {
     /// Frame `index` as an image [C, H, W] and labels [H, W].
     public func frame(_ index: Int) -> (image: FloatTensor, labels: LabelTensor) {
         let (channels, height, width) = (image.shape[1], image.shape[2], image.shape[3])
-        let size = channels * height * width, plane = height * width
-        return (FloatTensor(shape: [channels, height, width],
-                            values: Array(image.values[(index * size)..<((index + 1) * size)])),
-                LabelTensor(shape: [height, width], values: Array(labels.values[(index * plane)..<((index + 1) * plane)])))
+        let size = channels * height * width
+        let plane = height * width
+        return (
+            FloatTensor(
+                shape: [channels, height, width],
+                values: Array(image.values[(index * size)..<((index + 1) * size)])),
+            LabelTensor(shape: [height, width], values: Array(labels.values[(index * plane)..<((index + 1) * plane)]))
+        )
     }
 }
 
@@ -100,8 +104,10 @@ public final class LabeledSet: @unchecked Sendable {
     /// Opens and validates the set at `path`.
     ///
     /// - Throws: `LabeledSetError` naming `dataset.json` or the first bad case.
-    public static func open(_ path: String, skipBad: Bool = false, limits: ReadLimits = .standard,
-                            selection: SplitSelection = SplitSelection()) throws -> LabeledSet {
+    public static func open(
+        _ path: String, skipBad: Bool = false, limits: ReadLimits = .standard,
+        selection: SplitSelection = SplitSelection()
+    ) throws -> LabeledSet {
         let folder = URL(fileURLWithPath: path)
         let json = try DatasetLayouts.readJSON(folder.appendingPathComponent("dataset.json"))
         if let layout = DatasetLayouts.layout(of: json) {
@@ -134,7 +140,8 @@ public final class LabeledSet: @unchecked Sendable {
                 if !isValidCaseName(name) { try report(.badCaseName(case: name)) }
             }
         }
-        for (name, urls) in (images.merging(labels) { $0 + $1 }).sorted(by: { $0.key < $1.key }) where owner[name] == nil {
+        for (name, urls) in (images.merging(labels) { $0 + $1 }).sorted(by: { $0.key < $1.key })
+        where owner[name] == nil {
             try report(.notInAnySplit(case: name, file: urls[0].path))
         }
         var files: [String: CaseFiles] = [:]
@@ -152,28 +159,33 @@ public final class LabeledSet: @unchecked Sendable {
                 try report(.missingCase(case: name, split: split))
             }
         }
-        let unchecked = LabeledSet(folder: folder, description: description, splits: [:], skipped: [], files: files,
-                                   limits: limits)
+        let unchecked = LabeledSet(
+            folder: folder, description: description, splits: [:], skipped: [], files: files,
+            limits: limits)
         for name in files.keys.sorted() where !problems.contains(where: { $0.name == name }) {
             do { _ = try unchecked.load(name) } catch let error as LabeledSetError { try report(error) }
         }
         let bad = Set(problems.map(\.name))
         let valid = description.splits.mapValues { $0.filter { !bad.contains($0) && files[$0] != nil } }
         for (split, cases) in description.splits.sorted(by: { $0.key < $1.key })
-            where !cases.isEmpty && (valid[split] ?? []).isEmpty {
+        where !cases.isEmpty && (valid[split] ?? []).isEmpty {
             throw LabeledSetError.emptySplit(split: split)
         }
-        return LabeledSet(folder: folder, description: description, splits: valid, skipped: problems, files: files,
-                          limits: limits)
+        return LabeledSet(
+            folder: folder, description: description, splits: valid, skipped: problems, files: files,
+            limits: limits)
     }
 
     /// Opens a set of a recognised layout: its structure from the layout, each case's content checked here.
-    private static func open(_ folder: URL, layout: any DatasetLayout, json: [String: Any], skipBad: Bool,
-                             limits: ReadLimits, selection: SplitSelection) throws -> LabeledSet {
+    private static func open(
+        _ folder: URL, layout: any DatasetLayout, json: [String: Any], skipBad: Bool,
+        limits: ReadLimits, selection: SplitSelection
+    ) throws -> LabeledSet {
         let contents = try layout.open(folder: folder, json: json, selection: selection)
         if let problem = contents.setProblems.first {
-            throw LabeledSetError.invalidDescription(file: folder.appendingPathComponent("dataset.json").path,
-                                                     reason: problem)
+            throw LabeledSetError.invalidDescription(
+                file: folder.appendingPathComponent("dataset.json").path,
+                reason: problem)
         }
         var problems: [SkippedCase] = []
         func report(_ error: LabeledSetError) throws {
@@ -183,8 +195,9 @@ public final class LabeledSet: @unchecked Sendable {
             }
         }
         for problem in contents.caseProblems { try report(problem) }
-        let unchecked = LabeledSet(folder: folder, description: contents.description, splits: [:], skipped: [],
-                                   files: contents.files, limits: limits)
+        let unchecked = LabeledSet(
+            folder: folder, description: contents.description, splits: [:], skipped: [],
+            files: contents.files, limits: limits)
         unchecked.channelNames = contents.channelNames
         for name in contents.files.keys.sorted() where !problems.contains(where: { $0.name == name }) {
             do { _ = try unchecked.load(name) } catch let error as LabeledSetError { try report(error) }
@@ -195,21 +208,25 @@ public final class LabeledSet: @unchecked Sendable {
             let unknown = cases.filter { contents.files[$0] == nil && !bad.contains($0) }
             if let first = unknown.first {
                 throw LabeledSetError.invalidDescription(
-                    file: folder.path, reason: "the selected fold's split \"\(split)\" lists case \(first), which has "
+                    file: folder.path,
+                    reason: "the selected fold's split \"\(split)\" lists case \(first), which has "
                         + "no image and label in the set (\(unknown.count) such case(s))")
             }
             valid[split] = cases.filter { !bad.contains($0) }
             if !cases.isEmpty && valid[split]!.isEmpty { throw LabeledSetError.emptySplit(split: split) }
         }
-        let set = LabeledSet(folder: folder, description: contents.description, splits: valid, skipped: problems,
-                             files: contents.files, limits: limits)
+        let set = LabeledSet(
+            folder: folder, description: contents.description, splits: valid, skipped: problems,
+            files: contents.files, limits: limits)
         (set.layout, set.fileEnding, set.channelNames) = (layout.name, contents.fileEnding, contents.channelNames)
         set.splitJSON = contents.splitJSON
         return set
     }
 
-    init(folder: URL, description: LabeledSetDescription, splits: [String: [String]], skipped: [SkippedCase],
-         files: [String: CaseFiles], limits: ReadLimits = .standard) {
+    init(
+        folder: URL, description: LabeledSetDescription, splits: [String: [String]], skipped: [SkippedCase],
+        files: [String: CaseFiles], limits: ReadLimits = .standard
+    ) {
         self.folder = folder
         self.limits = limits
         self.description = description
@@ -238,9 +255,10 @@ public final class LabeledSet: @unchecked Sendable {
             throw LabeledSetError.shapeMismatch(case: name, image: imageShape, labels: labels.shape)
         }
         if let bad = labels.values.first(where: { $0 < 0 || Int($0) >= classCount }) {
-            throw LabeledSetError.labelOutOfRange(case: name, value: Int(bad),
-                                                  pixels: labels.values.lazy.filter { $0 == bad }.count,
-                                                  classCount: classCount)
+            throw LabeledSetError.labelOutOfRange(
+                case: name, value: Int(bad),
+                pixels: labels.values.lazy.filter { $0 == bad }.count,
+                classCount: classCount)
         }
         var sample = LabeledSample(name: name, image: image, labels: labels, spacing: spacing)
         sample.geometry = try readCaseGeometry(caseFiles.images[0], case: name, limits: limits)
@@ -259,7 +277,8 @@ public final class LabeledSet: @unchecked Sendable {
         } catch let error as DecodingError {
             throw LabeledSetError.invalidDescription(file: url.path, reason: decodingReason(error))
         } catch {
-            throw LabeledSetError.invalidDescription(file: url.path, reason: "cannot read: \(error.localizedDescription)")
+            throw LabeledSetError.invalidDescription(
+                file: url.path, reason: "cannot read: \(error.localizedDescription)")
         }
         if let problem = description.validationProblem() {
             throw LabeledSetError.invalidDescription(file: url.path, reason: problem)
@@ -296,8 +315,8 @@ public final class LabeledSet: @unchecked Sendable {
 
     private static func decodingReason(_ error: DecodingError) -> String {
         switch error {
-        case let .keyNotFound(key, _): return "missing required key '\(key.stringValue)'"
-        case let .typeMismatch(_, context), let .valueNotFound(_, context), let .dataCorrupted(context):
+        case .keyNotFound(let key, _): return "missing required key '\(key.stringValue)'"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
             let path = context.codingPath.map(\.stringValue).joined(separator: ".")
             return (path.isEmpty ? "" : "'\(path)': ") + context.debugDescription
         @unknown default: return "\(error)"

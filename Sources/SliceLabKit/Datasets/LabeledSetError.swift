@@ -36,32 +36,32 @@ public enum LabeledSetError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .invalidDescription(file, reason): return "\(file): \(reason)"
-        case let .unpairedImage(name, file): return "case \(name): unpaired image: \(file) has no label in labels/"
-        case let .unpairedLabel(name, file): return "case \(name): unpaired label: \(file) has no image in images/"
-        case let .missingCase(name, split):
+        case .invalidDescription(let file, let reason): return "\(file): \(reason)"
+        case .unpairedImage(let name, let file): return "case \(name): unpaired image: \(file) has no label in labels/"
+        case .unpairedLabel(let name, let file): return "case \(name): unpaired label: \(file) has no image in images/"
+        case .missingCase(let name, let split):
             return "case \(name): missing case: listed in split \"\(split)\" but has no image and no label"
-        case let .ambiguous(name, files):
+        case .ambiguous(let name, let files):
             return "case \(name): ambiguous: more than one image or label form (\(files.joined(separator: ", ")))"
-        case let .notInAnySplit(name, file): return "case \(name): not in any split: \(file)"
-        case let .caseInTwoSplits(name, splits):
+        case .notInAnySplit(let name, let file): return "case \(name): not in any split: \(file)"
+        case .caseInTwoSplits(let name, let splits):
             return "case \(name): listed more than once (splits \(splits.joined(separator: ", "))); a case belongs "
                 + "to one split"
-        case let .badCaseName(name):
+        case .badCaseName(let name):
             return "case \(name): bad case name (expected [A-Za-z0-9][A-Za-z0-9._-]{0,127})"
-        case let .shapeMismatch(name, image, labels):
+        case .shapeMismatch(let name, let image, let labels):
             return "case \(name): shape mismatch: image \(image), labels \(labels)"
-        case let .labelOutOfRange(name, value, pixels, classCount):
+        case .labelOutOfRange(let name, let value, let pixels, let classCount):
             return "case \(name): label outside classes: value \(value) in \(pixels) pixels, classes are "
                 + "0…\(classCount - 1)"
-        case let .unreadable(name, file, reason): return "case \(name): unreadable: \(file): \(reason)"
-        case let .emptySplit(split): return "split \"\(split)\" has no usable case left after skipping bad cases"
-        case let .missingChannel(name, file): return "case \(name): missing channel file: \(file)"
-        case let .badChannelFileName(name, file):
+        case .unreadable(let name, let file, let reason): return "case \(name): unreadable: \(file): \(reason)"
+        case .emptySplit(let split): return "split \"\(split)\" has no usable case left after skipping bad cases"
+        case .missingChannel(let name, let file): return "case \(name): missing channel file: \(file)"
+        case .badChannelFileName(let name, let file):
             return "case \(name): bad image file name: \(file) (nnU-Net names images {case}_{XXXX}{file_ending})"
-        case let .channelCount(name, found, expected):
+        case .channelCount(let name, let found, let expected):
             return "case \(name): \(found) channels where dataset.json declares \(expected)"
-        case let .geometryMismatch(name, file, reason):
+        case .geometryMismatch(let name, let file, let reason):
             return "case \(name): geometry mismatch: \(file): \(reason)"
         }
     }
@@ -70,11 +70,11 @@ public enum LabeledSetError: Error, CustomStringConvertible, Equatable {
     public var caseName: String? {
         switch self {
         case .invalidDescription, .emptySplit: return nil
-        case let .unpairedImage(name, _), let .unpairedLabel(name, _), let .missingCase(name, _),
-             let .ambiguous(name, _), let .notInAnySplit(name, _), let .caseInTwoSplits(name, _),
-             let .badCaseName(name), let .shapeMismatch(name, _, _), let .labelOutOfRange(name, _, _, _),
-             let .unreadable(name, _, _), let .missingChannel(name, _), let .badChannelFileName(name, _),
-             let .channelCount(name, _, _), let .geometryMismatch(name, _, _):
+        case .unpairedImage(let name, _), .unpairedLabel(let name, _), .missingCase(let name, _),
+            .ambiguous(let name, _), .notInAnySplit(let name, _), .caseInTwoSplits(let name, _),
+            .badCaseName(let name), .shapeMismatch(let name, _, _), .labelOutOfRange(let name, _, _, _),
+            .unreadable(let name, _, _), .missingChannel(let name, _), .badChannelFileName(let name, _),
+            .channelCount(let name, _, _), .geometryMismatch(let name, _, _):
             return name
         }
     }

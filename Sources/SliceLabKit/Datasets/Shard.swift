@@ -100,8 +100,10 @@ public struct ShardRecord: Equatable, Sendable {
     public var comparisons: [(a: String, b: String)]
 
     public static func == (a: ShardRecord, b: ShardRecord) -> Bool {
-        (a.command, a.shard, a.configJSON, a.caseOrder, a.cases) == (b.command, b.shard, b.configJSON, b.caseOrder,
-                                                                     b.cases)
+        (a.command, a.shard, a.configJSON, a.caseOrder, a.cases) == (
+            b.command, b.shard, b.configJSON, b.caseOrder,
+            b.cases
+        )
             && a.skipped.map(\.name) == b.skipped.map(\.name) && a.skipped.map(\.reason) == b.skipped.map(\.reason)
             && a.runOrder == b.runOrder && a.comparisons.map(\.a) == b.comparisons.map(\.a)
             && a.comparisons.map(\.b) == b.comparisons.map(\.b)
@@ -131,23 +133,23 @@ public enum ShardError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .invalidShard(text):
+        case .invalidShard(let text):
             return "--shard \(text): expected I/N with N ≥ 1 and 0 ≤ I < N (shards are numbered from 0)"
-        case let .moreShardsThanCases(shards, cases):
+        case .moreShardsThanCases(let shards, let cases):
             return "\(shards) shards for \(cases) case(s): use at most \(cases) shards"
-        case let .notShardable(option, command):
+        case .notShardable(let option, let command):
             return "\(command) --shard: \(option) needs every case at once; leave it out of sharded runs"
-        case let .notAPart(file):
+        case .notAPart(let file):
             return "\(file): not a shard's part (no /shard record); write parts with --shard I/N"
-        case let .configurationMismatch(file, other, reason):
+        case .configurationMismatch(let file, let other, let reason):
             return "\(file) and \(other) come from different runs: \(reason)"
-        case let .duplicateShard(index, files):
+        case .duplicateShard(let index, let files):
             return "shard \(index) is given twice: \(files.joined(separator: " and "))"
-        case let .missingShards(indices, count):
+        case .missingShards(let indices, let count):
             return "missing shard(s) \(indices.map(String.init).joined(separator: ", ")) of \(count)"
-        case let .inconsistentPart(file, reason):
+        case .inconsistentPart(let file, let reason):
             return "\(file): \(reason)"
-        case let .outputExists(file):
+        case .outputExists(let file):
             return "\(file): already exists (or is a part); pass --overwrite to replace it"
         }
     }

@@ -10,12 +10,16 @@ extension EvaluateInputs {
         let volume = seg.labelVolume()
         var sliceSpacing = 1.0
         if let normal = seg.normal, volume.slices > 1, let first = volume.positions.first ?? nil,
-           let second = volume.positions[1] {
+            let second = volume.positions[1]
+        {
             sliceSpacing = abs(zip(second, first).map { $0 - $1 }.enumerated().map { $1 * normal[$0] }.reduce(0, +))
         }
-        let labels = LabelMap(frames: volume.slices, rows: seg.rows, columns: seg.columns, labels: volume.labels,
-                              spacing: [sliceSpacing > 0 ? sliceSpacing : 1, seg.pixelSpacing?.row ?? 1,
-                                        seg.pixelSpacing?.column ?? 1])
+        let labels = LabelMap(
+            frames: volume.slices, rows: seg.rows, columns: seg.columns, labels: volume.labels,
+            spacing: [
+                sliceSpacing > 0 ? sliceSpacing : 1, seg.pixelSpacing?.row ?? 1,
+                seg.pixelSpacing?.column ?? 1
+            ])
         return LoadedLabels(labels: labels, hasSpacing: seg.pixelSpacing != nil)
     }
 }

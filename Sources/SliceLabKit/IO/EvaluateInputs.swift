@@ -24,7 +24,8 @@ public enum EvaluateInputs {
     /// - Throws: `EvaluateError.unpairedFiles` listing every unpaired stem, `.duplicateStem`, `.noLabelFiles`,
     ///   `.mixedInputs`, `InputError.unsupportedFile` for a missing path.
     public static func pairs(prediction: String, reference: String) throws -> [CasePair] {
-        let predictionIsFolder = try isFolder(prediction), referenceIsFolder = try isFolder(reference)
+        let predictionIsFolder = try isFolder(prediction)
+        let referenceIsFolder = try isFolder(reference)
         guard predictionIsFolder == referenceIsFolder else {
             throw EvaluateError.mixedInputs(prediction: prediction, reference: reference)
         }
@@ -38,8 +39,9 @@ public enum EvaluateInputs {
         // A set's labels may be more than a prediction folder holds (nnU-Net predicts one fold's cases).
         let missingPrediction = dataset != nil ? [] : references.keys.filter { predictions[$0] == nil }.sorted()
         guard missingReference.isEmpty && missingPrediction.isEmpty else {
-            throw EvaluateError.unpairedFiles(predictionsWithoutReference: missingReference,
-                                              referencesWithoutPrediction: missingPrediction)
+            throw EvaluateError.unpairedFiles(
+                predictionsWithoutReference: missingReference,
+                referencesWithoutPrediction: missingPrediction)
         }
         return references.keys.sorted().compactMap { id in
             guard predictions[id] != nil else { return nil }
@@ -106,19 +108,23 @@ public enum EvaluateInputs {
     static func loadPNG(_ path: String, limits: ReadLimits) throws -> LoadedLabels {
         let png = try PNGImage.read(path, limits: limits)
         guard png.channels == 1 else {
-            throw InputError.invalidContent(file: path, reason: "a label PNG must be one gray channel, this one has \(png.channels)")
+            throw InputError.invalidContent(
+                file: path, reason: "a label PNG must be one gray channel, this one has \(png.channels)")
         }
         let labels = png.intSamples.map { Int32($0) }
-        return LoadedLabels(labels: LabelMap(frames: 1, rows: png.rows, columns: png.columns, labels: labels),
-                            hasSpacing: false)
+        return LoadedLabels(
+            labels: LabelMap(frames: 1, rows: png.rows, columns: png.columns, labels: labels),
+            hasSpacing: false)
     }
 
     static func loadHDF5(_ path: String, limits: ReadLimits) throws -> LoadedLabels {
         let file = try HDF5File.open(path)
         let shape = try file.shape(of: "/labels")
         guard (2...3).contains(shape.count), shape.allSatisfy({ $0 > 0 }) else {
-            throw InputError.invalidContent(file: path, reason: "/labels has shape \(shape); expected [rows, columns] "
-                + "or [frames, rows, columns]")
+            throw InputError.invalidContent(
+                file: path,
+                reason: "/labels has shape \(shape); expected [rows, columns] "
+                    + "or [frames, rows, columns]")
         }
         switch try file.elementType(of: "/labels") {
         case .float32?, .float64?, nil:
@@ -130,13 +136,18 @@ public enum EvaluateInputs {
             throw InputError.invalidContent(file: path, reason: "/labels holds values outside 0...65535")
         }
         let frames = shape.count == 3 ? shape[0] : 1
-        var map = LabelMap(frames: frames, rows: shape[shape.count - 2], columns: shape[shape.count - 1],
-                           labels: values.map { Int32($0) })
+        var map = LabelMap(
+            frames: frames, rows: shape[shape.count - 2], columns: shape[shape.count - 1],
+            labels: values.map { Int32($0) })
         var hasSpacing = false
-        if file.hasAttribute("spacing", at: "/labels"), let spacing = try file.attribute("spacing", at: "/labels").doubleValues {
+        if file.hasAttribute("spacing", at: "/labels"),
+            let spacing = try file.attribute("spacing", at: "/labels").doubleValues
+        {
             guard spacing.count == 3, spacing.allSatisfy({ $0 > 0 && $0.isFinite }) else {
-                throw InputError.invalidContent(file: path, reason: "/labels spacing \(spacing) must be three positive "
-                    + "values (slice, row, column) in mm")
+                throw InputError.invalidContent(
+                    file: path,
+                    reason: "/labels spacing \(spacing) must be three positive "
+                        + "values (slice, row, column) in mm")
             }
             map.spacing = spacing
             hasSpacing = true

@@ -28,8 +28,9 @@ struct FrameReader {
 
     /// Frame `index` (0 ..< frames) as a one-frame image.
     func frame(_ index: Int) throws -> ScanImage {
-        ScanImage(frames: 1, rows: rows, columns: columns, channels: channels, values: try read(index),
-                  spacing: spacing, source: source, modality: modality, hasSpacing: hasSpacing, window: window)
+        ScanImage(
+            frames: 1, rows: rows, columns: columns, channels: channels, values: try read(index),
+            spacing: spacing, source: source, modality: modality, hasSpacing: hasSpacing, window: window)
     }
 
     /// Opens `path` in its format (`ImageFormats`), as `ImageLoader.load` does.
@@ -49,20 +50,25 @@ struct FrameReader {
     }
 
     static func whole(_ image: ScanImage) -> FrameReader {
-        FrameReader(frames: image.frames, rows: image.rows, columns: image.columns, channels: image.channels,
-                    spacing: image.spacing, hasSpacing: image.hasSpacing, source: image.source,
-                    modality: image.modality, skipped: [], window: image.window) { Array(image.frame($0)) }
+        FrameReader(
+            frames: image.frames, rows: image.rows, columns: image.columns, channels: image.channels,
+            spacing: image.spacing, hasSpacing: image.hasSpacing, source: image.source,
+            modality: image.modality, skipped: [], window: image.window
+        ) { Array(image.frame($0)) }
     }
 
     static func hdf5(_ path: String, limits: ReadLimits) throws -> FrameReader {
         let file = try HDF5File.open(path)
         let layout = try ImageLoader.hdf5Layout(file)
         let shape = try file.shape(of: "/image")
-        try limits.check([layout.rows, layout.columns, layout.channels], bytesPerValue: 4, file: path,
-                         what: "a frame of /image")
-        var reader = FrameReader(frames: layout.frames, rows: layout.rows, columns: layout.columns,
-                           channels: layout.channels, spacing: layout.spacing, hasSpacing: layout.hasSpacing,
-                           source: path, modality: layout.modality, skipped: []) { index in
+        try limits.check(
+            [layout.rows, layout.columns, layout.channels], bytesPerValue: 4, file: path,
+            what: "a frame of /image")
+        var reader = FrameReader(
+            frames: layout.frames, rows: layout.rows, columns: layout.columns,
+            channels: layout.channels, spacing: layout.spacing, hasSpacing: layout.hasSpacing,
+            source: path, modality: layout.modality, skipped: []
+        ) { index in
             // The frame axis is the first one when the dataset has frames, else the whole dataset is one frame.
             let framed = layout.frames > 1 || shape.count == 4 || (shape.count == 3 && layout.channels == 1)
             let start = shape.indices.map { $0 == 0 && framed ? index : 0 }
@@ -85,10 +91,12 @@ struct FrameReader {
             sliceSpacing = spacing
         }
         let spacing = [sliceSpacing, pixel?.row ?? 1, pixel?.column ?? 1]
-        var reader = FrameReader(frames: file.frameCount, rows: file.rows, columns: file.columns,
-                                 channels: file.isColor ? 3 : 1, spacing: spacing, hasSpacing: pixel != nil,
-                                 source: path, modality: file.dataset.string(.modality), skipped: [],
-                                 window: file.isColor ? nil : file.window(frame: 0)) { index in
+        var reader = FrameReader(
+            frames: file.frameCount, rows: file.rows, columns: file.columns,
+            channels: file.isColor ? 3 : 1, spacing: spacing, hasSpacing: pixel != nil,
+            source: path, modality: file.dataset.string(.modality), skipped: [],
+            window: file.isColor ? nil : file.window(frame: 0)
+        ) { index in
             file.isColor ? try file.rgbFrame(index).samples.map { Float($0) } : try file.modalityFrame(index)
         }
         reader.geometry = Series.geometry(of: (0..<file.frameCount).map { (file, $0) }, sliceSpacing: sliceSpacing)
@@ -116,10 +124,12 @@ struct FrameReader {
         let pixel = file.pixelSpacing(frame: series.slices[0].frame)
         let sliceSpacing = series.sliceSpacing ?? file.sliceThickness(frame: series.slices[0].frame) ?? 1
         let spacing = [sliceSpacing, pixel?.row ?? 1, pixel?.column ?? 1]
-        var reader = FrameReader(frames: series.slices.count, rows: file.rows, columns: file.columns, channels: 1,
-                                 spacing: spacing, hasSpacing: file.pixelSpacing != nil, source: folder,
-                                 modality: file.dataset.string(.modality), skipped: skipped,
-                                 window: file.window(frame: series.slices[0].frame)) { index in
+        var reader = FrameReader(
+            frames: series.slices.count, rows: file.rows, columns: file.columns, channels: 1,
+            spacing: spacing, hasSpacing: file.pixelSpacing != nil, source: folder,
+            modality: file.dataset.string(.modality), skipped: skipped,
+            window: file.window(frame: series.slices[0].frame)
+        ) { index in
             let slice = series.slices[index]
             return try slice.file.modalityFrame(slice.frame)
         }

@@ -19,19 +19,21 @@ extension ImageLoader {
         var values: [Float] = []
         values.reserveCapacity(reader.frames * reader.rows * reader.columns * reader.channels)
         for frame in 0..<reader.frames { values += try reader.frame(frame).values }
-        return ScanImage(frames: reader.frames, rows: reader.rows, columns: reader.columns, channels: reader.channels,
-                         values: values, spacing: reader.spacing, source: path, modality: reader.modality,
-                         hasSpacing: reader.hasSpacing, window: reader.window)
+        return ScanImage(
+            frames: reader.frames, rows: reader.rows, columns: reader.columns, channels: reader.channels,
+            values: values, spacing: reader.spacing, source: path, modality: reader.modality,
+            hasSpacing: reader.hasSpacing, window: reader.window)
     }
 
     /// A series volume as a one-channel `ScanImage` (slices in the series' order).
     static func scanImage(_ volume: Volume, source: String) throws -> ScanImage {
         let first = try DICOMFile(path: volume.sourceFiles[0])
-        return ScanImage(frames: volume.slices, rows: volume.rows, columns: volume.columns, channels: 1,
-                         values: volume.values,
-                         spacing: volume.geometry.spacing,
-                         source: source, modality: first.dataset.string(.modality),
-                         hasSpacing: first.pixelSpacing != nil, window: first.window())
+        return ScanImage(
+            frames: volume.slices, rows: volume.rows, columns: volume.columns, channels: 1,
+            values: volume.values,
+            spacing: volume.geometry.spacing,
+            source: source, modality: first.dataset.string(.modality),
+            hasSpacing: first.pixelSpacing != nil, window: first.window())
     }
 
     /// A DICOM input together with the series its frames come from, frame `k` of the image being slice `k` of the
@@ -41,7 +43,8 @@ extension ImageLoader {
     /// - Throws: `InputError.unsupportedFile` for multi-frame sources (a SEG here references whole single-frame
     ///   instances), `DICOMError` naming the file and the cause.
     public static func loadDICOMSeries(_ path: String, limits: ReadLimits = .standard) throws
-        -> (image: ScanImage, series: Series) {
+        -> (image: ScanImage, series: Series)
+    {
         let series = try SegmentationExport.sourceSeries(path)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {

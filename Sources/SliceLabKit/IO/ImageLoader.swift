@@ -35,9 +35,10 @@ public enum ImageLoader {
         let file = try HDF5File.open(path)
         let layout = try hdf5Layout(file)
         let values = try file.read("/image", as: Float.self, limits: limits).values
-        return ScanImage(frames: layout.frames, rows: layout.rows, columns: layout.columns, channels: layout.channels,
-                         values: values, spacing: layout.spacing, source: path, modality: layout.modality,
-                         hasSpacing: layout.hasSpacing)
+        return ScanImage(
+            frames: layout.frames, rows: layout.rows, columns: layout.columns, channels: layout.channels,
+            values: values, spacing: layout.spacing, source: path, modality: layout.modality,
+            hasSpacing: layout.hasSpacing)
     }
 
     /// How an HDF5 file's `/image` is laid out, and what its attributes say.
@@ -60,30 +61,40 @@ public enum ImageLoader {
         case 2: (frames, rows, columns, channels) = (1, shape[0], shape[1], 1)
         case 3 where shape[2] == 3 && shape[0] > 3: (frames, rows, columns, channels) = (1, shape[0], shape[1], 3)
         case 3: (frames, rows, columns, channels) = (shape[0], shape[1], shape[2], 1)
-        case 4 where shape[3] == 3 || shape[3] == 1: (frames, rows, columns, channels) = (shape[0], shape[1], shape[2], shape[3])
+        case 4 where shape[3] == 3 || shape[3] == 1:
+            (frames, rows, columns, channels) = (shape[0], shape[1], shape[2], shape[3])
         default:
-            throw InputError.invalidContent(file: path, reason: "/image has shape \(shape); expected [H, W], "
-                + "[frames, H, W] or [frames, H, W, 3]")
+            throw InputError.invalidContent(
+                file: path,
+                reason: "/image has shape \(shape); expected [H, W], "
+                    + "[frames, H, W] or [frames, H, W, 3]")
         }
         guard rows > 0, columns > 0, frames > 0 else {
             throw InputError.invalidContent(file: path, reason: "/image is empty (shape \(shape))")
         }
         var spacing: [Double] = [1, 1, 1]
         var hasSpacing = false
-        if file.hasAttribute("spacing", at: "/image"), let given = try file.attribute("spacing", at: "/image").doubleValues {
+        if file.hasAttribute("spacing", at: "/image"),
+            let given = try file.attribute("spacing", at: "/image").doubleValues
+        {
             // Geometry version 2 (the contract, NIfTI conversions so far) is (z, y, x); files without it hold
             // (row, column[, slice]), as `slicelab convert` writes DICOM.
-            let version = file.hasAttribute("geometry_version", at: "/image")
+            let version =
+                file.hasAttribute("geometry_version", at: "/image")
                 ? try file.attribute("geometry_version", at: "/image").doubleValues?.first : nil
-            if given.count == 2 { spacing = [1, given[0], given[1]] } else if given.count == 3 {
+            if given.count == 2 {
+                spacing = [1, given[0], given[1]]
+            } else if given.count == 3 {
                 spacing = version == 2 ? given : [given[2], given[0], given[1]]
             }
             hasSpacing = given.count >= 2 && given.allSatisfy { $0 > 0 && $0.isFinite }
             if !hasSpacing { spacing = [1, 1, 1] }
         }
-        let modality = file.hasAttribute("modality", at: "/image")
+        let modality =
+            file.hasAttribute("modality", at: "/image")
             ? try file.attribute("modality", at: "/image").stringValue : nil
-        return HDF5Layout(frames: frames, rows: rows, columns: columns, channels: channels, spacing: spacing,
-                          hasSpacing: hasSpacing, modality: modality)
+        return HDF5Layout(
+            frames: frames, rows: rows, columns: columns, channels: channels, spacing: spacing,
+            hasSpacing: hasSpacing, modality: modality)
     }
 }

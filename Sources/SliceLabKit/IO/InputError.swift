@@ -9,9 +9,9 @@ public enum InputError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .unsupportedFile(file, reason): return "\(file): unsupported input: \(reason)"
-        case let .invalidContent(file, reason): return "\(file): \(reason)"
-        case let .unsupportedOutput(file, reason): return "\(file): unsupported output: \(reason)"
+        case .unsupportedFile(let file, let reason): return "\(file): unsupported input: \(reason)"
+        case .invalidContent(let file, let reason): return "\(file): \(reason)"
+        case .unsupportedOutput(let file, let reason): return "\(file): unsupported output: \(reason)"
         }
     }
 }

@@ -27,18 +27,24 @@ public struct LabelMap: Equatable, Sendable {
     ///   - elementType: the HDF5 type of `/labels`: `.uint8`, `.uint16` or `.int32` (contracts differ per command).
     ///   - extra: writes more datasets or attributes into the same HDF5 file before it is committed.
     /// - Throws: `InputError.unsupportedOutput` for other extensions or a multi-frame PNG; I/O errors naming the file.
-    public func write(to path: String, elementType: HDF5ElementType = .uint8,
-                      extra: (HDF5File) throws -> Void = { _ in }) throws {
+    public func write(
+        to path: String, elementType: HDF5ElementType = .uint8,
+        extra: (HDF5File) throws -> Void = { _ in }
+    ) throws {
         switch OutputFormat(path: path) {
         case .hdf5?:
             try HDF5File.write(to: path, updating: false) { file in
                 let shape = [frames, rows, columns]
                 let chunks = [1, rows, columns]
                 switch elementType {
-                case .uint8: try file.write(labels.map { UInt8(clamping: $0) }, shape: shape, to: "/labels",
-                                            chunks: chunks, deflate: 4)
-                case .uint16: try file.write(labels.map { UInt16(clamping: $0) }, shape: shape, to: "/labels",
-                                             chunks: chunks, deflate: 4)
+                case .uint8:
+                    try file.write(
+                        labels.map { UInt8(clamping: $0) }, shape: shape, to: "/labels",
+                        chunks: chunks, deflate: 4)
+                case .uint16:
+                    try file.write(
+                        labels.map { UInt16(clamping: $0) }, shape: shape, to: "/labels",
+                        chunks: chunks, deflate: 4)
                 default: try file.write(labels, shape: shape, to: "/labels", chunks: chunks, deflate: 4)
                 }
                 try file.setAttribute("spacing", .doubles(spacing), at: "/labels")
@@ -46,8 +52,10 @@ public struct LabelMap: Equatable, Sendable {
             }
         case .png?:
             guard frames == 1 else {
-                throw InputError.unsupportedOutput(file: path, reason: "a PNG holds one slice and this label map has "
-                    + "\(frames); write .h5 instead")
+                throw InputError.unsupportedOutput(
+                    file: path,
+                    reason: "a PNG holds one slice and this label map has "
+                        + "\(frames); write .h5 instead")
             }
             let maxLabel = labels.max() ?? 0
             if maxLabel <= 255 {

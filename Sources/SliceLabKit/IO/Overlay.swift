@@ -29,7 +29,8 @@ public enum Overlay {
     public static func displayRGB(_ image: ScanImage, frame: Int) -> [UInt8] {
         let pixels = Array(image.frame(frame))
         let sorted = pixels.filter { $0.isFinite }.sorted()
-        var low: Float = 0, high: Float = 255
+        var low: Float = 0
+        var high: Float = 255
         if !sorted.isEmpty {
             if image.channels == 1 {
                 low = Float(Percentile.ofSorted(sorted, 0.5))
@@ -61,9 +62,12 @@ public enum Overlay {
 
     /// Blends `labels` (one frame) over the display image of `image`'s frame as an RGB image.
     public static func render(image: ScanImage, labels: LabelMap, frame: Int = 0) throws -> PNGImage {
-        guard labels.rows == image.rows, labels.columns == image.columns, frame < min(image.frames, labels.frames) else {
-            throw InputError.invalidContent(file: image.source, reason: "overlay: label map \(labels.rows)x\(labels.columns) "
-                + "does not match image \(image.rows)x\(image.columns)")
+        guard labels.rows == image.rows, labels.columns == image.columns, frame < min(image.frames, labels.frames)
+        else {
+            throw InputError.invalidContent(
+                file: image.source,
+                reason: "overlay: label map \(labels.rows)x\(labels.columns) "
+                    + "does not match image \(image.rows)x\(image.columns)")
         }
         var rgb = displayRGB(image, frame: frame)
         let frameLabels = labels.frame(frame)

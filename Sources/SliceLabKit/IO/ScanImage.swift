@@ -22,9 +22,11 @@ public struct ScanImage: Sendable {
     /// none or is not DICOM.
     public var window: VOIWindow?
 
-    public init(frames: Int, rows: Int, columns: Int, channels: Int, values: [Float],
-                spacing: [Double] = [1, 1, 1], source: String, modality: String? = nil, hasSpacing: Bool = false,
-                window: VOIWindow? = nil) {
+    public init(
+        frames: Int, rows: Int, columns: Int, channels: Int, values: [Float],
+        spacing: [Double] = [1, 1, 1], source: String, modality: String? = nil, hasSpacing: Bool = false,
+        window: VOIWindow? = nil
+    ) {
         precondition(values.count == frames * rows * columns * channels, "ScanImage: value count mismatch")
         precondition(spacing.count == 3, "ScanImage: spacing is (slice, row, column)")
         (self.frames, self.rows, self.columns, self.channels) = (frames, rows, columns, channels)

@@ -14,8 +14,8 @@ public enum SegmentationExport {
         var stored: [String] = []
         if file.hasAttribute("class_names") {
             switch try file.attribute("class_names") {
-            case let .strings(names): stored = names
-            case let .string(name): stored = [name]
+            case .strings(let names): stored = names
+            case .string(let name): stored = [name]
             default: break
             }
         }
@@ -42,18 +42,21 @@ public enum SegmentationExport {
         let first = series.first
         guard labels.frames == series.slices.count, labels.rows == first.rows, labels.columns == first.columns else {
             throw InputError.invalidContent(
-                file: path, reason: "the label map is \(labels.frames)×\(labels.rows)×\(labels.columns) but the series "
+                file: path,
+                reason: "the label map is \(labels.frames)×\(labels.rows)×\(labels.columns) but the series "
                     + "\(series.seriesInstanceUID) is \(series.slices.count)×\(first.rows)×\(first.columns)")
         }
         guard labels.labels.contains(where: { $0 > 0 }) else {
-            throw InputError.invalidContent(file: path, reason: "the label map has no label above 0; a SEG would be empty")
+            throw InputError.invalidContent(
+                file: path, reason: "the label map has no label above 0; a SEG would be empty")
         }
         // Every class 1...highest is a segment, so segment number N is label value N for any reader.
         let highest = max(Int(labels.labels.max() ?? 0), classNames.keys.max() ?? 0)
         var names = classNames
         for value in 1...highest where names[value] == nil { names[value] = "class \(value)" }
-        try Segmentation.write(labels: labels.labels, series: series, segmentLabels: names, segmentCount: highest,
-                               seriesDescription: "SliceLab segmentation", to: path)
+        try Segmentation.write(
+            labels: labels.labels, series: series, segmentLabels: names, segmentCount: highest,
+            seriesDescription: "SliceLab segmentation", to: path)
     }
 
     /// `slicelab convert LABELS --reference SERIES OUT.dcm`: a label file (`.h5` with `/labels`, a gray `.png`) as
@@ -65,10 +68,13 @@ public enum SegmentationExport {
         let loaded = try EvaluateInputs.load(path)
         let series = try sourceSeries(reference)
         let classCount = Int(loaded.labels.labels.max() ?? 0) + 1
-        try write(labels: loaded.labels, series: series, classNames: defaultNames(classCount: classCount, stored: []),
-                  to: output)
-        return ["wrote \(output): DICOM SEG of \(path) over series \(series.seriesInstanceUID) "
-                + "(\(series.slices.count) slice(s))"]
+        try write(
+            labels: loaded.labels, series: series, classNames: defaultNames(classCount: classCount, stored: []),
+            to: output)
+        return [
+            "wrote \(output): DICOM SEG of \(path) over series \(series.seriesInstanceUID) "
+                + "(\(series.slices.count) slice(s))"
+        ]
     }
 
     /// The first series of a DICOM file or folder, as a SEG source (single-frame images or multi-frame files).

@@ -24,7 +24,7 @@ public enum ComparePost: Equatable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .step(step): return step.rawValue
+        case .step(let step): return step.rawValue
         case .auto: return "auto"
         }
     }
@@ -39,12 +39,15 @@ struct DeepOutputs {
 
     /// Segments every image as `compare` does without post-processing (`Compare.segmentVolume`: context slices,
     /// in-plane resampling to the training spacing), keeping what post-processing needs.
-    static func segment(_ segmenter: VolumeSegmenter, images: [ScanImage],
-                        each: (Int) -> Void = { _ in }) throws -> DeepOutputs {
+    static func segment(
+        _ segmenter: VolumeSegmenter, images: [ScanImage],
+        each: (Int) -> Void = { _ in }
+    ) throws -> DeepOutputs {
         var outputs = DeepOutputs()
         for (index, image) in images.enumerated() {
             let result = try Compare.segmentVolume(segmenter, image: image, probabilities: true)
-            var display: [Float] = [], channels = 1
+            var display: [Float] = []
+            var channels = 1
             for frame in 0..<image.frames {
                 let shown = SegmentPostProcessing.display(image, frame: frame)
                 (display, channels) = (display + shown.values, shown.channels)
@@ -59,9 +62,10 @@ struct DeepOutputs {
 
     /// Case `index` after `post`.
     func apply(_ post: SegmentPostProcessing, case index: Int, image: ScanImage, classCount: Int) throws -> [Int32] {
-        try post.apply(labels: labels[index], probabilities: probabilities[index], classCount: classCount,
-                       display: display[index].values, channels: display[index].channels, frames: image.frames,
-                       rows: image.rows, columns: image.columns, spacing: image.spacing)
+        try post.apply(
+            labels: labels[index], probabilities: probabilities[index], classCount: classCount,
+            display: display[index].values, channels: display[index].channels, frames: image.frames,
+            rows: image.rows, columns: image.columns, spacing: image.spacing)
     }
 }
 
@@ -70,8 +74,10 @@ struct DeepOutputs {
 /// its post-processing on the cross-validation predictions (Isensee et al. 2021).
 struct AutoPostProcessing: Equatable {
     /// The candidate rule sequences, in order of preference on ties (doing less wins).
-    static let candidates: [[PostProcessingStepName]] = [[], [.largestComponent], [.fillHoles],
-                                                     [.largestComponent, .fillHoles]]
+    static let candidates: [[PostProcessingStepName]] = [
+        [], [.largestComponent], [.fillHoles],
+        [.largestComponent, .fillHoles]
+    ]
 
     /// Per foreground class, the chosen rules.
     var rules: [Int: [PostProcessingStepName]]
@@ -82,17 +88,20 @@ struct AutoPostProcessing: Equatable {
     var split: String
 
     /// Chooses the rules on `outputs` (the selection cases) against `references`.
-    init(outputs: DeepOutputs, images: [ScanImage], references: [[Int32]], classCount: Int,
-         split: String) throws {
+    init(
+        outputs: DeepOutputs, images: [ScanImage], references: [[Int32]], classCount: Int,
+        split: String
+    ) throws {
         (rules, diceBefore, diceAfter, self.split) = ([:], [:], [:], split)
         for label in 1..<classCount {
             var best: (rules: [PostProcessingStepName], dice: Double)?
             for candidate in Self.candidates {
                 var total = 0.0
                 for index in images.indices {
-                    let result = try Self.apply(candidate, to: outputs.labels[index], classes: [label],
-                                                image: images[index], outputs: outputs, index: index,
-                                                classCount: classCount)
+                    let result = try Self.apply(
+                        candidate, to: outputs.labels[index], classes: [label],
+                        image: images[index], outputs: outputs, index: index,
+                        classCount: classCount)
                     total += Self.dice(result, references[index], label: Int32(label))
                 }
                 let mean = total / Double(max(images.count, 1))
@@ -110,8 +119,9 @@ struct AutoPostProcessing: Equatable {
         for candidate in Self.candidates where !candidate.isEmpty {
             let classes = Set(rules.filter { $0.value == candidate }.map(\.key))
             guard !classes.isEmpty else { continue }
-            labels = try Self.apply(candidate, to: labels, classes: classes, image: image, outputs: outputs,
-                                    index: index, classCount: classCount)
+            labels = try Self.apply(
+                candidate, to: labels, classes: classes, image: image, outputs: outputs,
+                index: index, classCount: classCount)
         }
         return labels
     }
@@ -121,8 +131,10 @@ struct AutoPostProcessing: Equatable {
     var json: String {
         var classes: [String: Any] = [:]
         for (label, chosen) in rules {
-            classes[String(label)] = ["rules": chosen.map(\.rawValue), "dice_before": diceBefore[label] ?? .nan,
-                                      "dice_after": diceAfter[label] ?? .nan]
+            classes[String(label)] = [
+                "rules": chosen.map(\.rawValue), "dice_before": diceBefore[label] ?? .nan,
+                "dice_after": diceAfter[label] ?? .nan
+            ]
         }
         let object: [String: Any] = ["method": "auto", "split": split, "classes": classes]
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
@@ -131,15 +143,18 @@ struct AutoPostProcessing: Equatable {
         return String(decoding: data, as: UTF8.self)
     }
 
-    private static func apply(_ steps: [PostProcessingStepName], to labels: [Int32], classes: Set<Int>,
-                              image: ScanImage, outputs: DeepOutputs, index: Int, classCount: Int) throws -> [Int32] {
+    private static func apply(
+        _ steps: [PostProcessingStepName], to labels: [Int32], classes: Set<Int>,
+        image: ScanImage, outputs: DeepOutputs, index: Int, classCount: Int
+    ) throws -> [Int32] {
         var labels = labels
         for step in steps {
             let post = SegmentPostProcessing(step: step, ruleClasses: classes)
-            labels = try post.apply(labels: labels, probabilities: outputs.probabilities[index],
-                                    classCount: classCount, display: outputs.display[index].values,
-                                    channels: outputs.display[index].channels, frames: image.frames,
-                                    rows: image.rows, columns: image.columns, spacing: image.spacing)
+            labels = try post.apply(
+                labels: labels, probabilities: outputs.probabilities[index],
+                classCount: classCount, display: outputs.display[index].values,
+                channels: outputs.display[index].channels, frames: image.frames,
+                rows: image.rows, columns: image.columns, spacing: image.spacing)
         }
         return labels
     }

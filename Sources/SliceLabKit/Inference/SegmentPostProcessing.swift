@@ -1,8 +1,8 @@
 import Classical
 import DICOM
 import DeepLab
-import ImageFiles
 import Foundation
+import ImageFiles
 import SliceLabSupport
 
 /// `segment --regularize STEP [--crf SPEC]`: a registered post-processing step applied to a model's output.
@@ -18,8 +18,10 @@ public struct SegmentPostProcessing: Sendable, Equatable {
     /// The classes the component rules apply to; nil for every foreground class.
     public var ruleClasses: Set<Int>?
 
-    public init(step: PostProcessingStepName = .none, crf: DenseCRF.Parameters = DenseCRF.Parameters(), beta: Double = 1,
-                ruleClasses: Set<Int>? = nil) {
+    public init(
+        step: PostProcessingStepName = .none, crf: DenseCRF.Parameters = DenseCRF.Parameters(), beta: Double = 1,
+        ruleClasses: Set<Int>? = nil
+    ) {
         (self.step, self.crf, self.beta, self.ruleClasses) = (step, crf, beta, ruleClasses)
     }
 
@@ -31,10 +33,14 @@ public struct SegmentPostProcessing: Sendable, Equatable {
     ///     `/probabilities` stores it).
     ///   - display: the display image at 0–255, pixel-major per frame with `channels` values a pixel.
     ///   - spacing: (slice, row, column) in millimetres; a multi-frame input is post-processed as one volume.
-    func apply(labels: [Int32], probabilities: [Float], classCount k: Int, display: [Float], channels: Int,
-               frames: Int, rows: Int, columns: Int, spacing: [Double]) throws -> [Int32] {
+    func apply(
+        labels: [Int32], probabilities: [Float], classCount k: Int, display: [Float], channels: Int,
+        frames: Int, rows: Int, columns: Int, spacing: [Double]
+    ) throws -> [Int32] {
         guard let registered = PostProcessingSteps.named(step), step != .none else { return labels }
-        let shape = frames > 1 ? GridShape(slices: frames, rows: rows, columns: columns)
+        let shape =
+            frames > 1
+            ? GridShape(slices: frames, rows: rows, columns: columns)
             : GridShape(rows: rows, columns: columns)
         let gridSpacing = frames > 1 ? spacing : Array(spacing.suffix(2))
         let plane = rows * columns
@@ -47,9 +53,11 @@ public struct SegmentPostProcessing: Sendable, Equatable {
         }
         let floor = DenseCRF.probabilityFloor
         let unary = pixelMajor
-        var context = PostProcessingContext(classCount: k, beta: beta, unaryCost: {
-            { pixel, c in -Double(logf(max(unary[pixel * k + c], floor))) }
-        })
+        var context = PostProcessingContext(
+            classCount: k, beta: beta,
+            unaryCost: {
+                { pixel, c in -Double(logf(max(unary[pixel * k + c], floor))) }
+            })
         context.probabilities = pixelMajor
         context.displayImage = display
         context.displayChannels = channels
@@ -69,8 +77,9 @@ public struct SegmentPostProcessing: Sendable, Equatable {
         let pixels = Array(image.frame(frame))
         let window = image.window ?? VOIWindow.automatic(pixels)
         // A non-finite value shows as black (level 0), as the overlay shows it.
-        let levels = DisplayPipeline.greyLevels(pixels.map { $0.isFinite ? $0 : -.infinity }, window: window,
-                                                invert: false, bits: 8)
+        let levels = DisplayPipeline.greyLevels(
+            pixels.map { $0.isFinite ? $0 : -.infinity }, window: window,
+            invert: false, bits: 8)
         return (levels.map(Float.init), 1)
     }
 }
@@ -87,7 +96,8 @@ extension SegmentPostProcessing {
     ///   of the whole process (every thread; on a shared machine the CPU time is the steadier figure).
     /// - Throws: `InputError`, `ClassicalError`, `ImageFileError`.
     public static func crfParity(input: String, output: String, parameters: DenseCRF.Parameters) throws
-        -> (seconds: Double, cpuSeconds: Double) {
+        -> (seconds: Double, cpuSeconds: Double)
+    {
         let file = try HDF5File.open(input)
         for dataset in ["/probabilities", "/image"] where !file.exists(dataset) {
             throw InputError.invalidContent(file: input, reason: "no \(dataset) dataset")
@@ -96,9 +106,12 @@ extension SegmentPostProcessing {
         let image = try file.read("/image", as: Float.self)
         let dims = Array(probabilities.shape.dropFirst())
         guard let shape = GridShape(dimensions: dims), image.shape.count == probabilities.shape.count,
-              Array(image.shape.dropFirst()) == dims, [1, 3].contains(image.shape[0]) else {
-            throw InputError.invalidContent(file: input, reason: "/probabilities \(probabilities.shape) and /image "
-                + "\(image.shape) must be [K, …] and [1 or 3, …] over the same 2-D or 3-D grid")
+            Array(image.shape.dropFirst()) == dims, [1, 3].contains(image.shape[0])
+        else {
+            throw InputError.invalidContent(
+                file: input,
+                reason: "/probabilities \(probabilities.shape) and /image "
+                    + "\(image.shape) must be [K, …] and [1 or 3, …] over the same 2-D or 3-D grid")
         }
         let spacing = try? file.attribute("spacing", at: "/image").doubleValues
         let (k, channels, n) = (probabilities.shape[0], image.shape[0], shape.count)
@@ -122,10 +135,12 @@ extension SegmentPostProcessing {
             return Double(time.tv_sec) + Double(time.tv_nsec) * 1e-9
         }
         let (start, cpuStart) = (Date(), cpuClock())
-        let marginals = try DenseCRF.marginals(probabilities: pixelMajor(probabilities.values, k), classCount: k,
-                                               image: pixelMajor(image.values, channels), channels: channels,
-                                               shape: shape, spacing: spacing, parameters: parameters)
-        let seconds = Date().timeIntervalSince(start), cpuSeconds = cpuClock() - cpuStart
+        let marginals = try DenseCRF.marginals(
+            probabilities: pixelMajor(probabilities.values, k), classCount: k,
+            image: pixelMajor(image.values, channels), channels: channels,
+            shape: shape, spacing: spacing, parameters: parameters)
+        let seconds = Date().timeIntervalSince(start)
+        let cpuSeconds = cpuClock() - cpuStart
         var classMajor = [Float](repeating: 0, count: marginals.count)
         for p in 0..<n { for c in 0..<k { classMajor[c * n + p] = marginals[p * k + c] } }
         try HDF5File.write(to: output, updating: false) { out in

@@ -34,7 +34,7 @@ public struct SegmentThroughput: Sendable {
             "timings: \(multiplyAdds) multiply-adds (\(fixed(Double(multiplyAdds) / 1e9, 1)) G), achieved "
                 + "\(fixed(achievedOperationsPerSecond / 1e12, 3)) \(unit) \(precision.rawValue) against the peak "
                 + "\(fixed(peak.operationsPerSecond(precision) / 1e12, 3)) \(unit) (oneDNN ISA \(peak.isa): "
-                + "\(peak.description(precision)))",
+                + "\(peak.description(precision)))"
         ]
         if let bytes = peakResidentBytes {
             lines.append("timings: peak RSS \(fixed(Double(bytes) / 1_048_576, 1)) MB")
@@ -45,8 +45,9 @@ public struct SegmentThroughput: Sendable {
     /// The peak resident set of this process in bytes (`VmHWM` of /proc/self/status), nil when unreadable.
     public static func peakResidentBytes() -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-              let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { return nil }
         return kilobytes * 1024
     }
 }

@@ -33,17 +33,23 @@ public struct SliceSampling: Equatable, Sendable {
         var sampling = SliceSampling()
         if file.hasAttribute(contextAttribute) {
             guard let value = try file.attribute(contextAttribute).doubleValues?.first, value >= 0, value <= 16,
-                  value == value.rounded() else {
-                throw DeepLabError.invalidCheckpoint(file: file.path, reason: "\(contextAttribute) must be a whole "
-                    + "number in 0...16")
+                value == value.rounded()
+            else {
+                throw DeepLabError.invalidCheckpoint(
+                    file: file.path,
+                    reason: "\(contextAttribute) must be a whole "
+                        + "number in 0...16")
             }
             sampling.context = Int(value)
         }
         if file.hasAttribute(spacingAttribute) {
             guard let spacing = try file.attribute(spacingAttribute).doubleValues, spacing.count == 2,
-                  spacing.allSatisfy({ $0 > 0 && $0.isFinite }) else {
-                throw DeepLabError.invalidCheckpoint(file: file.path, reason: "\(spacingAttribute) must be (row, "
-                    + "column) in millimetres, both > 0")
+                spacing.allSatisfy({ $0 > 0 && $0.isFinite })
+            else {
+                throw DeepLabError.invalidCheckpoint(
+                    file: file.path,
+                    reason: "\(spacingAttribute) must be (row, "
+                        + "column) in millimetres, both > 0")
             }
             sampling.spacing = spacing
         }
@@ -79,8 +85,10 @@ public struct VolumeSegmenter {
     /// What the model's forward passes have done so far (shared by copies of the segmenter).
     public let statistics = ForwardStatistics()
 
-    public init(model: DeepLabV3, preprocessing: Preprocessing, sampling: SliceSampling = SliceSampling(),
-                window: SlidingWindow = SlidingWindow()) {
+    public init(
+        model: DeepLabV3, preprocessing: Preprocessing, sampling: SliceSampling = SliceSampling(),
+        window: SlidingWindow = SlidingWindow()
+    ) {
         (self.model, self.preprocessing, self.sampling, self.window) = (model, preprocessing, sampling, window)
     }
 
@@ -92,23 +100,30 @@ public struct VolumeSegmenter {
     ///   - precision: `--precision` (bf16 is applied; nil or the checkpoint's own leaves it).
     /// - Throws: `InputError.invalidContent` naming the checkpoint when `context` differs from the one it was
     ///   trained with or its input channels are not a multiple of 2N + 1; `DeepLabError`, `ImageFileError`.
-    public static func load(checkpoint path: String, context: Int? = nil, tileSize: Int = 512,
-                            precision: Precision? = nil) throws -> VolumeSegmenter {
+    public static func load(
+        checkpoint path: String, context: Int? = nil, tileSize: Int = 512,
+        precision: Precision? = nil
+    ) throws -> VolumeSegmenter {
         TensorMemoryPolicy.keepWorkingSet()
         let file = try HDF5File.open(path)
         let (model, preprocessing) = try DeepLabCheckpoint.read(from: file)
         try QuantizeWorkflow.select(precision, for: model)
         let sampling = try SliceSampling.read(from: file)
         if let context, context != sampling.context {
-            throw InputError.invalidContent(file: path, reason: "the model was trained with --context "
-                + "\(sampling.context), not \(context)")
+            throw InputError.invalidContent(
+                file: path,
+                reason: "the model was trained with --context "
+                    + "\(sampling.context), not \(context)")
         }
         guard model.configuration.inputChannels % sampling.slicesPerInput == 0 else {
-            throw InputError.invalidContent(file: path, reason: "\(model.configuration.inputChannels) input "
-                + "channels cannot be \(sampling.slicesPerInput) slices of context \(sampling.context)")
+            throw InputError.invalidContent(
+                file: path,
+                reason: "\(model.configuration.inputChannels) input "
+                    + "channels cannot be \(sampling.slicesPerInput) slices of context \(sampling.context)")
         }
-        return VolumeSegmenter(model: model, preprocessing: preprocessing, sampling: sampling,
-                               window: SlidingWindow(tileSize: tileSize))
+        return VolumeSegmenter(
+            model: model, preprocessing: preprocessing, sampling: sampling,
+            window: SlidingWindow(tileSize: tileSize))
     }
 
     /// The model's input channels per slice: its input channels / (2N + 1).
@@ -132,20 +147,25 @@ public struct VolumeSegmenter {
     ///   - emit: called in slice order with z and the slice's logits [1, K, rows, columns].
     /// - Throws: `InputError.invalidContent` when the volume's channels cannot become the model's; whatever
     ///   `slice`, `emit` and the model throw.
-    public func run(slices: Int, rows: Int, columns: Int, channels: Int, spacing: [Double]?, source: String,
-                    batch: Int = 1, slice: (Int) throws -> [Float],
-                    emit: (Int, FloatTensor) throws -> Void) throws {
+    public func run(
+        slices: Int, rows: Int, columns: Int, channels: Int, spacing: [Double]?, source: String,
+        batch: Int = 1, slice: (Int) throws -> [Float],
+        emit: (Int, FloatTensor) throws -> Void
+    ) throws {
         let perSlice = channelsPerSlice
         guard channels == perSlice || perSlice == 1 || channels == 1 else {
-            throw InputError.invalidContent(file: source, reason: "the volume has \(channels) channels per voxel; "
-                + "the model takes \(perSlice) per slice")
+            throw InputError.invalidContent(
+                file: source,
+                reason: "the volume has \(channels) channels per voxel; "
+                    + "the model takes \(perSlice) per slice")
         }
         let n = sampling.context
         var preprocessing = preprocessing
         if preprocessing.usesCaseStatistics {
             var statistics = Preprocessing.CaseStatistics()
             for z in 0..<slices {
-                statistics.add(Self.channelMajor(try slice(z), pixels: rows * columns, channels: channels, to: perSlice))
+                statistics.add(
+                    Self.channelMajor(try slice(z), pixels: rows * columns, channels: channels, to: perSlice))
             }
             preprocessing = preprocessing.forCase(statistics.value)
         }
@@ -153,8 +173,9 @@ public struct VolumeSegmenter {
         var pending: [(z: Int, input: [Float])] = []
         func flush() throws {
             guard !pending.isEmpty else { return }
-            let outputs = try logits(pending.map(\.input), channels: perSlice * (2 * n + 1), rows: rows,
-                                     columns: columns, spacing: spacing)
+            let outputs = try logits(
+                pending.map(\.input), channels: perSlice * (2 * n + 1), rows: rows,
+                columns: columns, spacing: spacing)
             let done = pending
             pending.removeAll(keepingCapacity: true)
             for (item, output) in zip(done, outputs) { try emit(item.z, output) }
@@ -163,9 +184,14 @@ public struct VolumeSegmenter {
             let neighbours = (-n...n).map { min(max(z + $0, 0), slices - 1) }
             for index in neighbours where cache[index] == nil { cache[index] = try slice(index) }
             for index in cache.keys where index < z - n { cache[index] = nil }
-            pending.append((z, Self.stackedInput(neighbours.map { cache[$0]! }, pixels: rows * columns,
-                                                 channels: channels, perSlice: perSlice,
-                                                 preprocessing: preprocessing)))
+            pending.append(
+                (
+                    z,
+                    Self.stackedInput(
+                        neighbours.map { cache[$0]! }, pixels: rows * columns,
+                        channels: channels, perSlice: perSlice,
+                        preprocessing: preprocessing)
+                ))
             if pending.count >= max(1, batch) { try flush() }
         }
         try flush()
@@ -179,29 +205,43 @@ public struct VolumeSegmenter {
 
     /// The logits [1, K, rows, columns] of each prepared input [C, rows, columns], the inputs run as one batch
     /// (resampled as `logits(_:channels:rows:columns:spacing:)` resamples one). Adds to `statistics`.
-    func logits(_ inputs: [[Float]], channels: Int, rows: Int, columns: Int,
-                spacing: [Double]?) throws -> [FloatTensor] {
+    func logits(
+        _ inputs: [[Float]], channels: Int, rows: Int, columns: Int,
+        spacing: [Double]?
+    ) throws -> [FloatTensor] {
         let target = resampledSize(rows: rows, columns: columns, spacing: spacing)
         let (modelRows, modelColumns) = target ?? (rows, columns)
         var stacked: [Float] = []
         stacked.reserveCapacity(inputs.count * channels * modelRows * modelColumns)
         for input in inputs {
-            stacked += target == nil ? input : Self.resampleBilinear(input, planes: channels, rows: rows,
-                                                                     columns: columns, toRows: modelRows,
-                                                                     toColumns: modelColumns)
+            stacked +=
+                target == nil
+                ? input
+                : Self.resampleBilinear(
+                    input, planes: channels, rows: rows,
+                    columns: columns, toRows: modelRows,
+                    toColumns: modelColumns)
         }
         let start = DispatchTime.now().uptimeNanoseconds
-        let out = try window.logits(model, FloatTensor(shape: [inputs.count, channels, modelRows, modelColumns],
-                                                       values: stacked))
+        let out = try window.logits(
+            model,
+            FloatTensor(
+                shape: [inputs.count, channels, modelRows, modelColumns],
+                values: stacked))
         statistics.forwardSeconds += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         statistics.forwards += 1
         statistics.slices += inputs.count
-        let k = out.shape[1], plane = k * modelRows * modelColumns
+        let k = out.shape[1]
+        let plane = k * modelRows * modelColumns
         return (0..<inputs.count).map { b in
             let values = Array(out.values[(b * plane)..<((b + 1) * plane)])
-            return FloatTensor(shape: [1, k, rows, columns], values: target == nil ? values
-                : Self.resampleBilinear(values, planes: k, rows: modelRows, columns: modelColumns, toRows: rows,
-                                        toColumns: columns))
+            return FloatTensor(
+                shape: [1, k, rows, columns],
+                values: target == nil
+                    ? values
+                    : Self.resampleBilinear(
+                        values, planes: k, rows: modelRows, columns: modelColumns, toRows: rows,
+                        toColumns: columns))
         }
     }
 
@@ -211,8 +251,10 @@ public struct VolumeSegmenter {
         guard let target = sampling.spacing, let spacing, spacing.count == 3 else { return nil }
         let (row, column) = (spacing[1], spacing[2])
         guard abs(row / target[0] - 1) > 1e-3 || abs(column / target[1] - 1) > 1e-3 else { return nil }
-        return (max(1, Int((Double(rows) * row / target[0]).rounded())),
-                max(1, Int((Double(columns) * column / target[1]).rounded())))
+        return (
+            max(1, Int((Double(rows) * row / target[0]).rounded())),
+            max(1, Int((Double(columns) * column / target[1]).rounded()))
+        )
     }
 
     // MARK: - Whole volumes
@@ -234,20 +276,27 @@ public struct VolumeSegmenter {
     ///   - batch: slices per forward pass (see `run`).
     /// - Throws: `InputError.invalidContent` for a shape that does not fit the values or the model; the model's
     ///   errors.
-    public func segment(_ values: [Float], shape: [Int], geometry: VolumeGeometry?, probabilities: Bool = false,
-                        source: String = "volume", batch: Int = 1) throws -> Result {
+    public func segment(
+        _ values: [Float], shape: [Int], geometry: VolumeGeometry?, probabilities: Bool = false,
+        source: String = "volume", batch: Int = 1
+    ) throws -> Result {
         guard shape.count == 3 || shape.count == 4, shape.allSatisfy({ $0 > 0 }),
-              shape.reduce(1, *) == values.count else {
-            throw InputError.invalidContent(file: source, reason: "a volume is [z, y, x] or [z, y, x, c]; "
-                + "\(values.count) values do not fill \(shape)")
+            shape.reduce(1, *) == values.count
+        else {
+            throw InputError.invalidContent(
+                file: source,
+                reason: "a volume is [z, y, x] or [z, y, x, c]; "
+                    + "\(values.count) values do not fill \(shape)")
         }
         let (slices, rows, columns) = (shape[0], shape[1], shape[2])
         let channels = shape.count == 4 ? shape[3] : 1
         let size = rows * columns * channels
         var result = Result(labels: [], probabilities: probabilities ? [] : nil)
         result.labels.reserveCapacity(slices * rows * columns)
-        try run(slices: slices, rows: rows, columns: columns, channels: channels, spacing: geometry?.spacing,
-                source: source, batch: batch, slice: { Array(values[($0 * size)..<(($0 + 1) * size)]) }) {
+        try run(
+            slices: slices, rows: rows, columns: columns, channels: channels, spacing: geometry?.spacing,
+            source: source, batch: batch, slice: { Array(values[($0 * size)..<(($0 + 1) * size)]) }
+        ) {
             _, logits in
             result.labels += argmaxOverClasses(logits)
             if probabilities { result.probabilities! += softmaxOverClasses(logits).values }
@@ -259,10 +308,13 @@ public struct VolumeSegmenter {
 
     /// The network input of one slice from its 2N + 1 neighbours (channels-last values, slice z − N first):
     /// each converted to `perSlice` channel-major planes, stacked in order, preprocessed together.
-    static func stackedInput(_ neighbours: [[Float]], pixels: Int, channels: Int, perSlice: Int,
-                             preprocessing: Preprocessing) -> [Float] {
-        var values = Array(neighbours.map { channelMajor($0, pixels: pixels, channels: channels, to: perSlice) }
-            .joined())
+    static func stackedInput(
+        _ neighbours: [[Float]], pixels: Int, channels: Int, perSlice: Int,
+        preprocessing: Preprocessing
+    ) -> [Float] {
+        var values = Array(
+            neighbours.map { channelMajor($0, pixels: pixels, channels: channels, to: perSlice) }
+                .joined())
         preprocessing.apply(to: &values)
         return values
     }
@@ -288,8 +340,10 @@ public struct VolumeSegmenter {
     /// Bilinear resampling of `planes` planes [rows, columns] to [toRows, toColumns], pixel centres aligned
     /// (source coordinate (i + 0.5) · rows / toRows − 0.5, clamped to the edge): what
     /// `scipy.ndimage.zoom(order=1, grid_mode=True, mode='nearest')` computes (checked against SciPy 1.17.1).
-    public static func resampleBilinear(_ values: [Float], planes: Int, rows: Int, columns: Int, toRows: Int,
-                                        toColumns: Int) -> [Float] {
+    public static func resampleBilinear(
+        _ values: [Float], planes: Int, rows: Int, columns: Int, toRows: Int,
+        toColumns: Int
+    ) -> [Float] {
         func taps(_ count: Int, _ from: Int) -> [(Int, Int, Float)] {
             (0..<count).map { i in
                 let x = min(max((Double(i) + 0.5) * Double(from) / Double(count) - 0.5, 0), Double(from - 1))
@@ -297,14 +351,17 @@ public struct VolumeSegmenter {
                 return (low, min(low + 1, from - 1), Float(x - Double(low)))
             }
         }
-        let rowTaps = taps(toRows, rows), columnTaps = taps(toColumns, columns)
+        let rowTaps = taps(toRows, rows)
+        let columnTaps = taps(toColumns, columns)
         var out = [Float](repeating: 0, count: planes * toRows * toColumns)
         for plane in 0..<planes {
-            let source = plane * rows * columns, target = plane * toRows * toColumns
+            let source = plane * rows * columns
+            let target = plane * toRows * toColumns
             for (i, (r0, r1, fr)) in rowTaps.enumerated() {
                 for (j, (c0, c1, fc)) in columnTaps.enumerated() {
                     let top = values[source + r0 * columns + c0] * (1 - fc) + values[source + r0 * columns + c1] * fc
-                    let bottom = values[source + r1 * columns + c0] * (1 - fc)
+                    let bottom =
+                        values[source + r1 * columns + c0] * (1 - fc)
                         + values[source + r1 * columns + c1] * fc
                     out[target + i * toColumns + j] = top * (1 - fr) + bottom * fr
                 }

@@ -10,19 +10,24 @@ enum CaseEvaluation {
     ///   came from: `--num-classes`, a set's `dataset.json`).
     /// - Throws: `EvaluateError.shapeMismatch`, `EvaluateError.invalidOption` for a label out of range, and any other
     ///   `MetricsError` wrapped with the case (`MetricsError.inCase`).
-    static func metrics(caseID: String, reference: LabelMap, prediction: LabelMap, spacing: [Double],
-                        settings: EvaluationSettings, remedy: String) throws -> CaseMetrics {
+    static func metrics(
+        caseID: String, reference: LabelMap, prediction: LabelMap, spacing: [Double],
+        settings: EvaluationSettings, remedy: String
+    ) throws -> CaseMetrics {
         let (r, p) = (reference, prediction)
         guard [r.frames, r.rows, r.columns] == [p.frames, p.rows, p.columns] else {
-            throw EvaluateError.shapeMismatch(case: caseID, reference: [r.frames, r.rows, r.columns],
-                                              prediction: [p.frames, p.rows, p.columns])
+            throw EvaluateError.shapeMismatch(
+                case: caseID, reference: [r.frames, r.rows, r.columns],
+                prediction: [p.frames, p.rows, p.columns])
         }
         do {
-            return try CaseMetrics(reference: grid(r, spacing), prediction: grid(p, spacing), settings: settings,
-                                   voxelVolumeMM3: spacing.reduce(1, *))
+            return try CaseMetrics(
+                reference: grid(r, spacing), prediction: grid(p, spacing), settings: settings,
+                voxelVolumeMM3: spacing.reduce(1, *))
         } catch let MetricsError.labelOutOfRange(label, classCount, role) {
-            throw EvaluateError.invalidOption("case '\(caseID)': \(role) holds label \(label), not below the "
-                + "class count \(classCount); \(remedy)")
+            throw EvaluateError.invalidOption(
+                "case '\(caseID)': \(role) holds label \(label), not below the "
+                    + "class count \(classCount); \(remedy)")
         } catch let error as MetricsError {
             throw MetricsError.inCase(caseID, error)
         }

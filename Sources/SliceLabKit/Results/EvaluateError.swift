@@ -15,19 +15,23 @@ public enum EvaluateError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .unpairedFiles(predictions, references):
+        case .unpairedFiles(let predictions, let references):
             var parts: [String] = []
-            if !predictions.isEmpty { parts.append("predictions without a reference: \(predictions.joined(separator: ", "))") }
-            if !references.isEmpty { parts.append("references without a prediction: \(references.joined(separator: ", "))") }
+            if !predictions.isEmpty {
+                parts.append("predictions without a reference: \(predictions.joined(separator: ", "))")
+            }
+            if !references.isEmpty {
+                parts.append("references without a prediction: \(references.joined(separator: ", "))")
+            }
             return "unpaired cases (files are paired by name without extension): " + parts.joined(separator: "; ")
-        case let .duplicateStem(folder, stem):
+        case .duplicateStem(let folder, let stem):
             return "\(folder): more than one label file named '\(stem)' (with different extensions)"
-        case let .noLabelFiles(folder): return "\(folder): no label files (.png, .h5, .hdf5, .dcm)"
-        case let .mixedInputs(prediction, reference):
+        case .noLabelFiles(let folder): return "\(folder): no label files (.png, .h5, .hdf5, .dcm)"
+        case .mixedInputs(let prediction, let reference):
             return "--pred \(prediction) and --ref \(reference) must both be files or both be folders"
-        case let .shapeMismatch(name, reference, prediction):
+        case .shapeMismatch(let name, let reference, let prediction):
             return "case '\(name)': reference shape \(reference) but prediction shape \(prediction)"
-        case let .invalidOption(message): return message
+        case .invalidOption(let message): return message
         }
     }
 }

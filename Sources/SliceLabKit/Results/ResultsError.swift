@@ -11,11 +11,11 @@ public enum ResultsError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .runExists(file, run):
+        case .runExists(let file, let run):
             return "\(file): a run named '\(run)' already exists; pass --overwrite to replace it or --run to rename"
-        case let .invalidRunName(name): return "invalid run name '\(name)': it must be non-empty and contain no '/'"
-        case let .missingRun(file, run): return "\(file): no run named '\(run)'"
-        case let .inconsistentRun(run, reason): return "run '\(run)': \(reason)"
+        case .invalidRunName(let name): return "invalid run name '\(name)': it must be non-empty and contain no '/'"
+        case .missingRun(let file, let run): return "\(file): no run named '\(run)'"
+        case .inconsistentRun(let run, let reason): return "run '\(run)': \(reason)"
         }
     }
 }

@@ -27,32 +27,37 @@ extension ResultsFile {
         let file = try HDF5File.open(path)
         guard file.exists("/shard") else { return nil }
         func integer(_ name: String) throws -> Int {
-            guard case let .int(value)? = try? file.attribute(name, at: "/shard") else {
+            guard case .int(let value)? = try? file.attribute(name, at: "/shard") else {
                 throw ShardError.inconsistentPart(file: path, reason: "/shard has no integer attribute '\(name)'")
             }
             return Int(value)
         }
         let shard: Shard
-        do { shard = try Shard(index: try integer("index"), count: try integer("count")) } catch let error as ShardError {
+        do { shard = try Shard(index: try integer("index"), count: try integer("count")) } catch let error as ShardError
+        {
             throw ShardError.inconsistentPart(file: path, reason: "\(error)")
         }
         let names = try file.readStrings("/shard/skipped_cases")
         let reasons = try file.readStrings("/shard/skipped_reasons")
         guard names.count == reasons.count else {
-            throw ShardError.inconsistentPart(file: path, reason: "/shard lists \(names.count) skipped cases and "
-                + "\(reasons.count) reasons")
+            throw ShardError.inconsistentPart(
+                file: path,
+                reason: "/shard lists \(names.count) skipped cases and "
+                    + "\(reasons.count) reasons")
         }
         let (runsA, runsB) = (try file.readStrings("/shard/comparison_a"), try file.readStrings("/shard/comparison_b"))
         guard runsA.count == runsB.count else {
-            throw ShardError.inconsistentPart(file: path, reason: "/shard comparison_a and comparison_b differ in length")
+            throw ShardError.inconsistentPart(
+                file: path, reason: "/shard comparison_a and comparison_b differ in length")
         }
-        return ShardRecord(command: try file.attribute("command", at: "/shard").stringValue ?? "", shard: shard,
-                           configJSON: try file.attribute("config", at: "/shard").stringValue ?? "",
-                           caseOrder: try file.readStrings("/shard/case_order"),
-                           cases: try file.readStrings("/shard/cases"),
-                           skipped: zip(names, reasons).map { (name: $0, reason: $1) },
-                           runOrder: try file.readStrings("/shard/run_order"),
-                           comparisons: zip(runsA, runsB).map { (a: $0, b: $1) })
+        return ShardRecord(
+            command: try file.attribute("command", at: "/shard").stringValue ?? "", shard: shard,
+            configJSON: try file.attribute("config", at: "/shard").stringValue ?? "",
+            caseOrder: try file.readStrings("/shard/case_order"),
+            cases: try file.readStrings("/shard/cases"),
+            skipped: zip(names, reasons).map { (name: $0, reason: $1) },
+            runOrder: try file.readStrings("/shard/run_order"),
+            comparisons: zip(runsA, runsB).map { (a: $0, b: $1) })
     }
 
     /// The stored label maps of a run (`labels/<case>` with its `spacing`), by case; empty when none.
@@ -69,10 +74,12 @@ extension ResultsFile {
             guard shape.count == 3 else {
                 throw ShardError.inconsistentPart(file: path, reason: "\(group)/\(caseID) has shape \(stored.shape)")
             }
-            let spacing = file.hasAttribute("spacing", at: "\(group)/\(caseID)")
+            let spacing =
+                file.hasAttribute("spacing", at: "\(group)/\(caseID)")
                 ? try file.attribute("spacing", at: "\(group)/\(caseID)").doubleValues ?? [1, 1, 1] : [1, 1, 1]
-            maps[caseID] = LabelMap(frames: shape[0], rows: shape[1], columns: shape[2],
-                                    labels: stored.values.map { Int32(clamping: $0) }, spacing: spacing)
+            maps[caseID] = LabelMap(
+                frames: shape[0], rows: shape[1], columns: shape[2],
+                labels: stored.values.map { Int32(clamping: $0) }, spacing: spacing)
         }
         return maps
     }

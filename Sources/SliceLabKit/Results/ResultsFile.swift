@@ -18,8 +18,10 @@ public enum ResultsFile {
     ///   - updating: add to an existing file (the default) or replace it whole (`merge`).
     /// - Throws: `ResultsError.runExists` (nothing written), `ImageFileError` from HDF5. Rests on
     ///   `HDF5File.write(to:updating:)`.
-    public static func write(runs: [ResultsRun], comparisons: [ResultsComparison] = [], to path: String,
-                             overwrite: Bool = false, shard: ShardRecord? = nil, updating: Bool = true) throws {
+    public static func write(
+        runs: [ResultsRun], comparisons: [ResultsComparison] = [], to path: String,
+        overwrite: Bool = false, shard: ShardRecord? = nil, updating: Bool = true
+    ) throws {
         for run in runs { try ResultsRun.validate(name: run.name) }
         try HDF5File.write(to: path, updating: updating) { file in
             /// Clears `group` for a new object of that name, or refuses.
@@ -73,20 +75,24 @@ public enum ResultsFile {
             hd95: HD95Definition(rawValue: try text("hd95_definition")) ?? .max,
             empty: EmptyRule(rawValue: try text("empty_rule")) ?? .nan)
         var seed: UInt64 = 0
-        if file.hasAttribute("bootstrap_seed", at: group), case let .int(value) = try file.attribute("bootstrap_seed", at: group) {
+        if file.hasAttribute("bootstrap_seed", at: group),
+            case .int(let value) = try file.attribute("bootstrap_seed", at: group)
+        {
             seed = UInt64(bitPattern: value)
         }
         var resamples = 2000
         if file.hasAttribute("bootstrap_resamples", at: group),
-           case let .int(value) = try file.attribute("bootstrap_resamples", at: group) {
+            case .int(let value) = try file.attribute("bootstrap_resamples", at: group)
+        {
             resamples = Int(value)
         }
-        var run = ResultsRun(stored: name, method: try text("method"), model: try text("model"),
-                          dataset: try text("dataset"), created: try text("created"), configJSON: try text("config"),
-                          settings: settings, caseIDs: try file.readStrings("\(group)/case_ids"),
-                          classNames: classNames, spacing: try file.read("\(group)/spacing", as: Double.self).values,
-                          metrics: metrics, confusion: try file.read("\(group)/confusion", as: Int64.self).values,
-                          bootstrapSeed: seed, bootstrapResamples: resamples)
+        var run = ResultsRun(
+            stored: name, method: try text("method"), model: try text("model"),
+            dataset: try text("dataset"), created: try text("created"), configJSON: try text("config"),
+            settings: settings, caseIDs: try file.readStrings("\(group)/case_ids"),
+            classNames: classNames, spacing: try file.read("\(group)/spacing", as: Double.self).values,
+            metrics: metrics, confusion: try file.read("\(group)/confusion", as: Int64.self).values,
+            bootstrapSeed: seed, bootstrapResamples: resamples)
         if file.hasAttribute("postprocessing", at: group) { run.postprocessingJSON = try text("postprocessing") }
         return run
     }
@@ -103,7 +109,7 @@ public enum ResultsFile {
             ("empty_rule", .string(run.settings.empty.rawValue)),
             ("nsd_tolerance_mm", .double(run.settings.toleranceMM)),
             ("bootstrap_seed", .int(Int64(bitPattern: run.bootstrapSeed))),
-            ("bootstrap_resamples", .int(Int64(run.bootstrapResamples))),
+            ("bootstrap_resamples", .int(Int64(run.bootstrapResamples)))
         ]
         for (name, value) in attributes { try file.setAttribute(name, value, at: group) }
         if let post = run.postprocessingJSON { try file.setAttribute("postprocessing", .string(post), at: group) }
@@ -113,7 +119,8 @@ public enum ResultsFile {
         try file.write(run.spacing, shape: [cases, 3], to: "\(group)/spacing")
         try file.write(run.confusion, shape: [cases, classes, classes], to: "\(group)/confusion")
         for metric in run.metrics.metrics {
-            try file.write(run.metrics[metric] ?? [], shape: [cases, classes], to: "\(group)/metrics/\(metric.rawValue)")
+            try file.write(
+                run.metrics[metric] ?? [], shape: [cases, classes], to: "\(group)/metrics/\(metric.rawValue)")
             let summaries = run.summaries(metric)
             let path = "\(group)/summary/\(metric.rawValue)"
             try file.write(summaries.flatMap(\.row), shape: [classes, 6], to: path)
@@ -127,13 +134,16 @@ public enum ResultsFile {
             try file.setAttribute("std_ddof", .int(Int64(MetricSummary.ddof)), at: path)
         }
         for (caseID, labels) in run.labels.sorted(by: { $0.key < $1.key }) {
-            let shape = labels.frames == 1 ? [labels.rows, labels.columns] : [labels.frames, labels.rows, labels.columns]
+            let shape =
+                labels.frames == 1 ? [labels.rows, labels.columns] : [labels.frames, labels.rows, labels.columns]
             let chunks = labels.frames == 1 ? shape : [1, labels.rows, labels.columns]
             let path = "\(group)/labels/\(caseID)"
             if (labels.labels.max() ?? 0) <= 255 && (labels.labels.min() ?? 0) >= 0 {
-                try file.write(labels.labels.map { UInt8(clamping: $0) }, shape: shape, to: path, chunks: chunks, deflate: 4)
+                try file.write(
+                    labels.labels.map { UInt8(clamping: $0) }, shape: shape, to: path, chunks: chunks, deflate: 4)
             } else {
-                try file.write(labels.labels.map { UInt16(clamping: $0) }, shape: shape, to: path, chunks: chunks, deflate: 4)
+                try file.write(
+                    labels.labels.map { UInt16(clamping: $0) }, shape: shape, to: path, chunks: chunks, deflate: 4)
             }
             try file.setAttribute("spacing", .doubles(labels.spacing), at: path)
         }

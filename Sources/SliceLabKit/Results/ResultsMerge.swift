@@ -30,7 +30,8 @@ public enum ResultsMerge {
     public static func merge(parts: [String], output: String, overwrite: Bool = false) throws -> Outcome {
         let resolved = URL(fileURLWithPath: output).standardizedFileURL.path
         if parts.contains(where: { URL(fileURLWithPath: $0).standardizedFileURL.path == resolved })
-            || (!overwrite && FileManager.default.fileExists(atPath: output)) {
+            || (!overwrite && FileManager.default.fileExists(atPath: output))
+        {
             throw ShardError.outputExists(file: output)
         }
         try prepareOutputLocation(output)
@@ -46,8 +47,10 @@ public enum ResultsMerge {
         for (partIndex, record) in records.enumerated() {
             for (position, name) in record.cases.enumerated() {
                 if let earlier = location[name] {
-                    throw ShardError.inconsistentPart(file: parts[partIndex], reason: "case '\(name)' is also in "
-                        + "\(parts[earlier.part])")
+                    throw ShardError.inconsistentPart(
+                        file: parts[partIndex],
+                        reason: "case '\(name)' is also in "
+                            + "\(parts[earlier.part])")
                 }
                 location[name] = (partIndex, position)
             }
@@ -57,8 +60,9 @@ public enum ResultsMerge {
         }
         if location.count != first.caseOrder.count {
             let stray = location.keys.filter { !first.caseOrder.contains($0) }.sorted()
-            throw ShardError.inconsistentPart(file: parts[location[stray[0]]!.part],
-                                              reason: "case '\(stray[0])' is not in the run's case list")
+            throw ShardError.inconsistentPart(
+                file: parts[location[stray[0]]!.part],
+                reason: "case '\(stray[0])' is not in the run's case list")
         }
 
         var runs: [ResultsRun] = []
@@ -66,8 +70,10 @@ public enum ResultsMerge {
             let pieces = try parts.indices.map { index -> (run: ResultsRun, labels: [String: LabelMap]) in
                 let run = try ResultsFile.readRun(name, from: parts[index])
                 guard run.caseIDs == records[index].cases else {
-                    throw ShardError.inconsistentPart(file: parts[index], reason: "run '\(name)' holds cases "
-                        + "\(run.caseIDs.prefix(3)) but /shard lists \(records[index].cases.prefix(3))")
+                    throw ShardError.inconsistentPart(
+                        file: parts[index],
+                        reason: "run '\(name)' holds cases "
+                            + "\(run.caseIDs.prefix(3)) but /shard lists \(records[index].cases.prefix(3))")
                 }
                 return (run, try ResultsFile.readLabels(name, from: parts[index]))
             }
@@ -77,9 +83,12 @@ public enum ResultsMerge {
             runs.append(merged)
         }
         let comparisons = try first.comparisons.map { pair -> ResultsComparison in
-            guard let a = runs.first(where: { $0.name == pair.a }), let b = runs.first(where: { $0.name == pair.b }) else {
-                throw ShardError.inconsistentPart(file: parts[0], reason: "comparison \(pair.a)__\(pair.b) names a "
-                    + "run the part does not hold")
+            guard let a = runs.first(where: { $0.name == pair.a }), let b = runs.first(where: { $0.name == pair.b })
+            else {
+                throw ShardError.inconsistentPart(
+                    file: parts[0],
+                    reason: "comparison \(pair.a)__\(pair.b) names a "
+                        + "run the part does not hold")
             }
             return try ResultsComparison(a, b)
         }
@@ -106,8 +115,9 @@ public enum ResultsMerge {
                 throw mismatch("configuration \(record.configJSON) differs from \(first.configJSON)")
             }
             if record.caseOrder != first.caseOrder {
-                throw mismatch("their runs list different cases (\(record.caseOrder.count) and "
-                    + "\(first.caseOrder.count))")
+                throw mismatch(
+                    "their runs list different cases (\(record.caseOrder.count) and "
+                        + "\(first.caseOrder.count))")
             }
             if record.runOrder != first.runOrder {
                 throw mismatch("runs \(record.runOrder) and \(first.runOrder)")
@@ -139,11 +149,12 @@ public enum ResultsMerge {
                 ("bootstrap resamples", run.bootstrapResamples == first.bootstrapResamples),
                 ("post-processing", run.postprocessingJSON == first.postprocessingJSON),
                 ("metrics", run.metrics.metrics == first.metrics.metrics),
-                ("config", comparable(run.configJSON) == comparable(first.configJSON)),
+                ("config", comparable(run.configJSON) == comparable(first.configJSON))
             ]
             if let field = fields.first(where: { !$0.1 }) {
-                throw ShardError.configurationMismatch(file: parts[index], other: parts[0],
-                                                       reason: "run '\(run.name)' differs in its \(field.0)")
+                throw ShardError.configurationMismatch(
+                    file: parts[index], other: parts[0],
+                    reason: "run '\(run.name)' differs in its \(field.0)")
             }
         }
     }
@@ -156,8 +167,10 @@ public enum ResultsMerge {
     // MARK: - Joining
 
     /// One run over all cases in `order`, each case's arrays copied from the part that holds it.
-    static func joined(_ pieces: [(run: ResultsRun, labels: [String: LabelMap])], order: [String],
-                       location: [String: (part: Int, position: Int)]) throws -> ResultsRun {
+    static func joined(
+        _ pieces: [(run: ResultsRun, labels: [String: LabelMap])], order: [String],
+        location: [String: (part: Int, position: Int)]
+    ) throws -> ResultsRun {
         var run = pieces[0].run
         let k = run.classCount
         var metrics = MetricTable()
@@ -174,8 +187,10 @@ public enum ResultsMerge {
             confusion += piece.confusion[(position * k * k)..<((position + 1) * k * k)]
             if let map = pieces[part].labels[name] { labels[name] = map }
         }
-        (run.caseIDs, run.metrics, run.spacing, run.confusion, run.labels) = (order, metrics, spacing, confusion,
-                                                                               labels)
+        (run.caseIDs, run.metrics, run.spacing, run.confusion, run.labels) = (
+            order, metrics, spacing, confusion,
+            labels
+        )
         run.created = ResultsRun.isoTimestamp(Date())
         return run
     }

@@ -41,20 +41,26 @@ public struct ResultsRun: Sendable {
     /// - Parameters:
     ///   - cases: `(id, spacing (slice, row, column) mm, metrics)` per case.
     /// - Throws: `ResultsError.invalidRunName`, `.inconsistentRun` when a case has another class count.
-    public init(name: String, method: String, model: String = "", dataset: String, configJSON: String = "{}",
-                settings: EvaluationSettings, classNames: [String], cases: [(id: String, spacing: [Double], metrics: CaseMetrics)],
-                labels: [String: LabelMap] = [:], bootstrapSeed: UInt64 = 0, bootstrapResamples: Int = 2000,
-                created: Date = Date()) throws {
+    public init(
+        name: String, method: String, model: String = "", dataset: String, configJSON: String = "{}",
+        settings: EvaluationSettings, classNames: [String],
+        cases: [(id: String, spacing: [Double], metrics: CaseMetrics)],
+        labels: [String: LabelMap] = [:], bootstrapSeed: UInt64 = 0, bootstrapResamples: Int = 2000,
+        created: Date = Date()
+    ) throws {
         try Self.validate(name: name)
         let k = settings.classCount
         guard classNames.count == k else {
             throw ResultsError.inconsistentRun(run: name, reason: "\(classNames.count) class names for \(k) classes")
         }
         var metrics = MetricTable()
-        var confusion: [Int64] = [], spacing: [Double] = []
+        var confusion: [Int64] = []
+        var spacing: [Double] = []
         for (id, caseSpacing, values) in cases {
             guard values.confusion.classCount == k, caseSpacing.count == 3 else {
-                throw ResultsError.inconsistentRun(run: name, reason: "case '\(id)' has \(values.confusion.classCount) classes, spacing \(caseSpacing)")
+                throw ResultsError.inconsistentRun(
+                    run: name, reason: "case '\(id)' has \(values.confusion.classCount) classes, spacing \(caseSpacing)"
+                )
             }
             metrics.append(values.values)
             confusion += values.confusion.counts
@@ -97,8 +103,9 @@ public struct ResultsRun: Sendable {
     /// Per-class summaries of `metric` (seed offset by metric and class so intervals are independent).
     public func summaries(_ metric: MetricName) -> [MetricSummary] {
         (0..<classCount).map { c in
-            MetricSummary(values(metric, classIndex: c), seed: subSeed(bootstrapSeed, metric, c),
-                          resamples: bootstrapResamples)
+            MetricSummary(
+                values(metric, classIndex: c), seed: subSeed(bootstrapSeed, metric, c),
+                resamples: bootstrapResamples)
         }
     }
 
@@ -118,9 +125,11 @@ func subSeed(_ seed: UInt64, _ metric: MetricName, _ classIndex: Int) -> UInt64 
 
 extension ResultsRun {
     /// A run as read back from a file.
-    init(stored name: String, method: String, model: String, dataset: String, created: String, configJSON: String,
-         settings: EvaluationSettings, caseIDs: [String], classNames: [String], spacing: [Double],
-         metrics: MetricTable, confusion: [Int64], bootstrapSeed: UInt64, bootstrapResamples: Int) {
+    init(
+        stored name: String, method: String, model: String, dataset: String, created: String, configJSON: String,
+        settings: EvaluationSettings, caseIDs: [String], classNames: [String], spacing: [Double],
+        metrics: MetricTable, confusion: [Int64], bootstrapSeed: UInt64, bootstrapResamples: Int
+    ) {
         (self.name, self.method, self.model, self.dataset, self.created) = (name, method, model, dataset, created)
         (self.configJSON, self.settings, self.caseIDs, self.classNames) = (configJSON, settings, caseIDs, classNames)
         (self.spacing, self.metrics, self.confusion, self.labels) = (spacing, metrics, confusion, [:])

@@ -28,9 +28,11 @@ public enum ShardedJob {
     ///   - work: writes the part of `shard` to the given path (`--shard` semantics).
     ///   - merge: joins the parts (in rank order) into `output`, atomically.
     /// - Throws: this rank's own error from `work` or `merge`, `ShardedJobError` when another rank failed.
-    public static func run<Merged>(communicator: Communicator, output: String, partSuffix: String,
-                                   work: (Shard, String) throws -> Void,
-                                   merge: ([String], String) throws -> Merged) throws -> Outcome<Merged> {
+    public static func run<Merged>(
+        communicator: Communicator, output: String, partSuffix: String,
+        work: (Shard, String) throws -> Void,
+        merge: ([String], String) throws -> Merged
+    ) throws -> Outcome<Merged> {
         let (rank, size) = (communicator.rank, communicator.size)
         // Every rank names the parts folder after rank 0's process id, so two jobs never share one.
         var jobID = [rank == 0 ? Double(getpid()) : 0]
@@ -58,8 +60,9 @@ public enum ShardedJob {
             .wait(bounded: false)
         let failedRanks = failed.indices.filter { failed[$0] > 0 }
         let reasons = failedRanks.filter { $0 != rank }.map { failedRank in
-            "rank \(failedRank): " + ((try? String(contentsOfFile: parts[failedRank] + ".error", encoding: .utf8))
-                ?? "its error is not in \(folder)")
+            "rank \(failedRank): "
+                + ((try? String(contentsOfFile: parts[failedRank] + ".error", encoding: .utf8))
+                    ?? "its error is not in \(folder)")
         }
 
         // Removed once every rank has read the failed ranks' errors (the merge reduction below is the barrier).
@@ -68,7 +71,10 @@ public enum ShardedJob {
         var mergeFailed = [0.0]
         if rank == 0 {
             if failedRanks.isEmpty {
-                do { merged = try merge(parts, output) } catch { failure = error; mergeFailed[0] = 1 }
+                do { merged = try merge(parts, output) } catch {
+                    failure = error
+                    mergeFailed[0] = 1
+                }
             }
         }
         try communicator.allReduceSum(&mergeFailed, what: "merge")
@@ -91,11 +97,11 @@ public enum ShardedJobError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .ranksFailed(ranks, output, reasons):
+        case .ranksFailed(let ranks, let output, let reasons):
             return "rank\(ranks.count == 1 ? "" : "s") \(ranks.map(String.init).joined(separator: ", ")) failed (see "
                 + "\(ranks.count == 1 ? "its" : "their") error above); nothing was written to \(output)"
                 + reasons.map { "; " + $0 }.joined()
-        case let .mergeFailed(output):
+        case .mergeFailed(let output):
             return "rank 0 could not merge the parts (see its error above); nothing was written to \(output)"
         }
     }

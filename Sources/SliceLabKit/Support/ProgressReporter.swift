@@ -28,7 +28,8 @@ public final class ProgressReporter: @unchecked Sendable {
         let elapsed = Date().timeIntervalSince(start)
         let rate = elapsed > 0 ? Double(completed) / elapsed : 0
         let remaining = rate > 0 ? Double(total - completed) / rate : 0
-        let tail = String(format: "%d/%d  %.2f/s  ETA %@", completed, total, rate, Self.clock(remaining))
+        let tail =
+            String(format: "%d/%d  %.2f/s  ETA %@", completed, total, rate, Self.clock(remaining))
             + (status.isEmpty ? "" : "  " + status)
         if isTerminal {
             let width = 30

@@ -50,7 +50,7 @@ public final class DataParallel: TrainingObserver {
             try broadcast(network.parameters, what: "initial weights broadcast")
         case .stepStarted:
             stepStart = Date()
-        case let .gradientsReady(step, bucket):
+        case .gradientsReady(let step, let bucket):
             let start = Date()
             let count = bucket.reduce(0) { $0 + $1.value.count }
             if buffer.count < count { buffer = [Float](repeating: 0, count: count) }
@@ -63,8 +63,9 @@ public final class DataParallel: TrainingObserver {
                         offset += $0.count
                     }
                 }
-                try communicator.allReduceSum(UnsafeMutableBufferPointer(rebasing: values[0..<count]),
-                                              what: "gradient all-reduce of step \(step + 1)")
+                try communicator.allReduceSum(
+                    UnsafeMutableBufferPointer(rebasing: values[0..<count]),
+                    what: "gradient all-reduce of step \(step + 1)")
                 offset = 0
                 for parameter in bucket {
                     parameter.gradient.withUnsafeMutableBufferPointer {
@@ -106,8 +107,9 @@ public final class DataParallel: TrainingObserver {
     public var summary: String {
         let perStep = steps > 0 ? reductionSeconds / Double(steps) : 0
         let stepTime = steps > 0 ? stepSeconds / Double(steps) : 0
-        return String(format: "data-parallel: %d ranks, %.1f MB all-reduced per step, all-reduce %.1f ms of "
-                      + "%.1f ms per step (%.1f %%)", communicator.size, Double(reducedValuesPerStep * 4) / 1e6,
-                      perStep * 1000, stepTime * 1000, stepTime > 0 ? 100 * perStep / stepTime : 0)
+        return String(
+            format: "data-parallel: %d ranks, %.1f MB all-reduced per step, all-reduce %.1f ms of "
+                + "%.1f ms per step (%.1f %%)", communicator.size, Double(reducedValuesPerStep * 4) / 1e6,
+            perStep * 1000, stepTime * 1000, stepTime > 0 ? 100 * perStep / stepTime : 0)
     }
 }

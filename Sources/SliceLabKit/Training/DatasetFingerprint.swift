@@ -149,8 +149,10 @@ extension DatasetFingerprint {
                 caseSmallestMM2[c].append(Double(structures[c].map(\.area).min() ?? 0) * pixelMM2)
                 caseTypicalPixels[c].append(Double(smallest))
                 caseTypicalMM2[c].append(Double(smallest) * pixelMM2)
-                caseThickness[c].append(Self.medianThickness(of: Int32(c + 1), in: sample.labels.values,
-                                                             frames: frames, height: height, width: width))
+                caseThickness[c].append(
+                    Self.medianThickness(
+                        of: Int32(c + 1), in: sample.labels.values,
+                        frames: frames, height: height, width: width))
             }
             for frame in 0..<frames {
                 var inSlice = Set<Int32>()
@@ -178,26 +180,30 @@ extension DatasetFingerprint {
         public func finish() -> DatasetFingerprint {
             func spread(_ rows: [[Double]]) -> AxisSpread {
                 let axes = (0..<3).map { axis in rows.map { $0[axis] } }
-                return AxisSpread(median: axes.map(Self.median), minimum: axes.map { $0.min() ?? 0 },
-                                  maximum: axes.map { $0.max() ?? 0 })
+                return AxisSpread(
+                    median: axes.map(Self.median), minimum: axes.map { $0.min() ?? 0 },
+                    maximum: axes.map { $0.max() ?? 0 })
             }
             let classes = classCases.indices.map { c in
-                ClassStructures(label: c + 1, name: c + 1 < classNames.count ? classNames[c + 1] : "class \(c + 1)",
-                                caseCount: classCases[c], sliceCount: classSlices[c],
-                                componentCount: classComponents[c],
-                                smallestAreaPixels: caseSmallestPixels[c].min() ?? 0,
-                                smallestAreaMM2: caseSmallestMM2[c].min() ?? 0,
-                                typicalSmallestAreaPixels: Self.median(caseTypicalPixels[c]),
-                                typicalSmallestAreaMM2: Self.median(caseTypicalMM2[c]),
-                                typicalThicknessPixels: caseThickness[c].isEmpty ? nil : Self.median(caseThickness[c]))
+                ClassStructures(
+                    label: c + 1, name: c + 1 < classNames.count ? classNames[c + 1] : "class \(c + 1)",
+                    caseCount: classCases[c], sliceCount: classSlices[c],
+                    componentCount: classComponents[c],
+                    smallestAreaPixels: caseSmallestPixels[c].min() ?? 0,
+                    smallestAreaMM2: caseSmallestMM2[c].min() ?? 0,
+                    typicalSmallestAreaPixels: Self.median(caseTypicalPixels[c]),
+                    typicalSmallestAreaMM2: Self.median(caseTypicalMM2[c]),
+                    typicalThicknessPixels: caseThickness[c].isEmpty ? nil : Self.median(caseThickness[c]))
             }
             let intensities = foreground.enumerated().map { channel, values in
-                Self.statistics(values, channel: channel,
-                                name: channel < channelNames.count ? channelNames[channel] : channelNames[0])
+                Self.statistics(
+                    values, channel: channel,
+                    name: channel < channelNames.count ? channelNames[channel] : channelNames[0])
             }
-            return DatasetFingerprint(caseCount: caseCount, sliceCount: sliceCount, channelCount: channelCount,
-                                      spacingMM: spacings.isEmpty ? nil : spread(spacings), size: spread(sizes),
-                                      classes: classes, intensities: intensities, samplesPerCase: samplesPerCase)
+            return DatasetFingerprint(
+                caseCount: caseCount, sliceCount: sliceCount, channelCount: channelCount,
+                spacingMM: spacings.isEmpty ? nil : spread(spacings), size: spread(sizes),
+                classes: classes, intensities: intensities, samplesPerCase: samplesPerCase)
         }
 
         /// The size of the smallest structure of a class in one case that matters: with the structures sorted
@@ -220,13 +226,16 @@ extension DatasetFingerprint {
         /// Every structure of a case's labels [frames, height, width], a 6-connected component of equal nonzero
         /// labels (face neighbours, in-plane and across slices; a 2-D case's are 4-connected), with its in-plane
         /// size, the area of its largest cross-section in one slice in pixels, and its voxels.
-        static func structureAreas(_ labels: [Int32], frames: Int, height: Int,
-                                   width: Int) -> [(label: Int32, area: Int, voxels: Int)] {
+        static func structureAreas(
+            _ labels: [Int32], frames: Int, height: Int,
+            width: Int
+        ) -> [(label: Int32, area: Int, voxels: Int)] {
             let plane = height * width
             var visited = [Bool](repeating: false, count: labels.count)
             var perSlice = [Int](repeating: 0, count: frames)
             var result: [(Int32, Int, Int)] = []
-            var stack: [Int] = [], touched: [Int] = []
+            var stack: [Int] = []
+            var touched: [Int] = []
             for start in labels.indices where labels[start] > 0 && !visited[start] {
                 let label = labels[start]
                 visited[start] = true
@@ -235,8 +244,10 @@ extension DatasetFingerprint {
                     let (z, y, x) = (p / plane, (p % plane) / width, p % width)
                     if perSlice[z] == 0 { touched.append(z) }
                     perSlice[z] += 1
-                    for (nz, ny, nx) in [(z - 1, y, x), (z + 1, y, x), (z, y - 1, x), (z, y + 1, x),
-                                         (z, y, x - 1), (z, y, x + 1)]
+                    for (nz, ny, nx) in [
+                        (z - 1, y, x), (z + 1, y, x), (z, y - 1, x), (z, y + 1, x),
+                        (z, y, x - 1), (z, y, x + 1)
+                    ]
                     where nz >= 0 && nz < frames && ny >= 0 && ny < height && nx >= 0 && nx < width {
                         let q = nz * plane + ny * width + nx
                         if !visited[q] && labels[q] == label {
@@ -254,8 +265,10 @@ extension DatasetFingerprint {
 
         /// The median local thickness over the pixels of `label` in a case's labels [frames, height, width],
         /// measured slice by slice; thickness beyond `LocalThickness.cap` counts as the cap.
-        static func medianThickness(of label: Int32, in labels: [Int32], frames: Int, height: Int,
-                                    width: Int) -> Double {
+        static func medianThickness(
+            of label: Int32, in labels: [Int32], frames: Int, height: Int,
+            width: Int
+        ) -> Double {
             let plane = height * width
             var values: [Double] = []
             for frame in 0..<frames {
@@ -270,25 +283,28 @@ extension DatasetFingerprint {
 
         static func median(_ values: [Double]) -> Double {
             guard !values.isEmpty else { return 0 }
-            let sorted = values.sorted(), middle = sorted.count / 2
+            let sorted = values.sorted()
+            let middle = sorted.count / 2
             return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
         }
 
         static func statistics(_ values: [Float], channel: Int, name: String) -> IntensityStatistics {
             guard !values.isEmpty else {
-                return IntensityStatistics(channel: channel, name: name, sampledVoxels: 0, mean: 0,
-                                           standardDeviation: 0, percentile00_5: 0, percentile99_5: 0,
-                                           minimum: 0, maximum: 0)
+                return IntensityStatistics(
+                    channel: channel, name: name, sampledVoxels: 0, mean: 0,
+                    standardDeviation: 0, percentile00_5: 0, percentile99_5: 0,
+                    minimum: 0, maximum: 0)
             }
             let count = Double(values.count)
             let mean = values.reduce(0.0) { $0 + Double($1) } / count
             let variance = values.reduce(0.0) { $0 + (Double($1) - mean) * (Double($1) - mean) } / count
             let sorted = values.sorted()
             func percentile(_ q: Double) -> Double { Percentile.ofSorted(sorted, q) }
-            return IntensityStatistics(channel: channel, name: name, sampledVoxels: values.count, mean: mean,
-                                       standardDeviation: variance.squareRoot(), percentile00_5: percentile(0.5),
-                                       percentile99_5: percentile(99.5), minimum: Double(sorted[0]),
-                                       maximum: Double(sorted[sorted.count - 1]))
+            return IntensityStatistics(
+                channel: channel, name: name, sampledVoxels: values.count, mean: mean,
+                standardDeviation: variance.squareRoot(), percentile00_5: percentile(0.5),
+                percentile99_5: percentile(99.5), minimum: Double(sorted[0]),
+                maximum: Double(sorted[sorted.count - 1]))
         }
     }
 }

@@ -15,8 +15,10 @@ public final class TrainProgress: TrainingObserver {
     /// - Parameters:
     ///   - isTerminal: draw a bar (default: whether standard error is a TTY).
     ///   - write: where text goes (standard error by default; tests capture it).
-    public init(totalSteps: Int, isTerminal: Bool = isatty(2) == 1, plainInterval: Int = 10,
-                write: @escaping (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }) {
+    public init(
+        totalSteps: Int, isTerminal: Bool = isatty(2) == 1, plainInterval: Int = 10,
+        write: @escaping (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }
+    ) {
         self.totalSteps = totalSteps
         self.isTerminal = isTerminal
         self.plainInterval = max(1, plainInterval)
@@ -25,13 +27,15 @@ public final class TrainProgress: TrainingObserver {
 
     public func handle(_ event: TrainingEvent) {
         switch event {
-        case let .stepEnded(step, loss, learningRate, _):
+        case .stepEnded(let step, let loss, let learningRate, _):
             self.step(step + 1, loss: loss, learningRate: learningRate)
-        case let .validated(stepsDone, result, improved):
+        case .validated(let stepsDone, let result, let improved):
             let dice = result.dice.map { String(format: "%.3f", $0) }.joined(separator: " ")
-            note(String(format: "validation at step %d: loss %.4f, mean foreground Dice %.4f%@ (per class %@)",
-                        stepsDone, result.loss, result.meanForegroundDice, improved ? ", best" : "", dice))
-        case let .note(line):
+            note(
+                String(
+                    format: "validation at step %d: loss %.4f, mean foreground Dice %.4f%@ (per class %@)",
+                    stepsDone, result.loss, result.meanForegroundDice, improved ? ", best" : "", dice))
+        case .note(let line):
             note(line)
         default:
             break
@@ -48,14 +52,17 @@ public final class TrainProgress: TrainingObserver {
         let elapsed = now.timeIntervalSince(start ?? now)
         let rate = elapsed > 0 && step > startStep ? Double(step - startStep) / elapsed : 0
         let eta = rate > 0 ? Double(totalSteps - step) / rate : 0
-        let numbers = String(format: "step %d/%d  loss %.4f  lr %.2e  %.3g steps/s  ETA %@", step, totalSteps, loss,
-                             learningRate, rate, ProgressReporter.clock(eta))
+        let numbers = String(
+            format: "step %d/%d  loss %.4f  lr %.2e  %.3g steps/s  ETA %@", step, totalSteps, loss,
+            learningRate, rate, ProgressReporter.clock(eta))
         if isTerminal {
             guard now.timeIntervalSince(lastDraw) > 0.1 || step == totalSteps else { return }
             lastDraw = now
-            let width = 24, filled = totalSteps > 0 ? width * step / totalSteps : width
-            write("\r[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
-                  + "] " + numbers + "\u{1B}[K")
+            let width = 24
+            let filled = totalSteps > 0 ? width * step / totalSteps : width
+            write(
+                "\r[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
+                    + "] " + numbers + "\u{1B}[K")
         } else if step % plainInterval == 0 || step == totalSteps {
             write(numbers + "\n")
         }

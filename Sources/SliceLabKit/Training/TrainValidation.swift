@@ -49,8 +49,9 @@ public struct TrainValidation {
             let logits = try network.forward(input, training: false)
             let expected = [1, classCount] + Array(sample.image.shape.suffix(2))
             guard logits.shape == expected else {
-                throw TrainingError.shapeMismatch(what: "validation logits of case \(sample.name)", expected: expected,
-                                                  actual: logits.shape)
+                throw TrainingError.shapeMismatch(
+                    what: "validation logits of case \(sample.name)", expected: expected,
+                    actual: logits.shape)
             }
             let labels = LabelTensor(shape: [1] + sample.labels.shape, values: sample.labels.values)
             totalLoss += try loss.evaluate(logits: logits, labels: labels).loss
@@ -69,7 +70,8 @@ public struct TrainValidation {
         let overlaps = (0..<classCount).map {
             OverlapMetrics(confusion, classIndex: $0, voxelVolumeMM3: 1, empty: .one)
         }
-        let dice = overlaps.map(\.dice), iou = overlaps.map(\.iou)
+        let dice = overlaps.map(\.dice)
+        let iou = overlaps.map(\.iou)
         return Result(loss: cases.isEmpty ? 0 : totalLoss / Double(cases.count), dice: dice, iou: iou)
     }
 }

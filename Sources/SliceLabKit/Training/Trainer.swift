@@ -32,9 +32,11 @@ public final class Trainer {
     /// The size of the gradient buckets of `TrainingEvent.gradientsReady` (PyTorch DDP's default, 25 MiB).
     public var bucketBytes = 25 << 20
 
-    public init(network: SegmentationNetwork, configuration: TrainingConfiguration, sampler: BatchSampler,
-                validation: TrainValidation?, bestCheckpointPath: String, lastCheckpointPath: String,
-                progress: TrainProgress? = nil) throws {
+    public init(
+        network: SegmentationNetwork, configuration: TrainingConfiguration, sampler: BatchSampler,
+        validation: TrainValidation?, bestCheckpointPath: String, lastCheckpointPath: String,
+        progress: TrainProgress? = nil
+    ) throws {
         try configuration.validate()
         self.network = network
         self.configuration = configuration
@@ -67,7 +69,8 @@ public final class Trainer {
     public func run(resumingFrom resumePath: String? = nil) throws -> Summary {
         let loss = try configuration.loss.makeLoss(classCount: configuration.classCount)
         let optimizer = configuration.optimizer.makeOptimizer(parameters: network.parameters)
-        var state = TrainingState(step: 0, sampler: SamplerState(seed: configuration.seed), optimizer: optimizer.state())
+        var state = TrainingState(
+            step: 0, sampler: SamplerState(seed: configuration.seed), optimizer: optimizer.state())
         var lastWritten: String?
         if let resumePath {
             let file = try HDF5File.open(resumePath)
@@ -76,8 +79,10 @@ public final class Trainer {
             comparable.steps = configuration.steps
             comparable.schedule.totalSteps = configuration.schedule.totalSteps
             guard comparable == configuration else {
-                throw TrainingError.invalidState(file: resumePath, reason: "its training configuration differs from "
-                                                 + "this run's; resume with the same options")
+                throw TrainingError.invalidState(
+                    file: resumePath,
+                    reason: "its training configuration differs from "
+                        + "this run's; resume with the same options")
             }
             try readModel(file)
             try optimizer.restore(storedState.optimizer)
@@ -119,9 +124,11 @@ public final class Trainer {
                 if improved { try writeCheckpoint(state, to: bestCheckpointPath) }
             }
             if let patience = configuration.earlyStoppingPatience, state.validationsWithoutImprovement >= patience {
-                try emit(.note("early stop at step \(state.step): no better validation Dice in \(patience) validations "
-                               + "(best \(state.bestScore.map { String(format: "%.4f", $0) } ?? "-") "
-                               + "at step \(state.bestStep ?? 0))"))
+                try emit(
+                    .note(
+                        "early stop at step \(state.step): no better validation Dice in \(patience) validations "
+                            + "(best \(state.bestScore.map { String(format: "%.4f", $0) } ?? "-") "
+                            + "at step \(state.bestStep ?? 0))"))
                 stoppedEarly = true
                 break
             }
@@ -131,7 +138,9 @@ public final class Trainer {
 
     /// Backpropagates, reporting the gradients that complete in buckets of about `bucketBytes`, then all of them.
     private func backward(_ gradient: FloatTensor, step: Int) throws {
-        var bucket: [Parameter] = [], bytes = 0, failure: Error?
+        var bucket: [Parameter] = []
+        var bytes = 0
+        var failure: Error?
         func flush() {
             guard !bucket.isEmpty, failure == nil else { return }
             do { try emit(.gradientsReady(step: step, bucket: bucket)) } catch { failure = error }

@@ -57,8 +57,10 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
         public var outputStride: Int?
         public var batchSize: Int?
         public var preprocessing: Preprocessing?
-        public init(cropSize: Int? = nil, inputScale: Int? = nil, outputStride: Int? = nil, batchSize: Int? = nil,
-                    preprocessing: Preprocessing? = nil) {
+        public init(
+            cropSize: Int? = nil, inputScale: Int? = nil, outputStride: Int? = nil, batchSize: Int? = nil,
+            preprocessing: Preprocessing? = nil
+        ) {
             (self.cropSize, self.inputScale, self.outputStride) = (cropSize, inputScale, outputStride)
             (self.batchSize, self.preprocessing) = (batchSize, preprocessing)
         }
@@ -74,17 +76,23 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
     ///   - inputChannels: the network's input channels (context slices included).
     ///   - memoryBudgetBytes: the training memory one process may use.
     ///   - ranks: the ranks of a data-parallel job; the planned batch is a multiple of it.
-    public static func make(fingerprint: DatasetFingerprint, overrides: Overrides = Overrides(),
-                            datasetPreprocessing: Preprocessing? = nil, architecture: String, inputChannels: Int,
-                            memoryBudgetBytes: Int, ranks: Int = 1) -> TrainingPlan {
+    public static func make(
+        fingerprint: DatasetFingerprint, overrides: Overrides = Overrides(),
+        datasetPreprocessing: Preprocessing? = nil, architecture: String, inputChannels: Int,
+        memoryBudgetBytes: Int, ranks: Int = 1
+    ) -> TrainingPlan {
         var sources: [String: Source] = [:]
         func source(_ key: String, _ given: Bool) { sources[key] = given ? .flag : .plan }
         let structure = fingerprint.smallestStructure
         // Stride and scale first: the crop's memory depends on the scale.
-        var stride = overrides.outputStride ?? 8, scale = overrides.inputScale ?? 1
+        var stride = overrides.outputStride ?? 8
+        var scale = overrides.inputScale ?? 1
         if let size = structure?.sizePixels {
             if overrides.outputStride == nil,
-               size * Double(scale) / 16 >= 2 * minimumCells { stride = 16 }
+                size * Double(scale) / 16 >= 2 * minimumCells
+            {
+                stride = 16
+            }
             if overrides.inputScale == nil {
                 scale = [1, 2, 4].first { size * Double($0) / Double(stride) >= minimumCells } ?? 4
             }
@@ -97,8 +105,9 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
             while scale > 1 && crop * scale > maximumScaledInput { scale /= 2 }
         }
         func bytes(_ crop: Int) -> Int {
-            bytesPerSample(architecture: architecture, inputSide: crop * scale, outputStride: stride,
-                           inputChannels: inputChannels)
+            bytesPerSample(
+                architecture: architecture, inputSide: crop * scale, outputStride: stride,
+                inputChannels: inputChannels)
         }
         if overrides.cropSize == nil {
             while crop > 64 && memoryBudgetBytes / bytes(crop) < batchRange.lowerBound {
@@ -122,24 +131,29 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
             sources["normalize"] = .plan
         }
         let cells = structure.map { $0.sizePixels * Double(scale) / Double(stride) }
-        return TrainingPlan(cropSize: crop, inputScale: scale, outputStride: stride, batchSize: batch,
-                            preprocessing: preprocessing, sources: sources, memoryBudgetBytes: memoryBudgetBytes,
-                            estimatedBytesPerSample: bytes(crop), smallestStructure: structure?.name,
-                            smallestStructureSizePixels: structure?.sizePixels,
-                            cellsAcrossSmallestStructure: cells, fingerprint: fingerprint)
+        return TrainingPlan(
+            cropSize: crop, inputScale: scale, outputStride: stride, batchSize: batch,
+            preprocessing: preprocessing, sources: sources, memoryBudgetBytes: memoryBudgetBytes,
+            estimatedBytesPerSample: bytes(crop), smallestStructure: structure?.name,
+            smallestStructureSizePixels: structure?.sizePixels,
+            cellsAcrossSmallestStructure: cells, fingerprint: fingerprint)
     }
 
     /// The modality rule: CT (the first channel's name, any case) → clip to the foreground's 0.5–99.5
     /// percentiles, z-score with its mean and standard deviation; else per-image z-score. A CT set without
     /// foreground (or with constant foreground) falls back to z-score too.
     /// - Parameter modality: the modality to assume instead of the first channel's name (`--normalize ct`).
-    public static func modalityPreprocessing(_ fingerprint: DatasetFingerprint,
-                                             modality: String? = nil) -> Preprocessing {
+    public static func modalityPreprocessing(
+        _ fingerprint: DatasetFingerprint,
+        modality: String? = nil
+    ) -> Preprocessing {
         guard let first = fingerprint.intensities.first, (modality ?? first.name).uppercased() == "CT",
-              first.sampledVoxels > 0,
-              first.standardDeviation > 0 else { return .zScore }
-        return .clippedZScore(low: first.percentile00_5, high: first.percentile99_5, mean: first.mean,
-                              standardDeviation: first.standardDeviation)
+            first.sampledVoxels > 0,
+            first.standardDeviation > 0
+        else { return .zScore }
+        return .clippedZScore(
+            low: first.percentile00_5, high: first.percentile99_5, mean: first.mean,
+            standardDeviation: first.standardDeviation)
     }
 
     /// Training memory of one sample, in bytes: activations kept for the backward pass plus their gradients,
@@ -148,8 +162,10 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
     /// from the training-step benchmark's peak RSS (README, "Training: slicelab train"): ResNet-18 692 MB at
     /// 8 × 128² (5.3 kB per pixel), ResNet-50 2316 MB at 4 × 256² (8.8 kB); ResNet-34, ResNet-101 and
     /// MobileNetV2 are not measured and are scaled by depth (6.5 kB, 11 kB) or taken as ResNet-18's.
-    public static func bytesPerSample(architecture: String, inputSide: Int, outputStride: Int,
-                                      inputChannels: Int) -> Int {
+    public static func bytesPerSample(
+        architecture: String, inputSide: Int, outputStride: Int,
+        inputChannels: Int
+    ) -> Int {
         let perPixel: Double
         switch DeepLabConfiguration.Architecture(rawValue: architecture) {
         case .resnet18?, .mobilenetV2?: perPixel = 5_300
@@ -173,28 +189,36 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
         }
         let f = fingerprint
         var lines: [String] = []
-        let spacing = f.spacingMM.map { s in
-            "spacing (mm) median " + s.median.map { String(format: "%.3g", $0) }.joined(separator: " × ")
-        } ?? "no spacing"
-        lines.append("plan: fingerprint of \(f.caseCount) training cases (\(f.sliceCount) slices): size median "
-                     + f.size.median.map { String(format: "%.0f", $0) }.joined(separator: " × ") + ", " + spacing)
+        let spacing =
+            f.spacingMM.map { s in
+                "spacing (mm) median " + s.median.map { String(format: "%.3g", $0) }.joined(separator: " × ")
+            } ?? "no spacing"
+        lines.append(
+            "plan: fingerprint of \(f.caseCount) training cases (\(f.sliceCount) slices): size median "
+                + f.size.median.map { String(format: "%.0f", $0) }.joined(separator: " × ") + ", " + spacing)
         if let name = smallestStructure, let size = smallestStructureSizePixels,
-           let cells = cellsAcrossSmallestStructure {
+            let cells = cellsAcrossSmallestStructure
+        {
             let measured = fingerprint.classes.first { $0.name == name }
             let across = measured.map { String(format: "%.1f px across by area", $0.typicalSmallestDiameterPixels) }
             let thick = measured?.typicalThicknessPixels.map {
-                $0 >= LocalThickness.cap ? String(format: "at least %.0f px thick", $0)
+                $0 >= LocalThickness.cap
+                    ? String(format: "at least %.0f px thick", $0)
                     : String(format: "%.1f px thick", $0)
             }
-            lines.append(String(format: "plan: smallest structure %@: %.1f px (typical per case: %@), "
-                                + "%.1f output cells at effective stride %g", name, size,
-                                [across, thick].compactMap { $0 }.joined(separator: ", "), cells,
-                                Double(outputStride) / Double(inputScale)))
+            lines.append(
+                String(
+                    format: "plan: smallest structure %@: %.1f px (typical per case: %@), "
+                        + "%.1f output cells at effective stride %g", name, size,
+                    [across, thick].compactMap { $0 }.joined(separator: ", "), cells,
+                    Double(outputStride) / Double(inputScale)))
         }
-        lines.append("plan: crop \(cropSize)\(from("crop")), input scale \(inputScale)\(from("input_scale")), "
-                     + "output stride \(outputStride)\(from("output_stride")), batch \(batchSize)\(from("batch")) "
-                     + String(format: "(about %.0f MiB per sample, budget %.0f MiB)",
-                              Double(estimatedBytesPerSample) / 1_048_576, Double(memoryBudgetBytes) / 1_048_576))
+        lines.append(
+            "plan: crop \(cropSize)\(from("crop")), input scale \(inputScale)\(from("input_scale")), "
+                + "output stride \(outputStride)\(from("output_stride")), batch \(batchSize)\(from("batch")) "
+                + String(
+                    format: "(about %.0f MiB per sample, budget %.0f MiB)",
+                    Double(estimatedBytesPerSample) / 1_048_576, Double(memoryBudgetBytes) / 1_048_576))
         lines.append("plan: normalize \(preprocessing.json)\(from("normalize"))")
         return lines
     }

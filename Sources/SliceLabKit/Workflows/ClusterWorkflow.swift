@@ -23,15 +23,15 @@ public enum ClusterOptionError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .colorSpaceNeedsColor(space, file):
+        case .colorSpaceNeedsColor(let space, let file):
             return "color space \(space.rawValue) needs a color image, but \(file) is gray"
-        case let .noLightnessChannel(method, space):
+        case .noLightnessChannel(let method, let space):
             return "method \(method.rawValue) thresholds one channel; color space \(space.rawValue) has no lightness "
                 + "channel (use gray, lab, hsv or ycbcr)"
-        case let .tooFewClasses(method): return "method \(method.rawValue) needs at least 2 classes"
-        case let .otsuMakesTwoClasses(classes):
+        case .tooFewClasses(let method): return "method \(method.rawValue) needs at least 2 classes"
+        case .otsuMakesTwoClasses(let classes):
             return "Otsu's method makes 2 classes, not \(classes); multi-Otsu makes more"
-        case let .regularizerNeedsProbabilities(step):
+        case .regularizerNeedsProbabilities(let step):
             return "regularizer \(step) works on class probabilities, which a classical method does not produce"
         }
     }
@@ -56,8 +56,10 @@ public struct ClusterOptions: Sendable {
     /// case, does not).
     public var showsProgress = true
 
-    public init(method: ClusterMethod, classes: Int, space: ColorSpace = .gray, seed: Int = 0, initCount: Int = 10,
-                regularize: PostProcessingStepName = .none, minRegion: Int = 0, connectivity: Int = 1, beta: Double = 1) {
+    public init(
+        method: ClusterMethod, classes: Int, space: ColorSpace = .gray, seed: Int = 0, initCount: Int = 10,
+        regularize: PostProcessingStepName = .none, minRegion: Int = 0, connectivity: Int = 1, beta: Double = 1
+    ) {
         (self.method, self.classes, self.space, self.seed, self.initCount) = (method, classes, space, seed, initCount)
         (self.regularize, self.minRegion, self.connectivity, self.beta) = (regularize, minRegion, connectivity, beta)
     }
@@ -89,18 +91,23 @@ public enum ClusterWorkflow {
     /// - Throws: `ClusterOptionError` for impossible option combinations; `InputError` naming the file for data the
     ///   method cannot split (constant images, too few values, NaN/inf); the loader's and writer's errors.
     @discardableResult
-    public static func run(input: String, options: ClusterOptions, out: String,
-                           overlay: String? = nil, limits: ReadLimits = .standard) throws -> ClusterOutcome {
+    public static func run(
+        input: String, options: ClusterOptions, out: String,
+        overlay: String? = nil, limits: ReadLimits = .standard
+    ) throws -> ClusterOutcome {
         try checkOutput(out)
         let start = Date()
         let image = try ImageLoader.load(input, limits: limits)
         if image.frames > 1, OutputFormat(path: out) == .png {
-            throw InputError.unsupportedOutput(file: out, reason: "a PNG holds one slice and \(input) has "
-                + "\(image.frames); write .h5 instead")
+            throw InputError.unsupportedOutput(
+                file: out,
+                reason: "a PNG holds one slice and \(input) has "
+                    + "\(image.frames); write .h5 instead")
         }
         var outcome = try cluster(image, options: options)
-        outcome.timings.insert(("load", Date().timeIntervalSince(start) - outcome.timings.reduce(0) { $0 + $1.seconds }),
-                               at: 0)
+        outcome.timings.insert(
+            ("load", Date().timeIntervalSince(start) - outcome.timings.reduce(0) { $0 + $1.seconds }),
+            at: 0)
         let writeStart = Date()
         try write(outcome, options: options, to: out)
         if let overlay {
@@ -124,8 +131,10 @@ public enum ClusterWorkflow {
         do {
             return try clusterValidated(image, options: options)
         } catch let error as ClassicalError {
-            throw InputError.invalidContent(file: image.source, reason: "cluster --method \(options.method.rawValue): "
-                + error.description)
+            throw InputError.invalidContent(
+                file: image.source,
+                reason: "cluster --method \(options.method.rawValue): "
+                    + error.description)
         }
     }
 
@@ -140,7 +149,9 @@ public enum ClusterWorkflow {
     }
 
     static func features(_ image: ScanImage, space: ColorSpace) throws -> Features {
-        let shape = image.frames > 1 ? GridShape(slices: image.frames, rows: image.rows, columns: image.columns)
+        let shape =
+            image.frames > 1
+            ? GridShape(slices: image.frames, rows: image.rows, columns: image.columns)
             : GridShape(rows: image.rows, columns: image.columns)
         let count = shape.count
         let values = image.values.map(Double.init)
@@ -151,8 +162,9 @@ public enum ClusterWorkflow {
             guard space == .gray else {
                 throw ClusterOptionError.colorSpaceNeedsColor(space: space, file: image.source)
             }
-            return Features(points: FeatureMatrix(count: count, dimension: 1, values: values), lightness: values,
-                            shape: shape)
+            return Features(
+                points: FeatureMatrix(count: count, dimension: 1, values: values), lightness: values,
+                shape: shape)
         }
         // sRGB in [0, 1]: 8-bit (or float in 0…1 / 0…255) and 16-bit sample ranges.
         let largest = values.max() ?? 0
@@ -181,7 +193,8 @@ public enum ClusterWorkflow {
 
     static func clusterValidated(_ image: ScanImage, options: ClusterOptions) throws -> ClusterOutcome {
         guard let method = ClassicalMethods.named(options.method),
-              let regularizer = PostProcessingSteps.named(options.regularize) else {
+            let regularizer = PostProcessingSteps.named(options.regularize)
+        else {
             preconditionFailure("\(options.method) and \(options.regularize) are parsed from the registries")
         }
         try method.check(classes: options.classes)
@@ -203,48 +216,56 @@ public enum ClusterWorkflow {
         var clustering = try method.cluster(features, options: options)
         lap("cluster")
         // Classes ordered by increasing mean intensity (gray) or L* (color).
-        let order = try ClassMapping.intensityOrder(clusters: clustering.labels, intensity: features.lightness,
-                                                    clusterCount: k)
+        let order = try ClassMapping.intensityOrder(
+            clusters: clustering.labels, intensity: features.lightness,
+            clusterCount: k)
         let labels = try order.apply(clustering.labels)
         if let unordered = clustering.centers {
             var values = unordered.values
             for cluster in 0..<unordered.count {
                 let rank = Int(order.classOf[cluster])
                 for channel in 0..<unordered.dimension {
-                    values[rank * unordered.dimension + channel] = unordered.values[cluster * unordered.dimension + channel]
+                    values[rank * unordered.dimension + channel] =
+                        unordered.values[cluster * unordered.dimension + channel]
                 }
             }
             clustering.centers = FeatureMatrix(count: unordered.count, dimension: unordered.dimension, values: values)
         }
         let ordered = LabelGrid<Int32>(shape: features.shape, labels: labels)
-        let context = PostProcessingContext(classCount: k, beta: options.beta,
-                                            unaryCost: { gaussianCost(features.points, ordered, k) })
+        let context = PostProcessingContext(
+            classCount: k, beta: options.beta,
+            unaryCost: { gaussianCost(features.points, ordered, k) })
         var classMap = try regularizer.apply(ordered, context: context)
         lap("regularize")
         // --connectivity 2 is the full neighbourhood: 8 in 2-D, 26 in 3-D (skimage's connectivity = ndim).
         let connectivity = options.connectivity == 1 ? 1 : (features.shape.isVolume ? 3 : 2)
         let regions: LabelGrid<Int32>
         if options.minRegion > 1 {
-            (classMap, regions) = try RegionMerging.mergeSmallRegions(classMap, minimumSize: options.minRegion,
-                                                                      connectivity: connectivity)
+            (classMap, regions) = try RegionMerging.mergeSmallRegions(
+                classMap, minimumSize: options.minRegion,
+                connectivity: connectivity)
         } else {
             regions = try ConnectedComponents.label(classMap, connectivity: connectivity).regions
         }
         lap("regions")
-        return ClusterOutcome(shape: features.shape, labels: classMap.labels, regions: regions.labels,
-                              regionCount: regions.labelBound - 1, centers: clustering.centers,
-                              thresholds: clustering.thresholds, inertia: clustering.inertia,
-                              iterations: clustering.iterations, timings: timings)
+        return ClusterOutcome(
+            shape: features.shape, labels: classMap.labels, regions: regions.labels,
+            regionCount: regions.labelBound - 1, centers: clustering.centers,
+            thresholds: clustering.thresholds, inertia: clustering.inertia,
+            iterations: clustering.iterations, timings: timings)
     }
 
     /// The Potts data term ‖x − μ_k‖² / 2σ², with μ_k the class means of the current map and σ² the pooled
     /// within-class variance per feature (1 when the classes are pure).
     static func gaussianCost(_ points: FeatureMatrix, _ map: LabelGrid<Int32>, _ k: Int) -> (Int, Int) -> Double {
         let dimension = points.dimension
-        var sums = [Double](repeating: 0, count: k * dimension), counts = [Int](repeating: 0, count: k)
+        var sums = [Double](repeating: 0, count: k * dimension)
+        var counts = [Int](repeating: 0, count: k)
         for (index, label) in map.labels.enumerated() {
             counts[Int(label)] += 1
-            for channel in 0..<dimension { sums[Int(label) * dimension + channel] += points.values[index * dimension + channel] }
+            for channel in 0..<dimension {
+                sums[Int(label) * dimension + channel] += points.values[index * dimension + channel]
+            }
         }
         let means = (0..<(k * dimension)).map { sums[$0] / Double(max(counts[$0 / dimension], 1)) }
         var spread = 0.0
@@ -276,8 +297,10 @@ public enum ClusterWorkflow {
         let dims = outcome.shape.dimensions
         if OutputFormat(path: path) == .png {
             guard !outcome.shape.isVolume else {
-                throw InputError.unsupportedOutput(file: path, reason: "a PNG holds one slice and this label map has "
-                    + "\(outcome.shape.slices); write .h5 instead")
+                throw InputError.unsupportedOutput(
+                    file: path,
+                    reason: "a PNG holds one slice and this label map has "
+                        + "\(outcome.shape.slices); write .h5 instead")
             }
             try LabelMap(frames: 1, rows: outcome.shape.rows, columns: outcome.shape.columns, labels: outcome.labels)
                 .write(to: path)
@@ -303,8 +326,12 @@ public enum ClusterWorkflow {
             if options.regularize == .mrf { try file.setAttribute("beta", .double(options.beta)) }
             try file.setAttribute("min_region", .int(Int64(options.minRegion)))
             try file.setAttribute("connectivity", .int(Int64(options.connectivity)))
-            try file.setAttribute("neighbourhood", .int(Int64(options.connectivity == 1
-                ? (outcome.shape.isVolume ? 6 : 4) : (outcome.shape.isVolume ? 26 : 8))))
+            try file.setAttribute(
+                "neighbourhood",
+                .int(
+                    Int64(
+                        options.connectivity == 1
+                            ? (outcome.shape.isVolume ? 6 : 4) : (outcome.shape.isVolume ? 26 : 8))))
             try file.setAttribute("region_count", .int(Int64(outcome.regionCount)))
             try file.setAttribute("class_order", .string(ClassMapping.Method.intensityOrder.rawValue))
             try file.setAttribute("slicelab_version", .string(sliceLabVersion))

@@ -46,12 +46,18 @@ public enum Compare {
         /// `--precision`: bf16 runs the model's convolutions in bf16; nil runs the checkpoint's own precision.
         public var precision: Precision?
 
-        public init(dataset: String, model: String, classical: [ClassicalSpec], split: String = "test", output: String,
-                    report: String? = nil, threads: Int? = nil, skipBad: Bool = false, voteCases: Int = 16,
-                    overwrite: Bool = false, runPrefix: String = "", overlays: String? = nil) {
-            (self.dataset, self.model, self.classical, self.split, self.output) = (dataset, model, classical, split, output)
-            (self.report, self.threads, self.skipBad, self.voteCases, self.overwrite) = (report, threads, skipBad,
-                                                                                         voteCases, overwrite)
+        public init(
+            dataset: String, model: String, classical: [ClassicalSpec], split: String = "test", output: String,
+            report: String? = nil, threads: Int? = nil, skipBad: Bool = false, voteCases: Int = 16,
+            overwrite: Bool = false, runPrefix: String = "", overlays: String? = nil
+        ) {
+            (self.dataset, self.model, self.classical, self.split, self.output) = (
+                dataset, model, classical, split, output
+            )
+            (self.report, self.threads, self.skipBad, self.voteCases, self.overwrite) = (
+                report, threads, skipBad,
+                voteCases, overwrite
+            )
             (self.runPrefix, self.overlays) = (runPrefix, overlays)
         }
     }
@@ -92,7 +98,9 @@ public enum Compare {
             let start = Date()
             defer {
                 let seconds = Date().timeIntervalSince(start)
-                if let index = timings.firstIndex(where: { $0.0 == stage }) { timings[index].1 += seconds } else {
+                if let index = timings.firstIndex(where: { $0.0 == stage }) {
+                    timings[index].1 += seconds
+                } else {
                     timings.append((stage, seconds))
                 }
             }
@@ -100,28 +108,34 @@ public enum Compare {
         }
         if let threads = options.threads { setComputeThreads(threads) }
         let set = try timed("load") {
-            try LabeledSet.open(options.dataset, skipBad: options.skipBad, limits: options.limits,
-                                selection: options.selection)
+            try LabeledSet.open(
+                options.dataset, skipBad: options.skipBad, limits: options.limits,
+                selection: options.selection)
         }
         let allCases = set.cases(in: options.split)
         guard !allCases.isEmpty else {
-            throw CompareError.emptySplit(dataset: options.dataset, split: options.split,
-                                          available: set.splits.keys.sorted())
+            throw CompareError.emptySplit(
+                dataset: options.dataset, split: options.split,
+                available: set.splits.keys.sorted())
         }
         var caseNames = allCases
         if let shard = options.shard {
             let sizes = allCases.map { name in
                 set.files[name].map { files in
-                    files.images.map { ShardSplit.diskSize($0.path) }.reduce(0, +) + ShardSplit.diskSize(files.labels.path)
+                    files.images.map { ShardSplit.diskSize($0.path) }.reduce(0, +)
+                        + ShardSplit.diskSize(files.labels.path)
                 } ?? 0
             }
             caseNames = try ShardSplit.indices(of: shard, sizes: sizes).map { allCases[$0] }
         }
-        let segmenter = try timed("load") { try VolumeSegmenter.load(checkpoint: options.model, precision: options.precision) }
+        let segmenter = try timed("load") {
+            try VolumeSegmenter.load(checkpoint: options.model, precision: options.precision)
+        }
         let model = segmenter.model
         guard model.configuration.classCount == set.classCount else {
-            throw CompareError.classCountMismatch(model: options.model, modelClasses: model.configuration.classCount,
-                                                  dataset: options.dataset, datasetClasses: set.classCount)
+            throw CompareError.classCountMismatch(
+                model: options.model, modelClasses: model.configuration.classCount,
+                dataset: options.dataset, datasetClasses: set.classCount)
         }
         let samples = try timed("load") { try caseNames.map { try set.load($0) } }
         let images = samples.map(scanImage)
@@ -129,8 +143,9 @@ public enum Compare {
         // Other tools' runs first: a missing or misshapen file fails before the model runs.
         let externalMaps = try timed("load") {
             try options.external.map {
-                try externalPredictions(run: $0.name, folder: $0.folder, caseNames: caseNames, references: references,
-                                        set: set)
+                try externalPredictions(
+                    run: $0.name, folder: $0.folder, caseNames: caseNames, references: references,
+                    set: set)
             }
         }
 
@@ -158,14 +173,17 @@ public enum Compare {
 
         // Each classical configuration, cases in parallel.
         var predictions: [(name: String, method: String, model: String, config: String, maps: [LabelMap])] = [
-            (options.runPrefix + "deeplabv3", "deeplabv3", options.model, try configurationJSON(model.configuration), deep),
+            (
+                options.runPrefix + "deeplabv3", "deeplabv3", options.model, try configurationJSON(model.configuration),
+                deep
+            )
         ]
         var postprocessing: [String: String] = [:]
         for post in posts {
             let name = options.runPrefix + "deeplabv3.\(post)"
             let maps: [[Int32]] = try timed("post-process \(post)") {
                 switch post {
-                case let .step(step):
+                case .step(let step):
                     let settings = SegmentPostProcessing(step: step, crf: options.crf)
                     postprocessing[name] = try SortedJSON.string(
                         PostProcessingRecord(method: "\(step)", crf: step == .crf ? options.crf.spec : nil))
@@ -180,19 +198,30 @@ public enum Compare {
                     }
                 }
             }
-            predictions.append((name, "deeplabv3", options.model, try configurationJSON(model.configuration),
-                                zip(maps, samples).map { labelMap($0, like: $1) }))
+            predictions.append(
+                (
+                    name, "deeplabv3", options.model, try configurationJSON(model.configuration),
+                    zip(maps, samples).map { labelMap($0, like: $1) }
+                ))
         }
         for spec in options.classical {
             let maps = try timed("segment \(spec.runName)") {
-                try classicalPredictions(spec, set: set, samples: samples, images: images, options: options,
-                                         progress: progress)
+                try classicalPredictions(
+                    spec, set: set, samples: samples, images: images, options: options,
+                    progress: progress)
             }
-            predictions.append((options.runPrefix + spec.runName, spec.method.rawValue, spec.text, try classicalConfigJSON(spec, set), maps))
+            predictions.append(
+                (
+                    options.runPrefix + spec.runName, spec.method.rawValue, spec.text,
+                    try classicalConfigJSON(spec, set), maps
+                ))
         }
         for ((name, folder), maps) in zip(options.external, externalMaps) {
-            predictions.append((options.runPrefix + name, "external", folder,
-                                DatasetLayouts.jsonText(["folder": folder]), maps))
+            predictions.append(
+                (
+                    options.runPrefix + name, "external", folder,
+                    DatasetLayouts.jsonText(["folder": folder]), maps
+                ))
         }
         let names = predictions.map(\.name)
         if let duplicate = names.first(where: { name in names.filter { $0 == name }.count > 1 }) {
@@ -203,15 +232,17 @@ public enum Compare {
         let settings = EvaluationSettings(classCount: set.classCount)
         let runs = try timed("evaluate") {
             try predictions.map { prediction -> ResultsRun in
-                let metrics = try evaluate(prediction.maps, references: references, caseNames: caseNames,
-                                           settings: settings)
+                let metrics = try evaluate(
+                    prediction.maps, references: references, caseNames: caseNames,
+                    settings: settings)
                 var stored: [String: LabelMap] = [:]
                 for (name, map) in zip(caseNames, prediction.maps) { stored[name] = map }
-                var run = try ResultsRun(name: prediction.name, method: prediction.method, model: prediction.model,
-                                         dataset: set.description.name, configJSON: prediction.config,
-                                         settings: settings, classNames: set.description.classes,
-                                         cases: zip(zip(caseNames, samples), metrics).map { ($0.0, $0.1.spacing, $1) },
-                                         labels: stored)
+                var run = try ResultsRun(
+                    name: prediction.name, method: prediction.method, model: prediction.model,
+                    dataset: set.description.name, configJSON: prediction.config,
+                    settings: settings, classNames: set.description.classes,
+                    cases: zip(zip(caseNames, samples), metrics).map { ($0.0, $0.1.spacing, $1) },
+                    labels: stored)
                 run.postprocessingJSON = postprocessing[prediction.name]
                 run.splitJSON = set.splitJSON
                 return run
@@ -219,34 +250,42 @@ public enum Compare {
         }
         let pairs = runs.dropFirst().map { (a: runs[0].name, b: $0.name) }
         if let shard = options.shard {
-            let record = ShardRecord(command: "compare", shard: shard, configJSON: try shardConfigJSON(options),
-                                     caseOrder: allCases, cases: caseNames,
-                                     skipped: set.skipped.map { ($0.name, "\($0.error)") },
-                                     runOrder: runs.map(\.name), comparisons: pairs)
+            let record = ShardRecord(
+                command: "compare", shard: shard, configJSON: try shardConfigJSON(options),
+                caseOrder: allCases, cases: caseNames,
+                skipped: set.skipped.map { ($0.name, "\($0.error)") },
+                runOrder: runs.map(\.name), comparisons: pairs)
             try timed("write") {
                 try ResultsFile.write(runs: runs, to: options.output, overwrite: true, shard: record, updating: false)
             }
-            return Outcome(runs: runs, comparisons: [], skipped: set.skipped,
-                           timings: timings.map { (stage: $0.0, seconds: $0.1) })
+            return Outcome(
+                runs: runs, comparisons: [], skipped: set.skipped,
+                timings: timings.map { (stage: $0.0, seconds: $0.1) })
         }
         let comparisons = try timed("evaluate") { try runs.dropFirst().map { try ResultsComparison(runs[0], $0) } }
         try timed("write") {
-            try ResultsFile.write(runs: runs, comparisons: comparisons, to: options.output, overwrite: options.overwrite)
+            try ResultsFile.write(
+                runs: runs, comparisons: comparisons, to: options.output, overwrite: options.overwrite)
             if let folder = options.overlays {
-                try writeOverlays(to: folder, names: predictions.map(\.name), maps: predictions.map(\.maps),
-                                  images: images, references: references, caseNames: caseNames)
+                try writeOverlays(
+                    to: folder, names: predictions.map(\.name), maps: predictions.map(\.maps),
+                    images: images, references: references, caseNames: caseNames)
             }
             if let folder = options.predictions {
-                try writePredictions(to: folder, names: predictions.map(\.name), maps: predictions.map(\.maps),
-                                     samples: samples, set: set)
+                try writePredictions(
+                    to: folder, names: predictions.map(\.name), maps: predictions.map(\.maps),
+                    samples: samples, set: set)
             }
             if let folder = options.report {
-                try report(runs: runs, comparisons: comparisons, images: images, references: references,
-                           predictions: predictions.map(\.maps), set: set).write(to: folder)
+                try report(
+                    runs: runs, comparisons: comparisons, images: images, references: references,
+                    predictions: predictions.map(\.maps), set: set
+                ).write(to: folder)
             }
         }
-        return Outcome(runs: runs, comparisons: comparisons, skipped: set.skipped,
-                       timings: timings.map { (stage: $0.0, seconds: $0.1) })
+        return Outcome(
+            runs: runs, comparisons: comparisons, skipped: set.skipped,
+            timings: timings.map { (stage: $0.0, seconds: $0.1) })
     }
 
     // MARK: - Pieces
@@ -254,14 +293,20 @@ public enum Compare {
     /// The model's labels for a case ([frames, rows, columns]) as `segment` computes them, and with
     /// `probabilities` its softmax [frames, K, rows, columns]: slice by slice along the first axis with the
     /// checkpoint's context slices, resampled in-plane to its training spacing when the case has a spacing.
-    static func segmentVolume(_ segmenter: VolumeSegmenter, image: ScanImage,
-                              probabilities: Bool = false) throws -> VolumeSegmenter.Result {
-        let geometry = image.hasSpacing ? VolumeGeometry(spacing: image.spacing, origin: [0, 0, 0],
-                                                         direction: VolumeGeometry.identity.direction) : nil
+    static func segmentVolume(
+        _ segmenter: VolumeSegmenter, image: ScanImage,
+        probabilities: Bool = false
+    ) throws -> VolumeSegmenter.Result {
+        let geometry =
+            image.hasSpacing
+            ? VolumeGeometry(
+                spacing: image.spacing, origin: [0, 0, 0],
+                direction: VolumeGeometry.identity.direction) : nil
         var shape = [image.frames, image.rows, image.columns]
         if image.channels > 1 { shape.append(image.channels) }
-        return try segmenter.segment(image.values, shape: shape, geometry: geometry, probabilities: probabilities,
-                                     source: image.source)
+        return try segmenter.segment(
+            image.values, shape: shape, geometry: geometry, probabilities: probabilities,
+            source: image.source)
     }
 
     /// The label maps of `--external NAME=FOLDER`: `<case><file ending>` for every case of the split (any format
@@ -269,8 +314,10 @@ public enum Compare {
     ///
     /// - Throws: `CompareError.externalMissing` listing every case without a file, `.externalShape`, and the
     ///   readers' errors naming the file.
-    static func externalPredictions(run: String, folder: String, caseNames: [String], references: [LabelMap],
-                                    set: LabeledSet) throws -> [LabelMap] {
+    static func externalPredictions(
+        run: String, folder: String, caseNames: [String], references: [LabelMap],
+        set: LabeledSet
+    ) throws -> [LabelMap] {
         let found: [(stem: String, url: URL)]
         do { found = try ImageFormats.files(in: URL(fileURLWithPath: folder)) } catch {
             throw InputError.unsupportedFile(file: folder, reason: "cannot list it: \(error.localizedDescription)")
@@ -284,8 +331,10 @@ public enum Compare {
         return try zip(caseNames, references).map { name, reference in
             let path = byCase[name]!.path
             var map = try EvaluateInputs.load(path, limits: set.limits).labels
-            let (shape, expected) = ([map.frames, map.rows, map.columns],
-                                     [reference.frames, reference.rows, reference.columns])
+            let (shape, expected) = (
+                [map.frames, map.rows, map.columns],
+                [reference.frames, reference.rows, reference.columns]
+            )
             guard shape == expected else {
                 throw CompareError.externalShape(run: run, file: path, shape: shape, reference: expected)
             }
@@ -296,20 +345,27 @@ public enum Compare {
 
     /// Writes `<folder>/<run>/<case><ending>` for every run and case, the folder as a whole: NIfTI with the case's
     /// geometry for NIfTI sets, PNG for 2-D PNG sets, else HDF5 `/labels` (a DICOM SEG needs its source series).
-    static func writePredictions(to folder: String, names: [String], maps: [[LabelMap]], samples: [LabeledSample],
-                                 set: LabeledSet) throws {
+    static func writePredictions(
+        to folder: String, names: [String], maps: [[LabelMap]], samples: [LabeledSample],
+        set: LabeledSet
+    ) throws {
         try writeFolderAtomically(to: folder) { temporary in
             for (name, runMaps) in zip(names, maps) {
-                try FileManager.default.createDirectory(atPath: "\(temporary)/\(name)",
-                                                        withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    atPath: "\(temporary)/\(name)",
+                    withIntermediateDirectories: true)
                 for (map, sample) in zip(runMaps, samples) {
                     let ending = predictionEnding(set, sample.name)
                     let path = "\(temporary)/\(name)/\(sample.name)\(ending)"
                     if ending.hasPrefix(".nii") {
-                        let geometry = sample.geometry ?? VolumeGeometry(spacing: sample.spacing, origin: [0, 0, 0],
-                                                                         direction: VolumeGeometry.identity.direction)
-                        try NIfTIImage.write(.labels(map.labels), dimensions: [map.columns, map.rows, map.frames],
-                                             geometry: geometry, to: path)
+                        let geometry =
+                            sample.geometry
+                            ?? VolumeGeometry(
+                                spacing: sample.spacing, origin: [0, 0, 0],
+                                direction: VolumeGeometry.identity.direction)
+                        try NIfTIImage.write(
+                            .labels(map.labels), dimensions: [map.columns, map.rows, map.frames],
+                            geometry: geometry, to: path)
                     } else {
                         try map.write(to: path, elementType: map.labels.max() ?? 0 > 255 ? .uint16 : .uint8)
                     }
@@ -321,7 +377,8 @@ public enum Compare {
     /// The ending of a case's written labels: the set's file ending, else its label file's (".h5" for DICOM SEG
     /// and multi-frame PNG-less cases).
     static func predictionEnding(_ set: LabeledSet, _ name: String) -> String {
-        let ending = set.fileEnding
+        let ending =
+            set.fileEnding
             ?? set.files[name].flatMap { ImageFormats.knownEnding($0.labels.lastPathComponent) }
         switch ending?.lowercased() {
         case ".nii.gz"?, ".nii"?, ".png"?: return ending!.lowercased()
@@ -331,12 +388,13 @@ public enum Compare {
 
     /// The options every shard of a run shares, as JSON (`/shard` `config`): not the output, threads or shard.
     static func shardConfigJSON(_ options: Options) throws -> String {
-        try SortedJSON.string(ShardConfiguration(
-            dataset: options.dataset, model: options.model, classical: options.classical.map(\.text),
-            split: options.split, skip_bad: options.skipBad, vote_cases: options.voteCases,
-            run_prefix: options.runPrefix, post: options.post.map { "\($0)" }, crf: options.crf.spec,
-            fold: options.selection.fold, split_seed: options.selection.seed,
-            external: options.external.map { "\($0.name)=\($0.folder)" }))
+        try SortedJSON.string(
+            ShardConfiguration(
+                dataset: options.dataset, model: options.model, classical: options.classical.map(\.text),
+                split: options.split, skip_bad: options.skipBad, vote_cases: options.voteCases,
+                run_prefix: options.runPrefix, post: options.post.map { "\($0)" }, crf: options.crf.spec,
+                fold: options.selection.fold, split_seed: options.selection.seed,
+                external: options.external.map { "\($0.name)=\($0.folder)" }))
     }
 
     /// The `/shard` `config` of a compare run (snake-case keys, as results files name them).
@@ -352,8 +410,10 @@ public enum Compare {
     }
 
     /// `--post auto`: the component rules chosen per class on the validation split (else the train split).
-    static func chooseAuto(set: LabeledSet, segmenter: VolumeSegmenter,
-                           options: Options) throws -> AutoPostProcessing {
+    static func chooseAuto(
+        set: LabeledSet, segmenter: VolumeSegmenter,
+        options: Options
+    ) throws -> AutoPostProcessing {
         let split = set.cases(in: "val").isEmpty ? "train" : "val"
         let names = set.cases(in: split)
         guard !names.isEmpty else {
@@ -362,9 +422,10 @@ public enum Compare {
         let samples = try names.map { try set.load($0) }
         let images = samples.map(scanImage)
         let outputs = try DeepOutputs.segment(segmenter, images: images)
-        return try AutoPostProcessing(outputs: outputs, images: images,
-                                      references: samples.map(\.labels.values),
-                                      classCount: set.classCount, split: split)
+        return try AutoPostProcessing(
+            outputs: outputs, images: images,
+            references: samples.map(\.labels.values),
+            classCount: set.classCount, split: split)
     }
 
     /// A case's image as a channels-last `ScanImage`.
@@ -379,8 +440,9 @@ public enum Compare {
                 for p in 0..<plane { values[(f * plane + p) * channels + c] = sample.image.values[source + p] }
             }
         }
-        return ScanImage(frames: frames, rows: rows, columns: columns, channels: channels, values: values,
-                         spacing: sample.spacing, source: sample.name, hasSpacing: true)
+        return ScanImage(
+            frames: frames, rows: rows, columns: columns, channels: channels, values: values,
+            spacing: sample.spacing, source: sample.name, hasSpacing: true)
     }
 
     static func labelMap(_ labels: [Int32], like sample: LabeledSample) -> LabelMap {
@@ -389,23 +451,28 @@ public enum Compare {
     }
 
     /// Per-case metrics on the references' grids, cases in parallel.
-    static func evaluate(_ predictions: [LabelMap], references: [LabelMap], caseNames: [String],
-                         settings: EvaluationSettings) throws -> [CaseMetrics] {
+    static func evaluate(
+        _ predictions: [LabelMap], references: [LabelMap], caseNames: [String],
+        settings: EvaluationSettings
+    ) throws -> [CaseMetrics] {
         let results = ConcurrentResults<CaseMetrics>(count: predictions.count)
         Parallel.forEach(predictions.count) { index in
             results.set(index) {
-                try CaseEvaluation.metrics(caseID: caseNames[index], reference: references[index],
-                                           prediction: predictions[index], spacing: references[index].spacing,
-                                           settings: settings, remedy: "the set's dataset.json lists fewer classes")
+                try CaseEvaluation.metrics(
+                    caseID: caseNames[index], reference: references[index],
+                    prediction: predictions[index], spacing: references[index].spacing,
+                    settings: settings, remedy: "the set's dataset.json lists fewer classes")
             }
         }
         return try results.values()
     }
 
     /// Clusters every case and maps clusters to the set's classes as the spec says.
-    static func classicalPredictions(_ spec: ClassicalSpec, set: LabeledSet, samples: [LabeledSample],
-                                     images: [ScanImage], options: Options,
-                                     progress: ProgressReporter) throws -> [LabelMap] {
+    static func classicalPredictions(
+        _ spec: ClassicalSpec, set: LabeledSet, samples: [LabeledSample],
+        images: [ScanImage], options: Options,
+        progress: ProgressReporter
+    ) throws -> [LabelMap] {
         var clusterOptions = spec.options(classCount: set.classCount)
         clusterOptions.showsProgress = false
         let clusterCount = clusterOptions.classes
@@ -413,8 +480,10 @@ public enum Compare {
         switch spec.mapping {
         case .intensity:
             guard clusterCount == set.classCount else {
-                throw CompareError.invalidMapping(spec: spec.text, reason: "map=intensity needs classes=\(set.classCount) "
-                    + "(the set's class count), not \(clusterCount)")
+                throw CompareError.invalidMapping(
+                    spec: spec.text,
+                    reason: "map=intensity needs classes=\(set.classCount) "
+                        + "(the set's class count), not \(clusterCount)")
             }
         case .trainVote:
             mapping = try trainVote(spec, clusterOptions, set: set, count: options.voteCases)
@@ -430,9 +499,11 @@ public enum Compare {
                 case .intensity: classes = clusters
                 case .trainVote: classes = try mapping!.apply(clusters)
                 case .oracle:
-                    classes = try ClassMapping.hungarianOracle(clusters: clusters, truth: samples[index].labels.values,
-                                                               clusterCount: clusterCount,
-                                                               classCount: set.classCount).apply(clusters)
+                    classes = try ClassMapping.hungarianOracle(
+                        clusters: clusters, truth: samples[index].labels.values,
+                        clusterCount: clusterCount,
+                        classCount: set.classCount
+                    ).apply(clusters)
                 }
                 progress.advance(status: "\(spec.runName) \(samples[index].name)")
                 return labelMap(classes, like: samples[index])
@@ -442,12 +513,16 @@ public enum Compare {
     }
 
     /// The majority-vote mapping from clusters to classes learned on up to `count` training cases.
-    static func trainVote(_ spec: ClassicalSpec, _ clusterOptions: ClusterOptions, set: LabeledSet,
-                          count: Int) throws -> ClassMapping {
+    static func trainVote(
+        _ spec: ClassicalSpec, _ clusterOptions: ClusterOptions, set: LabeledSet,
+        count: Int
+    ) throws -> ClassMapping {
         let training = set.cases(in: "train")
         guard !training.isEmpty else {
-            throw CompareError.invalidMapping(spec: spec.text, reason: "map=train-vote needs a 'train' split in "
-                + "\(set.folder.path)/dataset.json")
+            throw CompareError.invalidMapping(
+                spec: spec.text,
+                reason: "map=train-vote needs a 'train' split in "
+                    + "\(set.folder.path)/dataset.json")
         }
         let stride = max(1, training.count / max(1, count))
         let chosen = Swift.stride(from: 0, to: training.count, by: stride).prefix(count).map { training[$0] }
@@ -460,16 +535,18 @@ public enum Compare {
             }
         }
         let pairs = try results.values()
-        return try ClassMapping.majorityVote(clusters: pairs.flatMap(\.0), truth: pairs.flatMap(\.1),
-                                             clusterCount: clusterOptions.classes, classCount: set.classCount)
+        return try ClassMapping.majorityVote(
+            clusters: pairs.flatMap(\.0), truth: pairs.flatMap(\.1),
+            clusterCount: clusterOptions.classes, classCount: set.classCount)
     }
 
     static func classicalConfigJSON(_ spec: ClassicalSpec, _ set: LabeledSet) throws -> String {
-        try SortedJSON.string(ClassicalConfiguration(
-            spec: spec.text, method: spec.method.rawValue, space: spec.space.rawValue,
-            clusters: spec.options(classCount: set.classCount).classes, map: spec.mapping.rawValue,
-            oracle: spec.mapping == .oracle, seed: spec.seed, n_init: spec.initCount,
-            regularize: spec.regularize.rawValue, min_region: spec.minRegion, connectivity: spec.connectivity))
+        try SortedJSON.string(
+            ClassicalConfiguration(
+                spec: spec.text, method: spec.method.rawValue, space: spec.space.rawValue,
+                clusters: spec.options(classCount: set.classCount).classes, map: spec.mapping.rawValue,
+                oracle: spec.mapping == .oracle, seed: spec.seed, n_init: spec.initCount,
+                regularize: spec.regularize.rawValue, min_region: spec.minRegion, connectivity: spec.connectivity))
     }
 
     /// A classical run's `config` (snake-case keys, as results files name them).
@@ -490,17 +567,20 @@ public enum Compare {
         let classWidth = max(8, (first.classNames.map(\.count).max() ?? 0) + 1)
         let runWidth = max(6, (outcome.runs.map(\.name.count).max() ?? 0) + 1)
         let pad = TableText.pad
-        var lines = [pad("class", classWidth) + pad("run", runWidth) + pad("Dice", 16) + pad("IoU", 16)
-                     + pad("HD95 mm", 28) + "p (Wilcoxon, Dice) vs \(first.name)"]
+        var lines = [
+            pad("class", classWidth) + pad("run", runWidth) + pad("Dice", 16) + pad("IoU", 16)
+                + pad("HD95 mm", 28) + "p (Wilcoxon, Dice) vs \(first.name)"
+        ]
         for c in 1..<first.classNames.count {
             for (index, run) in outcome.runs.enumerated() {
                 let compared = index > 0 && index <= outcome.comparisons.count  // a shard's part has none
                 let dice = compared ? outcome.comparisons[index - 1].rows[.dice] : nil
                 let p = compared ? String(format: "%.2g", dice?[c].wilcoxon.pValue ?? .nan) : ""
-                lines.append(pad(first.classNames[c], classWidth) + pad(run.name, runWidth)
-                             + pad(TableText.cell(run.summaries(.dice)[c], digits: 3), 16)
-                             + pad(TableText.cell(run.summaries(.iou)[c], digits: 3), 16)
-                             + pad(TableText.cell(run.summaries(.hd95)[c], digits: 2), 28) + p)
+                lines.append(
+                    pad(first.classNames[c], classWidth) + pad(run.name, runWidth)
+                        + pad(TableText.cell(run.summaries(.dice)[c], digits: 3), 16)
+                        + pad(TableText.cell(run.summaries(.iou)[c], digits: 3), 16)
+                        + pad(TableText.cell(run.summaries(.hd95)[c], digits: 2), 28) + p)
             }
         }
         return lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "\n") + "\n"
@@ -508,35 +588,44 @@ public enum Compare {
 
     /// Writes the overlay folder as a whole (`writeFolderAtomically`): a kill leaves the previous set of
     /// overlays or the new one, never a mixture.
-    static func writeOverlays(to folder: String, names: [String], maps: [[LabelMap]], images: [ScanImage],
-                              references: [LabelMap], caseNames: [String]) throws {
+    static func writeOverlays(
+        to folder: String, names: [String], maps: [[LabelMap]], images: [ScanImage],
+        references: [LabelMap], caseNames: [String]
+    ) throws {
         try writeFolderAtomically(to: folder) { temporary in
             for (index, image) in images.enumerated() {
                 let frame = image.frames / 2
-                try Overlay.write(image: image, labels: references[index], frame: frame,
-                                  to: "\(temporary)/\(caseNames[index])_reference.png")
+                try Overlay.write(
+                    image: image, labels: references[index], frame: frame,
+                    to: "\(temporary)/\(caseNames[index])_reference.png")
                 for (name, runMaps) in zip(names, maps) {
-                    try Overlay.write(image: image, labels: runMaps[index], frame: frame,
-                                      to: "\(temporary)/\(caseNames[index])_\(name).png")
+                    try Overlay.write(
+                        image: image, labels: runMaps[index], frame: frame,
+                        to: "\(temporary)/\(caseNames[index])_\(name).png")
                 }
             }
         }
     }
 
-    static func report(runs: [ResultsRun], comparisons: [ResultsComparison], images: [ScanImage],
-                       references: [LabelMap], predictions: [[LabelMap]], set: LabeledSet,
-                       policy: SliceScroller.Policy = SliceScroller.Policy()) throws -> HTMLReport {
+    static func report(
+        runs: [ResultsRun], comparisons: [ResultsComparison], images: [ScanImage],
+        references: [LabelMap], predictions: [[LabelMap]], set: LabeledSet,
+        policy: SliceScroller.Policy = SliceScroller.Policy()
+    ) throws -> HTMLReport {
         let k = set.classCount
         func perCase(_ run: ResultsRun, _ metric: MetricName) -> [[Double]] {
             let columns = (0..<k).map { run.values(metric, classIndex: $0) }
             return (0..<run.caseIDs.count).map { i in columns.map { $0[i] } }
         }
         let methods = runs.enumerated().map { index, run in
-            HTMLReport.Method(name: run.name, dice: perCase(run, .dice), iou: perCase(run, .iou),
-                              hd95: perCase(run, .hd95),
-                              pValues: index == 0 ? nil : (0..<k).map {
-                                  comparisons[index - 1].rows[.dice]?[$0].wilcoxon.pValue ?? .nan
-                              })
+            HTMLReport.Method(
+                name: run.name, dice: perCase(run, .dice), iou: perCase(run, .iou),
+                hd95: perCase(run, .hd95),
+                pValues: index == 0
+                    ? nil
+                    : (0..<k).map {
+                        comparisons[index - 1].rows[.dice]?[$0].wilcoxon.pValue ?? .nan
+                    })
         }
         let pictures = try images.indices.map { index -> HTMLReport.CasePictures in
             let image = images[index]
@@ -544,17 +633,22 @@ public enum Compare {
             func overlay(_ map: LabelMap) throws -> Data {
                 try Overlay.render(image: image, labels: map, frame: frame).encoded()
             }
-            let plain = try PNGImage(rows: image.rows, columns: image.columns, channels: 3,
-                                     samples: Overlay.displayRGB(image, frame: frame)).encoded()
-            return HTMLReport.CasePictures(caseID: runs[0].caseIDs[index], image: plain,
-                                           reference: try overlay(references[index]),
-                                           methods: try predictions.map { try overlay($0[index]) })
+            let plain = try PNGImage(
+                rows: image.rows, columns: image.columns, channels: 3,
+                samples: Overlay.displayRGB(image, frame: frame)
+            ).encoded()
+            return HTMLReport.CasePictures(
+                caseID: runs[0].caseIDs[index], image: plain,
+                reference: try overlay(references[index]),
+                methods: try predictions.map { try overlay($0[index]) })
         }
-        var report = HTMLReport(title: "SliceLab comparison on \(set.description.name)",
-                                classNames: set.description.classes, caseIDs: runs[0].caseIDs, methods: methods,
-                                pictures: pictures)
-        try addScrollers(to: &report, runNames: runs.map(\.name), images: images, references: references,
-                         predictions: predictions, policy: policy)
+        var report = HTMLReport(
+            title: "SliceLab comparison on \(set.description.name)",
+            classNames: set.description.classes, caseIDs: runs[0].caseIDs, methods: methods,
+            pictures: pictures)
+        try addScrollers(
+            to: &report, runNames: runs.map(\.name), images: images, references: references,
+            predictions: predictions, policy: policy)
         return report
     }
 
@@ -562,9 +656,11 @@ public enum Compare {
     /// `policy`'s limits, and says in the report how many got one.
     /// - Parameters:
     ///   - images, references: per case of `report.caseIDs`; `predictions[run][case]` per name of `runNames`.
-    static func addScrollers(to report: inout HTMLReport, runNames: [String], images: [ScanImage],
-                             references: [LabelMap], predictions: [[LabelMap]],
-                             policy: SliceScroller.Policy) throws {
+    static func addScrollers(
+        to report: inout HTMLReport, runNames: [String], images: [ScanImage],
+        references: [LabelMap], predictions: [[LabelMap]],
+        policy: SliceScroller.Policy
+    ) throws {
         let caseIDs = report.caseIDs
         let volumes = caseIDs.indices.filter { images[$0].frames > 1 }
         guard !volumes.isEmpty else { return }
@@ -581,9 +677,12 @@ public enum Compare {
             if scroller.sliceIndices.count < scroller.frames { sampled += 1 }
             report.scrollers.append(scroller)
         }
-        var note = "Slice scrollers for \(report.scrollers.count) of \(volumes.count) 3-D cases (at most "
+        var note =
+            "Slice scrollers for \(report.scrollers.count) of \(volumes.count) 3-D cases (at most "
             + "\(policy.maxCases), worst first, within \(policy.maxTotalPixels / 1_000_000) M embedded slice pixels); "
-        note += reductions.subtracting([1]).isEmpty ? "full in-plane resolution"
+        note +=
+            reductions.subtracting([1]).isEmpty
+            ? "full in-plane resolution"
             : "in-plane resolution reduced to at most \(policy.maxSide) px per side"
         if sampled > 0 { note += "; \(sampled) case(s) show \(policy.maxSlices) evenly spaced slices" }
         if report.scrollers.count < volumes.count { note += "; the others show their middle slice" }

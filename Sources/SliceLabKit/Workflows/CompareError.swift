@@ -12,17 +12,17 @@ public enum CompareError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .emptySplit(dataset, split, available):
+        case .emptySplit(let dataset, let split, let available):
             return "\(dataset): split '\(split)' has no cases (splits: \(available.joined(separator: ", ")))"
-        case let .classCountMismatch(model, modelClasses, dataset, datasetClasses):
+        case .classCountMismatch(let model, let modelClasses, let dataset, let datasetClasses):
             return "\(model): the model has \(modelClasses) classes but \(dataset) has \(datasetClasses)"
-        case let .invalidMapping(spec, reason): return "--classical '\(spec)': \(reason)"
-        case let .duplicateRun(name): return "two runs are named '\(name)'; give one a name=… in its --classical spec"
-        case let .internalInconsistency(message): return "internal error: \(message)"
-        case let .externalMissing(run, folder, cases):
+        case .invalidMapping(let spec, let reason): return "--classical '\(spec)': \(reason)"
+        case .duplicateRun(let name): return "two runs are named '\(name)'; give one a name=… in its --classical spec"
+        case .internalInconsistency(let message): return "internal error: \(message)"
+        case .externalMissing(let run, let folder, let cases):
             return "--external \(run)=\(folder): no label file for \(cases.count) case(s) of the split: "
                 + cases.prefix(5).joined(separator: ", ") + (cases.count > 5 ? ", …" : "")
-        case let .externalShape(run, file, shape, reference):
+        case .externalShape(let run, let file, let shape, let reference):
             return "--external \(run): \(file) has shape \(shape) but the case's reference has \(reference)"
         }
     }

@@ -14,7 +14,7 @@ public enum ConvertWorkflow {
 
         public var description: String {
             switch self {
-            case let .unsupportedOutput(path, withReference):
+            case .unsupportedOutput(let path, let withReference):
                 if withReference {
                     return "\(path): with --reference the output is a DICOM SEG (.dcm), or for a SEG input a label "
                         + "map (.h5, .nii, .nii.gz)"
@@ -23,11 +23,11 @@ public enum ConvertWorkflow {
                     return "\(path): a .dcm output is a DICOM SEG: give a label file as PATH and --reference SERIES"
                 }
                 return "\(path): output must end in .h5, .png, .nii or .nii.gz (NIfTI from DICOM, HDF5 or NIfTI)"
-            case let .segmentationNeedsReference(path):
+            case .segmentationNeedsReference(let path):
                 return "\(path): a DICOM SEG holds only the slices where a segment lies; give the series it was made "
                     + "on with --reference SERIES to convert it to a label map on that series' grid"
-            case let .badWindow(text): return "--window \(text): expected CENTER,WIDTH with WIDTH > 0, or 'auto'"
-            case let .frameOutOfRange(frame, count, source):
+            case .badWindow(let text): return "--window \(text): expected CENTER,WIDTH with WIDTH > 0, or 'auto'"
+            case .frameOutOfRange(let frame, let count, let source):
                 return "\(source): --frame \(frame) does not exist (\(count) frame\(count == 1 ? "" : "s"))"
             }
         }
@@ -58,10 +58,13 @@ public enum ConvertWorkflow {
 
     /// Converts `source` (a file or a folder) to `output` (.h5 or .png), reading with `limits`, or with
     /// `reference` a label file to a DICOM SEG (`output` .dcm) over that series. Returns lines for the user.
-    public static func run(source: String, output: String, window: WindowChoice, frame: Int, bits: Int,
-                           reference: String? = nil, limits: ReadLimits = .standard) throws -> [String] {
+    public static func run(
+        source: String, output: String, window: WindowChoice, frame: Int, bits: Int,
+        reference: String? = nil, limits: ReadLimits = .standard
+    ) throws -> [String] {
         let format = OutputFormat(path: output)
-        let fromSEG = !isFolder(source) && (try? ImageFormats.format(of: source)) is DICOMFormat
+        let fromSEG =
+            !isFolder(source) && (try? ImageFormats.format(of: source)) is DICOMFormat
             && (try? DICOMFile(path: source, limits: limits))?.dataset.string(.segmentationType) != nil
         if let reference {
             if fromSEG, format == .hdf5 || format == .nifti {
@@ -105,8 +108,10 @@ public enum ConvertWorkflow {
             try HDF5File.write(to: output, updating: false) { h5 in
                 try writeFile(file, to: h5, at: "/image")
             }
-            return ["wrote \(output): /image \(file.frameCount)×\(file.rows)×\(file.columns)"
-                    + (file.isColor ? "×3 RGB" : " Float32")]
+            return [
+                "wrote \(output): /image \(file.frameCount)×\(file.rows)×\(file.columns)"
+                    + (file.isColor ? "×3 RGB" : " Float32")
+            ]
         }
         let scan = try Series.scan(source, limits: limits)
         var lines: [String] = []
@@ -146,26 +151,33 @@ public enum ConvertWorkflow {
                 // /image names the first series' dataset (a hard link: the same values and attributes, stored once).
                 if written.isEmpty { try h5.link("/image", to: path) }
                 written.append((series, volume))
-                lines.append("series \(series.seriesInstanceUID): \(volume?.slices ?? series.slices.count) slice(s)"
-                             + (volume?.warnings.isEmpty == false ? "; warnings: " + (volume?.warnings ?? []).joined(separator: "; ") : ""))
+                lines.append(
+                    "series \(series.seriesInstanceUID): \(volume?.slices ?? series.slices.count) slice(s)"
+                        + (volume?.warnings.isEmpty == false
+                            ? "; warnings: " + (volume?.warnings ?? []).joined(separator: "; ") : ""))
             }
             guard !written.isEmpty else {
                 throw DICOMError.noSeries(folder: source, reasons: skipped.map { "\($0.file): \($0.reason)" })
             }
         }
         for entry in skipped { lines.append("skipped \(entry.file): \(entry.reason)") }
-        let used = written.map { volume in volume.1.map { Set($0.sourceFiles).count }
-            ?? Set(volume.0.slices.map(\.file.path)).count }.reduce(0, +)
-        lines.append("converted \(used) of \(used + skipped.count) files into \(written.count) series, "
-                     + "\(skipped.count) skipped")
+        let used = written.map { volume in
+            volume.1.map { Set($0.sourceFiles).count }
+                ?? Set(volume.0.slices.map(\.file.path)).count
+        }.reduce(0, +)
+        lines.append(
+            "converted \(used) of \(used + skipped.count) files into \(written.count) series, "
+                + "\(skipped.count) skipped")
         lines.append("wrote \(output)")
         return lines
     }
 
     /// The source's attributes and the geometry contract's (`spacing` z, y, x, `origin`, `direction`,
     /// `geometry_version` 2).
-    private static func attributes(_ file: DICOMFile, geometry: VolumeGeometry, source: String, on h5: HDF5File,
-                                   at path: String) throws {
+    private static func attributes(
+        _ file: DICOMFile, geometry: VolumeGeometry, source: String, on h5: HDF5File,
+        at path: String
+    ) throws {
         let rescale = file.rescale(frame: 0) ?? (1, 0)
         try h5.setAttribute("spacing", .doubles(geometry.spacing), at: path)
         try h5.setAttribute("origin", .doubles(geometry.origin), at: path)
@@ -207,22 +219,26 @@ public enum ConvertWorkflow {
             let plane = file.rows * file.columns
             let values = try [Float](unsafeUninitializedCapacity: file.frameCount * plane) { buffer, initialized in
                 for frame in 0..<file.frameCount {
-                    try file.modalityFrame(frame, into: UnsafeMutableBufferPointer(
-                        rebasing: buffer[(frame * plane)..<((frame + 1) * plane)]))
+                    try file.modalityFrame(
+                        frame,
+                        into: UnsafeMutableBufferPointer(
+                            rebasing: buffer[(frame * plane)..<((frame + 1) * plane)]))
                 }
                 initialized = file.frameCount * plane
             }
             try h5.write(values, shape: [file.frameCount, file.rows, file.columns], to: path)
         }
-        try attributes(file, geometry: Series.geometry(of: (0..<file.frameCount).map { (file, $0) }, sliceSpacing: nil),
-                       source: file.path, on: h5, at: path)
+        try attributes(
+            file, geometry: Series.geometry(of: (0..<file.frameCount).map { (file, $0) }, sliceSpacing: nil),
+            source: file.path, on: h5, at: path)
     }
 
     /// A colour series in slice order: [slices, rows, columns, 3], UInt8 or UInt16 (the widest slice decides).
     private static func writeColorSeries(_ series: Series, to h5: HDF5File, at path: String) throws {
-        try series.first.limits.check([series.slices.count, series.first.rows, series.first.columns, 3],
-                                      bytesPerValue: 4, file: (series.first.path as NSString).deletingLastPathComponent,
-                                      what: "colour series \(series.seriesInstanceUID)")
+        try series.first.limits.check(
+            [series.slices.count, series.first.rows, series.first.columns, 3],
+            bytesPerValue: 4, file: (series.first.path as NSString).deletingLastPathComponent,
+            what: "colour series \(series.seriesInstanceUID)")
         var frames: [RGBFrame] = []
         for slice in series.slices { frames.append(try slice.file.rgbFrame(slice.frame)) }
         let bits = frames.map(\.bitsPerSample).max() ?? 8
@@ -230,17 +246,21 @@ public enum ConvertWorkflow {
         if bits <= 8 {
             try h5.write(frames.flatMap { $0.samples.map { UInt8(truncatingIfNeeded: $0) } }, shape: shape, to: path)
         } else {
-            try h5.write(frames.flatMap { frame in
-                frame.samples.map { UInt16(truncatingIfNeeded: $0 >> UInt32(max(frame.bitsPerSample - 16, 0))) }
-            }, shape: shape, to: path)
+            try h5.write(
+                frames.flatMap { frame in
+                    frame.samples.map { UInt16(truncatingIfNeeded: $0 >> UInt32(max(frame.bitsPerSample - 16, 0))) }
+                }, shape: shape, to: path)
         }
-        try attributes(series.first, geometry: series.geometry,
-                       source: (series.first.path as NSString).deletingLastPathComponent, on: h5, at: path)
+        try attributes(
+            series.first, geometry: series.geometry,
+            source: (series.first.path as NSString).deletingLastPathComponent, on: h5, at: path)
     }
 
     private static func writeVolume(_ volume: Volume, series: Series, to h5: HDF5File, at path: String) throws {
         try h5.write(volume.values, shape: [volume.slices, volume.rows, volume.columns], to: path)
-        let source = Set(volume.sourceFiles).count == 1 ? volume.sourceFiles[0]
+        let source =
+            Set(volume.sourceFiles).count == 1
+            ? volume.sourceFiles[0]
             : ((volume.sourceFiles[0] as NSString).deletingLastPathComponent)
         try attributes(series.first, geometry: volume.geometry, source: source, on: h5, at: path)
     }
@@ -265,25 +285,32 @@ public enum ConvertWorkflow {
 
     /// A DICOM SEG's label map (segment number = label value) on the grid of the series it references, with that
     /// series' geometry: `/labels` (uint8, uint16 above 255) with the contract's attributes, or a NIfTI label map.
-    static func writeSegmentationLabels(seg path: String, reference: String, to output: String,
-                                        limits: ReadLimits) throws -> [String] {
+    static func writeSegmentationLabels(
+        seg path: String, reference: String, to output: String,
+        limits: ReadLimits
+    ) throws -> [String] {
         let series = try SegmentationExport.sourceSeries(reference)
         let labels = try Segmentation(path: path, limits: limits).labels(alignedTo: series)
         let (geometry, rows, columns) = (series.geometry, series.first.rows, series.first.columns)
         let wide = (labels.max() ?? 0) > 255
         if OutputFormat(path: output) == .hdf5 {
-            try LabelMap(frames: series.slices.count, rows: rows, columns: columns, labels: labels,
-                         spacing: geometry.spacing).write(to: output, elementType: wide ? .uint16 : .uint8) { h5 in
+            try LabelMap(
+                frames: series.slices.count, rows: rows, columns: columns, labels: labels,
+                spacing: geometry.spacing
+            ).write(to: output, elementType: wide ? .uint16 : .uint8) { h5 in
                 try h5.setAttribute("origin", .doubles(geometry.origin), at: "/labels")
                 try h5.setAttribute("direction", .doubles(geometry.direction), at: "/labels")
                 try h5.setAttribute("geometry_version", .ints([2]), at: "/labels")
             }
         } else {
-            try NIfTIImage.write(.labels(labels), dimensions: [columns, rows, series.slices.count], geometry: geometry,
-                                 to: output)
+            try NIfTIImage.write(
+                .labels(labels), dimensions: [columns, rows, series.slices.count], geometry: geometry,
+                to: output)
         }
-        return ["wrote \(output): labels of \(path) on series \(series.seriesInstanceUID) "
-                + "(\(series.slices.count)×\(rows)×\(columns))"]
+        return [
+            "wrote \(output): labels of \(path) on series \(series.seriesInstanceUID) "
+                + "(\(series.slices.count)×\(rows)×\(columns))"
+        ]
     }
 
     /// A DICOM series or multi-frame file (Float32 modality values), an HDF5 label map (`/labels`, written as uint8
@@ -293,16 +320,20 @@ public enum ConvertWorkflow {
         if isFolder(source) || (try? ImageFormats.format(of: source)) is DICOMFormat {
             // A grayscale series (or multi-frame file) as Float32 modality values with its ITK geometry.
             let volume = try Series.scan(source, limits: limits).series[0].load()
-            try NIfTIImage.write(.float32(volume.values), dimensions: [volume.columns, volume.rows, volume.slices],
-                                 geometry: volume.geometry, to: output)
-            return ["wrote \(output): series \(volume.seriesInstanceUID) as \(volume.columns)×\(volume.rows)×"
-                    + "\(volume.slices) Float32"]
+            try NIfTIImage.write(
+                .float32(volume.values), dimensions: [volume.columns, volume.rows, volume.slices],
+                geometry: volume.geometry, to: output)
+            return [
+                "wrote \(output): series \(volume.seriesInstanceUID) as \(volume.columns)×\(volume.rows)×"
+                    + "\(volume.slices) Float32"
+            ]
         }
         let format = try ImageFormats.format(of: source)
         if format is NIfTIFormat {
             let image = try NIfTIImage.read(source, limits: limits)
-            try NIfTIImage.write(.float32(image.values), dimensions: image.dimensions, geometry: image.geometry,
-                                 to: output)
+            try NIfTIImage.write(
+                .float32(image.values), dimensions: image.dimensions, geometry: image.geometry,
+                to: output)
             return ["wrote \(output): \(image.dimensions.map(String.init).joined(separator: "×")) Float32"]
         }
         guard format is HDF5Format else { throw ConvertError.unsupportedOutput(output) }
@@ -310,8 +341,10 @@ public enum ConvertWorkflow {
         let dataset = file.exists("/labels") ? "/labels" : "/image"
         let shape = try file.shape(of: dataset)
         guard (2...4).contains(shape.count), dataset == "/image" || shape.count <= 3 else {
-            throw InputError.invalidContent(file: source, reason: "\(dataset) has shape \(shape); expected [y, x], "
-                + "[z, y, x]" + (dataset == "/image" ? " or [z, y, x, c]" : ""))
+            throw InputError.invalidContent(
+                file: source,
+                reason: "\(dataset) has shape \(shape); expected [y, x], "
+                    + "[z, y, x]" + (dataset == "/image" ? " or [z, y, x, c]" : ""))
         }
         let geometry = try storedGeometry(file, dataset, dimensions: shape.count)
         let dimensions = Array((shape.count == 4 ? [shape[2], shape[1], shape[0], shape[3]] : shape.reversed()))
@@ -338,7 +371,9 @@ public enum ConvertWorkflow {
         var geometry = VolumeGeometry.identity
         let version = try values("geometry_version")?.first
         if let spacing = try values("spacing"), spacing.count >= 2 {
-            geometry.spacing = version == 2 ? Array(spacing.suffix(3))
+            geometry.spacing =
+                version == 2
+                ? Array(spacing.suffix(3))
                 : [spacing.count == 3 ? spacing[2] : 1, spacing[0], spacing[1]]
             if geometry.spacing.count == 2 { geometry.spacing.insert(1, at: 0) }
         }
@@ -351,8 +386,10 @@ public enum ConvertWorkflow {
 
     // MARK: - PNG
 
-    static func writePNG(source: String, to output: String, window: WindowChoice, frame: Int, bits: Int,
-                         limits: ReadLimits) throws -> [String] {
+    static func writePNG(
+        source: String, to output: String, window: WindowChoice, frame: Int, bits: Int,
+        limits: ReadLimits
+    ) throws -> [String] {
         let file: DICOMFile
         let frameInFile: Int
         if isFolder(source) {
@@ -378,13 +415,16 @@ public enum ConvertWorkflow {
             let shift = UInt32(max(rgb.bitsPerSample - bits, 0))
             let up = UInt32(max(bits - rgb.bitsPerSample, 0))
             if bits == 8 {
-                image = try PNGImage(rows: rgb.rows, columns: rgb.columns, channels: 3,
-                                     samples: rgb.samples.map { UInt8(truncatingIfNeeded: $0 >> shift) })
+                image = try PNGImage(
+                    rows: rgb.rows, columns: rgb.columns, channels: 3,
+                    samples: rgb.samples.map { UInt8(truncatingIfNeeded: $0 >> shift) })
             } else {
                 // 8-bit colour widened to 16 bits as v × 257 (full range).
-                image = try PNGImage(rows: rgb.rows, columns: rgb.columns, channels: 3, samples: rgb.samples.map {
-                    up == 8 ? UInt16($0 & 0xFF) * 257 : UInt16(truncatingIfNeeded: $0 >> shift)
-                })
+                image = try PNGImage(
+                    rows: rgb.rows, columns: rgb.columns, channels: 3,
+                    samples: rgb.samples.map {
+                        up == 8 ? UInt16($0 & 0xFF) * 257 : UInt16(truncatingIfNeeded: $0 >> shift)
+                    })
             }
             description = "RGB"
         } else {
@@ -399,16 +439,18 @@ public enum ConvertWorkflow {
                     chosen = VOIWindow.automatic(try file.modalityFrame(frameInFile))
                 }
             case .automatic: chosen = VOIWindow.automatic(try file.modalityFrame(frameInFile))
-            case let .explicit(value): chosen = value
+            case .explicit(let value): chosen = value
             }
             let levels = try file.displayFrame(frameInFile, window: chosen, bits: bits)
             if bits == 8 {
-                image = try PNGImage(rows: file.rows, columns: file.columns, channels: 1,
-                                     samples: levels.map { UInt8(truncatingIfNeeded: $0) })
+                image = try PNGImage(
+                    rows: file.rows, columns: file.columns, channels: 1,
+                    samples: levels.map { UInt8(truncatingIfNeeded: $0) })
             } else {
                 image = try PNGImage(rows: file.rows, columns: file.columns, channels: 1, samples: levels)
             }
-            description = chosen.map { String(format: "window %g,%g (%@)", $0.center, $0.width, $0.function.rawValue) }
+            description =
+                chosen.map { String(format: "window %g,%g (%@)", $0.center, $0.width, $0.function.rawValue) }
                 ?? "VOI LUT Sequence"
         }
         try image.write(to: output)

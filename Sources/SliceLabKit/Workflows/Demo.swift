@@ -15,8 +15,10 @@ public enum Demo {
     /// The folder of the bundled data (a package resource, so found from any working directory).
     public static func dataFolder() throws -> URL {
         guard let url = Bundle.module.url(forResource: "Demo", withExtension: nil) else {
-            throw InputError.unsupportedFile(file: Bundle.module.bundlePath, reason: "the bundled demo data is missing "
-                + "from this build; rebuild with 'make release'")
+            throw InputError.unsupportedFile(
+                file: Bundle.module.bundlePath,
+                reason: "the bundled demo data is missing "
+                    + "from this build; rebuild with 'make release'")
         }
         return url
     }
@@ -24,13 +26,16 @@ public enum Demo {
     /// Runs the demo into `output` (created if needed): `results.h5`, `<set>/index.html`, `<set>/overlays/`.
     ///
     /// - Returns: one compare outcome per set, in `sets` order.
-    public static func run(output: String, threads: Int? = nil,
-                           log: (String) -> Void = { _ in }) throws -> [(set: String, outcome: Compare.Outcome)] {
+    public static func run(
+        output: String, threads: Int? = nil,
+        log: (String) -> Void = { _ in }
+    ) throws -> [(set: String, outcome: Compare.Outcome)] {
         let data = try dataFolder()
         do {
             try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         } catch {
-            throw InputError.unsupportedOutput(file: output, reason: "cannot create the folder: \(error.localizedDescription)")
+            throw InputError.unsupportedOutput(
+                file: output, reason: "cannot create the folder: \(error.localizedDescription)")
         }
         let results = output + "/results.h5"
         var outcomes: [(String, Compare.Outcome)] = []

@@ -30,10 +30,12 @@ public enum Evaluate {
         /// Evaluate only this shard of the cases (`--shard I/N`) and write a part for `slicelab merge`.
         public var shard: Shard?
 
-        public init(prediction: String, reference: String, output: String, spacing: [Double]? = nil,
-                    classCount: Int? = nil, classNames: [String]? = nil, toleranceMM: Double = 1,
-                    hd95: HD95Definition = .max, empty: EmptyRule = .nan, runName: String? = nil,
-                    overwrite: Bool = false, bootstrapSeed: UInt64 = 0, bootstrapResamples: Int = 2000) {
+        public init(
+            prediction: String, reference: String, output: String, spacing: [Double]? = nil,
+            classCount: Int? = nil, classNames: [String]? = nil, toleranceMM: Double = 1,
+            hd95: HD95Definition = .max, empty: EmptyRule = .nan, runName: String? = nil,
+            overwrite: Bool = false, bootstrapSeed: UInt64 = 0, bootstrapResamples: Int = 2000
+        ) {
             (self.prediction, self.reference, self.output, self.spacing) = (prediction, reference, output, spacing)
             (self.classCount, self.classNames, self.toleranceMM) = (classCount, classNames, toleranceMM)
             (self.hd95, self.empty, self.runName, self.overwrite) = (hd95, empty, runName, overwrite)
@@ -52,13 +54,16 @@ public enum Evaluate {
     /// with `limits` (`--max-memory`).
     /// - Throws: `EvaluateError` (unpaired files, shapes, options), `MetricsError.inCase` (labels ≥ K),
     ///   `ResultsError.runExists`, `InputError`/`ImageFileError` naming the file.
-    public static func run(_ options: Options, limits: ReadLimits = .standard,
-                           showProgress: Bool = true) throws -> ResultsRun {
+    public static func run(
+        _ options: Options, limits: ReadLimits = .standard,
+        showProgress: Bool = true
+    ) throws -> ResultsRun {
         let runName = options.resolvedRunName
         try ResultsRun.validate(name: runName)
         try prepareOutputLocation(options.output)
         if !options.overwrite, FileManager.default.fileExists(atPath: options.output),
-           try ResultsFile.runNames(in: options.output).contains(runName) {
+            try ResultsFile.runNames(in: options.output).contains(runName)
+        {
             throw ResultsError.runExists(file: options.output, run: runName)
         }
         if options.shard != nil, !options.overwrite, FileManager.default.fileExists(atPath: options.output) {
@@ -68,7 +73,8 @@ public enum Evaluate {
         let allPairs = try EvaluateInputs.pairs(prediction: options.prediction, reference: options.reference)
         var options = options
         if options.classNames == nil, options.classCount == nil,
-           let dataset = try EvaluateInputs.datasetLabels(options.reference) {
+            let dataset = try EvaluateInputs.datasetLabels(options.reference)
+        {
             options.classNames = dataset.classNames  // an nnU-Net or Decathlon set names its classes
         }
         let classCount = try resolveClassCount(options, allPairs, limits: limits)
@@ -78,8 +84,9 @@ public enum Evaluate {
             pairs = try ShardSplit.indices(of: shard, sizes: sizes).map { allPairs[$0] }
         }
         let classNames = options.classNames ?? (0..<classCount).map { $0 == 0 ? "background" : "class_\($0)" }
-        let settings = EvaluationSettings(classCount: classCount, toleranceMM: options.toleranceMM,
-                                          hd95: options.hd95, empty: options.empty)
+        let settings = EvaluationSettings(
+            classCount: classCount, toleranceMM: options.toleranceMM,
+            hd95: options.hd95, empty: options.empty)
         let progress = showProgress ? ProgressReporter("evaluate", total: pairs.count) : nil
         var cases: [(id: String, spacing: [Double], metrics: CaseMetrics)] = []
         for pair in pairs {
@@ -87,22 +94,25 @@ public enum Evaluate {
             let prediction = try EvaluateInputs.load(pair.prediction, limits: limits)
             let (r, p) = (reference.labels, prediction.labels)
             let spacing = reference.hasSpacing ? r.spacing : prediction.hasSpacing ? p.spacing : fallbackSpacing
-            let metrics = try CaseEvaluation.metrics(caseID: pair.id, reference: r, prediction: p, spacing: spacing,
-                                                     settings: settings, remedy: "pass a larger --num-classes")
+            let metrics = try CaseEvaluation.metrics(
+                caseID: pair.id, reference: r, prediction: p, spacing: spacing,
+                settings: settings, remedy: "pass a larger --num-classes")
             cases.append((pair.id, spacing, metrics))
             progress?.advance(status: pair.id)
         }
         let config = try SortedJSON.string(options)
-        let run = try ResultsRun(name: runName, method: "labels", model: "", dataset: options.reference,
-                                 configJSON: config, settings: settings, classNames: classNames, cases: cases,
-                                 bootstrapSeed: options.bootstrapSeed, bootstrapResamples: options.bootstrapResamples)
+        let run = try ResultsRun(
+            name: runName, method: "labels", model: "", dataset: options.reference,
+            configJSON: config, settings: settings, classNames: classNames, cases: cases,
+            bootstrapSeed: options.bootstrapSeed, bootstrapResamples: options.bootstrapResamples)
         if let shard = options.shard {
             var shared = options
             (shared.output, shared.shard, shared.overwrite) = ("", nil, false)
-            let record = ShardRecord(command: "evaluate", shard: shard,
-                                     configJSON: try SortedJSON.string(shared),
-                                     caseOrder: allPairs.map(\.id), cases: pairs.map(\.id), skipped: [],
-                                     runOrder: [runName], comparisons: [])
+            let record = ShardRecord(
+                command: "evaluate", shard: shard,
+                configJSON: try SortedJSON.string(shared),
+                caseOrder: allPairs.map(\.id), cases: pairs.map(\.id), skipped: [],
+                runOrder: [runName], comparisons: [])
             try ResultsFile.write(runs: [run], to: options.output, overwrite: true, shard: record, updating: false)
         } else {
             try ResultsFile.write(runs: [run], to: options.output, overwrite: options.overwrite)
@@ -114,15 +124,18 @@ public enum Evaluate {
     static func resolvedSpacing(_ given: [Double]?) throws -> [Double] {
         guard let given else { return [1, 1, 1] }
         guard (2...3).contains(given.count), given.allSatisfy({ $0 > 0 && $0.isFinite }) else {
-            throw EvaluateError.invalidOption("--spacing \(given.map { String($0) }.joined(separator: ",")): "
-                + "need three positive values z,y,x in mm (or two, y,x)")
+            throw EvaluateError.invalidOption(
+                "--spacing \(given.map { String($0) }.joined(separator: ",")): "
+                    + "need three positive values z,y,x in mm (or two, y,x)")
         }
         return given.count == 3 ? given : [1] + given
     }
 
     /// K from `--num-classes`, else the number of class names, else the largest label in any file + 1 (≥ 2).
-    static func resolveClassCount(_ options: Options, _ pairs: [EvaluateInputs.CasePair],
-                                  limits: ReadLimits = .standard) throws -> Int {
+    static func resolveClassCount(
+        _ options: Options, _ pairs: [EvaluateInputs.CasePair],
+        limits: ReadLimits = .standard
+    ) throws -> Int {
         if let names = options.classNames, let count = options.classCount, names.count != count {
             throw EvaluateError.invalidOption("--class-names lists \(names.count) names but --num-classes is \(count)")
         }
@@ -139,7 +152,8 @@ public enum Evaluate {
             count = largest + 1
         }
         guard (2...ConfusionMatrix.maximumClassCount).contains(count) else {
-            throw EvaluateError.invalidOption("\(count) classes: evaluate supports 2...\(ConfusionMatrix.maximumClassCount)")
+            throw EvaluateError.invalidOption(
+                "\(count) classes: evaluate supports 2...\(ConfusionMatrix.maximumClassCount)")
         }
         return count
     }
@@ -154,16 +168,20 @@ public enum Evaluate {
         let nameWidth = max(12, (run.classNames.map(\.count).max() ?? 0) + 2)
         let pad = TableText.pad
         func cell(_ summary: MetricSummary) -> String { TableText.cell(summary, digits: 4) }
-        var lines = ["run '\(run.name)': \(run.caseCount) case(s), \(run.classCount) classes, HD95 "
-                     + "\(run.settings.hd95.rawValue), empty rule \(run.settings.empty.rawValue)"]
+        var lines = [
+            "run '\(run.name)': \(run.caseCount) case(s), \(run.classCount) classes, HD95 "
+                + "\(run.settings.hd95.rawValue), empty rule \(run.settings.empty.rawValue)"
+        ]
         lines.append(pad("class", nameWidth) + pad("n", 6) + columns.map { pad($0.0, 28) }.joined())
         for c in 0..<run.classCount {
-            lines.append(pad(run.classNames[c], nameWidth) + pad("\(summaries[0][c].validCount)", 6)
-                         + summaries.map { pad(cell($0[c]), 28) }.joined())
+            lines.append(
+                pad(run.classNames[c], nameWidth) + pad("\(summaries[0][c].validCount)", 6)
+                    + summaries.map { pad(cell($0[c]), 28) }.joined())
         }
         let foreground = summaries.map { ResultsRun.foregroundMean($0) }
-        lines.append(pad("foreground", nameWidth) + pad("", 6)
-                     + foreground.map { pad(String(format: "%.4f", $0), 28) }.joined())
+        lines.append(
+            pad("foreground", nameWidth) + pad("", 6)
+                + foreground.map { pad(String(format: "%.4f", $0), 28) }.joined())
         return lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "\n")
     }
 }

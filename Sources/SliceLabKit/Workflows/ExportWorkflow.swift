@@ -13,8 +13,10 @@ public enum ExportWorkflow {
     /// - Throws: `InputError.invalidContent` for a file that is not a SliceLab checkpoint,
     ///   `ExportError.unsupported` for an int8 checkpoint or a model the format cannot express, the exporter's
     ///   errors otherwise.
-    public static func run(checkpoint: String, format: ExportFormat, output: String,
-                           options: ExportOptions = ExportOptions()) throws -> [String] {
+    public static func run(
+        checkpoint: String, format: ExportFormat, output: String,
+        options: ExportOptions = ExportOptions()
+    ) throws -> [String] {
         let source = try load(checkpoint, format: format)
         return try format.exporter.export(source, to: output, options: options)
     }
@@ -22,16 +24,21 @@ public enum ExportWorkflow {
     static func load(_ path: String, format: ExportFormat) throws -> ExportSource {
         let file = try HDF5File.open(path)
         guard file.hasAttribute("format"), try file.attribute("format").stringValue == DeepLabCheckpoint.format else {
-            throw InputError.invalidContent(file: path, reason: "not a SliceLab checkpoint (no root attribute "
-                + "format = \"\(DeepLabCheckpoint.format)\"; write one with slicelab train)")
+            throw InputError.invalidContent(
+                file: path,
+                reason: "not a SliceLab checkpoint (no root attribute "
+                    + "format = \"\(DeepLabCheckpoint.format)\"; write one with slicelab train)")
         }
         if file.exists("/parameters") {
             for name in try file.children(of: "/parameters") {
                 let type = try file.elementType(of: "/parameters/\(name)")
                 guard type == .float32 else {
-                    throw ExportError.unsupported(format: format.rawValue, reason: "\(path): parameter \(name) is "
-                        + "stored as \(type?.rawValue ?? "a non-float type (int8?)"), not float32; quantised (int8) "
-                        + "checkpoints cannot be exported, since SliceLab has no int8 inference to check them against")
+                    throw ExportError.unsupported(
+                        format: format.rawValue,
+                        reason: "\(path): parameter \(name) is "
+                            + "stored as \(type?.rawValue ?? "a non-float type (int8?)"), not float32; quantised (int8) "
+                            + "checkpoints cannot be exported, since SliceLab has no int8 inference to check them against"
+                    )
                 }
             }
         }

@@ -55,12 +55,14 @@ public enum InfoWorkflow {
                 rows: file.rows, columns: file.columns, frames: series.slices.count,
                 files: Set(series.slices.map(\.file.path)).count, spacing: geometry.spacing,
                 origin: geometry.origin, direction: geometry.direction,
-                transferSyntaxUID: file.transferSyntaxUID, transferSyntax: TransferSyntax(uid: file.transferSyntaxUID).name,
+                transferSyntaxUID: file.transferSyntaxUID,
+                transferSyntax: TransferSyntax(uid: file.transferSyntaxUID).name,
                 photometricInterpretation: file.photometricInterpretation, bitsStored: file.bitsStored,
                 windowCenter: window?.center, windowWidth: window?.width, warnings: series.warnings)
         }
-        return Report(path: path, series: summaries,
-                      skipped: scan.skipped.map { ["file": $0.file, "reason": $0.reason] })
+        return Report(
+            path: path, series: summaries,
+            skipped: scan.skipped.map { ["file": $0.file, "reason": $0.reason] })
     }
 
     /// The report as indented JSON (keys sorted).
@@ -79,16 +81,20 @@ public enum InfoWorkflow {
             lines.append("  study:          \(series.studyDescription)")
             lines.append("  series:         \(series.seriesDescription)")
             lines.append("  modality:       \(series.modality)")
-            lines.append("  size:           \(series.rows) rows × \(series.columns) columns, \(series.frames) "
-                         + "frame\(series.frames == 1 ? "" : "s") in \(series.files) file\(series.files == 1 ? "" : "s")")
-            func numbers(_ values: [Double]) -> String { values.map { String(format: "%g", $0) }.joined(separator: ", ") }
+            lines.append(
+                "  size:           \(series.rows) rows × \(series.columns) columns, \(series.frames) "
+                    + "frame\(series.frames == 1 ? "" : "s") in \(series.files) file\(series.files == 1 ? "" : "s")")
+            func numbers(_ values: [Double]) -> String {
+                values.map { String(format: "%g", $0) }.joined(separator: ", ")
+            }
             lines.append("  spacing:        \(numbers(series.spacing)) mm (z, y, x)")
             lines.append("  origin:         \(numbers(series.origin)) mm (x, y, z, LPS; centre of the first voxel)")
             lines.append("  direction:      \(numbers(series.direction)) (row-major; columns along x, y, z index)")
             lines.append("  transfer:       \(series.transferSyntax) (\(series.transferSyntaxUID))")
             lines.append("  photometric:    \(series.photometricInterpretation), \(series.bitsStored) bits stored")
             if let center = series.windowCenter, let width = series.windowWidth {
-                lines.append("  window:         centre \(String(format: "%g", center)), width \(String(format: "%g", width))")
+                lines.append(
+                    "  window:         centre \(String(format: "%g", center)), width \(String(format: "%g", width))")
             } else {
                 lines.append("  window:         none (auto)")
             }
@@ -96,8 +102,12 @@ public enum InfoWorkflow {
         }
         if !report.skipped.isEmpty {
             lines.append("Skipped \(report.skipped.count) file\(report.skipped.count == 1 ? "" : "s"):")
-            for entry in report.skipped.prefix(200) { lines.append("  \(entry["file"] ?? ""): \(entry["reason"] ?? "")") }
-            if report.skipped.count > 200 { lines.append("  … and \(report.skipped.count - 200) more (--json lists all)") }
+            for entry in report.skipped.prefix(200) {
+                lines.append("  \(entry["file"] ?? ""): \(entry["reason"] ?? "")")
+            }
+            if report.skipped.count > 200 {
+                lines.append("  … and \(report.skipped.count - 200) more (--json lists all)")
+            }
         }
         lines.append(summary(report))
         return lines.joined(separator: "\n")
@@ -118,8 +128,10 @@ extension InfoWorkflow {
     /// the voxels are read too: their minimum, maximum and mean after scaling, and the read's wall time.
     ///
     /// - Throws: the reader's errors naming the file.
-    public static func niftiDescription(_ path: String, limits: ReadLimits, json: Bool,
-                                        statistics: Bool = false) throws -> String? {
+    public static func niftiDescription(
+        _ path: String, limits: ReadLimits, json: Bool,
+        statistics: Bool = false
+    ) throws -> String? {
         guard (try? ImageFormats.format(of: path)) is NIfTIFormat else { return nil }
         var voxels: (minimum: Double, maximum: Double, mean: Double, seconds: Double, cpuSeconds: Double)?
         let image: NIfTIHeader
@@ -132,8 +144,10 @@ extension InfoWorkflow {
             image = read.header
             let values = read.values
             let sum = values.reduce(0.0) { $0 + Double($1) }
-            voxels = (Double(values.min() ?? 0), Double(values.max() ?? 0), sum / Double(max(values.count, 1)),
-                      seconds, cpuSeconds)
+            voxels = (
+                Double(values.min() ?? 0), Double(values.max() ?? 0), sum / Double(max(values.count, 1)),
+                seconds, cpuSeconds
+            )
         } else {
             image = try NIfTIHeader.read(path, limits: limits)
         }
@@ -143,11 +157,13 @@ extension InfoWorkflow {
                 "path": path, "format": "NIfTI-\(image.version)", "dimensions": image.dimensions,
                 "datatype": image.datatype, "spacing": geometry.spacing, "origin": geometry.origin,
                 "direction": geometry.direction, "qform_code": image.qformCode, "sform_code": image.sformCode,
-                "geometry_source": image.geometrySource,
+                "geometry_source": image.geometrySource
             ]
             if let voxels {
-                object["statistics"] = ["min": voxels.minimum, "max": voxels.maximum, "mean": voxels.mean,
-                                        "read_seconds": voxels.seconds, "read_cpu_seconds": voxels.cpuSeconds]
+                object["statistics"] = [
+                    "min": voxels.minimum, "max": voxels.maximum, "mean": voxels.mean,
+                    "read_seconds": voxels.seconds, "read_cpu_seconds": voxels.cpuSeconds
+                ]
             }
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
             return String(decoding: data, as: UTF8.self)
@@ -160,7 +176,11 @@ extension InfoWorkflow {
               origin:      \(numbers(geometry.origin)) mm (x, y, z, LPS; centre of voxel 0)
               direction:   \(numbers(geometry.direction)) (row-major; columns along x, y, z index, LPS)
               from:        \(image.geometrySource) (qform_code \(image.qformCode), sform_code \(image.sformCode))
-            """ + (voxels.map { String(format: "\n  voxels:      min %g, max %g, mean %g (read in %.3f s)", $0.minimum,
-                                            $0.maximum, $0.mean, $0.seconds) } ?? "")
+            """
+                + (voxels.map {
+                    String(
+                        format: "\n  voxels:      min %g, max %g, mean %g (read in %.3f s)", $0.minimum,
+                        $0.maximum, $0.mean, $0.seconds)
+                } ?? "")
     }
 }

@@ -15,10 +15,10 @@ public enum QuantizeError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .emptyCalibrationSet(dataset, split, available):
+        case .emptyCalibrationSet(let dataset, let split, let available):
             return "\(dataset): the calibration split '\(split)' has no cases (splits with cases: "
                 + (available.isEmpty ? "none" : available.joined(separator: ", ")) + ")"
-        case let .alreadyQuantized(model):
+        case .alreadyQuantized(let model):
             return "\(model): already an int8 checkpoint; quantize the float32 checkpoint it was made from"
         }
     }
@@ -66,12 +66,14 @@ public enum QuantizeWorkflow {
         let set = try LabeledSet.open(options.dataset, limits: options.limits)
         let names = Array(set.cases(in: options.split).prefix(options.cases ?? Int.max))
         guard !names.isEmpty else {
-            throw QuantizeError.emptyCalibrationSet(dataset: options.dataset, split: options.split,
-                                                    available: set.splits.filter { !$0.value.isEmpty }.keys.sorted())
+            throw QuantizeError.emptyCalibrationSet(
+                dataset: options.dataset, split: options.split,
+                available: set.splits.filter { !$0.value.isEmpty }.keys.sorted())
         }
         guard model.configuration.classCount == set.classCount else {
-            throw CompareError.classCountMismatch(model: options.model, modelClasses: model.configuration.classCount,
-                                                  dataset: options.dataset, datasetClasses: set.classCount)
+            throw CompareError.classCountMismatch(
+                model: options.model, modelClasses: model.configuration.classCount,
+                dataset: options.dataset, datasetClasses: set.classCount)
         }
         // Every (case, frame) pair, then at most `sliceLimit` of them evenly spaced.
         let samples = try names.map { try set.load($0) }
@@ -81,8 +83,9 @@ public enum QuantizeWorkflow {
         let images = samples.map(Compare.scanImage)
         var inputs: [FloatTensor] = []
         for (c, frame) in chosen {
-            let input = Segment.networkInput(images[c], frame: frame, channels: model.configuration.inputChannels,
-                                             preprocessing: preprocessing)
+            let input = Segment.networkInput(
+                images[c], frame: frame, channels: model.configuration.inputChannels,
+                preprocessing: preprocessing)
             try calibrator.observe(input)
             if options.calibrationInputs != nil { inputs.append(input) }
         }
@@ -93,13 +96,15 @@ public enum QuantizeWorkflow {
                 }
             }
         }
-        let quantization = try calibrator.quantization(calibrationSet: set.description.name, split: options.split,
-                                                       caseCount: names.count)
+        let quantization = try calibrator.quantization(
+            calibrationSet: set.description.name, split: options.split,
+            caseCount: names.count)
         try model.apply(quantization)
         try DeepLabCheckpoint.save(model, preprocessing: preprocessing, to: options.output)
-        log("quantize: \(quantization.units.count) units in int8, \(quantization.floatUnits.count) in float32; "
-            + "\(options.method.rawValue) calibration on \(chosen.count) slices of \(names.count) \(options.split) "
-            + "cases of \(set.description.name)")
+        log(
+            "quantize: \(quantization.units.count) units in int8, \(quantization.floatUnits.count) in float32; "
+                + "\(options.method.rawValue) calibration on \(chosen.count) slices of \(names.count) \(options.split) "
+                + "cases of \(set.description.name)")
         return quantization
     }
 
@@ -133,8 +138,8 @@ extension QuantizeWorkflow {
 
     /// Why bf16 cannot run on this CPU (naming oneDNN's effective ISA), or nil when it can.
     public static var bf16Problem: String? {
-        guard case let .failure(error) = Bf16Support.execution() else { return nil }
-        if case let .unavailablePrecision(_, reason) = error { return reason }
+        guard case .failure(let error) = Bf16Support.execution() else { return nil }
+        if case .unavailablePrecision(_, let reason) = error { return reason }
         return "\(error)"
     }
 

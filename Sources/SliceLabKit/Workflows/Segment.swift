@@ -32,8 +32,10 @@ public enum Segment {
         /// (`SegmentThroughput`).
         public var timings = false
 
-        public init(input: String, model: String, output: String, overlay: String? = nil, probabilities: Bool = false,
-                    threads: Int? = nil, tileSize: Int = 512, limits: ReadLimits = .standard) {
+        public init(
+            input: String, model: String, output: String, overlay: String? = nil, probabilities: Bool = false,
+            threads: Int? = nil, tileSize: Int = 512, limits: ReadLimits = .standard
+        ) {
             self.input = input
             self.model = model
             self.output = output
@@ -73,15 +75,18 @@ public enum Segment {
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws {
         let start = DispatchTime.now().uptimeNanoseconds
         guard let format = OutputFormat(path: options.output) else {
-            throw InputError.unsupportedOutput(file: options.output, reason: "expected .h5, .nii, .nii.gz, .png or "
-                + ".dcm")
+            throw InputError.unsupportedOutput(
+                file: options.output,
+                reason: "expected .h5, .nii, .nii.gz, .png or "
+                    + ".dcm")
         }
         if options.probabilities && format != .hdf5 {
             throw InputError.unsupportedOutput(file: options.output, reason: "--probabilities needs an .h5 output")
         }
         if let threads = options.threads { setComputeThreads(threads) }
-        let segmenter = try VolumeSegmenter.load(checkpoint: options.model, context: options.context,
-                                                 tileSize: options.tileSize, precision: options.precision)
+        let segmenter = try VolumeSegmenter.load(
+            checkpoint: options.model, context: options.context,
+            tileSize: options.tileSize, precision: options.precision)
         segmenter.model.resetMultiplyAddCount()
         var finished = false
         defer {
@@ -103,35 +108,47 @@ public enum Segment {
             log("segment: \(reader.frames) slice(s) segmented, \(reader.skipped.count) file(s) skipped")
         }
         if format == .png && reader.frames > 1 {
-            throw InputError.unsupportedOutput(file: options.output, reason: "the input has \(reader.frames) frames; "
-                + "a PNG holds one, write .h5 or .nii.gz instead")
+            throw InputError.unsupportedOutput(
+                file: options.output,
+                reason: "the input has \(reader.frames) frames; "
+                    + "a PNG holds one, write .h5 or .nii.gz instead")
         }
         let k = segmenter.classCount
         let (rows, columns, plane) = (reader.rows, reader.columns, reader.rows * reader.columns)
-        let geometry = reader.geometry ?? VolumeGeometry(spacing: reader.spacing, origin: [0, 0, 0],
-                                                         direction: VolumeGeometry.identity.direction)
+        let geometry =
+            reader.geometry
+            ?? VolumeGeometry(
+                spacing: reader.spacing, origin: [0, 0, 0],
+                direction: VolumeGeometry.identity.direction)
         let spacing: [Double]? = reader.hasSpacing ? reader.spacing : nil
         if let size = segmenter.resampledSize(rows: rows, columns: columns, spacing: spacing) {
-            log("segment: slices resampled from \(rows)×\(columns) to \(size.rows)×\(size.columns) for the "
-                + "model's training spacing \(segmenter.sampling.spacing ?? [])")
+            log(
+                "segment: slices resampled from \(rows)×\(columns) to \(size.rows)×\(size.columns) for the "
+                    + "model's training spacing \(segmenter.sampling.spacing ?? [])")
         }
         var firstLabels: [Int32]?
         /// Hands every slice's labels (and probabilities when asked) to `store`, in slice order.
         func produce(_ store: (Int, [Int32], [Float]) throws -> Void) throws {
             if options.postProcessing.step != .none {
-                var labels: [Int32] = [], probabilities: [Float] = [], display: [Float] = [], channels = 1
+                var labels: [Int32] = []
+                var probabilities: [Float] = []
+                var display: [Float] = []
+                var channels = 1
                 var displayed = 0
-                try segmenter.run(slices: reader.frames, rows: rows, columns: columns, channels: reader.channels,
-                                  spacing: spacing, source: options.input, batch: options.batch, slice: { index in
-                    let image = try reader.frame(index)
-                    // Slices come in order, once more when z-score takes a first pass for the volume's statistics.
-                    if index == displayed {
-                        let shown = SegmentPostProcessing.display(image)
-                        (display, channels) = (display + shown.values, shown.channels)
-                        displayed += 1
+                try segmenter.run(
+                    slices: reader.frames, rows: rows, columns: columns, channels: reader.channels,
+                    spacing: spacing, source: options.input, batch: options.batch,
+                    slice: { index in
+                        let image = try reader.frame(index)
+                        // Slices come in order, once more when z-score takes a first pass for the volume's statistics.
+                        if index == displayed {
+                            let shown = SegmentPostProcessing.display(image)
+                            (display, channels) = (display + shown.values, shown.channels)
+                            displayed += 1
+                        }
+                        return image.values
                     }
-                    return image.values
-                }) { index, logits in
+                ) { index, logits in
                     labels += argmaxOverClasses(logits)
                     probabilities += softmaxOverClasses(logits).values
                     if reader.frames > 1 { log("segment: frame \(index + 1)/\(reader.frames)") }
@@ -141,16 +158,21 @@ public enum Segment {
                     frames: reader.frames, rows: rows, columns: columns, spacing: reader.spacing)
                 log("segment: post-processed with \(options.postProcessing.step)")
                 for index in 0..<reader.frames {
-                    try store(index, Array(labels[(index * plane)..<((index + 1) * plane)]), options.probabilities
-                        ? Array(probabilities[(index * k * plane)..<((index + 1) * k * plane)]) : [])
+                    try store(
+                        index, Array(labels[(index * plane)..<((index + 1) * plane)]),
+                        options.probabilities
+                            ? Array(probabilities[(index * k * plane)..<((index + 1) * k * plane)]) : [])
                 }
             } else {
-                try segmenter.run(slices: reader.frames, rows: rows, columns: columns, channels: reader.channels,
-                                  spacing: spacing, source: options.input, batch: options.batch,
-                                  slice: { try reader.frame($0).values }) {
+                try segmenter.run(
+                    slices: reader.frames, rows: rows, columns: columns, channels: reader.channels,
+                    spacing: spacing, source: options.input, batch: options.batch,
+                    slice: { try reader.frame($0).values }
+                ) {
                     index, logits in
-                    try store(index, argmaxOverClasses(logits),
-                              options.probabilities ? softmaxOverClasses(logits).values : [])
+                    try store(
+                        index, argmaxOverClasses(logits),
+                        options.probabilities ? softmaxOverClasses(logits).values : [])
                     if reader.frames > 1 { log("segment: frame \(index + 1)/\(reader.frames)") }
                 }
             }
@@ -167,13 +189,15 @@ public enum Segment {
                 if index == 0 { firstLabels = labels }
                 all += labels
             }
-            try NIfTIImage.write(.labels(all), dimensions: [columns, rows, reader.frames], geometry: geometry,
-                                 to: options.output)
+            try NIfTIImage.write(
+                .labels(all), dimensions: [columns, rows, reader.frames], geometry: geometry,
+                to: options.output)
         default:
             let type: HDF5ElementType = k <= 256 ? .uint8 : .uint16
             try HDF5File.write(to: options.output, updating: false) { file in
-                try file.createDataset("/labels", type, shape: [reader.frames, rows, columns],
-                                       chunks: [1, rows, columns], deflate: 4)
+                try file.createDataset(
+                    "/labels", type, shape: [reader.frames, rows, columns],
+                    chunks: [1, rows, columns], deflate: 4)
                 try file.setAttribute("spacing", .doubles(geometry.spacing), at: "/labels")
                 try file.setAttribute("origin", .doubles(geometry.origin), at: "/labels")
                 try file.setAttribute("direction", .doubles(geometry.direction), at: "/labels")
@@ -183,29 +207,36 @@ public enum Segment {
                     try file.setAttribute("crf", .string(options.postProcessing.crf.spec), at: "/labels")
                 }
                 if options.probabilities {
-                    try file.createDataset("/probabilities", .float32, shape: [reader.frames, k, rows, columns],
-                                           chunks: [1, 1, rows, columns], deflate: 4)
+                    try file.createDataset(
+                        "/probabilities", .float32, shape: [reader.frames, k, rows, columns],
+                        chunks: [1, 1, rows, columns], deflate: 4)
                 }
                 try produce { index, labels, probabilities in
                     if index == 0 { firstLabels = labels }
                     if type == .uint8 {
-                        try file.write(labels.map { UInt8(clamping: $0) }, to: "/labels", start: [index, 0, 0],
-                                       count: [1, rows, columns])
+                        try file.write(
+                            labels.map { UInt8(clamping: $0) }, to: "/labels", start: [index, 0, 0],
+                            count: [1, rows, columns])
                     } else {
-                        try file.write(labels.map { UInt16(clamping: $0) }, to: "/labels", start: [index, 0, 0],
-                                       count: [1, rows, columns])
+                        try file.write(
+                            labels.map { UInt16(clamping: $0) }, to: "/labels", start: [index, 0, 0],
+                            count: [1, rows, columns])
                     }
                     if options.probabilities {
-                        try file.write(probabilities, to: "/probabilities", start: [index, 0, 0, 0],
-                                       count: [1, k, rows, columns])
+                        try file.write(
+                            probabilities, to: "/probabilities", start: [index, 0, 0, 0],
+                            count: [1, k, rows, columns])
                     }
                 }
             }
         }
         if let overlay = options.overlay, let firstLabels {
-            try Overlay.write(image: try reader.frame(0), labels: LabelMap(frames: 1, rows: rows, columns: columns,
-                                                                          labels: firstLabels, spacing: reader.spacing),
-                              frame: 0, to: overlay)
+            try Overlay.write(
+                image: try reader.frame(0),
+                labels: LabelMap(
+                    frames: 1, rows: rows, columns: columns,
+                    labels: firstLabels, spacing: reader.spacing),
+                frame: 0, to: overlay)
         }
         finished = true
     }
@@ -214,27 +245,37 @@ public enum Segment {
     /// of oneDNN's ISA at the compute threads in use.
     static func throughput(_ segmenter: VolumeSegmenter, batch: Int, seconds: Double) -> SegmentThroughput {
         let statistics = segmenter.statistics
-        return SegmentThroughput(slices: statistics.slices, batch: batch, forwards: statistics.forwards,
-                                 seconds: seconds, forwardSeconds: statistics.forwardSeconds,
-                                 multiplyAdds: segmenter.model.multiplyAddCount, precision: segmenter.model.precision,
-                                 peak: .current(threads: computeThreads()),
-                                 peakResidentBytes: SegmentThroughput.peakResidentBytes())
+        return SegmentThroughput(
+            slices: statistics.slices, batch: batch, forwards: statistics.forwards,
+            seconds: seconds, forwardSeconds: statistics.forwardSeconds,
+            multiplyAdds: segmenter.model.multiplyAddCount, precision: segmenter.model.precision,
+            peak: .current(threads: computeThreads()),
+            peakResidentBytes: SegmentThroughput.peakResidentBytes())
     }
 
     /// `segment … --out SEG.dcm`: a binary DICOM SEG referencing the source series frame by frame
     /// (`SegmentationExport`), written whole, so the image is loaded whole with its series.
-    private static func writeSegmentation(_ options: Options, segmenter: VolumeSegmenter,
-                                          log: (String) -> Void) throws {
+    private static func writeSegmentation(
+        _ options: Options, segmenter: VolumeSegmenter,
+        log: (String) -> Void
+    ) throws {
         guard ImageLoader.isDICOM(options.input) else {
-            throw InputError.unsupportedOutput(file: options.output, reason: "a DICOM SEG needs a DICOM file or "
-                + "series folder as INPUT, not \(options.input)")
+            throw InputError.unsupportedOutput(
+                file: options.output,
+                reason: "a DICOM SEG needs a DICOM file or "
+                    + "series folder as INPUT, not \(options.input)")
         }
         let (image, source) = try ImageLoader.loadDICOMSeries(options.input, limits: options.limits)
-        var labels: [Int32] = [], probabilities: [Float] = [], display: [Float] = [], channels = 1
+        var labels: [Int32] = []
+        var probabilities: [Float] = []
+        var display: [Float] = []
+        var channels = 1
         let post = options.postProcessing.step != .none
-        try segmenter.run(slices: image.frames, rows: image.rows, columns: image.columns, channels: image.channels,
-                          spacing: image.hasSpacing ? image.spacing : nil, source: options.input,
-                          batch: options.batch, slice: { Array(image.frame($0)) }) { frame, logits in
+        try segmenter.run(
+            slices: image.frames, rows: image.rows, columns: image.columns, channels: image.channels,
+            spacing: image.hasSpacing ? image.spacing : nil, source: options.input,
+            batch: options.batch, slice: { Array(image.frame($0)) }
+        ) { frame, logits in
             labels += argmaxOverClasses(logits)
             if post {
                 probabilities += softmaxOverClasses(logits).values
@@ -245,25 +286,31 @@ public enum Segment {
         }
         let k = segmenter.classCount
         if post {
-            labels = try options.postProcessing.apply(labels: labels, probabilities: probabilities, classCount: k,
-                                                      display: display, channels: channels, frames: image.frames,
-                                                      rows: image.rows, columns: image.columns,
-                                                      spacing: image.spacing)
+            labels = try options.postProcessing.apply(
+                labels: labels, probabilities: probabilities, classCount: k,
+                display: display, channels: channels, frames: image.frames,
+                rows: image.rows, columns: image.columns,
+                spacing: image.spacing)
         }
-        let map = LabelMap(frames: image.frames, rows: image.rows, columns: image.columns, labels: labels,
-                           spacing: image.spacing)
+        let map = LabelMap(
+            frames: image.frames, rows: image.rows, columns: image.columns, labels: labels,
+            spacing: image.spacing)
         let names = try SegmentationExport.classNames(checkpoint: options.model, classCount: k)
         try SegmentationExport.write(labels: map, series: source, classNames: names, to: options.output)
-        log("segment: wrote DICOM SEG \(options.output) referencing series \(source.seriesInstanceUID) "
-            + "(\(source.slices.count) slice(s))")
+        log(
+            "segment: wrote DICOM SEG \(options.output) referencing series \(source.seriesInstanceUID) "
+                + "(\(source.slices.count) slice(s))")
         if let overlay = options.overlay { try Overlay.write(image: image, labels: map, frame: 0, to: overlay) }
     }
 
     /// The logits [1, K, H, W] of one frame, tiled by `window` when the frame is larger than a tile.
-    static func frameLogits(model: DeepLabV3, preprocessing: Preprocessing, image: ScanImage, frame: Int,
-                            window: SlidingWindow = SlidingWindow()) throws -> FloatTensor {
-        let input = networkInput(image, frame: frame, channels: model.configuration.inputChannels,
-                                 preprocessing: preprocessing)
+    static func frameLogits(
+        model: DeepLabV3, preprocessing: Preprocessing, image: ScanImage, frame: Int,
+        window: SlidingWindow = SlidingWindow()
+    ) throws -> FloatTensor {
+        let input = networkInput(
+            image, frame: frame, channels: model.configuration.inputChannels,
+            preprocessing: preprocessing)
         return try window.logits(model, input)
     }
 
@@ -276,7 +323,8 @@ public enum Segment {
 
     /// One frame as the network's input [1, C, H, W]: channels matched (RGB averaged to gray, gray repeated to
     /// RGB), then the checkpoint's preprocessing.
-    static func networkInput(_ image: ScanImage, frame: Int, channels: Int, preprocessing: Preprocessing) -> FloatTensor {
+    static func networkInput(_ image: ScanImage, frame: Int, channels: Int, preprocessing: Preprocessing) -> FloatTensor
+    {
         let plane = image.rows * image.columns
         var values: [Float]
         if channels == 1 {
@@ -299,12 +347,16 @@ public enum Segment {
     /// - Returns: notes from the weight import.
     /// - Throws: `DeepLabError`, `InputError`, `ImageFileError`.
     @discardableResult
-    public static func parity(weights: String, architecture: Architecture, classCount: Int, inputChannels: Int,
-                              auxiliaryHead: Bool, rawInput: String, logitsPath: String, threads: Int? = nil,
-                              log: (String) -> Void = { _ in }) throws -> [String] {
+    public static func parity(
+        weights: String, architecture: Architecture, classCount: Int, inputChannels: Int,
+        auxiliaryHead: Bool, rawInput: String, logitsPath: String, threads: Int? = nil,
+        log: (String) -> Void = { _ in }
+    ) throws -> [String] {
         if let threads { setComputeThreads(threads) }
-        let model = try DeepLabV3(DeepLabConfiguration(architecture: architecture, classCount: classCount,
-                                                       inputChannels: inputChannels, auxiliaryHead: auxiliaryHead))
+        let model = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: architecture, classCount: classCount,
+                inputChannels: inputChannels, auxiliaryHead: auxiliaryHead))
         let notes = try model.loadSafetensors(weights)
         let input = try readRawInput(rawInput, channels: inputChannels)
         try writeLogits(try repeatedForward(model, input, log: log), to: logitsPath)
@@ -313,11 +365,15 @@ public enum Segment {
 
     /// The model's logits for `input`; for benchmarks, SLICELAB_PARITY_REPEAT=R repeats the (warm) forward R
     /// times and logs each latency.
-    private static func repeatedForward(_ model: DeepLabV3, _ input: FloatTensor,
-                                        log: (String) -> Void) throws -> FloatTensor {
+    private static func repeatedForward(
+        _ model: DeepLabV3, _ input: FloatTensor,
+        log: (String) -> Void
+    ) throws -> FloatTensor {
         TensorMemoryPolicy.keepWorkingSet()
         var logits = try model.forward(input, training: false)
-        if let text = ProcessInfo.processInfo.environment["SLICELAB_PARITY_REPEAT"], let repeats = Int(text), repeats > 0 {
+        if let text = ProcessInfo.processInfo.environment["SLICELAB_PARITY_REPEAT"], let repeats = Int(text),
+            repeats > 0
+        {
             var latencies: [Double] = []
             for _ in 0..<min(repeats, 1000) {
                 let start = DispatchTime.now().uptimeNanoseconds
@@ -333,8 +389,10 @@ public enum Segment {
     /// (no preprocessing, no tiling), written to `logitsPath`'s `/logits`; what an exported model is compared with.
     ///
     /// - Throws: `DeepLabError.invalidCheckpoint`, `InputError.invalidContent` for an input of the wrong shape.
-    public static func rawLogits(model path: String, rawInput: String, logitsPath: String, threads: Int? = nil,
-                                 precision: Precision? = nil, log: (String) -> Void = { _ in }) throws {
+    public static func rawLogits(
+        model path: String, rawInput: String, logitsPath: String, threads: Int? = nil,
+        precision: Precision? = nil, log: (String) -> Void = { _ in }
+    ) throws {
         if let threads { setComputeThreads(threads) }
         let (model, _) = try DeepLabCheckpoint.load(path)
         try QuantizeWorkflow.select(precision, for: model)
@@ -350,8 +408,10 @@ public enum Segment {
         }
         let image = try file.read("/image", as: Float.self)
         guard image.shape.count == 4, image.shape[1] == channels else {
-            throw InputError.invalidContent(file: path, reason: "/image has shape \(image.shape); expected "
-                + "[N, \(channels), H, W]")
+            throw InputError.invalidContent(
+                file: path,
+                reason: "/image has shape \(image.shape); expected "
+                    + "[N, \(channels), H, W]")
         }
         return FloatTensor(shape: image.shape, values: image.values)
     }

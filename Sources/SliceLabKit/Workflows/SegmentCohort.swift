@@ -62,12 +62,16 @@ public enum SegmentCohort {
             }
         }
         guard !found.isEmpty else {
-            throw InputError.unsupportedFile(file: folder, reason: "no case in the folder (files SliceLab reads, or "
-                + "series sub-folders)")
+            throw InputError.unsupportedFile(
+                file: folder,
+                reason: "no case in the folder (files SliceLab reads, or "
+                    + "series sub-folders)")
         }
         if let duplicate = Dictionary(grouping: found, by: \.name).first(where: { $0.value.count > 1 }) {
-            throw InputError.unsupportedFile(file: folder, reason: "two cases named '\(duplicate.key)': "
-                + duplicate.value.map { URL(fileURLWithPath: $0.path).lastPathComponent }.joined(separator: ", "))
+            throw InputError.unsupportedFile(
+                file: folder,
+                reason: "two cases named '\(duplicate.key)': "
+                    + duplicate.value.map { URL(fileURLWithPath: $0.path).lastPathComponent }.joined(separator: ", "))
         }
         return found
     }
@@ -79,11 +83,15 @@ public enum SegmentCohort {
     /// - Returns: the manifest written.
     /// - Throws: `InputError`, `ShardError`, and a failing case's error (naming it) without `skipBad`; nothing is
     ///   written then.
-    public static func run(_ options: Segment.Options, shard: Shard? = nil, skipBad: Bool = false,
-                           log: (String) -> Void = { _ in }) throws -> Manifest {
+    public static func run(
+        _ options: Segment.Options, shard: Shard? = nil, skipBad: Bool = false,
+        log: (String) -> Void = { _ in }
+    ) throws -> Manifest {
         if options.overlay != nil {
-            throw InputError.unsupportedOutput(file: options.output, reason: "--overlay takes one image; a folder "
-                + "of cases has none")
+            throw InputError.unsupportedOutput(
+                file: options.output,
+                reason: "--overlay takes one image; a folder "
+                    + "of cases has none")
         }
         let all = try cases(in: options.input)
         var chosen = all
@@ -93,11 +101,12 @@ public enum SegmentCohort {
         _ = try DeepLabCheckpoint.load(options.model)  // a bad model fails the run, not every case
         var config = [
             "input": options.input, "model": options.model, "regularize": options.postProcessing.step.rawValue,
-            "probabilities": options.probabilities ? "true" : "false", "tile_size": "\(options.tileSize)",
+            "probabilities": options.probabilities ? "true" : "false", "tile_size": "\(options.tileSize)"
         ]
         if options.postProcessing.step == .crf { config["crf"] = options.postProcessing.crf.spec }
-        var manifest = Manifest(config: config, cases: [], skipped: [], shard: shard,
-                                caseOrder: shard == nil ? nil : all.map(\.name))
+        var manifest = Manifest(
+            config: config, cases: [], skipped: [], shard: shard,
+            caseOrder: shard == nil ? nil : all.map(\.name))
         try prepareOutputLocation(options.output, isFolder: true)
         try writeFolderAtomically(to: options.output) { temporary in
             for (index, item) in chosen.enumerated() {
@@ -124,24 +133,30 @@ public enum SegmentCohort {
     /// - Throws: `ShardError` (not a part, different configurations, missing or duplicate shards, an output that
     ///   exists), file errors naming the file. Nothing is written then.
     public static func merge(parts: [String], output: String, overwrite: Bool = false) throws -> Manifest {
-        if FileManager.default.fileExists(atPath: output), !overwrite
-            || parts.contains(where: { URL(fileURLWithPath: $0).standardizedFileURL
-                                         == URL(fileURLWithPath: output).standardizedFileURL }) {
+        if FileManager.default.fileExists(atPath: output),
+            !overwrite
+                || parts.contains(where: {
+                    URL(fileURLWithPath: $0).standardizedFileURL
+                        == URL(fileURLWithPath: output).standardizedFileURL
+                })
+        {
             throw ShardError.outputExists(file: output)
         }
         let manifests = try parts.map { part -> Manifest in
             let path = part + "/" + manifestName
             guard let data = FileManager.default.contents(atPath: path),
-                  let manifest = try? JSONDecoder().decode(Manifest.self, from: data), manifest.shard != nil else {
+                let manifest = try? JSONDecoder().decode(Manifest.self, from: data), manifest.shard != nil
+            else {
                 throw ShardError.notAPart(file: part)
             }
             return manifest
         }
         let records = zip(parts, manifests).map { part, manifest in
-            ShardRecord(command: manifest.command, shard: manifest.shard!,
-                        configJSON: (try? SortedJSON.string(manifest.config))
-                            ?? "", caseOrder: manifest.caseOrder ?? [], cases: manifest.cases + manifest.skipped.map(\.name),
-                        skipped: [], runOrder: [], comparisons: [])
+            ShardRecord(
+                command: manifest.command, shard: manifest.shard!,
+                configJSON: (try? SortedJSON.string(manifest.config))
+                    ?? "", caseOrder: manifest.caseOrder ?? [], cases: manifest.cases + manifest.skipped.map(\.name),
+                skipped: [], runOrder: [], comparisons: [])
         }
         try ResultsMerge.checkTogether(records, parts: parts)
         let order = records[0].caseOrder
@@ -149,7 +164,8 @@ public enum SegmentCohort {
         for (index, record) in records.enumerated() {
             for name in record.cases {
                 if let other = owner[name] {
-                    throw ShardError.inconsistentPart(file: parts[index], reason: "case '\(name)' is also in \(parts[other])")
+                    throw ShardError.inconsistentPart(
+                        file: parts[index], reason: "case '\(name)' is also in \(parts[other])")
                 }
                 owner[name] = index
             }
@@ -159,15 +175,18 @@ public enum SegmentCohort {
         }
         let written = Set(manifests.flatMap(\.cases))
         let skips = Dictionary(manifests.flatMap(\.skipped).map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-        let merged = Manifest(config: manifests[0].config, cases: order.filter { written.contains($0) },
-                              skipped: order.compactMap { skips[$0] }, shard: nil, caseOrder: nil)
+        let merged = Manifest(
+            config: manifests[0].config, cases: order.filter { written.contains($0) },
+            skipped: order.compactMap { skips[$0] }, shard: nil, caseOrder: nil)
         try prepareOutputLocation(output, isFolder: true)
         try writeFolderAtomically(to: output) { temporary in
             for name in merged.cases {
                 let source = parts[owner[name]!] + "/" + name + ".h5"
                 do { try FileManager.default.copyItem(atPath: source, toPath: temporary + "/" + name + ".h5") } catch {
-                    throw ShardError.inconsistentPart(file: parts[owner[name]!], reason: "cannot copy \(name).h5: "
-                        + error.localizedDescription)
+                    throw ShardError.inconsistentPart(
+                        file: parts[owner[name]!],
+                        reason: "cannot copy \(name).h5: "
+                            + error.localizedDescription)
                 }
             }
             try writeAtomically(try merged.encoded(), to: temporary + "/" + manifestName)
@@ -182,9 +201,7 @@ public enum SegmentCohortError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .failedCase(name, cause): return "case '\(name)': \(cause) (pass --skip-bad to skip it and go on)"
+        case .failedCase(let name, let cause): return "case '\(name)': \(cause) (pass --skip-bad to skip it and go on)"
         }
     }
 }
-
-

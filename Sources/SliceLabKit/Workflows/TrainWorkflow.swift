@@ -95,11 +95,14 @@ public enum TrainWorkflow {
     /// or 256, `--normalize` or `dataset.json`'s or min–max, and no class-balanced slices).
     ///
     /// - Throws: `TrainingError.invalidConfiguration` for options that do not fit the set.
-    public static func configuration(_ options: TrainOptions, set: LabeledSet,
-                                     plan: TrainingPlan? = nil) throws -> TrainingConfiguration {
+    public static func configuration(
+        _ options: TrainOptions, set: LabeledSet,
+        plan: TrainingPlan? = nil
+    ) throws -> TrainingConfiguration {
         guard options.classCount == set.classCount else {
-            throw TrainingError.invalidConfiguration("--num-classes is \(options.classCount) but \(set.folder.path)/"
-                                                     + "dataset.json lists \(set.classCount) classes")
+            throw TrainingError.invalidConfiguration(
+                "--num-classes is \(options.classCount) but \(set.folder.path)/"
+                    + "dataset.json lists \(set.classCount) classes")
         }
         let trainCount = set.cases(in: "train").count
         guard trainCount > 0 else {
@@ -119,8 +122,9 @@ public enum TrainWorkflow {
             loss: LossConfiguration(kind: options.loss, classWeights: options.classWeights),
             gradientClipNorm: 10, earlyStoppingPatience: nil, seed: options.seed,
             augmentation: options.augmentation
-                ?? AugmentationConfiguration(cropSize: plan?.cropSize ?? options.cropSize ?? 256,
-                                             classBalancedCropProbability: 1.0 / 3),
+                ?? AugmentationConfiguration(
+                    cropSize: plan?.cropSize ?? options.cropSize ?? 256,
+                    classBalancedCropProbability: 1.0 / 3),
             preprocessing: plan?.preprocessing ?? options.preprocessing ?? set.description.preprocessing ?? .minMax,
             classBalancedSliceProbability: hasVolumes ? options.classBalancedSliceProbability : nil)
     }
@@ -128,24 +132,29 @@ public enum TrainWorkflow {
     /// Measures the fingerprint of `samples` (the raw training cases) and plans from it: every part that
     /// `options` fixes is kept (`--crop`, `--input-scale`, `--output-stride`, `--batch`, `--normalize`), then
     /// `dataset.json`'s `preprocessing`; the memory budget is `--max-memory`.
-    static func makePlan(_ options: TrainOptions, set: LabeledSet, samples: [LabeledSample],
-                         ranks: Int) -> TrainingPlan {
-        var builder = DatasetFingerprint.Builder(classNames: set.description.classes, channelNames: set.channelNames,
-                                                 modality: set.description.modality)
+    static func makePlan(
+        _ options: TrainOptions, set: LabeledSet, samples: [LabeledSample],
+        ranks: Int
+    ) -> TrainingPlan {
+        var builder = DatasetFingerprint.Builder(
+            classNames: set.description.classes, channelNames: set.channelNames,
+            modality: set.description.modality)
         for sample in samples { builder.add(sample) }
         let fingerprint = builder.finish()
         var given = options.preprocessing
         if given == TrainOptions.foregroundCT {
             given = TrainingPlan.modalityPreprocessing(fingerprint, modality: "CT")
         }
-        let overrides = TrainingPlan.Overrides(cropSize: options.cropSize, inputScale: options.inputScale,
-                                               outputStride: options.outputStride, batchSize: options.batchSize,
-                                               preprocessing: given)
-        return TrainingPlan.make(fingerprint: fingerprint, overrides: overrides,
-                                 datasetPreprocessing: set.description.preprocessing,
-                                 architecture: options.architecture,
-                                 inputChannels: options.inputChannels * (2 * options.context + 1),
-                                 memoryBudgetBytes: options.limits.maxBytes, ranks: ranks)
+        let overrides = TrainingPlan.Overrides(
+            cropSize: options.cropSize, inputScale: options.inputScale,
+            outputStride: options.outputStride, batchSize: options.batchSize,
+            preprocessing: given)
+        return TrainingPlan.make(
+            fingerprint: fingerprint, overrides: overrides,
+            datasetPreprocessing: set.description.preprocessing,
+            architecture: options.architecture,
+            inputChannels: options.inputChannels * (2 * options.context + 1),
+            memoryBudgetBytes: options.limits.maxBytes, ranks: ranks)
     }
 
     /// Makes an image [C, H, W] network input: channels converted to `inputChannels` (gray replicated, or
@@ -165,18 +174,23 @@ public enum TrainWorkflow {
         for c in 0..<channels {
             for p in 0..<plane { gray[p] += image.values[c * plane + p] / Float(channels) }
         }
-        return FloatTensor(shape: [inputChannels, image.shape[1], image.shape[2]],
-                           values: Array((0..<inputChannels).map { _ in gray }.joined()))
+        return FloatTensor(
+            shape: [inputChannels, image.shape[1], image.shape[2]],
+            values: Array((0..<inputChannels).map { _ in gray }.joined()))
     }
 
     /// The network input of frame `index` of a case with 2.5-D context: frames index − N … index + N (clamped to
     /// the case, so edge frames repeat), each converted to `inputChannels`, stacked frame-major into
     /// [(2N + 1) · inputChannels, H, W] and preprocessed together, as `VolumeSegmenter` builds it at inference.
-    static func contextInput(_ sample: LabeledSample, frame index: Int, context: Int, inputChannels: Int,
-                             preprocessing: Preprocessing) -> FloatTensor {
+    static func contextInput(
+        _ sample: LabeledSample, frame index: Int, context: Int, inputChannels: Int,
+        preprocessing: Preprocessing
+    ) -> FloatTensor {
         let planes = (-context...context).map { offset in
-            convertChannels(sample.frame(min(max(index + offset, 0), sample.frameCount - 1)).image,
-                            to: inputChannels).values
+            convertChannels(
+                sample.frame(min(max(index + offset, 0), sample.frameCount - 1)).image,
+                to: inputChannels
+            ).values
         }
         var values = Array(planes.joined())
         preprocessing.apply(to: &values)
@@ -187,33 +201,42 @@ public enum TrainWorkflow {
     /// Every frame of every case of `split`, prepared as network input (a volume gives one frame per slice,
     /// with its neighbours as context when `options.context` > 0); the in-plane spacings (row, column) of the
     /// cases that have one are added to `spacings`.
-    static func frames(of set: LabeledSet, split: String, options: TrainOptions, preprocessing: Preprocessing,
-                       spacings: inout [[Double]]) throws -> [TrainValidation.Case] {
-        try frames(of: set.cases(in: split).map { try set.load($0) }, options: options,
-                   preprocessing: preprocessing, spacings: &spacings)
+    static func frames(
+        of set: LabeledSet, split: String, options: TrainOptions, preprocessing: Preprocessing,
+        spacings: inout [[Double]]
+    ) throws -> [TrainValidation.Case] {
+        try frames(
+            of: set.cases(in: split).map { try set.load($0) }, options: options,
+            preprocessing: preprocessing, spacings: &spacings)
     }
 
     /// The frames of loaded cases (see `frames(of:split:options:preprocessing:spacings:)`).
-    static func frames(of samples: [LabeledSample], options: TrainOptions, preprocessing: Preprocessing,
-                       spacings: inout [[Double]]) -> [TrainValidation.Case] {
+    static func frames(
+        of samples: [LabeledSample], options: TrainOptions, preprocessing: Preprocessing,
+        spacings: inout [[Double]]
+    ) -> [TrainValidation.Case] {
         var cases: [TrainValidation.Case] = []
         for sample in samples {
             if sample.hasSpacing { spacings.append(Array(sample.spacing.suffix(2))) }
-            let preprocessing = preprocessing.usesCaseStatistics
+            let preprocessing =
+                preprocessing.usesCaseStatistics
                 ? preprocessing.forCase(caseStatistics(sample, inputChannels: options.inputChannels)) : preprocessing
             for index in 0..<sample.frameCount {
-                cases.append(TrainValidation.Case(
-                    name: sample.frameCount == 1 ? sample.name : "\(sample.name)#\(index)",
-                    image: contextInput(sample, frame: index, context: options.context,
-                                        inputChannels: options.inputChannels, preprocessing: preprocessing),
-                    labels: sample.frame(index).labels))
+                cases.append(
+                    TrainValidation.Case(
+                        name: sample.frameCount == 1 ? sample.name : "\(sample.name)#\(index)",
+                        image: contextInput(
+                            sample, frame: index, context: options.context,
+                            inputChannels: options.inputChannels, preprocessing: preprocessing),
+                        labels: sample.frame(index).labels))
             }
         }
         return cases
     }
 
     /// The statistics of a whole case as the network's channels see it (each frame converted to `inputChannels`).
-    static func caseStatistics(_ sample: LabeledSample, inputChannels: Int) -> (mean: Double, standardDeviation: Double) {
+    static func caseStatistics(_ sample: LabeledSample, inputChannels: Int) -> (mean: Double, standardDeviation: Double)
+    {
         var statistics = Preprocessing.CaseStatistics()
         for frame in 0..<sample.frameCount {
             statistics.add(convertChannels(sample.frame(frame).image, to: inputChannels).values)
@@ -234,8 +257,10 @@ public enum TrainWorkflow {
     }
 
     /// Every frame of every case of `split` (see `frames(of:split:options:preprocessing:spacings:)`).
-    static func frames(of set: LabeledSet, split: String, options: TrainOptions,
-                       preprocessing: Preprocessing) throws -> [TrainValidation.Case] {
+    static func frames(
+        of set: LabeledSet, split: String, options: TrainOptions,
+        preprocessing: Preprocessing
+    ) throws -> [TrainValidation.Case] {
         var spacings: [[Double]] = []
         return try frames(of: set, split: split, options: options, preprocessing: preprocessing, spacings: &spacings)
     }
@@ -245,7 +270,8 @@ public enum TrainWorkflow {
     static func trainingSpacing(_ spacings: [[Double]]) -> [Double]? {
         guard !spacings.isEmpty else { return nil }
         func median(_ values: [Double]) -> Double {
-            let sorted = values.sorted(), middle = sorted.count / 2
+            let sorted = values.sorted()
+            let middle = sorted.count / 2
             return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
         }
         return [median(spacings.map { $0[0] }), median(spacings.map { $0[1] })]
@@ -262,9 +288,10 @@ public enum TrainWorkflow {
         guard let architecture = DeepLabConfiguration.Architecture(rawValue: options.architecture) else {
             throw TrainingError.invalidConfiguration("unknown architecture \(options.architecture)")
         }
-        var configuration = DeepLabConfiguration(architecture: architecture, classCount: options.classCount,
-                                                 inputChannels: options.inputChannels * (2 * options.context + 1),
-                                                 seed: options.seed)
+        var configuration = DeepLabConfiguration(
+            architecture: architecture, classCount: options.classCount,
+            inputChannels: options.inputChannels * (2 * options.context + 1),
+            seed: options.seed)
         if let stride = options.outputStride {
             configuration.outputStride = stride
             configuration.atrousRates = stride == 16 ? [6, 12, 18] : [12, 24, 36]
@@ -274,8 +301,9 @@ public enum TrainWorkflow {
         if let scale = options.inputScale { configuration.inputScale = scale }
         let model = try DeepLabV3(configuration)
         if options.precision == .int8 {
-            throw TrainingError.invalidConfiguration("int8 is inference only: train in fp32 or bf16, then make an "
-                                                     + "int8 checkpoint with 'slicelab quantize'")
+            throw TrainingError.invalidConfiguration(
+                "int8 is inference only: train in fp32 or bf16, then make an "
+                    + "int8 checkpoint with 'slicelab quantize'")
         }
         try QuantizeWorkflow.select(options.precision, for: model)
         guard let initial = options.initialWeights else { return model }
@@ -306,17 +334,21 @@ public enum TrainWorkflow {
     ///   - makeNetwork: builds the network for the options (architecture, classes, channels, initial weights).
     /// - Throws: `LabeledSetError` for the set, `TrainingError` for the run, and the network's errors.
     @discardableResult
-    public static func run(_ options: TrainOptions, progress: TrainProgress? = nil,
-                           communicator: Communicator = .single,
-                           makeNetwork: (TrainOptions) throws -> SegmentationNetwork) throws -> Trainer.Summary {
+    public static func run(
+        _ options: TrainOptions, progress: TrainProgress? = nil,
+        communicator: Communicator = .single,
+        makeNetwork: (TrainOptions) throws -> SegmentationNetwork
+    ) throws -> Trainer.Summary {
         if let batch = options.batchSize, batch % communicator.size != 0 {
-            throw TrainingError.invalidConfiguration("--batch \(batch) is not divisible by the "
-                                                     + "\(communicator.size) ranks of the job")
+            throw TrainingError.invalidConfiguration(
+                "--batch \(batch) is not divisible by the "
+                    + "\(communicator.size) ranks of the job")
         }
         try prepareOutputLocation(options.outputPath)
         try prepareOutputLocation(options.lastCheckpointPath)
-        let set = try LabeledSet.open(options.datasetPath, skipBad: options.skipBad, limits: options.limits,
-                                      selection: options.selection)
+        let set = try LabeledSet.open(
+            options.datasetPath, skipBad: options.skipBad, limits: options.limits,
+            selection: options.selection)
         for skipped in set.skipped { FileHandle.standardError.write(Data("skipping \(skipped.error)\n".utf8)) }
         var trainSamples = try set.cases(in: "train").map { try set.load($0) }
         let planStart = Date()
@@ -327,35 +359,45 @@ public enum TrainWorkflow {
         (options.inputScale, options.outputStride) = (plan.inputScale, plan.outputStride)
         let configuration = try configuration(options, set: set, plan: plan)
         let planJSON = try plan.json()
-        let reporter = communicator.rank != 0 ? TrainProgress(totalSteps: 0, write: { _ in })
+        let reporter =
+            communicator.rank != 0
+            ? TrainProgress(totalSteps: 0, write: { _ in })
             : progress ?? TrainProgress(totalSteps: configuration.steps)
         for line in plan.lines { reporter.handle(.note(line)) }
         reporter.handle(.note(String(format: "plan: fingerprint and plan took %.2f s", planSeconds)))
         let network = try makeNetwork(options)
         let preprocessing = configuration.preprocessing
-        var spacings: [[Double]] = [], validationSpacings: [[Double]] = []
+        var spacings: [[Double]] = []
+        var validationSpacings: [[Double]] = []
         let train = frames(of: trainSamples, options: options, preprocessing: preprocessing, spacings: &spacings)
             .map { ($0.image, $0.labels) }
         trainSamples = []  // the raw cases are no longer needed
-        let validationCases = try frames(of: set, split: "val", options: options, preprocessing: preprocessing,
-                                         spacings: &validationSpacings)
+        let validationCases = try frames(
+            of: set, split: "val", options: options, preprocessing: preprocessing,
+            spacings: &validationSpacings)
         let sampling = SliceSampling(context: options.context, spacing: trainingSpacing(spacings))
-        let slices = configuration.classBalancedSliceProbability == nil ? []
+        let slices =
+            configuration.classBalancedSliceProbability == nil
+            ? []
             : classSlices(train.map { $0.1 }, classCount: configuration.classCount)
-        let sampler = try BatchSampler(sampleCount: train.count, batchSize: configuration.batchSize,
-                                       augmenter: try Augmenter(configuration.augmentation),
-                                       rank: communicator.rank, shardCount: communicator.size,
-                                       classSlices: slices,
-                                       classSliceProbability: configuration.classBalancedSliceProbability ?? 0) {
+        let sampler = try BatchSampler(
+            sampleCount: train.count, batchSize: configuration.batchSize,
+            augmenter: try Augmenter(configuration.augmentation),
+            rank: communicator.rank, shardCount: communicator.size,
+            classSlices: slices,
+            classSliceProbability: configuration.classBalancedSliceProbability ?? 0
+        ) {
             train[$0]
         }
         let loss = try configuration.loss.makeLoss(classCount: configuration.classCount)
-        let trainer = try Trainer(network: network, configuration: configuration, sampler: sampler,
-                                  validation: TrainValidation(cases: validationCases, classCount: set.classCount,
-                                                              loss: loss),
-                                  bestCheckpointPath: options.outputPath,
-                                  lastCheckpointPath: options.lastCheckpointPath,
-                                  progress: reporter)
+        let trainer = try Trainer(
+            network: network, configuration: configuration, sampler: sampler,
+            validation: TrainValidation(
+                cases: validationCases, classCount: set.classCount,
+                loss: loss),
+            bestCheckpointPath: options.outputPath,
+            lastCheckpointPath: options.lastCheckpointPath,
+            progress: reporter)
         if options.synchronizeBatchNorm {
             // Also for one process, so N ranks and one do the same arithmetic.
             SynchronizedBatchNorm.sum = { try communicator.allReduceSum(&$0, what: "batch-norm all-reduce") }
@@ -363,8 +405,9 @@ public enum TrainWorkflow {
         defer { SynchronizedBatchNorm.sum = nil }
         var dataParallel: DataParallel?
         if communicator.isDistributed {
-            let observer = DataParallel(communicator: communicator, network: network,
-                                        synchronizesBatchNorm: options.synchronizeBatchNorm)
+            let observer = DataParallel(
+                communicator: communicator, network: network,
+                synchronizesBatchNorm: options.synchronizeBatchNorm)
             trainer.observers.insert(observer, at: 0)
             trainer.sumAcrossRanks = observer.sumAcrossRanks
             dataParallel = observer
@@ -380,9 +423,13 @@ public enum TrainWorkflow {
             // Same parameter shapes do not mean the same model (rates, stride, scale): a checkpoint that records its
             // model must record this one.
             trainer.readModel = { file in
-                if file.hasAttribute("configuration"), try DeepLabCheckpoint.configuration(in: file) != model.configuration {
-                    throw TrainingError.invalidState(file: file.path, reason: "its model configuration differs from "
-                                                     + "this run's; resume with the same options")
+                if file.hasAttribute("configuration"),
+                    try DeepLabCheckpoint.configuration(in: file) != model.configuration
+                {
+                    throw TrainingError.invalidState(
+                        file: file.path,
+                        reason: "its model configuration differs from "
+                            + "this run's; resume with the same options")
                 }
                 try TrainingCheckpoint.readParameters(model.parameters, from: file)
             }

@@ -6,35 +6,44 @@ enum CompareCommand: Command {
     static let spec = CommandSpec(
         name: "compare",
         summary: "Run DeepLabV3 and classical baselines on a labeled set, evaluate and compare them.",
-        positionals: [PositionalSpec("DATASET", help: "A labeled-set folder: SliceLab's (images/, labels/, "
-                                     + "dataset.json), nnU-Net v2 raw or the Decathlon's.")],
+        positionals: [
+            PositionalSpec(
+                "DATASET",
+                help: "A labeled-set folder: SliceLab's (images/, labels/, "
+                    + "dataset.json), nnU-Net v2 raw or the Decathlon's.")
+        ],
         options: [
             OptionSpec("model", valueName: "MODEL.h5", help: "A SliceLab checkpoint.", required: true),
-            OptionSpec("classical", valueName: "SPEC", help: "e.g. kmeans:space=gray,classes=3,map=train-vote",
-                       repeatable: true),
+            OptionSpec(
+                "classical", valueName: "SPEC", help: "e.g. kmeans:space=gray,classes=3,map=train-vote",
+                repeatable: true),
             OptionSpec("split", help: "Split to evaluate.", default: "test"),
             OptionSpec("out", valueName: "RESULTS.h5", help: "Results file.", required: true),
             OptionSpec("report", valueName: "DIR", help: "Write an HTML report into DIR."),
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
-            OptionSpec("post", valueName: "STEP",
-                       help: "Also run the model with post-processing STEP (\(ComparePost.names.joined(separator: ", "))) "
-                           + "as run deeplabv3.STEP; auto picks component rules per class on the val split.",
-                       repeatable: true),
+            OptionSpec(
+                "post", valueName: "STEP",
+                help: "Also run the model with post-processing STEP (\(ComparePost.names.joined(separator: ", "))) "
+                    + "as run deeplabv3.STEP; auto picks component rules per class on the val split.",
+                repeatable: true),
             OptionSpec("crf", valueName: "SPEC", help: "Dense CRF parameters for --post crf."),
-            OptionSpec("precision", .choice(of: Precision.self),
-                       help: "Arithmetic precision: a quantised checkpoint runs in int8, others in fp32; bf16 "
-                           + "(bf16 convolutions) only where oneDNN's ISA has AMX.",
-                       default: "the checkpoint's"),
+            OptionSpec(
+                "precision", .choice(of: Precision.self),
+                help: "Arithmetic precision: a quantised checkpoint runs in int8, others in fp32; bf16 "
+                    + "(bf16 convolutions) only where oneDNN's ISA has AMX.",
+                default: "the checkpoint's"),
             OptionSpec("timings", .flag, help: "Print a timing breakdown."),
             OptionSpec("skip-bad", .flag, help: "Skip and list invalid cases instead of failing."),
             OptionSpec("overwrite", .flag, help: "Replace runs of the same names in RESULTS.h5."),
-            OptionSpec("predictions", valueName: "DIR",
-                       help: "Write each run's label volumes as DIR/<run>/<case><file ending> in the set's format."),
-            OptionSpec("external", valueName: "NAME=FOLDER",
-                       help: "Add run NAME from another tool's label files FOLDER/<case><file ending> (nnU-Net, "
-                           + "MONAI), scored with the same metrics and paired tests.", repeatable: true),
+            OptionSpec(
+                "predictions", valueName: "DIR",
+                help: "Write each run's label volumes as DIR/<run>/<case><file ending> in the set's format."),
+            OptionSpec(
+                "external", valueName: "NAME=FOLDER",
+                help: "Add run NAME from another tool's label files FOLDER/<case><file ending> (nnU-Net, "
+                    + "MONAI), scored with the same metrics and paired tests.", repeatable: true),
             shardOption, foldOption, splitSeedOption,
-            maxMemoryOption,
+            maxMemoryOption
         ],
         discussion: """
             SPEC is METHOD[:key=value,…] with METHOD one of otsu, multiotsu, histogram, kmeans, fcm, gmm and keys
@@ -46,7 +55,8 @@ enum CompareCommand: Command {
 
     static func run(_ arguments: ParsedArguments) throws {
         guard let dataset = arguments.positional(0), let model = arguments.string("model"),
-              let output = arguments.string("out") else {
+            let output = arguments.string("out")
+        else {
             throw UsageError("slicelab compare: give DATASET, --model MODEL.h5 and --out RESULTS.h5")
         }
         if let precision: Precision = arguments.choice("precision") {
@@ -57,17 +67,19 @@ enum CompareCommand: Command {
         do { classical = try specs.map(ClassicalSpec.init) } catch let error as ClassicalSpec.ParseError {
             throw UsageError("slicelab compare: --classical \(error)")
         }
-        var options = Compare.Options(dataset: dataset, model: model, classical: classical,
-                                      split: arguments.string("split") ?? "test", output: output,
-                                      report: arguments.string("report"), threads: arguments.int("threads"),
-                                      skipBad: arguments.flag("skip-bad"), overwrite: arguments.flag("overwrite"))
+        var options = Compare.Options(
+            dataset: dataset, model: model, classical: classical,
+            split: arguments.string("split") ?? "test", output: output,
+            report: arguments.string("report"), threads: arguments.int("threads"),
+            skipBad: arguments.flag("skip-bad"), overwrite: arguments.flag("overwrite"))
         options.limits = try readLimits(arguments, command: "compare")
         options.precision = arguments.choice("precision")
         options.selection = splitSelection(arguments)
         options.predictions = arguments.string("predictions")
         options.external = try arguments.strings("external").map { text in
             guard let equals = text.firstIndex(of: "="), equals != text.startIndex,
-                  text.index(after: equals) != text.endIndex else {
+                text.index(after: equals) != text.endIndex
+            else {
                 throw UsageError("slicelab compare: --external takes NAME=FOLDER, not '\(text)'")
             }
             return (String(text[..<equals]), String(text[text.index(after: equals)...]))
@@ -75,13 +87,15 @@ enum CompareCommand: Command {
         options.shard = try parseShard(arguments, command: "compare")
         let job = try cohortJob(arguments, command: "compare")
         if options.shard != nil || job != nil, options.report != nil {
-            throw UsageError("slicelab compare: --report needs every case; write it from a single run, not with --shard "
-                + "or under mpirun")
+            throw UsageError(
+                "slicelab compare: --report needs every case; write it from a single run, not with --shard "
+                    + "or under mpirun")
         }
         options.post = try arguments.strings("post").map { text in
             guard let post = ComparePost(text) else {
-                throw UsageError("slicelab compare: unknown --post '\(text)'; choose from "
-                    + ComparePost.names.joined(separator: ", "))
+                throw UsageError(
+                    "slicelab compare: unknown --post '\(text)'; choose from "
+                        + ComparePost.names.joined(separator: ", "))
             }
             return post
         }
@@ -90,14 +104,17 @@ enum CompareCommand: Command {
         }
         options.crf = try SegmentCommand.crfParameters(arguments, command: "compare")
         if let job {
-            let outcome = try ShardedJob.run(communicator: job, output: options.output, partSuffix: ".h5") { shard, part in
+            let outcome = try ShardedJob.run(communicator: job, output: options.output, partSuffix: ".h5") {
+                shard, part in
                 var mine = options
                 (mine.shard, mine.output) = (shard, part)
                 _ = try Compare.run(mine)
             } merge: { parts, output in
                 try ResultsMerge.merge(parts: parts, output: output, overwrite: options.overwrite)
             }
-            if case let .merged(merged) = outcome { MergeCommand.report(merged, output: options.output, job: ("compare", job.size)) }
+            if case .merged(let merged) = outcome {
+                MergeCommand.report(merged, output: options.output, job: ("compare", job.size))
+            }
             job.finish()
             return
         }
@@ -122,10 +139,13 @@ enum CompareCommand: Command {
             }
         }
         if let shard = options.shard {
-            print("wrote shard \(shard) (\(outcome.runs.first?.caseCount ?? 0) cases) of \(outcome.runs.count) runs to "
-                + "\(options.output); join the parts with 'slicelab merge'")
+            print(
+                "wrote shard \(shard) (\(outcome.runs.first?.caseCount ?? 0) cases) of \(outcome.runs.count) runs to "
+                    + "\(options.output); join the parts with 'slicelab merge'")
             return
         }
-        print("wrote \(outcome.runs.count) runs to \(options.output)" + (options.report.map { ", report in \($0)/index.html" } ?? ""))
+        print(
+            "wrote \(outcome.runs.count) runs to \(options.output)"
+                + (options.report.map { ", report in \($0)/index.html" } ?? ""))
     }
 }

@@ -7,17 +7,21 @@ enum ConvertCommand: Command {
         summary: "Convert DICOM to HDF5 (modality values) or PNG (display image), or a label map to DICOM SEG.",
         positionals: [
             PositionalSpec("PATH", help: "A DICOM file or a series folder (with --reference: a label file)."),
-            PositionalSpec("OUT", help: "OUT.h5 for /image in physical units, OUT.png for the display image, "
-                           + "OUT.dcm for a DICOM SEG (with --reference)."),
+            PositionalSpec(
+                "OUT",
+                help: "OUT.h5 for /image in physical units, OUT.png for the display image, "
+                    + "OUT.dcm for a DICOM SEG (with --reference).")
         ],
         options: [
-            OptionSpec("window", valueName: "C,W|auto", help: "VOI window for PNG: centre,width or 'auto' (percentiles).",
-                       default: "the file's window, else auto"),
+            OptionSpec(
+                "window", valueName: "C,W|auto", help: "VOI window for PNG: centre,width or 'auto' (percentiles).",
+                default: "the file's window, else auto"),
             OptionSpec("frame", .int(0...Int.max), help: "Frame (or slice) to write as PNG.", default: "0"),
             OptionSpec("bits", .choice(["8", "16"]), help: "PNG bit depth.", default: "8"),
-            OptionSpec("reference", valueName: "SERIES",
-                       help: "PATH is a label map (.h5 /labels or .png): write it as a DICOM SEG over this series."),
-            maxMemoryOption,
+            OptionSpec(
+                "reference", valueName: "SERIES",
+                help: "PATH is a label map (.h5 /labels or .png): write it as a DICOM SEG over this series."),
+            maxMemoryOption
         ])
 
     static func run(_ arguments: ParsedArguments) throws {

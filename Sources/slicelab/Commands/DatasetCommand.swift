@@ -6,13 +6,15 @@ enum DatasetCommand: Command {
     static let spec = CommandSpec(
         name: "dataset",
         summary: "Check a labeled set (SliceLab, nnU-Net v2, Decathlon) or export it as an nnU-Net v2 raw set.",
-        positionals: [PositionalSpec("ACTION", help: "check or export."),
-                      PositionalSpec("PATH", help: "The set's folder (with its dataset.json).")],
+        positionals: [
+            PositionalSpec("ACTION", help: "check or export."),
+            PositionalSpec("PATH", help: "The set's folder (with its dataset.json).")
+        ],
         options: [
             OptionSpec("format", .choice(["nnunet"]), help: "export: the layout to write."),
             OptionSpec("out", valueName: "DIR", help: "export: DIR/DatasetNNN_<name>/ is written."),
             OptionSpec("id", .int(1...999), help: "export: the nnU-Net dataset id NNN."),
-            foldOption, splitSeedOption, maxMemoryOption,
+            foldOption, splitSeedOption, maxMemoryOption
         ],
         discussion: """
             check lists every problem by case (missing channel or label files, shapes or geometry that differ by more
@@ -35,7 +37,8 @@ enum DatasetCommand: Command {
             }
         case "export":
             guard arguments.string("format") == "nnunet", let out = arguments.string("out"),
-                  let id = arguments.int("id") else {
+                let id = arguments.int("id")
+            else {
                 throw UsageError("slicelab dataset export: give --format nnunet, --out DIR and --id N (1…999)")
             }
             var options = DatasetExport.Options(dataset: path, output: out, id: id)
@@ -67,6 +70,7 @@ let splitSeedOption = OptionSpec(
 
 /// The split selection `--fold` and `--split-seed` ask for.
 func splitSelection(_ arguments: ParsedArguments) -> SplitSelection {
-    SplitSelection(fold: arguments.int("fold") ?? 0,
-                   seed: UInt64(arguments.int("split-seed") ?? Int(SplitSelection.nnUNetSeed)))
+    SplitSelection(
+        fold: arguments.int("fold") ?? 0,
+        seed: UInt64(arguments.int("split-seed") ?? Int(SplitSelection.nnUNetSeed)))
 }

@@ -8,7 +8,7 @@ enum DemoCommand: Command {
         summary: "Run the main job on the bundled data: segment, cluster, evaluate, compare, report.",
         options: [
             OptionSpec("out", valueName: "DIR", help: "Output folder.", default: "demo-output"),
-            OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
+            OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores")
         ],
         discussion: """
             Writes DIR/results.h5 (every run of both bundled sets), DIR/<set>/index.html (the report) and
@@ -22,7 +22,9 @@ enum DemoCommand: Command {
             print("\n== \(set): \(outcome.runs.first?.caseIDs.count ?? 0) test cases")
             print(Compare.table(outcome), terminator: "")
         }
-        print(String(format: "\nwrote %@/results.h5, %@/<set>/index.html and overlays in %.1f s", output, output,
-                     Date().timeIntervalSince(start)))
+        print(
+            String(
+                format: "\nwrote %@/results.h5, %@/<set>/index.html and overlays in %.1f s", output, output,
+                Date().timeIntervalSince(start)))
     }
 }

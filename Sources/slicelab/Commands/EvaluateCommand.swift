@@ -8,25 +8,31 @@ enum EvaluateCommand: Command {
         summary: "Compute segmentation metrics and write them to an HDF5 results file.",
         options: [
             OptionSpec("pred", valueName: "PRED", help: "Predicted label file or folder.", required: true),
-            OptionSpec("ref", valueName: "REF", help: "Reference label file or folder, or an nnU-Net/Decathlon set "
-                       + "(its labelsTr, for the cases PRED holds).", required: true),
+            OptionSpec(
+                "ref", valueName: "REF",
+                help: "Reference label file or folder, or an nnU-Net/Decathlon set "
+                    + "(its labelsTr, for the cases PRED holds).", required: true),
             OptionSpec("spacing", .doubles, valueName: "z,y,x", help: "Voxel spacing in mm where files carry none."),
             OptionSpec("num-classes", .int(2...65535), help: "Number of classes K.", default: "max label + 1"),
             OptionSpec("class-names", valueName: "a,b,c", help: "Class names."),
-            OptionSpec("tolerance", .double(0...Double.greatestFiniteMagnitude), valueName: "MM", help: "NSD tolerance in mm.", default: "1"),
+            OptionSpec(
+                "tolerance", .double(0...Double.greatestFiniteMagnitude), valueName: "MM", help: "NSD tolerance in mm.",
+                default: "1"),
             OptionSpec("hd95", .choice(of: Evaluate.HD95Definition.self), help: "HD95 definition.", default: "max"),
-            OptionSpec("empty", .choice(of: Evaluate.EmptyRule.self), help: "Overlap metrics when both masks are empty.",
-                       default: "nan"),
+            OptionSpec(
+                "empty", .choice(of: Evaluate.EmptyRule.self), help: "Overlap metrics when both masks are empty.",
+                default: "nan"),
             OptionSpec("out", valueName: "RESULTS.h5", help: "Results file (runs are added).", required: true),
             OptionSpec("run", help: "Run name.", default: "the prediction's name"),
             OptionSpec("overwrite", .flag, help: "Replace a run of the same name."),
             shardOption,
-            maxMemoryOption,
+            maxMemoryOption
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
         guard let prediction = arguments.string("pred"), let reference = arguments.string("ref"),
-              let output = arguments.string("out") else {
+            let output = arguments.string("out")
+        else {
             throw UsageError("slicelab evaluate: --pred, --ref and --out are required")
         }
         let names = arguments.string("class-names").map {
@@ -52,7 +58,7 @@ enum EvaluateCommand: Command {
             } merge: { parts, output in
                 try ResultsMerge.merge(parts: parts, output: output, overwrite: options.overwrite)
             }
-            if case let .merged(merged) = outcome {
+            if case .merged(let merged) = outcome {
                 merged.runs.first.map { print(Evaluate.table($0)) }
                 MergeCommand.report(merged, output: output, job: ("evaluate", job.size))
             }

@@ -8,14 +8,16 @@ enum ExportCommand: Command {
         positionals: [PositionalSpec("MODEL.h5", help: "A SliceLab checkpoint.")],
         options: [
             OptionSpec("format", .choice(of: ExportFormat.self), help: "The format to write."),
-            OptionSpec("out", valueName: "PATH",
-                       help: "OUT.onnx, OUT.mlpackage, or (torchvision) a PREFIX for PREFIX.safetensors and PREFIX.json."),
-            OptionSpec("size", valueName: "H,W", help: "Core ML: the fixed input size.", default: "513,513"),
+            OptionSpec(
+                "out", valueName: "PATH",
+                help: "OUT.onnx, OUT.mlpackage, or (torchvision) a PREFIX for PREFIX.safetensors and PREFIX.json."),
+            OptionSpec("size", valueName: "H,W", help: "Core ML: the fixed input size.", default: "513,513")
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
         guard let model = arguments.positional(0), let format: ExportFormat = arguments.choice("format"),
-              let out = arguments.string("out") else {
+            let out = arguments.string("out")
+        else {
             throw UsageError("slicelab export: give MODEL.h5, --format onnx|coreml|torchvision and --out PATH")
         }
         var options = ExportOptions()

@@ -6,12 +6,18 @@ enum MergeCommand: Command {
     static let spec = CommandSpec(
         name: "merge",
         summary: "Join the parts of a sharded compare, evaluate or segment into one results file or folder.",
-        positionals: [PositionalSpec("PART", help: "A part (results file, or segment's folder) written with --shard "
-                                         + "I/N; give every shard once.", variadic: true)],
+        positionals: [
+            PositionalSpec(
+                "PART",
+                help: "A part (results file, or segment's folder) written with --shard "
+                    + "I/N; give every shard once.", variadic: true)
+        ],
         options: [
-            OptionSpec("out", valueName: "RESULTS.h5|FOLDER", help: "The merged results file or folder (written "
-                           + "atomically).", required: true),
-            OptionSpec("overwrite", .flag, help: "Replace an existing RESULTS.h5."),
+            OptionSpec(
+                "out", valueName: "RESULTS.h5|FOLDER",
+                help: "The merged results file or folder (written "
+                    + "atomically).", required: true),
+            OptionSpec("overwrite", .flag, help: "Replace an existing RESULTS.h5.")
         ],
         discussion: """
             The parts must come from one run (same command, options, cases and split into the same number of
@@ -25,14 +31,19 @@ enum MergeCommand: Command {
             throw UsageError("slicelab merge: give the parts PART… and --out RESULTS.h5")
         }
         var isFolder: ObjCBool = false
-        if FileManager.default.fileExists(atPath: arguments.positionals[0], isDirectory: &isFolder), isFolder.boolValue {
-            report(try SegmentCohort.merge(parts: arguments.positionals, output: output,
-                                           overwrite: arguments.flag("overwrite")),
-                   output: output, shards: arguments.positionals.count)
+        if FileManager.default.fileExists(atPath: arguments.positionals[0], isDirectory: &isFolder), isFolder.boolValue
+        {
+            report(
+                try SegmentCohort.merge(
+                    parts: arguments.positionals, output: output,
+                    overwrite: arguments.flag("overwrite")),
+                output: output, shards: arguments.positionals.count)
             return
         }
-        report(try ResultsMerge.merge(parts: arguments.positionals, output: output, overwrite: arguments.flag("overwrite")),
-               output: output)
+        report(
+            try ResultsMerge.merge(
+                parts: arguments.positionals, output: output, overwrite: arguments.flag("overwrite")),
+            output: output)
     }
 
     /// Prints what a merge wrote: for `slicelab merge` (`job` nil) or for rank 0 of an MPI job of `command`.
@@ -40,8 +51,10 @@ enum MergeCommand: Command {
         for skipped in outcome.skipped {
             standardError("slicelab \(job?.command ?? "merge"): skipped \(skipped.name): \(skipped.reason)")
         }
-        print("merged \(job.map { "\($0.ranks) ranks" } ?? "\(outcome.record.shard.count) shards"): \(outcome.runs.count) "
-              + "run(s) of \(outcome.record.caseOrder.count) cases, \(outcome.comparisons.count) comparison(s) into \(output)")
+        print(
+            "merged \(job.map { "\($0.ranks) ranks" } ?? "\(outcome.record.shard.count) shards"): \(outcome.runs.count) "
+                + "run(s) of \(outcome.record.caseOrder.count) cases, \(outcome.comparisons.count) comparison(s) into \(output)"
+        )
     }
 
     static func report(_ manifest: SegmentCohort.Manifest, output: String, shards: Int, job: Bool = false) {

@@ -6,53 +6,70 @@ enum SegmentCommand: Command {
     static let spec = CommandSpec(
         name: "segment",
         summary: "Segment an image, series or volume with a DeepLabV3 model.",
-        positionals: [PositionalSpec("INPUT", help: "DICOM file or series folder, NIfTI (.nii, .nii.gz; 4-D = "
-                                         + "channels), PNG, or HDF5 with /image; with --out FOLDER/ a folder of "
-                                         + "cases.", optional: true)],
+        positionals: [
+            PositionalSpec(
+                "INPUT",
+                help: "DICOM file or series folder, NIfTI (.nii, .nii.gz; 4-D = "
+                    + "channels), PNG, or HDF5 with /image; with --out FOLDER/ a folder of "
+                    + "cases.", optional: true)
+        ],
         options: [
             OptionSpec("model", valueName: "MODEL.h5", help: "A SliceLab checkpoint."),
-            OptionSpec("out", valueName: "OUT.h5|OUT.nii.gz|OUT.png|OUT.dcm|OUT/",
-                       help: "Label map, by extension: HDF5 /labels with the input's geometry, NIfTI (.nii, .nii.gz) "
-                           + "with the input's geometry, PNG (one slice), or (DICOM input) a binary DICOM SEG; a "
-                           + "folder (no such ending) segments every case of the folder INPUT into OUT/<case>.h5."),
-            OptionSpec("context", .int(0...16),
-                       help: "2.5-D context N the model was trained with (train --context); must match the "
-                           + "checkpoint's.", default: "the checkpoint's"),
-            OptionSpec("skip-bad", .flag, help: "Folder of cases: skip (and list) a case that fails instead of stopping."),
+            OptionSpec(
+                "out", valueName: "OUT.h5|OUT.nii.gz|OUT.png|OUT.dcm|OUT/",
+                help: "Label map, by extension: HDF5 /labels with the input's geometry, NIfTI (.nii, .nii.gz) "
+                    + "with the input's geometry, PNG (one slice), or (DICOM input) a binary DICOM SEG; a "
+                    + "folder (no such ending) segments every case of the folder INPUT into OUT/<case>.h5."),
+            OptionSpec(
+                "context", .int(0...16),
+                help: "2.5-D context N the model was trained with (train --context); must match the "
+                    + "checkpoint's.", default: "the checkpoint's"),
+            OptionSpec(
+                "skip-bad", .flag, help: "Folder of cases: skip (and list) a case that fails instead of stopping."),
             shardOption,
             OptionSpec("overlay", valueName: "OVERLAY.png", help: "The image with each class tinted."),
-            OptionSpec("probabilities", .flag,
-                       help: "Also write /probabilities [frames, classes, H, W] (before post-processing)."),
-            OptionSpec("regularize", .choice(of: PostProcessingStepName.self),
-                       help: "Post-processing: crf and mrf use the class probabilities, the others the labels; "
-                           + "a multi-frame input is post-processed as one volume.", default: "none"),
-            OptionSpec("crf", valueName: "SPEC",
-                       help: "Dense CRF parameters for --regularize crf: "
-                           + SegmentPostProcessing.CRFParameters.keys.map { "\($0)=…" }.joined(separator: ",") + "."),
-            OptionSpec("precision", .choice(of: Precision.self),
-                       help: "Arithmetic precision: a quantised checkpoint runs in int8, others in fp32; bf16 "
-                           + "(bf16 convolutions) only where oneDNN's ISA has AMX.",
-                       default: "the checkpoint's"),
+            OptionSpec(
+                "probabilities", .flag,
+                help: "Also write /probabilities [frames, classes, H, W] (before post-processing)."),
+            OptionSpec(
+                "regularize", .choice(of: PostProcessingStepName.self),
+                help: "Post-processing: crf and mrf use the class probabilities, the others the labels; "
+                    + "a multi-frame input is post-processed as one volume.", default: "none"),
+            OptionSpec(
+                "crf", valueName: "SPEC",
+                help: "Dense CRF parameters for --regularize crf: "
+                    + SegmentPostProcessing.CRFParameters.keys.map { "\($0)=…" }.joined(separator: ",") + "."),
+            OptionSpec(
+                "precision", .choice(of: Precision.self),
+                help: "Arithmetic precision: a quantised checkpoint runs in int8, others in fp32; bf16 "
+                    + "(bf16 convolutions) only where oneDNN's ISA has AMX.",
+                default: "the checkpoint's"),
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
-            OptionSpec("batch", .int(1...256),
-                       help: "Slices per forward pass (labels as with 1; memory holds N slices' logits).",
-                       default: "1"),
-            OptionSpec("timings", .flag,
-                       help: "Print slices per second, achieved TFLOP/s or TOPS against the ISA's peak, peak RSS."),
+            OptionSpec(
+                "batch", .int(1...256),
+                help: "Slices per forward pass (labels as with 1; memory holds N slices' logits).",
+                default: "1"),
+            OptionSpec(
+                "timings", .flag,
+                help: "Print slices per second, achieved TFLOP/s or TOPS against the ISA's peak, peak RSS."),
             maxMemoryOption,
             OptionSpec("weights", valueName: "W.safetensors", help: "Parity mode: a torchvision state_dict."),
-            OptionSpec("arch", .choice(of: Architecture.self),
-                       help: "Parity mode: the architecture."),
+            OptionSpec(
+                "arch", .choice(of: Architecture.self),
+                help: "Parity mode: the architecture."),
             OptionSpec("num-classes", .int(2...65535), help: "Parity mode: classes K."),
             OptionSpec("in-channels", .choice(["1", "3"]), help: "Parity mode: input channels C.", default: "3"),
             OptionSpec("aux", .flag, help: "Parity mode: the weights include the auxiliary FCN head."),
-            OptionSpec("raw-input", valueName: "IN.h5",
-                       help: "Parity mode (with --weights or --model): /image Float32 [N, C, H, W], fed untouched."),
-            OptionSpec("logits", valueName: "OUT.h5",
-                       help: "Parity mode (with --weights or --model): write /logits Float32 [N, K, H, W]."),
-            OptionSpec("crf-input", valueName: "IN.h5",
-                       help: "CRF parity mode: /probabilities [K, (D,) H, W] and /image [C, (D,) H, W] at 0–255."),
-            OptionSpec("marginals", valueName: "OUT.h5", help: "CRF parity mode: write /marginals (with --crf)."),
+            OptionSpec(
+                "raw-input", valueName: "IN.h5",
+                help: "Parity mode (with --weights or --model): /image Float32 [N, C, H, W], fed untouched."),
+            OptionSpec(
+                "logits", valueName: "OUT.h5",
+                help: "Parity mode (with --weights or --model): write /logits Float32 [N, K, H, W]."),
+            OptionSpec(
+                "crf-input", valueName: "IN.h5",
+                help: "CRF parity mode: /probabilities [K, (D,) H, W] and /image [C, (D,) H, W] at 0–255."),
+            OptionSpec("marginals", valueName: "OUT.h5", help: "CRF parity mode: write /marginals (with --crf).")
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
@@ -64,14 +81,17 @@ enum SegmentCommand: Command {
         }
         if let weights = arguments.string("weights") {
             guard let architecture: Architecture = arguments.choice("arch"), let classes = arguments.int("num-classes"),
-                  let rawInput = arguments.string("raw-input"), let logits = arguments.string("logits") else {
-                throw UsageError("slicelab segment: parity mode needs --weights, --arch, --num-classes, --raw-input "
-                    + "and --logits")
+                let rawInput = arguments.string("raw-input"), let logits = arguments.string("logits")
+            else {
+                throw UsageError(
+                    "slicelab segment: parity mode needs --weights, --arch, --num-classes, --raw-input "
+                        + "and --logits")
             }
-            let notes = try Segment.parity(weights: weights, architecture: architecture, classCount: classes,
-                                           inputChannels: arguments.int("in-channels") ?? 3,
-                                           auxiliaryHead: arguments.flag("aux"), rawInput: rawInput,
-                                           logitsPath: logits, threads: arguments.int("threads"), log: standardError)
+            let notes = try Segment.parity(
+                weights: weights, architecture: architecture, classCount: classes,
+                inputChannels: arguments.int("in-channels") ?? 3,
+                auxiliaryHead: arguments.flag("aux"), rawInput: rawInput,
+                logitsPath: logits, threads: arguments.int("threads"), log: standardError)
             for note in notes { standardError("slicelab segment: \(note)") }
             return
         }
@@ -79,44 +99,52 @@ enum SegmentCommand: Command {
             guard let model = arguments.string("model"), let logits = arguments.string("logits") else {
                 throw UsageError("slicelab segment: --raw-input needs --model MODEL.h5 (or --weights …) and --logits")
             }
-            try Segment.rawLogits(model: model, rawInput: rawInput, logitsPath: logits,
-                                  threads: arguments.int("threads"), precision: arguments.choice("precision"),
-                                  log: standardError)
+            try Segment.rawLogits(
+                model: model, rawInput: rawInput, logitsPath: logits,
+                threads: arguments.int("threads"), precision: arguments.choice("precision"),
+                log: standardError)
             return
         }
         if let crfInput = arguments.string("crf-input") {
             guard let marginals = arguments.string("marginals") else {
                 throw UsageError("slicelab segment: CRF parity mode needs --crf-input and --marginals")
             }
-            let timing = try SegmentPostProcessing.crfParity(input: crfInput, output: marginals,
-                                                             parameters: try crfParameters(arguments))
+            let timing = try SegmentPostProcessing.crfParity(
+                input: crfInput, output: marginals,
+                parameters: try crfParameters(arguments))
             if ProcessInfo.processInfo.environment["SLICELAB_TIMINGS"] != nil {
                 standardError("timing crf \(timing.seconds) cpu \(timing.cpuSeconds)")
             }
             return
         }
         guard let input = arguments.positional(0), let model = arguments.string("model"),
-              let out = arguments.string("out") else {
-            throw UsageError("slicelab segment: give INPUT, --model MODEL.h5 and --out OUT.h5|OUT.nii.gz|OUT.png|OUT.dcm "
-                + "(or the parity options --weights … --raw-input … --logits …)")
+            let out = arguments.string("out")
+        else {
+            throw UsageError(
+                "slicelab segment: give INPUT, --model MODEL.h5 and --out OUT.h5|OUT.nii.gz|OUT.png|OUT.dcm "
+                    + "(or the parity options --weights … --raw-input … --logits …)")
         }
         // A folder of cases into a folder; one image into an output without a known ending keeps its error.
         var inputIsFolder: ObjCBool = false
-        let folderOutput = (out.hasSuffix("/") || URL(fileURLWithPath: out).pathExtension.isEmpty)
+        let folderOutput =
+            (out.hasSuffix("/") || URL(fileURLWithPath: out).pathExtension.isEmpty)
             && FileManager.default.fileExists(atPath: input, isDirectory: &inputIsFolder) && inputIsFolder.boolValue
         let shard = try parseShard(arguments, command: "segment")
         if !folderOutput, shard != nil || arguments.flag("skip-bad") {
             throw UsageError("slicelab segment: --shard and --skip-bad need a folder of cases and --out FOLDER/")
         }
-        var options = Segment.Options(input: input, model: model, output: out, overlay: arguments.string("overlay"),
-                                      probabilities: arguments.flag("probabilities"),
-                                      threads: arguments.int("threads"),
-                                      limits: try readLimits(arguments, command: "segment"))
+        var options = Segment.Options(
+            input: input, model: model, output: out, overlay: arguments.string("overlay"),
+            probabilities: arguments.flag("probabilities"),
+            threads: arguments.int("threads"),
+            limits: try readLimits(arguments, command: "segment"))
         // An unreadable model gets its own error from Segment.run; here only a readable one's context is compared.
         if let context = arguments.int("context"), FileManager.default.fileExists(atPath: model),
-           let stored = try? SliceSampling.read(model).context, stored != context {
-            throw UsageError("slicelab segment: --context \(context) does not match the model's context \(stored) "
-                + "(\(model) was trained with --context \(stored))")
+            let stored = try? SliceSampling.read(model).context, stored != context
+        {
+            throw UsageError(
+                "slicelab segment: --context \(context) does not match the model's context \(stored) "
+                    + "(\(model) was trained with --context \(stored))")
         }
         options.context = arguments.int("context")
         options.precision = arguments.choice("precision")
@@ -137,17 +165,19 @@ enum SegmentCommand: Command {
             } merge: { parts, output in
                 try SegmentCohort.merge(parts: parts, output: output, overwrite: true)  // as one process replaces it
             }
-            if case let .merged(manifest) = outcome {
+            if case .merged(let manifest) = outcome {
                 MergeCommand.report(manifest, output: out, shards: job.size, job: true)
             }
             job.finish()
             return
         }
         if folderOutput {
-            let manifest = try SegmentCohort.run(options, shard: shard, skipBad: arguments.flag("skip-bad"),
-                                                 log: standardError)
-            print("wrote \(manifest.cases.count) case(s) to \(out)" + (shard.map { " (shard \($0))" } ?? "")
-                  + (manifest.skipped.isEmpty ? "" : ", skipped \(manifest.skipped.count)"))
+            let manifest = try SegmentCohort.run(
+                options, shard: shard, skipBad: arguments.flag("skip-bad"),
+                log: standardError)
+            print(
+                "wrote \(manifest.cases.count) case(s) to \(out)" + (shard.map { " (shard \($0))" } ?? "")
+                    + (manifest.skipped.isEmpty ? "" : ", skipped \(manifest.skipped.count)"))
             return
         }
         try Segment.run(options, log: standardError)
@@ -161,8 +191,10 @@ enum SegmentCommand: Command {
     }
 
     /// `--crf SPEC` parsed (the defaults without it); a bad spec is a usage error.
-    static func crfParameters(_ arguments: ParsedArguments,
-                              command: String = "segment") throws -> SegmentPostProcessing.CRFParameters {
+    static func crfParameters(
+        _ arguments: ParsedArguments,
+        command: String = "segment"
+    ) throws -> SegmentPostProcessing.CRFParameters {
         guard let spec = arguments.string("crf") else { return SegmentPostProcessing().crf }
         do {
             return try SegmentPostProcessing.CRFParameters(parsing: spec)

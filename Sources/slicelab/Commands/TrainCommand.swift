@@ -11,42 +11,55 @@ enum TrainCommand: Command {
             OptionSpec("arch", .choice(of: Architecture.self), help: "Architecture.", required: true),
             OptionSpec("num-classes", .int(2...65535), help: "Classes K.", required: true),
             OptionSpec("in-channels", .choice(["1", "3"]), help: "Input channels.", default: "1"),
-            OptionSpec("context", .int(0...16), help: "2.5-D: N neighbouring slices on each side of a volume's slice "
-                       + "as extra input channels (edge slices replicated); stored in the checkpoint.", default: "0"),
-            OptionSpec("output-stride", .choice(["8", "16"]), help: "Backbone output stride (atrous rates 12,24,36 at 8; "
-                       + "6,12,18 at 16).", default: "planned"),
-            OptionSpec("atrous-rates", .doubles, valueName: "R1,R2,…",
-                       help: "ASPP's 3×3 dilation rates (small images and crops want smaller ones).",
-                       default: "the output stride's"),
+            OptionSpec(
+                "context", .int(0...16),
+                help: "2.5-D: N neighbouring slices on each side of a volume's slice "
+                    + "as extra input channels (edge slices replicated); stored in the checkpoint.", default: "0"),
+            OptionSpec(
+                "output-stride", .choice(["8", "16"]),
+                help: "Backbone output stride (atrous rates 12,24,36 at 8; "
+                    + "6,12,18 at 16).", default: "planned"),
+            OptionSpec(
+                "atrous-rates", .doubles, valueName: "R1,R2,…",
+                help: "ASPP's 3×3 dilation rates (small images and crops want smaller ones).",
+                default: "the output stride's"),
             OptionSpec("aspp-channels", .int(8...4096), help: "ASPP and head width.", default: "256"),
-            OptionSpec("input-scale", .int(1...4), help: "Resample the input by this factor inside the model (effective "
-                       + "output stride = output stride / scale).", default: "planned"),
+            OptionSpec(
+                "input-scale", .int(1...4),
+                help: "Resample the input by this factor inside the model (effective "
+                    + "output stride = output stride / scale).", default: "planned"),
             OptionSpec("epochs", .int(1...Int.max), help: "Epochs."),
             OptionSpec("steps", .int(1...Int.max), help: "Steps (instead of epochs)."),
             OptionSpec("batch", .int(1...Int.max), help: "Batch size (global under mpirun).", default: "planned"),
             OptionSpec("crop", .int(8...Int.max), help: "Random crop size in pixels.", default: "planned"),
-            OptionSpec("normalize", .choice(TrainOptions.normalizationNames),
-                       help: "Intensity normalisation: ct clips to the training foreground's 0.5–99.5 percentiles and "
-                       + "z-scores with its mean and std; zscore per image; percentile clips to each image's 0.5–99.5 "
-                       + "percentiles and scales to [0, 1].", default: "dataset.json's, else planned by modality"),
+            OptionSpec(
+                "normalize", .choice(TrainOptions.normalizationNames),
+                help: "Intensity normalisation: ct clips to the training foreground's 0.5–99.5 percentiles and "
+                    + "z-scores with its mean and std; zscore per image; percentile clips to each image's 0.5–99.5 "
+                    + "percentiles and scales to [0, 1].", default: "dataset.json's, else planned by modality"),
             OptionSpec("lr", .double(0...Double.greatestFiniteMagnitude), help: "Base learning rate."),
-            OptionSpec("optimizer", .choice(of: OptimizerConfiguration.Kind.self), help: "Optimizer.", default: "adamw"),
+            OptionSpec(
+                "optimizer", .choice(of: OptimizerConfiguration.Kind.self), help: "Optimizer.", default: "adamw"),
             OptionSpec("loss", .choice(of: LossConfiguration.Kind.self), help: "Loss.", default: "dicece"),
             OptionSpec("class-weights", .doubles, help: "Cross-entropy class weights."),
             OptionSpec("init", valueName: "WEIGHTS", help: "Start from a torchvision safetensors or checkpoint."),
             OptionSpec("resume", valueName: "CKPT", help: "Resume an interrupted run exactly."),
             OptionSpec("val-every", .int(1...Int.max), help: "Validate every N steps."),
             OptionSpec("seed", .int(), help: "Random seed.", default: "0"),
-            OptionSpec("threads", .int(1...1024), help: "Compute threads (per rank under mpirun/srun).",
-                       default: "the machine's cores"),
-            OptionSpec("precision", .choice(["fp32", "bf16"]),
-                       help: "Convolutions in bf16 (f32 master weights, optimizer, batch norm and loss), only where "
-                           + "oneDNN's ISA has AMX.", default: "fp32"),
-            OptionSpec("sync-bn", .flag, help: "Under mpirun/srun: batch-norm statistics over the global batch, "
-                       + "not per rank."),
+            OptionSpec(
+                "threads", .int(1...1024), help: "Compute threads (per rank under mpirun/srun).",
+                default: "the machine's cores"),
+            OptionSpec(
+                "precision", .choice(["fp32", "bf16"]),
+                help: "Convolutions in bf16 (f32 master weights, optimizer, batch norm and loss), only where "
+                    + "oneDNN's ISA has AMX.", default: "fp32"),
+            OptionSpec(
+                "sync-bn", .flag,
+                help: "Under mpirun/srun: batch-norm statistics over the global batch, "
+                    + "not per rank."),
             OptionSpec("out", valueName: "MODEL.h5", help: "Checkpoint to write.", required: true),
             OptionSpec("skip-bad", .flag, help: "Skip (and list) invalid cases instead of stopping."),
-            foldOption, splitSeedOption, maxMemoryOption,
+            foldOption, splitSeedOption, maxMemoryOption
         ],
         discussion: """
             Planned from the training cases' fingerprint (spacing, sizes, smallest structure per class,
@@ -60,14 +73,16 @@ enum TrainCommand: Command {
 
     static func run(_ arguments: ParsedArguments) throws {
         guard let dataset = arguments.positional(0), let architecture = arguments.string("arch"),
-              let classCount = arguments.int("num-classes"), let out = arguments.string("out") else {
+            let classCount = arguments.int("num-classes"), let out = arguments.string("out")
+        else {
             throw UsageError("slicelab train: DATASET, --arch, --num-classes and --out are required")
         }
         if arguments.has("epochs") && arguments.has("steps") {
             throw UsageError("slicelab train: give --epochs or --steps, not both")
         }
-        var options = TrainOptions(datasetPath: dataset, architecture: architecture, classCount: classCount,
-                                   outputPath: out)
+        var options = TrainOptions(
+            datasetPath: dataset, architecture: architecture, classCount: classCount,
+            outputPath: out)
         options.inputChannels = arguments.int("in-channels") ?? 1
         options.context = arguments.int("context") ?? 0
         options.outputStride = arguments.int("output-stride")
@@ -105,8 +120,9 @@ enum TrainCommand: Command {
         }
         let communicator = try Communicator.fromEnvironment()
         if let batch = options.batchSize, batch % communicator.size != 0 {
-            throw UsageError("slicelab train: --batch \(batch) must be divisible by the number of ranks "
-                             + "(\(communicator.size))")
+            throw UsageError(
+                "slicelab train: --batch \(batch) must be divisible by the number of ranks "
+                    + "(\(communicator.size))")
         }
         try TrainWorkflow.run(options, communicator: communicator, makeNetwork: TrainWorkflow.makeEngineNetwork)
         communicator.finish()

@@ -36,7 +36,7 @@ struct Clustering {
 enum ClassicalMethods {
     static let all: [any ClassicalMethod.Type] = [
         OtsuMethod.self, MultiOtsuMethod.self, HistogramMethod.self, KMeansMethod.self, FuzzyCMeansMethod.self,
-        GaussianMixtureMethod.self,
+        GaussianMixtureMethod.self
     ]
 
     static func named(_ name: ClusterMethod) -> (any ClassicalMethod.Type)? {

@@ -7,8 +7,9 @@ struct KMeansMethod: ClassicalMethod {
     static func cluster(_ features: ClusterWorkflow.Features, options: ClusterOptions) throws -> Clustering {
         let result = try KMeans(clusterCount: options.classes, initCount: options.initCount, seed: options.seed)
             .fit(features.points)
-        return Clustering(labels: result.labels, centers: result.centers, inertia: result.inertia,
-                          iterations: result.iterations)
+        return Clustering(
+            labels: result.labels, centers: result.centers, inertia: result.inertia,
+            iterations: result.iterations)
     }
 }
 
@@ -18,8 +19,9 @@ struct FuzzyCMeansMethod: ClassicalMethod {
 
     static func cluster(_ features: ClusterWorkflow.Features, options: ClusterOptions) throws -> Clustering {
         let result = try FuzzyCMeans(clusterCount: options.classes, seed: options.seed).fit(features.points)
-        return Clustering(labels: try DecisionRules.maximumMembership(result.memberships, classCount: options.classes),
-                          centers: result.centers, iterations: result.iterations)
+        return Clustering(
+            labels: try DecisionRules.maximumMembership(result.memberships, classCount: options.classes),
+            centers: result.centers, iterations: result.iterations)
     }
 }
 
@@ -28,8 +30,10 @@ struct GaussianMixtureMethod: ClassicalMethod {
     static let name = "gmm"
 
     static func cluster(_ features: ClusterWorkflow.Features, options: ClusterOptions) throws -> Clustering {
-        let (model, labels) = try GaussianMixture(componentCount: options.classes, initCount: options.initCount,
-                                                  seed: options.seed).fit(features.points)
+        let (model, labels) = try GaussianMixture(
+            componentCount: options.classes, initCount: options.initCount,
+            seed: options.seed
+        ).fit(features.points)
         return Clustering(labels: labels, centers: model.means, iterations: model.iterations)
     }
 }

@@ -13,8 +13,10 @@ public struct SplitSelection: Sendable, Equatable {
 
     public static let nnUNetSeed: UInt64 = 12345
 
-    public init(fold: Int = 0, seed: UInt64 = SplitSelection.nnUNetSeed,
-                preprocessedFolder: String? = ProcessInfo.processInfo.environment["nnUNet_preprocessed"]) {
+    public init(
+        fold: Int = 0, seed: UInt64 = SplitSelection.nnUNetSeed,
+        preprocessedFolder: String? = ProcessInfo.processInfo.environment["nnUNet_preprocessed"]
+    ) {
         (self.fold, self.seed, self.preprocessedFolder) = (fold, seed, preprocessedFolder)
     }
 }
@@ -44,8 +46,11 @@ enum CrossValidationSplit {
             let size = keys.count / count + (fold < keys.count % count ? 1 : 0)
             let val = Set(indices[start..<(start + size)])
             start += size
-            folds.append((keys.indices.filter { !val.contains($0) }.map { keys[$0] },
-                          keys.indices.filter { val.contains($0) }.map { keys[$0] }))
+            folds.append(
+                (
+                    keys.indices.filter { !val.contains($0) }.map { keys[$0] },
+                    keys.indices.filter { val.contains($0) }.map { keys[$0] }
+                ))
         }
         return folds
     }
@@ -53,14 +58,19 @@ enum CrossValidationSplit {
     /// The folds of a `splits_final.json` (a list of `{"train": [...], "val": [...]}`), or the problem.
     static func read(_ url: URL) throws -> [(train: [String], val: [String])] {
         guard let data = FileManager.default.contents(atPath: url.path),
-              let list = (try? JSONSerialization.jsonObject(with: data)) as? [[String: Any]], !list.isEmpty else {
-            throw LabeledSetError.invalidDescription(file: url.path, reason: "not a splits file (a JSON list of "
-                + "{\"train\": [...], \"val\": [...]} as nnU-Net writes it)")
+            let list = (try? JSONSerialization.jsonObject(with: data)) as? [[String: Any]], !list.isEmpty
+        else {
+            throw LabeledSetError.invalidDescription(
+                file: url.path,
+                reason: "not a splits file (a JSON list of "
+                    + "{\"train\": [...], \"val\": [...]} as nnU-Net writes it)")
         }
         return try list.enumerated().map { index, fold in
             guard let train = fold["train"] as? [String], let val = fold["val"] as? [String] else {
-                throw LabeledSetError.invalidDescription(file: url.path, reason: "fold \(index) lacks a 'train' or "
-                    + "'val' list of case names")
+                throw LabeledSetError.invalidDescription(
+                    file: url.path,
+                    reason: "fold \(index) lacks a 'train' or "
+                        + "'val' list of case names")
             }
             return (train, val)
         }
@@ -72,11 +82,13 @@ enum CrossValidationSplit {
     ///
     /// - Throws: `LabeledSetError.invalidDescription` for a bad splits file or a fold it does not have.
     static func select(cases: [String], folder: URL, selection: SplitSelection, heldOut: [String] = [])
-        throws -> (splits: [String: [String]], json: String) {
+        throws -> (splits: [String: [String]], json: String)
+    {
         var candidates = [folder.appendingPathComponent("splits_final.json")]
         if let preprocessed = selection.preprocessedFolder, !preprocessed.isEmpty {
-            candidates.append(URL(fileURLWithPath: preprocessed).appendingPathComponent(folder.lastPathComponent)
-                .appendingPathComponent("splits_final.json"))
+            candidates.append(
+                URL(fileURLWithPath: preprocessed).appendingPathComponent(folder.lastPathComponent)
+                    .appendingPathComponent("splits_final.json"))
         }
         let folds: [(train: [String], val: [String])]
         var record: [String: Any] = ["fold": selection.fold]

@@ -24,10 +24,13 @@ public enum DatasetCheck {
 
         /// One line per problem, then a summary line.
         public var lines: [String] {
-            let summary = "\(layout) set, \(caseCount) labeled case(s): "
-                + (isClean ? "no problems" : "\(setProblems.count + caseProblems.count) problem(s) in "
-                    + "\(Set(caseProblems.compactMap(\.caseName)).count) case(s)"
-                    + (setProblems.isEmpty ? "" : " and the set"))
+            let summary =
+                "\(layout) set, \(caseCount) labeled case(s): "
+                + (isClean
+                    ? "no problems"
+                    : "\(setProblems.count + caseProblems.count) problem(s) in "
+                        + "\(Set(caseProblems.compactMap(\.caseName)).count) case(s)"
+                        + (setProblems.isEmpty ? "" : " and the set"))
             return setProblems.map { "set: \($0)" } + caseProblems.map(\.description) + [summary]
         }
     }
@@ -36,23 +39,27 @@ public enum DatasetCheck {
     ///
     /// - Throws: `LabeledSetError.invalidDescription` only when `dataset.json` itself cannot be read as a set
     ///   description (then there is nothing to check case by case).
-    public static func run(_ path: String, limits: ReadLimits = .standard,
-                           selection: SplitSelection = SplitSelection()) throws -> Report {
+    public static func run(
+        _ path: String, limits: ReadLimits = .standard,
+        selection: SplitSelection = SplitSelection()
+    ) throws -> Report {
         let folder = URL(fileURLWithPath: path)
         let json = try DatasetLayouts.readJSON(folder.appendingPathComponent("dataset.json"))
         guard let layout = DatasetLayouts.layout(of: json) else {
             return try checkOwnLayout(path, limits: limits)
         }
         let contents = try layout.open(folder: folder, json: json, selection: selection)
-        let set = LabeledSet(folder: folder, description: contents.description, splits: [:], skipped: [],
-                             files: contents.files, limits: limits)
+        let set = LabeledSet(
+            folder: folder, description: contents.description, splits: [:], skipped: [],
+            files: contents.files, limits: limits)
         set.channelNames = contents.channelNames
         var problems = contents.caseProblems
         for name in contents.files.keys.sorted() { problems += caseProblems(set, name) }
         problems = byCase(problems)
         let caseCount = Set(contents.files.keys).union(contents.caseProblems.compactMap(\.caseName)).count
-        return Report(layout: layout.name, caseCount: caseCount, setProblems: contents.setProblems,
-                      caseProblems: problems)
+        return Report(
+            layout: layout.name, caseCount: caseCount, setProblems: contents.setProblems,
+            caseProblems: problems)
     }
 
     /// SliceLab's own layout: its structure as `LabeledSet.open` validates it (each case's first problem), then
@@ -60,15 +67,17 @@ public enum DatasetCheck {
     static func checkOwnLayout(_ path: String, limits: ReadLimits) throws -> Report {
         let set: LabeledSet
         do { set = try LabeledSet.open(path, skipBad: true, limits: limits) } catch let error as LabeledSetError
-            where error.caseName == nil {
+            where error.caseName == nil
+        {
             return Report(layout: "slicelab", caseCount: 0, setProblems: [error.description], caseProblems: [])
         }
         var problems = set.skipped.map(\.error)
         let skipped = Set(set.skipped.map(\.name))
         for name in set.files.keys.sorted() where !skipped.contains(name) { problems += caseProblems(set, name) }
         problems = byCase(problems)
-        return Report(layout: "slicelab", caseCount: Set(set.files.keys).union(skipped).count, setProblems: [],
-                      caseProblems: problems)
+        return Report(
+            layout: "slicelab", caseCount: Set(set.files.keys).union(skipped).count, setProblems: [],
+            caseProblems: problems)
     }
 
     /// Problems in case order, each case's in the order found.
@@ -104,8 +113,11 @@ public enum DatasetCheck {
             if other.shape != images[0].shape {
                 problems.append(.shapeMismatch(case: name, image: images[0].shape, labels: other.shape))
             } else if let reason = geometryDifference(images[0].geometry, other.geometry) {
-                problems.append(.geometryMismatch(case: name, file: other.url.path, reason: reason + " (vs "
-                    + images[0].url.lastPathComponent + ")"))
+                problems.append(
+                    .geometryMismatch(
+                        case: name, file: other.url.path,
+                        reason: reason + " (vs "
+                            + images[0].url.lastPathComponent + ")"))
             }
         }
         do {
@@ -121,8 +133,10 @@ public enum DatasetCheck {
                         geometry = VolumeGeometry(spacing: labels.spacing, origin: [], direction: [])
                     }
                     if let reason = geometryDifference(first.geometry, geometry) {
-                        problems.append(.geometryMismatch(case: name, file: files.labels.path,
-                                                          reason: reason + " (label vs image)"))
+                        problems.append(
+                            .geometryMismatch(
+                                case: name, file: files.labels.path,
+                                reason: reason + " (label vs image)"))
                     }
                 }
             }
@@ -131,8 +145,10 @@ public enum DatasetCheck {
                 counts[value, default: 0] += 1
             }
             for (value, pixels) in counts.sorted(by: { $0.key < $1.key }) {
-                problems.append(.labelOutOfRange(case: name, value: Int(value), pixels: pixels,
-                                                 classCount: set.classCount))
+                problems.append(
+                    .labelOutOfRange(
+                        case: name, value: Int(value), pixels: pixels,
+                        classCount: set.classCount))
             }
         } catch let error as LabeledSetError { problems.append(error) } catch {
             problems.append(.unreadable(case: name, file: files.labels.path, reason: "\(error)"))
@@ -143,8 +159,10 @@ public enum DatasetCheck {
     /// How two geometries differ beyond `geometryTolerance` (parts a file does not carry are not compared), or nil.
     static func geometryDifference(_ a: VolumeGeometry?, _ b: VolumeGeometry?) -> String? {
         guard let a, let b else { return nil }
-        for (part, x, y) in [("spacing", a.spacing, b.spacing), ("origin", a.origin, b.origin),
-                             ("direction", a.direction, b.direction)] where !x.isEmpty && !y.isEmpty {
+        for (part, x, y) in [
+            ("spacing", a.spacing, b.spacing), ("origin", a.origin, b.origin),
+            ("direction", a.direction, b.direction)
+        ] where !x.isEmpty && !y.isEmpty {
             if x.count != y.count || zip(x, y).contains(where: { abs($0 - $1) > geometryTolerance }) {
                 let format = { (v: [Double]) in
                     "(" + v.map { String(format: "%.6g", $0) }.joined(separator: ", ") + ")"

@@ -40,15 +40,19 @@ public enum DatasetExport {
     @discardableResult
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws -> String {
         guard (1...999).contains(options.id) else {
-            throw InputError.unsupportedOutput(file: options.output, reason: "--id \(options.id): nnU-Net dataset "
-                + "ids are 1…999")
+            throw InputError.unsupportedOutput(
+                file: options.output,
+                reason: "--id \(options.id): nnU-Net dataset "
+                    + "ids are 1…999")
         }
         let set = try LabeledSet.open(options.dataset, limits: options.limits, selection: options.selection)
         let destination = URL(fileURLWithPath: options.output)
             .appendingPathComponent(folderName(id: options.id, name: set.description.name)).path
         guard !FileManager.default.fileExists(atPath: destination) else {
-            throw InputError.unsupportedOutput(file: destination, reason: "exists already; remove it or choose "
-                + "another --id or --out")
+            throw InputError.unsupportedOutput(
+                file: destination,
+                reason: "exists already; remove it or choose "
+                    + "another --id or --out")
         }
         try prepareOutputLocation(options.output, isFolder: true)
         try FileManager.default.createDirectory(atPath: options.output, withIntermediateDirectories: true)
@@ -58,17 +62,20 @@ public enum DatasetExport {
         var channelNames = set.channelNames
         try writeFolderAtomically(to: destination) { folder in
             for (cases, images, labels) in [(training, "imagesTr", "labelsTr"), (test, "imagesTs", "labelsTs")]
-                where !cases.isEmpty {
+            where !cases.isEmpty {
                 for sub in [images, labels] {
-                    try FileManager.default.createDirectory(atPath: "\(folder)/\(sub)",
-                                                            withIntermediateDirectories: true)
+                    try FileManager.default.createDirectory(
+                        atPath: "\(folder)/\(sub)",
+                        withIntermediateDirectories: true)
                 }
                 for name in cases {
                     let sample = try set.load(name)
                     let channels = try write(sample, images: "\(folder)/\(images)", labels: "\(folder)/\(labels)")
                     if channelNames.isEmpty {
                         let modality = set.description.modality
-                        channelNames = channels == 3 ? ["R", "G", "B"]
+                        channelNames =
+                            channels == 3
+                            ? ["R", "G", "B"]
                             : (0..<channels).map { $0 == 0 ? modality : "\(modality)\($0)" }
                     }
                     log(name)
@@ -83,13 +90,14 @@ public enum DatasetExport {
                 "channel_names": Dictionary(uniqueKeysWithValues: channelNames.enumerated().map { ("\($0)", $1) }),
                 "labels": labels, "numTraining": training.count, "file_ending": ".nii.gz",
                 "description": "Exported by slicelab \(sliceLabVersion) from \(set.folder.path) "
-                    + "(\(set.layout) layout)",
+                    + "(\(set.layout) layout)"
             ]
             if !test.isEmpty { description["numTest"] = test.count }
             try writeJSON(description, to: "\(folder)/dataset.json")
             if own, !set.cases(in: "val").isEmpty {
-                try writeJSON([["train": set.cases(in: "train").sorted(), "val": set.cases(in: "val").sorted()]],
-                              to: "\(folder)/splits_final.json")
+                try writeJSON(
+                    [["train": set.cases(in: "train").sorted(), "val": set.cases(in: "val").sorted()]],
+                    to: "\(folder)/splits_final.json")
             }
         }
         return destination
@@ -100,8 +108,11 @@ public enum DatasetExport {
         let shape = sample.image.shape  // [F, C, H, W]
         let (frames, channels, rows, columns) = (shape[0], shape[1], shape[2], shape[3])
         let plane = rows * columns
-        let geometry = sample.geometry ?? VolumeGeometry(spacing: sample.spacing, origin: [0, 0, 0],
-                                                         direction: VolumeGeometry.identity.direction)
+        let geometry =
+            sample.geometry
+            ?? VolumeGeometry(
+                spacing: sample.spacing, origin: [0, 0, 0],
+                direction: VolumeGeometry.identity.direction)
         let dimensions = [columns, rows, frames]
         for channel in 0..<channels {
             var values = [Float](repeating: 0, count: frames * plane)
@@ -111,11 +122,13 @@ public enum DatasetExport {
                     for p in 0..<plane { target[f * plane + p] = sample.image.values[source + p] }
                 }
             }
-            try NIfTIImage.write(.float32(values), dimensions: dimensions, geometry: geometry,
-                                 to: "\(images)/\(sample.name)_\(String(format: "%04d", channel)).nii.gz")
+            try NIfTIImage.write(
+                .float32(values), dimensions: dimensions, geometry: geometry,
+                to: "\(images)/\(sample.name)_\(String(format: "%04d", channel)).nii.gz")
         }
-        try NIfTIImage.write(.labels(sample.labels.values), dimensions: dimensions, geometry: geometry,
-                             to: "\(labels)/\(sample.name).nii.gz")
+        try NIfTIImage.write(
+            .labels(sample.labels.values), dimensions: dimensions, geometry: geometry,
+            to: "\(labels)/\(sample.name).nii.gz")
         return channels
     }
 

@@ -28,15 +28,19 @@ struct LayoutContents {
     /// The contents of a layout's set: its fold selected among the labeled training cases
     /// (`CrossValidationSplit`), its name from `dataset.json` (else the folder's), its modality from the first
     /// channel's name. Labeled held-out cases (`testFiles`) are the `test` split instead of the fold's `val`.
-    init(folder: URL, json: [String: Any], classes: [String], channelNames: [String], files: [String: CaseFiles],
-         caseProblems: [LabeledSetError], setProblems: [String], fileEnding: String,
-         selection: SplitSelection, testFiles: [String: CaseFiles] = [:]) throws {
-        let (splits, splitJSON) = try CrossValidationSplit.select(cases: files.keys.sorted(), folder: folder,
-                                                                  selection: selection, heldOut: testFiles.keys.sorted())
+    init(
+        folder: URL, json: [String: Any], classes: [String], channelNames: [String], files: [String: CaseFiles],
+        caseProblems: [LabeledSetError], setProblems: [String], fileEnding: String,
+        selection: SplitSelection, testFiles: [String: CaseFiles] = [:]
+    ) throws {
+        let (splits, splitJSON) = try CrossValidationSplit.select(
+            cases: files.keys.sorted(), folder: folder,
+            selection: selection, heldOut: testFiles.keys.sorted())
         let files = files.merging(testFiles) { training, _ in training }
-        description = LabeledSetDescription(name: json["name"] as? String ?? folder.lastPathComponent,
-                                            classes: classes, modality: DatasetLayouts.modality(channelNames[0]),
-                                            splits: splits)
+        description = LabeledSetDescription(
+            name: json["name"] as? String ?? folder.lastPathComponent,
+            classes: classes, modality: DatasetLayouts.modality(channelNames[0]),
+            splits: splits)
         (self.files, self.caseProblems, self.setProblems) = (files, caseProblems, setProblems)
         (self.fileEnding, self.channelNames, self.splitJSON) = (fileEnding, channelNames, splitJSON)
     }
@@ -69,7 +73,8 @@ enum DatasetLayouts {
     static func readJSON(_ url: URL) throws -> [String: Any] {
         guard let data = FileManager.default.contents(atPath: url.path) else {
             throw LabeledSetError.invalidDescription(
-                file: url.path, reason: "missing (a labeled set needs dataset.json: SliceLab's layout, nnU-Net v2 "
+                file: url.path,
+                reason: "missing (a labeled set needs dataset.json: SliceLab's layout, nnU-Net v2 "
                     + "or the Medical Segmentation Decathlon)")
         }
         guard let object = try? JSONSerialization.jsonObject(with: data), let json = object as? [String: Any] else {

@@ -39,7 +39,8 @@ struct MSDLayout: DatasetLayout {
         var endings: Set<String> = []
         for (index, entry) in training.enumerated() {
             guard let entry = entry as? [String: Any], let image = entry["image"] as? String,
-                  let label = entry["label"] as? String else {
+                let label = entry["label"] as? String
+            else {
                 throw invalid("'training'[\(index)] must hold 'image' and 'label' paths")
             }
             let imageURL = URL(fileURLWithPath: image, relativeTo: folder).standardizedFileURL
@@ -51,8 +52,10 @@ struct MSDLayout: DatasetLayout {
                 caseProblems.append(.caseInTwoSplits(case: name, splits: ["training", "training"]))
                 continue
             }
-            let (hasImage, hasLabel) = (FileManager.default.fileExists(atPath: imageURL.path),
-                                        FileManager.default.fileExists(atPath: labelURL.path))
+            let (hasImage, hasLabel) = (
+                FileManager.default.fileExists(atPath: imageURL.path),
+                FileManager.default.fileExists(atPath: labelURL.path)
+            )
             if hasImage && hasLabel {
                 files[name] = CaseFiles(images: [imageURL], labels: labelURL)
             } else if hasImage {
@@ -68,8 +71,9 @@ struct MSDLayout: DatasetLayout {
         if let expected = DatasetLayouts.integer(json["numTraining"]), expected != training.count {
             setProblems.append("'numTraining' is \(expected) but 'training' lists \(training.count) cases")
         }
-        return try LayoutContents(folder: folder, json: json, classes: classes, channelNames: channelNames,
-                                  files: files, caseProblems: caseProblems, setProblems: setProblems,
-                                  fileEnding: endings.count == 1 ? endings.first! : ".nii.gz", selection: selection)
+        return try LayoutContents(
+            folder: folder, json: json, classes: classes, channelNames: channelNames,
+            files: files, caseProblems: caseProblems, setProblems: setProblems,
+            fileEnding: endings.count == 1 ? endings.first! : ".nii.gz", selection: selection)
     }
 }

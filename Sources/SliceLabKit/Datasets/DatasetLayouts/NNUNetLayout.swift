@@ -21,8 +21,9 @@ struct NNUNetLayout: DatasetLayout {
         guard let ending = json["file_ending"] as? String, ending.hasPrefix("."), ending.count > 1 else {
             throw invalid("'file_ending' must be a file ending such as \".nii.gz\" or \".png\"")
         }
-        let channelNames = try DatasetLayouts.indexedNames(json["channel_names"], key: "channel_names",
-                                                           file: descriptionFile)
+        let channelNames = try DatasetLayouts.indexedNames(
+            json["channel_names"], key: "channel_names",
+            file: descriptionFile)
         guard let labelTable = json["labels"] as? [String: Any] else {
             throw invalid("missing required key 'labels' (class name → label value)")
         }
@@ -45,28 +46,33 @@ struct NNUNetLayout: DatasetLayout {
         if let explicit = json["dataset"] as? [String: Any] {
             for (name, entry) in explicit.sorted(by: { $0.key < $1.key }) {
                 guard let entry = entry as? [String: Any], let images = entry["images"] as? [String],
-                      let label = entry["label"] as? String else {
+                    let label = entry["label"] as? String
+                else {
                     throw invalid("'dataset'.\(name) must hold 'images' (a list) and 'label'")
                 }
                 let urls = images.map { URL(fileURLWithPath: $0, relativeTo: folder).standardizedFileURL }
                 let labelURL = URL(fileURLWithPath: label, relativeTo: folder).standardizedFileURL
                 let missing = (urls + [labelURL]).filter { !FileManager.default.fileExists(atPath: $0.path) }
                 if let first = missing.first {
-                    caseProblems.append(first == labelURL ? .unpairedImage(case: name, file: urls.first?.path ?? "")
-                                        : .missingChannel(case: name, file: first.path))
+                    caseProblems.append(
+                        first == labelURL
+                            ? .unpairedImage(case: name, file: urls.first?.path ?? "")
+                            : .missingChannel(case: name, file: first.path))
                 } else {
                     files[name] = CaseFiles(images: urls, labels: labelURL)
                 }
             }
         } else {
-            (files, caseProblems) = try Self.scan(folder: folder, ending: ending, channelCount: channelNames.count,
-                                                  descriptionFile: descriptionFile)
+            (files, caseProblems) = try Self.scan(
+                folder: folder, ending: ending, channelCount: channelNames.count,
+                descriptionFile: descriptionFile)
         }
         var testFiles: [String: CaseFiles] = [:]
         if json["dataset"] == nil, DatasetLayouts.isFolder(folder.appendingPathComponent("labelsTs")) {
             let test: [LabeledSetError]
-            (testFiles, test) = try Self.scan(folder: folder, ending: ending, channelCount: channelNames.count,
-                                              descriptionFile: descriptionFile, images: "imagesTs", labels: "labelsTs")
+            (testFiles, test) = try Self.scan(
+                folder: folder, ending: ending, channelCount: channelNames.count,
+                descriptionFile: descriptionFile, images: "imagesTs", labels: "labelsTs")
             caseProblems += test
             for name in testFiles.keys.sorted() where files[name] != nil {
                 setProblems.append("case \(name) is in both labelsTr/ and labelsTs/")
@@ -80,24 +86,31 @@ struct NNUNetLayout: DatasetLayout {
         } else {
             setProblems.append("missing required key 'numTraining'")
         }
-        return try LayoutContents(folder: folder, json: json, classes: classes, channelNames: channelNames,
-                                  files: files, caseProblems: caseProblems, setProblems: setProblems,
-                                  fileEnding: ending, selection: selection, testFiles: testFiles)
+        return try LayoutContents(
+            folder: folder, json: json, classes: classes, channelNames: channelNames,
+            files: files, caseProblems: caseProblems, setProblems: setProblems,
+            fileEnding: ending, selection: selection, testFiles: testFiles)
     }
 
     /// Pairs `imagesTr/{case}_{XXXX}{ending}` with `labelsTr/{case}{ending}` (or the test folders), listing each
     /// case's problems.
-    static func scan(folder: URL, ending: String, channelCount: Int, descriptionFile: String,
-                     images: String = "imagesTr", labels: String = "labelsTr")
-        throws -> ([String: CaseFiles], [LabeledSetError]) {
+    static func scan(
+        folder: URL, ending: String, channelCount: Int, descriptionFile: String,
+        images: String = "imagesTr", labels: String = "labelsTr"
+    )
+        throws -> ([String: CaseFiles], [LabeledSetError])
+    {
         let imagesFolder = folder.appendingPathComponent(images)
         let labelsFolder = folder.appendingPathComponent(labels)
         for required in [imagesFolder, labelsFolder] {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: required.path, isDirectory: &isDirectory),
-                  isDirectory.boolValue else {
-                throw LabeledSetError.invalidDescription(file: required.path, reason: "missing folder (an nnU-Net "
-                    + "raw dataset has imagesTr/ and labelsTr/ beside dataset.json)")
+                isDirectory.boolValue
+            else {
+                throw LabeledSetError.invalidDescription(
+                    file: required.path,
+                    reason: "missing folder (an nnU-Net "
+                        + "raw dataset has imagesTr/ and labelsTr/ beside dataset.json)")
             }
         }
         var problems: [LabeledSetError] = []
@@ -106,16 +119,21 @@ struct NNUNetLayout: DatasetLayout {
             let identifier = String(name.dropLast(ending.count))
             let suffix = identifier.suffix(5)
             guard identifier.count > 5, suffix.first == "_", let channel = Int(suffix.dropFirst()),
-                  suffix.dropFirst().allSatisfy(\.isNumber) else {
-                problems.append(.badChannelFileName(case: identifier,
-                                                    file: imagesFolder.appendingPathComponent(name).path))
+                suffix.dropFirst().allSatisfy(\.isNumber)
+            else {
+                problems.append(
+                    .badChannelFileName(
+                        case: identifier,
+                        file: imagesFolder.appendingPathComponent(name).path))
                 continue
             }
-            channelFiles[String(identifier.dropLast(5)), default: [:]][channel] = imagesFolder
+            channelFiles[String(identifier.dropLast(5)), default: [:]][channel] =
+                imagesFolder
                 .appendingPathComponent(name)
         }
-        let labels = Dictionary(uniqueKeysWithValues: DatasetLayouts.files(in: labelsFolder, ending: ending)
-            .map { (String($0.dropLast(ending.count)), labelsFolder.appendingPathComponent($0)) })
+        let labels = Dictionary(
+            uniqueKeysWithValues: DatasetLayouts.files(in: labelsFolder, ending: ending)
+                .map { (String($0.dropLast(ending.count)), labelsFolder.appendingPathComponent($0)) })
         var files: [String: CaseFiles] = [:]
         for name in Set(channelFiles.keys).union(labels.keys).sorted() {
             guard let byChannel = channelFiles[name] else {
@@ -131,13 +149,21 @@ struct NNUNetLayout: DatasetLayout {
             let indices = byChannel.keys.sorted()
             if indices != Array(0..<indices.count) {
                 let missing = (0..<(indices.last! + 1)).first { byChannel[$0] == nil }!
-                problems.append(.missingChannel(case: name, file: imagesFolder
-                    .appendingPathComponent(name + String(format: "_%04d", missing) + ending).path))
+                problems.append(
+                    .missingChannel(
+                        case: name,
+                        file:
+                            imagesFolder
+                            .appendingPathComponent(name + String(format: "_%04d", missing) + ending).path))
                 continue
             }
             if indices.count < channelCount, !ending.lowercased().hasSuffix(".png") {
-                problems.append(.missingChannel(case: name, file: imagesFolder
-                    .appendingPathComponent(name + String(format: "_%04d", indices.count) + ending).path))
+                problems.append(
+                    .missingChannel(
+                        case: name,
+                        file:
+                            imagesFolder
+                            .appendingPathComponent(name + String(format: "_%04d", indices.count) + ending).path))
                 continue
             }
             if indices.count > channelCount {

@@ -47,8 +47,10 @@ public enum ImageFormats {
         defer { try? handle.close() }
         let head = [UInt8]((try? handle.read(upToCount: headLength)) ?? Data())
         guard let format = all.first(where: { $0.recognizes(head) }) else {
-            throw InputError.unsupportedFile(file: path, reason: "not a format SliceLab reads (it reads "
-                + all.map(\.name).joined(separator: ", ") + ")")
+            throw InputError.unsupportedFile(
+                file: path,
+                reason: "not a format SliceLab reads (it reads "
+                    + all.map(\.name).joined(separator: ", ") + ")")
         }
         return format
     }
@@ -84,7 +86,8 @@ public enum ImageFormats {
             let url = folder.appendingPathComponent(name)
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue,
-                  isInput(url) else { continue }
+                isInput(url)
+            else { continue }
             result.append((stem(name), url))
         }
         return result

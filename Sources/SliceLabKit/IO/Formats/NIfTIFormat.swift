@@ -25,8 +25,9 @@ struct NIfTIFormat: ImageFormat {
                 for voxel in 0..<voxels { values[voxel * channels + channel] = image.values[channel * voxels + voxel] }
             }
         }
-        return ScanImage(frames: slices, rows: rows, columns: columns, channels: channels, values: values,
-                         spacing: image.geometry.spacing, source: image.path, hasSpacing: true)
+        return ScanImage(
+            frames: slices, rows: rows, columns: columns, channels: channels, values: values,
+            spacing: image.geometry.spacing, source: image.path, hasSpacing: true)
     }
 
     /// A 2-D or 3-D file streams slice by slice (`NIfTIVoxelStream`: a slice is contiguous in the file); a 4-D
@@ -42,9 +43,11 @@ struct NIfTIFormat: ImageFormat {
         }
         let stream = try NIfTIVoxelStream(header: header)
         let plane = rows * columns
-        var reader = FrameReader(frames: slices, rows: rows, columns: columns, channels: 1,
-                                 spacing: header.geometry.spacing, hasSpacing: true, source: path, modality: nil,
-                                 skipped: []) { try stream.read(first: $0 * plane, count: plane) }
+        var reader = FrameReader(
+            frames: slices, rows: rows, columns: columns, channels: 1,
+            spacing: header.geometry.spacing, hasSpacing: true, source: path, modality: nil,
+            skipped: []
+        ) { try stream.read(first: $0 * plane, count: plane) }
         reader.geometry = header.geometry
         return reader
     }
@@ -53,20 +56,25 @@ struct NIfTIFormat: ImageFormat {
         let image = try NIfTIImage.read(path, limits: limits)
         let (slices, rows, columns, channels) = try Self.extents(image)
         guard channels == 1 else {
-            throw InputError.invalidContent(file: path, reason: "a label map has one value per voxel; this NIfTI "
-                + "file has \(channels) along its 4th axis")
+            throw InputError.invalidContent(
+                file: path,
+                reason: "a label map has one value per voxel; this NIfTI "
+                    + "file has \(channels) along its 4th axis")
         }
         var labels = [Int32](repeating: 0, count: image.values.count)
         for (index, value) in image.values.enumerated() {
             guard value >= 0, value <= 65535, value == value.rounded() else {
-                throw InputError.invalidContent(file: path, reason: "label \(value) at voxel \(index) is not an "
-                    + "integer in 0...65535")
+                throw InputError.invalidContent(
+                    file: path,
+                    reason: "label \(value) at voxel \(index) is not an "
+                        + "integer in 0...65535")
             }
             labels[index] = Int32(value)
         }
         return EvaluateInputs.LoadedLabels(
-            labels: LabelMap(frames: slices, rows: rows, columns: columns, labels: labels,
-                             spacing: image.geometry.spacing),
+            labels: LabelMap(
+                frames: slices, rows: rows, columns: columns, labels: labels,
+                spacing: image.geometry.spacing),
             hasSpacing: true)
     }
 
@@ -78,8 +86,10 @@ struct NIfTIFormat: ImageFormat {
     static func extents(dimensions: [Int], path: String) throws -> (Int, Int, Int, Int) {
         let d = dimensions + [Int](repeating: 1, count: max(0, 4 - dimensions.count))
         guard d.dropFirst(4).allSatisfy({ $0 == 1 }) else {
-            throw InputError.invalidContent(file: path, reason: "\(dimensions.count)-D NIfTI images "
-                + "are not read (2-D, 3-D, or 4-D with channels on the 4th axis)")
+            throw InputError.invalidContent(
+                file: path,
+                reason: "\(dimensions.count)-D NIfTI images "
+                    + "are not read (2-D, 3-D, or 4-D with channels on the 4th axis)")
         }
         return (d[2], d[1], d[0], d[3])
     }

@@ -84,8 +84,11 @@ private struct ComponentTable {
             }
             for neighbour in neighbours where regions[neighbour] != regions[pixel] {
                 let label = map.labels[neighbour]
-                if soleNeighbour[region] == -1 { soleNeighbour[region] = label }
-                else if soleNeighbour[region] != label { soleNeighbour[region] = -2 }
+                if soleNeighbour[region] == -1 {
+                    soleNeighbour[region] = label
+                } else if soleNeighbour[region] != label {
+                    soleNeighbour[region] = -2
+                }
             }
         }
     }

@@ -11,10 +11,12 @@ struct DenseCRFStep: PostProcessingStep {
         guard let probabilities = context.probabilities, let image = context.displayImage else {
             throw PostProcessingError.needsProbabilities(step: name)
         }
-        let marginals = try DenseCRF.marginals(probabilities: probabilities, classCount: context.classCount,
-                                               image: image, channels: context.displayChannels, shape: map.shape,
-                                               spacing: map.spacing, parameters: context.crf)
-        return LabelGrid(shape: map.shape, spacing: map.spacing,
-                         labels: DenseCRF.labels(marginals: marginals, classCount: context.classCount))
+        let marginals = try DenseCRF.marginals(
+            probabilities: probabilities, classCount: context.classCount,
+            image: image, channels: context.displayChannels, shape: map.shape,
+            spacing: map.spacing, parameters: context.crf)
+        return LabelGrid(
+            shape: map.shape, spacing: map.spacing,
+            labels: DenseCRF.labels(marginals: marginals, classCount: context.classCount))
     }
 }

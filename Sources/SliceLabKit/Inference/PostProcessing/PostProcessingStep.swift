@@ -46,7 +46,7 @@ public enum PostProcessingError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .needsProbabilities(step):
+        case .needsProbabilities(let step):
             return "post-processing step '\(step)' works on class probabilities, and this input has labels only"
         }
     }
@@ -56,7 +56,7 @@ public enum PostProcessingError: Error, Equatable, CustomStringConvertible {
 enum PostProcessingSteps {
     static let all: [any PostProcessingStep.Type] = [
         NoPostProcessing.self, MajorityFilter.self, PottsMRF.self, DenseCRFStep.self, LargestComponent.self,
-        FillHoles.self,
+        FillHoles.self
     ]
 
     static func named(_ name: PostProcessingStepName) -> (any PostProcessingStep.Type)? {
@@ -81,7 +81,9 @@ public struct PostProcessingStepName: RawRepresentable, Hashable, Sendable, Case
 
     init(_ name: String) { rawValue = name }
 
-    public static var allCases: [PostProcessingStepName] { PostProcessingSteps.all.map { PostProcessingStepName($0.name) } }
+    public static var allCases: [PostProcessingStepName] {
+        PostProcessingSteps.all.map { PostProcessingStepName($0.name) }
+    }
     public var description: String { rawValue }
 
     public static let none = PostProcessingStepName(NoPostProcessing.name)

@@ -7,7 +7,9 @@ struct PottsMRF: PostProcessingStep {
     static let name = "mrf"
 
     static func apply(_ map: LabelGrid<Int32>, context: PostProcessingContext) throws -> LabelGrid<Int32> {
-        try Regularization.pottsICM(map, classCount: context.classCount, beta: context.beta, connectivity: 1,
-                                    cost: context.unaryCost?()).map
+        try Regularization.pottsICM(
+            map, classCount: context.classCount, beta: context.beta, connectivity: 1,
+            cost: context.unaryCost?()
+        ).map
     }
 }

@@ -45,8 +45,10 @@ public struct HTMLReport {
     public var scrollerNote: String?
 
     public init(title: String, classNames: [String], caseIDs: [String], methods: [Method], pictures: [CasePictures]) {
-        (self.title, self.classNames, self.caseIDs, self.methods, self.pictures) = (title, classNames, caseIDs, methods,
-                                                                                      pictures)
+        (self.title, self.classNames, self.caseIDs, self.methods, self.pictures) = (
+            title, classNames, caseIDs, methods,
+            pictures
+        )
     }
 
     /// Writes `index.html` into `folder` (created if needed), atomically.
@@ -63,7 +65,8 @@ public struct HTMLReport {
 
     public func html() -> String {
         var body = "<h1>\(escape(title))</h1>\n"
-        body += "<p>\(caseIDs.count) cases, \(classNames.count) classes, methods: "
+        body +=
+            "<p>\(caseIDs.count) cases, \(classNames.count) classes, methods: "
             + methods.map { escape($0.name) }.joined(separator: ", ") + ".</p>\n"
         body += tableHTML()
         body += "<h2>Dice per class</h2>\n<div class=\"plots\">\n"
@@ -101,13 +104,16 @@ public struct HTMLReport {
     private var foregroundClasses: [Int] { classNames.count > 1 ? Array(1..<classNames.count) : [0] }
 
     private func tableHTML() -> String {
-        var html = "<table id=\"summary\"><tr><th>class</th><th>method</th><th>Dice</th><th>IoU</th><th>HD95 (mm)</th>"
+        var html =
+            "<table id=\"summary\"><tr><th>class</th><th>method</th><th>Dice</th><th>IoU</th><th>HD95 (mm)</th>"
             + "<th>p vs \(escape(methods.first?.name ?? ""))</th></tr>\n"
         for classIndex in foregroundClasses {
             for method in methods {
-                let p = method.pValues.map { Self.pValue($0[classIndex], pairs: column(method.dice, classIndex).count) }
+                let p =
+                    method.pValues.map { Self.pValue($0[classIndex], pairs: column(method.dice, classIndex).count) }
                     ?? "—"
-                html += "<tr><td>\(escape(classNames[classIndex]))</td><td>\(escape(method.name))</td>"
+                html +=
+                    "<tr><td>\(escape(classNames[classIndex]))</td><td>\(escape(method.name))</td>"
                     + "<td>\(meanStd(method.dice, classIndex))</td><td>\(meanStd(method.iou, classIndex))</td>"
                     + "<td>\(meanStd(method.hd95, classIndex))</td><td>\(p)</td></tr>\n"
             }
@@ -144,7 +150,8 @@ public struct HTMLReport {
 
     /// A box plot (quartiles, whiskers at 1.5 IQR, outliers) of one class's Dice for every method.
     private func boxPlotSVG(classIndex: Int) -> String {
-        let width = 120 + 90 * methods.count, height = 260
+        let width = 120 + 90 * methods.count
+        let height = 260
         let (top, bottom) = (20.0, 220.0)
         func y(_ v: Double) -> Double { bottom - (bottom - top) * min(1, max(0, v)) }
         var svg = "<svg class=\"boxplot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\">"
@@ -156,17 +163,22 @@ public struct HTMLReport {
         for (index, method) in methods.enumerated() {
             let values = column(method.dice, classIndex).sorted()
             let x = 80.0 + 90.0 * Double(index)
-            svg += "<text x=\"\(x - 25)\" y=\"\(height - 20)\" font-size=\"10\">\(escape(String(method.name.prefix(14))))</text>"
+            svg +=
+                "<text x=\"\(x - 25)\" y=\"\(height - 20)\" font-size=\"10\">\(escape(String(method.name.prefix(14))))</text>"
             guard !values.isEmpty else { continue }
-            let (q1, q2, q3) = (Percentile.ofSorted(values, 25), Percentile.ofSorted(values, 50),
-                                Percentile.ofSorted(values, 75))
+            let (q1, q2, q3) = (
+                Percentile.ofSorted(values, 25), Percentile.ofSorted(values, 50),
+                Percentile.ofSorted(values, 75)
+            )
             let iqr = q3 - q1
             let low = values.first { $0 >= q1 - 1.5 * iqr } ?? values[0]
             let high = values.last { $0 <= q3 + 1.5 * iqr } ?? values[values.count - 1]
             svg += "<line x1=\"\(x)\" x2=\"\(x)\" y1=\"\(y(low))\" y2=\"\(y(high))\" stroke=\"#555\"/>"
-            svg += "<rect x=\"\(x - 20)\" y=\"\(y(q3))\" width=\"40\" height=\"\(max(1, y(q1) - y(q3)))\" "
+            svg +=
+                "<rect x=\"\(x - 20)\" y=\"\(y(q3))\" width=\"40\" height=\"\(max(1, y(q1) - y(q3)))\" "
                 + "fill=\"hsl(\(index * 67 % 360),60%,70%)\" stroke=\"#333\"/>"
-            svg += "<line x1=\"\(x - 20)\" x2=\"\(x + 20)\" y1=\"\(y(q2))\" y2=\"\(y(q2))\" stroke=\"#000\" stroke-width=\"2\"/>"
+            svg +=
+                "<line x1=\"\(x - 20)\" x2=\"\(x + 20)\" y1=\"\(y(q2))\" y2=\"\(y(q2))\" stroke=\"#000\" stroke-width=\"2\"/>"
             for outlier in values where outlier < low || outlier > high {
                 svg += "<circle cx=\"\(x)\" cy=\"\(y(outlier))\" r=\"2\" fill=\"#c00\"/>"
             }
@@ -222,7 +234,8 @@ public struct HTMLReport {
         height = width * scroller.aspect
         if height > 480 { (width, height) = (480 / scroller.aspect, 480) }
         let count = scroller.sliceIndices.count
-        var html = "<div class=\"case\"><h3>\(escape(scroller.caseID))</h3>\n"
+        var html =
+            "<div class=\"case\"><h3>\(escape(scroller.caseID))</h3>\n"
             + "<div class=\"scroller\" tabindex=\"0\" data-case=\"\(escape(scroller.caseID))\" "
             + "data-frames=\"\(scroller.frames)\" data-slices=\""
             + scroller.sliceIndices.map(String.init).joined(separator: ",") + "\" "
@@ -240,16 +253,19 @@ public struct HTMLReport {
             if let method = methods.first(where: { $0.name == layer.name }) {
                 caption += " (Dice \(diceText(method, scroller.caseID)))"
             }
-            html += "<label><input type=\"radio\" class=\"layer\" name=\"layer-\(number)\" value=\"\(index)\""
+            html +=
+                "<label><input type=\"radio\" class=\"layer\" name=\"layer-\(number)\" value=\"\(index)\""
                 + (index == 0 ? " checked" : "") + "> \(escape(caption))</label>"
         }
         html += "</fieldset><small>slider or ← →: slice (Shift: 10 slices); keys 1–9: overlay"
         if scroller.reduction > 1 { html += "; shown at 1/\(scroller.reduction) resolution in-plane" }
         if count < scroller.frames { html += "; \(count) of \(scroller.frames) slices" }
-        html += "</small></div>\n<img class=\"sprite-image\" hidden alt=\"\" src=\"data:image/png;base64,"
+        html +=
+            "</small></div>\n<img class=\"sprite-image\" hidden alt=\"\" src=\"data:image/png;base64,"
             + scroller.image.base64EncodedString() + "\">\n"
         for layer in scroller.layers {
-            html += "<img class=\"sprite-layer\" hidden alt=\"\" src=\"data:image/png;base64,"
+            html +=
+                "<img class=\"sprite-layer\" hidden alt=\"\" src=\"data:image/png;base64,"
                 + layer.sprite.base64EncodedString() + "\">\n"
         }
         return html + "</div></div>\n"

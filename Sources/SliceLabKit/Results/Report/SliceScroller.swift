@@ -22,10 +22,14 @@ public struct SliceScroller: Sendable {
         /// Image-sprite pixels over all scrollers at most: later 3-D cases keep the static middle slice.
         public var maxTotalPixels: Int
 
-        public init(maxCases: Int = 8, maxSlices: Int = 128, maxSide: Int = 192,
-                    maxTotalPixels: Int = 6_000_000) {
-            (self.maxCases, self.maxSlices, self.maxSide, self.maxTotalPixels) = (maxCases, maxSlices, maxSide,
-                                                                                  maxTotalPixels)
+        public init(
+            maxCases: Int = 8, maxSlices: Int = 128, maxSide: Int = 192,
+            maxTotalPixels: Int = 6_000_000
+        ) {
+            (self.maxCases, self.maxSlices, self.maxSide, self.maxTotalPixels) = (
+                maxCases, maxSlices, maxSide,
+                maxTotalPixels
+            )
         }
 
         /// The in-plane reduction factor for slices of `rows` × `columns`.
@@ -77,27 +81,36 @@ public struct SliceScroller: Sendable {
     ///     exceeds 0…255, other channel counts show channel 0.
     ///   - layers: the reference and each run's label map, with the image's shape.
     /// - Throws: `InputError.invalidContent` when a label map's shape differs from the image's.
-    public init(caseID: String, image: ScanImage, layers: [(name: String, labels: LabelMap)],
-                policy: Policy = Policy()) throws {
-        for layer in layers where layer.labels.frames != image.frames || layer.labels.rows != image.rows
-            || layer.labels.columns != image.columns {
-            throw InputError.invalidContent(file: image.source, reason: "slice scroller: the \(layer.name) labels "
-                + "are \(layer.labels.frames)x\(layer.labels.rows)x\(layer.labels.columns), the image "
-                + "\(image.frames)x\(image.rows)x\(image.columns)")
+    public init(
+        caseID: String, image: ScanImage, layers: [(name: String, labels: LabelMap)],
+        policy: Policy = Policy()
+    ) throws {
+        for layer in layers
+        where layer.labels.frames != image.frames || layer.labels.rows != image.rows
+            || layer.labels.columns != image.columns
+        {
+            throw InputError.invalidContent(
+                file: image.source,
+                reason: "slice scroller: the \(layer.name) labels "
+                    + "are \(layer.labels.frames)x\(layer.labels.rows)x\(layer.labels.columns), the image "
+                    + "\(image.frames)x\(image.rows)x\(image.columns)")
         }
         let factor = policy.reduction(rows: image.rows, columns: image.columns)
         let slices = policy.shownSlices(frames: image.frames)
         let (tileRows, tileColumns) = ((image.rows + factor - 1) / factor, (image.columns + factor - 1) / factor)
         let gridColumns = max(1, Int(Double(slices.count).squareRoot().rounded(.up)))
         let gridRows = (slices.count + gridColumns - 1) / gridColumns
-        let sprite = Sprite(rows: gridRows * tileRows, columns: gridColumns * tileColumns, tileRows: tileRows,
-                            tileColumns: tileColumns, gridColumns: gridColumns, factor: factor,
-                            sourceRows: image.rows, sourceColumns: image.columns)
+        let sprite = Sprite(
+            rows: gridRows * tileRows, columns: gridColumns * tileColumns, tileRows: tileRows,
+            tileColumns: tileColumns, gridColumns: gridColumns, factor: factor,
+            sourceRows: image.rows, sourceColumns: image.columns)
         self.caseID = caseID
         self.sliceIndices = slices
         self.frames = image.frames
-        (self.tileRows, self.tileColumns, self.gridColumns, self.reduction) = (tileRows, tileColumns, gridColumns,
-                                                                                factor)
+        (self.tileRows, self.tileColumns, self.gridColumns, self.reduction) = (
+            tileRows, tileColumns, gridColumns,
+            factor
+        )
         let (rowSpacing, columnSpacing) = (image.spacing[1], image.spacing[2])
         let aspect = Double(image.rows) * rowSpacing / (Double(image.columns) * columnSpacing)
         self.aspect = aspect.isFinite && aspect > 0 ? aspect : Double(image.rows) / Double(image.columns)
@@ -128,8 +141,10 @@ private struct Sprite {
 
     /// The source pixel range of tile pixel (`row`, `column`): a `factor` × `factor` block clipped to the slice.
     private func block(_ row: Int, _ column: Int) -> (rows: Range<Int>, columns: Range<Int>) {
-        (row * factor..<min(sourceRows, (row + 1) * factor),
-         column * factor..<min(sourceColumns, (column + 1) * factor))
+        (
+            row * factor..<min(sourceRows, (row + 1) * factor),
+            column * factor..<min(sourceColumns, (column + 1) * factor)
+        )
     }
 
     func imagePNG(_ image: ScanImage, slices: [Int]) throws -> Data {
@@ -183,17 +198,22 @@ private struct Sprite {
         var tints: [Int32: (UInt8, UInt8, UInt8)] = [:]
         forEachPixel(tiles: slices.count) { tile, row, column, offset in
             let (blockRows, blockColumns) = block(row, column)
-            let (y, x) = ((blockRows.lowerBound + blockRows.upperBound - 1) / 2,
-                          (blockColumns.lowerBound + blockColumns.upperBound - 1) / 2)
+            let (y, x) = (
+                (blockRows.lowerBound + blockRows.upperBound - 1) / 2,
+                (blockColumns.lowerBound + blockColumns.upperBound - 1) / 2
+            )
             let label = labels.labels[(slices[tile] * sourceRows + y) * sourceColumns + x]
             guard label != 0 else { return }
             let tint: (UInt8, UInt8, UInt8)
-            if let known = tints[label] { tint = known } else {
+            if let known = tints[label] {
+                tint = known
+            } else {
                 tint = Overlay.color(ofClass: Int(label))
                 tints[label] = tint
             }
-            (samples[offset * 4], samples[offset * 4 + 1], samples[offset * 4 + 2], samples[offset * 4 + 3])
-                = (tint.0, tint.1, tint.2, 255)
+            (samples[offset * 4], samples[offset * 4 + 1], samples[offset * 4 + 2], samples[offset * 4 + 3]) = (
+                tint.0, tint.1, tint.2, 255
+            )
         }
         return try PNGImage(rows: rows, columns: columns, channels: 4, samples: samples).encoded()
     }

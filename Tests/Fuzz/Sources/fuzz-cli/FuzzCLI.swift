@@ -14,8 +14,10 @@ public func fuzzCLI(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     do {
         let parsed = try ParsedArguments.parse(arguments, spec: spec)
         for option in spec.options {
-            _ = (parsed.flag(option.name), parsed.strings(option.name), parsed.int(option.name),
-                 parsed.double(option.name), parsed.doubles(option.name))
+            _ = (
+                parsed.flag(option.name), parsed.strings(option.name), parsed.int(option.name),
+                parsed.double(option.name), parsed.doubles(option.name)
+            )
         }
         _ = (0...spec.positionals.count).map { parsed.positional($0) }
     } catch let error as UsageError {
