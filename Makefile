@@ -9,7 +9,7 @@ APT_PACKAGES := libdcmtk-dev dcmtk libpng-dev libhdf5-dev libdnnl-dev libopenjp2
 REQUIREMENTS := Tests/requirements.txt $(wildcard Notebooks/requirements.txt)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup apt build release test test-torchvision test-nnunet notebooks demo bench clean corpus fuzz cluster-test
+.PHONY: setup apt build release test lint format test-torchvision test-nnunet notebooks demo bench clean corpus fuzz cluster-test
 
 ## setup: install missing Debian packages and the Python virtual environment (idempotent)
 setup: apt $(VENV)/.installed corpus
@@ -37,10 +37,18 @@ release: setup
 	$(SWIFT) build -c release
 
 ## test: build and run every test, then execute the notebooks
-test: setup
+test: setup lint
 	$(SWIFT) build --build-tests
 	SLICELAB_PYTHON=$(abspath $(PYTHON)) $(SWIFT) test --skip-build
 	$(MAKE) --no-print-directory notebooks
+
+## lint: `swift format lint` with the repository's .swift-format (the formatter ships with the toolchain)
+lint:
+	$(SWIFT) format lint --strict --recursive --parallel Sources Tests Package.swift
+
+## format: rewrite the sources as .swift-format says
+format:
+	$(SWIFT) format format --in-place --recursive --parallel Sources Tests Package.swift
 
 ## cluster-test: a one-node Slurm on localhost (started and stopped by Cluster/cluster-test.sh) runs a sharded
 ## compare as a job array and the dependent merge; the merged file must equal one process's (issue #20)
