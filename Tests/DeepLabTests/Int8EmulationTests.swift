@@ -148,11 +148,9 @@ final class EmulatedInt8Convolution: ConvolutionStrategy {
             let v = Float(sin(Double(i) * 0.37)) * 3
             return type == .u8 ? abs(v) : v
         }
-        let weights = unit.conv.weight.value
-        let perChannel = weights.count / o
-        let weightScales = (0..<o).map { 127 / weights[($0 * perChannel)..<(($0 + 1) * perChannel)].map(abs).max()! }
         // A scale that puts some inputs above the calibrated range (saturated to the type's largest value).
-        let q = UnitQuantization(inputType: type, inputScale: type.levels / 2.5, weightScales: weightScales)
+        let q = UnitQuantization(
+            inputType: type, inputScale: type.levels / 2.5, weightScales: Calibrator.weightScales(unit))
         let x = try Tensor(plain: [1, c, h, w], values: xs)
         let emulated = try unit(
             x, training: false,

@@ -15,6 +15,9 @@ public struct LabelMap: Equatable, Sendable {
         (self.frames, self.rows, self.columns, self.labels, self.spacing) = (frames, rows, columns, labels, spacing)
     }
 
+    /// [frames, rows, columns].
+    public var dimensions: [Int] { [frames, rows, columns] }
+
     /// Labels of one frame.
     public func frame(_ index: Int) -> ArraySlice<Int32> {
         labels[(index * rows * columns)..<((index + 1) * rows * columns)]

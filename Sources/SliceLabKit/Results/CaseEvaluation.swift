@@ -14,15 +14,13 @@ enum CaseEvaluation {
         caseID: String, reference: LabelMap, prediction: LabelMap, spacing: [Double],
         settings: EvaluationSettings, remedy: String
     ) throws -> CaseMetrics {
-        let (r, p) = (reference, prediction)
-        guard [r.frames, r.rows, r.columns] == [p.frames, p.rows, p.columns] else {
+        guard reference.dimensions == prediction.dimensions else {
             throw EvaluateError.shapeMismatch(
-                case: caseID, reference: [r.frames, r.rows, r.columns],
-                prediction: [p.frames, p.rows, p.columns])
+                case: caseID, reference: reference.dimensions, prediction: prediction.dimensions)
         }
         do {
             return try CaseMetrics(
-                reference: grid(r, spacing), prediction: grid(p, spacing), settings: settings,
+                reference: grid(reference, spacing), prediction: grid(prediction, spacing), settings: settings,
                 voxelVolumeMM3: spacing.reduce(1, *))
         } catch let MetricsError.labelOutOfRange(label, classCount, role) {
             throw EvaluateError.invalidOption(

@@ -331,10 +331,7 @@ public enum Compare {
         return try zip(caseNames, references).map { name, reference in
             let path = byCase[name]!.path
             var map = try EvaluateInputs.load(path, limits: set.limits).labels
-            let (shape, expected) = (
-                [map.frames, map.rows, map.columns],
-                [reference.frames, reference.rows, reference.columns]
-            )
+            let (shape, expected) = (map.dimensions, reference.dimensions)
             guard shape == expected else {
                 throw CompareError.externalShape(run: run, file: path, shape: shape, reference: expected)
             }

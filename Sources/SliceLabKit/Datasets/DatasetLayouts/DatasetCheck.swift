@@ -123,7 +123,7 @@ public enum DatasetCheck {
         do {
             let loaded = try EvaluateInputs.load(files.labels.path, limits: set.limits)
             let labels = loaded.labels
-            let shape = [labels.frames, labels.rows, labels.columns]
+            let shape = labels.dimensions
             if let first = images.first {
                 if shape != first.shape {
                     problems.append(.shapeMismatch(case: name, image: first.shape, labels: shape))
