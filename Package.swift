@@ -11,7 +11,10 @@ let package = Package(
     name: "SliceLab",
     products: [
         .executable(name: "slicelab", targets: ["slicelab"]),
-        .library(name: "SliceLabKit", targets: ["SliceLabKit"]),
+        // The workflows and the services under them, for drivers such as the fuzz targets.
+        .library(
+            name: "SliceLabKit",
+            targets: ["SliceLabKit", "SliceLabIO", "SliceLabDatasets", "SliceLabInference", "SliceLabResults"]),
         // Training (optimizers, losses, augmentation, batches, schedules, checkpoints) for drivers that link it alone,
         // such as Benchmarks/training_driver.
         .library(name: "DeepLabTraining", targets: ["DeepLabTraining"])
@@ -67,8 +70,11 @@ let package = Package(
         .target(
             name: "DeepLab", dependencies: ["COneDNN", "CInt8Winograd", "ImageFiles", "SliceLabSupport"],
             swiftSettings: [.unsafeFlags(["-O"])]),
+        // Optimizers, losses, augmentation, batches and checkpoints; the trainer, its events and validation; the
+        // dataset fingerprint and the plan derived from it.
         .target(
-            name: "DeepLabTraining", dependencies: ["DeepLab", "ImageFiles", "SliceLabSupport"],
+            name: "DeepLabTraining",
+            dependencies: ["DeepLab", "Classical", "Metrics", "Distributed", "ImageFiles", "SliceLabSupport"],
             swiftSettings: [.unsafeFlags(["-O"])]),
         // Exports checkpoints to ONNX (through CONNX), torchvision's safetensors and Core ML.
         .target(
@@ -78,17 +84,44 @@ let package = Package(
         .target(name: "Distributed", dependencies: ["CMPI"]),
         .target(name: "Classical", dependencies: ["CDenseCRFKernels", "SliceLabSupport"]),
         .target(name: "Metrics", dependencies: ["SliceLabSupport"]),
+
+        // MARK: - Services (each imports only the rooms below it; workflows call them, never each other)
+        // The format registry (reading and writing images and label maps), scan images, frame readers, overlays,
+        // SEG export.
+        .target(name: "SliceLabIO", dependencies: ["ImageFiles", "DICOM", "SliceLabSupport"]),
+        // Labeled sets, nnU-Net and MSD layouts, splits, shards, evaluation inputs.
+        .target(
+            name: "SliceLabDatasets",
+            dependencies: ["SliceLabIO", "DeepLab", "DeepLabTraining", "ImageFiles", "DICOM", "SliceLabSupport"]),
+        // A model loaded once with its precision; volumes and windows; classical methods; post-processing steps.
+        .target(
+            name: "SliceLabInference",
+            dependencies: [
+                "SliceLabIO", "DeepLab", "DeepLabTraining", "Classical", "ImageFiles", "DICOM", "SliceLabSupport"
+            ]),
+        // Results files, merging, comparisons, tables, the HTML report, sharded jobs.
+        .target(
+            name: "SliceLabResults",
+            dependencies: ["SliceLabDatasets", "SliceLabIO", "Metrics", "Distributed", "ImageFiles", "SliceLabSupport"]),
+
+        // MARK: - Workflows: one per command
         .target(
             name: "SliceLabKit",
             dependencies: [
-                "SliceLabSupport", "ImageFiles", "DICOM", "DeepLab", "DeepLabTraining",
-                "Classical",
+                "SliceLabIO", "SliceLabDatasets", "SliceLabInference", "SliceLabResults",
+                "SliceLabSupport", "ImageFiles", "DICOM", "DeepLab", "DeepLabTraining", "Classical",
                 "Metrics", "ModelExport", "Distributed"
             ],
             resources: [.copy("Resources/Demo")]),
 
         // MARK: - The executable
-        .executableTarget(name: "slicelab", dependencies: ["SliceLabKit", "Distributed"]),
+        .executableTarget(
+            name: "slicelab",
+            dependencies: [
+                "SliceLabKit", "SliceLabIO", "SliceLabDatasets", "SliceLabInference", "SliceLabResults",
+                "SliceLabSupport",
+                "Distributed"
+            ]),
 
         // MARK: - Tests
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -118,7 +151,8 @@ let package = Package(
         .testTarget(
             name: "SliceLabTests",
             dependencies: [
-                "SliceLabKit", "SliceLabSupport", "DICOM", "DeepLabTraining",
+                "SliceLabKit", "SliceLabIO", "SliceLabDatasets", "SliceLabInference", "SliceLabResults",
+                "SliceLabSupport", "DICOM", "DeepLab", "DeepLabTraining", "Classical",
                 "ImageFiles", "TestSupport"
             ],
             exclude: ["Fixtures"]),
@@ -134,7 +168,8 @@ let package = Package(
         .testTarget(
             name: "RobustnessTests",
             dependencies: [
-                "SliceLabKit", "DICOM", "DeepLab", "DeepLabTraining",
+                "SliceLabKit", "SliceLabIO", "SliceLabDatasets", "SliceLabInference", "SliceLabResults", "DICOM",
+                "DeepLab", "DeepLabTraining",
                 "ImageFiles", "Metrics", "SliceLabSupport", "TestSupport"
             ],
             exclude: ["Regressions"])

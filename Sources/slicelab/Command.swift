@@ -1,5 +1,7 @@
 import Distributed
+import SliceLabDatasets
 import SliceLabKit
+import SliceLabSupport
 
 /// A `slicelab` subcommand: its declaration and the call into the `SliceLab` library that does the work.
 protocol Command {

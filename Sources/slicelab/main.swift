@@ -1,5 +1,6 @@
 import Foundation
 import SliceLabKit
+import SliceLabSupport
 
 let programHelp = """
     slicelab \(sliceLabVersion): segment DICOM slices with DeepLabV3 and a classical baseline, and evaluate them.

@@ -3,6 +3,7 @@ import DeepLabTraining
 import Foundation
 import Metrics
 import SliceLabKit
+import SliceLabResults
 import SliceLabSupport
 import TestSupport
 

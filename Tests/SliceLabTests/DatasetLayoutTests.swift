@@ -3,6 +3,7 @@ import ImageFiles
 import TestSupport
 import Testing
 
+@testable import SliceLabDatasets
 @testable import SliceLabKit
 
 /// nnU-Net v2 and Decathlon sets as they are on disk: recognition, nnU-Net's folds, `dataset check`,

@@ -1,4 +1,5 @@
 import DeepLab
+import DeepLabTraining
 import Foundation
 import TestSupport
 import Testing

@@ -1,7 +1,9 @@
 import Foundation
 import ImageFiles
 import Metrics
+import SliceLabIO
 import SliceLabKit
+import SliceLabResults
 import SliceLabSupport
 import TestSupport
 import Testing

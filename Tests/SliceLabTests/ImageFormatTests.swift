@@ -3,6 +3,8 @@ import ImageFiles
 import TestSupport
 import Testing
 
+@testable import SliceLabDatasets
+@testable import SliceLabIO
 @testable import SliceLabKit
 
 /// One image-format registry, by content (issue #17 §1): a file's name does not decide how it is read, an

@@ -1,6 +1,7 @@
 import DICOM
 import Foundation
 import ImageFiles
+import SliceLabDatasets
 import SliceLabKit
 import TestSupport
 import Testing

@@ -4,6 +4,7 @@ import ImageFiles
 import TestSupport
 import Testing
 
+@testable import SliceLabDatasets
 @testable import SliceLabKit
 
 /// The labeled-set loader: PNG and HDF5 cases load with the right shapes and values, and each malformed set

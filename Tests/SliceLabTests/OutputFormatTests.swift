@@ -1,3 +1,4 @@
+import SliceLabIO
 import SliceLabKit
 import Testing
 

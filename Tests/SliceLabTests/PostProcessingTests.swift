@@ -7,6 +7,8 @@ import SliceLabSupport
 import TestSupport
 import Testing
 
+@testable import SliceLabIO
+@testable import SliceLabInference
 @testable import SliceLabKit
 
 /// The component rules (`largest-component`, `fill-holes`) on hand-made maps, and `segment --regularize` /

@@ -3,7 +3,9 @@ import ImageFiles
 import TestSupport
 import Testing
 
+@testable import SliceLabIO
 @testable import SliceLabKit
+@testable import SliceLabResults
 
 /// The HTML report's 3-D slice scroller (issue #18): its sprites, its size policy, and the page driven in
 /// headless Chromium by `Fixtures/drive_scroller.py`.

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import SliceLabKit
+@testable import SliceLabResults
 
 /// The report's summary table over few cases (issue #33): one case has no spread and no test, and below six
 /// pairs a two-sided Wilcoxon signed-rank test cannot reach p < 0.05, which the table says beside the p-value.

@@ -2,6 +2,7 @@ import Foundation
 import ImageFiles
 import Metrics
 import SliceLabKit
+import SliceLabResults
 import TestSupport
 import Testing
 

@@ -4,6 +4,7 @@ import ImageFiles
 import TestSupport
 import Testing
 
+@testable import SliceLabInference
 @testable import SliceLabKit
 
 /// `segment --batch N` (issue #19): N slices per forward pass give the labels of batch 1 bit for bit and the

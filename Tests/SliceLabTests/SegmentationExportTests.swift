@@ -2,6 +2,7 @@ import DICOM
 import DeepLab
 import Foundation
 import ImageFiles
+import SliceLabIO
 import SliceLabKit
 import TestSupport
 import Testing

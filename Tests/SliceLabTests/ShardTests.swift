@@ -1,5 +1,6 @@
 import Foundation
 import ImageFiles
+import SliceLabDatasets
 import SliceLabKit
 import SliceLabSupport
 import TestSupport

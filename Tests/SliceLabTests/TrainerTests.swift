@@ -5,6 +5,7 @@ import ImageFiles
 import TestSupport
 import Testing
 
+@testable import SliceLabDatasets
 @testable import SliceLabKit
 
 /// The training loop, driven with a pure-Swift per-pixel linear network on the generated toy set: it learns,

@@ -1,11 +1,13 @@
+import Classical
 import DeepLab
-import DeepLabTraining
 import Foundation
 import ImageFiles
 import SliceLabSupport
 import TestSupport
 import Testing
 
+@testable import DeepLabTraining
+@testable import SliceLabDatasets
 @testable import SliceLabKit
 
 /// `train`'s fingerprint and plan (issue #18): the fingerprint against numpy and scipy, the plan's rules on

@@ -6,6 +6,7 @@ import SliceLabSupport
 import TestSupport
 import Testing
 
+@testable import SliceLabInference
 @testable import SliceLabKit
 
 /// `segment` on volumes (issue #18): NIfTI, 4-D NIfTI and HDF5 in; NIfTI and HDF5 label volumes out with the

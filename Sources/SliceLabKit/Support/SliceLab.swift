@@ -4,9 +4,6 @@ import DeepLab
 import DeepLabTraining
 import SliceLabSupport
 
-/// SliceLab's version, written into every results file and checkpoint it produces.
-public let sliceLabVersion = "0.1.0"
-
 /// `slicelab --version`: the version, and the instruction set the engine's kernels run at on this CPU (which
 /// `ONEDNN_MAX_CPU_ISA` can cap; `.ci/run` reads it to test the lower levels too), and the fp32 convolution
 /// and int8 convolution strategies that ISA's `ConvolutionStrategyTable` entry allows.

@@ -1,8 +1,13 @@
 import Classical
 import DeepLab
+import DeepLabTraining
 import Foundation
 import ImageFiles
 import Metrics
+import SliceLabDatasets
+import SliceLabIO
+import SliceLabInference
+import SliceLabResults
 import SliceLabSupport
 
 /// `slicelab compare`: DeepLabV3 and classical configurations on the same cases of a labeled set, each
@@ -138,7 +143,7 @@ public enum Compare {
                 dataset: options.dataset, datasetClasses: set.classCount)
         }
         let samples = try timed("load") { try caseNames.map { try set.load($0) } }
-        let images = samples.map(scanImage)
+        let images = samples.map(ScanImage.init)
         let references = samples.map { labelMap($0.labels.values, like: $0) }
         // Other tools' runs first: a missing or misshapen file fails before the model runs.
         let externalMaps = try timed("load") {
@@ -157,7 +162,7 @@ public enum Compare {
         if posts.isEmpty {
             for (index, image) in images.enumerated() {
                 let labels = try timed("segment deeplabv3") {
-                    try segmentVolume(segmenter, image: image).labels
+                    try segmenter.segment(image).labels
                 }
                 deep.append(labelMap(labels, like: samples[index]))
                 progress.advance(status: "deeplabv3 \(samples[index].name)")
@@ -290,25 +295,6 @@ public enum Compare {
 
     // MARK: - Pieces
 
-    /// The model's labels for a case ([frames, rows, columns]) as `segment` computes them, and with
-    /// `probabilities` its softmax [frames, K, rows, columns]: slice by slice along the first axis with the
-    /// checkpoint's context slices, resampled in-plane to its training spacing when the case has a spacing.
-    static func segmentVolume(
-        _ segmenter: VolumeSegmenter, image: ScanImage,
-        probabilities: Bool = false
-    ) throws -> VolumeSegmenter.Result {
-        let geometry =
-            image.hasSpacing
-            ? VolumeGeometry(
-                spacing: image.spacing, origin: [0, 0, 0],
-                direction: VolumeGeometry.identity.direction) : nil
-        var shape = [image.frames, image.rows, image.columns]
-        if image.channels > 1 { shape.append(image.channels) }
-        return try segmenter.segment(
-            image.values, shape: shape, geometry: geometry, probabilities: probabilities,
-            source: image.source)
-    }
-
     /// The label maps of `--external NAME=FOLDER`: `<case><file ending>` for every case of the split (any format
     /// SliceLab reads, found by the case name), on each reference's grid.
     ///
@@ -330,7 +316,7 @@ public enum Compare {
         guard missing.isEmpty else { throw CompareError.externalMissing(run: run, folder: folder, cases: missing) }
         return try zip(caseNames, references).map { name, reference in
             let path = byCase[name]!.path
-            var map = try EvaluateInputs.load(path, limits: set.limits).labels
+            var map = try LoadedLabels.read(path, limits: set.limits).labels
             let (shape, expected) = (map.dimensions, reference.dimensions)
             guard shape == expected else {
                 throw CompareError.externalShape(run: run, file: path, shape: shape, reference: expected)
@@ -417,29 +403,12 @@ public enum Compare {
             throw CompareError.emptySplit(dataset: options.dataset, split: "val", available: set.splits.keys.sorted())
         }
         let samples = try names.map { try set.load($0) }
-        let images = samples.map(scanImage)
+        let images = samples.map(ScanImage.init)
         let outputs = try DeepOutputs.segment(segmenter, images: images)
         return try AutoPostProcessing(
             outputs: outputs, images: images,
             references: samples.map(\.labels.values),
             classCount: set.classCount, split: split)
-    }
-
-    /// A case's image as a channels-last `ScanImage`.
-    static func scanImage(_ sample: LabeledSample) -> ScanImage {
-        let shape = sample.image.shape  // [F, C, H, W]
-        let (frames, channels, rows, columns) = (shape[0], shape[1], shape[2], shape[3])
-        let plane = rows * columns
-        var values = [Float](repeating: 0, count: sample.image.values.count)
-        for f in 0..<frames {
-            for c in 0..<channels {
-                let source = (f * channels + c) * plane
-                for p in 0..<plane { values[(f * plane + p) * channels + c] = sample.image.values[source + p] }
-            }
-        }
-        return ScanImage(
-            frames: frames, rows: rows, columns: columns, channels: channels, values: values,
-            spacing: sample.spacing, source: sample.name, hasSpacing: true)
     }
 
     static func labelMap(_ labels: [Int32], like sample: LabeledSample) -> LabelMap {
@@ -490,7 +459,7 @@ public enum Compare {
         let results = ConcurrentResults<LabelMap>(count: images.count)
         Parallel.forEach(images.count) { index in
             results.set(index) {
-                let clusters = try ClusterWorkflow.cluster(images[index], options: clusterOptions).labels
+                let clusters = try ClassicalSegmentation.cluster(images[index], options: clusterOptions).labels
                 let classes: [Int32]
                 switch spec.mapping {
                 case .intensity: classes = clusters
@@ -527,7 +496,7 @@ public enum Compare {
         Parallel.forEach(chosen.count) { index in
             results.set(index) {
                 let sample = try set.load(chosen[index])
-                let clusters = try ClusterWorkflow.cluster(scanImage(sample), options: clusterOptions).labels
+                let clusters = try ClassicalSegmentation.cluster(ScanImage(sample), options: clusterOptions).labels
                 return (clusters, sample.labels.values)
             }
         }

@@ -1,6 +1,7 @@
 import DICOM
 import Foundation
 import ImageFiles
+import SliceLabIO
 import SliceLabSupport
 
 /// `slicelab convert`: DICOM → HDF5 (values in physical units, with geometry) or PNG (the display image).
@@ -346,7 +347,7 @@ public enum ConvertWorkflow {
                 reason: "\(dataset) has shape \(shape); expected [y, x], "
                     + "[z, y, x]" + (dataset == "/image" ? " or [z, y, x, c]" : ""))
         }
-        let geometry = try storedGeometry(file, dataset, dimensions: shape.count)
+        let geometry = try StoredGeometry.read(from: file, dataset: dataset)
         let dimensions = Array((shape.count == 4 ? [shape[2], shape[1], shape[0], shape[3]] : shape.reversed()))
         if dataset == "/labels" {
             let labels = try file.read(dataset, as: Int32.self, limits: limits).values
@@ -360,28 +361,6 @@ public enum ConvertWorkflow {
             try NIfTIImage.write(.float32(values), dimensions: dimensions, geometry: geometry, to: output)
         }
         return ["wrote \(output): \(dataset) as \(dimensions.map(String.init).joined(separator: "×"))"]
-    }
-
-    /// A dataset's geometry: version 2 as stored; older files hold `spacing` (row, column[, slice]) and
-    /// `direction` transposed (rows along the axes), as `convert` wrote DICOM series before the contract.
-    static func storedGeometry(_ file: HDF5File, _ dataset: String, dimensions: Int) throws -> VolumeGeometry {
-        func values(_ name: String) throws -> [Double]? {
-            file.hasAttribute(name, at: dataset) ? try file.attribute(name, at: dataset).doubleValues : nil
-        }
-        var geometry = VolumeGeometry.identity
-        let version = try values("geometry_version")?.first
-        if let spacing = try values("spacing"), spacing.count >= 2 {
-            geometry.spacing =
-                version == 2
-                ? Array(spacing.suffix(3))
-                : [spacing.count == 3 ? spacing[2] : 1, spacing[0], spacing[1]]
-            if geometry.spacing.count == 2 { geometry.spacing.insert(1, at: 0) }
-        }
-        if let origin = try values("origin"), origin.count == 3 { geometry.origin = origin }
-        if let direction = try values("direction"), direction.count == 9 {
-            geometry.direction = version == 2 ? direction : (0..<9).map { direction[($0 % 3) * 3 + $0 / 3] }
-        }
-        return geometry
     }
 
     // MARK: - PNG

@@ -1,4 +1,6 @@
 import Foundation
+import SliceLabIO
+import SliceLabInference
 
 /// `slicelab demo`: the main job on the bundled data. For each bundled labeled set (`mni-brain` and
 /// `brain-lesion`, 2-D DICOM slices; `mni-brain-3d`, a NIfTI volume in nnU-Net v2 layout) it runs `compare` with

@@ -1,6 +1,9 @@
 import Foundation
 import ImageFiles
 import Metrics
+import SliceLabDatasets
+import SliceLabIO
+import SliceLabResults
 import SliceLabSupport
 
 /// `slicelab evaluate`: metrics of predicted label maps against references, written as one run of a results
@@ -11,42 +14,8 @@ public enum Evaluate {
     /// The empty-mask rules (`--empty nan|one`), re-exported for the executable.
     public typealias EmptyRule = Metrics.EmptyRule
 
-    /// What `evaluate` was asked to do; recorded as the run's `config` attribute (JSON).
-    public struct Options: Codable, Sendable, Equatable {
-        public var prediction: String
-        public var reference: String
-        /// (slice, row, column) mm for files that carry none; two values mean (row, column) with slice 1.
-        public var spacing: [Double]?
-        public var classCount: Int?
-        public var classNames: [String]?
-        public var toleranceMM: Double
-        public var hd95: HD95Definition
-        public var empty: EmptyRule
-        public var output: String
-        public var runName: String?
-        public var overwrite: Bool
-        public var bootstrapSeed: UInt64
-        public var bootstrapResamples: Int
-        /// Evaluate only this shard of the cases (`--shard I/N`) and write a part for `slicelab merge`.
-        public var shard: Shard?
-
-        public init(
-            prediction: String, reference: String, output: String, spacing: [Double]? = nil,
-            classCount: Int? = nil, classNames: [String]? = nil, toleranceMM: Double = 1,
-            hd95: HD95Definition = .max, empty: EmptyRule = .nan, runName: String? = nil,
-            overwrite: Bool = false, bootstrapSeed: UInt64 = 0, bootstrapResamples: Int = 2000
-        ) {
-            (self.prediction, self.reference, self.output, self.spacing) = (prediction, reference, output, spacing)
-            (self.classCount, self.classNames, self.toleranceMM) = (classCount, classNames, toleranceMM)
-            (self.hd95, self.empty, self.runName, self.overwrite) = (hd95, empty, runName, overwrite)
-            (self.bootstrapSeed, self.bootstrapResamples) = (bootstrapSeed, bootstrapResamples)
-        }
-
-        /// The run name: `--run`, else the prediction file's or folder's name without extension.
-        public var resolvedRunName: String {
-            runName ?? URL(fileURLWithPath: prediction).deletingPathExtension().lastPathComponent
-        }
-    }
+    /// What `evaluate` was asked to do (`EvaluateOptions`, recorded in the results file).
+    public typealias Options = EvaluateOptions
 
     /// Evaluates every case, writes the run into `options.output` and returns it.
     ///
@@ -90,8 +59,8 @@ public enum Evaluate {
         let progress = showProgress ? ProgressReporter("evaluate", total: pairs.count) : nil
         var cases: [(id: String, spacing: [Double], metrics: CaseMetrics)] = []
         for pair in pairs {
-            let reference = try EvaluateInputs.load(pair.reference, limits: limits)
-            let prediction = try EvaluateInputs.load(pair.prediction, limits: limits)
+            let reference = try LoadedLabels.read(pair.reference, limits: limits)
+            let prediction = try LoadedLabels.read(pair.prediction, limits: limits)
             let (r, p) = (reference.labels, prediction.labels)
             let spacing = reference.hasSpacing ? r.spacing : prediction.hasSpacing ? p.spacing : fallbackSpacing
             let metrics = try CaseEvaluation.metrics(
@@ -146,7 +115,7 @@ public enum Evaluate {
             var largest = 1
             for pair in pairs {
                 for path in [pair.reference, pair.prediction] {
-                    largest = max(largest, Int(try EvaluateInputs.load(path, limits: limits).labels.labels.max() ?? 0))
+                    largest = max(largest, Int(try LoadedLabels.read(path, limits: limits).labels.labels.max() ?? 0))
                 }
             }
             count = largest + 1

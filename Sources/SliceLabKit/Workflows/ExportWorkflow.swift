@@ -1,6 +1,7 @@
 import DeepLab
 import ImageFiles
 import ModelExport
+import SliceLabIO
 
 public typealias ExportFormat = ModelExport.ExportFormat
 public typealias ExportOptions = ModelExport.ExportOptions

@@ -1,6 +1,7 @@
 import DICOM
 import Foundation
 import ImageFiles
+import SliceLabIO
 import SliceLabSupport
 
 /// `slicelab info`: what a DICOM file or folder holds, per series, without decoding pixels.

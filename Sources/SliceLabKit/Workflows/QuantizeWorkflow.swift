@@ -1,6 +1,8 @@
 import DeepLab
 import Foundation
 import ImageFiles
+import SliceLabDatasets
+import SliceLabIO
 import SliceLabSupport
 
 public typealias CalibrationMethod = DeepLab.CalibrationMethod
@@ -80,11 +82,11 @@ public enum QuantizeWorkflow {
         let slices = samples.indices.flatMap { c in (0..<samples[c].frameCount).map { (c, $0) } }
         let chosen = evenlySpaced(slices.count, at: options.sliceLimit).map { slices[$0] }
         let calibrator = try Calibrator(model: model, method: options.method)
-        let images = samples.map(Compare.scanImage)
+        let images = samples.map(ScanImage.init)
         var inputs: [FloatTensor] = []
         for (c, frame) in chosen {
-            let input = Segment.networkInput(
-                images[c], frame: frame, channels: model.configuration.inputChannels,
+            let input = images[c].networkInput(
+                frame: frame, channels: model.configuration.inputChannels,
                 preprocessing: preprocessing)
             try calibrator.observe(input)
             if options.calibrationInputs != nil { inputs.append(input) }
@@ -112,43 +114,5 @@ public enum QuantizeWorkflow {
     static func evenlySpaced(_ total: Int, at count: Int) -> [Int] {
         guard total > count else { return Array(0..<total) }
         return (0..<count).map { $0 * total / count }
-    }
-}
-
-extension QuantizeWorkflow {
-    /// Why `precision` cannot run the checkpoint at `model`, or nil when it can: a quantised checkpoint runs in
-    /// int8 only, a float32 one not in int8, and bf16 needs oneDNN's AMX kernels (`Bf16Support`; the reason
-    /// names this CPU's oneDNN ISA).
-    ///
-    /// - Throws: the checkpoint's read errors.
-    public static func precisionProblem(_ precision: Precision, model: String) throws -> String? {
-        let quantized = try DeepLabCheckpoint.isQuantized(model)
-        switch precision {
-        case .int8 where !quantized:
-            return "\(model) is a float32 checkpoint; make an int8 one with 'slicelab quantize'"
-        case .fp32 where quantized, .bf16 where quantized:
-            return "\(model) is an int8 (quantised) checkpoint and runs in int8 only; use the float32 checkpoint "
-                + "it was made from for \(precision.rawValue)"
-        case .bf16:
-            return bf16Problem
-        default:
-            return nil
-        }
-    }
-
-    /// Why bf16 cannot run on this CPU (naming oneDNN's effective ISA), or nil when it can.
-    public static var bf16Problem: String? {
-        guard case .failure(let error) = Bf16Support.execution() else { return nil }
-        if case .unavailablePrecision(_, let reason) = error { return reason }
-        return "\(error)"
-    }
-
-    /// Sets a loaded float32 model to run in `precision` (nil or the checkpoint's own: unchanged): bf16 with
-    /// this CPU's execution (`Bf16Support`).
-    ///
-    /// - Throws: `DeepLabError.unavailablePrecision` when this CPU or the model cannot run it.
-    public static func select(_ precision: Precision?, for model: DeepLabV3) throws {
-        guard precision == .bf16 else { return }
-        try model.useBf16(Bf16Support.execution().get())
     }
 }

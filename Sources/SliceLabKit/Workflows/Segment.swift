@@ -2,6 +2,8 @@ import DICOM
 import DeepLab
 import Foundation
 import ImageFiles
+import SliceLabIO
+import SliceLabInference
 import SliceLabSupport
 
 /// `slicelab segment`: a DeepLabV3 checkpoint applied to an image or series, and the torchvision parity entry
@@ -308,8 +310,8 @@ public enum Segment {
         model: DeepLabV3, preprocessing: Preprocessing, image: ScanImage, frame: Int,
         window: SlidingWindow = SlidingWindow()
     ) throws -> FloatTensor {
-        let input = networkInput(
-            image, frame: frame, channels: model.configuration.inputChannels,
+        let input = image.networkInput(
+            frame: frame, channels: model.configuration.inputChannels,
             preprocessing: preprocessing)
         return try window.logits(model, input)
     }
@@ -319,25 +321,6 @@ public enum Segment {
         try (0..<image.frames).flatMap { frame in
             argmaxOverClasses(try frameLogits(model: model, preprocessing: preprocessing, image: image, frame: frame))
         }
-    }
-
-    /// One frame as the network's input [1, C, H, W]: channels matched (RGB averaged to gray, gray repeated to
-    /// RGB), then the checkpoint's preprocessing.
-    static func networkInput(_ image: ScanImage, frame: Int, channels: Int, preprocessing: Preprocessing) -> FloatTensor
-    {
-        let plane = image.rows * image.columns
-        var values: [Float]
-        if channels == 1 {
-            values = image.intensity(frame: frame)
-        } else {
-            let pixels = Array(image.frame(frame))
-            values = [Float](repeating: 0, count: 3 * plane)
-            for p in 0..<plane {
-                for ch in 0..<3 { values[ch * plane + p] = pixels[p * image.channels + (image.channels == 1 ? 0 : ch)] }
-            }
-        }
-        preprocessing.apply(to: &values)
-        return FloatTensor(shape: [1, channels, image.rows, image.columns], values: values)
     }
 
     /// The parity entry point: loads a torchvision `state_dict` (safetensors) into `arch` with torchvision's
@@ -395,7 +378,7 @@ public enum Segment {
     ) throws {
         if let threads { setComputeThreads(threads) }
         let (model, _) = try DeepLabCheckpoint.load(path)
-        try QuantizeWorkflow.select(precision, for: model)
+        try precision?.select(for: model)
         let input = try readRawInput(rawInput, channels: model.configuration.inputChannels)
         try writeLogits(try repeatedForward(model, input, log: log), to: logitsPath)
     }

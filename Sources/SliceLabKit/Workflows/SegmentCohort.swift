@@ -1,5 +1,8 @@
 import DeepLab
 import Foundation
+import SliceLabDatasets
+import SliceLabIO
+import SliceLabResults
 import SliceLabSupport
 
 /// `slicelab segment FOLDER --model MODEL.h5 --out OUT/`: every case of a folder segmented into a folder, and

@@ -3,6 +3,8 @@ import DeepLabTraining
 import Distributed
 import Foundation
 import ImageFiles
+import SliceLabDatasets
+import SliceLabInference
 import SliceLabSupport
 
 /// The options of `slicelab train`, with the CLI's names and defaults.
@@ -305,7 +307,7 @@ public enum TrainWorkflow {
                 "int8 is inference only: train in fp32 or bf16, then make an "
                     + "int8 checkpoint with 'slicelab quantize'")
         }
-        try QuantizeWorkflow.select(options.precision, for: model)
+        try options.precision.select(for: model)
         guard let initial = options.initialWeights else { return model }
         let notes: [String]
         if initial.lowercased().hasSuffix(".safetensors") {

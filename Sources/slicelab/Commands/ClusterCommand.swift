@@ -1,4 +1,5 @@
 import Foundation
+import SliceLabInference
 import SliceLabKit
 
 /// `slicelab cluster INPUT --method … --classes K --space … --out OUT` (issue #6).

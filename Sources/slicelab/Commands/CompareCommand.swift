@@ -1,5 +1,7 @@
 import Foundation
+import SliceLabInference
 import SliceLabKit
+import SliceLabResults
 
 /// `slicelab compare DATASET --model MODEL.h5 [--classical SPEC]… --out RESULTS.h5` (issue #8).
 enum CompareCommand: Command {

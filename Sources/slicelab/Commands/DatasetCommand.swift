@@ -1,4 +1,5 @@
 import Foundation
+import SliceLabDatasets
 import SliceLabKit
 
 /// `slicelab dataset check PATH` and `slicelab dataset export PATH --format nnunet --out DIR --id N` (issue #18).

@@ -1,5 +1,6 @@
 import Foundation
 import SliceLabKit
+import SliceLabResults
 
 /// `slicelab evaluate --pred PRED --ref REF --out RESULTS.h5` (issue #7).
 enum EvaluateCommand: Command {

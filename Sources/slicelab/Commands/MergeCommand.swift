@@ -1,5 +1,6 @@
 import Foundation
 import SliceLabKit
+import SliceLabResults
 
 /// `slicelab merge PART… --out RESULTS.h5`: the parts of a sharded `compare` or `evaluate` joined (issue #20).
 enum MergeCommand: Command {

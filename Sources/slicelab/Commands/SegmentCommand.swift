@@ -1,5 +1,7 @@
 import Foundation
+import SliceLabInference
 import SliceLabKit
+import SliceLabResults
 
 /// `slicelab segment INPUT --model MODEL.h5 --out OUT` and the torchvision parity entry point (issue #4).
 enum SegmentCommand: Command {
@@ -185,7 +187,7 @@ enum SegmentCommand: Command {
 
     /// Refuses (a usage error naming the reason) a precision the checkpoint cannot run in.
     static func checkPrecision(_ precision: Precision, model: String, command: String) throws {
-        if let problem = try QuantizeWorkflow.precisionProblem(precision, model: model) {
+        if let problem = try precision.problem(model: model) {
             throw UsageError("slicelab \(command): --precision \(precision.rawValue): \(problem)")
         }
     }

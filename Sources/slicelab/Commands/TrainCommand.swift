@@ -113,7 +113,7 @@ enum TrainCommand: Command {
         options.selection = splitSelection(arguments)
         options.synchronizeBatchNorm = arguments.flag("sync-bn")
         if arguments.string("precision") == "bf16" {
-            if let problem = QuantizeWorkflow.bf16Problem {
+            if let problem = Precision.bf16Problem {
                 throw UsageError("slicelab train: --precision bf16: \(problem)")
             }
             options.precision = .bf16

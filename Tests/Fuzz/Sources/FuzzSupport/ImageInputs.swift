@@ -1,6 +1,10 @@
 import DICOM
 import ImageFiles
+import SliceLabDatasets
+import SliceLabIO
+import SliceLabInference
 import SliceLabKit
+import SliceLabResults
 
 extension FuzzInput {
     /// The most elements the HDF5 image and label loaders are given here (16 Mi): a few KB of chunked HDF5
@@ -21,11 +25,11 @@ extension FuzzInput {
                 within = (try isWithinBound(file, "/image"), try isWithinBound(file, "/labels"))
             }
             if within.image { expectTypedError(file: path, isTyped: isTyped) { _ = try ImageLoader.load(path) } }
-            if within.labels { expectTypedError(file: path, isTyped: isTyped) { _ = try EvaluateInputs.load(path) } }
+            if within.labels { expectTypedError(file: path, isTyped: isTyped) { _ = try LoadedLabels.read(path) } }
             return
         }
         expectTypedError(file: path, isTyped: isTyped) { _ = try ImageLoader.load(path) }
-        expectTypedError(file: path, isTyped: isTyped) { _ = try EvaluateInputs.load(path) }
+        expectTypedError(file: path, isTyped: isTyped) { _ = try LoadedLabels.read(path) }
     }
 
     /// Whether the dataset is missing (the loader's error is then the one to check) or within `maxHDF5Elements`.

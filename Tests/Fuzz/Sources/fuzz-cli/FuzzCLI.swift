@@ -1,5 +1,9 @@
 import FuzzSupport
+import SliceLabDatasets
+import SliceLabIO
+import SliceLabInference
 import SliceLabKit
+import SliceLabResults
 
 /// The command-line parser against every real subcommand declaration (`Sources/slicelab/Commands`, linked
 /// here): the input is a command index byte then NUL-separated arguments; parsing returns `ParsedArguments`

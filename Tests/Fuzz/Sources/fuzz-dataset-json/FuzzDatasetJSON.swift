@@ -1,7 +1,11 @@
 import Foundation
 import FuzzSupport
 import ImageFiles
+import SliceLabDatasets
+import SliceLabIO
+import SliceLabInference
 import SliceLabKit
+import SliceLabResults
 
 /// `dataset.json` of a labeled set: the description (JSON decoding, the rules of Datasets/README.md, the
 /// preprocessing) and what it makes the reader do with the set's one real case (`case-a`, a 4×4 image and its

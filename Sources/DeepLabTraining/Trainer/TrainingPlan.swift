@@ -1,0 +1,233 @@
+import Classical
+import DeepLab
+import Foundation
+import SliceLabSupport
+
+/// The defaults `train` derives from the training cases' fingerprint, as nnU-Net's experiment planner derives
+/// its configurations (`nnunetv2/experiment_planning/experiment_planners`): crop size, input scale and output
+/// stride, batch size and normalisation, each overridable by its flag. Printed before training and stored in
+/// the checkpoint as the JSON attribute `plan`, with the fingerprint it came from.
+///
+/// The rules (README, "Training plan"):
+/// - crop: the median image side (rows or columns, the larger) rounded up to a multiple of 8, at most 512; then
+///   shrunk by quarters (not below 64) while fewer than 2 samples fit the memory budget.
+/// - output stride and input scale: the effective stride (stride / scale) is the largest for which the typical
+///   smallest structure (the smaller of a disc's diameter from its area and its local thickness,
+///   `DatasetFingerprint.ClassStructures.typicalSizePixels`) spans at least
+///   `minimumCells` output cells: stride 16 when it spans 2 × that many cells at 16, else stride 8 with scale
+///   1, 2 or 4 (the first that reaches the cells, else 4), the scaled crop at most 1024 pixels.
+/// - batch: as many samples as the memory budget holds at the estimated bytes per sample, from 2 to 8, a
+///   multiple of the ranks of a data-parallel job.
+/// - normalisation: `dataset.json`'s `preprocessing` when it has one; else by the first channel's modality:
+///   CT → clip to the foreground's 0.5–99.5 percentiles and z-score with its mean and standard deviation
+///   (`Preprocessing.clippedZScore`); anything else → per-image z-score.
+public struct TrainingPlan: Codable, Equatable, Sendable {
+    /// Where a part of the plan came from.
+    public enum Source: String, Codable, Sendable {
+        case plan, flag
+        case datasetJSON = "dataset.json"
+    }
+
+    public var cropSize: Int
+    public var inputScale: Int
+    public var outputStride: Int
+    public var batchSize: Int
+    public var preprocessing: Preprocessing
+    /// The source of each part, keyed `crop`, `input_scale`, `output_stride`, `batch`, `normalize`.
+    public var sources: [String: Source]
+    /// The memory budget and the estimated training memory of one sample at the planned crop and scale.
+    public var memoryBudgetBytes: Int
+    public var estimatedBytesPerSample: Int
+    /// The structure the stride was chosen for (class name, its size in pixels: `typicalSizePixels`) and how
+    /// many output cells it spans at the chosen effective stride; nil without foreground.
+    public var smallestStructure: String?
+    public var smallestStructureSizePixels: Double?
+    public var cellsAcrossSmallestStructure: Double?
+    public var fingerprint: DatasetFingerprint
+
+    /// The output cells the smallest structure should span (at least).
+    public static let minimumCells = 4.0
+    /// The largest planned crop side and scaled input side, in pixels.
+    public static let maximumCrop = 512, maximumScaledInput = 1024
+    public static let batchRange = 2...8
+
+    /// What the user fixed: each nil part is planned.
+    public struct Overrides: Sendable {
+        public var cropSize: Int?
+        public var inputScale: Int?
+        public var outputStride: Int?
+        public var batchSize: Int?
+        public var preprocessing: Preprocessing?
+        public init(
+            cropSize: Int? = nil, inputScale: Int? = nil, outputStride: Int? = nil, batchSize: Int? = nil,
+            preprocessing: Preprocessing? = nil
+        ) {
+            (self.cropSize, self.inputScale, self.outputStride) = (cropSize, inputScale, outputStride)
+            (self.batchSize, self.preprocessing) = (batchSize, preprocessing)
+        }
+    }
+
+    /// Plans from `fingerprint`.
+    ///
+    /// - Parameters:
+    ///   - overrides: the flags given, each kept as is.
+    ///   - datasetPreprocessing: `dataset.json`'s `preprocessing`, which comes before the modality rule.
+    ///   - architecture: the model's architecture name, for the memory estimate (unknown names are estimated
+    ///     as DeepLabV3-ResNet-50's).
+    ///   - inputChannels: the network's input channels (context slices included).
+    ///   - memoryBudgetBytes: the training memory one process may use.
+    ///   - ranks: the ranks of a data-parallel job; the planned batch is a multiple of it.
+    public static func make(
+        fingerprint: DatasetFingerprint, overrides: Overrides = Overrides(),
+        datasetPreprocessing: Preprocessing? = nil, architecture: String, inputChannels: Int,
+        memoryBudgetBytes: Int, ranks: Int = 1
+    ) -> TrainingPlan {
+        var sources: [String: Source] = [:]
+        func source(_ key: String, _ given: Bool) { sources[key] = given ? .flag : .plan }
+        let structure = fingerprint.smallestStructure
+        // Stride and scale first: the crop's memory depends on the scale.
+        var stride = overrides.outputStride ?? 8
+        var scale = overrides.inputScale ?? 1
+        if let size = structure?.sizePixels {
+            if overrides.outputStride == nil,
+                size * Double(scale) / 16 >= 2 * minimumCells
+            {
+                stride = 16
+            }
+            if overrides.inputScale == nil {
+                scale = [1, 2, 4].first { size * Double($0) / Double(stride) >= minimumCells } ?? 4
+            }
+        }
+        source("output_stride", overrides.outputStride != nil)
+        source("input_scale", overrides.inputScale != nil)
+        let medianSide = Int(max(fingerprint.size.median[1], fingerprint.size.median[2]).rounded(.up))
+        var crop = overrides.cropSize ?? min(maximumCrop, max(8, (medianSide + 7) / 8 * 8))
+        if overrides.inputScale == nil {
+            while scale > 1 && crop * scale > maximumScaledInput { scale /= 2 }
+        }
+        func bytes(_ crop: Int) -> Int {
+            bytesPerSample(
+                architecture: architecture, inputSide: crop * scale, outputStride: stride,
+                inputChannels: inputChannels)
+        }
+        if overrides.cropSize == nil {
+            while crop > 64 && memoryBudgetBytes / bytes(crop) < batchRange.lowerBound {
+                crop = max(64, (crop * 3 / 4) / 8 * 8)
+            }
+        }
+        source("crop", overrides.cropSize != nil)
+        let ranks = max(1, ranks)
+        let fits = max(batchRange.lowerBound, min(batchRange.upperBound, memoryBudgetBytes / bytes(crop)))
+        let batch = overrides.batchSize ?? max(ranks, fits / ranks * ranks)
+        source("batch", overrides.batchSize != nil)
+        let preprocessing: Preprocessing
+        if let given = overrides.preprocessing {
+            preprocessing = given
+            sources["normalize"] = .flag
+        } else if let datasetPreprocessing {
+            preprocessing = datasetPreprocessing
+            sources["normalize"] = .datasetJSON
+        } else {
+            preprocessing = modalityPreprocessing(fingerprint)
+            sources["normalize"] = .plan
+        }
+        let cells = structure.map { $0.sizePixels * Double(scale) / Double(stride) }
+        return TrainingPlan(
+            cropSize: crop, inputScale: scale, outputStride: stride, batchSize: batch,
+            preprocessing: preprocessing, sources: sources, memoryBudgetBytes: memoryBudgetBytes,
+            estimatedBytesPerSample: bytes(crop), smallestStructure: structure?.name,
+            smallestStructureSizePixels: structure?.sizePixels,
+            cellsAcrossSmallestStructure: cells, fingerprint: fingerprint)
+    }
+
+    /// The modality rule: CT (the first channel's name, any case) → clip to the foreground's 0.5–99.5
+    /// percentiles, z-score with its mean and standard deviation; else per-image z-score. A CT set without
+    /// foreground (or with constant foreground) falls back to z-score too.
+    /// - Parameter modality: the modality to assume instead of the first channel's name (`--normalize ct`).
+    public static func modalityPreprocessing(
+        _ fingerprint: DatasetFingerprint,
+        modality: String? = nil
+    ) -> Preprocessing {
+        guard let first = fingerprint.intensities.first, (modality ?? first.name).uppercased() == "CT",
+            first.sampledVoxels > 0,
+            first.standardDeviation > 0
+        else { return .zScore }
+        return .clippedZScore(
+            low: first.percentile00_5, high: first.percentile99_5, mean: first.mean,
+            standardDeviation: first.standardDeviation)
+    }
+
+    /// Training memory of one sample, in bytes: activations kept for the backward pass plus their gradients,
+    /// per input pixel (at the model's scaled input) at output stride 8, and 0.45 of that at stride 16 (the
+    /// deepest stages, which hold most of it, have a quarter of the pixels there). The per-pixel figures come
+    /// from the training-step benchmark's peak RSS (README, "Training: slicelab train"): ResNet-18 692 MB at
+    /// 8 × 128² (5.3 kB per pixel), ResNet-50 2316 MB at 4 × 256² (8.8 kB); ResNet-34, ResNet-101 and
+    /// MobileNetV2 are not measured and are scaled by depth (6.5 kB, 11 kB) or taken as ResNet-18's.
+    public static func bytesPerSample(
+        architecture: String, inputSide: Int, outputStride: Int,
+        inputChannels: Int
+    ) -> Int {
+        let perPixel: Double
+        switch DeepLabConfiguration.Architecture(rawValue: architecture) {
+        case .resnet18?, .mobilenetV2?: perPixel = 5_300
+        case .resnet34?: perPixel = 6_500
+        case .resnet101?: perPixel = 11_000
+        default: perPixel = 8_800
+        }
+        let strideFactor = outputStride >= 16 ? 0.45 : 1
+        let pixels = Double(inputSide * inputSide)
+        return Int(pixels * (perPixel * strideFactor + Double(8 * inputChannels)))
+    }
+
+    /// The plan in a few lines, saying which parts came from flags or `dataset.json`.
+    public var lines: [String] {
+        func from(_ key: String) -> String {
+            switch sources[key] ?? .plan {
+            case .flag: return " (flag)"
+            case .datasetJSON: return " (dataset.json)"
+            case .plan: return ""
+            }
+        }
+        let f = fingerprint
+        var lines: [String] = []
+        let spacing =
+            f.spacingMM.map { s in
+                "spacing (mm) median " + s.median.map { String(format: "%.3g", $0) }.joined(separator: " × ")
+            } ?? "no spacing"
+        lines.append(
+            "plan: fingerprint of \(f.caseCount) training cases (\(f.sliceCount) slices): size median "
+                + f.size.median.map { String(format: "%.0f", $0) }.joined(separator: " × ") + ", " + spacing)
+        if let name = smallestStructure, let size = smallestStructureSizePixels,
+            let cells = cellsAcrossSmallestStructure
+        {
+            let measured = fingerprint.classes.first { $0.name == name }
+            let across = measured.map { String(format: "%.1f px across by area", $0.typicalSmallestDiameterPixels) }
+            let thick = measured?.typicalThicknessPixels.map {
+                $0 >= LocalThickness.cap
+                    ? String(format: "at least %.0f px thick", $0)
+                    : String(format: "%.1f px thick", $0)
+            }
+            lines.append(
+                String(
+                    format: "plan: smallest structure %@: %.1f px (typical per case: %@), "
+                        + "%.1f output cells at effective stride %g", name, size,
+                    [across, thick].compactMap { $0 }.joined(separator: ", "), cells,
+                    Double(outputStride) / Double(inputScale)))
+        }
+        lines.append(
+            "plan: crop \(cropSize)\(from("crop")), input scale \(inputScale)\(from("input_scale")), "
+                + "output stride \(outputStride)\(from("output_stride")), batch \(batchSize)\(from("batch")) "
+                + String(
+                    format: "(about %.0f MiB per sample, budget %.0f MiB)",
+                    Double(estimatedBytesPerSample) / 1_048_576, Double(memoryBudgetBytes) / 1_048_576))
+        lines.append("plan: normalize \(preprocessing.json)\(from("normalize"))")
+        return lines
+    }
+
+    /// The plan as stored in the checkpoint's `plan` attribute (JSON, keys sorted).
+    ///
+    /// - Throws: `EncodingError` for a non-finite number (an image holding NaN or infinity).
+    public func json() throws -> String {
+        try SortedJSON.string(self)
+    }
+}

@@ -1,0 +1,86 @@
+import DICOM
+import Foundation
+import ImageFiles
+
+/// Label maps written as binary DICOM SEG referencing their source series (`slicelab segment … --out OUT.dcm`,
+/// `slicelab convert LABELS --reference SERIES OUT.dcm`), so results open over the images in 3D Slicer or OHIF.
+public enum SegmentationExport {
+    /// Segment labels for classes 1..<classCount: the checkpoint's `class_names` attribute (one name per class,
+    /// background first) when it has one, else "class N".
+    ///
+    /// - Throws: `ImageFileError` when the checkpoint cannot be read.
+    public static func classNames(checkpoint: String, classCount: Int) throws -> [Int: String] {
+        let file = try HDF5File.open(checkpoint)
+        var stored: [String] = []
+        if file.hasAttribute("class_names") {
+            switch try file.attribute("class_names") {
+            case .strings(let names): stored = names
+            case .string(let name): stored = [name]
+            default: break
+            }
+        }
+        return defaultNames(classCount: classCount, stored: stored)
+    }
+
+    /// "class N" for every class 1..<classCount, replaced by a stored name where one is given and not empty.
+    static func defaultNames(classCount: Int, stored: [String]) -> [Int: String] {
+        var names: [Int: String] = [:]
+        for value in 1..<max(classCount, 2) {
+            let name = value < stored.count ? stored[value].trimmingCharacters(in: .whitespaces) : ""
+            names[value] = name.isEmpty ? "class \(value)" : name
+        }
+        return names
+    }
+
+    /// Writes `labels` ([frames, rows, columns], frame k = slice k of `series`) as a binary SEG with segments
+    /// 1...N for every class named in `classNames` or present (named from `classNames`, else "class N"), so segment
+    /// number = label value; frames only where a class occurs. Atomic: the file appears only when complete.
+    ///
+    /// - Throws: `InputError.invalidContent` when the label map's shape does not match the series, or it has no
+    ///   label above 0; `DICOMError` from the writer. Rests on `Segmentation.write`.
+    public static func write(labels: LabelMap, series: Series, classNames: [Int: String], to path: String) throws {
+        let first = series.first
+        guard labels.frames == series.slices.count, labels.rows == first.rows, labels.columns == first.columns else {
+            throw InputError.invalidContent(
+                file: path,
+                reason: "the label map is \(labels.frames)×\(labels.rows)×\(labels.columns) but the series "
+                    + "\(series.seriesInstanceUID) is \(series.slices.count)×\(first.rows)×\(first.columns)")
+        }
+        guard labels.labels.contains(where: { $0 > 0 }) else {
+            throw InputError.invalidContent(
+                file: path, reason: "the label map has no label above 0; a SEG would be empty")
+        }
+        // Every class 1...highest is a segment, so segment number N is label value N for any reader.
+        let highest = max(Int(labels.labels.max() ?? 0), classNames.keys.max() ?? 0)
+        var names = classNames
+        for value in 1...highest where names[value] == nil { names[value] = "class \(value)" }
+        try Segmentation.write(
+            labels: labels.labels, series: series, segmentLabels: names, segmentCount: highest,
+            seriesDescription: "SliceLab segmentation", to: path)
+    }
+
+    /// `slicelab convert LABELS --reference SERIES OUT.dcm`: a label file (`.h5` with `/labels`, a gray `.png`) as
+    /// a SEG over the first series of `reference` (a single-frame DICOM file or a folder), labels named "class N".
+    ///
+    /// - Returns: lines for the user.
+    /// - Throws: `InputError` for a label map that does not fit the series, `DICOMError`, `ImageFileError`.
+    public static func convert(labels path: String, reference: String, to output: String) throws -> [String] {
+        let loaded = try LoadedLabels.read(path)
+        let series = try sourceSeries(reference)
+        let classCount = Int(loaded.labels.labels.max() ?? 0) + 1
+        try write(
+            labels: loaded.labels, series: series, classNames: defaultNames(classCount: classCount, stored: []),
+            to: output)
+        return [
+            "wrote \(output): DICOM SEG of \(path) over series \(series.seriesInstanceUID) "
+                + "(\(series.slices.count) slice(s))"
+        ]
+    }
+
+    /// The first series of a DICOM file or folder, as a SEG source (single-frame images or multi-frame files).
+    ///
+    /// - Throws: `DICOMError` naming the file and the cause.
+    public static func sourceSeries(_ path: String) throws -> Series {
+        try Series.scan(path).series[0]
+    }
+}

@@ -1,0 +1,138 @@
+import DeepLab
+import Foundation
+
+/// What `segment --timings` reports: slices per second, the multiply-adds the network did, the rate achieved in
+/// the forward passes against the peak of oneDNN's effective ISA, and the process's peak resident memory.
+public struct SegmentThroughput: Sendable {
+    public var slices: Int
+    public var batch: Int
+    public var forwards: Int
+    /// Wall-clock seconds of the whole run (reading, preprocessing, forwards, writing).
+    public var seconds: Double
+    /// Wall-clock seconds inside the forward passes.
+    public var forwardSeconds: Double
+    /// The convolutions' multiply-adds, counted as the direct algorithm does them (`DeepLabV3.multiplyAddCount`).
+    public var multiplyAdds: Int
+    public var precision: Precision
+    public var peak: ComputePeak
+    /// The process's peak resident set in bytes (`VmHWM`), nil where /proc/self/status is not readable.
+    public var peakResidentBytes: Int?
+
+    /// Achieved operations per second in the forward passes: 2 × multiply-adds / forward seconds.
+    public var achievedOperationsPerSecond: Double {
+        forwardSeconds > 0 ? 2 * Double(multiplyAdds) / forwardSeconds : 0
+    }
+
+    /// The report's lines.
+    public var lines: [String] {
+        let unit = precision == .int8 ? "TOPS" : "TFLOP/s"
+        let perSecond = { (slices: Int, seconds: Double) in seconds > 0 ? Double(slices) / seconds : 0 }
+        var lines = [
+            "timings: \(slices) slice(s) in \(fixed(seconds, 2)) s, \(fixed(perSecond(slices, seconds), 3)) slices/s; "
+                + "\(forwards) forward pass(es) of batch \(batch) took \(fixed(forwardSeconds, 2)) s "
+                + "(\(fixed(perSecond(slices, forwardSeconds), 3)) slices/s)",
+            "timings: \(multiplyAdds) multiply-adds (\(fixed(Double(multiplyAdds) / 1e9, 1)) G), achieved "
+                + "\(fixed(achievedOperationsPerSecond / 1e12, 3)) \(unit) \(precision.rawValue) against the peak "
+                + "\(fixed(peak.operationsPerSecond(precision) / 1e12, 3)) \(unit) (oneDNN ISA \(peak.isa): "
+                + "\(peak.description(precision)))"
+        ]
+        if let bytes = peakResidentBytes {
+            lines.append("timings: peak RSS \(fixed(Double(bytes) / 1_048_576, 1)) MB")
+        }
+        return lines
+    }
+
+    /// The peak resident set of this process in bytes (`VmHWM` of /proc/self/status), nil when unreadable.
+    public static func peakResidentBytes() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { return nil }
+        return kilobytes * 1024
+    }
+
+    public init(
+        slices: Int, batch: Int, forwards: Int, seconds: Double, forwardSeconds: Double, multiplyAdds: Int,
+        precision: Precision, peak: ComputePeak, peakResidentBytes: Int?
+    ) {
+        self.slices = slices
+        self.batch = batch
+        self.forwards = forwards
+        self.seconds = seconds
+        self.forwardSeconds = forwardSeconds
+        self.multiplyAdds = multiplyAdds
+        self.precision = precision
+        self.peak = peak
+        self.peakResidentBytes = peakResidentBytes
+    }
+}
+
+/// The peak multiply-add rate of oneDNN's effective ISA: multiply-adds per cycle per core × threads × clock.
+///
+/// Per cycle per core, from the instructions oneDNN's kernels issue and two vector multiply pipes per core (the
+/// issue's two CPUs: AMD EPYC Zen, Intel Xeon with two 512-bit FMA units; Xeons with one are at half):
+/// - fp32: AVX2 2 × 8 `vfmadd` lanes = 16; AVX-512 2 × 16 = 32; AMX is fp32 at AVX-512's rate.
+/// - int8 without VNNI: `vpmaddubsw` multiplies 32 (AVX2) or 64 (AVX-512) u8 · s8 pairs and `vpmaddwd` widens
+///   the pair sums, both on the multiply pipes: 2 instructions per 32 (64) multiply-adds, so 32 (AVX2) or 64
+///   (AVX-512) a cycle.
+/// - int8 with VNNI: `vpdpbusd` does 32 (AVX2-VNNI) or 64 (AVX-512) in one instruction, 2 a cycle: 64 or 128.
+/// - AMX: `tdpbssd` is 16 × 16 × 64 = 16384 multiply-adds every 16 cycles = 1024 int8 a cycle; `tdpbf16ps`
+///   16 × 16 × 32 every 16 cycles = 512 bf16. AVX-512 BF16 without AMX: `vdpbf16ps` 2 × 32 = 64.
+/// References: Intel 64 and IA-32 Architectures Optimization Reference Manual (AMX chapter: TMUL throughput),
+/// oneDNN's int8 guide (`vpmaddubsw` saturation), uops.info for the pipes.
+///
+/// The clock is the largest "cpu MHz" of /proc/cpuinfo: the nominal or current clock the kernel reports, not a
+/// measured one (turbo or a lower AVX clock move the true peak); `clockIsAssumed` says so.
+public struct ComputePeak: Sendable {
+    /// oneDNN's effective ISA ("AVX2", "AVX512_CORE_AMX", …).
+    public var isa: String
+    public var threads: Int
+    public var gigahertz: Double
+    /// True: the clock is what /proc/cpuinfo reports (an assumption); a fallback of 2 GHz when it has none.
+    public var clockIsAssumed = true
+
+    /// The peak for oneDNN's ISA on this machine with `threads` compute threads.
+    public static func current(threads: Int) -> ComputePeak {
+        ComputePeak(isa: oneDNNEffectiveISA, threads: threads, gigahertz: reportedGigahertz() ?? 2.0)
+    }
+
+    /// Multiply-adds per cycle per core of `precision` on `isa`.
+    public static func multiplyAddsPerCycle(isa: String, precision: Precision) -> Int {
+        let avx512 = isa.hasPrefix("AVX512")
+        let amx = isa.contains("AMX")
+        let vnni = isa.contains("VNNI") || isa.contains("BF16") || amx
+        switch precision {
+        case .fp32: return avx512 ? 32 : 16
+        case .int8:
+            if amx { return 1024 }
+            if avx512 { return vnni ? 128 : 64 }
+            return vnni ? 64 : 32
+        case .bf16:
+            if amx { return 512 }
+            return isa.contains("BF16") ? 64 : 0
+        }
+    }
+
+    /// Peak operations (2 per multiply-add) per second of `precision`.
+    public func operationsPerSecond(_ precision: Precision) -> Double {
+        2 * Double(Self.multiplyAddsPerCycle(isa: isa, precision: precision) * threads) * gigahertz * 1e9
+    }
+
+    /// "16 fp32 multiply-adds per cycle per core × 2 threads × 2.45 GHz (… clock)".
+    public func description(_ precision: Precision) -> String {
+        "\(Self.multiplyAddsPerCycle(isa: isa, precision: precision)) \(precision.rawValue) multiply-adds per cycle "
+            + "per core × \(threads) thread(s) × \(fixed(gigahertz, 2)) GHz"
+            + (clockIsAssumed ? ", the clock /proc/cpuinfo reports (assumed, not measured)" : "")
+    }
+
+    /// The largest "cpu MHz" in /proc/cpuinfo, in GHz; nil when there is none.
+    static func reportedGigahertz() -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8) else { return nil }
+        let megahertz = text.split(separator: "\n").filter { $0.hasPrefix("cpu MHz") }
+            .compactMap { $0.split(separator: ":").last.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } }
+        return megahertz.max().map { $0 / 1000 }
+    }
+}
+
+/// `value` with `digits` decimals.
+private func fixed(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }

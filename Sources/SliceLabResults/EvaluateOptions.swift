@@ -1,0 +1,41 @@
+import Foundation
+import Metrics
+import SliceLabDatasets
+import SliceLabIO
+
+/// What `evaluate` was asked to do; recorded as the run's `config` attribute (JSON).
+public struct EvaluateOptions: Codable, Sendable, Equatable {
+    public var prediction: String
+    public var reference: String
+    /// (slice, row, column) mm for files that carry none; two values mean (row, column) with slice 1.
+    public var spacing: [Double]?
+    public var classCount: Int?
+    public var classNames: [String]?
+    public var toleranceMM: Double
+    public var hd95: HD95Definition
+    public var empty: EmptyRule
+    public var output: String
+    public var runName: String?
+    public var overwrite: Bool
+    public var bootstrapSeed: UInt64
+    public var bootstrapResamples: Int
+    /// Evaluate only this shard of the cases (`--shard I/N`) and write a part for `slicelab merge`.
+    public var shard: Shard?
+
+    public init(
+        prediction: String, reference: String, output: String, spacing: [Double]? = nil,
+        classCount: Int? = nil, classNames: [String]? = nil, toleranceMM: Double = 1,
+        hd95: HD95Definition = .max, empty: EmptyRule = .nan, runName: String? = nil,
+        overwrite: Bool = false, bootstrapSeed: UInt64 = 0, bootstrapResamples: Int = 2000
+    ) {
+        (self.prediction, self.reference, self.output, self.spacing) = (prediction, reference, output, spacing)
+        (self.classCount, self.classNames, self.toleranceMM) = (classCount, classNames, toleranceMM)
+        (self.hd95, self.empty, self.runName, self.overwrite) = (hd95, empty, runName, overwrite)
+        (self.bootstrapSeed, self.bootstrapResamples) = (bootstrapSeed, bootstrapResamples)
+    }
+
+    /// The run name: `--run`, else the prediction file's or folder's name without extension.
+    public var resolvedRunName: String {
+        runName ?? URL(fileURLWithPath: prediction).deletingPathExtension().lastPathComponent
+    }
+}
