@@ -9,7 +9,7 @@ APT_PACKAGES := libdcmtk-dev dcmtk libpng-dev libhdf5-dev libdnnl-dev libopenjp2
 REQUIREMENTS := Tests/requirements.txt $(wildcard Notebooks/requirements.txt)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup apt build release test lint format test-torchvision test-nnunet notebooks demo bench clean corpus fuzz cluster-test
+.PHONY: setup apt build release test lint format docs test-torchvision test-nnunet notebooks demo bench clean corpus fuzz cluster-test
 
 ## setup: install missing Debian packages and the Python virtual environment (idempotent)
 setup: apt $(VENV)/.installed corpus
@@ -41,6 +41,11 @@ test: setup lint
 	$(SWIFT) build --build-tests
 	SLICELAB_PYTHON=$(abspath $(PYTHON)) $(SWIFT) test --skip-build
 	$(MAKE) --no-print-directory notebooks
+	$(MAKE) --no-print-directory docs
+
+## docs: the DocC reference (Sources/<Target>/<Target>.docc) as static HTML in .build/docs; a broken link fails
+docs: setup
+	Scripts/docs.sh
 
 ## lint: `swift format lint` with the repository's .swift-format (the formatter ships with the toolchain)
 lint:

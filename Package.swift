@@ -15,8 +15,8 @@ let package = Package(
         .library(
             name: "SliceLabKit",
             targets: ["SliceLabKit", "SliceLabIO", "SliceLabDatasets", "SliceLabInference", "SliceLabResults"]),
-        // Training (optimizers, losses, augmentation, batches, schedules, checkpoints) for drivers that link it alone,
-        // such as Benchmarks/training_driver.
+        // Training (optimizers, losses, augmentation, batches, schedules, checkpoints; the trainer and the plan) for
+        // drivers that link it alone, such as Benchmarks/training_driver.
         .library(name: "DeepLabTraining", targets: ["DeepLabTraining"])
     ],
     targets: [
@@ -92,12 +92,12 @@ let package = Package(
         // Labeled sets, nnU-Net and MSD layouts, splits, shards, evaluation inputs.
         .target(
             name: "SliceLabDatasets",
-            dependencies: ["SliceLabIO", "DeepLab", "DeepLabTraining", "ImageFiles", "DICOM", "SliceLabSupport"]),
+            dependencies: ["SliceLabIO", "DeepLab", "DeepLabTraining", "ImageFiles", "SliceLabSupport"]),
         // A model loaded once with its precision; volumes and windows; classical methods; post-processing steps.
         .target(
             name: "SliceLabInference",
             dependencies: [
-                "SliceLabIO", "DeepLab", "DeepLabTraining", "Classical", "ImageFiles", "DICOM", "SliceLabSupport"
+                "SliceLabIO", "DeepLab", "Classical", "ImageFiles", "DICOM", "SliceLabSupport"
             ]),
         // Results files, merging, comparisons, tables, the HTML report, sharded jobs.
         .target(
@@ -119,8 +119,7 @@ let package = Package(
             name: "slicelab",
             dependencies: [
                 "SliceLabKit", "SliceLabIO", "SliceLabDatasets", "SliceLabInference", "SliceLabResults",
-                "SliceLabSupport",
-                "Distributed"
+                "SliceLabSupport", "Metrics", "Distributed"
             ]),
 
         // MARK: - Tests

@@ -2,8 +2,8 @@ import SliceLabSupport
 
 /// A DeepLabV3 backbone: the features the heads take (the auxiliary head's at stride 8 or 16, the main head's
 /// at the output stride), its parameters under their torchvision `state_dict` keys, and the backward pass of
-/// its last training forward. A new backbone is one file conforming to this, its `Architecture` case and entry
-/// in `Architecture.makeBackbone`, and its parity golden.
+/// its last training forward. A new backbone is one file conforming to this (with its `traits`), its
+/// `Architecture` case and line in `Architecture.traits`, and its parity golden.
 protocol Backbone: AnyObject {
     /// Channels of the main head's input features.
     var outputChannels: Int { get }
@@ -30,24 +30,39 @@ protocol Backbone: AnyObject {
 extension ResNet: Backbone {}
 extension MobileNetV2: Backbone {}
 
+/// What the rest of SliceLab asks of an architecture without building it: the training memory the plan budgets,
+/// and whether torchvision has a constructor for it; and how its backbone is built. Each backbone's file gives
+/// its own (`ResNet.traits(_:)`, `MobileNetV2.traits`); `DeepLabConfiguration.Architecture.traits` is the
+/// registry.
+public struct BackboneTraits: Sendable {
+    /// torchvision's callable for DeepLabV3 over this backbone, or why there is none.
+    public enum Torchvision: Sendable, Equatable {
+        case constructor(String)
+        case none(reason: String)
+    }
+
+    /// Training memory (activations kept for the backward pass plus their gradients) per input pixel at the
+    /// model's scaled input, at output stride 8, in bytes.
+    public let trainingBytesPerPixel: Double
+    public let torchvision: Torchvision
+    let make: @Sendable (DeepLabConfiguration, inout SeededGenerator) -> any Backbone
+}
+
 extension DeepLabConfiguration.Architecture {
+    /// The registry: each architecture's backbone facts. A new backbone is its file (conforming to `Backbone`,
+    /// with its `traits`), its case in `Architecture`, its line here, and its parity golden.
+    public var traits: BackboneTraits {
+        switch self {
+        case .resnet18: return ResNet.traits(.resNet18)
+        case .resnet34: return ResNet.traits(.resNet34)
+        case .resnet50: return ResNet.traits(.resNet50)
+        case .resnet101: return ResNet.traits(.resNet101)
+        case .mobilenetV2: return MobileNetV2.traits
+        }
+    }
+
     /// This architecture's backbone for `configuration`, its weights drawn from `generator`.
     func makeBackbone(_ configuration: DeepLabConfiguration, generator: inout SeededGenerator) -> any Backbone {
-        let depth: ResNet.Depth
-        switch self {
-        case .resnet18: depth = .resNet18
-        case .resnet34: depth = .resNet34
-        case .resnet50: depth = .resNet50
-        case .resnet101: depth = .resNet101
-        case .mobilenetV2:
-            return MobileNetV2(
-                prefix: "backbone", inputChannels: configuration.inputChannels,
-                widthMultiplier: configuration.widthMultiplier,
-                outputStride: configuration.outputStride, generator: &generator)
-        }
-        return ResNet(
-            prefix: "backbone", depth: depth, inputChannels: configuration.inputChannels,
-            outputStride: configuration.outputStride, multiGrid: configuration.multiGrid,
-            generator: &generator)
+        traits.make(configuration, &generator)
     }
 }

@@ -2,9 +2,7 @@ import Foundation
 
 extension DeepLabV3 {
     /// Keys of the first convolution (whose RGB filters are summed for a 1-channel model).
-    var firstConvolutionKey: String {
-        configuration.architecture == .mobilenetV2 ? "backbone.0.0.weight" : "backbone.conv1.weight"
-    }
+    var firstConvolutionKey: String { backbone.convUnits[0].conv.weight.name }
 
     /// Keys of the classifiers' last layers (re-initialised when the class count differs).
     var classifierKeys: Set<String> {

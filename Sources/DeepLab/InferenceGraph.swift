@@ -99,37 +99,6 @@ extension ConvUnit {
     }
 }
 
-extension ResNet {
-    /// The stem, max pooling and the four stages; returns layer4's output.
-    func describe(_ x: String, in graph: inout InferenceGraph) -> String {
-        var y = stem.describe(x, in: &graph)
-        let prefix = String(stem.conv.weight.name.dropLast("conv1.weight".count))
-        y = graph.node(
-            "MaxPool", prefix + "maxpool", [y],
-            [("kernel_shape", .ints([3, 3])), ("strides", .ints([2, 2])), ("pads", .ints([1, 1, 1, 1]))])
-        for block in stages.joined() {
-            let identity = block.downsample?.describe(y, in: &graph) ?? y
-            var z = y
-            for unit in block.units.dropLast() { z = unit.describe(z, in: &graph) }
-            y = block.units.last?.describe(z, residual: identity, in: &graph) ?? z
-        }
-        return y
-    }
-}
-
-extension MobileNetV2 {
-    /// The stem, the inverted residual blocks and the 1×1 head; returns the head's output.
-    func describe(_ x: String, in graph: inout InferenceGraph) -> String {
-        var y = stem.describe(x, in: &graph)
-        for block in blocks {
-            var z = y
-            for unit in block.units.dropLast() { z = unit.describe(z, in: &graph) }
-            y = block.units.last?.describe(z, residual: block.usesResidual ? y : nil, in: &graph) ?? z
-        }
-        return head.describe(y, in: &graph)
-    }
-}
-
 extension ASPP {
     /// The 1×1 and atrous branches, image pooling (broadcast back with Expand, which is what bilinear
     /// resampling of a 1×1 map computes), concatenation and projection; dropout is the identity in eval mode.

@@ -170,3 +170,49 @@ extension MobileNetV2 {
         gradientsReady(stem.parameters)
     }
 }
+
+// MARK: - The registry's facts
+
+extension MobileNetV2 {
+    /// What SliceLab knows of DeepLabV3 over MobileNetV2 before one is built; its training memory is not
+    /// measured and is taken as ResNet-18's (5.3 kB per input pixel at output stride 8).
+    static let traits = BackboneTraits(
+        trainingBytesPerPixel: 5_300,
+        torchvision: .none(
+            reason: "torchvision has no DeepLabV3 over MobileNetV2 (only MobileNetV3-Large); SliceLab's "
+                + "composition would not load into any torchvision constructor; export to ONNX instead"),
+        make: { configuration, generator in
+            MobileNetV2(
+                prefix: "backbone", inputChannels: configuration.inputChannels,
+                widthMultiplier: configuration.widthMultiplier,
+                outputStride: configuration.outputStride, generator: &generator)
+        })
+}
+
+// MARK: - Quantisation
+
+extension MobileNetV2 {
+    var convUnits: [ConvUnit] { [stem] + blocks.flatMap(\.units) + [head] }
+
+    var unitChains: [[ConvUnit]] { blocks.map(\.units) }
+
+    /// The block before `auxiliaryIndex` gives the auxiliary feature; the last one feeds `head`, kept f32.
+    var quantizableBlocks: (blocks: [any QuantizableBlock], featureOutputs: Set<Int>) {
+        (blocks, [MobileNetV2.auxiliaryIndex - 1, blocks.count - 1])
+    }
+}
+
+// MARK: - The inference graph
+
+extension MobileNetV2 {
+    /// The stem, the inverted residual blocks and the 1×1 head; returns the head's output.
+    func describe(_ x: String, in graph: inout InferenceGraph) -> String {
+        var y = stem.describe(x, in: &graph)
+        for block in blocks {
+            var z = y
+            for unit in block.units.dropLast() { z = unit.describe(z, in: &graph) }
+            y = block.units.last?.describe(z, residual: block.usesResidual ? y : nil, in: &graph) ?? z
+        }
+        return head.describe(y, in: &graph)
+    }
+}

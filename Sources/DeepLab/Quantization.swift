@@ -150,32 +150,6 @@ extension InvertedResidual: QuantizableBlock {
     var addsIdentity: Bool { usesResidual }
 }
 
-extension ResNet {
-    var convUnits: [ConvUnit] {
-        [stem] + stages.joined().flatMap { block in (block.downsample.map { [$0] } ?? []) + block.units }
-    }
-
-    var unitChains: [[ConvUnit]] { stages.joined().map(\.units) }
-
-    /// layer3's last block (the auxiliary feature) and layer4's last (the main one) are features.
-    var quantizableBlocks: (blocks: [any QuantizableBlock], featureOutputs: Set<Int>) {
-        let blocks = Array(stages.joined())
-        let auxiliary = stages.prefix(3).reduce(0) { $0 + $1.count } - 1
-        return (blocks, [auxiliary, blocks.count - 1])
-    }
-}
-
-extension MobileNetV2 {
-    var convUnits: [ConvUnit] { [stem] + blocks.flatMap(\.units) + [head] }
-
-    var unitChains: [[ConvUnit]] { blocks.map(\.units) }
-
-    /// The block before `auxiliaryIndex` gives the auxiliary feature; the last one feeds `head`, kept f32.
-    var quantizableBlocks: (blocks: [any QuantizableBlock], featureOutputs: Set<Int>) {
-        (blocks, [MobileNetV2.auxiliaryIndex - 1, blocks.count - 1])
-    }
-}
-
 extension DeepLabV3 {
     /// Every convolution unit: the backbone's, then the head's (ASPP branches, pooling, projection, the 3×3,
     /// the classifier), then the auxiliary head's.

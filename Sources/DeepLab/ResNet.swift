@@ -204,3 +204,64 @@ extension ResNet {
         gradientsReady(stem.parameters)
     }
 }
+
+// MARK: - The registry's facts
+
+extension ResNet {
+    /// What SliceLab knows of DeepLabV3 over ResNet of `depth` before one is built. The training memory per
+    /// input pixel at output stride 8 comes from the training-step benchmark's peak RSS (`Benchmarks/README.md`):
+    /// ResNet-18 692 MB at 8 × 128² (5.3 kB per pixel), ResNet-50 2316 MB at 4 × 256² (8.8 kB); ResNet-34 and
+    /// ResNet-101 are not measured and are scaled by depth (6.5 kB, 11 kB).
+    static func traits(_ depth: Depth) -> BackboneTraits {
+        let name = depth.rawValue.lowercased()
+        return BackboneTraits(
+            trainingBytesPerPixel: [.resNet18: 5_300, .resNet34: 6_500, .resNet50: 8_800, .resNet101: 11_000][depth]!,
+            torchvision: depth.usesBottleneck
+                ? .constructor("torchvision.models.segmentation.deeplabv3_\(name)")
+                : .constructor(
+                    "torchvision.models.segmentation.deeplabv3.DeepLabV3 over IntermediateLayerGetter(\(name))"),
+            make: { configuration, generator in
+                ResNet(
+                    prefix: "backbone", depth: depth, inputChannels: configuration.inputChannels,
+                    outputStride: configuration.outputStride, multiGrid: configuration.multiGrid,
+                    generator: &generator)
+            })
+    }
+}
+
+// MARK: - Quantisation
+
+extension ResNet {
+    var convUnits: [ConvUnit] {
+        [stem] + stages.joined().flatMap { block in (block.downsample.map { [$0] } ?? []) + block.units }
+    }
+
+    var unitChains: [[ConvUnit]] { stages.joined().map(\.units) }
+
+    /// layer3's last block (the auxiliary feature) and layer4's last (the main one) are features.
+    var quantizableBlocks: (blocks: [any QuantizableBlock], featureOutputs: Set<Int>) {
+        let blocks = Array(stages.joined())
+        let auxiliary = stages.prefix(3).reduce(0) { $0 + $1.count } - 1
+        return (blocks, [auxiliary, blocks.count - 1])
+    }
+}
+
+// MARK: - The inference graph
+
+extension ResNet {
+    /// The stem, max pooling and the four stages; returns layer4's output.
+    func describe(_ x: String, in graph: inout InferenceGraph) -> String {
+        var y = stem.describe(x, in: &graph)
+        let prefix = String(stem.conv.weight.name.dropLast("conv1.weight".count))
+        y = graph.node(
+            "MaxPool", prefix + "maxpool", [y],
+            [("kernel_shape", .ints([3, 3])), ("strides", .ints([2, 2])), ("pads", .ints([1, 1, 1, 1]))])
+        for block in stages.joined() {
+            let identity = block.downsample?.describe(y, in: &graph) ?? y
+            var z = y
+            for unit in block.units.dropLast() { z = unit.describe(z, in: &graph) }
+            y = block.units.last?.describe(z, residual: identity, in: &graph) ?? z
+        }
+        return y
+    }
+}

@@ -35,25 +35,16 @@ public enum TorchvisionExport: ModelExporter {
         return notes
     }
 
-    /// The torchvision callable that builds the model's modules.
+    /// The torchvision callable that builds the model's modules ("" when torchvision has none).
     static func constructor(_ architecture: DeepLabConfiguration.Architecture) -> String {
-        switch architecture {
-        case .resnet50, .resnet101: return "torchvision.models.segmentation.\(architecture.rawValue)"
-        case .resnet18, .resnet34:
-            let depth = architecture.rawValue.dropFirst("deeplabv3_".count)
-            return "torchvision.models.segmentation.deeplabv3.DeepLabV3 over IntermediateLayerGetter(\(depth))"
-        case .mobilenetV2: return ""
-        }
+        guard case .constructor(let name) = architecture.traits.torchvision else { return "" }
+        return name
     }
 
     /// Throws `ExportError.unsupported` naming the first setting torchvision's constructors cannot build.
     static func checkExpressible(_ c: DeepLabConfiguration) throws {
         func refuse(_ reason: String) -> ExportError { .unsupported(format: "torchvision", reason: reason) }
-        if c.architecture == .mobilenetV2 {
-            throw refuse(
-                "torchvision has no DeepLabV3 over MobileNetV2 (only MobileNetV3-Large); SliceLab's "
-                    + "composition would not load into any torchvision constructor; export to ONNX instead")
-        }
+        if case .none(let reason) = c.architecture.traits.torchvision { throw refuse(reason) }
         if c.asppChannels != 256 {
             throw refuse("ASPP width is \(c.asppChannels); torchvision's DeepLabHead has 256 channels")
         }

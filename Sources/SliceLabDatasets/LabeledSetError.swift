@@ -23,6 +23,8 @@ public enum LabeledSetError: Error, CustomStringConvertible, Equatable {
     case labelOutOfRange(case: String, value: Int, pixels: Int, classCount: Int)
     /// A file of a case cannot be read (its reason from the reader).
     case unreadable(case: String, file: String, reason: String)
+    /// A model trained for another number of classes than the set has.
+    case classCountMismatch(model: String, modelClasses: Int, dataset: String, datasetClasses: Int)
     /// With `skipBad`, a split that had cases has none left.
     case emptySplit(split: String)
     /// A channel file of a case is missing (nnU-Net: `{case}_{XXXX}`; or a file `dataset.json` lists).
@@ -55,6 +57,8 @@ public enum LabeledSetError: Error, CustomStringConvertible, Equatable {
             return "case \(name): label outside classes: value \(value) in \(pixels) pixels, classes are "
                 + "0…\(classCount - 1)"
         case .unreadable(let name, let file, let reason): return "case \(name): unreadable: \(file): \(reason)"
+        case .classCountMismatch(let model, let modelClasses, let dataset, let datasetClasses):
+            return "\(model): the model has \(modelClasses) classes but \(dataset) has \(datasetClasses)"
         case .emptySplit(let split): return "split \"\(split)\" has no usable case left after skipping bad cases"
         case .missingChannel(let name, let file): return "case \(name): missing channel file: \(file)"
         case .badChannelFileName(let name, let file):
@@ -69,7 +73,7 @@ public enum LabeledSetError: Error, CustomStringConvertible, Equatable {
     /// The case the error names, if any.
     public var caseName: String? {
         switch self {
-        case .invalidDescription, .emptySplit: return nil
+        case .invalidDescription, .emptySplit, .classCountMismatch: return nil
         case .unpairedImage(let name, _), .unpairedLabel(let name, _), .missingCase(let name, _),
             .ambiguous(let name, _), .notInAnySplit(let name, _), .caseInTwoSplits(let name, _),
             .badCaseName(let name), .shapeMismatch(let name, _, _), .labelOutOfRange(let name, _, _, _),

@@ -40,7 +40,7 @@ public struct DeepOutputs {
 
     public init() {}
 
-    /// Segments every image as `compare` does without post-processing (`Compare.segmentVolume`: context slices,
+    /// Segments every image as `compare` does without post-processing (`VolumeSegmenter.segment`: context slices,
     /// in-plane resampling to the training spacing), keeping what post-processing needs.
     public static func segment(
         _ segmenter: VolumeSegmenter, images: [ScanImage],

@@ -6,7 +6,7 @@ import SliceLabIO
 /// `mpirun -np N slicelab segment|compare|evaluate …` (or `srun --mpi=pmix`): the cohort run as one job of N
 /// ranks. Rank r runs shard r/N of the size-balanced split (`ShardSplit`, as `--shard r/N` would) into a part
 /// beside the output; once every rank has written its part, rank 0 merges the parts into the output one process
-/// would have written (`ResultsMerge`, `SegmentCohort.merge`) and removes them.
+/// would have written (`ResultsMerge`, `SegmentationManifest.merge`) and removes them.
 ///
 /// The output's folder must be one every rank sees (a cluster's shared file system). A rank that fails (an error,
 /// not a bad case: those are skipped as one process skips them) makes every rank exit non-zero with a line

@@ -30,7 +30,7 @@ import Testing
         #expect(o.referenceVolumeML == 3 * 2.5 / 1000 && o.predictedVolumeML == 4 * 2.5 / 1000)
     }
 
-    /// Every row of the README's empty-mask table.
+    /// Every row of the empty-mask table (SliceLabResults.docc, Evaluation).
     @Test func emptyMaskRulesAreThePinnedTable() throws {
         func metrics(_ r: [UInt16], _ p: [UInt16], _ rule: EmptyRule) throws -> (OverlapMetrics, SurfaceDistances) {
             let m = try ConfusionMatrix(reference: r, prediction: p, classCount: 2)

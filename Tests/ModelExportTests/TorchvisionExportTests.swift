@@ -9,7 +9,7 @@ import XCTest
 /// (`segment --weights`), which must reproduce the checkpoint's logits exactly; with PyTorch
 /// (`SLICELAB_TORCH_PYTHON`, `make test-torchvision`), torchvision's constructors load it and match within 1e-4.
 final class TorchvisionExportTests: ExportTestCase {
-    /// torchvision against SliceLab on the same weights: the README's parity contract.
+    /// torchvision against SliceLab on the same weights: the parity contract (SliceLabKit.docc, Segment).
     static let relativeTolerance = 1e-4
 
     private func configuration(_ architecture: Architecture, channels: Int = 3, aux: Bool = false)

@@ -47,7 +47,7 @@ import Testing
     /// does every final tensor, running statistics included (largest difference over the tensor's largest
     /// magnitude, at least 0.1; measured ≤ 1.3e-6). Both start from the same briefly trained checkpoint (60
     /// steps): from the random initialisation the first steps' chaotic dynamics amplify float32 summation-order
-    /// differences about 3× a step (1.6e-3 after 20 steps; README, "Scale-out: MPI"), which no reduction order
+    /// differences about 3× a step (1.6e-3 after 20 steps; SliceLabKit.docc, MPI), which no reduction order
     /// short of one process's own could avoid. Step 1 is checked from the random initialisation too.
     @Test(.timeLimit(.minutes(10))) func twoRanksWithSyncBNMatchOneProcess() throws {
         let folder = try TestSupport.temporaryFolder("mpi-equivalence")

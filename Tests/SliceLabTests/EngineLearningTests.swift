@@ -13,7 +13,7 @@ struct EngineLearningTests {
     /// Dice + cross-entropy and AdamW at 1e-3, and the mean training loss of the last five steps falls under half
     /// that of the first five (it does here; a 64×64 set with ASPP width 16 did not in 40 steps: 7.50 against 7.17).
     /// Validation Dice is not asserted: after 30 steps the eval-mode model still predicts background only
-    /// (Dice 0.0); the full-size run in the README reaches 0.64 at step 50 and 0.84 at step 100, too long for a
+    /// (Dice 0.0); the full-size run in SliceLabKit.docc (Training) reaches 0.64 at step 50 and 0.84 at step 100, too long for a
     /// debug `make test`.
     @Test func deepLabV3LearnsTheToyShapes() throws {
         let folder = try TestSupport.temporaryFolder("train-engine-learn")

@@ -162,10 +162,10 @@ import Testing
     @Test func comparisonsOfTwoRunsAreWrittenWithTheWriterAPI() throws {
         let (folder, predictions, references) = try Self.makeFolders()
         let out = folder.appendingPathComponent("results.h5").path
-        let a = try Evaluate.run(
+        let a = try EvaluateWorkflow.run(
             .init(prediction: predictions, reference: references, output: out, runName: "a"),
             showProgress: false)
-        let b = try Evaluate.run(
+        let b = try EvaluateWorkflow.run(
             .init(prediction: references, reference: references, output: out, runName: "b"),
             showProgress: false)
         try ResultsFile.write(runs: [], comparisons: [try ResultsComparison(a, b, seed: 7)], to: out)

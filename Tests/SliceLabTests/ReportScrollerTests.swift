@@ -118,7 +118,7 @@ import Testing
             })
         #expect(report.caseOrder() == ["c1", "c3", "c2", "c0"])
         let policy = SliceScroller.Policy(maxCases: 8, maxSlices: 128, maxSide: 192, maxTotalPixels: 2 * 4 * 30)
-        try Compare.addScrollers(
+        try CompareWorkflow.addScrollers(
             to: &report, runNames: ["deeplabv3"], images: images, references: maps,
             predictions: [maps], policy: policy)
         #expect(report.scrollers.map(\.caseID) == ["c3", "c2"])

@@ -100,7 +100,7 @@ import Testing
 
         // The labels the model gives the series, slice by slice in the series' order.
         let image = try ImageLoader.load(seriesFolder.path)
-        let expected = try Segment.labels(model: model, preprocessing: .minMax, image: image)
+        let expected = try SegmentWorkflow.labels(model: model, preprocessing: .minMax, image: image)
         let present = Set(expected.filter { $0 > 0 }).sorted()
         try #require(!present.isEmpty, "the test model labels no pixel above background")
 

@@ -1,5 +1,4 @@
 import DeepLab
-import DeepLabTraining
 import Distributed
 import Foundation
 

@@ -1,5 +1,4 @@
 import DeepLab
-import DeepLabTraining
 import Metrics
 
 /// Validation of a network on preprocessed cases: mean loss, and per-class Dice and IoU (the Metrics module's

@@ -1,5 +1,4 @@
 import DeepLab
-import DeepLabTraining
 import Foundation
 import ImageFiles
 import SliceLabSupport

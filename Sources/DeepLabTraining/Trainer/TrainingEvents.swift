@@ -1,5 +1,4 @@
 import DeepLab
-import DeepLabTraining
 
 /// What happens in a training run, in order, as `Trainer` reports it to its observers.
 ///

@@ -157,23 +157,15 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
             standardDeviation: first.standardDeviation)
     }
 
-    /// Training memory of one sample, in bytes: activations kept for the backward pass plus their gradients,
-    /// per input pixel (at the model's scaled input) at output stride 8, and 0.45 of that at stride 16 (the
-    /// deepest stages, which hold most of it, have a quarter of the pixels there). The per-pixel figures come
-    /// from the training-step benchmark's peak RSS (README, "Training: slicelab train"): ResNet-18 692 MB at
-    /// 8 × 128² (5.3 kB per pixel), ResNet-50 2316 MB at 4 × 256² (8.8 kB); ResNet-34, ResNet-101 and
-    /// MobileNetV2 are not measured and are scaled by depth (6.5 kB, 11 kB) or taken as ResNet-18's.
+    /// Training memory of one sample, in bytes: the backbone's activations and gradients per input pixel (at the
+    /// model's scaled input; `BackboneTraits.trainingBytesPerPixel`) at output stride 8, and 0.45 of that at
+    /// stride 16 (the deepest stages, which hold most of it, have a quarter of the pixels there).
     public static func bytesPerSample(
         architecture: String, inputSide: Int, outputStride: Int,
         inputChannels: Int
     ) -> Int {
-        let perPixel: Double
-        switch DeepLabConfiguration.Architecture(rawValue: architecture) {
-        case .resnet18?, .mobilenetV2?: perPixel = 5_300
-        case .resnet34?: perPixel = 6_500
-        case .resnet101?: perPixel = 11_000
-        default: perPixel = 8_800
-        }
+        let perPixel = (DeepLabConfiguration.Architecture(rawValue: architecture) ?? .resnet50).traits
+            .trainingBytesPerPixel
         let strideFactor = outputStride >= 16 ? 0.45 : 1
         let pixels = Double(inputSide * inputSide)
         return Int(pixels * (perPixel * strideFactor + Double(8 * inputChannels)))

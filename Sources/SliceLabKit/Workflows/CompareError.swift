@@ -1,7 +1,6 @@
 /// Errors of `slicelab compare` that are not the errors of the data set, the model or the methods.
 public enum CompareError: Error, CustomStringConvertible, Equatable {
     case emptySplit(dataset: String, split: String, available: [String])
-    case classCountMismatch(model: String, modelClasses: Int, dataset: String, datasetClasses: Int)
     case invalidMapping(spec: String, reason: String)
     case duplicateRun(name: String)
     case internalInconsistency(String)
@@ -14,8 +13,6 @@ public enum CompareError: Error, CustomStringConvertible, Equatable {
         switch self {
         case .emptySplit(let dataset, let split, let available):
             return "\(dataset): split '\(split)' has no cases (splits: \(available.joined(separator: ", ")))"
-        case .classCountMismatch(let model, let modelClasses, let dataset, let datasetClasses):
-            return "\(model): the model has \(modelClasses) classes but \(dataset) has \(datasetClasses)"
         case .invalidMapping(let spec, let reason): return "--classical '\(spec)': \(reason)"
         case .duplicateRun(let name): return "two runs are named '\(name)'; give one a name=… in its --classical spec"
         case .internalInconsistency(let message): return "internal error: \(message)"

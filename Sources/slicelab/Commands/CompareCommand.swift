@@ -52,7 +52,7 @@ enum CompareCommand: Command {
             space, classes, map (train-vote: majority vote learned on the train split, the default;
             intensity: cluster i is class i; oracle: Hungarian matching on each evaluated case, an upper bound),
             seed, n-init, regularize, min-region, connectivity, name.
-            Without --classical: \(Compare.defaultClassical.joined(separator: " and ")).
+            Without --classical: \(CompareWorkflow.defaultClassical.joined(separator: " and ")).
             """)
 
     static func run(_ arguments: ParsedArguments) throws {
@@ -62,14 +62,15 @@ enum CompareCommand: Command {
             throw UsageError("slicelab compare: give DATASET, --model MODEL.h5 and --out RESULTS.h5")
         }
         if let precision: Precision = arguments.choice("precision") {
-            try SegmentCommand.checkPrecision(precision, model: model, command: "compare")
+            try checkPrecision(precision, model: model, command: "compare")
         }
-        let specs = arguments.strings("classical").isEmpty ? Compare.defaultClassical : arguments.strings("classical")
+        let specs =
+            arguments.strings("classical").isEmpty ? CompareWorkflow.defaultClassical : arguments.strings("classical")
         let classical: [ClassicalSpec]
         do { classical = try specs.map(ClassicalSpec.init) } catch let error as ClassicalSpec.ParseError {
             throw UsageError("slicelab compare: --classical \(error)")
         }
-        var options = Compare.Options(
+        var options = CompareWorkflow.Options(
             dataset: dataset, model: model, classical: classical,
             split: arguments.string("split") ?? "test", output: output,
             report: arguments.string("report"), threads: arguments.int("threads"),
@@ -104,18 +105,18 @@ enum CompareCommand: Command {
         if arguments.string("crf") != nil, !options.post.contains(.step(.crf)) {
             throw UsageError("slicelab compare: --crf needs --post crf")
         }
-        options.crf = try SegmentCommand.crfParameters(arguments, command: "compare")
+        options.crf = try crfParameters(arguments, command: "compare")
         if let job {
             let outcome = try ShardedJob.run(communicator: job, output: options.output, partSuffix: ".h5") {
                 shard, part in
                 var mine = options
                 (mine.shard, mine.output) = (shard, part)
-                _ = try Compare.run(mine)
+                _ = try CompareWorkflow.run(mine)
             } merge: { parts, output in
                 try ResultsMerge.merge(parts: parts, output: output, overwrite: options.overwrite)
             }
             if case .merged(let merged) = outcome {
-                MergeCommand.report(merged, output: options.output, job: ("compare", job.size))
+                reportMerge(merged, output: options.output, job: ("compare", job.size))
             }
             job.finish()
             return
@@ -124,15 +125,15 @@ enum CompareCommand: Command {
     }
 
     /// Runs a comparison and prints its table, skips, timings and outputs (shared with `demo`).
-    static func runCompare(_ options: Compare.Options, timings: Bool) throws {
-        let outcome: Compare.Outcome
+    static func runCompare(_ options: CompareWorkflow.Options, timings: Bool) throws {
+        let outcome: CompareWorkflow.Outcome
         do {
-            outcome = try Compare.run(options)
+            outcome = try CompareWorkflow.run(options)
         } catch let error as ClusterOptionError {  // a --classical specification that cannot run on these images
             throw UsageError("slicelab compare: --classical: \(error)")
         }
         for skipped in outcome.skipped { standardError("slicelab compare: skipped \(skipped.name): \(skipped.error)") }
-        print(Compare.table(outcome), terminator: "")
+        print(CompareWorkflow.table(outcome), terminator: "")
         if timings {
             let total = outcome.timings.map(\.seconds).reduce(0, +)
             for (stage, seconds) in outcome.timings {

@@ -1,4 +1,5 @@
 import Foundation
+import SliceLabIO
 import SliceLabKit
 
 /// `slicelab demo`: the main job on the embedded data (issue #8).
@@ -18,9 +19,18 @@ enum DemoCommand: Command {
     static func run(_ arguments: ParsedArguments) throws {
         let output = arguments.string("out") ?? "demo-output"
         let start = Date()
-        for (set, outcome) in try Demo.run(output: output, threads: arguments.int("threads"), log: standardError) {
+        do {
+            try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+        } catch {
+            throw InputError.unsupportedOutput(
+                file: output, reason: "cannot create the folder: \(error.localizedDescription)")
+        }
+        for set in DemoData.sets {
+            standardError("demo: \(set)")
+            let outcome = try CompareWorkflow.run(
+                DemoData.compareOptions(set: set, output: output, threads: arguments.int("threads")))
             print("\n== \(set): \(outcome.runs.first?.caseIDs.count ?? 0) test cases")
-            print(Compare.table(outcome), terminator: "")
+            print(CompareWorkflow.table(outcome), terminator: "")
         }
         print(
             String(

@@ -19,9 +19,11 @@ enum EvaluateCommand: Command {
             OptionSpec(
                 "tolerance", .double(0...Double.greatestFiniteMagnitude), valueName: "MM", help: "NSD tolerance in mm.",
                 default: "1"),
-            OptionSpec("hd95", .choice(of: Evaluate.HD95Definition.self), help: "HD95 definition.", default: "max"),
             OptionSpec(
-                "empty", .choice(of: Evaluate.EmptyRule.self), help: "Overlap metrics when both masks are empty.",
+                "hd95", .choice(of: EvaluateWorkflow.HD95Definition.self), help: "HD95 definition.", default: "max"),
+            OptionSpec(
+                "empty", .choice(of: EvaluateWorkflow.EmptyRule.self),
+                help: "Overlap metrics when both masks are empty.",
                 default: "nan"),
             OptionSpec("out", valueName: "RESULTS.h5", help: "Results file (runs are added).", required: true),
             OptionSpec("run", help: "Run name.", default: "the prediction's name"),
@@ -42,7 +44,7 @@ enum EvaluateCommand: Command {
         if let names, names.contains(where: \.isEmpty) {
             throw UsageError("slicelab evaluate: --class-names has an empty name")
         }
-        var options = Evaluate.Options(
+        var options = EvaluateWorkflow.Options(
             prediction: prediction, reference: reference, output: output, spacing: arguments.doubles("spacing"),
             classCount: arguments.int("num-classes"), classNames: names,
             toleranceMM: arguments.double("tolerance") ?? 1,
@@ -55,19 +57,19 @@ enum EvaluateCommand: Command {
             let outcome = try ShardedJob.run(communicator: job, output: output, partSuffix: ".h5") { shard, part in
                 var mine = options
                 (mine.shard, mine.output) = (shard, part)
-                _ = try Evaluate.run(mine, limits: limits)
+                _ = try EvaluateWorkflow.run(mine, limits: limits)
             } merge: { parts, output in
                 try ResultsMerge.merge(parts: parts, output: output, overwrite: options.overwrite)
             }
             if case .merged(let merged) = outcome {
-                merged.runs.first.map { print(Evaluate.table($0)) }
-                MergeCommand.report(merged, output: output, job: ("evaluate", job.size))
+                merged.runs.first.map { print(EvaluateWorkflow.table($0)) }
+                reportMerge(merged, output: output, job: ("evaluate", job.size))
             }
             job.finish()
             return
         }
-        let run = try Evaluate.run(options, limits: try readLimits(arguments, command: "evaluate"))
-        print(Evaluate.table(run))
+        let run = try EvaluateWorkflow.run(options, limits: try readLimits(arguments, command: "evaluate"))
+        print(EvaluateWorkflow.table(run))
         print("wrote run '\(run.name)' to \(output)")
     }
 }

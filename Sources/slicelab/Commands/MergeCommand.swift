@@ -34,34 +34,16 @@ enum MergeCommand: Command {
         var isFolder: ObjCBool = false
         if FileManager.default.fileExists(atPath: arguments.positionals[0], isDirectory: &isFolder), isFolder.boolValue
         {
-            report(
-                try SegmentCohort.merge(
+            reportMerge(
+                try SegmentationManifest.merge(
                     parts: arguments.positionals, output: output,
                     overwrite: arguments.flag("overwrite")),
                 output: output, shards: arguments.positionals.count)
             return
         }
-        report(
+        reportMerge(
             try ResultsMerge.merge(
                 parts: arguments.positionals, output: output, overwrite: arguments.flag("overwrite")),
             output: output)
-    }
-
-    /// Prints what a merge wrote: for `slicelab merge` (`job` nil) or for rank 0 of an MPI job of `command`.
-    static func report(_ outcome: ResultsMerge.Outcome, output: String, job: (command: String, ranks: Int)? = nil) {
-        for skipped in outcome.skipped {
-            standardError("slicelab \(job?.command ?? "merge"): skipped \(skipped.name): \(skipped.reason)")
-        }
-        print(
-            "merged \(job.map { "\($0.ranks) ranks" } ?? "\(outcome.record.shard.count) shards"): \(outcome.runs.count) "
-                + "run(s) of \(outcome.record.caseOrder.count) cases, \(outcome.comparisons.count) comparison(s) into \(output)"
-        )
-    }
-
-    static func report(_ manifest: SegmentCohort.Manifest, output: String, shards: Int, job: Bool = false) {
-        for skipped in manifest.skipped {
-            standardError("slicelab \(job ? "segment" : "merge"): skipped \(skipped.name): \(skipped.reason)")
-        }
-        print("merged \(shards) \(job ? "ranks" : "shards"): \(manifest.cases.count) segmented case(s) into \(output)")
     }
 }

@@ -89,7 +89,7 @@ enum SegmentCommand: Command {
                     "slicelab segment: parity mode needs --weights, --arch, --num-classes, --raw-input "
                         + "and --logits")
             }
-            let notes = try Segment.parity(
+            let notes = try SegmentWorkflow.parity(
                 weights: weights, architecture: architecture, classCount: classes,
                 inputChannels: arguments.int("in-channels") ?? 3,
                 auxiliaryHead: arguments.flag("aux"), rawInput: rawInput,
@@ -101,7 +101,7 @@ enum SegmentCommand: Command {
             guard let model = arguments.string("model"), let logits = arguments.string("logits") else {
                 throw UsageError("slicelab segment: --raw-input needs --model MODEL.h5 (or --weights …) and --logits")
             }
-            try Segment.rawLogits(
+            try SegmentWorkflow.rawLogits(
                 model: model, rawInput: rawInput, logitsPath: logits,
                 threads: arguments.int("threads"), precision: arguments.choice("precision"),
                 log: standardError)
@@ -135,12 +135,12 @@ enum SegmentCommand: Command {
         if !folderOutput, shard != nil || arguments.flag("skip-bad") {
             throw UsageError("slicelab segment: --shard and --skip-bad need a folder of cases and --out FOLDER/")
         }
-        var options = Segment.Options(
+        var options = SegmentWorkflow.Options(
             input: input, model: model, output: out, overlay: arguments.string("overlay"),
             probabilities: arguments.flag("probabilities"),
             threads: arguments.int("threads"),
             limits: try readLimits(arguments, command: "segment"))
-        // An unreadable model gets its own error from Segment.run; here only a readable one's context is compared.
+        // An unreadable model gets its own error from SegmentWorkflow.run; here only a readable one's context is compared.
         if let context = arguments.int("context"), FileManager.default.fileExists(atPath: model),
             let stored = try? SliceSampling.read(model).context, stored != context
         {
@@ -161,20 +161,21 @@ enum SegmentCommand: Command {
             let outcome = try ShardedJob.run(communicator: job, output: out, partSuffix: "") { shard, part in
                 var mine = options
                 mine.output = part
-                _ = try SegmentCohort.run(mine, shard: shard, skipBad: arguments.flag("skip-bad")) {
+                _ = try SegmentWorkflow.runCohort(mine, shard: shard, skipBad: arguments.flag("skip-bad")) {
                     standardError("rank \(job.rank): \($0)")
                 }
             } merge: { parts, output in
-                try SegmentCohort.merge(parts: parts, output: output, overwrite: true)  // as one process replaces it
+                // Overwriting, as one process replaces an earlier output.
+                try SegmentationManifest.merge(parts: parts, output: output, overwrite: true)
             }
             if case .merged(let manifest) = outcome {
-                MergeCommand.report(manifest, output: out, shards: job.size, job: true)
+                reportMerge(manifest, output: out, shards: job.size, job: true)
             }
             job.finish()
             return
         }
         if folderOutput {
-            let manifest = try SegmentCohort.run(
+            let manifest = try SegmentWorkflow.runCohort(
                 options, shard: shard, skipBad: arguments.flag("skip-bad"),
                 log: standardError)
             print(
@@ -182,26 +183,6 @@ enum SegmentCommand: Command {
                     + (manifest.skipped.isEmpty ? "" : ", skipped \(manifest.skipped.count)"))
             return
         }
-        try Segment.run(options, log: standardError)
-    }
-
-    /// Refuses (a usage error naming the reason) a precision the checkpoint cannot run in.
-    static func checkPrecision(_ precision: Precision, model: String, command: String) throws {
-        if let problem = try precision.problem(model: model) {
-            throw UsageError("slicelab \(command): --precision \(precision.rawValue): \(problem)")
-        }
-    }
-
-    /// `--crf SPEC` parsed (the defaults without it); a bad spec is a usage error.
-    static func crfParameters(
-        _ arguments: ParsedArguments,
-        command: String = "segment"
-    ) throws -> SegmentPostProcessing.CRFParameters {
-        guard let spec = arguments.string("crf") else { return SegmentPostProcessing().crf }
-        do {
-            return try SegmentPostProcessing.CRFParameters(parsing: spec)
-        } catch {
-            throw UsageError("slicelab \(command): --crf: \(error)")
-        }
+        try SegmentWorkflow.run(options, log: standardError)
     }
 }

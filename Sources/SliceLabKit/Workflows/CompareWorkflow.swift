@@ -13,7 +13,7 @@ import SliceLabSupport
 /// `slicelab compare`: DeepLabV3 and classical configurations on the same cases of a labeled set, each
 /// evaluated into one results file (a run each, plus the paired comparisons of DeepLabV3 against each), a
 /// side-by-side table and an optional HTML report.
-public enum Compare {
+public enum CompareWorkflow {
     public struct Options: Sendable {
         public var dataset: String
         public var model: String
@@ -138,7 +138,7 @@ public enum Compare {
         }
         let model = segmenter.model
         guard model.configuration.classCount == set.classCount else {
-            throw CompareError.classCountMismatch(
+            throw LabeledSetError.classCountMismatch(
                 model: options.model, modelClasses: model.configuration.classCount,
                 dataset: options.dataset, datasetClasses: set.classCount)
         }

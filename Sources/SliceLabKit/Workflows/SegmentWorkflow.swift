@@ -8,7 +8,7 @@ import SliceLabSupport
 
 /// `slicelab segment`: a DeepLabV3 checkpoint applied to an image or series, and the torchvision parity entry
 /// point (raw tensors in, logits out).
-public enum Segment {
+public enum SegmentWorkflow {
     /// Options of a segmentation run.
     public struct Options: Sendable {
         public var input: String

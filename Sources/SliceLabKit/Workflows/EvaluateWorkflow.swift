@@ -8,7 +8,7 @@ import SliceLabSupport
 
 /// `slicelab evaluate`: metrics of predicted label maps against references, written as one run of a results
 /// file.
-public enum Evaluate {
+public enum EvaluateWorkflow {
     /// The HD95 definitions (`--hd95 max|pooled`), re-exported for the executable.
     public typealias HD95Definition = Metrics.HD95Definition
     /// The empty-mask rules (`--empty nan|one`), re-exported for the executable.

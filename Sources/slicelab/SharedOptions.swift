@@ -1,0 +1,44 @@
+import Metrics
+import SliceLabInference
+import SliceLabKit
+import SliceLabResults
+
+// What several commands share: checks of their common options and the lines a merge prints.
+
+/// Refuses (a usage error naming the reason) a precision the checkpoint cannot run in.
+func checkPrecision(_ precision: Precision, model: String, command: String) throws {
+    if let problem = try precision.problem(model: model) {
+        throw UsageError("slicelab \(command): --precision \(precision.rawValue): \(problem)")
+    }
+}
+
+/// `--crf SPEC` parsed (the defaults without it); a bad spec is a usage error.
+func crfParameters(
+    _ arguments: ParsedArguments,
+    command: String = "segment"
+) throws -> SegmentPostProcessing.CRFParameters {
+    guard let spec = arguments.string("crf") else { return SegmentPostProcessing().crf }
+    do {
+        return try SegmentPostProcessing.CRFParameters(parsing: spec)
+    } catch {
+        throw UsageError("slicelab \(command): --crf: \(error)")
+    }
+}
+
+/// Prints what a merge wrote: for `slicelab merge` (`job` nil) or for rank 0 of an MPI job of `command`.
+func reportMerge(_ outcome: ResultsMerge.Outcome, output: String, job: (command: String, ranks: Int)? = nil) {
+    for skipped in outcome.skipped {
+        standardError("slicelab \(job?.command ?? "merge"): skipped \(skipped.name): \(skipped.reason)")
+    }
+    print(
+        "merged \(job.map { "\($0.ranks) ranks" } ?? "\(outcome.record.shard.count) shards"): \(outcome.runs.count) "
+            + "run(s) of \(outcome.record.caseOrder.count) cases, \(outcome.comparisons.count) comparison(s) into \(output)"
+    )
+}
+
+func reportMerge(_ manifest: SegmentationManifest, output: String, shards: Int, job: Bool = false) {
+    for skipped in manifest.skipped {
+        standardError("slicelab \(job ? "segment" : "merge"): skipped \(skipped.name): \(skipped.reason)")
+    }
+    print("merged \(shards) \(job ? "ranks" : "shards"): \(manifest.cases.count) segmented case(s) into \(output)")
+}
