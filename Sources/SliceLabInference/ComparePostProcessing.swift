@@ -3,21 +3,27 @@ import Foundation
 import SliceLabIO
 import SliceLabSupport
 
-/// A `compare --post` choice: a registered post-processing step, or `auto` (nnU-Net's per-class choice of the
-/// component rules on the validation split).
+/// A `compare --post` choice: registered post-processing steps in turn (`largest-component,fill-holes`), or
+/// `auto` (nnU-Net's per-class choice of the component rules on the validation split).
 public enum ComparePost: Equatable, Sendable, CustomStringConvertible {
-    case step(PostProcessingStepName)
+    case steps(PostProcessingPipeline)
     case auto
 
-    /// `none`, a registered step's name, or `auto`; nil for anything else.
+    /// `none`, registered steps' names joined by commas, or `auto`; nil for anything else.
     public init?(_ text: String) {
         if text == "auto" {
             self = .auto
-        } else if let step = PostProcessingStepName(rawValue: text) {
-            self = .step(step)
+        } else if let pipeline = try? PostProcessingPipeline(parsing: text) {
+            self = .steps(pipeline)
         } else {
             return nil
         }
+    }
+
+    /// Whether this choice runs `step`.
+    public func contains(_ step: PostProcessingStepName) -> Bool {
+        if case .steps(let pipeline) = self { return pipeline.contains(step) }
+        return false
     }
 
     /// The choices `--post` takes.
@@ -25,7 +31,7 @@ public enum ComparePost: Equatable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .step(let step): return step.rawValue
+        case .steps(let pipeline): return "\(pipeline)"
         case .auto: return "auto"
         }
     }
@@ -41,23 +47,26 @@ public struct DeepOutputs {
     public init() {}
 
     /// Segments every image as `compare` does without post-processing (`VolumeSegmenter.segment`: context slices,
-    /// in-plane resampling to the training spacing), keeping what post-processing needs.
+    /// in-plane resampling to the training spacing), keeping what post-processing needs (the softmax and the
+    /// display image) when `keepsProbabilities`.
     public static func segment(
-        _ segmenter: VolumeSegmenter, images: [ScanImage],
+        _ segmenter: VolumeSegmenter, images: [ScanImage], keepsProbabilities: Bool = true,
         each: (Int) -> Void = { _ in }
     ) throws -> DeepOutputs {
         var outputs = DeepOutputs()
         for (index, image) in images.enumerated() {
-            let result = try segmenter.segment(image, probabilities: true)
-            var display: [Float] = []
-            var channels = 1
-            for frame in 0..<image.frames {
-                let shown = SegmentPostProcessing.display(image, frame: frame)
-                (display, channels) = (display + shown.values, shown.channels)
-            }
+            let result = try segmenter.segment(image, probabilities: keepsProbabilities)
             outputs.labels.append(result.labels)
-            outputs.probabilities.append(result.probabilities ?? [])
-            outputs.display.append((display, channels))
+            if keepsProbabilities {
+                var display: [Float] = []
+                var channels = 1
+                for frame in 0..<image.frames {
+                    let shown = SegmentPostProcessing.display(image, frame: frame)
+                    (display, channels) = (display + shown.values, shown.channels)
+                }
+                outputs.probabilities.append(result.probabilities ?? [])
+                outputs.display.append((display, channels))
+            }
             each(index)
         }
         return outputs
@@ -152,16 +161,11 @@ public struct AutoPostProcessing: Equatable {
         _ steps: [PostProcessingStepName], to labels: [Int32], classes: Set<Int>,
         image: ScanImage, outputs: DeepOutputs, index: Int, classCount: Int
     ) throws -> [Int32] {
-        var labels = labels
-        for step in steps {
-            let post = SegmentPostProcessing(step: step, ruleClasses: classes)
-            labels = try post.apply(
-                labels: labels, probabilities: outputs.probabilities[index],
-                classCount: classCount, display: outputs.display[index].values,
-                channels: outputs.display[index].channels, frames: image.frames,
-                rows: image.rows, columns: image.columns, spacing: image.spacing)
-        }
-        return labels
+        try SegmentPostProcessing(pipeline: PostProcessingPipeline(steps), ruleClasses: classes).apply(
+            labels: labels, probabilities: outputs.probabilities[index],
+            classCount: classCount, display: outputs.display[index].values,
+            channels: outputs.display[index].channels, frames: image.frames,
+            rows: image.rows, columns: image.columns, spacing: image.spacing)
     }
 
     /// Dice of one class; 1 when both are empty.

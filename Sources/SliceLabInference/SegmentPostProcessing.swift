@@ -6,12 +6,13 @@ import ImageFiles
 import SliceLabIO
 import SliceLabSupport
 
-/// `segment --regularize STEP [--crf SPEC]`: a registered post-processing step applied to a model's output.
+/// `segment --regularize STEP[,STEP…] [--crf SPEC]`: registered post-processing steps applied in turn to a model's
+/// output.
 public struct SegmentPostProcessing: Sendable, Equatable {
     /// The dense CRF's parameters (`Classical.DenseCRF.Parameters`), named for callers that import only SliceLabKit.
     public typealias CRFParameters = DenseCRF.Parameters
-    /// The step; `.none` leaves the argmax as it is.
-    public var step: PostProcessingStepName
+    /// The steps; `.none` leaves the argmax as it is.
+    public var pipeline: PostProcessingPipeline
     /// The dense CRF's parameters (`--crf`), used by `crf`.
     public var crf: DenseCRF.Parameters
     /// The Potts weight of `mrf`.
@@ -20,13 +21,13 @@ public struct SegmentPostProcessing: Sendable, Equatable {
     public var ruleClasses: Set<Int>?
 
     public init(
-        step: PostProcessingStepName = .none, crf: DenseCRF.Parameters = DenseCRF.Parameters(), beta: Double = 1,
+        pipeline: PostProcessingPipeline = .none, crf: DenseCRF.Parameters = DenseCRF.Parameters(), beta: Double = 1,
         ruleClasses: Set<Int>? = nil
     ) {
-        (self.step, self.crf, self.beta, self.ruleClasses) = (step, crf, beta, ruleClasses)
+        (self.pipeline, self.crf, self.beta, self.ruleClasses) = (pipeline, crf, beta, ruleClasses)
     }
 
-    /// The labels after the step.
+    /// The labels after the steps.
     ///
     /// - Parameters:
     ///   - labels: the argmax map, [frames, rows, columns] row-major.
@@ -38,7 +39,7 @@ public struct SegmentPostProcessing: Sendable, Equatable {
         labels: [Int32], probabilities: [Float], classCount k: Int, display: [Float], channels: Int,
         frames: Int, rows: Int, columns: Int, spacing: [Double]
     ) throws -> [Int32] {
-        guard let registered = PostProcessingSteps.named(step), step != .none else { return labels }
+        guard !pipeline.steps.isEmpty else { return labels }
         let shape =
             frames > 1
             ? GridShape(slices: frames, rows: rows, columns: columns)
@@ -65,7 +66,7 @@ public struct SegmentPostProcessing: Sendable, Equatable {
         context.crf = crf
         context.ruleClasses = ruleClasses
         let map = LabelGrid<Int32>(shape: shape, spacing: gridSpacing, labels: labels)
-        return try registered.apply(map, context: context).labels
+        return try pipeline.apply(map, context: context).labels
     }
 
     /// One frame's display image at 0–255 as the CRF takes it (issue #24): for gray, the frame's values through

@@ -12,6 +12,23 @@ func checkPrecision(_ precision: Precision, model: String, command: String) thro
     }
 }
 
+/// `--regularize STEP[,STEP…]`: registered post-processing steps, applied in turn.
+func regularizeOption(help: String) -> OptionSpec {
+    OptionSpec(
+        "regularize", valueName: "STEP[,STEP…]",
+        help: help + " Steps: " + PostProcessingStepName.allCases.map(\.rawValue).joined(separator: ", ")
+            + "; several run in turn (largest-component,fill-holes).",
+        default: "none")
+}
+
+/// The steps `--regularize` names (none without it); an unknown step is a usage error listing the steps.
+func regularizePipeline(_ arguments: ParsedArguments, command: String) throws -> PostProcessingPipeline {
+    guard let text = arguments.string("regularize") else { return .none }
+    do { return try PostProcessingPipeline(parsing: text) } catch {
+        throw UsageError("slicelab \(command): --regularize \(text): \(error)")
+    }
+}
+
 /// `--crf SPEC` parsed (the defaults without it); a bad spec is a usage error.
 func crfParameters(
     _ arguments: ParsedArguments,

@@ -54,6 +54,27 @@ import Testing
         #expect(result.labels[0] == 1 && result.labels[3 * 5] == 0)
     }
 
+    /// A pipeline runs its steps in order (MONAI's `Compose`): `largest-component,fill-holes` on a map is
+    /// `fill-holes` on `largest-component`'s output, which differs from the other order here.
+    @Test func pipelineRunsItsStepsInOrder() throws {
+        let map = Self.grid([
+            [1, 1, 1, 0, 0, 1],
+            [1, 0, 1, 0, 0, 0],
+            [1, 1, 1, 0, 2, 2],
+            [0, 0, 0, 0, 2, 2]
+        ])
+        let pipeline = try PostProcessingPipeline(parsing: "largest-component,fill-holes")
+        #expect(pipeline.steps == [.largestComponent, .fillHoles])
+        #expect("\(pipeline)" == "largest-component,fill-holes")
+        let chained = try pipeline.apply(map, context: Self.context)
+        let byHand = try FillHoles.apply(LargestComponent.apply(map, context: Self.context), context: Self.context)
+        #expect(chained.labels == byHand.labels)
+        #expect(chained.labels[1 * 6 + 1] == 1 && chained.labels[5] == 0)
+        #expect(try PostProcessingPipeline(parsing: "none") == .none && "\(PostProcessingPipeline.none)" == "none")
+        #expect(throws: PostProcessingError.self) { try PostProcessingPipeline(parsing: "largest-component,blur") }
+        #expect(try PostProcessingPipeline(parsing: "majority+crf", separator: "+").stepNeedingProbabilities == .crf)
+    }
+
     /// The CRF's intensities (issue #24): a gray image through the file's VOI window when it has one, else
     /// through its 1–99 % percentile window, as 8-bit levels; a color image keeps its three channels.
     @Test func crfDisplayUsesTheFilesWindowElseThePercentileWindow() {
@@ -140,13 +161,14 @@ import Testing
     @Test func segmentWithComponentRulesRuns() throws {
         let folder = try TestSupport.temporaryFolder("crf-components")
         let model = try Self.model(in: folder)
-        for step in ["largest-component", "fill-holes", "mrf", "majority"] {
+        for step in ["largest-component", "fill-holes", "mrf", "majority", "largest-component,fill-holes"] {
             let out = folder.appendingPathComponent("\(step).h5").path
             let result = try TestSupport.slicelab([
                 "segment", Self.demoSlice(), "--model", model, "--out", out,
                 "--regularize", step
             ])
             #expect(result.status == 0, "\(step): \(result.standardError)")
+            #expect(try HDF5File.open(out).attribute("regularize", at: "/labels").stringValue == step)
         }
     }
 
@@ -155,7 +177,8 @@ import Testing
         (["--crf", "iterations=3"], "--crf needs --regularize crf"),
         (["--regularize", "crf", "--crf", "sigma=3"], "unknown CRF parameter 'sigma'"),
         (["--regularize", "crf", "--crf", "gaussian-sxy=0"], "must be positive"),
-        (["--regularize", "blur"], "blur")
+        (["--regularize", "blur"], "blur"),
+        (["--regularize", "largest-component,blur"], "unknown post-processing step 'blur'")
     ])
     func badPostProcessingIsAUsageError(extra: [String], message: String) throws {
         let folder = try TestSupport.temporaryFolder("crf-bad")

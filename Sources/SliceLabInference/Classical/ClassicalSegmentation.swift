@@ -45,7 +45,7 @@ public struct ClusterOptions: Sendable {
     public var seed: Int
     /// Restarts for k-means and the Gaussian mixture.
     public var initCount: Int
-    public var regularize: PostProcessingStepName
+    public var regularize: PostProcessingPipeline
     /// Regions smaller than this many pixels are merged into their largest neighbour (0 or 1: none).
     public var minRegion: Int
     /// 1: 4-/6-connected regions; 2: 8-connected in 2-D, 26-connected in 3-D.
@@ -58,7 +58,7 @@ public struct ClusterOptions: Sendable {
 
     public init(
         method: ClusterMethod, classes: Int, space: ColorSpace = .gray, seed: Int = 0, initCount: Int = 10,
-        regularize: PostProcessingStepName = .none, minRegion: Int = 0, connectivity: Int = 1, beta: Double = 1
+        regularize: PostProcessingPipeline = .none, minRegion: Int = 0, connectivity: Int = 1, beta: Double = 1
     ) {
         (self.method, self.classes, self.space, self.seed, self.initCount) = (method, classes, space, seed, initCount)
         (self.regularize, self.minRegion, self.connectivity, self.beta) = (regularize, minRegion, connectivity, beta)
@@ -155,14 +155,12 @@ public enum ClassicalSegmentation {
     // MARK: - Clustering
 
     static func clusterValidated(_ image: ScanImage, options: ClusterOptions) throws -> ClusterOutcome {
-        guard let method = ClassicalMethods.named(options.method),
-            let regularizer = PostProcessingSteps.named(options.regularize)
-        else {
-            preconditionFailure("\(options.method) and \(options.regularize) are parsed from the registries")
+        guard let method = ClassicalMethods.named(options.method) else {
+            preconditionFailure("\(options.method) is parsed from the registry")
         }
         try method.check(classes: options.classes)
-        if options.regularize.needsProbabilities {
-            throw ClusterOptionError.regularizerNeedsProbabilities(options.regularize)
+        if let step = options.regularize.stepNeedingProbabilities {
+            throw ClusterOptionError.regularizerNeedsProbabilities(step)
         }
         var timings: [(stage: String, seconds: Double)] = []
         var clock = Date()
@@ -198,7 +196,7 @@ public enum ClassicalSegmentation {
         let context = PostProcessingContext(
             classCount: k, beta: options.beta,
             unaryCost: { gaussianCost(features.points, ordered, k) })
-        var classMap = try regularizer.apply(ordered, context: context)
+        var classMap = try options.regularize.apply(ordered, context: context)
         lap("regularize")
         // --connectivity 2 is the full neighbourhood: 8 in 2-D, 26 in 3-D (skimage's connectivity = ndim).
         let connectivity = options.connectivity == 1 ? 1 : (features.shape.isVolume ? 3 : 2)

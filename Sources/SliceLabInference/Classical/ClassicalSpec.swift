@@ -22,7 +22,8 @@ public struct ClassicalSpec: Sendable, Equatable {
     public var mapping: Mapping
     public var seed: Int
     public var initCount: Int
-    public var regularize: PostProcessingStepName
+    /// Post-processing steps joined by `+` in the spec (`regularize=majority+fill-holes`).
+    public var regularize: PostProcessingPipeline
     public var minRegion: Int
     public var connectivity: Int
     public var name: String?
@@ -70,12 +71,12 @@ public struct ClassicalSpec: Sendable, Equatable {
             case "seed": seed = try integer(Int.min...Int.max)
             case "n-init": initCount = try integer(1...1000)
             case "regularize":
-                guard let parsed = PostProcessingStepName(rawValue: value) else {
+                guard let parsed = try? PostProcessingPipeline(parsing: value, separator: "+") else {
                     throw bad("unknown regularizer '\(value)'")
                 }
-                if parsed.needsProbabilities {
+                if let step = parsed.stepNeedingProbabilities {
                     throw bad(
-                        "regularizer '\(value)' works on class probabilities, which a classical method does "
+                        "regularizer '\(step)' works on class probabilities, which a classical method does "
                             + "not produce")
                 }
                 regularize = parsed

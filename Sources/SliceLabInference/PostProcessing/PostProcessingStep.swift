@@ -44,11 +44,16 @@ struct PostProcessingContext {
 public enum PostProcessingError: Error, Equatable, CustomStringConvertible {
     /// A step that works on class probabilities, given a label-only input.
     case needsProbabilities(step: String)
+    /// A name that is no registered step.
+    case unknownStep(name: String, known: [String])
 
     public var description: String {
         switch self {
         case .needsProbabilities(let step):
             return "post-processing step '\(step)' works on class probabilities, and this input has labels only"
+        case .unknownStep(let name, let known):
+            return "unknown post-processing step '\(name)'; steps: \(known.joined(separator: ", ")) (chain them with "
+                + "commas, as largest-component,fill-holes)"
         }
     }
 }
@@ -96,6 +101,57 @@ public struct PostProcessingStepName: RawRepresentable, Hashable, Sendable, Case
 
     /// Whether the step works on class probabilities (and so cannot follow a classical run).
     public var needsProbabilities: Bool { PostProcessingSteps.needsProbabilities(self) }
+}
+
+/// Post-processing steps applied in order, as MONAI's `Compose` and nnU-Net's post-processing chain them
+/// (`largest-component,fill-holes`: keep each class's largest component, then fill its holes). Empty is `none`.
+public struct PostProcessingPipeline: Hashable, Sendable, CustomStringConvertible {
+    /// The steps in the order they run; `none` never appears in it.
+    public private(set) var steps: [PostProcessingStepName]
+
+    public init(_ steps: [PostProcessingStepName]) { self.steps = steps.filter { $0 != .none } }
+
+    /// Steps named in `text` and separated by `separator` (`,` on the command line, `+` inside a classical spec,
+    /// whose own fields are separated by commas); `none` alone is the empty pipeline.
+    ///
+    /// - Throws: `PostProcessingError.unknownStep` naming the step and the registered ones.
+    public init(parsing text: String, separator: Character = ",") throws {
+        let names = text.split(separator: separator, omittingEmptySubsequences: false).map(String.init)
+        self.init(
+            try names.map { name in
+                guard let step = PostProcessingStepName(rawValue: name) else {
+                    throw PostProcessingError.unknownStep(
+                        name: name, known: PostProcessingStepName.allCases.map(\.rawValue))
+                }
+                return step
+            })
+    }
+
+    /// No post-processing.
+    public static let none = PostProcessingPipeline([])
+
+    /// The steps joined by commas, or `none`: what results files and output attributes record.
+    public var description: String { steps.isEmpty ? "none" : steps.map(\.rawValue).joined(separator: ",") }
+
+    /// Whether the pipeline runs `step`.
+    public func contains(_ step: PostProcessingStepName) -> Bool { steps.contains(step) }
+
+    /// The first step that works on class probabilities (and so cannot follow a classical run), if any.
+    public var stepNeedingProbabilities: PostProcessingStepName? { steps.first(where: \.needsProbabilities) }
+
+    /// The map after every step in turn.
+    func apply(_ map: LabelGrid<Int32>, context: PostProcessingContext) throws -> LabelGrid<Int32> {
+        try steps.reduce(map) { map, name in
+            guard let step = PostProcessingSteps.named(name) else {
+                preconditionFailure("\(name) is parsed from the registry")
+            }
+            return try step.apply(map, context: context)
+        }
+    }
+}
+
+extension PostProcessingPipeline {
+    public init(_ step: PostProcessingStepName) { self.init([step]) }
 }
 
 /// The name this type had before it was named for what it is (it names the deep post-processing steps too).

@@ -81,8 +81,8 @@ public enum ClusterWorkflow {
             try file.setAttribute("seed", .int(Int64(options.seed)))
             try file.setAttribute("iterations", .int(Int64(outcome.iterations)))
             if let inertia = outcome.inertia { try file.setAttribute("inertia", .double(inertia)) }
-            try file.setAttribute("regularize", .string(options.regularize.rawValue))
-            if options.regularize == .mrf { try file.setAttribute("beta", .double(options.beta)) }
+            try file.setAttribute("regularize", .string("\(options.regularize)"))
+            if options.regularize.contains(.mrf) { try file.setAttribute("beta", .double(options.beta)) }
             try file.setAttribute("min_region", .int(Int64(options.minRegion)))
             try file.setAttribute("connectivity", .int(Int64(options.connectivity)))
             try file.setAttribute(

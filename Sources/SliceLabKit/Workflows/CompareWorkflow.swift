@@ -84,6 +84,76 @@ public enum CompareWorkflow {
     /// - Throws: `LabeledSetError` naming a bad case, `CompareError`, and the errors of the model, the
     ///   classical methods and the results writer. Nothing is written unless every run completed.
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws -> Outcome {
+        try checkOutputs(options)
+        let clock = StageClock()
+        if let threads = options.threads { setComputeThreads(threads) }
+        let cases = try load(options, clock: clock)
+        let progress = ProgressReporter("compare", total: cases.samples.count * (1 + options.classical.count))
+        var predictions = try deepPredictions(cases, options: options, clock: clock, progress: progress)
+        for spec in options.classical {
+            predictions.append(
+                try classicalPrediction(spec, cases: cases, options: options, clock: clock, progress: progress))
+        }
+        for ((name, folder), maps) in zip(options.external, cases.externalMaps) {
+            predictions.append(
+                Prediction(
+                    name: options.runPrefix + name, method: "external", model: folder,
+                    config: DatasetLayouts.jsonText(["folder": folder]), maps: maps))
+        }
+        let names = predictions.map(\.name)
+        if let duplicate = names.first(where: { name in names.filter { $0 == name }.count > 1 }) {
+            throw CompareError.duplicateRun(name: duplicate)
+        }
+        let runs = try clock.timed("evaluate") { try evaluate(predictions, cases: cases) }
+        return try write(runs, predictions: predictions, cases: cases, options: options, clock: clock)
+    }
+
+    // MARK: - Stages
+
+    /// The cases of one comparison, loaded once for every stage.
+    struct Cases {
+        let set: LabeledSet
+        /// The split's cases (every shard's), and those this process compares.
+        let allNames: [String]
+        let names: [String]
+        let samples: [LabeledSample]
+        let images: [ScanImage]
+        let references: [LabelMap]
+        let segmenter: VolumeSegmenter
+        /// `--external` runs' label maps, in `options.external` order.
+        let externalMaps: [[LabelMap]]
+    }
+
+    /// One run's label maps, before evaluation.
+    struct Prediction {
+        var name: String
+        var method: String
+        var model: String
+        var config: String
+        var maps: [LabelMap]
+        var postprocessingJSON: String? = nil
+    }
+
+    /// Seconds per named stage, summed over the stage's calls, in the order stages first ran.
+    final class StageClock {
+        private(set) var timings: [(stage: String, seconds: Double)] = []
+
+        func timed<T>(_ stage: String, _ body: () throws -> T) rethrows -> T {
+            let start = Date()
+            defer {
+                let seconds = Date().timeIntervalSince(start)
+                if let index = timings.firstIndex(where: { $0.stage == stage }) {
+                    timings[index].seconds += seconds
+                } else {
+                    timings.append((stage, seconds))
+                }
+            }
+            return try body()
+        }
+    }
+
+    /// Refuses outputs a shard cannot write, and prepares every output folder.
+    static func checkOutputs(_ options: Options) throws {
         try prepareOutputLocation(options.output)
         if options.shard != nil {
             if options.report != nil { throw ShardError.notShardable(option: "--report", command: "compare") }
@@ -98,199 +168,166 @@ public enum CompareWorkflow {
         for folder in [options.report, options.overlays, options.predictions].compactMap({ $0 }) {
             try prepareOutputLocation(folder, isFolder: true)
         }
-        var timings: [(String, Double)] = []
-        func timed<T>(_ stage: String, _ body: () throws -> T) rethrows -> T {
-            let start = Date()
-            defer {
-                let seconds = Date().timeIntervalSince(start)
-                if let index = timings.firstIndex(where: { $0.0 == stage }) {
-                    timings[index].1 += seconds
-                } else {
-                    timings.append((stage, seconds))
-                }
-            }
-            return try body()
-        }
-        if let threads = options.threads { setComputeThreads(threads) }
-        let set = try timed("load") {
+    }
+
+    /// The set, this process's cases of the split, the model, and the `--external` runs (read first, so a
+    /// missing or misshapen file fails before the model runs).
+    static func load(_ options: Options, clock: StageClock) throws -> Cases {
+        let set = try clock.timed("load") {
             try LabeledSet.open(
-                options.dataset, skipBad: options.skipBad, limits: options.limits,
-                selection: options.selection)
+                options.dataset, skipBad: options.skipBad, limits: options.limits, selection: options.selection)
         }
-        let allCases = set.cases(in: options.split)
-        guard !allCases.isEmpty else {
+        let allNames = set.cases(in: options.split)
+        guard !allNames.isEmpty else {
             throw CompareError.emptySplit(
-                dataset: options.dataset, split: options.split,
-                available: set.splits.keys.sorted())
+                dataset: options.dataset, split: options.split, available: set.splits.keys.sorted())
         }
-        var caseNames = allCases
+        var names = allNames
         if let shard = options.shard {
-            let sizes = allCases.map { name in
+            let sizes = allNames.map { name in
                 set.files[name].map { files in
                     files.images.map { ShardSplit.diskSize($0.path) }.reduce(0, +)
                         + ShardSplit.diskSize(files.labels.path)
                 } ?? 0
             }
-            caseNames = try ShardSplit.indices(of: shard, sizes: sizes).map { allCases[$0] }
+            names = try ShardSplit.indices(of: shard, sizes: sizes).map { allNames[$0] }
         }
-        let segmenter = try timed("load") {
+        let segmenter = try clock.timed("load") {
             try VolumeSegmenter.load(checkpoint: options.model, precision: options.precision)
         }
-        let model = segmenter.model
-        guard model.configuration.classCount == set.classCount else {
+        guard segmenter.classCount == set.classCount else {
             throw LabeledSetError.classCountMismatch(
-                model: options.model, modelClasses: model.configuration.classCount,
+                model: options.model, modelClasses: segmenter.classCount,
                 dataset: options.dataset, datasetClasses: set.classCount)
         }
-        let samples = try timed("load") { try caseNames.map { try set.load($0) } }
-        let images = samples.map(ScanImage.init)
+        let samples = try clock.timed("load") { try names.map { try set.load($0) } }
         let references = samples.map { labelMap($0.labels.values, like: $0) }
-        // Other tools' runs first: a missing or misshapen file fails before the model runs.
-        let externalMaps = try timed("load") {
+        let externalMaps = try clock.timed("load") {
             try options.external.map {
                 try externalPredictions(
-                    run: $0.name, folder: $0.folder, caseNames: caseNames, references: references,
-                    set: set)
+                    run: $0.name, folder: $0.folder, caseNames: names, references: references, set: set)
             }
         }
+        return Cases(
+            set: set, allNames: allNames, names: names, samples: samples, images: samples.map(ScanImage.init),
+            references: references, segmenter: segmenter, externalMaps: externalMaps)
+    }
 
-        // DeepLabV3, case by case (oneDNN uses every core for one case).
-        let progress = ProgressReporter("compare", total: samples.count * (1 + options.classical.count))
-        let posts = options.post.filter { $0 != .step(.none) }
-        var deep: [LabelMap] = []
-        var outputs = DeepOutputs()
-        if posts.isEmpty {
-            for (index, image) in images.enumerated() {
-                let labels = try timed("segment deeplabv3") {
-                    try segmenter.segment(image).labels
-                }
-                deep.append(labelMap(labels, like: samples[index]))
-                progress.advance(status: "deeplabv3 \(samples[index].name)")
+    /// DeepLabV3 case by case (oneDNN uses every core for one case), then each `--post` choice on its output.
+    static func deepPredictions(
+        _ cases: Cases, options: Options, clock: StageClock, progress: ProgressReporter
+    ) throws -> [Prediction] {
+        let posts = options.post.filter { $0 != .steps(.none) }
+        let outputs = try clock.timed("segment deeplabv3") {
+            try DeepOutputs.segment(cases.segmenter, images: cases.images, keepsProbabilities: !posts.isEmpty) {
+                progress.advance(status: "deeplabv3 \(cases.samples[$0].name)")
             }
-        } else {
-            outputs = try timed("segment deeplabv3") {
-                try DeepOutputs.segment(segmenter, images: images) {
-                    progress.advance(status: "deeplabv3 \(samples[$0].name)")
-                }
-            }
-            deep = zip(outputs.labels, samples).map { labelMap($0, like: $1) }
         }
-
-        // Each classical configuration, cases in parallel.
-        var predictions: [(name: String, method: String, model: String, config: String, maps: [LabelMap])] = [
-            (
-                options.runPrefix + "deeplabv3", "deeplabv3", options.model, try configurationJSON(model.configuration),
-                deep
-            )
-        ]
-        var postprocessing: [String: String] = [:]
-        for post in posts {
-            let name = options.runPrefix + "deeplabv3.\(post)"
-            let maps: [[Int32]] = try timed("post-process \(post)") {
-                switch post {
-                case .step(let step):
-                    let settings = SegmentPostProcessing(step: step, crf: options.crf)
-                    postprocessing[name] = try SortedJSON.string(
-                        PostProcessingRecord(method: "\(step)", crf: step == .crf ? options.crf.spec : nil))
-                    return try images.indices.map {
-                        try outputs.apply(settings, case: $0, image: images[$0], classCount: set.classCount)
-                    }
-                case .auto:
-                    let choice = try chooseAuto(set: set, segmenter: segmenter, options: options)
-                    postprocessing[name] = choice.json
-                    return try images.indices.map {
-                        try choice.apply(case: $0, outputs: outputs, image: images[$0], classCount: set.classCount)
+        let config = try configurationJSON(cases.segmenter.model.configuration)
+        let plain = Prediction(
+            name: options.runPrefix + "deeplabv3", method: "deeplabv3", model: options.model, config: config,
+            maps: zip(outputs.labels, cases.samples).map { labelMap($0, like: $1) })
+        return try [plain]
+            + posts.map { post in
+                var run = plain
+                run.name += ".\(post)"
+                let maps: [[Int32]] = try clock.timed("post-process \(post)") {
+                    switch post {
+                    case .steps(let pipeline):
+                        let settings = SegmentPostProcessing(pipeline: pipeline, crf: options.crf)
+                        run.postprocessingJSON = try SortedJSON.string(
+                            PostProcessingRecord(
+                                method: "\(pipeline)", crf: pipeline.contains(.crf) ? options.crf.spec : nil))
+                        return try cases.images.indices.map {
+                            try outputs.apply(
+                                settings, case: $0, image: cases.images[$0], classCount: cases.set.classCount)
+                        }
+                    case .auto:
+                        let choice = try chooseAuto(set: cases.set, segmenter: cases.segmenter, options: options)
+                        run.postprocessingJSON = choice.json
+                        return try cases.images.indices.map {
+                            try choice.apply(
+                                case: $0, outputs: outputs, image: cases.images[$0], classCount: cases.set.classCount)
+                        }
                     }
                 }
-            }
-            predictions.append(
-                (
-                    name, "deeplabv3", options.model, try configurationJSON(model.configuration),
-                    zip(maps, samples).map { labelMap($0, like: $1) }
-                ))
-        }
-        for spec in options.classical {
-            let maps = try timed("segment \(spec.runName)") {
-                try classicalPredictions(
-                    spec, set: set, samples: samples, images: images, options: options,
-                    progress: progress)
-            }
-            predictions.append(
-                (
-                    options.runPrefix + spec.runName, spec.method.rawValue, spec.text,
-                    try classicalConfigJSON(spec, set), maps
-                ))
-        }
-        for ((name, folder), maps) in zip(options.external, externalMaps) {
-            predictions.append(
-                (
-                    options.runPrefix + name, "external", folder,
-                    DatasetLayouts.jsonText(["folder": folder]), maps
-                ))
-        }
-        let names = predictions.map(\.name)
-        if let duplicate = names.first(where: { name in names.filter { $0 == name }.count > 1 }) {
-            throw CompareError.duplicateRun(name: duplicate)
-        }
-
-        // Evaluation.
-        let settings = EvaluationSettings(classCount: set.classCount)
-        let runs = try timed("evaluate") {
-            try predictions.map { prediction -> ResultsRun in
-                let metrics = try evaluate(
-                    prediction.maps, references: references, caseNames: caseNames,
-                    settings: settings)
-                var stored: [String: LabelMap] = [:]
-                for (name, map) in zip(caseNames, prediction.maps) { stored[name] = map }
-                var run = try ResultsRun(
-                    name: prediction.name, method: prediction.method, model: prediction.model,
-                    dataset: set.description.name, configJSON: prediction.config,
-                    settings: settings, classNames: set.description.classes,
-                    cases: zip(zip(caseNames, samples), metrics).map { ($0.0, $0.1.spacing, $1) },
-                    labels: stored)
-                run.postprocessingJSON = postprocessing[prediction.name]
-                run.splitJSON = set.splitJSON
+                run.maps = zip(maps, cases.samples).map { labelMap($0, like: $1) }
                 return run
             }
+    }
+
+    /// One classical configuration, cases in parallel.
+    static func classicalPrediction(
+        _ spec: ClassicalSpec, cases: Cases, options: Options, clock: StageClock, progress: ProgressReporter
+    ) throws -> Prediction {
+        let maps = try clock.timed("segment \(spec.runName)") {
+            try classicalPredictions(
+                spec, set: cases.set, samples: cases.samples, images: cases.images, options: options,
+                progress: progress)
         }
+        return Prediction(
+            name: options.runPrefix + spec.runName, method: spec.method.rawValue, model: spec.text,
+            config: try classicalConfigJSON(spec, cases.set), maps: maps)
+    }
+
+    /// Every prediction as a run of per-case metrics on the references' grids.
+    static func evaluate(_ predictions: [Prediction], cases: Cases) throws -> [ResultsRun] {
+        let settings = EvaluationSettings(classCount: cases.set.classCount)
+        return try predictions.map { prediction in
+            let metrics = try evaluate(
+                prediction.maps, references: cases.references, caseNames: cases.names, settings: settings)
+            var run = try ResultsRun(
+                name: prediction.name, method: prediction.method, model: prediction.model,
+                dataset: cases.set.description.name, configJSON: prediction.config,
+                settings: settings, classNames: cases.set.description.classes,
+                cases: zip(zip(cases.names, cases.samples), metrics).map { ($0.0, $0.1.spacing, $1) },
+                labels: Dictionary(uniqueKeysWithValues: zip(cases.names, prediction.maps)))
+            run.postprocessingJSON = prediction.postprocessingJSON
+            run.splitJSON = cases.set.splitJSON
+            return run
+        }
+    }
+
+    /// The results file (a shard's part, or the runs with their comparisons to the first), and the overlays,
+    /// label files and report asked for.
+    static func write(
+        _ runs: [ResultsRun], predictions: [Prediction], cases: Cases, options: Options, clock: StageClock
+    ) throws -> Outcome {
         let pairs = runs.dropFirst().map { (a: runs[0].name, b: $0.name) }
         if let shard = options.shard {
             let record = ShardRecord(
                 command: "compare", shard: shard, configJSON: try shardConfigJSON(options),
-                caseOrder: allCases, cases: caseNames,
-                skipped: set.skipped.map { ($0.name, "\($0.error)") },
+                caseOrder: cases.allNames, cases: cases.names,
+                skipped: cases.set.skipped.map { ($0.name, "\($0.error)") },
                 runOrder: runs.map(\.name), comparisons: pairs)
-            try timed("write") {
+            try clock.timed("write") {
                 try ResultsFile.write(runs: runs, to: options.output, overwrite: true, shard: record, updating: false)
             }
-            return Outcome(
-                runs: runs, comparisons: [], skipped: set.skipped,
-                timings: timings.map { (stage: $0.0, seconds: $0.1) })
+            return Outcome(runs: runs, comparisons: [], skipped: cases.set.skipped, timings: clock.timings)
         }
-        let comparisons = try timed("evaluate") { try runs.dropFirst().map { try ResultsComparison(runs[0], $0) } }
-        try timed("write") {
+        let comparisons = try clock.timed("evaluate") {
+            try runs.dropFirst().map { try ResultsComparison(runs[0], $0) }
+        }
+        let (names, maps) = (predictions.map(\.name), predictions.map(\.maps))
+        try clock.timed("write") {
             try ResultsFile.write(
                 runs: runs, comparisons: comparisons, to: options.output, overwrite: options.overwrite)
             if let folder = options.overlays {
                 try writeOverlays(
-                    to: folder, names: predictions.map(\.name), maps: predictions.map(\.maps),
-                    images: images, references: references, caseNames: caseNames)
+                    to: folder, names: names, maps: maps, images: cases.images, references: cases.references,
+                    caseNames: cases.names)
             }
             if let folder = options.predictions {
-                try writePredictions(
-                    to: folder, names: predictions.map(\.name), maps: predictions.map(\.maps),
-                    samples: samples, set: set)
+                try writePredictions(to: folder, names: names, maps: maps, samples: cases.samples, set: cases.set)
             }
             if let folder = options.report {
                 try report(
-                    runs: runs, comparisons: comparisons, images: images, references: references,
-                    predictions: predictions.map(\.maps), set: set
+                    runs: runs, comparisons: comparisons, images: cases.images, references: cases.references,
+                    predictions: maps, set: cases.set
                 ).write(to: folder)
             }
         }
-        return Outcome(
-            runs: runs, comparisons: comparisons, skipped: set.skipped,
-            timings: timings.map { (stage: $0.0, seconds: $0.1) })
+        return Outcome(runs: runs, comparisons: comparisons, skipped: cases.set.skipped, timings: clock.timings)
     }
 
     // MARK: - Pieces
@@ -512,7 +549,7 @@ public enum CompareWorkflow {
                 spec: spec.text, method: spec.method.rawValue, space: spec.space.rawValue,
                 clusters: spec.options(classCount: set.classCount).classes, map: spec.mapping.rawValue,
                 oracle: spec.mapping == .oracle, seed: spec.seed, n_init: spec.initCount,
-                regularize: spec.regularize.rawValue, min_region: spec.minRegion, connectivity: spec.connectivity))
+                regularize: "\(spec.regularize)", min_region: spec.minRegion, connectivity: spec.connectivity))
     }
 
     /// A classical run's `config` (snake-case keys, as results files name them).

@@ -38,10 +38,10 @@ extension SegmentWorkflow {
         }
         _ = try DeepLabCheckpoint.load(options.model)  // a bad model fails the run, not every case
         var config = [
-            "input": options.input, "model": options.model, "regularize": options.postProcessing.step.rawValue,
+            "input": options.input, "model": options.model, "regularize": "\(options.postProcessing.pipeline)",
             "probabilities": options.probabilities ? "true" : "false", "tile_size": "\(options.tileSize)"
         ]
-        if options.postProcessing.step == .crf { config["crf"] = options.postProcessing.crf.spec }
+        if options.postProcessing.pipeline.contains(.crf) { config["crf"] = options.postProcessing.crf.spec }
         var manifest = SegmentationManifest(
             config: config, cases: [], skipped: [], shard: shard,
             caseOrder: shard == nil ? nil : all.map(\.name))

@@ -131,7 +131,7 @@ public enum SegmentWorkflow {
         var firstLabels: [Int32]?
         /// Hands every slice's labels (and probabilities when asked) to `store`, in slice order.
         func produce(_ store: (Int, [Int32], [Float]) throws -> Void) throws {
-            if options.postProcessing.step != .none {
+            if options.postProcessing.pipeline != .none {
                 var labels: [Int32] = []
                 var probabilities: [Float] = []
                 var display: [Float] = []
@@ -158,7 +158,7 @@ public enum SegmentWorkflow {
                 labels = try options.postProcessing.apply(
                     labels: labels, probabilities: probabilities, classCount: k, display: display, channels: channels,
                     frames: reader.frames, rows: rows, columns: columns, spacing: reader.spacing)
-                log("segment: post-processed with \(options.postProcessing.step)")
+                log("segment: post-processed with \(options.postProcessing.pipeline)")
                 for index in 0..<reader.frames {
                     try store(
                         index, Array(labels[(index * plane)..<((index + 1) * plane)]),
@@ -204,8 +204,8 @@ public enum SegmentWorkflow {
                 try file.setAttribute("origin", .doubles(geometry.origin), at: "/labels")
                 try file.setAttribute("direction", .doubles(geometry.direction), at: "/labels")
                 try file.setAttribute("geometry_version", .ints([2]), at: "/labels")
-                try file.setAttribute("regularize", .string(options.postProcessing.step.rawValue), at: "/labels")
-                if options.postProcessing.step == .crf {
+                try file.setAttribute("regularize", .string("\(options.postProcessing.pipeline)"), at: "/labels")
+                if options.postProcessing.pipeline.contains(.crf) {
                     try file.setAttribute("crf", .string(options.postProcessing.crf.spec), at: "/labels")
                 }
                 if options.probabilities {
@@ -272,7 +272,7 @@ public enum SegmentWorkflow {
         var probabilities: [Float] = []
         var display: [Float] = []
         var channels = 1
-        let post = options.postProcessing.step != .none
+        let post = options.postProcessing.pipeline != .none
         try segmenter.run(
             slices: image.frames, rows: image.rows, columns: image.columns, channels: image.channels,
             spacing: image.hasSpacing ? image.spacing : nil, source: options.input,

@@ -18,9 +18,7 @@ enum ClusterCommand: Command {
                 help: "Color space the pixels are points in.", default: "gray"),
             OptionSpec("seed", .int(), help: "Random seed.", default: "0"),
             OptionSpec("n-init", .int(1...1000), help: "Restarts for kmeans/gmm.", default: "10"),
-            OptionSpec(
-                "regularize", .choice(of: PostProcessingStepName.self), help: "Smoothing after labelling.",
-                default: "none"),
+            regularizeOption(help: "Smoothing after labelling."),
             OptionSpec("min-region", .int(0...Int.max), help: "Merge regions smaller than N pixels.", default: "0"),
             OptionSpec(
                 "connectivity", .choice(["1", "2"]), help: "Region connectivity (1: 4/6, 2: 8/26).",
@@ -56,7 +54,7 @@ enum ClusterCommand: Command {
         let options = ClusterOptions(
             method: method, classes: classes, space: arguments.choice("space") ?? .gray,
             seed: arguments.int("seed") ?? 0, initCount: arguments.int("n-init") ?? 10,
-            regularize: arguments.choice("regularize") ?? PostProcessingStepName.none,
+            regularize: try regularizePipeline(arguments, command: "cluster"),
             minRegion: arguments.int("min-region") ?? 0,
             connectivity: arguments.int("connectivity") ?? 1)
         let outcome: ClusterOutcome

@@ -24,9 +24,10 @@ enum CompareCommand: Command {
             OptionSpec("report", valueName: "DIR", help: "Write an HTML report into DIR."),
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
             OptionSpec(
-                "post", valueName: "STEP",
+                "post", valueName: "STEP[,STEP…]",
                 help: "Also run the model with post-processing STEP (\(ComparePost.names.joined(separator: ", "))) "
-                    + "as run deeplabv3.STEP; auto picks component rules per class on the val split.",
+                    + "as run deeplabv3.STEP; several steps run in turn (largest-component,fill-holes); auto "
+                    + "picks component rules per class on the val split.",
                 repeatable: true),
             OptionSpec("crf", valueName: "SPEC", help: "Dense CRF parameters for --post crf."),
             OptionSpec(
@@ -102,7 +103,7 @@ enum CompareCommand: Command {
             }
             return post
         }
-        if arguments.string("crf") != nil, !options.post.contains(.step(.crf)) {
+        if arguments.string("crf") != nil, !options.post.contains(where: { $0.contains(.crf) }) {
             throw UsageError("slicelab compare: --crf needs --post crf")
         }
         options.crf = try crfParameters(arguments, command: "compare")

@@ -33,10 +33,9 @@ enum SegmentCommand: Command {
             OptionSpec(
                 "probabilities", .flag,
                 help: "Also write /probabilities [frames, classes, H, W] (before post-processing)."),
-            OptionSpec(
-                "regularize", .choice(of: PostProcessingStepName.self),
+            regularizeOption(
                 help: "Post-processing: crf and mrf use the class probabilities, the others the labels; "
-                    + "a multi-frame input is post-processed as one volume.", default: "none"),
+                    + "a multi-frame input is post-processed as one volume."),
             OptionSpec(
                 "crf", valueName: "SPEC",
                 help: "Dense CRF parameters for --regularize crf: "
@@ -152,8 +151,8 @@ enum SegmentCommand: Command {
         options.precision = arguments.choice("precision")
         options.batch = arguments.int("batch") ?? 1
         options.timings = arguments.flag("timings")
-        options.postProcessing.step = arguments.choice("regularize") ?? PostProcessingStepName.none
-        if arguments.string("crf") != nil, options.postProcessing.step != .crf {
+        options.postProcessing.pipeline = try regularizePipeline(arguments, command: "segment")
+        if arguments.string("crf") != nil, !options.postProcessing.pipeline.contains(.crf) {
             throw UsageError("slicelab segment: --crf needs --regularize crf")
         }
         options.postProcessing.crf = try crfParameters(arguments)
