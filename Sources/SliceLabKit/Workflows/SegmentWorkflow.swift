@@ -76,34 +76,55 @@ public enum SegmentWorkflow {
     /// - Throws: `InputError`, `DeepLabError`, `ImageFileError`, each naming the file and cause.
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws {
         let start = DispatchTime.now().uptimeNanoseconds
-        guard let format = OutputFormat(path: options.output) else {
-            throw InputError.unsupportedOutput(
-                file: options.output,
-                reason: "expected .h5, .nii, .nii.gz, .png or "
-                    + ".dcm")
-        }
-        if options.probabilities && format != .hdf5 {
-            throw InputError.unsupportedOutput(file: options.output, reason: "--probabilities needs an .h5 output")
-        }
+        let format = try checkOutput(options)
         if let threads = options.threads { setComputeThreads(threads) }
         let segmenter = try VolumeSegmenter.load(
             checkpoint: options.model, context: options.context,
             tileSize: options.tileSize, precision: options.precision)
         segmenter.model.resetMultiplyAddCount()
-        var finished = false
-        defer {
-            if options.timings && finished {
-                let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-                for line in throughput(segmenter, batch: options.batch, seconds: seconds).lines {
-                    log("segment: " + line)
-                }
-            }
-        }
         if format == .dicom {
             try writeSegmentation(options, segmenter: segmenter, log: log)
-            finished = true
-            return
+        } else {
+            let slices = try SliceLabels(
+                reader: openFrames(options, format: format, segmenter: segmenter, log: log), segmenter: segmenter,
+                options: options)
+            let firstLabels = try write(slices, format: format, options: options, log: log)
+            if let overlay = options.overlay, let firstLabels {
+                let reader = slices.reader
+                try Overlay.write(
+                    image: try reader.frame(0),
+                    labels: LabelMap(
+                        frames: 1, rows: reader.rows, columns: reader.columns, labels: firstLabels,
+                        spacing: reader.spacing),
+                    frame: 0, to: overlay)
+            }
         }
+        if options.timings {
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            for line in throughput(segmenter, batch: options.batch, seconds: seconds).lines {
+                log("segment: " + line)
+            }
+        }
+    }
+
+    // MARK: - Stages
+
+    /// The output's format (from its ending, `OutputFormat`), refused when it cannot hold what was asked.
+    static func checkOutput(_ options: Options) throws -> OutputFormat {
+        guard let format = OutputFormat(path: options.output) else {
+            throw InputError.unsupportedOutput(
+                file: options.output, reason: "expected .h5, .nii, .nii.gz, .png or .dcm")
+        }
+        if options.probabilities && format != .hdf5 {
+            throw InputError.unsupportedOutput(file: options.output, reason: "--probabilities needs an .h5 output")
+        }
+        return format
+    }
+
+    /// The input's frames, with what was skipped and resampled reported; a PNG output takes one frame.
+    static func openFrames(
+        _ options: Options, format: OutputFormat, segmenter: VolumeSegmenter, log: (String) -> Void
+    ) throws -> FrameReader {
         let reader = try FrameReader.open(options.input, limits: options.limits)
         for (file, reason) in reader.skipped { log("segment: skipped \(file): \(reason)") }
         if !reader.skipped.isEmpty {
@@ -112,135 +133,149 @@ public enum SegmentWorkflow {
         if format == .png && reader.frames > 1 {
             throw InputError.unsupportedOutput(
                 file: options.output,
-                reason: "the input has \(reader.frames) frames; "
-                    + "a PNG holds one, write .h5 or .nii.gz instead")
+                reason: "the input has \(reader.frames) frames; a PNG holds one, write .h5 or .nii.gz instead")
         }
-        let k = segmenter.classCount
-        let (rows, columns, plane) = (reader.rows, reader.columns, reader.rows * reader.columns)
-        let geometry =
-            reader.geometry
-            ?? VolumeGeometry(
-                spacing: reader.spacing, origin: [0, 0, 0],
-                direction: VolumeGeometry.identity.direction)
         let spacing: [Double]? = reader.hasSpacing ? reader.spacing : nil
-        if let size = segmenter.resampledSize(rows: rows, columns: columns, spacing: spacing) {
+        if let size = segmenter.resampledSize(rows: reader.rows, columns: reader.columns, spacing: spacing) {
             log(
-                "segment: slices resampled from \(rows)×\(columns) to \(size.rows)×\(size.columns) for the "
-                    + "model's training spacing \(segmenter.sampling.spacing ?? [])")
+                "segment: slices resampled from \(reader.rows)×\(reader.columns) to \(size.rows)×\(size.columns) "
+                    + "for the model's training spacing \(segmenter.sampling.spacing ?? [])")
         }
+        return reader
+    }
+
+    /// Writes the labels (and probabilities) in `format`; returns the first frame's labels, for the overlay.
+    static func write(
+        _ slices: SliceLabels, format: OutputFormat, options: Options, log: (String) -> Void
+    ) throws -> [Int32]? {
+        let reader = slices.reader
         var firstLabels: [Int32]?
-        /// Hands every slice's labels (and probabilities when asked) to `store`, in slice order.
-        func produce(_ store: (Int, [Int32], [Float]) throws -> Void) throws {
-            if options.postProcessing.pipeline != .none {
-                var labels: [Int32] = []
-                var probabilities: [Float] = []
-                var display: [Float] = []
-                var channels = 1
-                var displayed = 0
-                try segmenter.run(
-                    slices: reader.frames, rows: rows, columns: columns, channels: reader.channels,
-                    spacing: spacing, source: options.input, batch: options.batch,
-                    slice: { index in
-                        let image = try reader.frame(index)
-                        // Slices come in order, once more when z-score takes a first pass for the volume's statistics.
-                        if index == displayed {
-                            let shown = SegmentPostProcessing.display(image)
-                            (display, channels) = (display + shown.values, shown.channels)
-                            displayed += 1
-                        }
-                        return image.values
-                    }
-                ) { index, logits in
-                    labels += argmaxOverClasses(logits)
-                    probabilities += softmaxOverClasses(logits).values
-                    if reader.frames > 1 { log("segment: frame \(index + 1)/\(reader.frames)") }
-                }
-                labels = try options.postProcessing.apply(
-                    labels: labels, probabilities: probabilities, classCount: k, display: display, channels: channels,
-                    frames: reader.frames, rows: rows, columns: columns, spacing: reader.spacing)
-                log("segment: post-processed with \(options.postProcessing.pipeline)")
-                for index in 0..<reader.frames {
-                    try store(
-                        index, Array(labels[(index * plane)..<((index + 1) * plane)]),
-                        options.probabilities
-                            ? Array(probabilities[(index * k * plane)..<((index + 1) * k * plane)]) : [])
-                }
-            } else {
-                try segmenter.run(
-                    slices: reader.frames, rows: rows, columns: columns, channels: reader.channels,
-                    spacing: spacing, source: options.input, batch: options.batch,
-                    slice: { try reader.frame($0).values }
-                ) {
-                    index, logits in
-                    try store(
-                        index, argmaxOverClasses(logits),
-                        options.probabilities ? softmaxOverClasses(logits).values : [])
-                    if reader.frames > 1 { log("segment: frame \(index + 1)/\(reader.frames)") }
-                }
-            }
-        }
         switch format {
         case .png:
-            try produce { _, labels, _ in firstLabels = labels }
-            try LabelMap(frames: 1, rows: rows, columns: columns, labels: firstLabels ?? [], spacing: reader.spacing)
-                .write(to: options.output)
+            try slices.produce(log: log) { _, labels, _ in firstLabels = labels }
+            try LabelMap(
+                frames: 1, rows: reader.rows, columns: reader.columns, labels: firstLabels ?? [],
+                spacing: reader.spacing
+            ).write(to: options.output)
         case .nifti:
             var all: [Int32] = []
-            all.reserveCapacity(reader.frames * plane)
-            try produce { index, labels, _ in
+            all.reserveCapacity(reader.frames * reader.rows * reader.columns)
+            try slices.produce(log: log) { index, labels, _ in
                 if index == 0 { firstLabels = labels }
                 all += labels
             }
             try NIfTIImage.write(
-                .labels(all), dimensions: [columns, rows, reader.frames], geometry: geometry,
+                .labels(all), dimensions: [reader.columns, reader.rows, reader.frames], geometry: slices.geometry,
                 to: options.output)
         default:
-            let type: HDF5ElementType = k <= 256 ? .uint8 : .uint16
-            try HDF5File.write(to: options.output, updating: false) { file in
+            firstLabels = try writeHDF5(slices, options: options, log: log)
+        }
+        return firstLabels
+    }
+
+    /// `/labels` (uint8, or uint16 above 256 classes) with the geometry and post-processing attributes, and
+    /// `/probabilities` when asked, written slice by slice as they come.
+    static func writeHDF5(_ slices: SliceLabels, options: Options, log: (String) -> Void) throws -> [Int32]? {
+        let (reader, k, geometry) = (slices.reader, slices.segmenter.classCount, slices.geometry)
+        let (rows, columns) = (reader.rows, reader.columns)
+        var firstLabels: [Int32]?
+        let type: HDF5ElementType = k <= 256 ? .uint8 : .uint16
+        try HDF5File.write(to: options.output, updating: false) { file in
+            try file.createDataset(
+                "/labels", type, shape: [reader.frames, rows, columns], chunks: [1, rows, columns], deflate: 4)
+            try file.setAttribute("spacing", .doubles(geometry.spacing), at: "/labels")
+            try file.setAttribute("origin", .doubles(geometry.origin), at: "/labels")
+            try file.setAttribute("direction", .doubles(geometry.direction), at: "/labels")
+            try file.setAttribute("geometry_version", .ints([2]), at: "/labels")
+            try file.setAttribute("regularize", .string("\(options.postProcessing.pipeline)"), at: "/labels")
+            if options.postProcessing.pipeline.contains(.crf) {
+                try file.setAttribute("crf", .string(options.postProcessing.crf.spec), at: "/labels")
+            }
+            if options.probabilities {
                 try file.createDataset(
-                    "/labels", type, shape: [reader.frames, rows, columns],
-                    chunks: [1, rows, columns], deflate: 4)
-                try file.setAttribute("spacing", .doubles(geometry.spacing), at: "/labels")
-                try file.setAttribute("origin", .doubles(geometry.origin), at: "/labels")
-                try file.setAttribute("direction", .doubles(geometry.direction), at: "/labels")
-                try file.setAttribute("geometry_version", .ints([2]), at: "/labels")
-                try file.setAttribute("regularize", .string("\(options.postProcessing.pipeline)"), at: "/labels")
-                if options.postProcessing.pipeline.contains(.crf) {
-                    try file.setAttribute("crf", .string(options.postProcessing.crf.spec), at: "/labels")
+                    "/probabilities", .float32, shape: [reader.frames, k, rows, columns],
+                    chunks: [1, 1, rows, columns], deflate: 4)
+            }
+            try slices.produce(log: log) { index, labels, probabilities in
+                if index == 0 { firstLabels = labels }
+                let (start, count) = ([index, 0, 0], [1, rows, columns])
+                if type == .uint8 {
+                    try file.write(labels.map { UInt8(clamping: $0) }, to: "/labels", start: start, count: count)
+                } else {
+                    try file.write(labels.map { UInt16(clamping: $0) }, to: "/labels", start: start, count: count)
                 }
                 if options.probabilities {
-                    try file.createDataset(
-                        "/probabilities", .float32, shape: [reader.frames, k, rows, columns],
-                        chunks: [1, 1, rows, columns], deflate: 4)
-                }
-                try produce { index, labels, probabilities in
-                    if index == 0 { firstLabels = labels }
-                    if type == .uint8 {
-                        try file.write(
-                            labels.map { UInt8(clamping: $0) }, to: "/labels", start: [index, 0, 0],
-                            count: [1, rows, columns])
-                    } else {
-                        try file.write(
-                            labels.map { UInt16(clamping: $0) }, to: "/labels", start: [index, 0, 0],
-                            count: [1, rows, columns])
-                    }
-                    if options.probabilities {
-                        try file.write(
-                            probabilities, to: "/probabilities", start: [index, 0, 0, 0],
-                            count: [1, k, rows, columns])
-                    }
+                    try file.write(
+                        probabilities, to: "/probabilities", start: [index, 0, 0, 0], count: [1, k, rows, columns])
                 }
             }
         }
-        if let overlay = options.overlay, let firstLabels {
-            try Overlay.write(
-                image: try reader.frame(0),
-                labels: LabelMap(
-                    frames: 1, rows: rows, columns: columns,
-                    labels: firstLabels, spacing: reader.spacing),
-                frame: 0, to: overlay)
+        return firstLabels
+    }
+
+    /// A frame reader's slices through the model, handed out in slice order: streamed one by one, or, with
+    /// post-processing (which takes the whole input as one volume), all at once after the pipeline ran.
+    struct SliceLabels {
+        let reader: FrameReader
+        let segmenter: VolumeSegmenter
+        let options: Options
+
+        /// The input's geometry, else its spacing with origin 0 and identity axes.
+        var geometry: VolumeGeometry {
+            reader.geometry
+                ?? VolumeGeometry(
+                    spacing: reader.spacing, origin: [0, 0, 0], direction: VolumeGeometry.identity.direction)
         }
-        finished = true
+
+        /// Hands every slice's labels (and probabilities when asked) to `store`, in slice order.
+        func produce(log: (String) -> Void, _ store: (Int, [Int32], [Float]) throws -> Void) throws {
+            if options.postProcessing.pipeline != .none {
+                try producePostProcessed(log: log, store)
+                return
+            }
+            try segmenter.run(
+                slices: reader.frames, rows: reader.rows, columns: reader.columns, channels: reader.channels,
+                spacing: reader.hasSpacing ? reader.spacing : nil, source: options.input, batch: options.batch,
+                slice: { try reader.frame($0).values }
+            ) { index, logits in
+                try store(
+                    index, argmaxOverClasses(logits), options.probabilities ? softmaxOverClasses(logits).values : [])
+                if reader.frames > 1 { log("segment: frame \(index + 1)/\(reader.frames)") }
+            }
+        }
+
+        private func producePostProcessed(log: (String) -> Void, _ store: (Int, [Int32], [Float]) throws -> Void)
+            throws
+        {
+            let (k, plane) = (segmenter.classCount, reader.rows * reader.columns)
+            var (labels, probabilities, display, channels, displayed) = ([Int32](), [Float](), [Float](), 1, 0)
+            try segmenter.run(
+                slices: reader.frames, rows: reader.rows, columns: reader.columns, channels: reader.channels,
+                spacing: reader.hasSpacing ? reader.spacing : nil, source: options.input, batch: options.batch,
+                slice: { index in
+                    let image = try reader.frame(index)
+                    // Slices come in order, once more when z-score takes a first pass for the volume's statistics.
+                    if index == displayed {
+                        let shown = SegmentPostProcessing.display(image)
+                        (display, channels, displayed) = (display + shown.values, shown.channels, displayed + 1)
+                    }
+                    return image.values
+                }
+            ) { index, logits in
+                labels += argmaxOverClasses(logits)
+                probabilities += softmaxOverClasses(logits).values
+                if reader.frames > 1 { log("segment: frame \(index + 1)/\(reader.frames)") }
+            }
+            labels = try options.postProcessing.apply(
+                labels: labels, probabilities: probabilities, classCount: k, display: display, channels: channels,
+                frames: reader.frames, rows: reader.rows, columns: reader.columns, spacing: reader.spacing)
+            log("segment: post-processed with \(options.postProcessing.pipeline)")
+            for index in 0..<reader.frames {
+                try store(
+                    index, Array(labels[(index * plane)..<((index + 1) * plane)]),
+                    options.probabilities ? Array(probabilities[(index * k * plane)..<((index + 1) * k * plane)]) : [])
+            }
+        }
     }
 
     /// The run's throughput so far: the segmenter's forward statistics, the model's multiply-adds and the peak
