@@ -1,4 +1,6 @@
+import Distributed
 import Foundation
+import SliceLabDatasets
 import SliceLabInference
 import SliceLabKit
 import SliceLabResults
@@ -80,44 +82,21 @@ enum SegmentCommand: Command {
             }
             try checkPrecision(precision, model: model, command: "segment")
         }
-        if let weights = arguments.string("weights") {
-            guard let architecture: Architecture = arguments.choice("arch"), let classes = arguments.int("num-classes"),
-                let rawInput = arguments.string("raw-input"), let logits = arguments.string("logits")
-            else {
-                throw UsageError(
-                    "slicelab segment: parity mode needs --weights, --arch, --num-classes, --raw-input "
-                        + "and --logits")
-            }
-            let notes = try SegmentWorkflow.parity(
-                weights: weights, architecture: architecture, classCount: classes,
-                inputChannels: arguments.int("in-channels") ?? 3,
-                auxiliaryHead: arguments.flag("aux"), rawInput: rawInput,
-                logitsPath: logits, threads: arguments.int("threads"), log: standardError)
-            for note in notes { standardError("slicelab segment: \(note)") }
-            return
+        if let weights = arguments.string("weights") { return try runWeightsParity(arguments, weights: weights) }
+        if let rawInput = arguments.string("raw-input") { return try runRawLogits(arguments, rawInput: rawInput) }
+        if let crfInput = arguments.string("crf-input") { return try runCRFParity(arguments, crfInput: crfInput) }
+        let (options, folderOutput, shard) = try segmentOptions(arguments)
+        if folderOutput, let job = try cohortJob(arguments, command: "segment") {
+            try runJob(arguments, options: options, job: job)
+        } else if folderOutput {
+            try runFolder(arguments, options: options, shard: shard)
+        } else {
+            try SegmentWorkflow.run(options, log: standardError)
         }
-        if let rawInput = arguments.string("raw-input") {
-            guard let model = arguments.string("model"), let logits = arguments.string("logits") else {
-                throw UsageError("slicelab segment: --raw-input needs --model MODEL.h5 (or --weights …) and --logits")
-            }
-            try SegmentWorkflow.rawLogits(
-                model: model, rawInput: rawInput, logitsPath: logits,
-                threads: arguments.int("threads"), precision: arguments.choice("precision"),
-                log: standardError)
-            return
-        }
-        if let crfInput = arguments.string("crf-input") {
-            guard let marginals = arguments.string("marginals") else {
-                throw UsageError("slicelab segment: CRF parity mode needs --crf-input and --marginals")
-            }
-            let timing = try SegmentPostProcessing.crfParity(
-                input: crfInput, output: marginals,
-                parameters: try crfParameters(arguments))
-            if ProcessInfo.processInfo.environment["SLICELAB_TIMINGS"] != nil {
-                standardError("timing crf \(timing.seconds) cpu \(timing.cpuSeconds)")
-            }
-            return
-        }
+    }
+
+    /// What a segmentation asks for, whether it is a folder of cases into a folder, and its shard.
+    static func segmentOptions(_ arguments: ParsedArguments) throws -> (SegmentWorkflow.Options, Bool, Shard?) {
         guard let input = arguments.positional(0), let model = arguments.string("model"),
             let out = arguments.string("out")
         else {
@@ -156,32 +135,79 @@ enum SegmentCommand: Command {
             throw UsageError("slicelab segment: --crf needs --regularize crf")
         }
         options.postProcessing.crf = try crfParameters(arguments)
-        if folderOutput, let job = try cohortJob(arguments, command: "segment") {
-            let outcome = try ShardedJob.run(communicator: job, output: out, partSuffix: "") { shard, part in
-                var mine = options
-                mine.output = part
-                _ = try SegmentWorkflow.runCohort(mine, shard: shard, skipBad: arguments.flag("skip-bad")) {
-                    standardError("rank \(job.rank): \($0)")
-                }
-            } merge: { parts, output in
-                // Overwriting, as one process replaces an earlier output.
-                try SegmentationManifest.merge(parts: parts, output: output, overwrite: true)
+        return (options, folderOutput, shard)
+    }
+
+    /// A folder of cases under an MPI launcher: each rank its shard, rank 0 merges.
+    static func runJob(_ arguments: ParsedArguments, options: SegmentWorkflow.Options, job: Communicator) throws {
+        let out = options.output
+        let outcome = try ShardedJob.run(communicator: job, output: out, partSuffix: "") { shard, part in
+            var mine = options
+            mine.output = part
+            _ = try SegmentWorkflow.runCohort(mine, shard: shard, skipBad: arguments.flag("skip-bad")) {
+                standardError("rank \(job.rank): \($0)")
             }
-            if case .merged(let manifest) = outcome {
-                reportMerge(manifest, output: out, shards: job.size, job: true)
-            }
-            job.finish()
-            return
+        } merge: { parts, output in
+            // Overwriting, as one process replaces an earlier output.
+            try SegmentationManifest.merge(parts: parts, output: output, overwrite: true)
         }
-        if folderOutput {
-            let manifest = try SegmentWorkflow.runCohort(
-                options, shard: shard, skipBad: arguments.flag("skip-bad"),
-                log: standardError)
-            print(
-                "wrote \(manifest.cases.count) case(s) to \(out)" + (shard.map { " (shard \($0))" } ?? "")
-                    + (manifest.skipped.isEmpty ? "" : ", skipped \(manifest.skipped.count)"))
-            return
+        if case .merged(let manifest) = outcome {
+            reportMerge(manifest, output: out, shards: job.size, job: true)
         }
-        try SegmentWorkflow.run(options, log: standardError)
+        job.finish()
+    }
+
+    /// A folder of cases (or one shard of it) into a folder.
+    static func runFolder(_ arguments: ParsedArguments, options: SegmentWorkflow.Options, shard: Shard?) throws {
+        let out = options.output
+        let manifest = try SegmentWorkflow.runCohort(
+            options, shard: shard, skipBad: arguments.flag("skip-bad"),
+            log: standardError)
+        print(
+            "wrote \(manifest.cases.count) case(s) to \(out)" + (shard.map { " (shard \($0))" } ?? "")
+                + (manifest.skipped.isEmpty ? "" : ", skipped \(manifest.skipped.count)"))
+    }
+
+    // MARK: - Parity modes
+
+    /// torchvision weights on a raw input, for the parity tests.
+    static func runWeightsParity(_ arguments: ParsedArguments, weights: String) throws {
+        guard let architecture: Architecture = arguments.choice("arch"), let classes = arguments.int("num-classes"),
+            let rawInput = arguments.string("raw-input"), let logits = arguments.string("logits")
+        else {
+            throw UsageError(
+                "slicelab segment: parity mode needs --weights, --arch, --num-classes, --raw-input "
+                    + "and --logits")
+        }
+        let notes = try SegmentWorkflow.parity(
+            weights: weights, architecture: architecture, classCount: classes,
+            inputChannels: arguments.int("in-channels") ?? 3,
+            auxiliaryHead: arguments.flag("aux"), rawInput: rawInput,
+            logitsPath: logits, threads: arguments.int("threads"), log: standardError)
+        for note in notes { standardError("slicelab segment: \(note)") }
+    }
+
+    /// A checkpoint on a raw input, for the export parity tests.
+    static func runRawLogits(_ arguments: ParsedArguments, rawInput: String) throws {
+        guard let model = arguments.string("model"), let logits = arguments.string("logits") else {
+            throw UsageError("slicelab segment: --raw-input needs --model MODEL.h5 (or --weights …) and --logits")
+        }
+        try SegmentWorkflow.rawLogits(
+            model: model, rawInput: rawInput, logitsPath: logits,
+            threads: arguments.int("threads"), precision: arguments.choice("precision"),
+            log: standardError)
+    }
+
+    /// The dense CRF alone, for its parity test and benchmark.
+    static func runCRFParity(_ arguments: ParsedArguments, crfInput: String) throws {
+        guard let marginals = arguments.string("marginals") else {
+            throw UsageError("slicelab segment: CRF parity mode needs --crf-input and --marginals")
+        }
+        let timing = try SegmentPostProcessing.crfParity(
+            input: crfInput, output: marginals,
+            parameters: try crfParameters(arguments))
+        if ProcessInfo.processInfo.environment["SLICELAB_TIMINGS"] != nil {
+            standardError("timing crf \(timing.seconds) cpu \(timing.cpuSeconds)")
+        }
     }
 }
