@@ -14,6 +14,8 @@ same in both), all with 2 threads (--threads 2, OMP_NUM_THREADS=2):
       moved to a folder of its own (as Benchmarks/bench_dicom.py does); the total wall time.
   kmeans  `slicelab cluster --method kmeans --classes 4 --space rgb --n-init 1` of a 512x512 RGB PNG;
       the median "cluster" stage (SLICELAB_TIMINGS) of 15 processes (one takes ~50 ms).
+  compare-demo  `slicelab compare` of the bundled mni-brain set with its model and k-means (map=train-vote);
+      the total wall time of the process.
 Inputs are generated with fixed seeds under the work folder (--work, default /tmp/ab).
 
 Interleaving: each round runs every workload on both binaries back to back, base first in odd rounds
@@ -292,11 +294,22 @@ def kmeans(binary, work, _):
     return median(stages)
 
 
+def compare_demo(binary, work, _):
+    """`compare` of the bundled mni-brain set (this tree's copy, for both binaries) with its model and k-means."""
+    demo = ROOT / "Sources" / "SliceLabKit" / "Resources" / "Demo"
+    start = time.perf_counter()
+    run([binary, "compare", demo / "mni-brain", "--model", demo / "models" / "mni-brain.h5",
+         "--classical", "kmeans:space=gray,map=train-vote", "--out", work / "compare.h5", "--overwrite",
+         "--threads", str(THREADS)])
+    return time.perf_counter() - start
+
+
 WORKLOADS = {
     "resnet50-inference": ("DeepLabV3-ResNet-50 inference 3x512x512, median forward", resnet50_inference),
     "resnet18-train": ("DeepLabV3-ResNet-18 training step, batch 4 x 128x128", resnet18_train),
     "dicom-decode": ("DICOM corpus decode (`convert`), total wall", dicom_decode),
     "kmeans": ("k-means K=4 512x512 RGB, cluster stage", kmeans),
+    "compare-demo": ("`compare` on the bundled mni-brain set (DeepLabV3 + k-means), total wall", compare_demo),
 }
 
 

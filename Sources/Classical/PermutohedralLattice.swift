@@ -35,6 +35,8 @@ public struct PermutohedralLattice: Sendable {
     var neighbours: UnsafePointer<Int32> { UnsafePointer(tables.neighbours!) }
 
     /// Buffers allocated once and freed with the last copy of the lattice.
+    // @unchecked Sendable: the buffers are written while the lattice is built, before it is shared, and only read
+    // by the parallel blur passes afterwards; they are freed in `deinit`.
     final class Tables: @unchecked Sendable {
         let offsets: UnsafeMutablePointer<Int32>
         let weights: UnsafeMutablePointer<Float>

@@ -2,6 +2,8 @@ import CDCMTK
 import Foundation
 
 /// Owns one `cdcmtk_file` and frees it in `deinit`. Every raw CDCMTK call of the package sits in this file.
+// @unchecked Sendable: DCMTK's objects are not thread-safe; every call on `pointer` goes through `locked`, which
+// holds the handle's recursive lock, and the pointer is freed in `deinit` once no caller holds the handle.
 final class DCMTKHandle: @unchecked Sendable {
     let pointer: OpaquePointer
     let path: String

@@ -7,6 +7,8 @@ import SliceLabSupport
 /// (`modalityFrame`: Modality LUT Sequence, else Rescale Slope/Intercept applied in double, per frame where
 /// Enhanced functional groups carry them) and RGB (`rgbFrame`: palette and YBR converted). Reference: PS3.3
 /// C.7.6.3 (Image Pixel), C.11.1 (Modality LUT), PS3.5 8.2 (encapsulated transfer syntaxes).
+// @unchecked Sendable: its properties are constants read at open; pixel decoding goes through the
+// `DCMTKHandle`, whose lock serialises every DCMTK call on the file.
 public final class DICOMFile: @unchecked Sendable {
     /// The path as given.
     public let path: String

@@ -1,6 +1,8 @@
 import CDCMTK
 
 /// A dataset or a sequence item of an open `DICOMFile`: typed getters for its attributes. Keeps its file open.
+// @unchecked Sendable: it holds the `DCMTKHandle` of its file (whose every DCMTK call is serialised by the
+// handle's lock) and an opaque item pointer that only that handle's calls dereference.
 public struct DICOMItem: @unchecked Sendable {
     let handle: DCMTKHandle
     let pointer: OpaquePointer?

@@ -3,8 +3,10 @@ import SliceLabSupport
 
 /// A series found in a folder: its files and frames sorted into slices, with geometry, before any pixel is
 /// decoded. `load()` decodes it into a `Volume`.
+// @unchecked Sendable: constant values and `DICOMFile`s (themselves safe to share); slices decode in parallel.
 public struct Series: @unchecked Sendable {
     /// One slice: a frame of a file and where it lies.
+    // @unchecked Sendable: constants and a shared `DICOMFile` (see `Series`).
     public struct Slice: @unchecked Sendable {
         public let file: DICOMFile
         public let frame: Int
@@ -331,6 +333,7 @@ public struct Series: @unchecked Sendable {
 }
 
 /// The failure of the lowest slice index seen by the workers decoding a series (they stop at the first one).
+// @unchecked Sendable: `failure` is read and written under `lock` only.
 private final class SliceFailures: @unchecked Sendable {
     private let lock = NSLock()
     private var failure: (slice: Int, error: Error)?

@@ -190,6 +190,8 @@ public typealias BatchStatisticsSum = (inout [Double]) throws -> Void
 /// computes on the whole batch. Set by the data-parallel trainer for the process's one training run (`--sync-bn`),
 /// nil otherwise; the arithmetic is plain Swift in Float64 over NCHW, not oneDNN's primitive.
 public enum SynchronizedBatchNorm {
+    // nonisolated(unsafe): set by `train` before the first step and cleared after the last, on the training
+    // thread; the layers read it only inside the steps, on that same thread.
     nonisolated(unsafe) public static var sum: BatchStatisticsSum?
 }
 

@@ -10,6 +10,7 @@ import Foundation
 /// of faulting in fresh pages; and freed memory does not linger, as it does in glibc's heap, where
 /// fragmentation kept DeepLabV3-ResNet-50's peak resident memory about 50 % above its live tensors (training,
 /// batch 4 × 3 × 256²: 3.2 GB against 2.1 GB). Small buffers come from `posix_memalign`.
+// @unchecked Sendable: the idle lists and byte counts are read and written under `lock` only.
 final class TensorMemory: @unchecked Sendable {
     static let shared = TensorMemory()
 

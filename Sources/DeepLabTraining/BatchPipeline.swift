@@ -170,6 +170,8 @@ public struct BatchSampler: Sendable {
 
 /// Prepares batches on a background thread, at most `depth` ahead, so the compute never waits for loading
 /// and augmentation. The sequence is exactly `BatchSampler.nextBatch` applied repeatedly from `state`.
+// @unchecked Sendable: the queue and flags are touched only under `condition` (an NSCondition), by the producer
+// thread and the consumer.
 public final class BatchPrefetcher: @unchecked Sendable {
     private let condition = NSCondition()
     private var queue: [Result<TrainingBatch, Error>] = []

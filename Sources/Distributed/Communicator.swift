@@ -203,6 +203,7 @@ public final class PendingSum<T: ReducibleScalar> {
 }
 
 /// A thread that ends the process when a blocking collective outlives its deadline.
+// @unchecked Sendable: `deadline` and `line` are shared by the caller and the watchdog thread under `lock` only.
 final class Watchdog: @unchecked Sendable {
     private let lock = NSLock()
     private var deadline: Date?

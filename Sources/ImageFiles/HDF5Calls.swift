@@ -172,6 +172,7 @@ private func processState(_ pid: pid_t) -> (state: String, ticks: Int) {
 }
 
 /// Counts of the probes' retries and in-process fallbacks (for tests and diagnosis).
+// @unchecked Sendable: the counts are read and written under `lock` only.
 final class HDF5ProbeStatistics: @unchecked Sendable {
     static let shared = HDF5ProbeStatistics()
     private let lock = NSLock()

@@ -48,6 +48,8 @@ public struct SkippedCase: Equatable, Sendable {
 /// splits, names) and each listed case's content (readable, matching shapes, label values within the classes).
 /// Without `skipBad` the first problem throws a `LabeledSetError` naming the case; with it the case is left out
 /// and listed in `skipped`. Set-level problems always throw.
+// @unchecked Sendable: every property is a constant but `layout` and `fileEnding`, which `open` sets before the
+// set is returned; after that it is read-only, and cases load in parallel from it.
 public final class LabeledSet: @unchecked Sendable {
     public let folder: URL
     public let description: LabeledSetDescription

@@ -373,6 +373,8 @@ public struct VolumeSegmenter {
 }
 
 /// Counts of a segmenter's forward passes, for `segment --timings`.
+// @unchecked Sendable: only the segmenter's `run` writes the counts, on the thread that runs it (the network's
+// own parallelism is inside oneDNN); callers read them after `run` returns.
 public final class ForwardStatistics: @unchecked Sendable {
     /// Forward passes (one per batch; a tiled batch counts once).
     public internal(set) var forwards = 0

@@ -2,6 +2,8 @@ import Foundation
 
 /// Shows progress of long work on stderr: a redrawn bar on a TTY, plain lines (at most one every few seconds)
 /// otherwise, so logs stay readable.
+// @unchecked Sendable: every mutable field is read and written under `lock` (workers report progress from
+// `Parallel.forEach`).
 public final class ProgressReporter: @unchecked Sendable {
     private let label: String
     private let total: Int

@@ -694,6 +694,8 @@ public enum CompareWorkflow {
 }
 
 /// Collects results of `concurrentPerform` by index; the first error (in case order) is rethrown.
+// @unchecked Sendable: each worker writes its own slot under `lock`; `values` reads them after the parallel
+// loop has joined.
 final class ConcurrentResults<T>: @unchecked Sendable {
     private var slots: [Result<T, Error>?]
     private let lock = NSLock()
