@@ -1,4 +1,5 @@
 import Metrics
+import SliceLabIO
 import SliceLabInference
 import SliceLabKit
 import SliceLabResults
@@ -11,6 +12,12 @@ func checkPrecision(_ precision: Precision, model: String, command: String) thro
         throw UsageError("slicelab \(command): --precision \(precision.rawValue): \(problem)")
     }
 }
+
+/// `--palette`: the overlay's colours.
+let paletteOption = OptionSpec(
+    "palette", .choice(of: Overlay.Palette.self),
+    help: "The overlay's colours: distinct (matplotlib's tab10) or hue30 (hue = class / 30, the original demo's).",
+    default: "distinct")
 
 /// `--regularize STEP[,STEP…]`: registered post-processing steps, applied in turn.
 func regularizeOption(help: String) -> OptionSpec {

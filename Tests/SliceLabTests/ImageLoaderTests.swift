@@ -67,14 +67,19 @@ import Testing
     }
 
     @Test func overlayTintsClassesByHueAndLeavesBackgroundClear() throws {
-        #expect(Overlay.color(ofClass: 0) == (255, 0, 0))
-        #expect(Overlay.color(ofClass: 1) == (255, 51, 0))
-        #expect(Overlay.color(ofClass: 10) == (0, 255, 0))
-        #expect(Overlay.color(ofClass: 20) == (0, 0, 255))
+        #expect(Overlay.color(ofClass: 0, palette: .hue30) == (255, 0, 0))
+        #expect(Overlay.color(ofClass: 1, palette: .hue30) == (255, 51, 0))
+        #expect(Overlay.color(ofClass: 10, palette: .hue30) == (0, 255, 0))
+        #expect(Overlay.color(ofClass: 20, palette: .hue30) == (0, 0, 255))
         let folder = try TestSupport.temporaryFolder()
         let image = ScanImage(frames: 1, rows: 1, columns: 2, channels: 1, values: [0, 100], source: "x")
         let path = folder.appendingPathComponent("o.png").path
-        try Overlay.write(image: image, labels: LabelMap(frames: 1, rows: 1, columns: 2, labels: [0, 10]), to: path)
+        let labels = LabelMap(frames: 1, rows: 1, columns: 2, labels: [0, 10])
+        try Overlay.write(image: image, labels: labels, palette: .hue30, to: path)
         #expect(try PNGImage.read(path).intSamples == [0, 0, 0, 128, 255, 128])
+        // The default palette is matplotlib's tab10 (class 10: tab:cyan, #17becf), blended at 0.5 over white.
+        try Overlay.write(image: image, labels: labels, to: path)
+        #expect(try PNGImage.read(path).intSamples == [0, 0, 0, 139, 223, 231])
+        #expect(Overlay.color(ofClass: 1) == (31, 119, 180) && Overlay.color(ofClass: 2) == (255, 127, 14))
     }
 }

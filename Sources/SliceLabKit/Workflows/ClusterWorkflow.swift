@@ -13,7 +13,7 @@ public enum ClusterWorkflow {
     @discardableResult
     public static func run(
         input: String, options: ClusterOptions, out: String,
-        overlay: String? = nil, limits: ReadLimits = .standard
+        overlay: String? = nil, palette: Overlay.Palette = .distinct, limits: ReadLimits = .standard
     ) throws -> ClusterOutcome {
         try checkOutput(out)
         let start = Date()
@@ -33,7 +33,7 @@ public enum ClusterWorkflow {
         if let overlay {
             let frame = image.frames / 2
             let map = LabelMap(frames: image.frames, rows: image.rows, columns: image.columns, labels: outcome.labels)
-            try Overlay.write(image: image, labels: map, frame: frame, to: overlay)
+            try Overlay.write(image: image, labels: map, frame: frame, palette: palette, to: overlay)
         }
         outcome.timings.append(("write", Date().timeIntervalSince(writeStart)))
         return outcome

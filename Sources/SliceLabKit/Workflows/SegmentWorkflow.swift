@@ -15,6 +15,8 @@ public enum SegmentWorkflow {
         public var model: String
         public var output: String
         public var overlay: String?
+        /// The overlay's colours (`--palette`).
+        public var palette: Overlay.Palette = .distinct
         public var probabilities: Bool
         public var threads: Int?
         public var tileSize: Int
@@ -96,7 +98,7 @@ public enum SegmentWorkflow {
                     labels: LabelMap(
                         frames: 1, rows: reader.rows, columns: reader.columns, labels: firstLabels,
                         spacing: reader.spacing),
-                    frame: 0, to: overlay)
+                    frame: 0, palette: options.palette, to: overlay)
             }
         }
         if options.timings {
@@ -337,7 +339,9 @@ public enum SegmentWorkflow {
         log(
             "segment: wrote DICOM SEG \(options.output) referencing series \(source.seriesInstanceUID) "
                 + "(\(source.slices.count) slice(s))")
-        if let overlay = options.overlay { try Overlay.write(image: image, labels: map, frame: 0, to: overlay) }
+        if let overlay = options.overlay {
+            try Overlay.write(image: image, labels: map, frame: 0, palette: options.palette, to: overlay)
+        }
     }
 
     /// The logits [1, K, H, W] of one frame, tiled by `window` when the frame is larger than a tile.

@@ -152,9 +152,12 @@ public struct HTMLReport {
 
     /// A box plot (quartiles, whiskers at 1.5 IQR, outliers) of one class's Dice for every method.
     private func boxPlotSVG(classIndex: Int) -> String {
-        let width = 120 + 90 * methods.count
-        let height = 260
+        // Method names are written whole, slanted down to the right from under their boxes (about 5.2 px a
+        // character at 10 px): the plot grows to fit the longest.
+        let slant = Double(methods.map(\.name.count).max() ?? 0) * 5.2
+        let width = 120 + 90 * methods.count + Int((slant * cos(35 * Double.pi / 180)).rounded(.up))
         let (top, bottom) = (20.0, 220.0)
+        let height = Int(bottom) + 24 + Int((slant * sin(35 * Double.pi / 180)).rounded(.up))
         func y(_ v: Double) -> Double { bottom - (bottom - top) * min(1, max(0, v)) }
         var svg = "<svg class=\"boxplot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\">"
         svg += "<text x=\"10\" y=\"14\" font-size=\"13\">\(escape(classNames[classIndex])): Dice</text>"
@@ -165,8 +168,10 @@ public struct HTMLReport {
         for (index, method) in methods.enumerated() {
             let values = column(method.dice, classIndex).sorted()
             let x = 80.0 + 90.0 * Double(index)
+            let (labelX, labelY) = (x - 8, bottom + 14)
             svg +=
-                "<text x=\"\(x - 25)\" y=\"\(height - 20)\" font-size=\"10\">\(escape(String(method.name.prefix(14))))</text>"
+                "<text x=\"\(labelX)\" y=\"\(labelY)\" font-size=\"10\" "
+                + "transform=\"rotate(35 \(labelX) \(labelY))\">\(escape(method.name))</text>"
             guard !values.isEmpty else { continue }
             let (q1, q2, q3) = (
                 Percentile.ofSorted(values, 25), Percentile.ofSorted(values, 50),

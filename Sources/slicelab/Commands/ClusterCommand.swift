@@ -1,4 +1,5 @@
 import Foundation
+import SliceLabIO
 import SliceLabInference
 import SliceLabKit
 
@@ -25,6 +26,7 @@ enum ClusterCommand: Command {
                 default: "1"),
             OptionSpec("out", valueName: "OUT.h5|OUT.png", help: "Label map output.", required: true),
             OptionSpec("overlay", valueName: "OVERLAY.png", help: "The image with each class tinted."),
+            paletteOption,
             maxMemoryOption
         ])
 
@@ -61,7 +63,7 @@ enum ClusterCommand: Command {
         do {
             outcome = try ClusterWorkflow.run(
                 input: input, options: options, out: out,
-                overlay: arguments.string("overlay"),
+                overlay: arguments.string("overlay"), palette: arguments.choice("palette") ?? .distinct,
                 limits: try readLimits(arguments, command: "cluster"))
         } catch let error as ClusterOptionError {
             throw UsageError("slicelab cluster: " + Self.usage(error))

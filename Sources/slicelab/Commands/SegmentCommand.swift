@@ -1,6 +1,7 @@
 import Distributed
 import Foundation
 import SliceLabDatasets
+import SliceLabIO
 import SliceLabInference
 import SliceLabKit
 import SliceLabResults
@@ -32,6 +33,7 @@ enum SegmentCommand: Command {
                 "skip-bad", .flag, help: "Folder of cases: skip (and list) a case that fails instead of stopping."),
             shardOption,
             OptionSpec("overlay", valueName: "OVERLAY.png", help: "The image with each class tinted."),
+            paletteOption,
             OptionSpec(
                 "probabilities", .flag,
                 help: "Also write /probabilities [frames, classes, H, W] (before post-processing)."),
@@ -126,6 +128,7 @@ enum SegmentCommand: Command {
                 "slicelab segment: --context \(context) does not match the model's context \(stored) "
                     + "(\(model) was trained with --context \(stored))")
         }
+        options.palette = arguments.choice("palette") ?? .distinct
         options.context = arguments.int("context")
         options.precision = arguments.choice("precision")
         options.batch = arguments.int("batch") ?? 1
