@@ -148,6 +148,26 @@ let package = Package(
             name: "MetricsTests", dependencies: ["Metrics", "SliceLabSupport", "TestSupport"],
             exclude: ["Fixtures"]),
         .testTarget(
+            name: "DeepLabTrainingTests",
+            dependencies: ["DeepLabTraining", "DeepLab", "ImageFiles", "SliceLabSupport", "TestSupport"]),
+        .testTarget(
+            name: "SliceLabIOTests",
+            dependencies: ["SliceLabIO", "DICOM", "ImageFiles", "SliceLabSupport", "TestSupport"]),
+        .testTarget(
+            name: "SliceLabDatasetsTests",
+            dependencies: [
+                "SliceLabDatasets", "SliceLabIO", "DeepLab", "DeepLabTraining", "ImageFiles", "SliceLabSupport",
+                "TestSupport"
+            ]),
+        .testTarget(
+            name: "SliceLabInferenceTests",
+            dependencies: ["SliceLabInference", "SliceLabIO", "Classical", "DICOM", "SliceLabSupport", "TestSupport"]),
+        .testTarget(
+            name: "SliceLabResultsTests",
+            dependencies: ["SliceLabResults", "SliceLabIO", "Metrics", "ImageFiles", "SliceLabSupport", "TestSupport"],
+            exclude: ["Fixtures"]),
+        // The workflows, and the command line end to end (each test runs the built `slicelab`).
+        .testTarget(
             name: "SliceLabTests",
             dependencies: [
                 "SliceLabKit", "SliceLabIO", "SliceLabDatasets", "SliceLabInference", "SliceLabResults",

@@ -5,7 +5,6 @@ import Testing
 
 @testable import SliceLabDatasets
 @testable import SliceLabIO
-@testable import SliceLabKit
 
 /// One image-format registry, by content (issue #17 §1): a file's name does not decide how it is read, an
 /// unrecognised file gets one line listing the formats, and labeled sets and `evaluate` find the same files.

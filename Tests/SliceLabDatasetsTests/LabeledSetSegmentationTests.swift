@@ -2,7 +2,6 @@ import DICOM
 import Foundation
 import ImageFiles
 import SliceLabDatasets
-import SliceLabKit
 import TestSupport
 import Testing
 

@@ -1,7 +1,6 @@
 import Foundation
 import ImageFiles
 import SliceLabIO
-import SliceLabKit
 import TestSupport
 import Testing
 

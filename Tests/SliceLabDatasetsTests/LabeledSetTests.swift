@@ -5,7 +5,6 @@ import TestSupport
 import Testing
 
 @testable import SliceLabDatasets
-@testable import SliceLabKit
 
 /// The labeled-set loader: PNG and HDF5 cases load with the right shapes and values, and each malformed set
 /// gives one typed error naming the case, or a listed skip with `skipBad`.

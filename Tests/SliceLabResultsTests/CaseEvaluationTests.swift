@@ -3,7 +3,6 @@ import Testing
 
 @testable import SliceLabDatasets
 @testable import SliceLabIO
-@testable import SliceLabKit
 @testable import SliceLabResults
 
 /// The one per-case metrics builder of `evaluate` and `compare`: its checks name the case and say what to do.

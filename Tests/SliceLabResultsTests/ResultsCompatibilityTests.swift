@@ -1,7 +1,6 @@
 import Foundation
 import ImageFiles
 import Metrics
-import SliceLabKit
 import SliceLabResults
 import TestSupport
 import Testing
@@ -11,7 +10,7 @@ import Testing
 /// a metric loads with that metric absent, and runs can still be added and compared.
 struct ResultsCompatibilityTests {
     static let fixture = TestSupport.packageRoot
-        .appendingPathComponent("Tests/SliceLabTests/Fixtures/results-before-metric-table.h5").path
+        .appendingPathComponent("Tests/SliceLabResultsTests/Fixtures/results-before-metric-table.h5").path
 
     @Test func aResultsFileWrittenBeforeTheChangeLoadsWhole() throws {
         #expect(try ResultsFile.runNames(in: Self.fixture) == ["modelA", "modelB"])

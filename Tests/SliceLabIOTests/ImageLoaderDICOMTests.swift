@@ -1,7 +1,6 @@
 import DICOM
 import Foundation
 import SliceLabIO
-import SliceLabKit
 import TestSupport
 import Testing
 

@@ -1,6 +1,5 @@
 import Testing
 
-@testable import SliceLabKit
 @testable import SliceLabResults
 
 /// The report's summary table over few cases (issue #33): one case has no spread and no test, and below six

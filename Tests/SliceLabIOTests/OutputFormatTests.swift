@@ -1,5 +1,4 @@
 import SliceLabIO
-import SliceLabKit
 import Testing
 
 /// The output format is decided in one place, from the path's ending, for every command.

@@ -6,8 +6,6 @@ import SliceLabSupport
 import TestSupport
 import Testing
 
-@testable import SliceLabKit
-
 /// The checkpoint's training part round-trips exactly, refuses files that are not training checkpoints, and
 /// the progress reporter draws a bar on a terminal.
 struct TrainCheckpointTests {
