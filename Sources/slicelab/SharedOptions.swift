@@ -60,6 +60,7 @@ func reportMerge(_ outcome: ResultsMerge.Outcome, output: String, job: (command:
     )
 }
 
+/// Prints what a merge of segmented folders wrote: for `slicelab merge`, or for rank 0 of an MPI job (`job`).
 func reportMerge(_ manifest: SegmentationManifest, output: String, shards: Int, job: Bool = false) {
     for skipped in manifest.skipped {
         standardError("slicelab \(job ? "segment" : "merge"): skipped \(skipped.name): \(skipped.reason)")

@@ -182,17 +182,27 @@ import Testing
         return (job, errors)
     }
 
-    /// The process of `rank` of the job whose environment carries `tag`.
+    /// The process of `rank` of the job whose environment carries `tag`: the rank itself, not a child it forked
+    /// (the HDF5 reader probes files in a forked child that inherits the rank's environment; killing that child
+    /// instead made the kill tests fail now and then).
     static func process(rank: Int, tag: String) -> pid_t? {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return nil }
-        for entry in entries {
-            guard let pid = pid_t(entry),
-                let data = FileManager.default.contents(atPath: "/proc/\(entry)/environ")
-            else { continue }
+        func isRank(_ pid: String) -> Bool {
+            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return false }
             let variables = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-            if variables.contains("SLICELAB_TEST_TAG=\(tag)") && variables.contains("OMPI_COMM_WORLD_RANK=\(rank)") {
-                return pid
-            }
+            return variables.contains("SLICELAB_TEST_TAG=\(tag)") && variables.contains("OMPI_COMM_WORLD_RANK=\(rank)")
+        }
+        func parent(_ pid: String) -> String? {
+            // /proc/PID/stat: "pid (comm) state ppid …"; comm may hold spaces, so read after its closing parenthesis.
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return nil }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 1 ? String(fields[1]) : nil
+        }
+        for entry in entries where pid_t(entry) != nil && isRank(entry) {
+            if let ppid = parent(entry), isRank(ppid) { continue }
+            return pid_t(entry)
         }
         return nil
     }

@@ -125,7 +125,7 @@ enum CompareCommand: Command {
         try runCompare(options, timings: arguments.flag("timings"))
     }
 
-    /// Runs a comparison and prints its table, skips, timings and outputs (shared with `demo`).
+    /// Runs a comparison and prints its table, skips, timings and outputs.
     static func runCompare(_ options: CompareWorkflow.Options, timings: Bool) throws {
         let outcome: CompareWorkflow.Outcome
         do {
