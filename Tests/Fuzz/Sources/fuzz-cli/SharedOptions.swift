@@ -1,0 +1,1 @@
+../../../../Sources/slicelab/SharedOptions.swift
