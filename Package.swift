@@ -172,7 +172,7 @@ let package = Package(
             dependencies: [
                 "SliceLabKit", "SliceLabIO", "SliceLabDatasets", "SliceLabInference", "SliceLabResults",
                 "SliceLabSupport", "DICOM", "DeepLab", "DeepLabTraining", "Classical",
-                "ImageFiles", "TestSupport"
+                "ImageFiles", "TestSupport", "slicelab"
             ],
             exclude: ["Fixtures"]),
         .testTarget(

@@ -1,5 +1,6 @@
-import SliceLabKit
 import Testing
+
+@testable import slicelab
 
 @Suite struct ArgumentParserTests {
     let spec = CommandSpec(
