@@ -28,6 +28,7 @@ extension DeepLabV3 {
         var misshaped: [String] = []
         var assignments: [(Parameter, [Float])] = []
         var reinitialised: [String] = []
+        let firstConvolution = firstConvolutionKey
         for p in parameters {
             guard let t = tensors[p.name] else {
                 missing.append(p.name)
@@ -35,7 +36,7 @@ extension DeepLabV3 {
             }
             if t.shape == p.shape {
                 assignments.append((p, t.values))
-            } else if p.name == firstConvolutionKey, p.shape.count == 4, t.shape.count == 4, p.shape[1] == 1,
+            } else if p.name == firstConvolution, p.shape.count == 4, t.shape.count == 4, p.shape[1] == 1,
                 t.shape[1] == 3, t.shape[0] == p.shape[0], t.shape[2...] == p.shape[2...]
             {
                 let o = t.shape[0]

@@ -214,8 +214,15 @@ extension ResNet {
     /// ResNet-101 are not measured and are scaled by depth (6.5 kB, 11 kB).
     static func traits(_ depth: Depth) -> BackboneTraits {
         let name = depth.rawValue.lowercased()
+        let bytesPerPixel: Double
+        switch depth {
+        case .resNet18: bytesPerPixel = 5_300
+        case .resNet34: bytesPerPixel = 6_500
+        case .resNet50: bytesPerPixel = 8_800
+        case .resNet101: bytesPerPixel = 11_000
+        }
         return BackboneTraits(
-            trainingBytesPerPixel: [.resNet18: 5_300, .resNet34: 6_500, .resNet50: 8_800, .resNet101: 11_000][depth]!,
+            trainingBytesPerPixel: bytesPerPixel,
             torchvision: depth.usesBottleneck
                 ? .constructor("torchvision.models.segmentation.deeplabv3_\(name)")
                 : .constructor(

@@ -13,9 +13,6 @@ public enum EvaluateInputs {
         public let reference: String
     }
 
-    /// A label map and whether its spacing came from the file (`SliceLabIO.LoadedLabels`).
-    public typealias LoadedLabels = SliceLabIO.LoadedLabels
-
     /// Pairs `prediction` with `reference`: two files form one case (named after the reference's stem); two
     /// folders are paired by stem, sorted by id.
     ///

@@ -150,10 +150,6 @@ public struct PostProcessingPipeline: Hashable, Sendable, CustomStringConvertibl
     }
 }
 
-extension PostProcessingPipeline {
-    public init(_ step: PostProcessingStepName) { self.init([step]) }
-}
-
 /// The name this type had before it was named for what it is (it names the deep post-processing steps too).
 @available(*, deprecated, renamed: "PostProcessingStepName")
 public typealias ClusterRegularizer = PostProcessingStepName
