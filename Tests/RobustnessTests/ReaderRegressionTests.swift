@@ -199,4 +199,25 @@ struct ReaderRegressionTests {
                 ], timeout: Self.timeout),
             file, "no object '/image'", output: out, "cluster")
     }
+
+    /// From the fuzz run of issue #33's review (`make fuzz FUZZ_TARGETS=hdf5`): a metadata block whose size field
+    /// makes libhdf5's cache ask malloc for about 2^60 bytes (AddressSanitizer stops there; without it malloc
+    /// fails and libhdf5 returns an error). `convert` (the image) and `evaluate` (the label reader of the HDF5
+    /// format) each give one line naming the file, exit 1 and no output.
+    @Test func hdf5MetadataBlockOfAHugeClaimedSizeIsRefused() throws {
+        let folder = try TestSupport.temporaryFolder("regression-hdf5-block")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("case.h5").path
+        try FileManager.default.copyItem(
+            atPath: Self.regression("hdf5-metadata-block-claims-huge-size.h5"), toPath: file)
+        var out = folder.appendingPathComponent("image.nii").path
+        Self.expectRefused(
+            try TestSupport.slicelab(["convert", file, out], timeout: Self.timeout), file, "no object '/image'",
+            output: out, "convert")
+        out = folder.appendingPathComponent("results.h5").path
+        Self.expectRefused(
+            try TestSupport.slicelab(
+                ["evaluate", "--pred", file, "--ref", file, "--out", out], timeout: Self.timeout),
+            file, "no object '/labels'", output: out, "evaluate")
+    }
 }
