@@ -1,4 +1,4 @@
-// swift-tools-version:5.9
+// swift-tools-version:6.0
 import PackageDescription
 
 // DCMTK's pkg-config file on Debian 12 requires `sndfile` and is unusable: link its libraries by name.
@@ -81,7 +81,7 @@ let package = Package(
             name: "ModelExport", dependencies: ["CONNX", "DeepLab", "SliceLabSupport"],
             resources: [.copy("coreml_converter.py")]),
         // Ranks of an MPI job (launcher detection, collectives with a timeout); the only importer of CMPI.
-        .target(name: "Distributed", dependencies: ["CMPI"]),
+        .target(name: "Distributed", dependencies: ["CMPI", "SliceLabSupport"]),
         .target(name: "Classical", dependencies: ["CDenseCRFKernels", "SliceLabSupport"]),
         .target(name: "Metrics", dependencies: ["SliceLabSupport"]),
 
@@ -124,20 +124,26 @@ let package = Package(
 
         // MARK: - Tests
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // Hand-written DICOM files, and torchvision's deterministic weights (optimised: they fill whole ResNets), for
+        // the engine tests and the command-line tests alike.
+        .target(name: "DICOMTestSupport", dependencies: ["DICOM"], path: "Tests/DICOMTestSupport"),
+        .target(
+            name: "DeepLabTestSupport", dependencies: ["DeepLab", "ImageFiles", "TestSupport"],
+            path: "Tests/DeepLabTestSupport", swiftSettings: [.unsafeFlags(["-O"])]),
         .testTarget(name: "SliceLabSupportTests", dependencies: ["SliceLabSupport", "TestSupport"]),
         .testTarget(
             name: "ImageFilesTests", dependencies: ["ImageFiles", "SliceLabSupport", "TestSupport"],
             exclude: ["Fixtures"]),
         .testTarget(
-            name: "DICOMTests", dependencies: ["DICOM", "ImageFiles", "SliceLabSupport", "TestSupport"],
+            name: "DICOMTests",
+            dependencies: ["DICOM", "DICOMTestSupport", "ImageFiles", "SliceLabSupport", "TestSupport"],
             exclude: ["Fixtures"],
             swiftSettings: [.unsafeFlags(["-O"])]),
         // Optimised, as its target is: the float64 int8 emulation runs whole models.
         .testTarget(
             name: "DeepLabTests",
             dependencies: [
-                "DeepLab", "DeepLabTraining", "SliceLabSupport",
-                "TestSupport"
+                "DeepLab", "DeepLabTestSupport", "DeepLabTraining", "SliceLabSupport", "TestSupport"
             ],
             exclude: ["Fixtures"],
             swiftSettings: [.unsafeFlags(["-O"])]),
@@ -172,7 +178,7 @@ let package = Package(
             dependencies: [
                 "SliceLabKit", "SliceLabIO", "SliceLabDatasets", "SliceLabInference", "SliceLabResults",
                 "SliceLabSupport", "DICOM", "DeepLab", "DeepLabTraining", "Classical",
-                "ImageFiles", "TestSupport", "slicelab"
+                "ImageFiles", "TestSupport", "DICOMTestSupport", "DeepLabTestSupport", "slicelab"
             ],
             exclude: ["Fixtures"]),
         .testTarget(

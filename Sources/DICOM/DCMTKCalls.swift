@@ -1,5 +1,6 @@
 import CDCMTK
 import Foundation
+import SliceLabSupport
 
 /// Owns one `cdcmtk_file` and frees it in `deinit`. Every raw CDCMTK call of the package sits in this file.
 // @unchecked Sendable: DCMTK's objects are not thread-safe; every call on `pointer` goes through `locked`, which
@@ -20,7 +21,7 @@ final class DCMTKHandle: @unchecked Sendable {
     init(path: String, maxReadLength: UInt32) throws {
         var message = [CChar](repeating: 0, count: 1024)
         guard let pointer = cdcmtk_open(path, maxReadLength, &message, message.count) else {
-            let reason = String(cString: message)
+            let reason = String(nulTerminated: message)
             if !Self.hasPreamble(path) {
                 throw DICOMError.unreadable(
                     file: path,
@@ -52,7 +53,7 @@ final class DCMTKHandle: @unchecked Sendable {
         locked {
             var buffer = [CChar](repeating: 0, count: 128)
             guard cdcmtk_transfer_syntax(pointer, &buffer, buffer.count) == Int32(CDCMTK_OK) else { return "" }
-            return String(cString: buffer)
+            return String(nulTerminated: buffer)
         }
     }
 
@@ -87,7 +88,7 @@ final class DCMTKHandle: @unchecked Sendable {
                     pointer, item, tag.group, tag.element, position, &buffer, buffer.count, &needed)
             }
             guard status == Int32(CDCMTK_OK) else { return nil }
-            return String(cString: buffer)
+            return String(nulTerminated: buffer)
         }
     }
 
@@ -121,7 +122,7 @@ final class DCMTKHandle: @unchecked Sendable {
             _ = cdcmtk_dump(pointer, nil, 0, &needed)
             var buffer = [CChar](repeating: 0, count: max(needed, 1))
             guard cdcmtk_dump(pointer, &buffer, buffer.count, &needed) == Int32(CDCMTK_OK) else { return "" }
-            return String(cString: buffer)
+            return String(nulTerminated: buffer)
         }
     }
 
@@ -210,7 +211,7 @@ final class DCMTKHandle: @unchecked Sendable {
             guard status == Int32(CDCMTK_OK) else {
                 throw DICOMError.decodeFailed(file: path, frame: frame, reason: lastError)
             }
-            return String(cString: model)
+            return String(nulTerminated: model)
         }
     }
 }
@@ -231,7 +232,7 @@ final class DCMTKSegmentationHandle {
                 source, UInt16(rows), UInt16(columns), seriesDescription,
                 Int32(clamping: seriesNumber), &message, message.count)
         else {
-            throw DICOMError.unwritable(file: destination, reason: String(cString: message))
+            throw DICOMError.unwritable(file: destination, reason: String(nulTerminated: message))
         }
         self.pointer = pointer
         self.destination = destination

@@ -2,6 +2,7 @@
 // libgomp comes in through libdnnl rather than being linked directly. General parallel-for (not on oneDNN's
 // threads) is `SliceLabSupport.Parallel`.
 import Foundation
+import SliceLabSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -25,7 +26,10 @@ public func computeThreads() -> Int {
 func parallelWorkers(_ body: (Int, Int) -> Void) {
     guard let parallel = OpenMP.parallel, let thread = OpenMP.threadNumber, let threads = OpenMP.threadCount else {
         let workers = max(1, computeThreads())
-        DispatchQueue.concurrentPerform(iterations: workers) { body($0, workers) }
+        withoutActuallyEscaping(body) { body in
+            let body = ConcurrentBody(body)
+            DispatchQueue.concurrentPerform(iterations: workers) { body.call($0, workers) }
+        }
         return
     }
     withoutActuallyEscaping(body) { body in

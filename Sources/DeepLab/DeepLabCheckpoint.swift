@@ -88,7 +88,7 @@ public enum DeepLabCheckpoint {
         let model = try DeepLabV3(configuration)
         do {
             try TrainingCheckpoint.readParameters(model.parameters, from: file)
-        } catch let TrainingError.invalidState(_, reason) {
+        } catch let DeepLabError.invalidCheckpoint(_, reason) {
             throw bad(reason)
         }
         do {

@@ -6,6 +6,8 @@ public enum DeepLabError: Error, CustomStringConvertible, Equatable {
     case invalidConfiguration(String)
     /// An input tensor whose shape the model cannot take.
     case invalidInput(String)
+    /// Intensity normalisation parameters that cannot be applied (why).
+    case invalidPreprocessing(String)
     /// A weights file that cannot be parsed (truncated, malformed header, unsupported dtype).
     case malformedWeights(file: String, reason: String)
     /// Weights whose keys or shapes do not match the model: every offending key is listed.
@@ -24,6 +26,7 @@ public enum DeepLabError: Error, CustomStringConvertible, Equatable {
         case .oneDNN(let call, let status): return "oneDNN \(call) failed: \(status)"
         case .invalidConfiguration(let why): return "invalid DeepLabV3 configuration: \(why)"
         case .invalidInput(let why): return "invalid input: \(why)"
+        case .invalidPreprocessing(let why): return "invalid preprocessing: \(why)"
         case .malformedWeights(let file, let reason): return "\(file): malformed weights: \(reason)"
         case .mismatchedWeights(let file, let missing, let unexpected, let misshaped):
             var parts: [String] = []

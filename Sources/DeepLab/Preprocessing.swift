@@ -93,20 +93,20 @@ public enum Preprocessing: Codable, Equatable, Sendable {
 
     /// Checks the parameters.
     ///
-    /// - Throws: `TrainingError.invalidConfiguration` for a non-positive window width, percentiles outside
+    /// - Throws: `DeepLabError.invalidPreprocessing` for a non-positive window width, percentiles outside
     ///   0 ≤ low < high ≤ 100, or CT bounds that are not finite with low ≤ high and a positive deviation.
     public func validate() throws {
         switch self {
         case .window(let center, let width) where !(width > 0 && width.isFinite && center.isFinite):
-            throw TrainingError.invalidConfiguration(
-                "preprocessing: the window needs a finite center and a positive width, not \(center) and \(width)")
+            throw DeepLabError.invalidPreprocessing(
+                "the window needs a finite center and a positive width, not \(center) and \(width)")
         case .percentile(let low, let high) where !(0 <= low && low < high && high <= 100):
-            throw TrainingError.invalidConfiguration(
-                "preprocessing: percentiles must satisfy 0 ≤ low < high ≤ 100, not \(low) and \(high)")
+            throw DeepLabError.invalidPreprocessing(
+                "percentiles must satisfy 0 ≤ low < high ≤ 100, not \(low) and \(high)")
         case .clippedZScore(let low, let high, let mean, let deviation)
         where !([low, high, mean, deviation].allSatisfy(\.isFinite) && low <= high && deviation > 0):
-            throw TrainingError.invalidConfiguration(
-                "preprocessing: ct needs finite low ≤ high, a finite mean and a positive std, not \(low), \(high), "
+            throw DeepLabError.invalidPreprocessing(
+                "ct needs finite low ≤ high, a finite mean and a positive std, not \(low), \(high), "
                     + "\(mean) and \(deviation)")
         default: return
         }

@@ -26,7 +26,7 @@ public enum TrainingCheckpoint {
 
     /// Reads every parameter's value from `/parameters/<key>`, checking shapes.
     ///
-    /// - Throws: `TrainingError.invalidState` listing missing or mis-shaped keys.
+    /// - Throws: `DeepLabError.invalidCheckpoint` listing missing or mis-shaped keys.
     public static func readParameters(_ parameters: [Parameter], from file: HDF5File) throws {
         var problems: [String] = []
         for parameter in parameters {
@@ -44,7 +44,7 @@ public enum TrainingCheckpoint {
             parameter.markUpdated()
         }
         guard problems.isEmpty else {
-            throw TrainingError.invalidState(file: file.path, reason: problems.joined(separator: "; "))
+            throw DeepLabError.invalidCheckpoint(file: file.path, reason: problems.joined(separator: "; "))
         }
     }
 }

@@ -1,5 +1,6 @@
 import CMPI
 import Foundation
+import SliceLabSupport
 
 // MARK: - The raw MPI calls of this target, each turning MPI's status into a thrown `DistributedError`.
 
@@ -8,7 +9,7 @@ func check(_ code: Int32, _ call: String) throws {
     guard code != cmpi_success() else { return }
     var buffer = [CChar](repeating: 0, count: Int(cmpi_max_error_string()) + 1)
     cmpi_error_string(code, &buffer)
-    throw DistributedError.mpiFailed(call: call, code: code, message: String(cString: buffer))
+    throw DistributedError.mpiFailed(call: call, code: code, message: String(nulTerminated: buffer))
 }
 
 enum MPICalls {

@@ -48,7 +48,7 @@ func hdf5PrepareThread() {
 func hdf5Message() -> String {
     var buffer = [CChar](repeating: 0, count: 4096)
     chdf5_last_error(&buffer)
-    return summarizedHDF5Stack(String(cString: buffer))
+    return summarizedHDF5Stack(String(nulTerminated: buffer))
 }
 
 /// HDF5's error stack ("can't write data; …; file write failed: time = …, errno = 28, error message = 'No space

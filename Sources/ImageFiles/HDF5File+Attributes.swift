@@ -1,4 +1,5 @@
 import CHDF5
+import SliceLabSupport
 
 extension HDF5File {
     /// Sets attribute `name` on the object at `path` (the root by default), replacing any previous value.
@@ -52,7 +53,7 @@ extension HDF5File {
             _ = H5Aget_name_by_idx(
                 object.id, ".", H5_INDEX_NAME, H5_ITER_INC, index, &buffer, buffer.count,
                 chdf5_p_default())
-            return String(cString: buffer)
+            return String(nulTerminated: buffer)
         }
     }
 

@@ -196,7 +196,7 @@ public final class HDF5File {
             _ = H5Lget_name_by_idx(
                 group.id, ".", H5_INDEX_NAME, H5_ITER_INC, index, &name, name.count,
                 chdf5_p_default())
-            return String(cString: name)
+            return String(nulTerminated: name)
         }
     }
 

@@ -30,10 +30,10 @@ public struct NIfTIHeader: Sendable {
         if status == -2 {
             throw ImageFileError.tooLarge(
                 file: path,
-                reason: String(cString: message)
+                reason: String(nulTerminated: message)
                     + (limits.remedy.map { " (\($0))" } ?? ""))
         }
-        guard status == 0 else { throw ImageFileError.unreadable(file: path, reason: String(cString: message)) }
+        guard status == 0 else { throw ImageFileError.unreadable(file: path, reason: String(nulTerminated: message)) }
         func array<Tuple, Element>(_ tuple: Tuple, of _: Element.Type) -> [Element] {
             withUnsafeBytes(of: tuple) { Array($0.bindMemory(to: Element.self)) }
         }
@@ -72,7 +72,7 @@ public final class NIfTIVoxelStream {
         var message = [CChar](repeating: 0, count: 512)
         var layout = header.layout
         guard let opened = cnifti_stream_open(header.path, &layout, &message, message.count) else {
-            throw ImageFileError.unreadable(file: header.path, reason: String(cString: message))
+            throw ImageFileError.unreadable(file: header.path, reason: String(nulTerminated: message))
         }
         stream = opened
     }
@@ -91,7 +91,9 @@ public final class NIfTIVoxelStream {
                 message.count)
             initialized = count  // thrown away below unless every value was written
         }
-        guard status == 0 else { throw ImageFileError.unreadable(file: header.path, reason: String(cString: message)) }
+        guard status == 0 else {
+            throw ImageFileError.unreadable(file: header.path, reason: String(nulTerminated: message))
+        }
         return values
     }
 }
@@ -165,7 +167,7 @@ public struct NIfTIImage: Sendable {
             }
         }
         if corrupt { throw ImageFileError.unreadable(file: path, reason: "corrupt or truncated gzip stream") }
-        guard status == 0 else { throw ImageFileError.unreadable(file: path, reason: String(cString: message)) }
+        guard status == 0 else { throw ImageFileError.unreadable(file: path, reason: String(nulTerminated: message)) }
         return NIfTIImage(header: header, values: values)
     }
 
@@ -266,7 +268,7 @@ extension NIfTIImage {
                 }
             }
             guard status == 0, rename(named, temporary) == 0 else {
-                throw ImageFileError.unwritable(file: path, reason: String(cString: message))
+                throw ImageFileError.unwritable(file: path, reason: String(nulTerminated: message))
             }
         }
     }

@@ -67,7 +67,7 @@ public struct PNGImage: Equatable, Sendable {
         let status = cpng_read(path, &image, UInt64(limits.maxBytes / 4), &message, message.count)
         defer { free(image.pixels) }
         guard status == 0, let pixels = image.pixels else {
-            let reason = String(cString: message)
+            let reason = String(nulTerminated: message)
             if status == -2 {
                 try limits.checkFile(
                     [Int(image.rows), Int(image.cols), Int(image.channels)], bytesPerValue: 4,
@@ -142,6 +142,6 @@ public struct PNGImage: Equatable, Sendable {
                     UInt32(channels), 16, &message, message.count)
             }
         }
-        return status == 0 ? nil : String(cString: message)
+        return status == 0 ? nil : String(nulTerminated: message)
     }
 }

@@ -16,13 +16,13 @@ public enum EvaluateInputs {
     /// Pairs `prediction` with `reference`: two files form one case (named after the reference's stem); two
     /// folders are paired by stem, sorted by id.
     ///
-    /// - Throws: `EvaluateError.unpairedFiles` listing every unpaired stem, `.duplicateStem`, `.noLabelFiles`,
+    /// - Throws: `DatasetError.unpairedFiles` listing every unpaired stem, `.duplicateStem`, `.noLabelFiles`,
     ///   `.mixedInputs`, `InputError.unsupportedFile` for a missing path.
     public static func pairs(prediction: String, reference: String) throws -> [CasePair] {
         let predictionIsFolder = try isFolder(prediction)
         let referenceIsFolder = try isFolder(reference)
         guard predictionIsFolder == referenceIsFolder else {
-            throw EvaluateError.mixedInputs(prediction: prediction, reference: reference)
+            throw DatasetError.mixedInputs(prediction: prediction, reference: reference)
         }
         guard predictionIsFolder else {
             return [CasePair(id: stem(reference), prediction: prediction, reference: reference)]
@@ -34,7 +34,7 @@ public enum EvaluateInputs {
         // A set's labels may be more than a prediction folder holds (nnU-Net predicts one fold's cases).
         let missingPrediction = dataset != nil ? [] : references.keys.filter { predictions[$0] == nil }.sorted()
         guard missingReference.isEmpty && missingPrediction.isEmpty else {
-            throw EvaluateError.unpairedFiles(
+            throw DatasetError.unpairedFiles(
                 predictionsWithoutReference: missingReference,
                 referencesWithoutPrediction: missingPrediction)
         }
@@ -48,7 +48,7 @@ public enum EvaluateInputs {
     /// The label files (by case) and class names of an nnU-Net or Decathlon set at `folder`, or nil when the
     /// folder has no `dataset.json` that such a layout recognises.
     ///
-    /// - Throws: `LabeledSetError.invalidDescription` for a recognised but unusable `dataset.json`.
+    /// - Throws: `DatasetError.invalidDescription` for a recognised but unusable `dataset.json`.
     public static func datasetLabels(_ folder: String) throws -> (files: [String: String], classNames: [String])? {
         let root = URL(fileURLWithPath: folder)
         let descriptionFile = root.appendingPathComponent("dataset.json")
@@ -81,10 +81,10 @@ public enum EvaluateInputs {
         }
         var files = [String: String]()
         for (key, url) in found {
-            guard files[key] == nil else { throw EvaluateError.duplicateStem(folder: folder, stem: key) }
+            guard files[key] == nil else { throw DatasetError.duplicateStem(folder: folder, stem: key) }
             files[key] = url.path
         }
-        guard !files.isEmpty else { throw EvaluateError.noLabelFiles(folder: folder) }
+        guard !files.isEmpty else { throw DatasetError.noLabelFiles(folder: folder) }
         return files
     }
 }

@@ -30,7 +30,7 @@ func readCaseImage(_ url: URL, case name: String, limits: ReadLimits) throws -> 
 /// Reads a case's channel files (one or several, each with one or more channels) as one image [F, C, H, W], the
 /// channels of the files in order, with the first file's spacing.
 ///
-/// - Throws: `LabeledSetError.unreadable`, `.shapeMismatch` when the files' grids differ.
+/// - Throws: `DatasetError.unreadable`, `.shapeMismatch` when the files' grids differ.
 func readCaseChannels(
     _ urls: [URL], case name: String,
     limits: ReadLimits
@@ -42,7 +42,7 @@ func readCaseChannels(
         let next = try readCaseImage(url, case: name, limits: limits).image
         let (a, b) = (first.image.shape, next.shape)
         guard [a[0], a[2], a[3]] == [b[0], b[2], b[3]] else {
-            throw LabeledSetError.shapeMismatch(case: name, image: [a[0], a[2], a[3]], labels: [b[0], b[2], b[3]])
+            throw DatasetError.shapeMismatch(case: name, image: [a[0], a[2], a[3]], labels: [b[0], b[2], b[3]])
         }
         parts.append(next)
     }
@@ -77,9 +77,9 @@ func readCaseLabels(_ url: URL, case name: String, limits: ReadLimits) throws ->
         values: map.labels)
 }
 
-/// Runs `body`, turning a reader's error into `LabeledSetError.unreadable` naming the case and file.
+/// Runs `body`, turning a reader's error into `DatasetError.unreadable` naming the case and file.
 private func wrapped<T>(_ name: String, _ path: String, _ body: () throws -> T) throws -> T {
-    do { return try body() } catch let error as LabeledSetError { throw error } catch {
-        throw LabeledSetError.unreadable(case: name, file: path, reason: "\(error)")
+    do { return try body() } catch let error as DatasetError { throw error } catch {
+        throw DatasetError.unreadable(case: name, file: path, reason: "\(error)")
     }
 }

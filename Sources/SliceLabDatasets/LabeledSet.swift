@@ -37,7 +37,7 @@ public struct LabeledSetDescription: Codable, Equatable, Sendable {
 /// A case skipped under `skipBad`, with the error that excluded it.
 public struct SkippedCase: Equatable, Sendable {
     public let name: String
-    public let error: LabeledSetError
+    public let error: DatasetError
 }
 
 /// A labeled set on disk, validated when opened: SliceLab's own layout (`images/`, `labels/` and
@@ -46,7 +46,7 @@ public struct SkippedCase: Equatable, Sendable {
 ///
 /// Opening applies every rule of Datasets/README.md (or of the recognised layout): structure (pairs, forms,
 /// splits, names) and each listed case's content (readable, matching shapes, label values within the classes).
-/// Without `skipBad` the first problem throws a `LabeledSetError` naming the case; with it the case is left out
+/// Without `skipBad` the first problem throws a `DatasetError` naming the case; with it the case is left out
 /// and listed in `skipped`. Set-level problems always throw.
 // @unchecked Sendable: every property is a constant but `layout` and `fileEnding`, which `open` sets before the
 // set is returned; after that it is read-only, and cases load in parallel from it.
@@ -77,7 +77,7 @@ public final class LabeledSet: @unchecked Sendable {
 
     /// Opens and validates the set at `path`.
     ///
-    /// - Throws: `LabeledSetError` naming `dataset.json` or the first bad case.
+    /// - Throws: `DatasetError` naming `dataset.json` or the first bad case.
     public static func open(
         _ path: String, skipBad: Bool = false, limits: ReadLimits = .standard,
         selection: SplitSelection = SplitSelection()
@@ -88,7 +88,7 @@ public final class LabeledSet: @unchecked Sendable {
             return try open(folder, layout: layout, json: json, skipBad: skipBad, limits: limits, selection: selection)
         }
         guard selection.fold == 0 else {
-            throw LabeledSetError.invalidDescription(
+            throw DatasetError.invalidDescription(
                 file: folder.appendingPathComponent("dataset.json").path,
                 reason: "--fold \(selection.fold) applies to nnU-Net and Decathlon sets; this set's splits are in its "
                     + "dataset.json")
@@ -97,7 +97,7 @@ public final class LabeledSet: @unchecked Sendable {
         let images = try entries(folder.appendingPathComponent("images"), foldersAllowed: true)
         let labels = try entries(folder.appendingPathComponent("labels"), foldersAllowed: false)
         var problems: [SkippedCase] = []
-        func report(_ error: LabeledSetError) throws {
+        func report(_ error: DatasetError) throws {
             guard skipBad else { throw error }
             if let name = error.caseName, !problems.contains(where: { $0.name == name }) {
                 problems.append(SkippedCase(name: name, error: error))
@@ -137,13 +137,13 @@ public final class LabeledSet: @unchecked Sendable {
             folder: folder, description: description, splits: [:], skipped: [], files: files,
             limits: limits)
         for name in files.keys.sorted() where !problems.contains(where: { $0.name == name }) {
-            do { _ = try unchecked.load(name) } catch let error as LabeledSetError { try report(error) }
+            do { _ = try unchecked.load(name) } catch let error as DatasetError { try report(error) }
         }
         let bad = Set(problems.map(\.name))
         let valid = description.splits.mapValues { $0.filter { !bad.contains($0) && files[$0] != nil } }
         for (split, cases) in description.splits.sorted(by: { $0.key < $1.key })
         where !cases.isEmpty && (valid[split] ?? []).isEmpty {
-            throw LabeledSetError.emptySplit(split: split)
+            throw DatasetError.emptySplit(split: split)
         }
         return LabeledSet(
             folder: folder, description: description, splits: valid, skipped: problems, files: files,
@@ -157,12 +157,12 @@ public final class LabeledSet: @unchecked Sendable {
     ) throws -> LabeledSet {
         let contents = try layout.open(folder: folder, json: json, selection: selection)
         if let problem = contents.setProblems.first {
-            throw LabeledSetError.invalidDescription(
+            throw DatasetError.invalidDescription(
                 file: folder.appendingPathComponent("dataset.json").path,
                 reason: problem)
         }
         var problems: [SkippedCase] = []
-        func report(_ error: LabeledSetError) throws {
+        func report(_ error: DatasetError) throws {
             guard skipBad else { throw error }
             if let name = error.caseName, !problems.contains(where: { $0.name == name }) {
                 problems.append(SkippedCase(name: name, error: error))
@@ -174,20 +174,20 @@ public final class LabeledSet: @unchecked Sendable {
             files: contents.files, limits: limits)
         unchecked.channelNames = contents.channelNames
         for name in contents.files.keys.sorted() where !problems.contains(where: { $0.name == name }) {
-            do { _ = try unchecked.load(name) } catch let error as LabeledSetError { try report(error) }
+            do { _ = try unchecked.load(name) } catch let error as DatasetError { try report(error) }
         }
         let bad = Set(problems.map(\.name))
         var valid: [String: [String]] = [:]
         for (split, cases) in contents.description.splits.sorted(by: { $0.key < $1.key }) {
             let unknown = cases.filter { contents.files[$0] == nil && !bad.contains($0) }
             if let first = unknown.first {
-                throw LabeledSetError.invalidDescription(
+                throw DatasetError.invalidDescription(
                     file: folder.path,
                     reason: "the selected fold's split \"\(split)\" lists case \(first), which has "
                         + "no image and label in the set (\(unknown.count) such case(s))")
             }
             valid[split] = cases.filter { !bad.contains($0) }
-            if !cases.isEmpty && valid[split]!.isEmpty { throw LabeledSetError.emptySplit(split: split) }
+            if !cases.isEmpty && valid[split]!.isEmpty { throw DatasetError.emptySplit(split: split) }
         }
         let set = LabeledSet(
             folder: folder, description: contents.description, splits: valid, skipped: problems,
@@ -212,24 +212,24 @@ public final class LabeledSet: @unchecked Sendable {
     /// Loads one case: image [F, C, H, W] as stored (Float32, physical values) and labels [F, H, W], checked
     /// against each other and the classes.
     ///
-    /// - Throws: `LabeledSetError` naming the case.
+    /// - Throws: `DatasetError` naming the case.
     public func load(_ name: String) throws -> LabeledSample {
         guard let caseFiles = files[name] else {
-            throw LabeledSetError.missingCase(case: name, split: "any")
+            throw DatasetError.missingCase(case: name, split: "any")
         }
         let (image, fileSpacing) = try readCaseChannels(caseFiles.images, case: name, limits: limits)
         if !channelNames.isEmpty, image.shape[1] != channelNames.count {
-            throw LabeledSetError.channelCount(case: name, found: image.shape[1], expected: channelNames.count)
+            throw DatasetError.channelCount(case: name, found: image.shape[1], expected: channelNames.count)
         }
         let spacing = fileSpacing ?? description.spacing.map { [1] + $0 } ?? [1, 1, 1]
         var labels = try readCaseLabels(caseFiles.labels, case: name, limits: limits)
         let imageShape = [image.shape[0], image.shape[2], image.shape[3]]
         if labels.shape.count == 2 { labels.shape = [1] + labels.shape }
         guard imageShape == labels.shape else {
-            throw LabeledSetError.shapeMismatch(case: name, image: imageShape, labels: labels.shape)
+            throw DatasetError.shapeMismatch(case: name, image: imageShape, labels: labels.shape)
         }
         if let bad = labels.values.first(where: { $0 < 0 || Int($0) >= classCount }) {
-            throw LabeledSetError.labelOutOfRange(
+            throw DatasetError.labelOutOfRange(
                 case: name, value: Int(bad),
                 pixels: labels.values.lazy.filter { $0 == bad }.count,
                 classCount: classCount)
@@ -242,20 +242,20 @@ public final class LabeledSet: @unchecked Sendable {
 
     private static func readDescription(_ url: URL) throws -> LabeledSetDescription {
         guard FileManager.default.fileExists(atPath: url.path) else {
-            throw LabeledSetError.invalidDescription(
+            throw DatasetError.invalidDescription(
                 file: url.path, reason: "missing (a labeled set needs dataset.json, images/ and labels/)")
         }
         let description: LabeledSetDescription
         do {
             description = try JSONDecoder().decode(LabeledSetDescription.self, from: Data(contentsOf: url))
         } catch let error as DecodingError {
-            throw LabeledSetError.invalidDescription(file: url.path, reason: decodingReason(error))
+            throw DatasetError.invalidDescription(file: url.path, reason: decodingReason(error))
         } catch {
-            throw LabeledSetError.invalidDescription(
+            throw DatasetError.invalidDescription(
                 file: url.path, reason: "cannot read: \(error.localizedDescription)")
         }
         if let problem = description.validationProblem() {
-            throw LabeledSetError.invalidDescription(file: url.path, reason: problem)
+            throw DatasetError.invalidDescription(file: url.path, reason: problem)
         }
         return description
     }
@@ -264,7 +264,7 @@ public final class LabeledSet: @unchecked Sendable {
     private static func entries(_ folder: URL, foldersAllowed: Bool) throws -> [String: [URL]] {
         let names: [String]
         do { names = try FileManager.default.contentsOfDirectory(atPath: folder.path) } catch {
-            throw LabeledSetError.invalidDescription(file: folder.path, reason: "missing folder")
+            throw DatasetError.invalidDescription(file: folder.path, reason: "missing folder")
         }
         var result: [String: [URL]] = [:]
         for name in names.sorted() where !name.hasPrefix(".") {

@@ -6,21 +6,21 @@ public struct Shard: Codable, Equatable, Sendable, CustomStringConvertible {
     public let index: Int
     public let count: Int
 
-    /// - Throws: `ShardError.invalidShard` unless `0 <= index < count`.
+    /// - Throws: `DatasetError.invalidShard` unless `0 <= index < count`.
     public init(index: Int, count: Int) throws {
         guard count >= 1, (0..<count).contains(index) else {
-            throw ShardError.invalidShard(text: "\(index)/\(count)")
+            throw DatasetError.invalidShard(text: "\(index)/\(count)")
         }
         (self.index, self.count) = (index, count)
     }
 
     /// Parses `I/N` (I 0-based).
     ///
-    /// - Throws: `ShardError.invalidShard` quoting the text.
+    /// - Throws: `DatasetError.invalidShard` quoting the text.
     public init(parsing text: String) throws {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]) else {
-            throw ShardError.invalidShard(text: text)
+            throw DatasetError.invalidShard(text: text)
         }
         try self.init(index: index, count: count)
     }
@@ -57,10 +57,10 @@ public enum ShardSplit {
 
     /// The indices (in case order) of the cases of `shard`.
     ///
-    /// - Throws: `ShardError.moreShardsThanCases` when some shard would be empty.
+    /// - Throws: `DatasetError.moreShardsThanCases` when some shard would be empty.
     public static func indices(of shard: Shard, sizes: [Int64]) throws -> [Int] {
         guard shard.count <= sizes.count else {
-            throw ShardError.moreShardsThanCases(shards: shard.count, cases: sizes.count)
+            throw DatasetError.moreShardsThanCases(shards: shard.count, cases: sizes.count)
         }
         let assignment = assign(sizes: sizes, count: shard.count)
         return assignment.indices.filter { assignment[$0] == shard.index }
@@ -121,50 +121,5 @@ public struct ShardRecord: Equatable, Sendable {
         self.skipped = skipped
         self.runOrder = runOrder
         self.comparisons = comparisons
-    }
-}
-
-/// Errors of sharding and merging, each naming the shard or file.
-public enum ShardError: Error, CustomStringConvertible, Equatable {
-    /// `--shard` is not `I/N` with 0 ≤ I < N.
-    case invalidShard(text: String)
-    /// More shards than cases: some shard would have none.
-    case moreShardsThanCases(shards: Int, cases: Int)
-    /// An option that needs every case at once (a report) was combined with `--shard`.
-    case notShardable(option: String, command: String)
-    /// A part file has no `/shard` record (not written with `--shard`).
-    case notAPart(file: String)
-    /// Two parts come from runs with different configurations (or commands).
-    case configurationMismatch(file: String, other: String, reason: String)
-    /// A shard index appears in two parts.
-    case duplicateShard(index: Int, files: [String])
-    /// Some shards of the run are not among the parts.
-    case missingShards(indices: [Int], count: Int)
-    /// A part's cases are not those its shard should hold.
-    case inconsistentPart(file: String, reason: String)
-    /// The output is one of the parts, or exists without `--overwrite`.
-    case outputExists(file: String)
-
-    public var description: String {
-        switch self {
-        case .invalidShard(let text):
-            return "--shard \(text): expected I/N with N ≥ 1 and 0 ≤ I < N (shards are numbered from 0)"
-        case .moreShardsThanCases(let shards, let cases):
-            return "\(shards) shards for \(cases) case(s): use at most \(cases) shards"
-        case .notShardable(let option, let command):
-            return "\(command) --shard: \(option) needs every case at once; leave it out of sharded runs"
-        case .notAPart(let file):
-            return "\(file): not a shard's part (no /shard record); write parts with --shard I/N"
-        case .configurationMismatch(let file, let other, let reason):
-            return "\(file) and \(other) come from different runs: \(reason)"
-        case .duplicateShard(let index, let files):
-            return "shard \(index) is given twice: \(files.joined(separator: " and "))"
-        case .missingShards(let indices, let count):
-            return "missing shard(s) \(indices.map(String.init).joined(separator: ", ")) of \(count)"
-        case .inconsistentPart(let file, let reason):
-            return "\(file): \(reason)"
-        case .outputExists(let file):
-            return "\(file): already exists (or is a part); pass --overwrite to replace it"
-        }
     }
 }

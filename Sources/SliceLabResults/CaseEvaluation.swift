@@ -10,14 +10,14 @@ public enum CaseEvaluation {
     ///
     /// - Parameter remedy: what to do about a label at or above the class count (it depends on where the count
     ///   came from: `--num-classes`, a set's `dataset.json`).
-    /// - Throws: `EvaluateError.shapeMismatch`, `EvaluateError.invalidOption` for a label out of range, and any other
+    /// - Throws: `DatasetError.pairShapeMismatch`, `DatasetError.invalidOption` for a label out of range, and any other
     ///   `MetricsError` wrapped with the case (`MetricsError.inCase`).
     public static func metrics(
         caseID: String, reference: LabelMap, prediction: LabelMap, spacing: [Double],
         settings: EvaluationSettings, remedy: String
     ) throws -> CaseMetrics {
         guard reference.dimensions == prediction.dimensions else {
-            throw EvaluateError.shapeMismatch(
+            throw DatasetError.pairShapeMismatch(
                 case: caseID, reference: reference.dimensions, prediction: prediction.dimensions)
         }
         do {
@@ -25,7 +25,7 @@ public enum CaseEvaluation {
                 reference: grid(reference, spacing), prediction: grid(prediction, spacing), settings: settings,
                 voxelVolumeMM3: spacing.reduce(1, *))
         } catch let MetricsError.labelOutOfRange(label, classCount, role) {
-            throw EvaluateError.invalidOption(
+            throw DatasetError.invalidOption(
                 "case '\(caseID)': \(role) holds label \(label), not below the "
                     + "class count \(classCount); \(remedy)")
         } catch let error as MetricsError {

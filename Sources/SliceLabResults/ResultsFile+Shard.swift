@@ -24,32 +24,33 @@ extension ResultsFile {
 
     /// The `/shard` record of a part, or nil for a file written without `--shard`.
     ///
-    /// - Throws: `ShardError.inconsistentPart` for a record that is not well formed, `ImageFileError`.
+    /// - Throws: `DatasetError.inconsistentPart` for a record that is not well formed, `ImageFileError`.
     public static func readShard(from path: String) throws -> ShardRecord? {
         let file = try HDF5File.open(path)
         guard file.exists("/shard") else { return nil }
         func integer(_ name: String) throws -> Int {
             guard case .int(let value)? = try? file.attribute(name, at: "/shard") else {
-                throw ShardError.inconsistentPart(file: path, reason: "/shard has no integer attribute '\(name)'")
+                throw DatasetError.inconsistentPart(file: path, reason: "/shard has no integer attribute '\(name)'")
             }
             return Int(value)
         }
         let shard: Shard
-        do { shard = try Shard(index: try integer("index"), count: try integer("count")) } catch let error as ShardError
+        do { shard = try Shard(index: try integer("index"), count: try integer("count")) } catch let error
+            as DatasetError
         {
-            throw ShardError.inconsistentPart(file: path, reason: "\(error)")
+            throw DatasetError.inconsistentPart(file: path, reason: "\(error)")
         }
         let names = try file.readStrings("/shard/skipped_cases")
         let reasons = try file.readStrings("/shard/skipped_reasons")
         guard names.count == reasons.count else {
-            throw ShardError.inconsistentPart(
+            throw DatasetError.inconsistentPart(
                 file: path,
                 reason: "/shard lists \(names.count) skipped cases and "
                     + "\(reasons.count) reasons")
         }
         let (runsA, runsB) = (try file.readStrings("/shard/comparison_a"), try file.readStrings("/shard/comparison_b"))
         guard runsA.count == runsB.count else {
-            throw ShardError.inconsistentPart(
+            throw DatasetError.inconsistentPart(
                 file: path, reason: "/shard comparison_a and comparison_b differ in length")
         }
         return ShardRecord(
@@ -74,7 +75,7 @@ extension ResultsFile {
             let stored = try file.read("\(group)/\(caseID)", as: Int64.self)
             let shape = stored.shape.count == 2 ? [1] + stored.shape : stored.shape
             guard shape.count == 3 else {
-                throw ShardError.inconsistentPart(file: path, reason: "\(group)/\(caseID) has shape \(stored.shape)")
+                throw DatasetError.inconsistentPart(file: path, reason: "\(group)/\(caseID) has shape \(stored.shape)")
             }
             let spacing =
                 file.hasAttribute("spacing", at: "\(group)/\(caseID)")

@@ -27,21 +27,21 @@ public enum ResultsMerge {
     ///   - parts: the part files, in any order.
     ///   - output: the merged results file, written atomically (a failure leaves nothing there).
     ///   - overwrite: replace an existing `output`.
-    /// - Throws: `ShardError` (not a part, different configurations, missing or duplicate shards, an output that
+    /// - Throws: `DatasetError` (not a part, different configurations, missing or duplicate shards, an output that
     ///   exists or is a part), `ResultsError`, `ImageFileError` naming the file.
     public static func merge(parts: [String], output: String, overwrite: Bool = false) throws -> Outcome {
         let resolved = URL(fileURLWithPath: output).standardizedFileURL.path
         if parts.contains(where: { URL(fileURLWithPath: $0).standardizedFileURL.path == resolved })
             || (!overwrite && FileManager.default.fileExists(atPath: output))
         {
-            throw ShardError.outputExists(file: output)
+            throw DatasetError.outputExists(file: output)
         }
         try prepareOutputLocation(output)
         let records = try parts.map { part -> ShardRecord in
-            guard let record = try ResultsFile.readShard(from: part) else { throw ShardError.notAPart(file: part) }
+            guard let record = try ResultsFile.readShard(from: part) else { throw DatasetError.notAPart(file: part) }
             return record
         }
-        guard let first = records.first else { throw ShardError.missingShards(indices: [], count: 0) }
+        guard let first = records.first else { throw DatasetError.missingShards(indices: [], count: 0) }
         try checkTogether(records, parts: parts)
 
         // Where each case of the run is: (part, position in that part).
@@ -49,7 +49,7 @@ public enum ResultsMerge {
         for (partIndex, record) in records.enumerated() {
             for (position, name) in record.cases.enumerated() {
                 if let earlier = location[name] {
-                    throw ShardError.inconsistentPart(
+                    throw DatasetError.inconsistentPart(
                         file: parts[partIndex],
                         reason: "case '\(name)' is also in "
                             + "\(parts[earlier.part])")
@@ -58,11 +58,11 @@ public enum ResultsMerge {
             }
         }
         if let absent = first.caseOrder.first(where: { location[$0] == nil }) {
-            throw ShardError.inconsistentPart(file: parts[0], reason: "case '\(absent)' of the run is in no part")
+            throw DatasetError.inconsistentPart(file: parts[0], reason: "case '\(absent)' of the run is in no part")
         }
         if location.count != first.caseOrder.count {
             let stray = location.keys.filter { !first.caseOrder.contains($0) }.sorted()
-            throw ShardError.inconsistentPart(
+            throw DatasetError.inconsistentPart(
                 file: parts[location[stray[0]]!.part],
                 reason: "case '\(stray[0])' is not in the run's case list")
         }
@@ -72,7 +72,7 @@ public enum ResultsMerge {
             let pieces = try parts.indices.map { index -> (run: ResultsRun, labels: [String: LabelMap]) in
                 let run = try ResultsFile.readRun(name, from: parts[index])
                 guard run.caseIDs == records[index].cases else {
-                    throw ShardError.inconsistentPart(
+                    throw DatasetError.inconsistentPart(
                         file: parts[index],
                         reason: "run '\(name)' holds cases "
                             + "\(run.caseIDs.prefix(3)) but /shard lists \(records[index].cases.prefix(3))")
@@ -87,7 +87,7 @@ public enum ResultsMerge {
         let comparisons = try first.comparisons.map { pair -> ResultsComparison in
             guard let a = runs.first(where: { $0.name == pair.a }), let b = runs.first(where: { $0.name == pair.b })
             else {
-                throw ShardError.inconsistentPart(
+                throw DatasetError.inconsistentPart(
                     file: parts[0],
                     reason: "comparison \(pair.a)__\(pair.b) names a "
                         + "run the part does not hold")
@@ -104,7 +104,7 @@ public enum ResultsMerge {
     public static func checkTogether(_ records: [ShardRecord], parts: [String]) throws {
         let first = records[0]
         for (index, record) in records.enumerated().dropFirst() {
-            func mismatch(_ reason: String) -> ShardError {
+            func mismatch(_ reason: String) -> DatasetError {
                 .configurationMismatch(file: parts[index], other: parts[0], reason: reason)
             }
             if record.command != first.command {
@@ -131,12 +131,12 @@ public enum ResultsMerge {
         var byIndex: [Int: Int] = [:]
         for (index, record) in records.enumerated() {
             if let other = byIndex[record.shard.index] {
-                throw ShardError.duplicateShard(index: record.shard.index, files: [parts[other], parts[index]])
+                throw DatasetError.duplicateShard(index: record.shard.index, files: [parts[other], parts[index]])
             }
             byIndex[record.shard.index] = index
         }
         let missing = (0..<first.shard.count).filter { byIndex[$0] == nil }
-        guard missing.isEmpty else { throw ShardError.missingShards(indices: missing, count: first.shard.count) }
+        guard missing.isEmpty else { throw DatasetError.missingShards(indices: missing, count: first.shard.count) }
     }
 
     /// The parts of one run agree on everything but their cases.
@@ -154,7 +154,7 @@ public enum ResultsMerge {
                 ("config", comparable(run.configJSON) == comparable(first.configJSON))
             ]
             if let field = fields.first(where: { !$0.1 }) {
-                throw ShardError.configurationMismatch(
+                throw DatasetError.configurationMismatch(
                     file: parts[index], other: parts[0],
                     reason: "run '\(run.name)' differs in its \(field.0)")
             }

@@ -43,7 +43,7 @@ public struct SegmentationManifest: Codable, Equatable, Sendable {
     /// Joins the folders the shards wrote into `output`, as one process writes it: every case file copied in the
     /// run's order, the manifest without the shard's fields, skipped cases in the run's order.
     ///
-    /// - Throws: `ShardError` (not a part, different configurations, missing or duplicate shards, an output that
+    /// - Throws: `DatasetError` (not a part, different configurations, missing or duplicate shards, an output that
     ///   exists), file errors naming the file. Nothing is written then.
     public static func merge(parts: [String], output: String, overwrite: Bool = false) throws -> SegmentationManifest {
         if FileManager.default.fileExists(atPath: output),
@@ -53,14 +53,14 @@ public struct SegmentationManifest: Codable, Equatable, Sendable {
                         == URL(fileURLWithPath: output).standardizedFileURL
                 })
         {
-            throw ShardError.outputExists(file: output)
+            throw DatasetError.outputExists(file: output)
         }
         let manifests = try parts.map { part -> SegmentationManifest in
             let path = part + "/" + fileName
             guard let data = FileManager.default.contents(atPath: path),
                 let manifest = try? JSONDecoder().decode(SegmentationManifest.self, from: data), manifest.shard != nil
             else {
-                throw ShardError.notAPart(file: part)
+                throw DatasetError.notAPart(file: part)
             }
             return manifest
         }
@@ -77,14 +77,14 @@ public struct SegmentationManifest: Codable, Equatable, Sendable {
         for (index, record) in records.enumerated() {
             for name in record.cases {
                 if let other = owner[name] {
-                    throw ShardError.inconsistentPart(
+                    throw DatasetError.inconsistentPart(
                         file: parts[index], reason: "case '\(name)' is also in \(parts[other])")
                 }
                 owner[name] = index
             }
         }
         if let absent = order.first(where: { owner[$0] == nil }) {
-            throw ShardError.inconsistentPart(file: parts[0], reason: "case '\(absent)' of the run is in no part")
+            throw DatasetError.inconsistentPart(file: parts[0], reason: "case '\(absent)' of the run is in no part")
         }
         let written = Set(manifests.flatMap(\.cases))
         let skips = Dictionary(manifests.flatMap(\.skipped).map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
@@ -96,7 +96,7 @@ public struct SegmentationManifest: Codable, Equatable, Sendable {
             for name in merged.cases {
                 let source = parts[owner[name]!] + "/" + name + ".h5"
                 do { try FileManager.default.copyItem(atPath: source, toPath: temporary + "/" + name + ".h5") } catch {
-                    throw ShardError.inconsistentPart(
+                    throw DatasetError.inconsistentPart(
                         file: parts[owner[name]!],
                         reason: "cannot copy \(name).h5: "
                             + error.localizedDescription)

@@ -29,7 +29,7 @@ public enum ShardedJob {
     ///   - partSuffix: the ending of a part's name (".h5" for results files, "" for folders).
     ///   - work: writes the part of `shard` to the given path (`--shard` semantics).
     ///   - merge: joins the parts (in rank order) into `output`, atomically.
-    /// - Throws: this rank's own error from `work` or `merge`, `ShardedJobError` when another rank failed.
+    /// - Throws: this rank's own error from `work` or `merge`, `ResultsError` when another rank failed.
     public static func run<Merged>(
         communicator: Communicator, output: String, partSuffix: String,
         work: (Shard, String) throws -> Void,
@@ -82,29 +82,9 @@ public enum ShardedJob {
         try communicator.allReduceSum(&mergeFailed, what: "merge")
         if let failure { throw failure }
         if !failedRanks.isEmpty {
-            throw ShardedJobError.ranksFailed(ranks: failedRanks, output: output, reasons: reasons)
+            throw ResultsError.ranksFailed(ranks: failedRanks, output: output, reasons: reasons)
         }
-        if mergeFailed[0] > 0 { throw ShardedJobError.mergeFailed(output: output) }
+        if mergeFailed[0] > 0 { throw ResultsError.mergeFailed(output: output) }
         return merged.map { .merged($0) } ?? .contributed
-    }
-}
-
-/// Why a sharded job failed on a rank other than the one reporting it.
-public enum ShardedJobError: Error, CustomStringConvertible, Equatable {
-    /// These ranks failed their shards (each printed its own error, repeated in `reasons` as they wrote it to the
-    /// shared folder); nothing was written to `output`.
-    case ranksFailed(ranks: [Int], output: String, reasons: [String] = [])
-    /// Rank 0 could not merge the parts (it printed why); nothing was written to `output`.
-    case mergeFailed(output: String)
-
-    public var description: String {
-        switch self {
-        case .ranksFailed(let ranks, let output, let reasons):
-            return "rank\(ranks.count == 1 ? "" : "s") \(ranks.map(String.init).joined(separator: ", ")) failed (see "
-                + "\(ranks.count == 1 ? "its" : "their") error above); nothing was written to \(output)"
-                + reasons.map { "; " + $0 }.joined()
-        case .mergeFailed(let output):
-            return "rank 0 could not merge the parts (see its error above); nothing was written to \(output)"
-        }
     }
 }

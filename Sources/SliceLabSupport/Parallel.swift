@@ -22,7 +22,10 @@ public enum Parallel {
         if count == 1 {
             body(0)
         } else if count > 1 {
-            DispatchQueue.concurrentPerform(iterations: count, execute: body)
+            withoutActuallyEscaping(body) { body in
+                let body = ConcurrentBody(body)
+                DispatchQueue.concurrentPerform(iterations: count) { body.call($0) }
+            }
         }
     }
 
@@ -37,15 +40,21 @@ public enum Parallel {
     /// Calls `body(chunk, range)` for every chunk of `0..<count` (`chunkCount` of them), concurrently when
     /// there is more than one. Chunks are contiguous, ascending and cover every index once; results written
     /// per chunk are combined by the caller in chunk order, so results do not depend on scheduling.
-    ///
-    /// - Returns: the number of chunks.
-    @discardableResult
     public static func forEachChunk(
         _ count: Int, minimumChunk: Int = 4096,
         _ body: (_ chunk: Int, _ range: Range<Int>) -> Void
-    ) -> Int {
+    ) {
         let chunks = chunkCount(count, minimumChunk: minimumChunk)
         forEach(chunks) { chunk in body(chunk, (chunk * count / chunks)..<((chunk + 1) * count / chunks)) }
-        return chunks
     }
+}
+
+/// A parallel-for's body on its way to the worker threads.
+///
+/// @unchecked Sendable: the closure is called concurrently, and its contract (each call touches only its own index's
+/// outputs, as every `Parallel` and compute-thread body documents) is what makes that safe; Swift's types cannot say
+/// so for writes through buffers. The parallel-for returns only after every call, so the closure never outlives it.
+package struct ConcurrentBody<Body>: @unchecked Sendable {
+    package let call: Body
+    package init(_ call: Body) { self.call = call }
 }

@@ -4,7 +4,7 @@ import SliceLabKit
 import SliceLabSupport
 
 /// A `slicelab` subcommand: its declaration and the call into the `SliceLab` library that does the work.
-protocol Command {
+protocol Command: Sendable {
     static var spec: CommandSpec { get }
     /// Runs the command. Throws `UsageError` for bad usage (exit 2) and any other error for failures (exit 1).
     static func run(_ arguments: ParsedArguments) throws

@@ -2,7 +2,7 @@ import Classical
 import Testing
 
 @Suite struct ColorSpaceTests {
-    static let golden = Goldens.section("color")
+    static var golden: [String: Any] { Goldens.section("color") }
 
     /// skimage.color on a 9³ grid of the RGB cube plus 271 random points; tolerance 1e-4 absolute
     /// (L*a*b* values are O(100), so this is also ~1e-6 relative).

@@ -7,7 +7,8 @@ import Testing
 
 /// The fixtures written by `Datasets/goldens/densecrf_goldens.py` (pydensecrf2; versions recorded in the file).
 private enum CRFGoldens {
-    static let root: [String: Any] = {
+    // nonisolated(unsafe): written once by the lazy initialiser, then only read (JSONSerialization's objects).
+    nonisolated(unsafe) static let root: [String: Any] = {
         let url = TestSupport.packageRoot.appendingPathComponent("Tests/ClassicalTests/Fixtures/densecrf_goldens.json")
         guard let data = try? Data(contentsOf: url),
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]

@@ -4,7 +4,8 @@ import TestSupport
 /// The goldens written by `Datasets/goldens/classical_goldens.py` (scikit-image, scikit-learn, scikit-fuzzy;
 /// their versions are recorded in the file), loaded once.
 enum Goldens {
-    static let root: [String: Any] = {
+    // nonisolated(unsafe): written once by the lazy initialiser, then only read (JSONSerialization's objects).
+    nonisolated(unsafe) static let root: [String: Any] = {
         let url = TestSupport.packageRoot.appendingPathComponent("Tests/ClassicalTests/Fixtures/classical_goldens.json")
         guard let data = try? Data(contentsOf: url),
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]

@@ -4,7 +4,7 @@ import Testing
 @testable import Classical
 
 @Suite struct RegionTests {
-    static let golden = Goldens.section("components")
+    static var golden: [String: Any] { Goldens.section("components") }
 
     static func map(_ key: String, shapeKey: String) -> LabelGrid<Int32> {
         let values = Goldens.ints(golden, key).map(Int32.init)

@@ -3,7 +3,7 @@ import Testing
 @testable import Classical
 
 @Suite struct ThresholdingTests {
-    static let golden = Goldens.section("otsu")
+    static var golden: [String: Any] { Goldens.section("otsu") }
 
     static func intensities(_ name: String) -> Intensities {
         let entry = golden[name] as? [String: Any] ?? [:]

@@ -1,4 +1,5 @@
 import DICOM
+import DICOMTestSupport
 import Foundation
 import TestSupport
 import Testing

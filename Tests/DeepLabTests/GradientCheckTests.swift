@@ -1,3 +1,4 @@
+import DeepLabTestSupport
 import Foundation
 import ImageFiles
 import SliceLabSupport

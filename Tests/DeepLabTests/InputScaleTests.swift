@@ -1,4 +1,5 @@
 import DeepLab
+import DeepLabTestSupport
 import Foundation
 import TestSupport
 import Testing

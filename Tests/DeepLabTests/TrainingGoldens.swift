@@ -6,7 +6,8 @@ import TestSupport
 enum TrainingGoldens {
     struct Failure: Error, CustomStringConvertible { let description: String }
 
-    static let root: [String: Any] = {
+    // nonisolated(unsafe): written once by the lazy initialiser, then only read (JSONSerialization's objects).
+    nonisolated(unsafe) static let root: [String: Any] = {
         let url = TestSupport.packageRoot.appendingPathComponent("Tests/DeepLabTests/Fixtures/training_goldens.json")
         guard let data = try? Data(contentsOf: url),
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -243,8 +244,7 @@ import Testing
             return path
         }
         let before = HDF5ProbeStatistics.shared.snapshot
-        let failures = NSLock()
-        var errors: [String] = []
+        let errors = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 2) { index in
             for _ in 0..<40 {
                 do {
@@ -253,14 +253,13 @@ import Testing
                         throw ImageFileError.invalidArgument("bad")
                     }
                 } catch {
-                    failures.lock()
-                    errors.append("\(error)")
-                    failures.unlock()
+                    errors.withLock { $0.append("\(error)") }
                 }
             }
         }
         let after = HDF5ProbeStatistics.shared.snapshot
-        #expect(errors.isEmpty, "\(errors.prefix(3))")
+        let failures = errors.withLock { $0 }
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
         #expect(after.probes - before.probes >= 80)
         #expect(after.fallbacks == before.fallbacks, "retries \(after.retries - before.retries)")
     }

@@ -41,7 +41,9 @@ struct AtomicWriteTests {
         let dead = ".results.h5.tmp-2147483000-1"
         let live = ".results.h5.tmp-\(getpid())-2"
         let deadFolder = ".overlays.old-2147483000-3"
-        for name in [dead, live] { FileManager.default.createFile(atPath: root.path + "/" + name, contents: Data()) }
+        for name in [dead, live] {
+            #expect(FileManager.default.createFile(atPath: root.path + "/" + name, contents: Data()))
+        }
         try FileManager.default.createDirectory(atPath: root.path + "/" + deadFolder, withIntermediateDirectories: true)
         try writeAtomically(Data("new".utf8), to: root.path + "/results.h5")
         try writeFolderAtomically(to: root.path + "/overlays") { _ in }

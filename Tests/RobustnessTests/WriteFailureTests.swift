@@ -140,7 +140,7 @@ import Testing
     /// Fills the file system holding `folder` until `free` bytes remain; returns the filler.
     static func fill(_ folder: URL, leaving free: Int) throws -> URL {
         let filler = folder.appendingPathComponent("filler")
-        FileManager.default.createFile(atPath: filler.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: filler.path, contents: nil)  // the handle below throws if not
         let handle = try FileHandle(forWritingTo: filler)
         let block = Data(repeating: 0xA5, count: 1 << 20)
         var written = 0

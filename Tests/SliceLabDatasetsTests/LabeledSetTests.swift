@@ -59,7 +59,7 @@ struct LabeledSetTests {
         #expect(b.image.values.first == -10 && b.labels.values[3] == 1)
     }
 
-    static func expectError(_ expected: LabeledSetError, in folder: URL, skippedCase: String) throws {
+    static func expectError(_ expected: DatasetError, in folder: URL, skippedCase: String) throws {
         #expect(throws: expected) { try LabeledSet.open(folder.path) }
         let set = try LabeledSet.open(folder.path, skipBad: true)
         #expect(set.skipped.map(\.name) == [skippedCase])
@@ -132,7 +132,7 @@ struct LabeledSetTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         try Data("not a png".utf8).write(to: folder.appendingPathComponent("images/a.png"))
         #expect { try LabeledSet.open(folder.path) } throws: { error in
-            guard case .unreadable(let name, let file, _) = error as? LabeledSetError else { return false }
+            guard case .unreadable(let name, let file, _) = error as? DatasetError else { return false }
             return name == "a" && file.hasSuffix("images/a.png")
         }
     }
@@ -166,7 +166,7 @@ struct LabeledSetTests {
         try FileManager.default.removeItem(at: folder.appendingPathComponent("labels/b.h5"))
         try FileManager.default.removeItem(at: folder.appendingPathComponent("labels/d.h5"))
         // b and d were the val cases: skipping them empties the split, which is an error even with skipBad.
-        #expect(throws: LabeledSetError.emptySplit(split: "val")) { try LabeledSet.open(folder.path, skipBad: true) }
+        #expect(throws: DatasetError.emptySplit(split: "val")) { try LabeledSet.open(folder.path, skipBad: true) }
     }
 
     @Test func badDescriptionSaysWhatIsWrong() throws {

@@ -13,7 +13,7 @@ struct PostProcessingStepTests {
         LabelGrid(shape: GridShape(rows: rows.count, columns: rows[0].count), labels: rows.flatMap { $0 })
     }
 
-    static let context = PostProcessingContext(classCount: 3, beta: 1, unaryCost: nil)
+    static var context: PostProcessingContext { PostProcessingContext(classCount: 3, beta: 1, unaryCost: nil) }
 
     @Test func largestComponentKeepsOnlyEachClassesLargestFaceConnectedPart() throws {
         let map = Self.grid([
@@ -66,7 +66,7 @@ struct PostProcessingStepTests {
         #expect(chained.labels == byHand.labels)
         #expect(chained.labels[1 * 6 + 1] == 1 && chained.labels[5] == 0)
         #expect(try PostProcessingPipeline(parsing: "none") == .none && "\(PostProcessingPipeline.none)" == "none")
-        #expect(throws: PostProcessingError.self) { try PostProcessingPipeline(parsing: "largest-component,blur") }
+        #expect(throws: InferenceError.self) { try PostProcessingPipeline(parsing: "largest-component,blur") }
         #expect(try PostProcessingPipeline(parsing: "majority+crf", separator: "+").stepNeedingProbabilities == .crf)
     }
 
@@ -97,7 +97,7 @@ struct PostProcessingStepTests {
 
     @Test func crfStepRefusesALabelOnlyInput() {
         let map = Self.grid([[0, 1], [1, 0]])
-        #expect(throws: PostProcessingError.needsProbabilities(step: "crf")) {
+        #expect(throws: InferenceError.needsProbabilities(step: "crf")) {
             try DenseCRFStep.apply(map, context: Self.context)
         }
         #expect(PostProcessingStepName.crf.needsProbabilities && !PostProcessingStepName.mrf.needsProbabilities)

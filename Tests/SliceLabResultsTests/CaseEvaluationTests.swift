@@ -24,7 +24,7 @@ struct CaseEvaluationTests {
     @Test func shapeMismatchNamesTheCase() {
         let a = LabelMap(frames: 1, rows: 2, columns: 2, labels: [0, 1, 1, 0])
         let b = LabelMap(frames: 1, rows: 1, columns: 4, labels: [0, 1, 1, 0])
-        #expect(throws: EvaluateError.shapeMismatch(case: "c7", reference: [1, 2, 2], prediction: [1, 1, 4])) {
+        #expect(throws: DatasetError.pairShapeMismatch(case: "c7", reference: [1, 2, 2], prediction: [1, 1, 4])) {
             try CaseEvaluation.metrics(
                 caseID: "c7", reference: a, prediction: b, spacing: [1, 1, 1],
                 settings: Self.settings, remedy: "")
@@ -35,7 +35,7 @@ struct CaseEvaluationTests {
         let a = LabelMap(frames: 1, rows: 1, columns: 3, labels: [0, 1, 2])
         let b = LabelMap(frames: 1, rows: 1, columns: 3, labels: [0, 5, 2])
         #expect(
-            throws: EvaluateError.invalidOption(
+            throws: DatasetError.invalidOption(
                 "case 'c2': prediction holds label 5, not below the class count "
                     + "3; do this")
         ) {

@@ -73,7 +73,7 @@ import Testing
         try DatasetFixtures.writeSplits([(["case_000", "case_001"], ["case_002"])], in: root)
         let fromFile = try LabeledSet.open(root.path, selection: SplitSelection(preprocessedFolder: preprocessed.path))
         #expect(fromFile.cases(in: "train") == ["case_000", "case_001"] && fromFile.cases(in: "test") == ["case_002"])
-        #expect(throws: LabeledSetError.self) { try LabeledSet.open(root.path, selection: SplitSelection(fold: 1)) }
+        #expect(throws: DatasetError.self) { try LabeledSet.open(root.path, selection: SplitSelection(fold: 1)) }
     }
 
     /// Labeled held-out cases in `imagesTs/` + `labelsTs/` are the `test` split (not the fold's `val`), left out

@@ -35,12 +35,12 @@ import Testing
         #expect(ShardSplit.assign(sizes: sizes, count: 1) == [Int](repeating: 0, count: 8))
         let all = try (0..<4).flatMap { try ShardSplit.indices(of: Shard(index: $0, count: 4), sizes: sizes) }
         #expect(all.sorted() == Array(0..<8))
-        #expect(throws: ShardError.moreShardsThanCases(shards: 9, cases: 8)) {
+        #expect(throws: DatasetError.moreShardsThanCases(shards: 9, cases: 8)) {
             try ShardSplit.indices(of: Shard(index: 0, count: 9), sizes: sizes)
         }
         #expect(try Shard(parsing: "2/3") == Shard(index: 2, count: 3))
         for bad in ["3/3", "-1/2", "1/0", "a/b", "1", "1/2/3", ""] {
-            #expect(throws: ShardError.invalidShard(text: bad)) { try Shard(parsing: bad) }
+            #expect(throws: DatasetError.invalidShard(text: bad)) { try Shard(parsing: bad) }
         }
     }
 

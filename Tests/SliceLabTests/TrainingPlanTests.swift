@@ -280,7 +280,7 @@ struct TrainingPlanTests {
         #expect(values == [-6, -6, 0, 2, 10, 10])
         let decoded = try JSONDecoder().decode(Preprocessing.self, from: Data(ct.json.utf8))
         #expect(decoded == ct)
-        #expect(throws: TrainingError.self) {
+        #expect(throws: DeepLabError.self) {
             try Preprocessing.clippedZScore(low: 1, high: 0, mean: 0, standardDeviation: 1).validate()
         }
         let fingerprint = Self.fingerprint(Self.discCases(count: 2, side: 32, radius: 6), modality: "MR")

@@ -19,7 +19,9 @@ func dnnlCheck(_ call: String, _ status: dnnl_status_t) throws {
 }
 
 /// The process-wide CPU engine and its in-order stream. Rests on `dnnl_engine_create`, `dnnl_stream_create`.
-final class OneDNNEngine {
+// @unchecked Sendable: two immutable handles; oneDNN engines are thread-safe, and the stream is used only under
+// `Primitive.streamLock`.
+final class OneDNNEngine: @unchecked Sendable {
     let engine: dnnl_engine_t
     let stream: dnnl_stream_t
 
@@ -284,7 +286,8 @@ enum Arg {
 
 /// A cache of primitives keyed by what determines them (kind, shapes, layouts, hyperparameters). Safe to share
 /// between threads (models on different threads share the stateless operations' cache).
-final class PrimitiveCache {
+// @unchecked Sendable: `entries` is read and written under `lock` only; primitives are immutable once created.
+final class PrimitiveCache: @unchecked Sendable {
     private var entries: [Key: Primitive] = [:]
     private let lock = NSLock()
 

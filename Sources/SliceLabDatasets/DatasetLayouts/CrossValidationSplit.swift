@@ -60,14 +60,14 @@ enum CrossValidationSplit {
         guard let data = FileManager.default.contents(atPath: url.path),
             let list = (try? JSONSerialization.jsonObject(with: data)) as? [[String: Any]], !list.isEmpty
         else {
-            throw LabeledSetError.invalidDescription(
+            throw DatasetError.invalidDescription(
                 file: url.path,
                 reason: "not a splits file (a JSON list of "
                     + "{\"train\": [...], \"val\": [...]} as nnU-Net writes it)")
         }
         return try list.enumerated().map { index, fold in
             guard let train = fold["train"] as? [String], let val = fold["val"] as? [String] else {
-                throw LabeledSetError.invalidDescription(
+                throw DatasetError.invalidDescription(
                     file: url.path,
                     reason: "fold \(index) lacks a 'train' or "
                         + "'val' list of case names")
@@ -80,7 +80,7 @@ enum CrossValidationSplit {
     /// Returns the splits (`train`, `val`, and `test`, the cases `compare` scores: the labeled held-out cases
     /// `heldOut` when there are any, else `val`) and how they were made.
     ///
-    /// - Throws: `LabeledSetError.invalidDescription` for a bad splits file or a fold it does not have.
+    /// - Throws: `DatasetError.invalidDescription` for a bad splits file or a fold it does not have.
     static func select(cases: [String], folder: URL, selection: SplitSelection, heldOut: [String] = [])
         throws -> (splits: [String: [String]], json: String)
     {
@@ -102,7 +102,7 @@ enum CrossValidationSplit {
             record["seed"] = selection.seed
         }
         guard folds.indices.contains(selection.fold) else {
-            throw LabeledSetError.invalidDescription(
+            throw DatasetError.invalidDescription(
                 file: (record["source"] as? String) ?? folder.path,
                 reason: "--fold \(selection.fold): the split has folds 0…\(folds.count - 1)")
         }

@@ -19,7 +19,7 @@ public enum DatasetCheck {
         /// Problems of the set as a whole (its `dataset.json`, its splits).
         public var setProblems: [String]
         /// Problems of single cases, in case order; a case may have several.
-        public var caseProblems: [LabeledSetError]
+        public var caseProblems: [DatasetError]
 
         public var isClean: Bool { setProblems.isEmpty && caseProblems.isEmpty }
 
@@ -38,7 +38,7 @@ public enum DatasetCheck {
 
     /// Checks the set at `path`, reading every case.
     ///
-    /// - Throws: `LabeledSetError.invalidDescription` only when `dataset.json` itself cannot be read as a set
+    /// - Throws: `DatasetError.invalidDescription` only when `dataset.json` itself cannot be read as a set
     ///   description (then there is nothing to check case by case).
     public static func run(
         _ path: String, limits: ReadLimits = .standard,
@@ -67,7 +67,7 @@ public enum DatasetCheck {
     /// the content of every case with the checks below.
     static func checkOwnLayout(_ path: String, limits: ReadLimits) throws -> Report {
         let set: LabeledSet
-        do { set = try LabeledSet.open(path, skipBad: true, limits: limits) } catch let error as LabeledSetError
+        do { set = try LabeledSet.open(path, skipBad: true, limits: limits) } catch let error as DatasetError
             where error.caseName == nil
         {
             return Report(layout: "slicelab", caseCount: 0, setProblems: [error.description], caseProblems: [])
@@ -82,16 +82,16 @@ public enum DatasetCheck {
     }
 
     /// Problems in case order, each case's in the order found.
-    static func byCase(_ problems: [LabeledSetError]) -> [LabeledSetError] {
+    static func byCase(_ problems: [DatasetError]) -> [DatasetError] {
         problems.enumerated()
             .sorted { ($0.element.caseName ?? "", $0.offset) < ($1.element.caseName ?? "", $1.offset) }
             .map(\.element)
     }
 
     /// Every problem of one case's content.
-    static func caseProblems(_ set: LabeledSet, _ name: String) -> [LabeledSetError] {
+    static func caseProblems(_ set: LabeledSet, _ name: String) -> [DatasetError] {
         guard let files = set.files[name] else { return [] }
-        var problems: [LabeledSetError] = []
+        var problems: [DatasetError] = []
         var images: [(url: URL, shape: [Int], geometry: VolumeGeometry?)] = []
         var channels = 0
         for url in files.images {
@@ -103,7 +103,7 @@ public enum DatasetCheck {
                 }
                 images.append((url, [image.shape[0], image.shape[2], image.shape[3]], geometry))
                 channels += image.shape[1]
-            } catch let error as LabeledSetError { problems.append(error) } catch {
+            } catch let error as DatasetError { problems.append(error) } catch {
                 problems.append(.unreadable(case: name, file: url.path, reason: "\(error)"))
             }
         }
@@ -151,7 +151,7 @@ public enum DatasetCheck {
                         case: name, value: Int(value), pixels: pixels,
                         classCount: set.classCount))
             }
-        } catch let error as LabeledSetError { problems.append(error) } catch {
+        } catch let error as DatasetError { problems.append(error) } catch {
             problems.append(.unreadable(case: name, file: files.labels.path, reason: "\(error)"))
         }
         return problems

@@ -37,7 +37,7 @@ public enum DatasetExport {
 
     /// Writes the export atomically (a folder appears whole or not at all) and returns its path.
     ///
-    /// - Throws: `LabeledSetError` for the set, `InputError.unsupportedOutput` for an id outside 1…999 or an
+    /// - Throws: `DatasetError` for the set, `InputError.unsupportedOutput` for an id outside 1…999 or an
     ///   existing destination, `ImageFileError` naming a file that cannot be written.
     @discardableResult
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws -> String {

@@ -15,7 +15,7 @@ struct LayoutContents {
     /// The labeled cases and their files.
     var files: [String: CaseFiles]
     /// Problems of single cases (a missing channel, an unpaired label, …), each naming its case.
-    var caseProblems: [LabeledSetError]
+    var caseProblems: [DatasetError]
     /// Problems of the set as a whole (`numTraining` that does not match, labels that are not 0, 1, 2, …).
     var setProblems: [String]
     /// How the label files are named after their case (".nii.gz", ".png").
@@ -30,7 +30,7 @@ struct LayoutContents {
     /// channel's name. Labeled held-out cases (`testFiles`) are the `test` split instead of the fold's `val`.
     init(
         folder: URL, json: [String: Any], classes: [String], channelNames: [String], files: [String: CaseFiles],
-        caseProblems: [LabeledSetError], setProblems: [String], fileEnding: String,
+        caseProblems: [DatasetError], setProblems: [String], fileEnding: String,
         selection: SplitSelection, testFiles: [String: CaseFiles] = [:]
     ) throws {
         let (splits, splitJSON) = try CrossValidationSplit.select(
@@ -56,7 +56,7 @@ protocol DatasetLayout: Sendable {
     func recognizes(_ json: [String: Any]) -> Bool
     /// Lists the set's cases and files and selects its splits.
     ///
-    /// - Throws: `LabeledSetError.invalidDescription` naming `dataset.json` when it cannot describe a set.
+    /// - Throws: `DatasetError.invalidDescription` naming `dataset.json` when it cannot describe a set.
     func open(folder: URL, json: [String: Any], selection: SplitSelection) throws -> LayoutContents
 }
 
@@ -69,16 +69,16 @@ public enum DatasetLayouts {
 
     /// Reads `dataset.json` as a JSON object.
     ///
-    /// - Throws: `LabeledSetError.invalidDescription` naming the file.
+    /// - Throws: `DatasetError.invalidDescription` naming the file.
     static func readJSON(_ url: URL) throws -> [String: Any] {
         guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw LabeledSetError.invalidDescription(
+            throw DatasetError.invalidDescription(
                 file: url.path,
                 reason: "missing (a labeled set needs dataset.json: SliceLab's layout, nnU-Net v2 "
                     + "or the Medical Segmentation Decathlon)")
         }
         guard let object = try? JSONSerialization.jsonObject(with: data), let json = object as? [String: Any] else {
-            throw LabeledSetError.invalidDescription(file: url.path, reason: "not a JSON object")
+            throw DatasetError.invalidDescription(file: url.path, reason: "not a JSON object")
         }
         return json
     }
@@ -109,19 +109,19 @@ public enum DatasetLayouts {
     /// The names of a table `"0": name, "1": name, …` (the channels of `channel_names` or `modality`), in index
     /// order.
     ///
-    /// - Throws: `LabeledSetError.invalidDescription` naming `file` for other keys, non-string names, or indices
+    /// - Throws: `DatasetError.invalidDescription` naming `file` for other keys, non-string names, or indices
     ///   that are not 0, 1, 2, ….
     static func indexedNames(_ table: Any?, key: String, file: String) throws -> [String] {
         var names: [Int: String] = [:]
         for (index, value) in table as? [String: Any] ?? [:] {
             guard let position = Int(index), let name = value as? String else {
-                throw LabeledSetError.invalidDescription(
+                throw DatasetError.invalidDescription(
                     file: file, reason: "'\(key)' maps channel indices (\"0\", \"1\", …) to names, got \"\(index)\"")
             }
             names[position] = name
         }
         guard !names.isEmpty, names.keys.sorted() == Array(0..<names.count) else {
-            throw LabeledSetError.invalidDescription(
+            throw DatasetError.invalidDescription(
                 file: file, reason: "'\(key)' must name the channels 0, 1, 2, …, got \(names.keys.sorted())")
         }
         return (0..<names.count).map { names[$0]! }

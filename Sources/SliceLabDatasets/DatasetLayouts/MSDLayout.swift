@@ -18,7 +18,7 @@ struct MSDLayout: DatasetLayout {
 
     func open(folder: URL, json: [String: Any], selection: SplitSelection) throws -> LayoutContents {
         let descriptionFile = folder.appendingPathComponent("dataset.json").path
-        func invalid(_ reason: String) -> LabeledSetError {
+        func invalid(_ reason: String) -> DatasetError {
             .invalidDescription(file: descriptionFile, reason: reason)
         }
         guard let labelTable = json["labels"] as? [String: Any] else {
@@ -36,7 +36,7 @@ struct MSDLayout: DatasetLayout {
         let channelNames = try DatasetLayouts.indexedNames(json["modality"], key: "modality", file: descriptionFile)
         let training = json["training"] as? [Any] ?? []
         var files: [String: CaseFiles] = [:]
-        var caseProblems: [LabeledSetError] = []
+        var caseProblems: [DatasetError] = []
         var endings: Set<String> = []
         for (index, entry) in training.enumerated() {
             guard let entry = entry as? [String: Any], let image = entry["image"] as? String,

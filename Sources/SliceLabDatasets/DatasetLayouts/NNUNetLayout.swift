@@ -15,7 +15,7 @@ struct NNUNetLayout: DatasetLayout {
 
     func open(folder: URL, json: [String: Any], selection: SplitSelection) throws -> LayoutContents {
         let descriptionFile = folder.appendingPathComponent("dataset.json").path
-        func invalid(_ reason: String) -> LabeledSetError {
+        func invalid(_ reason: String) -> DatasetError {
             .invalidDescription(file: descriptionFile, reason: reason)
         }
         guard let ending = json["file_ending"] as? String, ending.hasPrefix("."), ending.count > 1 else {
@@ -42,7 +42,7 @@ struct NNUNetLayout: DatasetLayout {
         if let labelProblem { throw invalid(labelProblem) }
 
         var files: [String: CaseFiles] = [:]
-        var caseProblems: [LabeledSetError] = []
+        var caseProblems: [DatasetError] = []
         if let explicit = json["dataset"] as? [String: Any] {
             for (name, entry) in explicit.sorted(by: { $0.key < $1.key }) {
                 guard let entry = entry as? [String: Any], let images = entry["images"] as? [String],
@@ -69,7 +69,7 @@ struct NNUNetLayout: DatasetLayout {
         }
         var testFiles: [String: CaseFiles] = [:]
         if json["dataset"] == nil, DatasetLayouts.isFolder(folder.appendingPathComponent("labelsTs")) {
-            let test: [LabeledSetError]
+            let test: [DatasetError]
             (testFiles, test) = try Self.scan(
                 folder: folder, ending: ending, channelCount: channelNames.count,
                 descriptionFile: descriptionFile, images: "imagesTs", labels: "labelsTs")
@@ -98,7 +98,7 @@ struct NNUNetLayout: DatasetLayout {
         folder: URL, ending: String, channelCount: Int, descriptionFile: String,
         images: String = "imagesTr", labels: String = "labelsTr"
     )
-        throws -> ([String: CaseFiles], [LabeledSetError])
+        throws -> ([String: CaseFiles], [DatasetError])
     {
         let imagesFolder = folder.appendingPathComponent(images)
         let labelsFolder = folder.appendingPathComponent(labels)
@@ -107,13 +107,13 @@ struct NNUNetLayout: DatasetLayout {
             guard FileManager.default.fileExists(atPath: required.path, isDirectory: &isDirectory),
                 isDirectory.boolValue
             else {
-                throw LabeledSetError.invalidDescription(
+                throw DatasetError.invalidDescription(
                     file: required.path,
                     reason: "missing folder (an nnU-Net "
                         + "raw dataset has imagesTr/ and labelsTr/ beside dataset.json)")
             }
         }
-        var problems: [LabeledSetError] = []
+        var problems: [DatasetError] = []
         var channelFiles: [String: [Int: URL]] = [:]
         for name in DatasetLayouts.files(in: imagesFolder, ending: ending) {
             let identifier = String(name.dropLast(ending.count))

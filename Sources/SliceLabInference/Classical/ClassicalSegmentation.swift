@@ -7,36 +7,6 @@ import SliceLabSupport
 /// `SliceLab`.
 public typealias ClusterSpace = ColorSpace
 
-/// Classical-baseline options that cannot go together, in the library's words; the command line names its
-/// flags when it reports one (`ClusterCommand`).
-public enum ClusterOptionError: Error, Equatable, CustomStringConvertible {
-    /// A colour space other than gray for a gray image.
-    case colorSpaceNeedsColor(space: ClusterSpace, file: String)
-    /// A method that thresholds one channel, in a colour space without a lightness channel.
-    case noLightnessChannel(method: ClusterMethod, space: ClusterSpace)
-    /// A method that needs at least two classes.
-    case tooFewClasses(method: ClusterMethod)
-    /// Otsu's method, which makes exactly two classes, asked for another number.
-    case otsuMakesTwoClasses(classes: Int)
-    /// A post-processing step that works on class probabilities (`crf`): a classical run has labels only.
-    case regularizerNeedsProbabilities(PostProcessingStepName)
-
-    public var description: String {
-        switch self {
-        case .colorSpaceNeedsColor(let space, let file):
-            return "color space \(space.rawValue) needs a color image, but \(file) is gray"
-        case .noLightnessChannel(let method, let space):
-            return "method \(method.rawValue) thresholds one channel; color space \(space.rawValue) has no lightness "
-                + "channel (use gray, lab, hsv or ycbcr)"
-        case .tooFewClasses(let method): return "method \(method.rawValue) needs at least 2 classes"
-        case .otsuMakesTwoClasses(let classes):
-            return "Otsu's method makes 2 classes, not \(classes); multi-Otsu makes more"
-        case .regularizerNeedsProbabilities(let step):
-            return "regularizer \(step) works on class probabilities, which a classical method does not produce"
-        }
-    }
-}
-
 /// The settings of one `slicelab cluster` run; stored as attributes of the HDF5 it writes.
 public struct ClusterOptions: Sendable {
     public var method: ClusterMethod
@@ -123,7 +93,7 @@ public enum ClassicalSegmentation {
         }
         if image.channels == 1 {
             guard space == .gray else {
-                throw ClusterOptionError.colorSpaceNeedsColor(space: space, file: image.source)
+                throw InferenceError.colorSpaceNeedsColor(space: space, file: image.source)
             }
             return Features(
                 points: FeatureMatrix(count: count, dimension: 1, values: values), lightness: values,
@@ -147,7 +117,7 @@ public enum ClassicalSegmentation {
             return integral ? .integer(values.map { Int($0) }) : .real(values)
         }
         guard let channel = space.lightnessChannel else {
-            throw ClusterOptionError.noLightnessChannel(method: method, space: space)
+            throw InferenceError.noLightnessChannel(method: method, space: space)
         }
         return .real((0..<points.count).map { points.values[$0 * points.dimension + channel] })
     }
@@ -160,7 +130,7 @@ public enum ClassicalSegmentation {
         }
         try method.check(classes: options.classes)
         if let step = options.regularize.stepNeedingProbabilities {
-            throw ClusterOptionError.regularizerNeedsProbabilities(step)
+            throw InferenceError.regularizerNeedsProbabilities(step)
         }
         var timings: [(stage: String, seconds: Double)] = []
         var clock = Date()

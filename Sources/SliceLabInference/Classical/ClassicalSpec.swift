@@ -28,16 +28,9 @@ public struct ClassicalSpec: Sendable, Equatable {
     public var connectivity: Int
     public var name: String?
 
-    /// A specification that cannot be parsed: the text and why.
-    public struct ParseError: Error, Equatable, CustomStringConvertible {
-        public let text: String
-        public let reason: String
-        public var description: String { "'\(text)': \(reason)" }
-    }
-
-    /// Parses a specification. - Throws: `ParseError` naming the spec and the bad key or value.
+    /// Parses a specification. - Throws: `InferenceError.invalidClassicalSpec` naming the spec and the bad key or value.
     public init(_ text: String) throws {
-        func bad(_ reason: String) -> ParseError { ParseError(text: text, reason: reason) }
+        func bad(_ reason: String) -> InferenceError { .invalidClassicalSpec(text: text, reason: reason) }
         let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
         guard let methodName = parts.first, let method = ClusterMethod(rawValue: methodName) else {
             throw bad(

@@ -10,7 +10,7 @@ struct DenseCRFStep: PostProcessingStep {
 
     static func apply(_ map: LabelGrid<Int32>, context: PostProcessingContext) throws -> LabelGrid<Int32> {
         guard let probabilities = context.probabilities, let image = context.displayImage else {
-            throw PostProcessingError.needsProbabilities(step: name)
+            throw InferenceError.needsProbabilities(step: name)
         }
         let marginals = try DenseCRF.marginals(
             probabilities: probabilities, classCount: context.classCount,

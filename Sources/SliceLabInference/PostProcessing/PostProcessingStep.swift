@@ -4,7 +4,7 @@ import SliceLabSupport
 
 /// One post-processing step on a class map (`--regularize`, the classical spec's `regularize=`). Each step is a
 /// conforming type listed once in `PostProcessingSteps.all`; its name is what the options take.
-protocol PostProcessingStep {
+protocol PostProcessingStep: Sendable {
     static var name: String { get }
     /// Whether the step needs the model's class probabilities (`PostProcessingContext.probabilities`); a
     /// classical run has none, so `cluster` refuses such a step.
@@ -38,24 +38,6 @@ struct PostProcessingContext {
     /// The classes the component rules (`largest-component`, `fill-holes`) apply to; nil for every foreground
     /// class (1..<K).
     var ruleClasses: Set<Int>? = nil
-}
-
-/// A step asked of input it cannot use.
-public enum PostProcessingError: Error, Equatable, CustomStringConvertible {
-    /// A step that works on class probabilities, given a label-only input.
-    case needsProbabilities(step: String)
-    /// A name that is no registered step.
-    case unknownStep(name: String, known: [String])
-
-    public var description: String {
-        switch self {
-        case .needsProbabilities(let step):
-            return "post-processing step '\(step)' works on class probabilities, and this input has labels only"
-        case .unknownStep(let name, let known):
-            return "unknown post-processing step '\(name)'; steps: \(known.joined(separator: ", ")) (chain them with "
-                + "commas, as largest-component,fill-holes)"
-        }
-    }
 }
 
 /// The registered post-processing steps, in the order `--help` lists them.
@@ -114,13 +96,13 @@ public struct PostProcessingPipeline: Hashable, Sendable, CustomStringConvertibl
     /// Steps named in `text` and separated by `separator` (`,` on the command line, `+` inside a classical spec,
     /// whose own fields are separated by commas); `none` alone is the empty pipeline.
     ///
-    /// - Throws: `PostProcessingError.unknownStep` naming the step and the registered ones.
+    /// - Throws: `InferenceError.unknownStep` naming the step and the registered ones.
     public init(parsing text: String, separator: Character = ",") throws {
         let names = text.split(separator: separator, omittingEmptySubsequences: false).map(String.init)
         self.init(
             try names.map { name in
                 guard let step = PostProcessingStepName(rawValue: name) else {
-                    throw PostProcessingError.unknownStep(
+                    throw InferenceError.unknownStep(
                         name: name, known: PostProcessingStepName.allCases.map(\.rawValue))
                 }
                 return step

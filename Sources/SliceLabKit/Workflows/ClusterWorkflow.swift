@@ -8,7 +8,7 @@ import SliceLabSupport
 /// `slicelab cluster`: the classical baseline from an image file to a label map (issue #6).
 public enum ClusterWorkflow {
     /// Loads `input`, clusters it, and writes `out` (and `overlay` if given).
-    /// - Throws: `ClusterOptionError` for impossible option combinations; `InputError` naming the file for data the
+    /// - Throws: `InferenceError` for impossible option combinations; `InputError` naming the file for data the
     ///   method cannot split (constant images, too few values, NaN/inf); the loader's and writer's errors.
     @discardableResult
     public static func run(

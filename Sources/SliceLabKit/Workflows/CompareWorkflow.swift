@@ -81,7 +81,7 @@ public enum CompareWorkflow {
 
     /// Runs the comparison and writes the results file (and the report).
     ///
-    /// - Throws: `LabeledSetError` naming a bad case, `CompareError`, and the errors of the model, the
+    /// - Throws: `DatasetError` naming a bad case, `CompareError`, and the errors of the model, the
     ///   classical methods and the results writer. Nothing is written unless every run completed.
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws -> Outcome {
         try checkOutputs(options)
@@ -156,13 +156,13 @@ public enum CompareWorkflow {
     static func checkOutputs(_ options: Options) throws {
         try prepareOutputLocation(options.output)
         if options.shard != nil {
-            if options.report != nil { throw ShardError.notShardable(option: "--report", command: "compare") }
-            if options.overlays != nil { throw ShardError.notShardable(option: "overlays", command: "compare") }
+            if options.report != nil { throw DatasetError.notShardable(option: "--report", command: "compare") }
+            if options.overlays != nil { throw DatasetError.notShardable(option: "overlays", command: "compare") }
             if options.predictions != nil {
-                throw ShardError.notShardable(option: "--predictions", command: "compare")
+                throw DatasetError.notShardable(option: "--predictions", command: "compare")
             }
             if !options.overwrite, FileManager.default.fileExists(atPath: options.output) {
-                throw ShardError.outputExists(file: options.output)
+                throw DatasetError.outputExists(file: options.output)
             }
         }
         for folder in [options.report, options.overlays, options.predictions].compactMap({ $0 }) {
@@ -196,7 +196,7 @@ public enum CompareWorkflow {
             try VolumeSegmenter.load(checkpoint: options.model, precision: options.precision)
         }
         guard segmenter.classCount == set.classCount else {
-            throw LabeledSetError.classCountMismatch(
+            throw DatasetError.classCountMismatch(
                 model: options.model, modelClasses: segmenter.classCount,
                 dataset: options.dataset, datasetClasses: set.classCount)
         }

@@ -21,7 +21,7 @@ public enum EvaluateWorkflow {
     ///
     /// Nothing is written when any case fails: the file is replaced atomically at the end. Label files are read
     /// with `limits` (`--max-memory`).
-    /// - Throws: `EvaluateError` (unpaired files, shapes, options), `MetricsError.inCase` (labels ≥ K),
+    /// - Throws: `DatasetError` (unpaired files, shapes, options), `MetricsError.inCase` (labels ≥ K),
     ///   `ResultsError.runExists`, `InputError`/`ImageFileError` naming the file.
     public static func run(
         _ options: Options, limits: ReadLimits = .standard,
@@ -36,7 +36,7 @@ public enum EvaluateWorkflow {
             throw ResultsError.runExists(file: options.output, run: runName)
         }
         if options.shard != nil, !options.overwrite, FileManager.default.fileExists(atPath: options.output) {
-            throw ShardError.outputExists(file: options.output)
+            throw DatasetError.outputExists(file: options.output)
         }
         let fallbackSpacing = try resolvedSpacing(options.spacing)
         let allPairs = try EvaluateInputs.pairs(prediction: options.prediction, reference: options.reference)
@@ -93,7 +93,7 @@ public enum EvaluateWorkflow {
     static func resolvedSpacing(_ given: [Double]?) throws -> [Double] {
         guard let given else { return [1, 1, 1] }
         guard (2...3).contains(given.count), given.allSatisfy({ $0 > 0 && $0.isFinite }) else {
-            throw EvaluateError.invalidOption(
+            throw DatasetError.invalidOption(
                 "--spacing \(given.map { String($0) }.joined(separator: ",")): "
                     + "need three positive values z,y,x in mm (or two, y,x)")
         }
@@ -106,7 +106,7 @@ public enum EvaluateWorkflow {
         limits: ReadLimits = .standard
     ) throws -> Int {
         if let names = options.classNames, let count = options.classCount, names.count != count {
-            throw EvaluateError.invalidOption("--class-names lists \(names.count) names but --num-classes is \(count)")
+            throw DatasetError.invalidOption("--class-names lists \(names.count) names but --num-classes is \(count)")
         }
         let count: Int
         if let given = options.classCount ?? options.classNames?.count {
@@ -121,7 +121,7 @@ public enum EvaluateWorkflow {
             count = largest + 1
         }
         guard (2...ConfusionMatrix.maximumClassCount).contains(count) else {
-            throw EvaluateError.invalidOption(
+            throw DatasetError.invalidOption(
                 "\(count) classes: evaluate supports 2...\(ConfusionMatrix.maximumClassCount)")
         }
         return count

@@ -58,7 +58,7 @@ public enum QuantizeWorkflow {
     /// Calibrates, then writes the checkpoint with its `/quantization` group (atomically).
     ///
     /// - Returns: the quantisation written.
-    /// - Throws: `QuantizeError`, `LabeledSetError`, `LabeledSetError.classCountMismatch`, `DeepLabError`,
+    /// - Throws: `QuantizeError`, `DatasetError`, `DatasetError.classCountMismatch`, `DeepLabError`,
     ///   `ImageFileError`.
     @discardableResult
     public static func run(_ options: Options, log: (String) -> Void = { _ in }) throws -> ModelQuantization {
@@ -73,7 +73,7 @@ public enum QuantizeWorkflow {
                 available: set.splits.filter { !$0.value.isEmpty }.keys.sorted())
         }
         guard model.configuration.classCount == set.classCount else {
-            throw LabeledSetError.classCountMismatch(
+            throw DatasetError.classCountMismatch(
                 model: options.model, modelClasses: model.configuration.classCount,
                 dataset: options.dataset, datasetClasses: set.classCount)
         }

@@ -19,7 +19,7 @@ extension SegmentWorkflow {
     /// - Parameters:
     ///   - skipBad: a case that fails is recorded as skipped (reason in the manifest) instead of failing the run.
     /// - Returns: the manifest written.
-    /// - Throws: `InputError`, `ShardError`, and a failing case's error (naming it) without `skipBad`; nothing is
+    /// - Throws: `InputError`, `DatasetError`, and a failing case's error (naming it) without `skipBad`; nothing is
     ///   written then.
     public static func runCohort(
         _ options: Options, shard: Shard? = nil, skipBad: Bool = false,

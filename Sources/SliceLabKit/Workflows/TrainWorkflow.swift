@@ -334,7 +334,7 @@ public enum TrainWorkflow {
     ///   - communicator: the ranks of a data-parallel job (`--batch` is the global batch, split over them);
     ///     `.single` for one process. Only rank 0 reports progress and writes checkpoints.
     ///   - makeNetwork: builds the network for the options (architecture, classes, channels, initial weights).
-    /// - Throws: `LabeledSetError` for the set, `TrainingError` for the run, and the network's errors.
+    /// - Throws: `DatasetError` for the set, `TrainingError` for the run, and the network's errors.
     @discardableResult
     public static func run(
         _ options: TrainOptions, progress: TrainProgress? = nil,

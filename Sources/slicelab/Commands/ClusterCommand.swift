@@ -31,7 +31,7 @@ enum ClusterCommand: Command {
         ])
 
     /// The library's option error in the command line's words, naming the flags.
-    static func usage(_ error: ClusterOptionError) -> String {
+    static func usage(_ error: InferenceError) -> String {
         switch error {
         case .colorSpaceNeedsColor(let space, let file):
             return "--space \(space.rawValue) needs a color image, but \(file) is gray; use --space gray"
@@ -44,6 +44,8 @@ enum ClusterCommand: Command {
         case .regularizerNeedsProbabilities(let step):
             return "--regularize \(step) works on a model's class probabilities; a classical method has labels "
                 + "only (use none, majority, mrf, largest-component or fill-holes)"
+        case .invalidClassicalSpec, .needsProbabilities, .unknownStep:
+            return "\(error)"
         }
     }
 
@@ -65,7 +67,7 @@ enum ClusterCommand: Command {
                 input: input, options: options, out: out,
                 overlay: arguments.string("overlay"), palette: arguments.choice("palette") ?? .distinct,
                 limits: try readLimits(arguments, command: "cluster"))
-        } catch let error as ClusterOptionError {
+        } catch let error as InferenceError {
             throw UsageError("slicelab cluster: " + Self.usage(error))
         }
         // Hidden: per-stage seconds on stderr for Benchmarks/bench_classical.py.

@@ -68,7 +68,7 @@ enum CompareCommand: Command {
         let specs =
             arguments.strings("classical").isEmpty ? CompareWorkflow.defaultClassical : arguments.strings("classical")
         let classical: [ClassicalSpec]
-        do { classical = try specs.map(ClassicalSpec.init) } catch let error as ClassicalSpec.ParseError {
+        do { classical = try specs.map(ClassicalSpec.init) } catch let error as InferenceError {
             throw UsageError("slicelab compare: --classical \(error)")
         }
         var options = CompareWorkflow.Options(
@@ -130,7 +130,7 @@ enum CompareCommand: Command {
         let outcome: CompareWorkflow.Outcome
         do {
             outcome = try CompareWorkflow.run(options)
-        } catch let error as ClusterOptionError {  // a --classical specification that cannot run on these images
+        } catch let error as InferenceError {  // a --classical specification that cannot run on these images
             throw UsageError("slicelab compare: --classical: \(error)")
         }
         for skipped in outcome.skipped { standardError("slicelab compare: skipped \(skipped.name): \(skipped.error)") }

@@ -3,11 +3,11 @@ import Classical
 /// One classical method of `slicelab cluster` and `compare --classical`: it turns an image's pixels (points in
 /// the chosen colour space) into K clusters. Each method is a conforming type listed once in
 /// `ClassicalMethods.all`; its name is what `--method` and the spec take.
-protocol ClassicalMethod {
+protocol ClassicalMethod: Sendable {
     static var name: String { get }
     /// Whether the method can make a single class (the clustering methods can; thresholds cannot).
     static var makesOneClass: Bool { get }
-    /// Throws `ClusterOptionError` when the method cannot make `classes` classes.
+    /// Throws `InferenceError` when the method cannot make `classes` classes.
     static func check(classes: Int) throws
     /// Clusters `features` into `options.classes` clusters, in any order (the workflow orders them).
     static func cluster(_ features: ClassicalSegmentation.Features, options: ClusterOptions) throws -> Clustering
@@ -17,7 +17,7 @@ extension ClassicalMethod {
     static var makesOneClass: Bool { true }
 
     static func check(classes: Int) throws {
-        guard classes >= 2 || makesOneClass else { throw ClusterOptionError.tooFewClasses(method: ClusterMethod(name)) }
+        guard classes >= 2 || makesOneClass else { throw InferenceError.tooFewClasses(method: ClusterMethod(name)) }
     }
 }
 

@@ -6,7 +6,7 @@ struct OtsuMethod: ClassicalMethod {
     static let makesOneClass = false
 
     static func check(classes: Int) throws {
-        guard classes == 2 else { throw ClusterOptionError.otsuMakesTwoClasses(classes: classes) }
+        guard classes == 2 else { throw InferenceError.otsuMakesTwoClasses(classes: classes) }
     }
 
     static func cluster(_ features: ClassicalSegmentation.Features, options: ClusterOptions) throws -> Clustering {

@@ -16,7 +16,7 @@ public func fuzzDatasetJSON(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
     for skipBad in [false, true] {
         do {
             _ = try LabeledSet.open(setFolder, skipBad: skipBad)
-        } catch let error as LabeledSetError {
+        } catch let error as DatasetError {
             // Each error names dataset.json, the case or the split it is about.
             let text = "\(error)"
             guard text.contains(description) || text.hasPrefix("case ") || text.hasPrefix("split ") else {

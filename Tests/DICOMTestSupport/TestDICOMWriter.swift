@@ -3,43 +3,45 @@ import Foundation
 
 /// Writes small DICOM Part 10 files by hand (explicit VR little endian unless told otherwise) so tests can make
 /// exactly the files they need: valid series, broken headers, truncated or oversized pixel data.
-struct TestDICOMWriter {
-    struct Element {
-        var tag: DICOMTag
-        var vr: String
-        var value: [UInt8]
+package struct TestDICOMWriter {
+    package struct Element {
+        package var tag: DICOMTag
+        package var vr: String
+        package var value: [UInt8]
         /// Written instead of the value's length (to claim more bytes than follow).
-        var claimedLength: UInt32?
+        package var claimedLength: UInt32?
     }
 
-    var transferSyntaxUID = "1.2.840.10008.1.2.1"
-    var elements: [Element] = []
+    package var transferSyntaxUID = "1.2.840.10008.1.2.1"
+    package var elements: [Element] = []
+
+    package init() {}
 
     // MARK: - Values
 
-    static func text(_ value: String, vr: String) -> [UInt8] {
+    package static func text(_ value: String, vr: String) -> [UInt8] {
         var bytes = Array(value.utf8)
         if bytes.count % 2 == 1 { bytes.append(vr == "UI" ? 0 : 0x20) }
         return bytes
     }
 
-    static func uint16(_ values: [UInt16]) -> [UInt8] { values.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] } }
-    static func uint32(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(value >> (8 * $0) & 0xFF) } }
-    static func decimals(_ values: [Double]) -> String {
+    package static func uint16(_ values: [UInt16]) -> [UInt8] { values.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] } }
+    package static func uint32(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(value >> (8 * $0) & 0xFF) } }
+    package static func decimals(_ values: [Double]) -> String {
         values.map { String(format: "%.6g", $0) }.joined(separator: "\\")
     }
 
-    mutating func set(_ tag: DICOMTag, _ vr: String, _ value: [UInt8], claimedLength: UInt32? = nil) {
+    package mutating func set(_ tag: DICOMTag, _ vr: String, _ value: [UInt8], claimedLength: UInt32? = nil) {
         elements.removeAll { $0.tag == tag }
         elements.append(Element(tag: tag, vr: vr, value: value, claimedLength: claimedLength))
     }
 
-    mutating func set(_ tag: DICOMTag, _ vr: String, _ text: String) { set(tag, vr, Self.text(text, vr: vr)) }
-    mutating func set(_ tag: DICOMTag, us value: Int) { set(tag, "US", Self.uint16([UInt16(value)])) }
-    mutating func remove(_ tag: DICOMTag) { elements.removeAll { $0.tag == tag } }
+    package mutating func set(_ tag: DICOMTag, _ vr: String, _ text: String) { set(tag, vr, Self.text(text, vr: vr)) }
+    package mutating func set(_ tag: DICOMTag, us value: Int) { set(tag, "US", Self.uint16([UInt16(value)])) }
+    package mutating func remove(_ tag: DICOMTag) { elements.removeAll { $0.tag == tag } }
 
     /// A sequence of items, each a list of elements (explicit lengths).
-    mutating func setSequence(_ tag: DICOMTag, items: [[Element]]) {
+    package mutating func setSequence(_ tag: DICOMTag, items: [[Element]]) {
         var value: [UInt8] = []
         for item in items {
             let body = item.sorted { ($0.tag.group, $0.tag.element) < ($1.tag.group, $1.tag.element) }
@@ -49,11 +51,11 @@ struct TestDICOMWriter {
         set(tag, "SQ", value)
     }
 
-    static func element(_ tag: DICOMTag, _ vr: String, _ text: String) -> Element {
+    package static func element(_ tag: DICOMTag, _ vr: String, _ text: String) -> Element {
         Element(tag: tag, vr: vr, value: Self.text(text, vr: vr), claimedLength: nil)
     }
 
-    static func encode(_ element: Element, bigEndian: Bool = false) -> [UInt8] {
+    package static func encode(_ element: Element, bigEndian: Bool = false) -> [UInt8] {
         func u16(_ v: UInt16) -> [UInt8] { bigEndian ? [UInt8(v >> 8), UInt8(v & 0xFF)] : uint16([v]) }
         func u32(_ v: UInt32) -> [UInt8] { bigEndian ? uint32(v).reversed() : uint32(v) }
         let length = element.claimedLength ?? UInt32(element.value.count)
@@ -69,7 +71,7 @@ struct TestDICOMWriter {
     // MARK: - Files
 
     /// A 16-bit signed CT slice: `rows × columns` stored values, position along z, rescale −1024 + 1 × value.
-    static func ctSlice(
+    package static func ctSlice(
         rows: Int = 4, columns: Int = 5, stored: [Int16], position: [Double],
         orientation: [Double] = [1, 0, 0, 0, 1, 0], spacing: [Double] = [0.7, 0.8],
         slope: Double = 1, intercept: Double = -1024, series: String = "1.2.3.4.5",
@@ -103,7 +105,7 @@ struct TestDICOMWriter {
     }
 
     /// The file's bytes: preamble, meta information, then the dataset in tag order.
-    func bytes() -> [UInt8] {
+    package func bytes() -> [UInt8] {
         var meta: [UInt8] = []
         meta += Self.encode(Element(tag: DICOMTag(0x0002, 0x0001), vr: "OB", value: [0, 1], claimedLength: nil))
         meta += Self.encode(Self.element(DICOMTag(0x0002, 0x0002), "UI", "1.2.840.10008.5.1.4.1.1.2"))
@@ -120,7 +122,7 @@ struct TestDICOMWriter {
     }
 
     @discardableResult
-    func write(to url: URL) throws -> String {
+    package func write(to url: URL) throws -> String {
         try Data(bytes()).write(to: url)
         return url.path
     }

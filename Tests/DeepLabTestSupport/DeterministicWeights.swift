@@ -6,12 +6,12 @@ import TestSupport
 /// The deterministic weights and inputs that Datasets/goldens/deeplab_goldens.py feeds torchvision: uniforms in
 /// [-1, 1) from a SplitMix64 hash of (flat index, salt), scaled by each tensor's role. Exact integer arithmetic,
 /// so both sides produce the same Float32 values bit for bit.
-enum DeterministicWeights {
-    static func keyHash(_ key: String) -> UInt64 {
+package enum DeterministicWeights {
+    package static func keyHash(_ key: String) -> UInt64 {
         key.utf8.enumerated().reduce(UInt64(0)) { $0 &+ UInt64($1.offset + 1) &* UInt64($1.element) }
     }
 
-    static func uniform(_ count: Int, salt: UInt64) -> [Double] {
+    package static func uniform(_ count: Int, salt: UInt64) -> [Double] {
         var values = [Double](repeating: 0, count: count)
         let base = salt &* 0x9E37_79B9_7F4A_7C15
         values.withUnsafeMutableBufferPointer { buffer in
@@ -26,7 +26,7 @@ enum DeterministicWeights {
         return values
     }
 
-    static func value(key: String, shape: [Int]) -> [Float] {
+    package static func value(key: String, shape: [Int]) -> [Float] {
         let n = shape.reduce(1, *)
         if key.hasSuffix("num_batches_tracked") { return [Float](repeating: 0, count: n) }
         let u = uniform(n, salt: keyHash(key))
@@ -51,25 +51,25 @@ enum DeterministicWeights {
         return values
     }
 
-    static func input(_ shape: [Int]) -> FloatTensor {
+    package static func input(_ shape: [Int]) -> FloatTensor {
         FloatTensor(shape: shape, values: uniform(shape.reduce(1, *), salt: 12345).map { Float($0) })
     }
 
     /// Fills every parameter and buffer of `network`.
-    static func fill(_ network: SegmentationNetwork) {
+    package static func fill(_ network: SegmentationNetwork) {
         for p in network.parameters {
             p.value = value(key: p.name, shape: p.shape)
             p.markUpdated()
         }
     }
 
-    static var goldens: URL {
+    package static var goldens: URL {
         TestSupport.packageRoot.appendingPathComponent("Tests/DeepLabTests/Fixtures/deeplab_goldens.h5")
     }
 }
 
 /// Largest |a − b| and largest |b|.
-func maxDifference(_ a: [Float], _ b: [Float]) -> (difference: Float, scale: Float) {
+package func maxDifference(_ a: [Float], _ b: [Float]) -> (difference: Float, scale: Float) {
     var d: Float = 0
     var s: Float = 0
     for i in 0..<min(a.count, b.count) {

@@ -1,4 +1,5 @@
 import DeepLab
+import DeepLabTestSupport
 import Foundation
 import ImageFiles
 import TestSupport
