@@ -83,7 +83,7 @@ let package = Package(
         // Ranks of an MPI job (launcher detection, collectives with a timeout); the only importer of CMPI.
         .target(name: "Distributed", dependencies: ["CMPI", "SliceLabSupport"]),
         .target(name: "Classical", dependencies: ["CDenseCRFKernels", "SliceLabSupport"]),
-        .target(name: "Metrics", dependencies: ["SliceLabSupport"]),
+        .target(name: "Metrics", dependencies: ["Classical", "SliceLabSupport"]),
 
         // MARK: - Services (each imports only the rooms below it; workflows call them, never each other)
         // The format registry (reading and writing images and label maps), scan images, frame readers, overlays,

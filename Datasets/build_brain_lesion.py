@@ -29,7 +29,8 @@ def spec(seed: int) -> SetSpec:
                               frame_of_reference_uid=uid(seed, "brain-lesion", "frame-of-reference", case.name),
                               series_number=1, study_description="SliceLab brain-lesion (synthetic lesions)",
                               single_instance=True)
-    return SetSpec(name="brain-lesion", classes=CLASSES, seed=seed, identity=identity, modify=insert_lesions,
+    return SetSpec(name="brain-lesion", classes=CLASSES, lesion_classes=["lesion"], seed=seed, identity=identity,
+                   modify=insert_lesions,
                    description="mni-brain slices with one or two synthetic tumour-like lesions each (class 3: "
                                "enhancing rim and necrotic core where the covered fraction is >= 0.5; the "
                                "surrounding T1-hypointense oedema keeps its tissue label). Test split acquired "

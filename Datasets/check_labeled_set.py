@@ -71,6 +71,10 @@ def read_description(folder: Path) -> dict:
                 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
                            for v in spacing)):
             raise SetError(f"{path}: 'spacing' must be [row, column] in mm, both > 0, got {spacing!r}")
+    if "lesion_classes" in description:
+        lesions = description["lesion_classes"]
+        if not isinstance(lesions, list) or not all(isinstance(c, str) and c in classes[1:] for c in lesions):
+            raise SetError(f"{path}: 'lesion_classes' must name foreground classes of {classes[1:]!r}, got {lesions!r}")
     if "preprocessing" in description:
         hint = description["preprocessing"]
         if not isinstance(hint, dict) or hint.get("normalize") not in NORMALIZATIONS:

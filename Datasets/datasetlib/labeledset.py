@@ -63,6 +63,7 @@ class SetSpec:
     seed: int
     identity: Callable[[CaseSlice], SeriesIdentity]
     modify: Modifier | None = None
+    lesion_classes: list[str] | None = None
 
 
 def _write_png_labels(path: Path, labels: np.ndarray) -> None:
@@ -142,6 +143,7 @@ def build_set(spec: SetSpec, template: Template, out_dir: Path, versions: dict) 
     dataset = {
         "name": spec.name,
         "classes": spec.classes,
+        **({"lesion_classes": spec.lesion_classes} if spec.lesion_classes else {}),
         "modality": "MR",
         "splits": splits,
         "preprocessing": PREPROCESSING,

@@ -119,32 +119,36 @@ public struct ClassMapping: Sendable, Equatable {
     }
 }
 
-/// The Hungarian algorithm for square assignment problems (O(n³), potentials and augmenting paths).
-enum Hungarian {
-    /// `result[row]` is the column assigned to `row` minimising the total cost.
-    static func minimumCostAssignment(_ cost: [[Double]]) -> [Int] {
+/// The Hungarian algorithm for assignment problems (potentials and augmenting paths; O(n² m) for n rows ≤ m
+/// columns).
+public enum Hungarian {
+    /// `result[row]` is the column assigned to `row` minimising the total cost, for at most as many rows as columns
+    /// (each row gets a distinct column).
+    public static func minimumCostAssignment(_ cost: [[Double]]) -> [Int] {
         let n = cost.count
         guard n > 0 else { return [] }
+        let m = cost[0].count
+        precondition(n <= m && cost.allSatisfy { $0.count == m }, "an assignment needs rows ≤ columns")
         var rowPotential = [Double](repeating: 0, count: n + 1)
-        var columnPotential = [Double](repeating: 0, count: n + 1)
-        var matchOfColumn = [Int](repeating: 0, count: n + 1)  // 1-based rows, 0 = free
-        var way = [Int](repeating: 0, count: n + 1)
+        var columnPotential = [Double](repeating: 0, count: m + 1)
+        var matchOfColumn = [Int](repeating: 0, count: m + 1)  // 1-based rows, 0 = free
+        var way = [Int](repeating: 0, count: m + 1)
         for row in 1...n {
             matchOfColumn[0] = row
             var column0 = 0
-            var minimum = [Double](repeating: .infinity, count: n + 1)
-            var used = [Bool](repeating: false, count: n + 1)
+            var minimum = [Double](repeating: .infinity, count: m + 1)
+            var used = [Bool](repeating: false, count: m + 1)
             repeat {
                 used[column0] = true
                 let row0 = matchOfColumn[column0]
                 var delta = Double.infinity
                 var column1 = 0
-                for column in 1...n where !used[column] {
+                for column in 1...m where !used[column] {
                     let reduced = cost[row0 - 1][column - 1] - rowPotential[row0] - columnPotential[column]
                     if reduced < minimum[column] { (minimum[column], way[column]) = (reduced, column0) }
                     if minimum[column] < delta { (delta, column1) = (minimum[column], column) }
                 }
-                for column in 0...n {
+                for column in 0...m {
                     if used[column] {
                         rowPotential[matchOfColumn[column]] += delta
                         columnPotential[column] -= delta
@@ -161,7 +165,15 @@ enum Hungarian {
             } while column0 != 0
         }
         var result = [Int](repeating: 0, count: n)
-        for column in 1...n where matchOfColumn[column] > 0 { result[matchOfColumn[column] - 1] = column - 1 }
+        for column in 1...m where matchOfColumn[column] > 0 { result[matchOfColumn[column] - 1] = column - 1 }
         return result
+    }
+
+    /// The (row, column) pairs of a least-cost assignment of min(rows, columns) rows to distinct columns, by row.
+    public static func minimumCostPairs(_ cost: [[Double]]) -> [(row: Int, column: Int)] {
+        guard let columns = cost.first?.count, columns > 0 else { return [] }
+        guard cost.count > columns else { return minimumCostAssignment(cost).enumerated().map { ($0, $1) } }
+        let transposed = (0..<columns).map { j in cost.map { $0[j] } }
+        return minimumCostAssignment(transposed).enumerated().map { ($1, $0) }.sorted { $0.row < $1.row }
     }
 }

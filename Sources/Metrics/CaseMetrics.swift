@@ -48,9 +48,28 @@ public struct EvaluationSettings: Sendable, Codable, Equatable {
     public var toleranceMM: Double
     public var hd95: HD95Definition
     public var empty: EmptyRule
+    /// The classes scored lesion by lesion as well (`LesionMetric`); none by default.
+    public var lesionClasses: [Int]
 
-    public init(classCount: Int, toleranceMM: Double = 1, hd95: HD95Definition = .max, empty: EmptyRule = .nan) {
+    public init(
+        classCount: Int, toleranceMM: Double = 1, hd95: HD95Definition = .max, empty: EmptyRule = .nan,
+        lesionClasses: [Int] = []
+    ) {
         (self.classCount, self.toleranceMM, self.hd95, self.empty) = (classCount, toleranceMM, hd95, empty)
+        self.lesionClasses = lesionClasses
+    }
+
+    private enum CodingKeys: String, CodingKey { case classCount, toleranceMM, hd95, empty, lesionClasses }
+
+    /// Decodes settings recorded before lesion classes existed as having none.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            classCount: try container.decode(Int.self, forKey: .classCount),
+            toleranceMM: try container.decode(Double.self, forKey: .toleranceMM),
+            hd95: try container.decode(HD95Definition.self, forKey: .hd95),
+            empty: try container.decode(EmptyRule.self, forKey: .empty),
+            lesionClasses: try container.decodeIfPresent([Int].self, forKey: .lesionClasses) ?? [])
     }
 }
 
@@ -87,7 +106,7 @@ public struct CaseMetrics: Sendable {
                 settings: settings, voxelVolumeMM3: volume)
         }
         var values = MetricTable()
-        for metric in MetricRegistry.metrics {
+        for metric in MetricRegistry.metrics where metric.isComputed(for: settings) {
             values[metric.name] = try evaluations.map { try metric.value($0) }
         }
         self.values = values

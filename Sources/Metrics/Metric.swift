@@ -8,11 +8,18 @@ public protocol Metric: Sendable {
     var name: MetricName { get }
     /// The metric of `evaluation`'s class (NaN where it is undefined).
     func value(_ evaluation: ClassEvaluation) throws -> Double
+    /// Whether an evaluation with `settings` computes the metric at all (lesion-wise metrics need lesion classes);
+    /// a metric not computed is absent from the results, not NaN.
+    func isComputed(for settings: EvaluationSettings) -> Bool
+}
+
+extension Metric {
+    public func isComputed(for settings: EvaluationSettings) -> Bool { true }
 }
 
 /// The registered metrics, in the order results files and reports list them.
 public enum MetricRegistry {
-    public static let metrics: [any Metric] = OverlapMetric.allCases + SurfaceMetric.allCases
+    public static let metrics: [any Metric] = OverlapMetric.allCases + SurfaceMetric.allCases + LesionMetric.allCases
 }
 
 /// What a metric of one class sees: both label maps, the confusion matrix, the evaluation's settings, and the
@@ -57,6 +64,17 @@ public final class ClassEvaluation {
     }
 
     private var distances: SurfaceDistances?
+
+    /// The class's lesions and their matching (`LesionMatching`), computed on first use.
+    public func lesions() throws -> LesionMatching {
+        if let cached = matching { return cached }
+        let found = try LesionMatching(
+            reference: reference, prediction: prediction, classIndex: classIndex, hd95: settings.hd95)
+        matching = found
+        return found
+    }
+
+    private var matching: LesionMatching?
 }
 
 /// The metrics read off the confusion matrix (`OverlapMetrics` defines them).
@@ -102,6 +120,36 @@ enum SurfaceMetric: String, Metric, CaseIterable {
     }
 }
 
+/// The lesion-wise metrics of the classes the evaluation declares lesions (`EvaluationSettings.lesionClasses`;
+/// NaN for the other classes), as `LesionMatching` defines them. Both maps without a lesion of the class: NaN, or
+/// under `EmptyRule.one` a perfect score (1, and HD95 0, as BraTS scores it).
+enum LesionMetric: String, Metric, CaseIterable {
+    case dice = "lesion_dice"
+    case hd95 = "lesion_hd95"
+    case sensitivity = "lesion_sensitivity"
+    case precision = "lesion_precision"
+    case f1 = "lesion_f1"
+    case panopticQuality = "panoptic_quality"
+
+    var name: MetricName { MetricName(rawValue) }
+
+    func isComputed(for settings: EvaluationSettings) -> Bool { !settings.lesionClasses.isEmpty }
+
+    func value(_ evaluation: ClassEvaluation) throws -> Double {
+        guard evaluation.settings.lesionClasses.contains(evaluation.classIndex) else { return .nan }
+        let lesions = try evaluation.lesions()
+        let perfect = evaluation.settings.empty == .one
+        switch self {
+        case .dice: return lesions.lesionDice(empty: perfect ? 1 : .nan)
+        case .hd95: return lesions.lesionHD95(empty: perfect ? 0 : .nan)
+        case .sensitivity: return lesions.sensitivity
+        case .precision: return lesions.precision
+        case .f1: return lesions.f1(empty: perfect ? 1 : .nan)
+        case .panopticQuality: return lesions.panopticQuality(empty: perfect ? 1 : .nan)
+        }
+    }
+}
+
 extension MetricName {
     public static let dice = MetricName("dice"), iou = MetricName("iou"), precision = MetricName("precision")
     public static let recall = MetricName("recall"), specificity = MetricName("specificity")
@@ -109,4 +157,8 @@ extension MetricName {
     public static let volumeReferenceML = MetricName("volume_ref_ml"), volumePredictedML = MetricName("volume_pred_ml")
     public static let hd = MetricName("hd"), hd95 = MetricName("hd95"), assd = MetricName("assd"),
         nsd = MetricName("nsd")
+    public static let lesionDice = LesionMetric.dice.name, lesionHD95 = LesionMetric.hd95.name
+    public static let lesionSensitivity = LesionMetric.sensitivity.name
+    public static let lesionPrecision = LesionMetric.precision.name, lesionF1 = LesionMetric.f1.name
+    public static let panopticQuality = LesionMetric.panopticQuality.name
 }

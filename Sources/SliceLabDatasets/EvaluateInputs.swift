@@ -49,14 +49,18 @@ public enum EvaluateInputs {
     /// folder has no `dataset.json` that such a layout recognises.
     ///
     /// - Throws: `DatasetError.invalidDescription` for a recognised but unusable `dataset.json`.
-    public static func datasetLabels(_ folder: String) throws -> (files: [String: String], classNames: [String])? {
+    public static func datasetLabels(
+        _ folder: String
+    ) throws -> (files: [String: String], classNames: [String], lesionClasses: [String]?)? {
         let root = URL(fileURLWithPath: folder)
         let descriptionFile = root.appendingPathComponent("dataset.json")
         guard FileManager.default.fileExists(atPath: descriptionFile.path) else { return nil }
         let json = try DatasetLayouts.readJSON(descriptionFile)
         guard let layout = DatasetLayouts.layout(of: json) else { return nil }
         let contents = try layout.open(folder: root, json: json, selection: SplitSelection(preprocessedFolder: nil))
-        return (contents.files.mapValues(\.labels.path), contents.description.classes)
+        return (
+            contents.files.mapValues(\.labels.path), contents.description.classes, contents.description.lesionClasses
+        )
     }
 
     static func isFolder(_ path: String) throws -> Bool {

@@ -6,7 +6,8 @@ import SliceLabIO
 import SliceLabSupport
 
 /// The description of a labeled set, `dataset.json` (Datasets/README.md): `name`, `classes`, `modality`,
-/// `splits`, and optionally `spacing` and `preprocessing`. Other keys are provenance and are ignored.
+/// `splits`, and optionally `spacing`, `preprocessing` and `lesion_classes`. Other keys are provenance and are
+/// ignored.
 public struct LabeledSetDescription: Codable, Equatable, Sendable {
     public var name: String
     /// Class names; label value i is class i, 0 the background.
@@ -18,6 +19,26 @@ public struct LabeledSetDescription: Codable, Equatable, Sendable {
     public var spacing: [Double]?
     /// The normalization to train with.
     public var preprocessing: Preprocessing?
+    /// The classes (by name) that `evaluate` and `compare` also score lesion by lesion (`lesion_classes`).
+    public var lesionClasses: [String]?
+
+    private enum CodingKeys: String, CodingKey {
+        case name, classes, modality, splits, spacing, preprocessing
+        case lesionClasses = "lesion_classes"
+    }
+
+    public init(
+        name: String, classes: [String], modality: String, splits: [String: [String]], spacing: [Double]? = nil,
+        preprocessing: Preprocessing? = nil, lesionClasses: [String]? = nil
+    ) {
+        (self.name, self.classes, self.modality, self.splits) = (name, classes, modality, splits)
+        (self.spacing, self.preprocessing, self.lesionClasses) = (spacing, preprocessing, lesionClasses)
+    }
+
+    /// The class indices of `lesionClasses`, ascending; none when the set declares none.
+    public var lesionClassIndices: [Int] {
+        (lesionClasses ?? []).compactMap { classes.firstIndex(of: $0) }.sorted()
+    }
 
     /// The rules of Datasets/README.md that JSON decoding does not check.
     func validationProblem() -> String? {
@@ -30,7 +51,7 @@ public struct LabeledSetDescription: Codable, Equatable, Sendable {
             return "'spacing' must be [row, column] in mm, both > 0, got \(spacing)"
         }
         do { try preprocessing?.validate() } catch { return "\(error)" }
-        return nil
+        return LesionClasses.problem(lesionClasses ?? [], classes: classes)
     }
 }
 

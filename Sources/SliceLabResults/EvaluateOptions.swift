@@ -21,6 +21,9 @@ public struct EvaluateOptions: Codable, Sendable, Equatable {
     public var bootstrapResamples: Int
     /// Evaluate only this shard of the cases (`--shard I/N`) and write a part for `slicelab merge`.
     public var shard: Shard?
+    /// Classes (names or label values) scored lesion by lesion too (`--lesion-classes`); nil takes a dataset
+    /// reference's `lesion_classes`.
+    public var lesionClasses: [String]?
 
     public init(
         prediction: String, reference: String, output: String, spacing: [Double]? = nil,

@@ -76,7 +76,9 @@ public enum ResultsFile {
             toleranceMM: file.hasAttribute("nsd_tolerance_mm", at: group)
                 ? try file.attribute("nsd_tolerance_mm", at: group).doubleValues?.first ?? 1 : 1,
             hd95: HD95Definition(rawValue: try text("hd95_definition")) ?? .max,
-            empty: EmptyRule(rawValue: try text("empty_rule")) ?? .nan)
+            empty: EmptyRule(rawValue: try text("empty_rule")) ?? .nan,
+            lesionClasses: file.hasAttribute("lesion_classes", at: group)
+                ? (try file.attribute("lesion_classes", at: group).doubleValues ?? []).map { Int($0) } : [])
         var seed: UInt64 = 0
         if file.hasAttribute("bootstrap_seed", at: group),
             case .int(let value) = try file.attribute("bootstrap_seed", at: group)
@@ -116,6 +118,9 @@ public enum ResultsFile {
         ]
         for (name, value) in attributes { try file.setAttribute(name, value, at: group) }
         if let post = run.postprocessingJSON { try file.setAttribute("postprocessing", .string(post), at: group) }
+        if !run.settings.lesionClasses.isEmpty {
+            try file.setAttribute("lesion_classes", .ints(run.settings.lesionClasses.map(Int64.init)), at: group)
+        }
         if let split = run.splitJSON { try file.setAttribute("split", .string(split), at: group) }
         try file.writeStrings(run.caseIDs, to: "\(group)/case_ids")
         try file.writeStrings(run.classNames, to: "\(group)/class_names")

@@ -19,4 +19,32 @@ public enum TableText {
         guard summary.standardDeviation.isFinite else { return String(format: "%.\(digits)f", summary.mean) }
         return String(format: "%.\(digits)f ± %.\(digits)f", summary.mean, summary.standardDeviation)
     }
+
+    /// A paired test's p-value over `pairs` cases: "—" for fewer than two (no test), and below six the note that
+    /// a two-sided Wilcoxon signed-rank test cannot reach p < 0.05 (its smallest exact p is 2 / 2ⁿ).
+    public static func pValue(_ p: Double, pairs: Int) -> String {
+        guard pairs >= 2 else { return "— (fewer than two paired cases)" }
+        guard !p.isNaN else { return "—" }
+        let text = String(format: "%.4g", p)
+        return pairs < 6 ? text + " (\(pairs) pairs: p < 0.05 is out of reach below 6)" : text
+    }
+
+    /// The lesion-wise table of the lesion classes, after a blank line; none when no class is scored by lesion.
+    public static func lesionTable(_ runs: [ResultsRun], classWidth: Int, runWidth: Int) -> [String] {
+        guard let first = runs.first, !first.settings.lesionClasses.isEmpty else { return [] }
+        let columns: [(String, MetricName, Int)] = [
+            ("lesion Dice", .lesionDice, 3), ("lesion HD95 mm", .lesionHD95, 1),
+            ("sensitivity", .lesionSensitivity, 2), ("precision", .lesionPrecision, 2), ("F1", .lesionF1, 2),
+            ("PQ", .panopticQuality, 2)
+        ]
+        var lines = ["", pad("lesions", classWidth) + pad("run", runWidth) + columns.map { pad($0.0, 16) }.joined()]
+        for c in first.settings.lesionClasses {
+            for run in runs {
+                lines.append(
+                    pad(first.classNames[c], classWidth) + pad(run.name, runWidth)
+                        + columns.map { pad(cell(run.summaries($0.1)[c], digits: $0.2), 16) }.joined())
+            }
+        }
+        return lines
+    }
 }

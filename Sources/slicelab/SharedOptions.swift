@@ -1,3 +1,4 @@
+import Foundation
 import Metrics
 import SliceLabIO
 import SliceLabInference
@@ -66,4 +67,23 @@ func reportMerge(_ manifest: SegmentationManifest, output: String, shards: Int, 
         standardError("slicelab \(job ? "segment" : "merge"): skipped \(skipped.name): \(skipped.reason)")
     }
     print("merged \(shards) \(job ? "ranks" : "shards"): \(manifest.cases.count) segmented case(s) into \(output)")
+}
+
+/// `--lesion-classes a,b`: classes also scored lesion by lesion.
+let lesionClassesOption = OptionSpec(
+    "lesion-classes", valueName: "a,b",
+    help: "Also score these classes (names or label values) lesion by lesion: BraTS lesion-wise Dice and HD95, "
+        + "detection sensitivity, precision, F1, panoptic quality.",
+    default: "the dataset's lesion_classes")
+
+/// The classes `--lesion-classes` names, or nil without it; an empty name is a usage error.
+func lesionClasses(_ arguments: ParsedArguments, command: String) throws -> [String]? {
+    guard let text = arguments.string("lesion-classes") else { return nil }
+    let names = text.split(separator: ",", omittingEmptySubsequences: false).map {
+        $0.trimmingCharacters(in: .whitespaces)
+    }
+    guard !names.contains(where: \.isEmpty) else {
+        throw UsageError("slicelab \(command): --lesion-classes has an empty name")
+    }
+    return names
 }

@@ -187,4 +187,33 @@ import Testing
         }
         #expect(total(assignment) == permutations([0, 1, 2, 3]).map(total).min())
     }
+
+    /// The Hungarian method finds a least-cost assignment: equal in cost to trying every assignment, on seeded
+    /// random square and rectangular matrices.
+    @Test func assignmentIsOptimalAgainstExhaustiveSearch() {
+        var generator = SeededGenerator(seed: 20_261_206)
+        for _ in 0..<300 {
+            let rows = Int.random(in: 1...5, using: &generator)
+            let columns = Int.random(in: 1...5, using: &generator)
+            let cost = (0..<rows).map { _ in
+                (0..<columns).map { _ in Double(Int.random(in: 0...20, using: &generator)) / 10 }
+            }
+            let found = Hungarian.minimumCostPairs(cost)
+            #expect(found.count == min(rows, columns))
+            #expect(Set(found.map(\.row)).count == found.count && Set(found.map(\.column)).count == found.count)
+            let total = found.map { cost[$0.row][$0.column] }.reduce(0, +)
+            #expect(abs(total - Self.exhaustiveMinimum(cost)) < 1e-12, "\(cost)")
+        }
+    }
+
+    static func exhaustiveMinimum(_ cost: [[Double]]) -> Double {
+        let (rows, columns) = (cost.count, cost[0].count)
+        if rows > columns { return exhaustiveMinimum((0..<columns).map { j in cost.map { $0[j] } }) }
+        func search(_ row: Int, _ used: Set<Int>) -> Double {
+            guard row < rows else { return 0 }
+            return (0..<columns).filter { !used.contains($0) }.map { cost[row][$0] + search(row + 1, used.union([$0])) }
+                .min()!
+        }
+        return search(0, [])
+    }
 }

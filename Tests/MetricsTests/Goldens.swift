@@ -5,7 +5,7 @@ import TestSupport
 
 /// The committed goldens of `Datasets/goldens/metrics_goldens.py` (MONAI, medpy, scipy, numpy values).
 struct Goldens: Decodable {
-    struct Case: Decodable {
+    struct Case: Decodable, GoldenLabelMaps {
         let name: String
         let shape: [Int]
         let spacing: [Double]
@@ -15,10 +15,6 @@ struct Goldens: Decodable {
         let prediction: String
         let monai: [String: [String]]
         let medpy: [String: [String?]]
-
-        func grid(_ digits: String) throws -> LabelGrid<UInt16> {
-            try LabelGrid(shape: shape, spacing: spacing, labels: digits.utf8.map { UInt16($0 - 48) })
-        }
     }
 
     struct WilcoxonCase: Decodable {
@@ -53,4 +49,17 @@ func agree(_ a: Double, _ b: Double, _ tolerance: Double) -> Bool {
     if a.isNaN || b.isNaN { return a.isNaN && b.isNaN }
     if a.isInfinite || b.isInfinite { return a == b }
     return abs(a - b) <= tolerance
+}
+
+/// A golden case's label maps: one digit per voxel, row-major over `shape`.
+protocol GoldenLabelMaps {
+    var shape: [Int] { get }
+    var spacing: [Double] { get }
+}
+
+extension GoldenLabelMaps {
+    func grid(_ digits: String, shape: [Int]? = nil, spacing: [Double]? = nil) throws -> LabelGrid<UInt16> {
+        try LabelGrid(
+            shape: shape ?? self.shape, spacing: spacing ?? self.spacing, labels: digits.utf8.map { UInt16($0 - 48) })
+    }
 }

@@ -185,6 +185,26 @@ struct LabeledSetTests {
             .write(to: folder.appendingPathComponent("dataset.json"))
         #expect { try LabeledSet.open(folder.path) } throws: { "\($0)".contains("duplicates") }
     }
+
+    /// `lesion_classes` names foreground classes; `--lesion-classes` takes names or label values.
+    @Test func lesionClassesAreForegroundClasses() throws {
+        let json =
+            #"{"name": "x", "classes": ["background", "one", "two"], "modality": "MR", "#
+            + #""splits": {"train": ["a", "c"], "val": ["b", "d"]}, "lesion_classes": ["#
+        let folder = try Self.makeSet(json: json + #""two"]}"#)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let set = try LabeledSet.open(folder.path)
+        #expect(set.description.lesionClasses == ["two"] && set.description.lesionClassIndices == [2])
+        for bad in [#""background""#, #""three""#] {
+            try Data((json + bad + "]}").utf8).write(to: folder.appendingPathComponent("dataset.json"))
+            #expect { try LabeledSet.open(folder.path) } throws: { "\($0)".contains("'lesion_classes' names") }
+        }
+        let names = ["background", "one", "two"]
+        #expect(try LesionClasses.resolve(["two", "1", "2"], classNames: names) == [1, 2])
+        for bad in ["0", "3", "three"] {
+            #expect(throws: DatasetError.self) { try LesionClasses.resolve([bad], classNames: names) }
+        }
+    }
 }
 
 /// The bundled demo sets (DICOM MR images, PNG label maps, built by Datasets/build_*.py) open under every rule
@@ -196,6 +216,7 @@ struct LabeledSetDemoTests {
         let set = try LabeledSet.open(folder.path)
         #expect(set.skipped.isEmpty && set.cases(in: "test").count == 6 && set.cases(in: "train").count == 4)
         #expect(set.description.preprocessing == .percentile(low: 0.5, high: 99.5))
+        #expect(set.description.lesionClassIndices == (name == "brain-lesion" ? [3] : []))
         for caseName in set.cases(in: "test") + set.cases(in: "train") {
             let sample = try set.load(caseName)
             #expect(sample.frameCount == 1 && sample.image.shape[1] == 1)

@@ -26,8 +26,8 @@ struct ReportStatisticsTests {
 
     @Test func fewPairsSayWhyPIsNotSmall() {
         #expect(Self.report(cases: 5).contains("0.0625 (5 pairs: p < 0.05 is out of reach below 6)"))
-        #expect(HTMLReport.pValue(0.03125, pairs: 6) == "0.03125")
-        #expect(HTMLReport.pValue(.nan, pairs: 8) == "—")
+        #expect(TableText.pValue(0.03125, pairs: 6) == "0.03125")
+        #expect(TableText.pValue(.nan, pairs: 8) == "—")
     }
 
     /// Box-plot labels are the whole run names (they were cut at 14 characters), slanted, inside the plot.

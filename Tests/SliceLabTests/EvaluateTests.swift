@@ -96,6 +96,50 @@ import Testing
         #expect(report.hasPrefix("ok"), "\(report)")
     }
 
+    /// `--lesion-classes` (by name or label value) adds the lesion-wise metrics for those classes (NaN for the
+    /// others), records them, and prints a lesion table; without it the metrics are absent; an unknown class is one
+    /// line naming it, and nothing is written.
+    @Test func lesionClassesAddLesionWiseMetrics() throws {
+        let (folder, predictions, references) = try Self.makeFolders()
+        let out = folder.appendingPathComponent("results.h5").path
+        let names = ["--class-names", "background,liver,tumor"]
+        let scored = try TestSupport.slicelab(
+            [
+                "evaluate", "--pred", predictions, "--ref", references, "--out", out, "--run", "lesions",
+                "--lesion-classes", "tumor,1"
+            ] + names)
+        #expect(scored.status == 0, "\(scored.standardError)")
+        #expect(scored.standardOutput.contains("lesion Dice") && scored.standardOutput.contains("PQ"))
+        let plain = try TestSupport.slicelab(
+            ["evaluate", "--pred", predictions, "--ref", references, "--out", out, "--run", "plain"] + names)
+        #expect(plain.status == 0 && !plain.standardOutput.contains("lesion Dice"), "\(plain.standardOutput)")
+        let report = try TestSupport.runPython(
+            """
+            import sys, h5py, numpy as np
+            f = h5py.File(sys.argv[1], "r")
+            g = f["runs/lesions"]
+            assert list(g.attrs["lesion_classes"]) == [1, 2], g.attrs["lesion_classes"]
+            names = ["lesion_dice", "lesion_hd95", "lesion_sensitivity", "lesion_precision", "lesion_f1",
+                     "panoptic_quality"]
+            for name in names:
+                values = g["metrics/" + name][()]
+                assert values.shape == (3, 3), (name, values.shape)
+                assert np.isnan(values[:, 0]).all(), name
+                assert np.isfinite(values[:2, 1:]).all(), (name, values)
+            assert not any(n in f["runs/plain/metrics"] for n in names)
+            assert "lesion_classes" not in f["runs/plain"].attrs
+            print("ok")
+            """, arguments: [out])
+        #expect(report.contains("ok"))
+        let bad = try TestSupport.slicelab(
+            [
+                "evaluate", "--pred", predictions, "--ref", references, "--out", out, "--run", "bad",
+                "--lesion-classes", "vessel"
+            ] + names)
+        #expect(bad.status != 0 && bad.standardError.contains("'vessel' is not a foreground class"))
+        #expect(bad.standardError.split(separator: "\n").count == 1, "\(bad.standardError)")
+    }
+
     @Test func addingARunKeepsTheOthersAndTheSameNameIsRefusedUnlessOverwrite() throws {
         let (folder, predictions, references) = try Self.makeFolders()
         let out = folder.appendingPathComponent("results.h5").path

@@ -40,7 +40,11 @@ struct LayoutContents {
         description = LabeledSetDescription(
             name: json["name"] as? String ?? folder.lastPathComponent,
             classes: classes, modality: DatasetLayouts.modality(channelNames[0]),
-            splits: splits)
+            splits: splits, lesionClasses: json["lesion_classes"] as? [String])
+        if let problem = LesionClasses.problem(description.lesionClasses ?? [], classes: classes) {
+            throw DatasetError.invalidDescription(
+                file: folder.appendingPathComponent("dataset.json").path, reason: problem)
+        }
         (self.files, self.caseProblems, self.setProblems) = (files, caseProblems, setProblems)
         (self.fileEnding, self.channelNames, self.splitJSON) = (fileEnding, channelNames, splitJSON)
     }

@@ -50,6 +50,9 @@ public enum CompareWorkflow {
         public var shard: Shard?
         /// `--precision`: bf16 runs the model's convolutions in bf16; nil runs the checkpoint's own precision.
         public var precision: Precision?
+        /// `--lesion-classes` (names or label values) scored lesion by lesion too; nil takes the set's own
+        /// `lesion_classes`.
+        public var lesionClasses: [String]?
 
         public init(
             dataset: String, model: String, classical: [ClassicalSpec], split: String = "test", output: String,
@@ -104,7 +107,12 @@ public enum CompareWorkflow {
         if let duplicate = names.first(where: { name in names.filter { $0 == name }.count > 1 }) {
             throw CompareError.duplicateRun(name: duplicate)
         }
-        let runs = try clock.timed("evaluate") { try evaluate(predictions, cases: cases) }
+        let lesionClasses = try LesionClasses.resolve(
+            options.lesionClasses ?? cases.set.description.lesionClasses ?? [],
+            classNames: cases.set.description.classes)
+        let runs = try clock.timed("evaluate") {
+            try evaluate(predictions, cases: cases, lesionClasses: lesionClasses)
+        }
         return try write(runs, predictions: predictions, cases: cases, options: options, clock: clock)
     }
 
@@ -271,8 +279,8 @@ public enum CompareWorkflow {
     }
 
     /// Every prediction as a run of per-case metrics on the references' grids.
-    static func evaluate(_ predictions: [Prediction], cases: Cases) throws -> [ResultsRun] {
-        let settings = EvaluationSettings(classCount: cases.set.classCount)
+    static func evaluate(_ predictions: [Prediction], cases: Cases, lesionClasses: [Int]) throws -> [ResultsRun] {
+        let settings = EvaluationSettings(classCount: cases.set.classCount, lesionClasses: lesionClasses)
         return try predictions.map { prediction in
             let metrics = try evaluate(
                 prediction.maps, references: cases.references, caseNames: cases.names, settings: settings)
@@ -578,7 +586,8 @@ public enum CompareWorkflow {
             for (index, run) in outcome.runs.enumerated() {
                 let compared = index > 0 && index <= outcome.comparisons.count  // a shard's part has none
                 let dice = compared ? outcome.comparisons[index - 1].rows[.dice] : nil
-                let p = compared ? String(format: "%.2g", dice?[c].wilcoxon.pValue ?? .nan) : ""
+                let p =
+                    compared ? dice.map { TableText.pValue($0[c].wilcoxon.pValue, pairs: $0[c].pairCount) } ?? "" : ""
                 lines.append(
                     pad(first.classNames[c], classWidth) + pad(run.name, runWidth)
                         + pad(TableText.cell(run.summaries(.dice)[c], digits: 3), 16)
@@ -586,6 +595,7 @@ public enum CompareWorkflow {
                         + pad(TableText.cell(run.summaries(.hd95)[c], digits: 2), 28) + p)
             }
         }
+        lines += TableText.lesionTable(outcome.runs, classWidth: classWidth, runWidth: runWidth)
         return lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "\n") + "\n"
     }
 

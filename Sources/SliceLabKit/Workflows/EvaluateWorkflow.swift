@@ -41,9 +41,8 @@ public enum EvaluateWorkflow {
         let fallbackSpacing = try resolvedSpacing(options.spacing)
         let allPairs = try EvaluateInputs.pairs(prediction: options.prediction, reference: options.reference)
         var options = options
-        if options.classNames == nil, options.classCount == nil,
-            let dataset = try EvaluateInputs.datasetLabels(options.reference)
-        {
+        let dataset = try EvaluateInputs.datasetLabels(options.reference)
+        if options.classNames == nil, options.classCount == nil, let dataset {
             options.classNames = dataset.classNames  // an nnU-Net or Decathlon set names its classes
         }
         let classCount = try resolveClassCount(options, allPairs, limits: limits)
@@ -55,7 +54,9 @@ public enum EvaluateWorkflow {
         let classNames = options.classNames ?? (0..<classCount).map { $0 == 0 ? "background" : "class_\($0)" }
         let settings = EvaluationSettings(
             classCount: classCount, toleranceMM: options.toleranceMM,
-            hd95: options.hd95, empty: options.empty)
+            hd95: options.hd95, empty: options.empty,
+            lesionClasses: try LesionClasses.resolve(
+                options.lesionClasses ?? dataset?.lesionClasses ?? [], classNames: classNames))
         let progress = showProgress ? ProgressReporter("evaluate", total: pairs.count) : nil
         var cases: [(id: String, spacing: [Double], metrics: CaseMetrics)] = []
         for pair in pairs {
@@ -151,6 +152,7 @@ public enum EvaluateWorkflow {
         lines.append(
             pad("foreground", nameWidth) + pad("", 6)
                 + foreground.map { pad(String(format: "%.4f", $0), 28) }.joined())
+        lines += TableText.lesionTable([run], classWidth: nameWidth, runWidth: 12)
         return lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "\n")
     }
 }

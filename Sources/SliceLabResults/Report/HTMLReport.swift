@@ -112,7 +112,9 @@ public struct HTMLReport {
         for classIndex in foregroundClasses {
             for method in methods {
                 let p =
-                    method.pValues.map { Self.pValue($0[classIndex], pairs: column(method.dice, classIndex).count) }
+                    method.pValues.map {
+                        TableText.pValue($0[classIndex], pairs: column(method.dice, classIndex).count)
+                    }
                     ?? "—"
                 html +=
                     "<tr><td>\(escape(classNames[classIndex]))</td><td>\(escape(method.name))</td>"
@@ -135,15 +137,6 @@ public struct HTMLReport {
         guard finite.count > 1 else { return "\(format(mean, digits: 3)) ± — (one case)" }
         let variance = finite.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(finite.count - 1)
         return "\(format(mean, digits: 3)) ± \(format(variance.squareRoot(), digits: 3))"
-    }
-
-    /// A paired test's p-value over `pairs` cases: "—" for fewer than two (no test), and below six the note that
-    /// a two-sided Wilcoxon signed-rank test cannot reach p < 0.05 (its smallest exact p is 2 / 2ⁿ).
-    static func pValue(_ p: Double, pairs: Int) -> String {
-        guard pairs >= 2 else { return "— (fewer than two paired cases)" }
-        guard !p.isNaN else { return "—" }
-        let text = String(format: "%.4g", p)
-        return pairs < 6 ? text + " (\(pairs) pairs: p < 0.05 is out of reach below 6)" : text
     }
 
     private func format(_ value: Double, digits: Int) -> String {

@@ -35,6 +35,7 @@ enum CompareCommand: Command {
                 help: "Arithmetic precision: a quantised checkpoint runs in int8, others in fp32; bf16 "
                     + "(bf16 convolutions) only where oneDNN's ISA has AMX.",
                 default: "the checkpoint's"),
+            lesionClassesOption,
             OptionSpec("timings", .flag, help: "Print a timing breakdown."),
             OptionSpec("skip-bad", .flag, help: "Skip and list invalid cases instead of failing."),
             OptionSpec("overwrite", .flag, help: "Replace runs of the same names in RESULTS.h5."),
@@ -78,6 +79,7 @@ enum CompareCommand: Command {
             skipBad: arguments.flag("skip-bad"), overwrite: arguments.flag("overwrite"))
         options.limits = try readLimits(arguments, command: "compare")
         options.precision = arguments.choice("precision")
+        options.lesionClasses = try lesionClasses(arguments, command: "compare")
         options.selection = splitSelection(arguments)
         options.predictions = arguments.string("predictions")
         options.external = try arguments.strings("external").map { text in

@@ -25,6 +25,7 @@ enum EvaluateCommand: Command {
                 "empty", .choice(of: EvaluateWorkflow.EmptyRule.self),
                 help: "Overlap metrics when both masks are empty.",
                 default: "nan"),
+            lesionClassesOption,
             OptionSpec("out", valueName: "RESULTS.h5", help: "Results file (runs are added).", required: true),
             OptionSpec("run", help: "Run name.", default: "the prediction's name"),
             OptionSpec("overwrite", .flag, help: "Replace a run of the same name."),
@@ -52,6 +53,7 @@ enum EvaluateCommand: Command {
             empty: arguments.choice("empty") ?? .nan,
             runName: arguments.string("run"), overwrite: arguments.flag("overwrite"))
         options.shard = try parseShard(arguments, command: "evaluate")
+        options.lesionClasses = try lesionClasses(arguments, command: "evaluate")
         if let job = try cohortJob(arguments, command: "evaluate") {
             let limits = try readLimits(arguments, command: "evaluate")
             let outcome = try ShardedJob.run(communicator: job, output: output, partSuffix: ".h5") { shard, part in
