@@ -33,6 +33,9 @@ RUN_ATTRIBUTES = ("method", "model", "dataset", "created", "software_version", "
                   "empty_rule")
 METRICS = ("dice", "iou", "precision", "recall", "specificity", "accuracy", "volume_similarity", "volume_ref_ml",
            "volume_pred_ml", "hd", "hd95", "assd", "nsd")
+# With lesion classes (the run's `lesion_classes` attribute), also these; NaN for the other classes.
+LESION_METRICS = ("lesion_dice", "lesion_hd95", "lesion_sensitivity", "lesion_precision", "lesion_f1",
+                  "panoptic_quality")
 OVERLAP_METRICS = ("dice", "iou", "precision", "recall", "specificity", "accuracy", "volume_similarity")
 DISTANCE_METRICS = ("hd", "hd95", "assd")
 SUMMARY_COLUMNS = ("mean", "std", "median", "ci_low", "ci_high", "n_valid")
@@ -218,9 +221,18 @@ def check_results_file(path) -> dict:
             if "metrics" not in group:
                 _fail(h5, f"{where}/metrics", "missing group")
             names = set(group["metrics"].keys())
-            if names != set(METRICS):
+            lesions = [int(c) for c in np.atleast_1d(group.attrs.get("lesion_classes", []))]
+            expected = set(METRICS) | (set(LESION_METRICS) if lesions else set())
+            if names != expected:
                 _fail(h5, f"{where}/metrics", f"metric names differ from the contract: missing "
-                      f"{sorted(set(METRICS) - names)}, unexpected {sorted(names - set(METRICS))}")
+                      f"{sorted(expected - names)}, unexpected {sorted(names - expected)}")
+            if any(not 0 < c < k for c in lesions):
+                _fail(h5, where, f"lesion_classes {lesions} are not foreground classes of {k}")
+            for name in LESION_METRICS if lesions else ():
+                lesion_values = _require_type(h5, f"{where}/metrics/{name}", ("float64",))[()]
+                others = [c for c in range(k) if c not in lesions]
+                if lesion_values.shape != (n, k) or not np.isnan(lesion_values[:, others]).all():
+                    _fail(h5, f"{where}/metrics/{name}", "expected [cases, classes], NaN outside lesion_classes")
             values = {}
             for name in METRICS:
                 dataset = _require_type(h5, f"{where}/metrics/{name}", ("float64",))
@@ -254,7 +266,7 @@ def check_results_file(path) -> dict:
                 _fail(h5, f"/comparisons/{pair}", "the name must be <runA>__<runB> with both runs in /runs")
             k = runs[run_a]["classes"]
             for name, dataset in group.items():
-                if name not in METRICS:
+                if name not in METRICS + LESION_METRICS:
                     _fail(h5, dataset.name, "not a metric of the contract")
                 if dataset.dtype != np.float64 or dataset.shape != (k, len(COMPARISON_COLUMNS)):
                     _fail(h5, dataset.name, f"must be float64 ({k}, 4), found {dataset.dtype} {dataset.shape}")
@@ -348,7 +360,7 @@ def tidy_results(path):
             classes = strings(group["class_names"])
             spacing = group["spacing"][()]
             n, k = len(cases), len(classes)
-            for name in METRICS:
+            for name in [m for m in METRICS + LESION_METRICS if m in group["metrics"]]:
                 frames.append(pd.DataFrame({
                     "run": run, "method": text(group.attrs["method"]),
                     "case": np.repeat(cases, k), "class": np.tile(classes, n), "metric": name,

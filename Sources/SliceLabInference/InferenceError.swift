@@ -24,8 +24,17 @@ public enum InferenceError: Error, CustomStringConvertible, Equatable {
     /// A name that is no registered step.
     case unknownStep(name: String, known: [String])
 
+    // MARK: - Ensembles
+
+    /// A checkpoint that cannot be averaged with the ensemble's first: both files and the difference.
+    case ensembleMismatch(member: String, first: String, reason: String)
+
     public var description: String {
         switch self {
+        case .ensembleMismatch(let member, let first, let reason):
+            return first.isEmpty
+                ? "an ensemble needs a checkpoint: \(reason)"
+                : "\(member) cannot be averaged with \(first): \(reason)"
         case .invalidClassicalSpec(let text, let reason): return "'\(text)': \(reason)"
         case .colorSpaceNeedsColor(let space, let file):
             return "color space \(space.rawValue) needs a color image, but \(file) is gray"

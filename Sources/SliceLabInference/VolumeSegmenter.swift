@@ -79,7 +79,14 @@ public struct SliceSampling: Equatable, Sendable {
 /// has one and the volume's spacing is known, run through the model (tiled by `window`), and the logits
 /// resampled bilinearly back to the slice's grid before the softmax and argmax.
 public struct VolumeSegmenter {
+    /// The model, or an ensemble's first member.
     public let model: DeepLabV3
+    /// The models whose softmax outputs are averaged, `model` first (one for a plain segmenter).
+    public internal(set) var members: [DeepLabV3]
+    /// The views of each slice the members see (`TestTimeAugmentation`); the slice as it is by default.
+    public internal(set) var views = TestTimeAugmentation.none.views(rows: false, columns: false)
+    /// The axes mirroring may flip (`augment`).
+    var mirrorAxes = MirrorAxes()
     public let preprocessing: Preprocessing
     public let sampling: SliceSampling
     public var window: SlidingWindow
@@ -91,6 +98,7 @@ public struct VolumeSegmenter {
         window: SlidingWindow = SlidingWindow()
     ) {
         (self.model, self.preprocessing, self.sampling, self.window) = (model, preprocessing, sampling, window)
+        members = [model]
     }
 
     /// Loads a checkpoint's model, preprocessing and slice sampling, for a process that infers from now on: tensor
@@ -205,12 +213,33 @@ public struct VolumeSegmenter {
     }
 
     /// The logits [1, K, rows, columns] of each prepared input [C, rows, columns], the inputs run as one batch
-    /// (resampled as `logits(_:channels:rows:columns:spacing:)` resamples one). Adds to `statistics`.
+    /// (resampled as `logits(_:channels:rows:columns:spacing:)` resamples one); for an ensemble or with test-time
+    /// views, the log of the mean softmax (`averagedLogProbabilities`). Adds to `statistics`.
     func logits(
         _ inputs: [[Float]], channels: Int, rows: Int, columns: Int,
         spacing: [Double]?
     ) throws -> [FloatTensor] {
-        let target = resampledSize(rows: rows, columns: columns, spacing: spacing)
+        guard passesPerSlice == 1 else {
+            return try averagedLogProbabilities(
+                inputs, channels: channels, rows: rows, columns: columns, spacing: spacing)
+        }
+        return try forward(model, inputs, channels: channels, rows: rows, columns: columns, spacing: spacing)
+    }
+
+    /// One model's logits [1, K, rows, columns] of each prepared input, the inputs run as one batch at the
+    /// training spacing (and `scale` times that grid), the logits resampled back to the inputs' grid.
+    func forward(
+        _ model: DeepLabV3, _ inputs: [[Float]], channels: Int, rows: Int, columns: Int, spacing: [Double]?,
+        scale: Double = 1
+    ) throws -> [FloatTensor] {
+        var target = resampledSize(rows: rows, columns: columns, spacing: spacing)
+        if scale != 1 {
+            let grid = target ?? (rows, columns)
+            target = (
+                max(1, Int((Double(grid.rows) * scale).rounded())),
+                max(1, Int((Double(grid.columns) * scale).rounded()))
+            )
+        }
         let (modelRows, modelColumns) = target ?? (rows, columns)
         var stacked: [Float] = []
         stacked.reserveCapacity(inputs.count * channels * modelRows * modelColumns)

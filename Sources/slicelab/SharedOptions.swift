@@ -87,3 +87,28 @@ func lesionClasses(_ arguments: ParsedArguments, command: String) throws -> [Str
     }
     return names
 }
+
+/// `--model`, repeatable: one checkpoint, or several (a folder stands for its fold models) averaged as an ensemble.
+func modelOption(required: Bool = false) -> OptionSpec {
+    OptionSpec(
+        "model", valueName: "MODEL.h5",
+        help: "A SliceLab checkpoint; given again, or a folder of fold models (fold_K/model.h5), an ensemble whose "
+            + "softmax outputs are averaged (members must agree on classes and preprocessing).",
+        required: required, repeatable: true)
+}
+
+/// The checkpoints `--model` names, folders expanded to their fold models; a precision each must run in.
+func modelCheckpoints(_ arguments: ParsedArguments, command: String) throws -> [String] {
+    let models = try VolumeSegmenter.checkpoints(arguments.strings("model"))
+    if let precision: Precision = arguments.choice("precision") {
+        for model in models { try checkPrecision(precision, model: model, command: command) }
+    }
+    return models
+}
+
+/// `--tta`: test-time augmentation.
+let ttaOption = OptionSpec(
+    "tta", .choice(of: TestTimeAugmentation.self),
+    help: "Test-time augmentation, softmax averaged in the slice's frame: mirror flips along the in-plane axes the "
+        + "model was trained to flip (2–4 views), mirror+scale also at 0.9 and 1.1 × the grid.",
+    default: "mirror for an ensemble or a volume, none for one model on one slice")

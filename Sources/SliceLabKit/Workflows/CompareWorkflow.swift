@@ -53,6 +53,10 @@ public enum CompareWorkflow {
         /// `--lesion-classes` (names or label values) scored lesion by lesion too; nil takes the set's own
         /// `lesion_classes`.
         public var lesionClasses: [String]?
+        /// Further checkpoints (`--model` given again) whose softmax is averaged with `model`'s.
+        public var ensemble: [String] = []
+        /// `--tta`; nil takes `VolumeSegmenter.defaultAugmentation` for the split's largest case.
+        public var augmentation: TestTimeAugmentation?
 
         public init(
             dataset: String, model: String, classical: [ClassicalSpec], split: String = "test", output: String,
@@ -77,6 +81,9 @@ public enum CompareWorkflow {
         public var skipped: [SkippedCase]
         /// Seconds per stage: load, deeplab, each classical run, evaluate, write.
         public var timings: [(stage: String, seconds: Double)]
+        /// What the model's run should be read with: views left out of the test-time augmentation, and the forward
+        /// passes a slice costs when more than one.
+        public var notes: [String] = []
     }
 
     /// The default classical configurations when none is given: k-means and multi-Otsu on intensity.
@@ -130,6 +137,8 @@ public enum CompareWorkflow {
         let segmenter: VolumeSegmenter
         /// `--external` runs' label maps, in `options.external` order.
         let externalMaps: [[LabelMap]]
+        /// `Outcome.notes`.
+        let notes: [String]
     }
 
     /// One run's label maps, before evaluation.
@@ -200,8 +209,8 @@ public enum CompareWorkflow {
             }
             names = try ShardSplit.indices(of: shard, sizes: sizes).map { allNames[$0] }
         }
-        let segmenter = try clock.timed("load") {
-            try VolumeSegmenter.load(checkpoint: options.model, precision: options.precision)
+        var segmenter = try clock.timed("load") {
+            try VolumeSegmenter.load(checkpoints: [options.model] + options.ensemble, precision: options.precision)
         }
         guard segmenter.classCount == set.classCount else {
             throw DatasetError.classCountMismatch(
@@ -209,6 +218,16 @@ public enum CompareWorkflow {
                 dataset: options.dataset, datasetClasses: set.classCount)
         }
         let samples = try clock.timed("load") { try names.map { try set.load($0) } }
+        let augmentation =
+            options.augmentation
+            ?? VolumeSegmenter.defaultAugmentation(
+                members: segmenter.members.count, slices: samples.map(\.frameCount).max() ?? 1)
+        var notes = segmenter.augment(augmentation)
+        if segmenter.passesPerSlice > 1 {
+            notes.append(
+                "deeplabv3: \(segmenter.members.count) model(s) × \(segmenter.views.count) view(s) = "
+                    + "\(segmenter.passesPerSlice) forward passes a slice")
+        }
         let references = samples.map { labelMap($0.labels.values, like: $0) }
         let externalMaps = try clock.timed("load") {
             try options.external.map {
@@ -218,7 +237,7 @@ public enum CompareWorkflow {
         }
         return Cases(
             set: set, allNames: allNames, names: names, samples: samples, images: samples.map(ScanImage.init),
-            references: references, segmenter: segmenter, externalMaps: externalMaps)
+            references: references, segmenter: segmenter, externalMaps: externalMaps, notes: notes)
     }
 
     /// DeepLabV3 case by case (oneDNN uses every core for one case), then each `--post` choice on its output.
@@ -231,9 +250,10 @@ public enum CompareWorkflow {
                 progress.advance(status: "deeplabv3 \(cases.samples[$0].name)")
             }
         }
-        let config = try configurationJSON(cases.segmenter.model.configuration)
+        let config = try modelConfigurationJSON(cases.segmenter, options: options)
         let plain = Prediction(
-            name: options.runPrefix + "deeplabv3", method: "deeplabv3", model: options.model, config: config,
+            name: options.runPrefix + "deeplabv3", method: "deeplabv3",
+            model: ([options.model] + options.ensemble).joined(separator: ","), config: config,
             maps: zip(outputs.labels, cases.samples).map { labelMap($0, like: $1) })
         return try [plain]
             + posts.map { post in
@@ -311,7 +331,8 @@ public enum CompareWorkflow {
             try clock.timed("write") {
                 try ResultsFile.write(runs: runs, to: options.output, overwrite: true, shard: record, updating: false)
             }
-            return Outcome(runs: runs, comparisons: [], skipped: cases.set.skipped, timings: clock.timings)
+            return Outcome(
+                runs: runs, comparisons: [], skipped: cases.set.skipped, timings: clock.timings, notes: cases.notes)
         }
         let comparisons = try clock.timed("evaluate") {
             try runs.dropFirst().map { try ResultsComparison(runs[0], $0) }
@@ -335,7 +356,9 @@ public enum CompareWorkflow {
                 ).write(to: folder)
             }
         }
-        return Outcome(runs: runs, comparisons: comparisons, skipped: cases.set.skipped, timings: clock.timings)
+        return Outcome(
+            runs: runs, comparisons: comparisons, skipped: cases.set.skipped, timings: clock.timings,
+            notes: cases.notes)
     }
 
     // MARK: - Pieces
@@ -568,6 +591,23 @@ public enum CompareWorkflow {
 
     static func configurationJSON(_ configuration: DeepLabConfiguration) throws -> String {
         try SortedJSON.string(configuration)
+    }
+
+    /// The model run's `config`: the model's configuration, and for an ensemble or test-time views also the
+    /// members and the views.
+    static func modelConfigurationJSON(_ segmenter: VolumeSegmenter, options: Options) throws -> String {
+        guard segmenter.passesPerSlice > 1 else { return try configurationJSON(segmenter.model.configuration) }
+        struct Record: Encodable {
+            let configuration: DeepLabConfiguration
+            let members: [String]
+            let views: [String]
+        }
+        return try SortedJSON.string(
+            Record(
+                configuration: segmenter.model.configuration, members: [options.model] + options.ensemble,
+                views: segmenter.views.map {
+                    "flip rows \($0.flipRows), flip columns \($0.flipColumns), scale \($0.scale)"
+                }))
     }
 
     // MARK: - Table and report

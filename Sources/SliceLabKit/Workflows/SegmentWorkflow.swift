@@ -35,6 +35,10 @@ public enum SegmentWorkflow {
         /// `--timings`: log slices per second, the achieved rate against the ISA's peak and the peak RSS
         /// (`SegmentThroughput`).
         public var timings = false
+        /// Further checkpoints (`--model` given again) whose softmax is averaged with `model`'s.
+        public var ensemble: [String] = []
+        /// `--tta`; nil takes `VolumeSegmenter.defaultAugmentation`.
+        public var augmentation: TestTimeAugmentation?
 
         public init(
             input: String, model: String, output: String, overlay: String? = nil, probabilities: Bool = false,
@@ -80,16 +84,16 @@ public enum SegmentWorkflow {
         let start = DispatchTime.now().uptimeNanoseconds
         let format = try checkOutput(options)
         if let threads = options.threads { setComputeThreads(threads) }
-        let segmenter = try VolumeSegmenter.load(
-            checkpoint: options.model, context: options.context,
+        var segmenter = try VolumeSegmenter.load(
+            checkpoints: [options.model] + options.ensemble, context: options.context,
             tileSize: options.tileSize, precision: options.precision)
-        segmenter.model.resetMultiplyAddCount()
+        for member in segmenter.members { member.resetMultiplyAddCount() }
         if format == .dicom {
             try writeSegmentation(options, segmenter: segmenter, log: log)
         } else {
-            let slices = try SliceLabels(
-                reader: openFrames(options, format: format, segmenter: segmenter, log: log), segmenter: segmenter,
-                options: options)
+            let reader = try openFrames(options, format: format, segmenter: segmenter, log: log)
+            segmenter = augmented(segmenter, options: options, slices: reader.frames, log: log)
+            let slices = SliceLabels(reader: reader, segmenter: segmenter, options: options)
             let firstLabels = try write(slices, format: format, options: options, log: log)
             if let overlay = options.overlay, let firstLabels {
                 let reader = slices.reader
@@ -106,10 +110,27 @@ public enum SegmentWorkflow {
             for line in throughput(segmenter, batch: options.batch, seconds: seconds).lines {
                 log("segment: " + line)
             }
+            if segmenter.passesPerSlice > 1 {
+                log(
+                    "segment: \(segmenter.members.count) model(s) × \(segmenter.views.count) view(s) = "
+                        + "\(segmenter.passesPerSlice) forward passes a slice")
+            }
         }
     }
 
     // MARK: - Stages
+
+    /// The segmenter with the views `--tta` (or its default for this many slices) asks for; notes logged.
+    static func augmented(
+        _ segmenter: VolumeSegmenter, options: Options, slices: Int, log: (String) -> Void
+    ) -> VolumeSegmenter {
+        var segmenter = segmenter
+        let augmentation =
+            options.augmentation
+            ?? VolumeSegmenter.defaultAugmentation(members: segmenter.members.count, slices: slices)
+        for note in segmenter.augment(augmentation) { log("segment: " + note) }
+        return segmenter
+    }
 
     /// The output's format (from its ending, `OutputFormat`), refused when it cannot hold what was asked.
     static func checkOutput(_ options: Options) throws -> OutputFormat {
@@ -287,7 +308,7 @@ public enum SegmentWorkflow {
         return SegmentThroughput(
             slices: statistics.slices, batch: batch, forwards: statistics.forwards,
             seconds: seconds, forwardSeconds: statistics.forwardSeconds,
-            multiplyAdds: segmenter.model.multiplyAddCount, precision: segmenter.model.precision,
+            multiplyAdds: segmenter.members.map(\.multiplyAddCount).reduce(0, +), precision: segmenter.model.precision,
             peak: .current(threads: computeThreads()),
             peakResidentBytes: SegmentThroughput.peakResidentBytes())
     }
@@ -305,6 +326,7 @@ public enum SegmentWorkflow {
                     + "series folder as INPUT, not \(options.input)")
         }
         let (image, source) = try ImageLoader.loadDICOMSeries(options.input, limits: options.limits)
+        let segmenter = augmented(segmenter, options: options, slices: image.frames, log: log)
         var labels: [Int32] = []
         var probabilities: [Float] = []
         var display: [Float] = []

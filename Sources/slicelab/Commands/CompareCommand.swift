@@ -15,7 +15,8 @@ enum CompareCommand: Command {
                     + "dataset.json), nnU-Net v2 raw or the Decathlon's.")
         ],
         options: [
-            OptionSpec("model", valueName: "MODEL.h5", help: "A SliceLab checkpoint.", required: true),
+            modelOption(required: true),
+            ttaOption,
             OptionSpec(
                 "classical", valueName: "SPEC", help: "e.g. kmeans:space=gray,classes=3,map=train-vote",
                 repeatable: true),
@@ -58,13 +59,11 @@ enum CompareCommand: Command {
             """)
 
     static func run(_ arguments: ParsedArguments) throws {
-        guard let dataset = arguments.positional(0), let model = arguments.string("model"),
+        let models = try modelCheckpoints(arguments, command: "compare")
+        guard let dataset = arguments.positional(0), let model = models.first,
             let output = arguments.string("out")
         else {
             throw UsageError("slicelab compare: give DATASET, --model MODEL.h5 and --out RESULTS.h5")
-        }
-        if let precision: Precision = arguments.choice("precision") {
-            try checkPrecision(precision, model: model, command: "compare")
         }
         let specs =
             arguments.strings("classical").isEmpty ? CompareWorkflow.defaultClassical : arguments.strings("classical")
@@ -80,6 +79,8 @@ enum CompareCommand: Command {
         options.limits = try readLimits(arguments, command: "compare")
         options.precision = arguments.choice("precision")
         options.lesionClasses = try lesionClasses(arguments, command: "compare")
+        options.ensemble = Array(models.dropFirst())
+        options.augmentation = arguments.choice("tta")
         options.selection = splitSelection(arguments)
         options.predictions = arguments.string("predictions")
         options.external = try arguments.strings("external").map { text in
@@ -132,9 +133,11 @@ enum CompareCommand: Command {
         let outcome: CompareWorkflow.Outcome
         do {
             outcome = try CompareWorkflow.run(options)
-        } catch let error as InferenceError {  // a --classical specification that cannot run on these images
-            throw UsageError("slicelab compare: --classical: \(error)")
+        } catch let error as InferenceError {
+            if case .ensembleMismatch = error { throw error }
+            throw UsageError("slicelab compare: --classical: \(error)")  // a specification these images cannot take
         }
+        for note in outcome.notes { standardError("slicelab compare: \(note)") }
         for skipped in outcome.skipped { standardError("slicelab compare: skipped \(skipped.name): \(skipped.error)") }
         print(CompareWorkflow.table(outcome), terminator: "")
         if timings {

@@ -30,6 +30,7 @@ enum DemoCommand: Command {
             let outcome = try CompareWorkflow.run(
                 DemoData.compareOptions(set: set, output: output, threads: arguments.int("threads")))
             print("\n== \(set): \(outcome.runs.first?.caseIDs.count ?? 0) test cases")
+            for note in outcome.notes { standardError("demo: \(note)") }
             print(CompareWorkflow.table(outcome), terminator: "")
         }
         print(

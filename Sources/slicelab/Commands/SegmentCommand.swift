@@ -19,7 +19,8 @@ enum SegmentCommand: Command {
                     + "cases.", optional: true)
         ],
         options: [
-            OptionSpec("model", valueName: "MODEL.h5", help: "A SliceLab checkpoint."),
+            modelOption(),
+            ttaOption,
             OptionSpec(
                 "out", valueName: "OUT.h5|OUT.nii.gz|OUT.png|OUT.dcm|OUT/",
                 help: "Label map, by extension: HDF5 /labels with the input's geometry, NIfTI (.nii, .nii.gz) "
@@ -78,16 +79,17 @@ enum SegmentCommand: Command {
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
-        if let precision: Precision = arguments.choice("precision") {
-            guard let model = arguments.string("model") else {
-                throw UsageError("slicelab segment: --precision needs --model MODEL.h5")
-            }
-            try checkPrecision(precision, model: model, command: "segment")
+        if arguments.choice("precision") as Precision? != nil, !arguments.has("model") {
+            throw UsageError("slicelab segment: --precision needs --model MODEL.h5")
+        }
+        let models = try modelCheckpoints(arguments, command: "segment")
+        if models.count > 1, arguments.has("weights") || arguments.has("raw-input") || arguments.has("crf-input") {
+            throw UsageError("slicelab segment: the parity modes take one --model")
         }
         if let weights = arguments.string("weights") { return try runWeightsParity(arguments, weights: weights) }
         if let rawInput = arguments.string("raw-input") { return try runRawLogits(arguments, rawInput: rawInput) }
         if let crfInput = arguments.string("crf-input") { return try runCRFParity(arguments, crfInput: crfInput) }
-        let (options, folderOutput, shard) = try segmentOptions(arguments)
+        let (options, folderOutput, shard) = try segmentOptions(arguments, models: models)
         if folderOutput, let job = try cohortJob(arguments, command: "segment") {
             try runJob(arguments, options: options, job: job)
         } else if folderOutput {
@@ -98,8 +100,10 @@ enum SegmentCommand: Command {
     }
 
     /// What a segmentation asks for, whether it is a folder of cases into a folder, and its shard.
-    static func segmentOptions(_ arguments: ParsedArguments) throws -> (SegmentWorkflow.Options, Bool, Shard?) {
-        guard let input = arguments.positional(0), let model = arguments.string("model"),
+    static func segmentOptions(
+        _ arguments: ParsedArguments, models: [String]
+    ) throws -> (SegmentWorkflow.Options, Bool, Shard?) {
+        guard let input = arguments.positional(0), let model = models.first,
             let out = arguments.string("out")
         else {
             throw UsageError(
@@ -133,6 +137,8 @@ enum SegmentCommand: Command {
         options.precision = arguments.choice("precision")
         options.batch = arguments.int("batch") ?? 1
         options.timings = arguments.flag("timings")
+        options.ensemble = Array(models.dropFirst())
+        options.augmentation = arguments.choice("tta")
         options.postProcessing.pipeline = try regularizePipeline(arguments, command: "segment")
         if arguments.string("crf") != nil, !options.postProcessing.pipeline.contains(.crf) {
             throw UsageError("slicelab segment: --crf needs --regularize crf")
