@@ -36,6 +36,8 @@ METRICS = ("dice", "iou", "precision", "recall", "specificity", "accuracy", "vol
 # With lesion classes (the run's `lesion_classes` attribute), also these; NaN for the other classes.
 LESION_METRICS = ("lesion_dice", "lesion_hd95", "lesion_sensitivity", "lesion_precision", "lesion_f1",
                   "panoptic_quality")
+# With the prediction's probabilities (the run's `calibration_bins` attribute), also these.
+CALIBRATION_METRICS = ("ece", "brier", "nll", "entropy_error_auroc")
 OVERLAP_METRICS = ("dice", "iou", "precision", "recall", "specificity", "accuracy", "volume_similarity")
 DISTANCE_METRICS = ("hd", "hd95", "assd")
 SUMMARY_COLUMNS = ("mean", "std", "median", "ci_low", "ci_high", "n_valid")
@@ -222,7 +224,8 @@ def check_results_file(path) -> dict:
                 _fail(h5, f"{where}/metrics", "missing group")
             names = set(group["metrics"].keys())
             lesions = [int(c) for c in np.atleast_1d(group.attrs.get("lesion_classes", []))]
-            expected = set(METRICS) | (set(LESION_METRICS) if lesions else set())
+            expected = (set(METRICS) | (set(LESION_METRICS) if lesions else set())
+                        | (set(CALIBRATION_METRICS) if "calibration_bins" in group.attrs else set()))
             if names != expected:
                 _fail(h5, f"{where}/metrics", f"metric names differ from the contract: missing "
                       f"{sorted(expected - names)}, unexpected {sorted(names - expected)}")
@@ -266,7 +269,7 @@ def check_results_file(path) -> dict:
                 _fail(h5, f"/comparisons/{pair}", "the name must be <runA>__<runB> with both runs in /runs")
             k = runs[run_a]["classes"]
             for name, dataset in group.items():
-                if name not in METRICS + LESION_METRICS:
+                if name not in METRICS + LESION_METRICS + CALIBRATION_METRICS:
                     _fail(h5, dataset.name, "not a metric of the contract")
                 if dataset.dtype != np.float64 or dataset.shape != (k, len(COMPARISON_COLUMNS)):
                     _fail(h5, dataset.name, f"must be float64 ({k}, 4), found {dataset.dtype} {dataset.shape}")
@@ -360,7 +363,7 @@ def tidy_results(path):
             classes = strings(group["class_names"])
             spacing = group["spacing"][()]
             n, k = len(cases), len(classes)
-            for name in [m for m in METRICS + LESION_METRICS if m in group["metrics"]]:
+            for name in [m for m in METRICS + LESION_METRICS + CALIBRATION_METRICS if m in group["metrics"]]:
                 frames.append(pd.DataFrame({
                     "run": run, "method": text(group.attrs["method"]),
                     "case": np.repeat(cases, k), "class": np.tile(classes, n), "metric": name,

@@ -50,16 +50,21 @@ public struct EvaluationSettings: Sendable, Codable, Equatable {
     public var empty: EmptyRule
     /// The classes scored lesion by lesion as well (`LesionMetric`); none by default.
     public var lesionClasses: [Int]
+    /// The bins of the expected calibration error when the prediction's probabilities are evaluated too
+    /// (`CalibrationMetric`); nil without probabilities.
+    public var calibrationBins: Int?
 
     public init(
         classCount: Int, toleranceMM: Double = 1, hd95: HD95Definition = .max, empty: EmptyRule = .nan,
-        lesionClasses: [Int] = []
+        lesionClasses: [Int] = [], calibrationBins: Int? = nil
     ) {
         (self.classCount, self.toleranceMM, self.hd95, self.empty) = (classCount, toleranceMM, hd95, empty)
-        self.lesionClasses = lesionClasses
+        (self.lesionClasses, self.calibrationBins) = (lesionClasses, calibrationBins)
     }
 
-    private enum CodingKeys: String, CodingKey { case classCount, toleranceMM, hd95, empty, lesionClasses }
+    private enum CodingKeys: String, CodingKey {
+        case classCount, toleranceMM, hd95, empty, lesionClasses, calibrationBins
+    }
 
     /// Decodes settings recorded before lesion classes existed as having none.
     public init(from decoder: any Decoder) throws {
@@ -69,7 +74,8 @@ public struct EvaluationSettings: Sendable, Codable, Equatable {
             toleranceMM: try container.decode(Double.self, forKey: .toleranceMM),
             hd95: try container.decode(HD95Definition.self, forKey: .hd95),
             empty: try container.decode(EmptyRule.self, forKey: .empty),
-            lesionClasses: try container.decodeIfPresent([Int].self, forKey: .lesionClasses) ?? [])
+            lesionClasses: try container.decodeIfPresent([Int].self, forKey: .lesionClasses) ?? [],
+            calibrationBins: try container.decodeIfPresent(Int.self, forKey: .calibrationBins))
     }
 }
 
@@ -84,10 +90,13 @@ public struct CaseMetrics: Sendable {
     /// - Parameters:
     ///   - voxelVolumeMM3: the voxel volume for the mL volumes; by default the product of the map's spacing
     ///     (for a 2-D map pass the slice thickness times the pixel area).
-    /// - Throws: `MetricsError.shapeMismatch`, `.labelOutOfRange`, `.invalidArgument`.
+    ///   - probabilities: the prediction's class probabilities, [frames, K, rows, columns] (a 2-D map: [K, rows,
+    ///     columns]), for the calibration metrics (`settings.calibrationBins`).
+    /// - Throws: `MetricsError.shapeMismatch`, `.labelOutOfRange`, `.invalidArgument` (also for calibration
+    ///   without probabilities).
     public init(
         reference: LabelGrid<UInt16>, prediction: LabelGrid<UInt16>, settings: EvaluationSettings,
-        voxelVolumeMM3: Double? = nil
+        voxelVolumeMM3: Double? = nil, probabilities: [Float]? = nil
     ) throws {
         guard reference.shape == prediction.shape else {
             throw MetricsError.shapeMismatch(
@@ -100,10 +109,14 @@ public struct CaseMetrics: Sendable {
         let confusion = try ConfusionMatrix(reference: reference, prediction: prediction, classCount: k)
         self.confusion = confusion
         let volume = voxelVolumeMM3 ?? reference.voxelVolume
+        if let probabilities, probabilities.count != k * reference.labels.count {
+            throw MetricsError.invalidArgument(
+                "\(probabilities.count) probabilities for \(k) classes of \(reference.labels.count) voxels")
+        }
         let evaluations = (0..<k).map {
             ClassEvaluation(
                 reference: reference, prediction: prediction, confusion: confusion, classIndex: $0,
-                settings: settings, voxelVolumeMM3: volume)
+                settings: settings, voxelVolumeMM3: volume, probabilities: probabilities)
         }
         var values = MetricTable()
         for metric in MetricRegistry.metrics where metric.isComputed(for: settings) {

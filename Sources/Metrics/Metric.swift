@@ -19,7 +19,8 @@ extension Metric {
 
 /// The registered metrics, in the order results files and reports list them.
 public enum MetricRegistry {
-    public static let metrics: [any Metric] = OverlapMetric.allCases + SurfaceMetric.allCases + LesionMetric.allCases
+    public static let metrics: [any Metric] =
+        OverlapMetric.allCases + SurfaceMetric.allCases + LesionMetric.allCases + CalibrationMetric.allCases
 }
 
 /// What a metric of one class sees: both label maps, the confusion matrix, the evaluation's settings, and the
@@ -32,13 +33,16 @@ public final class ClassEvaluation {
     public let settings: EvaluationSettings
     /// The volume of one voxel in mm³, for volumes in mL.
     public let voxelVolumeMM3: Double
+    /// The prediction's class probabilities, [frames, K, rows, columns], when evaluated.
+    public let probabilities: [Float]?
 
     init(
         reference: LabelGrid<UInt16>, prediction: LabelGrid<UInt16>, confusion: ConfusionMatrix, classIndex: Int,
-        settings: EvaluationSettings, voxelVolumeMM3: Double
+        settings: EvaluationSettings, voxelVolumeMM3: Double, probabilities: [Float]? = nil
     ) {
         (self.reference, self.prediction, self.confusion) = (reference, prediction, confusion)
         (self.classIndex, self.settings, self.voxelVolumeMM3) = (classIndex, settings, voxelVolumeMM3)
+        self.probabilities = probabilities
     }
 
     /// The confusion-matrix metrics of the class.
@@ -75,6 +79,25 @@ public final class ClassEvaluation {
     }
 
     private var matching: LesionMatching?
+
+    /// The class's calibration (`ClassCalibration`), computed on first use.
+    ///
+    /// - Throws: `MetricsError.invalidArgument` without probabilities.
+    public func calibration() throws -> ClassCalibration {
+        if let calibrated { return calibrated }
+        guard let probabilities, let bins = settings.calibrationBins else {
+            throw MetricsError.invalidArgument("calibration metrics need the prediction's probabilities")
+        }
+        let (k, plane) = (settings.classCount, reference.shape.rows * reference.shape.columns)
+        let found = ClassCalibration(
+            classIndex: classIndex,
+            probabilities: { class_, voxel in probabilities[((voxel / plane) * k + class_) * plane + voxel % plane] },
+            classCount: k, reference: reference.labels, prediction: prediction.labels, bins: bins)
+        calibrated = found
+        return found
+    }
+
+    private var calibrated: ClassCalibration?
 }
 
 /// The metrics read off the confusion matrix (`OverlapMetrics` defines them).
@@ -150,6 +173,29 @@ enum LesionMetric: String, Metric, CaseIterable {
     }
 }
 
+/// The calibration metrics of an evaluation given the prediction's probabilities (`ClassCalibration` defines
+/// them), every class against the rest.
+enum CalibrationMetric: String, Metric, CaseIterable {
+    case expectedCalibrationError = "ece"
+    case brier
+    case negativeLogLikelihood = "nll"
+    case errorDetectionAUROC = "entropy_error_auroc"
+
+    var name: MetricName { MetricName(rawValue) }
+
+    func isComputed(for settings: EvaluationSettings) -> Bool { settings.calibrationBins != nil }
+
+    func value(_ evaluation: ClassEvaluation) throws -> Double {
+        let calibration = try evaluation.calibration()
+        switch self {
+        case .expectedCalibrationError: return calibration.expectedCalibrationError
+        case .brier: return calibration.brier
+        case .negativeLogLikelihood: return calibration.negativeLogLikelihood
+        case .errorDetectionAUROC: return calibration.errorDetectionAUROC
+        }
+    }
+}
+
 extension MetricName {
     public static let dice = MetricName("dice"), iou = MetricName("iou"), precision = MetricName("precision")
     public static let recall = MetricName("recall"), specificity = MetricName("specificity")
@@ -161,4 +207,8 @@ extension MetricName {
     public static let lesionSensitivity = LesionMetric.sensitivity.name
     public static let lesionPrecision = LesionMetric.precision.name, lesionF1 = LesionMetric.f1.name
     public static let panopticQuality = LesionMetric.panopticQuality.name
+    public static let expectedCalibrationError = CalibrationMetric.expectedCalibrationError.name
+    public static let brier = CalibrationMetric.brier.name,
+        negativeLogLikelihood = CalibrationMetric.negativeLogLikelihood.name
+    public static let entropyErrorAUROC = CalibrationMetric.errorDetectionAUROC.name
 }

@@ -63,6 +63,33 @@ public enum EvaluateInputs {
         )
     }
 
+    /// A case's class probabilities, [frames, K, rows, columns] as `segment --probabilities` writes them: the
+    /// `/probabilities` of `path`, or of `path/<case>.h5` when `path` is a folder.
+    ///
+    /// - Throws: `InputError.invalidContent` naming the file when it holds none or their shape is not the case's;
+    ///   `ReadLimitError` beyond `limits`; `ImageFileError`.
+    public static func probabilities(
+        _ path: String, case caseID: String, frames: Int, classCount: Int, rows: Int, columns: Int,
+        limits: ReadLimits
+    ) throws -> [Float] {
+        let file = try isFolder(path) ? URL(fileURLWithPath: path).appendingPathComponent(caseID + ".h5").path : path
+        guard FileManager.default.fileExists(atPath: file) else {
+            throw InputError.invalidContent(file: file, reason: "no probabilities for case '\(caseID)'")
+        }
+        let h5 = try HDF5File.open(file)
+        guard h5.exists("/probabilities") else {
+            throw InputError.invalidContent(file: file, reason: "no /probabilities (segment --probabilities writes it)")
+        }
+        let shape = try h5.shape(of: "/probabilities")
+        let expected = [frames, classCount, rows, columns]
+        guard shape == expected || (frames == 1 && shape == Array(expected.dropFirst())) else {
+            throw InputError.invalidContent(
+                file: file, reason: "/probabilities has shape \(shape), the case needs \(expected)")
+        }
+        try limits.check(shape, bytesPerValue: 4, file: file, what: "/probabilities")
+        return try h5.read("/probabilities", as: Float.self).values
+    }
+
     static func isFolder(_ path: String) throws -> Bool {
         var directory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &directory) else {

@@ -192,9 +192,10 @@ extension VolumeSegmenter {
     /// The log keeps every consumer of logits right: their softmax is the mean probability, their argmax its.
     func averagedLogProbabilities(
         _ inputs: [[Float]], channels: Int, rows: Int, columns: Int, spacing: [Double]?
-    ) throws -> [FloatTensor] {
-        let k = classCount
-        var sums = [[Float]](repeating: [Float](repeating: 0, count: k * rows * columns), count: inputs.count)
+    ) throws -> [SliceOutput] {
+        let (k, plane) = (classCount, rows * columns)
+        var sums = [[Float]](repeating: [Float](repeating: 0, count: k * plane), count: inputs.count)
+        var entropies = [[Float]](repeating: [Float](repeating: 0, count: plane), count: inputs.count)
         var scales: [Double] = []
         for view in views where !scales.contains(view.scale) { scales.append(view.scale) }
         for scale in scales {
@@ -211,14 +212,18 @@ extension VolumeSegmenter {
                         flips[index % flips.count])
                     let b = index / flips.count
                     for i in 0..<probabilities.count { sums[b][i] += probabilities[i] }
+                    let entropy = Uncertainty.entropy(probabilities, classCount: k)
+                    for i in 0..<plane { entropies[b][i] += entropy[i] }
                 }
             }
         }
         let count = Float(passesPerSlice)
-        return sums.map { sum in
-            FloatTensor(
-                shape: [1, k, rows, columns], values: sum.map { Foundation.log(max($0 / count, .leastNormalMagnitude)) }
-            )
+        return zip(sums, entropies).map { sum, entropy in
+            SliceOutput(
+                logits: FloatTensor(
+                    shape: [1, k, rows, columns],
+                    values: sum.map { Foundation.log(max($0 / count, .leastNormalMagnitude)) }),
+                expectedEntropy: entropy.map { $0 / count })
         }
     }
 
@@ -238,5 +243,37 @@ extension VolumeSegmenter {
             }
         }
         return out
+    }
+}
+
+/// One slice through the model(s): logits [1, K, rows, columns] (for an ensemble or views, the log of the mean
+/// softmax) and, for more than one pass, the mean of each pass's predictive entropy per pixel.
+public struct SliceOutput: Sendable {
+    public var logits: FloatTensor
+    public var expectedEntropy: [Float]?
+}
+
+/// Per-pixel uncertainty from class probabilities (natural log).
+public enum Uncertainty {
+    /// Predictive entropy −Σₖ pₖ log pₖ of each pixel of planes [K, pixels].
+    public static func entropy(_ probabilities: [Float], classCount k: Int) -> [Float] {
+        let plane = probabilities.count / k
+        var entropy = [Float](repeating: 0, count: plane)
+        for c in 0..<k {
+            for i in 0..<plane {
+                let p = probabilities[c * plane + i]
+                if p > 0 { entropy[i] -= p * Foundation.log(p) }
+            }
+        }
+        return entropy
+    }
+
+    /// A slice's predictive entropy (of the mean softmax) and, for an ensemble or views, the mutual information
+    /// between the prediction and the member or view: the entropy less the passes' mean entropy (their
+    /// disagreement; clamped at 0 against rounding).
+    public static func maps(_ output: SliceOutput) -> (entropy: [Float], mutualInformation: [Float]?) {
+        let entropy = Self.entropy(softmaxOverClasses(output.logits).values, classCount: output.logits.shape[1])
+        let information = output.expectedEntropy.map { expected in zip(entropy, expected).map { max(0, $0 - $1) } }
+        return (entropy, information)
     }
 }

@@ -161,6 +161,19 @@ public struct VolumeSegmenter {
         batch: Int = 1, slice: (Int) throws -> [Float],
         emit: (Int, FloatTensor) throws -> Void
     ) throws {
+        try runOutputs(
+            slices: slices, rows: rows, columns: columns, channels: channels, spacing: spacing, source: source,
+            batch: batch, slice: slice
+        ) { try emit($0, $1.logits) }
+    }
+
+    /// `run`, handing out each slice's `SliceOutput` (its logits and, for an ensemble or views, the members' and
+    /// views' mean entropy).
+    public func runOutputs(
+        slices: Int, rows: Int, columns: Int, channels: Int, spacing: [Double]?, source: String,
+        batch: Int = 1, slice: (Int) throws -> [Float],
+        emit: (Int, SliceOutput) throws -> Void
+    ) throws {
         let perSlice = channelsPerSlice
         guard channels == perSlice || perSlice == 1 || channels == 1 else {
             throw InputError.invalidContent(
@@ -182,7 +195,7 @@ public struct VolumeSegmenter {
         var pending: [(z: Int, input: [Float])] = []
         func flush() throws {
             guard !pending.isEmpty else { return }
-            let outputs = try logits(
+            let outputs = try self.outputs(
                 pending.map(\.input), channels: perSlice * (2 * n + 1), rows: rows,
                 columns: columns, spacing: spacing)
             let done = pending
@@ -219,11 +232,20 @@ public struct VolumeSegmenter {
         _ inputs: [[Float]], channels: Int, rows: Int, columns: Int,
         spacing: [Double]?
     ) throws -> [FloatTensor] {
+        try outputs(inputs, channels: channels, rows: rows, columns: columns, spacing: spacing).map(\.logits)
+    }
+
+    /// `logits`, with the mean entropy of an ensemble's or views' passes.
+    func outputs(
+        _ inputs: [[Float]], channels: Int, rows: Int, columns: Int, spacing: [Double]?
+    ) throws -> [SliceOutput] {
         guard passesPerSlice == 1 else {
             return try averagedLogProbabilities(
                 inputs, channels: channels, rows: rows, columns: columns, spacing: spacing)
         }
-        return try forward(model, inputs, channels: channels, rows: rows, columns: columns, spacing: spacing)
+        return try forward(model, inputs, channels: channels, rows: rows, columns: columns, spacing: spacing).map {
+            SliceOutput(logits: $0, expectedEntropy: nil)
+        }
     }
 
     /// One model's logits [1, K, rows, columns] of each prepared input, the inputs run as one batch at the

@@ -14,7 +14,7 @@ public enum CaseEvaluation {
     ///   `MetricsError` wrapped with the case (`MetricsError.inCase`).
     public static func metrics(
         caseID: String, reference: LabelMap, prediction: LabelMap, spacing: [Double],
-        settings: EvaluationSettings, remedy: String
+        settings: EvaluationSettings, remedy: String, probabilities: [Float]? = nil
     ) throws -> CaseMetrics {
         guard reference.dimensions == prediction.dimensions else {
             throw DatasetError.pairShapeMismatch(
@@ -23,7 +23,7 @@ public enum CaseEvaluation {
         do {
             return try CaseMetrics(
                 reference: grid(reference, spacing), prediction: grid(prediction, spacing), settings: settings,
-                voxelVolumeMM3: spacing.reduce(1, *))
+                voxelVolumeMM3: spacing.reduce(1, *), probabilities: probabilities)
         } catch let MetricsError.labelOutOfRange(label, classCount, role) {
             throw DatasetError.invalidOption(
                 "case '\(caseID)': \(role) holds label \(label), not below the "

@@ -24,6 +24,9 @@ public struct EvaluateOptions: Codable, Sendable, Equatable {
     /// Classes (names or label values) scored lesion by lesion too (`--lesion-classes`); nil takes a dataset
     /// reference's `lesion_classes`.
     public var lesionClasses: [String]?
+    /// The prediction's class probabilities (`--prob`): a file with `/probabilities` [frames, K, rows, columns]
+    /// (as `segment --probabilities` writes it) or a folder of them paired by stem; adds the calibration metrics.
+    public var probabilities: String?
 
     public init(
         prediction: String, reference: String, output: String, spacing: [Double]? = nil,

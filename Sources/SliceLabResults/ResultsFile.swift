@@ -78,7 +78,9 @@ public enum ResultsFile {
             hd95: HD95Definition(rawValue: try text("hd95_definition")) ?? .max,
             empty: EmptyRule(rawValue: try text("empty_rule")) ?? .nan,
             lesionClasses: file.hasAttribute("lesion_classes", at: group)
-                ? (try file.attribute("lesion_classes", at: group).doubleValues ?? []).map { Int($0) } : [])
+                ? (try file.attribute("lesion_classes", at: group).doubleValues ?? []).map { Int($0) } : [],
+            calibrationBins: file.hasAttribute("calibration_bins", at: group)
+                ? (try file.attribute("calibration_bins", at: group).doubleValues?.first).map { Int($0) } : nil)
         var seed: UInt64 = 0
         if file.hasAttribute("bootstrap_seed", at: group),
             case .int(let value) = try file.attribute("bootstrap_seed", at: group)
@@ -118,6 +120,9 @@ public enum ResultsFile {
         ]
         for (name, value) in attributes { try file.setAttribute(name, value, at: group) }
         if let post = run.postprocessingJSON { try file.setAttribute("postprocessing", .string(post), at: group) }
+        if let bins = run.settings.calibrationBins {
+            try file.setAttribute("calibration_bins", .int(Int64(bins)), at: group)
+        }
         if !run.settings.lesionClasses.isEmpty {
             try file.setAttribute("lesion_classes", .ints(run.settings.lesionClasses.map(Int64.init)), at: group)
         }

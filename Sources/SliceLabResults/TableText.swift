@@ -29,6 +29,22 @@ public enum TableText {
         return pairs < 6 ? text + " (\(pairs) pairs: p < 0.05 is out of reach below 6)" : text
     }
 
+    /// The calibration table of every class, after a blank line; none without probabilities.
+    public static func calibrationTable(_ run: ResultsRun, classWidth: Int) -> [String] {
+        guard let bins = run.settings.calibrationBins else { return [] }
+        let columns: [(String, MetricName)] = [
+            ("ECE (\(bins) bins)", .expectedCalibrationError), ("Brier", .brier), ("NLL", .negativeLogLikelihood),
+            ("entropy AUROC", .entropyErrorAUROC)
+        ]
+        var lines = ["", pad("calibration", classWidth) + columns.map { pad($0.0, 20) }.joined()]
+        for c in 0..<run.classCount {
+            lines.append(
+                pad(run.classNames[c], classWidth)
+                    + columns.map { pad(cell(run.summaries($0.1)[c], digits: 4), 20) }.joined())
+        }
+        return lines
+    }
+
     /// The lesion-wise table of the lesion classes, after a blank line; none when no class is scored by lesion.
     public static func lesionTable(_ runs: [ResultsRun], classWidth: Int, runWidth: Int) -> [String] {
         guard let first = runs.first, !first.settings.lesionClasses.isEmpty else { return [] }

@@ -4,8 +4,9 @@ import ImageFiles
 import TestSupport
 import Testing
 
-/// `segment --model A --model B --tta mirror` end to end against ONNX Runtime: each member exported to ONNX, every
-/// mirrored view run in ONNX Runtime, flipped back, softmaxed and averaged in numpy.
+/// `segment --model A --model B --tta mirror --uncertainty` end to end against ONNX Runtime: each member exported to
+/// ONNX, every mirrored view run in ONNX Runtime, flipped back, softmaxed and averaged in numpy, which also gives the
+/// entropy of the mean and the mutual information.
 @Suite(.serialized) struct EnsembleTests {
     /// A small model with its own random initialisation (seeded), saved without preprocessing so the input reaches
     /// the network as it is in the file; and the same exported to ONNX.
@@ -41,8 +42,10 @@ import Testing
             #expect(export.status == 0, "\(export.standardError)")
         }
         let out = folder.appendingPathComponent("out.h5").path
+        let uncertainty = folder.appendingPathComponent("uncertainty.h5").path
         let result = try TestSupport.slicelab([
-            "segment", input, "--model", folder.path, "--tta", "mirror", "--probabilities", "--out", out, "--timings"
+            "segment", input, "--model", folder.path, "--tta", "mirror", "--probabilities", "--out", out, "--timings",
+            "--uncertainty", uncertainty
         ])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.standardError.contains("2 model(s) × 4 view(s) = 8 forward passes a slice"))
@@ -52,24 +55,35 @@ import Testing
             image = h5py.File(sys.argv[1], "r")["image"][()].astype(np.float32)[:, None]  # [frames, 1, H, W]
             out = h5py.File(sys.argv[2], "r")
             ours, labels = out["probabilities"][()], out["labels"][()]
-            total = 0
-            for member in sys.argv[3:]:
+            unc = h5py.File(sys.argv[3], "r")
+            total, entropies = 0, 0
+            entropy = lambda q: -(q * np.log(np.maximum(q, 1e-30))).sum(axis=1)
+            for member in sys.argv[4:]:
                 session = onnxruntime.InferenceSession(member, providers=["CPUExecutionProvider"])
                 for axes in [(), (2,), (3,), (2, 3)]:
                     view = np.flip(image, axes).copy() if axes else image
                     logits = session.run(["logits"], {"image": view})[0]
                     p = np.exp(logits - logits.max(axis=1, keepdims=True))
                     p /= p.sum(axis=1, keepdims=True)
-                    total = total + (np.flip(p, axes) if axes else p)
-            theirs = total / (4 * len(sys.argv[3:]))
+                    back = np.flip(p, axes) if axes else p  # in the slice's frame
+                    total, entropies = total + back, entropies + entropy(back)
+            passes = 4 * len(sys.argv[4:])
+            theirs = total / passes
+            information = np.maximum(entropy(theirs) - entropies / passes, 0)
             print(json.dumps({"difference": float(np.abs(ours - theirs).max()),
                               "labels_agree": float(np.mean(labels == theirs.argmax(axis=1))),
-                              "views_differ": float(np.abs(theirs - p).max())}))
-            """, arguments: [input, out] + members.map { $0.replacingOccurrences(of: ".h5", with: ".onnx") })
+                              "views_differ": float(np.abs(theirs - p).max()),
+                              "entropy": float(np.abs(unc["entropy"][()] - entropy(theirs)).max()),
+                              "information": float(np.abs(unc["mutual_information"][()] - information).max()),
+                              "information_max": float(information.max())}))
+            """,
+            arguments: [input, out, uncertainty] + members.map { $0.replacingOccurrences(of: ".h5", with: ".onnx") })
         let values = try JSONDecoder().decode([String: Double].self, from: Data(report.utf8))
         #expect(values["difference"]! < 2e-5, "\(report)")
         #expect(values["labels_agree"]! > 0.999, "\(report)")
         #expect(values["views_differ"]! > 1e-3, "the views must matter for the test to mean anything: \(report)")
+        #expect(values["entropy"]! < 1e-4 && values["information"]! < 1e-4, "\(report)")
+        #expect(values["information_max"]! > 1e-4, "\(report)")
     }
 
     /// One model on one slice takes no views by default; members that differ in classes are refused in one line
@@ -83,9 +97,19 @@ import Testing
         try HDF5File.write(to: image) {
             try $0.write([Float](repeating: 0.5, count: 30 * 30), shape: [30, 30], to: "/image")
         }
+        let uncertainty = folder.appendingPathComponent("u.nii.gz").path
         let single = try TestSupport.slicelab([
-            "segment", image, "--model", first, "--out", folder.appendingPathComponent("a.h5").path, "--timings"
+            "segment", image, "--model", first, "--out", folder.appendingPathComponent("a.h5").path, "--timings",
+            "--uncertainty", uncertainty
         ])
+        let shape = try TestSupport.runPython(
+            """
+            import sys, nibabel as nib, numpy as np
+            data = np.asarray(nib.load(sys.argv[1]).dataobj)
+            assert data.dtype == np.float32 and 0 <= data.min() and data.max() <= np.log(3) + 1e-6, (data.min(), data.max())
+            print(list(data.shape))
+            """, arguments: [uncertainty])
+        #expect(shape.trimmingCharacters(in: .whitespacesAndNewlines) == "[30, 30, 1]", "one model: entropy only")
         #expect(
             single.status == 0 && !single.standardError.contains("forward passes a slice"), "\(single.standardError)")
         let mismatch = try TestSupport.slicelab([

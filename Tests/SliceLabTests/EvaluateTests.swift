@@ -140,6 +140,44 @@ import Testing
         #expect(bad.standardError.split(separator: "\n").count == 1, "\(bad.standardError)")
     }
 
+    /// `--prob` (segment's `/probabilities`) adds the per-class calibration metrics, recorded with their bins,
+    /// and prints them; probabilities of another shape are one line naming the file.
+    @Test func probabilitiesAddCalibrationMetrics() throws {
+        let folder = try TestSupport.temporaryFolder("slicelab-evaluate")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let demo = TestSupport.packageRoot.appendingPathComponent("Sources/SliceLabKit/Resources/Demo")
+        let prediction = folder.appendingPathComponent("axial035.h5").path
+        let segment = try TestSupport.slicelab([
+            "segment", demo.appendingPathComponent("mni-brain/images/axial035.dcm").path,
+            "--model", demo.appendingPathComponent("models/mni-brain.h5").path, "--probabilities", "--out", prediction
+        ])
+        #expect(segment.status == 0, "\(segment.standardError)")
+        let out = folder.appendingPathComponent("results.h5").path
+        let reference = demo.appendingPathComponent("mni-brain/labels/axial035.png").path
+        let result = try TestSupport.slicelab([
+            "evaluate", "--pred", prediction, "--ref", reference, "--prob", prediction, "--out", out
+        ])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("ECE (15 bins)") && result.standardOutput.contains("entropy AUROC"))
+        let report = try TestSupport.runPython(
+            """
+            import sys, h5py, numpy as np
+            g = h5py.File(sys.argv[1], "r")["runs/axial035"]
+            assert int(g.attrs["calibration_bins"]) == 15
+            for name in ["ece", "brier", "nll", "entropy_error_auroc"]:
+                v = g["metrics/" + name][()]
+                assert v.shape == (1, 3) and np.isfinite(v).all(), (name, v)
+            auroc = g["metrics/entropy_error_auroc"][()]
+            assert (auroc > 0.6).all(), auroc  # better than chance: the bundled model is unsure where it is wrong
+            print("ok")
+            """, arguments: [out])
+        #expect(report.contains("ok"))
+        let wrong = try TestSupport.slicelab([
+            "evaluate", "--pred", prediction, "--ref", reference, "--prob", reference, "--out", out, "--run", "bad"
+        ])
+        #expect(wrong.status != 0 && wrong.standardError.contains(reference), "\(wrong.standardError)")
+    }
+
     @Test func addingARunKeepsTheOthersAndTheSameNameIsRefusedUnlessOverwrite() throws {
         let (folder, predictions, references) = try Self.makeFolders()
         let out = folder.appendingPathComponent("results.h5").path

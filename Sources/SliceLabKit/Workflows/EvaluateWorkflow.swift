@@ -56,7 +56,8 @@ public enum EvaluateWorkflow {
             classCount: classCount, toleranceMM: options.toleranceMM,
             hd95: options.hd95, empty: options.empty,
             lesionClasses: try LesionClasses.resolve(
-                options.lesionClasses ?? dataset?.lesionClasses ?? [], classNames: classNames))
+                options.lesionClasses ?? dataset?.lesionClasses ?? [], classNames: classNames),
+            calibrationBins: options.probabilities == nil ? nil : 15)
         let progress = showProgress ? ProgressReporter("evaluate", total: pairs.count) : nil
         var cases: [(id: String, spacing: [Double], metrics: CaseMetrics)] = []
         for pair in pairs {
@@ -64,9 +65,14 @@ public enum EvaluateWorkflow {
             let prediction = try LoadedLabels.read(pair.prediction, limits: limits)
             let (r, p) = (reference.labels, prediction.labels)
             let spacing = reference.hasSpacing ? r.spacing : prediction.hasSpacing ? p.spacing : fallbackSpacing
+            let probabilities = try options.probabilities.map {
+                try EvaluateInputs.probabilities(
+                    $0, case: pair.id, frames: p.frames, classCount: classCount, rows: p.rows, columns: p.columns,
+                    limits: limits)
+            }
             let metrics = try CaseEvaluation.metrics(
                 caseID: pair.id, reference: r, prediction: p, spacing: spacing,
-                settings: settings, remedy: "pass a larger --num-classes")
+                settings: settings, remedy: "pass a larger --num-classes", probabilities: probabilities)
             cases.append((pair.id, spacing, metrics))
             progress?.advance(status: pair.id)
         }
@@ -153,6 +159,7 @@ public enum EvaluateWorkflow {
             pad("foreground", nameWidth) + pad("", 6)
                 + foreground.map { pad(String(format: "%.4f", $0), 28) }.joined())
         lines += TableText.lesionTable([run], classWidth: nameWidth, runWidth: 12)
+        lines += TableText.calibrationTable(run, classWidth: nameWidth)
         return lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "\n")
     }
 }

@@ -39,6 +39,9 @@ public enum SegmentWorkflow {
         public var ensemble: [String] = []
         /// `--tta`; nil takes `VolumeSegmenter.defaultAugmentation`.
         public var augmentation: TestTimeAugmentation?
+        /// `--uncertainty OUT.h5|OUT.nii.gz`: per-voxel predictive entropy and, for an ensemble or views, mutual
+        /// information, in the labels' geometry.
+        public var uncertainty: String?
 
         public init(
             input: String, model: String, output: String, overlay: String? = nil, probabilities: Bool = false,
@@ -95,6 +98,12 @@ public enum SegmentWorkflow {
             segmenter = augmented(segmenter, options: options, slices: reader.frames, log: log)
             let slices = SliceLabels(reader: reader, segmenter: segmenter, options: options)
             let firstLabels = try write(slices, format: format, options: options, log: log)
+            if let path = options.uncertainty, let maps = slices.uncertainty {
+                try maps.write(
+                    to: path, frames: reader.frames, rows: reader.rows, columns: reader.columns,
+                    geometry: slices.geometry)
+                log("segment: wrote uncertainty \(path)")
+            }
             if let overlay = options.overlay, let firstLabels {
                 let reader = slices.reader
                 try Overlay.write(
@@ -140,6 +149,9 @@ public enum SegmentWorkflow {
         }
         if options.probabilities && format != .hdf5 {
             throw InputError.unsupportedOutput(file: options.output, reason: "--probabilities needs an .h5 output")
+        }
+        if let path = options.uncertainty, ![.hdf5, .nifti].contains(OutputFormat(path: path)) {
+            throw InputError.unsupportedOutput(file: path, reason: "--uncertainty writes .h5, .nii or .nii.gz")
         }
         return format
     }
@@ -242,6 +254,13 @@ public enum SegmentWorkflow {
         let reader: FrameReader
         let segmenter: VolumeSegmenter
         let options: Options
+        /// Filled as slices are produced when `--uncertainty` asks for the maps.
+        let uncertainty: UncertaintyMaps?
+
+        init(reader: FrameReader, segmenter: VolumeSegmenter, options: Options) {
+            (self.reader, self.segmenter, self.options) = (reader, segmenter, options)
+            uncertainty = options.uncertainty == nil ? nil : UncertaintyMaps()
+        }
 
         /// The input's geometry, else its spacing with origin 0 and identity axes.
         var geometry: VolumeGeometry {
@@ -256,11 +275,13 @@ public enum SegmentWorkflow {
                 try producePostProcessed(log: log, store)
                 return
             }
-            try segmenter.run(
+            try segmenter.runOutputs(
                 slices: reader.frames, rows: reader.rows, columns: reader.columns, channels: reader.channels,
                 spacing: reader.hasSpacing ? reader.spacing : nil, source: options.input, batch: options.batch,
                 slice: { try reader.frame($0).values }
-            ) { index, logits in
+            ) { index, output in
+                uncertainty?.add(output)
+                let logits = output.logits
                 try store(
                     index, argmaxOverClasses(logits), options.probabilities ? softmaxOverClasses(logits).values : [])
                 if reader.frames > 1 { log("segment: frame \(index + 1)/\(reader.frames)") }
@@ -272,7 +293,7 @@ public enum SegmentWorkflow {
         {
             let (k, plane) = (segmenter.classCount, reader.rows * reader.columns)
             var (labels, probabilities, display, channels, displayed) = ([Int32](), [Float](), [Float](), 1, 0)
-            try segmenter.run(
+            try segmenter.runOutputs(
                 slices: reader.frames, rows: reader.rows, columns: reader.columns, channels: reader.channels,
                 spacing: reader.hasSpacing ? reader.spacing : nil, source: options.input, batch: options.batch,
                 slice: { index in
@@ -284,9 +305,10 @@ public enum SegmentWorkflow {
                     }
                     return image.values
                 }
-            ) { index, logits in
-                labels += argmaxOverClasses(logits)
-                probabilities += softmaxOverClasses(logits).values
+            ) { index, output in
+                uncertainty?.add(output)
+                labels += argmaxOverClasses(output.logits)
+                probabilities += softmaxOverClasses(output.logits).values
                 if reader.frames > 1 { log("segment: frame \(index + 1)/\(reader.frames)") }
             }
             labels = try options.postProcessing.apply(
@@ -332,11 +354,14 @@ public enum SegmentWorkflow {
         var display: [Float] = []
         var channels = 1
         let post = options.postProcessing.pipeline != .none
-        try segmenter.run(
+        let uncertainty = options.uncertainty == nil ? nil : UncertaintyMaps()
+        try segmenter.runOutputs(
             slices: image.frames, rows: image.rows, columns: image.columns, channels: image.channels,
             spacing: image.hasSpacing ? image.spacing : nil, source: options.input,
             batch: options.batch, slice: { Array(image.frame($0)) }
-        ) { frame, logits in
+        ) { frame, output in
+            uncertainty?.add(output)
+            let logits = output.logits
             labels += argmaxOverClasses(logits)
             if post {
                 probabilities += softmaxOverClasses(logits).values
@@ -361,6 +386,11 @@ public enum SegmentWorkflow {
         log(
             "segment: wrote DICOM SEG \(options.output) referencing series \(source.seriesInstanceUID) "
                 + "(\(source.slices.count) slice(s))")
+        if let path = options.uncertainty, let uncertainty {
+            try uncertainty.write(
+                to: path, frames: image.frames, rows: image.rows, columns: image.columns, geometry: source.geometry)
+            log("segment: wrote uncertainty \(path)")
+        }
         if let overlay = options.overlay {
             try Overlay.write(image: image, labels: map, frame: 0, palette: options.palette, to: overlay)
         }
@@ -463,6 +493,42 @@ public enum SegmentWorkflow {
     private static func writeLogits(_ logits: FloatTensor, to path: String) throws {
         try HDF5File.write(to: path, updating: false) { out in
             try out.write(logits.values, shape: logits.shape, to: "/logits")
+        }
+    }
+}
+
+/// The uncertainty maps of a segmentation, slice by slice (`--uncertainty`): predictive entropy, and for an ensemble
+/// or views mutual information. Held whole until written (8 bytes a voxel).
+final class UncertaintyMaps {
+    private(set) var entropy: [Float] = []
+    private(set) var mutualInformation: [Float]?
+
+    func add(_ output: SliceOutput) {
+        let maps = Uncertainty.maps(output)
+        entropy += maps.entropy
+        if let information = maps.mutualInformation { mutualInformation = (mutualInformation ?? []) + information }
+    }
+
+    /// HDF5: `/entropy` and `/mutual_information` float32 [frames, rows, columns] with the labels' geometry
+    /// attributes; NIfTI: float32 with the labels' geometry, the mutual information as a second volume along the
+    /// fourth axis.
+    func write(to path: String, frames: Int, rows: Int, columns: Int, geometry: VolumeGeometry) throws {
+        if OutputFormat(path: path) == .nifti {
+            let volumes = mutualInformation == nil ? 1 : 2
+            try NIfTIImage.write(
+                .float32(entropy + (mutualInformation ?? [])),
+                dimensions: [columns, rows, frames] + (volumes == 2 ? [2] : []), geometry: geometry, to: path)
+            return
+        }
+        try HDF5File.write(to: path, updating: false) { file in
+            for (name, values) in [("/entropy", entropy), ("/mutual_information", mutualInformation)] {
+                guard let values else { continue }
+                try file.write(values, shape: [frames, rows, columns], to: name)
+                try file.setAttribute("spacing", .doubles(geometry.spacing), at: name)
+                try file.setAttribute("origin", .doubles(geometry.origin), at: name)
+                try file.setAttribute("direction", .doubles(geometry.direction), at: name)
+                try file.setAttribute("geometry_version", .ints([2]), at: name)
+            }
         }
     }
 }

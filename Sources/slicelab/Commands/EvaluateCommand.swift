@@ -26,6 +26,11 @@ enum EvaluateCommand: Command {
                 help: "Overlap metrics when both masks are empty.",
                 default: "nan"),
             lesionClassesOption,
+            OptionSpec(
+                "prob", valueName: "PROB.h5|FOLDER",
+                help: "The prediction's /probabilities [frames, K, H, W] (segment --probabilities), a file or a "
+                    + "folder paired by stem: adds per-class calibration (ECE over 15 bins, Brier, NLL) and the "
+                    + "AUROC of entropy as an error detector."),
             OptionSpec("out", valueName: "RESULTS.h5", help: "Results file (runs are added).", required: true),
             OptionSpec("run", help: "Run name.", default: "the prediction's name"),
             OptionSpec("overwrite", .flag, help: "Replace a run of the same name."),
@@ -54,6 +59,7 @@ enum EvaluateCommand: Command {
             runName: arguments.string("run"), overwrite: arguments.flag("overwrite"))
         options.shard = try parseShard(arguments, command: "evaluate")
         options.lesionClasses = try lesionClasses(arguments, command: "evaluate")
+        options.probabilities = arguments.string("prob")
         if let job = try cohortJob(arguments, command: "evaluate") {
             let limits = try readLimits(arguments, command: "evaluate")
             let outcome = try ShardedJob.run(communicator: job, output: output, partSuffix: ".h5") { shard, part in

@@ -36,6 +36,10 @@ enum SegmentCommand: Command {
             OptionSpec("overlay", valueName: "OVERLAY.png", help: "The image with each class tinted."),
             paletteOption,
             OptionSpec(
+                "uncertainty", valueName: "OUT.h5|OUT.nii.gz",
+                help: "Also write per-voxel predictive entropy (nats) and, for an ensemble or --tta views, mutual "
+                    + "information (/entropy, /mutual_information; NIfTI: a second volume), in the labels' geometry."),
+            OptionSpec(
                 "probabilities", .flag,
                 help: "Also write /probabilities [frames, classes, H, W] (before post-processing)."),
             regularizeOption(
@@ -139,6 +143,7 @@ enum SegmentCommand: Command {
         options.timings = arguments.flag("timings")
         options.ensemble = Array(models.dropFirst())
         options.augmentation = arguments.choice("tta")
+        options.uncertainty = arguments.string("uncertainty")
         options.postProcessing.pipeline = try regularizePipeline(arguments, command: "segment")
         if arguments.string("crf") != nil, !options.postProcessing.pipeline.contains(.crf) {
             throw UsageError("slicelab segment: --crf needs --regularize crf")
