@@ -69,7 +69,8 @@ public struct SkippedCase: Equatable, Sendable {
 /// splits, names) and each listed case's content (readable, matching shapes, label values within the classes).
 /// Without `skipBad` the first problem throws a `DatasetError` naming the case; with it the case is left out
 /// and listed in `skipped`. Set-level problems always throw.
-// @unchecked Sendable: every property is a constant but `layout` and `fileEnding`, which `open` sets before the
+// @unchecked Sendable: every property is a constant but the `internal(set)` ones (layout, file ending, channels,
+// split record, fold count), which `open` sets before the
 // set is returned; after that it is read-only, and cases load in parallel from it.
 public final class LabeledSet: @unchecked Sendable {
     public let folder: URL
@@ -90,6 +91,9 @@ public final class LabeledSet: @unchecked Sendable {
     public internal(set) var channelNames: [String] = []
     /// How the splits were made (fold, source, seed, cases) as JSON, for sets whose splits SliceLab chose.
     public internal(set) var splitJSON: String?
+    /// The folds of an nnU-Net or Decathlon set's cross-validation split (`splits_final.json`, else the generated
+    /// one); nil for SliceLab's own layout, whose splits are fixed.
+    public internal(set) var foldCount: Int?
 
     public var classCount: Int { description.classes.count }
 
@@ -215,6 +219,7 @@ public final class LabeledSet: @unchecked Sendable {
             files: contents.files, limits: limits)
         (set.layout, set.fileEnding, set.channelNames) = (layout.name, contents.fileEnding, contents.channelNames)
         set.splitJSON = contents.splitJSON
+        set.foldCount = contents.foldCount
         return set
     }
 

@@ -19,3 +19,11 @@ extension ScanImage {
             spacing: sample.spacing, source: sample.name, hasSpacing: true)
     }
 }
+
+extension LabelMap {
+    /// Labels [frames, rows, columns] on a case's grid.
+    public init(_ labels: [Int32], like sample: LabeledSample) {
+        let shape = sample.image.shape
+        self.init(frames: shape[0], rows: shape[2], columns: shape[3], labels: labels, spacing: sample.spacing)
+    }
+}

@@ -33,6 +33,18 @@ public enum CaseEvaluation {
         }
     }
 
+    /// The metrics of every case (`metrics(caseID:…)` on each reference's grid), cases in parallel.
+    public static func metrics(
+        of predictions: [LabelMap], references: [LabelMap], caseNames: [String], settings: EvaluationSettings,
+        remedy: String
+    ) throws -> [CaseMetrics] {
+        try Parallel.map(predictions.count) { index in
+            try metrics(
+                caseID: caseNames[index], reference: references[index], prediction: predictions[index],
+                spacing: references[index].spacing, settings: settings, remedy: remedy)
+        }
+    }
+
     /// A label map as a metrics grid: 2-D for one frame (spacing rows, columns), else 3-D.
     static func grid(_ map: LabelMap, _ spacing: [Double]) throws -> LabelGrid<UInt16> {
         let labels = map.labels.map { UInt16(clamping: $0) }

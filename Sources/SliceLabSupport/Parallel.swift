@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 
 #if canImport(Glibc)
     import Glibc
@@ -29,6 +30,14 @@ public enum Parallel {
         }
     }
 
+    /// `body(index)` for every index in `0..<count`, concurrently when `count` > 1, the results in index order; the
+    /// error of the lowest failing index is rethrown (after every call has finished).
+    public static func map<T>(_ count: Int, _ body: (Int) throws -> T) throws -> [T] {
+        let slots = ResultSlots<T>(count: count)
+        forEach(count) { index in slots.set(index, Result { try body(index) }) }
+        return try slots.values()
+    }
+
     /// The number of chunks for `count` items of which each chunk should hold at least `minimumChunk`.
     ///
     /// It does not depend on the machine's core count, so sums combined per chunk (k-means centres, inertia)
@@ -57,4 +66,26 @@ public enum Parallel {
 package struct ConcurrentBody<Body>: @unchecked Sendable {
     package let call: Body
     package init(_ call: Body) { self.call = call }
+}
+
+/// `Parallel.map`'s results by index.
+///
+/// @unchecked Sendable: each worker writes its own slot under `lock`; `values` reads them after the parallel loop
+/// has joined.
+private final class ResultSlots<T>: @unchecked Sendable {
+    private var slots: [Result<T, any Error>?]
+    private let lock = NSLock()
+
+    init(count: Int) { slots = Array(repeating: nil, count: count) }
+
+    func set(_ index: Int, _ result: Result<T, any Error>) {
+        lock.lock()
+        slots[index] = result
+        lock.unlock()
+    }
+
+    func values() throws -> [T] {
+        // Every slot is set: `forEach` returns after every call.
+        try slots.map { try $0!.get() }
+    }
 }

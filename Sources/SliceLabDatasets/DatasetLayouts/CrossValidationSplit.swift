@@ -82,7 +82,7 @@ enum CrossValidationSplit {
     ///
     /// - Throws: `DatasetError.invalidDescription` for a bad splits file or a fold it does not have.
     static func select(cases: [String], folder: URL, selection: SplitSelection, heldOut: [String] = [])
-        throws -> (splits: [String: [String]], json: String)
+        throws -> (splits: [String: [String]], json: String, foldCount: Int)
     {
         var candidates = [folder.appendingPathComponent("splits_final.json")]
         if let preprocessed = selection.preprocessedFolder, !preprocessed.isEmpty {
@@ -110,7 +110,10 @@ enum CrossValidationSplit {
         record["train"] = train
         record["val"] = val
         if !heldOut.isEmpty { record["test"] = heldOut }
-        return (["train": train, "val": val, "test": heldOut.isEmpty ? val : heldOut], DatasetLayouts.jsonText(record))
+        return (
+            ["train": train, "val": val, "test": heldOut.isEmpty ? val : heldOut], DatasetLayouts.jsonText(record),
+            folds.count
+        )
     }
 }
 

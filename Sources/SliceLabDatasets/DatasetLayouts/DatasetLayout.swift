@@ -24,6 +24,8 @@ struct LayoutContents {
     var channelNames: [String]
     /// How the splits were made, as JSON (recorded in results files).
     var splitJSON: String
+    /// The folds of the cross-validation split.
+    var foldCount: Int
 
     /// The contents of a layout's set: its fold selected among the labeled training cases
     /// (`CrossValidationSplit`), its name from `dataset.json` (else the folder's), its modality from the first
@@ -33,7 +35,7 @@ struct LayoutContents {
         caseProblems: [DatasetError], setProblems: [String], fileEnding: String,
         selection: SplitSelection, testFiles: [String: CaseFiles] = [:]
     ) throws {
-        let (splits, splitJSON) = try CrossValidationSplit.select(
+        let (splits, splitJSON, foldCount) = try CrossValidationSplit.select(
             cases: files.keys.sorted(), folder: folder,
             selection: selection, heldOut: testFiles.keys.sorted())
         let files = files.merging(testFiles) { training, _ in training }
@@ -47,6 +49,7 @@ struct LayoutContents {
         }
         (self.files, self.caseProblems, self.setProblems) = (files, caseProblems, setProblems)
         (self.fileEnding, self.channelNames, self.splitJSON) = (fileEnding, channelNames, splitJSON)
+        self.foldCount = foldCount
     }
 }
 

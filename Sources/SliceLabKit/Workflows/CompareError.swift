@@ -3,7 +3,6 @@ public enum CompareError: Error, CustomStringConvertible, Equatable {
     case emptySplit(dataset: String, split: String, available: [String])
     case invalidMapping(spec: String, reason: String)
     case duplicateRun(name: String)
-    case internalInconsistency(String)
     /// `--external NAME=FOLDER` lacks label files for cases of the split.
     case externalMissing(run: String, folder: String, cases: [String])
     /// An `--external` label file on another grid than the case's reference.
@@ -15,7 +14,6 @@ public enum CompareError: Error, CustomStringConvertible, Equatable {
             return "\(dataset): split '\(split)' has no cases (splits: \(available.joined(separator: ", ")))"
         case .invalidMapping(let spec, let reason): return "--classical '\(spec)': \(reason)"
         case .duplicateRun(let name): return "two runs are named '\(name)'; give one a name=… in its --classical spec"
-        case .internalInconsistency(let message): return "internal error: \(message)"
         case .externalMissing(let run, let folder, let cases):
             return "--external \(run)=\(folder): no label file for \(cases.count) case(s) of the split: "
                 + cases.prefix(5).joined(separator: ", ") + (cases.count > 5 ? ", …" : "")

@@ -228,7 +228,7 @@ public enum CompareWorkflow {
                 "deeplabv3: \(segmenter.members.count) model(s) × \(segmenter.views.count) view(s) = "
                     + "\(segmenter.passesPerSlice) forward passes a slice")
         }
-        let references = samples.map { labelMap($0.labels.values, like: $0) }
+        let references = samples.map { LabelMap($0.labels.values, like: $0) }
         let externalMaps = try clock.timed("load") {
             try options.external.map {
                 try externalPredictions(
@@ -254,7 +254,7 @@ public enum CompareWorkflow {
         let plain = Prediction(
             name: options.runPrefix + "deeplabv3", method: "deeplabv3",
             model: ([options.model] + options.ensemble).joined(separator: ","), config: config,
-            maps: zip(outputs.labels, cases.samples).map { labelMap($0, like: $1) })
+            maps: zip(outputs.labels, cases.samples).map { LabelMap($0, like: $1) })
         return try [plain]
             + posts.map { post in
                 var run = plain
@@ -279,7 +279,7 @@ public enum CompareWorkflow {
                         }
                     }
                 }
-                run.maps = zip(maps, cases.samples).map { labelMap($0, like: $1) }
+                run.maps = zip(maps, cases.samples).map { LabelMap($0, like: $1) }
                 return run
             }
     }
@@ -302,8 +302,9 @@ public enum CompareWorkflow {
     static func evaluate(_ predictions: [Prediction], cases: Cases, lesionClasses: [Int]) throws -> [ResultsRun] {
         let settings = EvaluationSettings(classCount: cases.set.classCount, lesionClasses: lesionClasses)
         return try predictions.map { prediction in
-            let metrics = try evaluate(
-                prediction.maps, references: cases.references, caseNames: cases.names, settings: settings)
+            let metrics = try CaseEvaluation.metrics(
+                of: prediction.maps, references: cases.references, caseNames: cases.names, settings: settings,
+                remedy: "the set's dataset.json lists fewer classes")
             var run = try ResultsRun(
                 name: prediction.name, method: prediction.method, model: prediction.model,
                 dataset: cases.set.description.name, configJSON: prediction.config,
@@ -479,28 +480,6 @@ public enum CompareWorkflow {
             classCount: set.classCount, split: split)
     }
 
-    static func labelMap(_ labels: [Int32], like sample: LabeledSample) -> LabelMap {
-        let shape = sample.image.shape
-        return LabelMap(frames: shape[0], rows: shape[2], columns: shape[3], labels: labels, spacing: sample.spacing)
-    }
-
-    /// Per-case metrics on the references' grids, cases in parallel.
-    static func evaluate(
-        _ predictions: [LabelMap], references: [LabelMap], caseNames: [String],
-        settings: EvaluationSettings
-    ) throws -> [CaseMetrics] {
-        let results = ConcurrentResults<CaseMetrics>(count: predictions.count)
-        Parallel.forEach(predictions.count) { index in
-            results.set(index) {
-                try CaseEvaluation.metrics(
-                    caseID: caseNames[index], reference: references[index],
-                    prediction: predictions[index], spacing: references[index].spacing,
-                    settings: settings, remedy: "the set's dataset.json lists fewer classes")
-            }
-        }
-        return try results.values()
-    }
-
     /// Clusters every case and maps clusters to the set's classes as the spec says.
     static func classicalPredictions(
         _ spec: ClassicalSpec, set: LabeledSet, samples: [LabeledSample],
@@ -524,26 +503,22 @@ public enum CompareWorkflow {
         case .oracle:
             break
         }
-        let results = ConcurrentResults<LabelMap>(count: images.count)
-        Parallel.forEach(images.count) { index in
-            results.set(index) {
-                let clusters = try ClassicalSegmentation.cluster(images[index], options: clusterOptions).labels
-                let classes: [Int32]
-                switch spec.mapping {
-                case .intensity: classes = clusters
-                case .trainVote: classes = try mapping!.apply(clusters)
-                case .oracle:
-                    classes = try ClassMapping.hungarianOracle(
-                        clusters: clusters, truth: samples[index].labels.values,
-                        clusterCount: clusterCount,
-                        classCount: set.classCount
-                    ).apply(clusters)
-                }
-                progress.advance(status: "\(spec.runName) \(samples[index].name)")
-                return labelMap(classes, like: samples[index])
+        return try Parallel.map(images.count) { index in
+            let clusters = try ClassicalSegmentation.cluster(images[index], options: clusterOptions).labels
+            let classes: [Int32]
+            switch spec.mapping {
+            case .intensity: classes = clusters
+            case .trainVote: classes = try mapping!.apply(clusters)
+            case .oracle:
+                classes = try ClassMapping.hungarianOracle(
+                    clusters: clusters, truth: samples[index].labels.values,
+                    clusterCount: clusterCount,
+                    classCount: set.classCount
+                ).apply(clusters)
             }
+            progress.advance(status: "\(spec.runName) \(samples[index].name)")
+            return LabelMap(classes, like: samples[index])
         }
-        return try results.values()
     }
 
     /// The majority-vote mapping from clusters to classes learned on up to `count` training cases.
@@ -560,15 +535,11 @@ public enum CompareWorkflow {
         }
         let stride = max(1, training.count / max(1, count))
         let chosen = Swift.stride(from: 0, to: training.count, by: stride).prefix(count).map { training[$0] }
-        let results = ConcurrentResults<([Int32], [Int32])>(count: chosen.count)
-        Parallel.forEach(chosen.count) { index in
-            results.set(index) {
-                let sample = try set.load(chosen[index])
-                let clusters = try ClassicalSegmentation.cluster(ScanImage(sample), options: clusterOptions).labels
-                return (clusters, sample.labels.values)
-            }
+        let pairs = try Parallel.map(chosen.count) { index in
+            let sample = try set.load(chosen[index])
+            let clusters = try ClassicalSegmentation.cluster(ScanImage(sample), options: clusterOptions).labels
+            return (clusters, sample.labels.values)
         }
-        let pairs = try results.values()
         return try ClassMapping.majorityVote(
             clusters: pairs.flatMap(\.0), truth: pairs.flatMap(\.1),
             clusterCount: clusterOptions.classes, classCount: set.classCount)
@@ -740,29 +711,5 @@ public enum CompareWorkflow {
         if sampled > 0 { note += "; \(sampled) case(s) show \(policy.maxSlices) evenly spaced slices" }
         if report.scrollers.count < volumes.count { note += "; the others show their middle slice" }
         report.scrollerNote = note + "."
-    }
-}
-
-/// Collects results of `concurrentPerform` by index; the first error (in case order) is rethrown.
-// @unchecked Sendable: each worker writes its own slot under `lock`; `values` reads them after the parallel
-// loop has joined.
-final class ConcurrentResults<T>: @unchecked Sendable {
-    private var slots: [Result<T, Error>?]
-    private let lock = NSLock()
-
-    init(count: Int) { slots = Array(repeating: nil, count: count) }
-
-    func set(_ index: Int, _ body: () throws -> T) {
-        let result = Result { try body() }
-        lock.lock()
-        slots[index] = result
-        lock.unlock()
-    }
-
-    func values() throws -> [T] {
-        try slots.map { slot in
-            guard let slot else { throw CompareError.internalInconsistency("a case produced no result") }
-            return try slot.get()
-        }
     }
 }
