@@ -239,6 +239,7 @@ public struct VolumeSegmenter {
     func outputs(
         _ inputs: [[Float]], channels: Int, rows: Int, columns: Int, spacing: [Double]?
     ) throws -> [SliceOutput] {
+        statistics.slices += inputs.count
         guard passesPerSlice == 1 else {
             return try averagedLogProbabilities(
                 inputs, channels: channels, rows: rows, columns: columns, spacing: spacing)
@@ -282,7 +283,6 @@ public struct VolumeSegmenter {
                 values: stacked))
         statistics.forwardSeconds += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         statistics.forwards += 1
-        statistics.slices += inputs.count
         let k = out.shape[1]
         let plane = k * modelRows * modelColumns
         return (0..<inputs.count).map { b in

@@ -111,4 +111,4 @@ let ttaOption = OptionSpec(
     "tta", .choice(of: TestTimeAugmentation.self),
     help: "Test-time augmentation, softmax averaged in the slice's frame: mirror flips along the in-plane axes the "
         + "model was trained to flip (2–4 views), mirror+scale also at 0.9 and 1.1 × the grid.",
-    default: "mirror for an ensemble or a volume, none for one model on one slice")
+    default: "mirror for an ensemble or a 2.5-D model, none for one 2-D model")

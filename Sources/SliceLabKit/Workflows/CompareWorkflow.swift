@@ -55,7 +55,7 @@ public enum CompareWorkflow {
         public var lesionClasses: [String]?
         /// Further checkpoints (`--model` given again) whose softmax is averaged with `model`'s.
         public var ensemble: [String] = []
-        /// `--tta`; nil takes `VolumeSegmenter.defaultAugmentation` for the split's largest case.
+        /// `--tta`; nil takes the segmenter's `defaultAugmentation`.
         public var augmentation: TestTimeAugmentation?
 
         public init(
@@ -218,11 +218,7 @@ public enum CompareWorkflow {
                 dataset: options.dataset, datasetClasses: set.classCount)
         }
         let samples = try clock.timed("load") { try names.map { try set.load($0) } }
-        let augmentation =
-            options.augmentation
-            ?? VolumeSegmenter.defaultAugmentation(
-                members: segmenter.members.count, slices: samples.map(\.frameCount).max() ?? 1)
-        var notes = segmenter.augment(augmentation)
+        var notes = segmenter.augment(options.augmentation ?? segmenter.defaultAugmentation)
         if segmenter.passesPerSlice > 1 {
             notes.append(
                 "deeplabv3: \(segmenter.members.count) model(s) × \(segmenter.views.count) view(s) = "

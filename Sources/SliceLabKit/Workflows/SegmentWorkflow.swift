@@ -37,7 +37,7 @@ public enum SegmentWorkflow {
         public var timings = false
         /// Further checkpoints (`--model` given again) whose softmax is averaged with `model`'s.
         public var ensemble: [String] = []
-        /// `--tta`; nil takes `VolumeSegmenter.defaultAugmentation`.
+        /// `--tta`; nil takes the segmenter's `defaultAugmentation`.
         public var augmentation: TestTimeAugmentation?
         /// `--uncertainty OUT.h5|OUT.nii.gz`: per-voxel predictive entropy and, for an ensemble or views, mutual
         /// information, in the labels' geometry.
@@ -91,11 +91,13 @@ public enum SegmentWorkflow {
             checkpoints: [options.model] + options.ensemble, context: options.context,
             tileSize: options.tileSize, precision: options.precision)
         for member in segmenter.members { member.resetMultiplyAddCount() }
+        for note in segmenter.augment(options.augmentation ?? segmenter.defaultAugmentation) {
+            log("segment: " + note)
+        }
         if format == .dicom {
             try writeSegmentation(options, segmenter: segmenter, log: log)
         } else {
             let reader = try openFrames(options, format: format, segmenter: segmenter, log: log)
-            segmenter = augmented(segmenter, options: options, slices: reader.frames, log: log)
             let slices = SliceLabels(reader: reader, segmenter: segmenter, options: options)
             let firstLabels = try write(slices, format: format, options: options, log: log)
             if let path = options.uncertainty, let maps = slices.uncertainty {
@@ -128,18 +130,6 @@ public enum SegmentWorkflow {
     }
 
     // MARK: - Stages
-
-    /// The segmenter with the views `--tta` (or its default for this many slices) asks for; notes logged.
-    static func augmented(
-        _ segmenter: VolumeSegmenter, options: Options, slices: Int, log: (String) -> Void
-    ) -> VolumeSegmenter {
-        var segmenter = segmenter
-        let augmentation =
-            options.augmentation
-            ?? VolumeSegmenter.defaultAugmentation(members: segmenter.members.count, slices: slices)
-        for note in segmenter.augment(augmentation) { log("segment: " + note) }
-        return segmenter
-    }
 
     /// The output's format (from its ending, `OutputFormat`), refused when it cannot hold what was asked.
     static func checkOutput(_ options: Options) throws -> OutputFormat {
@@ -348,7 +338,6 @@ public enum SegmentWorkflow {
                     + "series folder as INPUT, not \(options.input)")
         }
         let (image, source) = try ImageLoader.loadDICOMSeries(options.input, limits: options.limits)
-        let segmenter = augmented(segmenter, options: options, slices: image.frames, log: log)
         var labels: [Int32] = []
         var probabilities: [Float] = []
         var display: [Float] = []
