@@ -204,3 +204,31 @@ public enum ResultsMerge {
         return try SortedJSON.string(options)
     }
 }
+
+extension ResultsRun {
+    /// One run holding every case of `runs`, in their order: a cross-validation's folds pooled, each case scored by
+    /// the fold that held it out.
+    ///
+    /// - Throws: `ResultsError.inconsistentRun` when the runs differ in classes or metrics or share a case.
+    public static func pooled(_ runs: [ResultsRun], name: String) throws -> ResultsRun {
+        guard let first = runs.first else {
+            throw ResultsError.inconsistentRun(run: name, reason: "no run to pool")
+        }
+        var (order, location) = ([String](), [String: (part: Int, position: Int)]())
+        for (part, run) in runs.enumerated() {
+            guard run.classNames == first.classNames, run.metrics.metrics == first.metrics.metrics else {
+                throw ResultsError.inconsistentRun(
+                    run: name, reason: "'\(run.name)' has other classes or metrics than '\(first.name)'")
+            }
+            for (position, id) in run.caseIDs.enumerated() {
+                guard location[id] == nil else {
+                    throw ResultsError.inconsistentRun(run: name, reason: "case '\(id)' is in two runs")
+                }
+                (location[id], order) = ((part, position), order + [id])
+            }
+        }
+        var run = try ResultsMerge.joined(runs.map { ($0, $0.labels) }, order: order, location: location)
+        run.name = name
+        return run
+    }
+}

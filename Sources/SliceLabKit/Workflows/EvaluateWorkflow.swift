@@ -137,29 +137,4 @@ public enum EvaluateWorkflow {
     /// A 2-D grid for one frame (slice thickness only in the voxel volume), 3-D otherwise.
     // MARK: - The printed table
 
-    /// Per class: valid cases and mean ± std of Dice, IoU, HD95 and ASSD; then the foreground mean.
-    public static func table(_ run: ResultsRun) -> String {
-        let columns: [(String, MetricName)] = [("Dice", .dice), ("IoU", .iou), ("HD95 mm", .hd95), ("ASSD mm", .assd)]
-        let summaries = columns.map { run.summaries($0.1) }
-        let nameWidth = max(12, (run.classNames.map(\.count).max() ?? 0) + 2)
-        let pad = TableText.pad
-        func cell(_ summary: MetricSummary) -> String { TableText.cell(summary, digits: 4) }
-        var lines = [
-            "run '\(run.name)': \(run.caseCount) case(s), \(run.classCount) classes, HD95 "
-                + "\(run.settings.hd95.rawValue), empty rule \(run.settings.empty.rawValue)"
-        ]
-        lines.append(pad("class", nameWidth) + pad("n", 6) + columns.map { pad($0.0, 28) }.joined())
-        for c in 0..<run.classCount {
-            lines.append(
-                pad(run.classNames[c], nameWidth) + pad("\(summaries[0][c].validCount)", 6)
-                    + summaries.map { pad(cell($0[c]), 28) }.joined())
-        }
-        let foreground = summaries.map { ResultsRun.foregroundMean($0) }
-        lines.append(
-            pad("foreground", nameWidth) + pad("", 6)
-                + foreground.map { pad(String(format: "%.4f", $0), 28) }.joined())
-        lines += TableText.lesionTable([run], classWidth: nameWidth, runWidth: 12)
-        lines += TableText.calibrationTable(run, classWidth: nameWidth)
-        return lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "\n")
-    }
 }

@@ -70,14 +70,14 @@ enum EvaluateCommand: Command {
                 try ResultsMerge.merge(parts: parts, output: output, overwrite: options.overwrite)
             }
             if case .merged(let merged) = outcome {
-                merged.runs.first.map { print(EvaluateWorkflow.table($0)) }
+                merged.runs.first.map { print(TableText.summary($0)) }
                 reportMerge(merged, output: output, job: ("evaluate", job.size))
             }
             job.finish()
             return
         }
         let run = try EvaluateWorkflow.run(options, limits: try readLimits(arguments, command: "evaluate"))
-        print(EvaluateWorkflow.table(run))
+        print(TableText.summary(run))
         print("wrote run '\(run.name)' to \(output)")
     }
 }

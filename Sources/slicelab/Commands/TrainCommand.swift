@@ -1,5 +1,7 @@
 import Distributed
+import Foundation
 import SliceLabKit
+import SliceLabResults
 
 /// `slicelab train DATASET --arch … --num-classes K --out MODEL.h5` (issue #5).
 enum TrainCommand: Command {
@@ -59,7 +61,13 @@ enum TrainCommand: Command {
                     + "not per rank."),
             OptionSpec("out", valueName: "MODEL.h5", help: "Checkpoint to write.", required: true),
             OptionSpec("skip-bad", .flag, help: "Skip (and list) invalid cases instead of stopping."),
-            foldOption, splitSeedOption, maxMemoryOption
+            OptionSpec(
+                "fold", valueName: "K|all",
+                help: "nnU-Net/Decathlon sets: fold K of splits_final.json (or of the generated 5-fold split) trains "
+                    + "and its val cases validate; all trains every fold into OUT/fold_K/model.h5 (--out a folder), "
+                    + "scores each fold's val cases into OUT/fold_K/validation.h5 and pools them into "
+                    + "OUT/crossval.h5 (folds already there are kept).", default: "0"),
+            splitSeedOption, maxMemoryOption
         ],
         discussion: """
             Planned from the training cases' fingerprint (spacing, sizes, smallest structure per class,
@@ -111,6 +119,16 @@ enum TrainCommand: Command {
         options.skipBad = arguments.flag("skip-bad")
         options.limits = try readLimits(arguments, command: "train")
         options.selection = splitSelection(arguments)
+        let foldText = arguments.string("fold") ?? "0"
+        guard foldText == "all" || Int(foldText).map({ (0...99).contains($0) }) == true else {
+            throw UsageError("slicelab train: --fold: expected a fold number 0…99 or all, not '\(foldText)'")
+        }
+        options.selection.fold = Int(foldText) ?? 0
+        // --out OUT/ (a folder): the fold's model and validation in OUT/fold_K/; --fold all needs it.
+        let foldsFolder = out.hasSuffix("/") || URL(fileURLWithPath: out).pathExtension.isEmpty
+        if foldText == "all" && !foldsFolder {
+            throw UsageError("slicelab train: --fold all writes one model per fold: give --out a folder (OUT/)")
+        }
         options.synchronizeBatchNorm = arguments.flag("sync-bn")
         if arguments.string("precision") == "bf16" {
             if let problem = Precision.bf16Problem {
@@ -124,7 +142,17 @@ enum TrainCommand: Command {
                 "slicelab train: --batch \(batch) must be divisible by the number of ranks "
                     + "(\(communicator.size))")
         }
-        try TrainWorkflow.run(options, communicator: communicator, makeNetwork: TrainWorkflow.makeEngineNetwork)
+        if foldsFolder {
+            let outcome = try TrainWorkflow.runFolds(
+                options, fold: Int(foldText), communicator: communicator, log: standardError,
+                makeNetwork: TrainWorkflow.makeEngineNetwork)
+            if let path = outcome.crossValidation, let pooled = try? ResultsFile.readRun("crossval", from: path) {
+                print(TableText.summary(pooled))
+                print("wrote \(path): runs \(outcome.runs.map(\.name).joined(separator: ", ")), crossval (pooled)")
+            }
+        } else {
+            try TrainWorkflow.run(options, communicator: communicator, makeNetwork: TrainWorkflow.makeEngineNetwork)
+        }
         communicator.finish()
     }
 }

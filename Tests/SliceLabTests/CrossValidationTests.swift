@@ -1,0 +1,70 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `train --fold K|all --out OUT/`: one model per fold, each fold's validation cases scored, folds trained apart
+/// joined into OUT/crossval.h5 (each fold's run and every case once in the pooled run).
+@Suite(.serialized) struct CrossValidationTests {
+    static let arguments = [
+        "--arch", "deeplabv3_mobilenet_v2", "--num-classes", "3", "--steps", "1", "--batch", "2", "--crop", "16",
+        "--aspp-channels", "16"
+    ]
+
+    @Test func foldsTrainApartAndJoin() throws {
+        let folder = try TestSupport.temporaryFolder("crossval")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let root = try DatasetFixtures.makeNNUNet(in: folder, count: 4, channels: 1)
+        try DatasetFixtures.writeSplits(
+            [
+                (["case_000", "case_001"], ["case_002", "case_003"]),
+                (["case_002", "case_003"], ["case_000", "case_001"])
+            ],
+            in: root)
+        let out = folder.appendingPathComponent("cv").path + "/"
+        let first = try TestSupport.slicelab(["train", root.path, "--fold", "1", "--out", out] + Self.arguments)
+        #expect(first.status == 0, "\(first.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: out + "crossval.h5"), "one fold does not join")
+        let all = try TestSupport.slicelab(["train", root.path, "--fold", "all", "--out", out] + Self.arguments)
+        #expect(all.status == 0, "\(all.standardError)")
+        #expect(all.standardError.contains("fold 1: kept"), "the fold trained apart is kept")
+        #expect(all.standardOutput.contains("run 'crossval': 4 case(s)"), "\(all.standardOutput)")
+        let report = try TestSupport.runPython(
+            """
+            import sys, h5py, numpy as np
+            out = sys.argv[1]
+            f = h5py.File(out + "crossval.h5", "r")
+            assert sorted(f["runs"].keys()) == ["crossval", "fold_0", "fold_1"], list(f["runs"].keys())
+            ids = lambda g: [x.decode() for x in g["case_ids"][()]]
+            assert ids(f["runs/fold_0"]) == ["case_002", "case_003"] and ids(f["runs/fold_1"]) == ["case_000", "case_001"]
+            assert ids(f["runs/crossval"]) == ["case_002", "case_003", "case_000", "case_001"]
+            for name in f["runs/crossval/metrics"]:
+                pooled = f["runs/crossval/metrics/" + name][()]
+                joined = np.concatenate([f["runs/fold_0/metrics/" + name][()], f["runs/fold_1/metrics/" + name][()]])
+                assert np.array_equal(pooled, joined, equal_nan=True), name
+            for k in (0, 1):
+                model = h5py.File(out + f"fold_{k}/model.h5", "r")
+                assert model.attrs["format"] == "slicelab-deeplabv3"
+                assert h5py.File(out + f"fold_{k}/validation.h5", "r")[f"runs/fold_{k}"].attrs["method"] == "deeplabv3"
+            print("ok")
+            """, arguments: [out])
+        #expect(report.contains("ok"))
+    }
+
+    @Test func foldsNeedAFolderAndASetWithFolds() throws {
+        let folder = try TestSupport.temporaryFolder("crossval")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let root = try DatasetFixtures.makeNNUNet(in: folder, count: 4, channels: 1)
+        let file = try TestSupport.slicelab(
+            ["train", root.path, "--fold", "all", "--out", folder.appendingPathComponent("m.h5").path]
+                + Self.arguments)
+        #expect(file.status == 2 && file.standardError.contains("give --out a folder"), "\(file.standardError)")
+        let word = try TestSupport.slicelab(
+            ["train", root.path, "--fold", "some", "--out", folder.path + "/"] + Self.arguments)
+        #expect(word.status == 2 && word.standardError.contains("--fold"), "\(word.standardError)")
+        try TrainToySet.write(to: folder.appendingPathComponent("own"), trainCases: 2, validationCases: 1, size: 16)
+        let own = try TestSupport.slicelab(
+            ["train", folder.appendingPathComponent("own").path, "--fold", "all", "--out", folder.path + "/cv/"]
+                + Self.arguments)
+        #expect(own.status == 1 && own.standardError.contains("fixed splits"), "\(own.standardError)")
+    }
+}
