@@ -84,6 +84,13 @@ public enum ONNXExport {
                 "slicelab.input_layout",
                 "image: float32 [N, C, H, W], normalised as slicelab.preprocessing says "
                     + "(1-channel models: gray; 3-channel: RGB)"
+            ),
+            (
+                "slicelab.tiling",
+                "segment tiles as nnU-Net does: square tiles of the training crop at network scale (input pixels "
+                    + "x the model's input scale), a step of half a tile, logits blended by a Gaussian (sigma = "
+                    + "tile / 8); an image no larger than a tile runs whole, as this graph runs any image; segment "
+                    + "--tile-size 0 does the same"
             )
         ]
     }

@@ -2,6 +2,7 @@ import DeepLab
 import Foundation
 import ImageFiles
 import SliceLabIO
+import SliceLabSupport
 
 /// Test-time augmentation: the views a model sees of each slice, whose softmax outputs are averaged in the slice's
 /// own frame (nnU-Net's mirroring; MONAI's test-time augmentation).
@@ -52,9 +53,12 @@ struct EnsembleMember {
     /// The training's flip probabilities (rows, columns), when the checkpoint records its training.
     let flips: (rows: Double, columns: Double)?
 
-    static func load(_ path: String, context: Int?, tileSize: Int, precision: Precision?) throws -> EnsembleMember {
+    static func load(
+        _ path: String, context: Int?, tileSize: Int?, tileStep: Double, limits: ReadLimits, precision: Precision?
+    ) throws -> EnsembleMember {
         let segmenter = try VolumeSegmenter.load(
-            checkpoint: path, context: context, tileSize: tileSize, precision: precision)
+            checkpoint: path, context: context, tileSize: tileSize, tileStep: tileStep, limits: limits,
+            precision: precision)
         let file = try HDF5File.open(path)
         var classNames: [String]?
         if file.hasAttribute("class_names"), case .strings(let names) = try file.attribute("class_names") {
@@ -103,16 +107,19 @@ extension VolumeSegmenter {
     /// - Throws: `InferenceError.ensembleMismatch` naming the two checkpoints and the difference; what `load`
     ///   throws for each.
     public static func load(
-        checkpoints paths: [String], context: Int? = nil, tileSize: Int = 512, precision: Precision? = nil
+        checkpoints paths: [String], context: Int? = nil, tileSize: Int? = nil, tileStep: Double = 0.5,
+        limits: ReadLimits = .standard, precision: Precision? = nil
     ) throws -> VolumeSegmenter {
         guard let firstPath = paths.first else {
             throw InferenceError.ensembleMismatch(member: "", first: "", reason: "no checkpoint given")
         }
-        let first = try EnsembleMember.load(firstPath, context: context, tileSize: tileSize, precision: precision)
+        let first = try EnsembleMember.load(
+            firstPath, context: context, tileSize: tileSize, tileStep: tileStep, limits: limits, precision: precision)
         var segmenter = first.segmenter
         segmenter.mirrorAxes = Self.mirrorAxes(first)
         for path in paths.dropFirst() {
-            let member = try EnsembleMember.load(path, context: context, tileSize: tileSize, precision: precision)
+            let member = try EnsembleMember.load(
+                path, context: context, tileSize: tileSize, tileStep: tileStep, limits: limits, precision: precision)
             if let reason = member.difference(from: first) {
                 throw InferenceError.ensembleMismatch(member: path, first: firstPath, reason: reason)
             }

@@ -109,9 +109,11 @@ public struct VolumeSegmenter {
     ///   - precision: `--precision` (bf16 is applied; nil or the checkpoint's own leaves it).
     /// - Throws: `InputError.invalidContent` naming the checkpoint when `context` differs from the one it was
     ///   trained with or its input channels are not a multiple of 2N + 1; `DeepLabError`, `ImageFileError`.
+    ///   - tileSize, tileStep: `--tile-size` (network pixels; 0 whole images; nil the training crop) and
+    ///     `--tile-step` (see `SlidingWindow`).
     public static func load(
-        checkpoint path: String, context: Int? = nil, tileSize: Int = 512,
-        precision: Precision? = nil
+        checkpoint path: String, context: Int? = nil, tileSize: Int? = nil, tileStep: Double = 0.5,
+        limits: ReadLimits = .standard, precision: Precision? = nil
     ) throws -> VolumeSegmenter {
         TensorMemoryPolicy.keepWorkingSet()
         let file = try HDF5File.open(path)
@@ -130,9 +132,23 @@ public struct VolumeSegmenter {
                 reason: "\(model.configuration.inputChannels) input "
                     + "channels cannot be \(sampling.slicesPerInput) slices of context \(sampling.context)")
         }
-        return VolumeSegmenter(
-            model: model, preprocessing: preprocessing, sampling: sampling,
-            window: SlidingWindow(tileSize: tileSize))
+        let window = SlidingWindow(
+            tileSize: tileSize, step: tileStep,
+            trainingTile: try trainingCrop(file) * model.configuration.inputScale,
+            budget: SlidingWindow.Budget(
+                bytesPerPixel: model.configuration.architecture.traits.trainingBytesPerPixel,
+                maxBytes: limits.maxBytes))
+        return VolumeSegmenter(model: model, preprocessing: preprocessing, sampling: sampling, window: window)
+    }
+
+    /// The crop a checkpoint was trained on (input pixels), from its recorded training; 0 when it records none.
+    static func trainingCrop(_ file: HDF5File) throws -> Int {
+        guard file.hasAttribute("training_configuration"),
+            let text = try file.attribute("training_configuration").stringValue,
+            let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+            let augmentation = json["augmentation"] as? [String: Any], let crop = augmentation["cropSize"] as? Int
+        else { return 0 }
+        return crop
     }
 
     /// The model's input channels per slice: its input channels / (2N + 1).

@@ -136,5 +136,7 @@ final class ONNXExportTests: ExportTestCase {
         XCTAssertEqual(
             metadata["slicelab.class_names"].map { $0.hasPrefix("[\"background\"") }, true,
             file: file, line: line)
+        XCTAssertEqual(
+            metadata["slicelab.tiling"]?.hasPrefix("segment tiles as nnU-Net does"), true, file: file, line: line)
     }
 }

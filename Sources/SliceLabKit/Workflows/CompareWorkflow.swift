@@ -210,7 +210,8 @@ public enum CompareWorkflow {
             names = try ShardSplit.indices(of: shard, sizes: sizes).map { allNames[$0] }
         }
         var segmenter = try clock.timed("load") {
-            try VolumeSegmenter.load(checkpoints: [options.model] + options.ensemble, precision: options.precision)
+            try VolumeSegmenter.load(
+                checkpoints: [options.model] + options.ensemble, limits: options.limits, precision: options.precision)
         }
         guard segmenter.classCount == set.classCount else {
             throw DatasetError.classCountMismatch(

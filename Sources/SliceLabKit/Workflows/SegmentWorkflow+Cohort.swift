@@ -39,7 +39,9 @@ extension SegmentWorkflow {
         _ = try DeepLabCheckpoint.load(options.model)  // a bad model fails the run, not every case
         var config = [
             "input": options.input, "model": options.model, "regularize": "\(options.postProcessing.pipeline)",
-            "probabilities": options.probabilities ? "true" : "false", "tile_size": "\(options.tileSize)"
+            "probabilities": options.probabilities ? "true" : "false",
+            "tile_size": options.tileSize.map(String.init) ?? "whole",
+            "tile_step": "\(options.tileStep)"
         ]
         if options.postProcessing.pipeline.contains(.crf) { config["crf"] = options.postProcessing.crf.spec }
         var manifest = SegmentationManifest(

@@ -19,7 +19,10 @@ public enum SegmentWorkflow {
         public var palette: Overlay.Palette = .distinct
         public var probabilities: Bool
         public var threads: Int?
-        public var tileSize: Int
+        /// `--tile-size` in network pixels; 0 whole images; nil tiles of the training crop (see `SlidingWindow`).
+        public var tileSize: Int?
+        /// `--tile-step`: the distance between tiles as a fraction of the tile.
+        public var tileStep = 0.5
         /// The bound on decoded sizes the input is read with (`--max-memory`); it applies to each frame.
         public var limits: ReadLimits
         /// The step applied to the model's output (`--regularize`, `--crf`); `/probabilities` keeps the
@@ -45,7 +48,7 @@ public enum SegmentWorkflow {
 
         public init(
             input: String, model: String, output: String, overlay: String? = nil, probabilities: Bool = false,
-            threads: Int? = nil, tileSize: Int = 512, limits: ReadLimits = .standard
+            threads: Int? = nil, tileSize: Int? = nil, limits: ReadLimits = .standard
         ) {
             self.input = input
             self.model = model
@@ -89,7 +92,8 @@ public enum SegmentWorkflow {
         if let threads = options.threads { setComputeThreads(threads) }
         var segmenter = try VolumeSegmenter.load(
             checkpoints: [options.model] + options.ensemble, context: options.context,
-            tileSize: options.tileSize, precision: options.precision)
+            tileSize: options.tileSize, tileStep: options.tileStep, limits: options.limits,
+            precision: options.precision)
         for member in segmenter.members { member.resetMultiplyAddCount() }
         for note in segmenter.augment(options.augmentation ?? segmenter.defaultAugmentation) {
             log("segment: " + note)

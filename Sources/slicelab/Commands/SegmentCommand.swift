@@ -56,6 +56,14 @@ enum SegmentCommand: Command {
                 default: "the checkpoint's"),
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
             OptionSpec(
+                "tile-size", .int(0...65536), valueName: "PIXELS",
+                help: "Tiles of this many network pixels, blended by a Gaussian; 0 runs whole images (as the ONNX "
+                    + "export does).",
+                default: "the training crop at network scale, as nnU-Net tiles"),
+            OptionSpec(
+                "tile-step", .double(0.05...1), valueName: "F",
+                help: "Distance between tiles as a fraction of the tile.", default: "0.5"),
+            OptionSpec(
                 "batch", .int(1...256),
                 help: "Slices per forward pass (labels as with 1; memory holds N slices' logits).",
                 default: "1"),
@@ -144,6 +152,8 @@ enum SegmentCommand: Command {
         options.ensemble = Array(models.dropFirst())
         options.augmentation = arguments.choice("tta")
         options.uncertainty = arguments.string("uncertainty")
+        options.tileSize = arguments.int("tile-size")
+        options.tileStep = arguments.double("tile-step") ?? 0.5
         options.postProcessing.pipeline = try regularizePipeline(arguments, command: "segment")
         if arguments.string("crf") != nil, !options.postProcessing.pipeline.contains(.crf) {
             throw UsageError("slicelab segment: --crf needs --regularize crf")
