@@ -65,11 +65,7 @@ struct EnsembleMember {
             classNames = names
         }
         var flips: (Double, Double)?
-        if file.hasAttribute("training_configuration"),
-            let text = try file.attribute("training_configuration").stringValue,
-            let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-            let augmentation = json["augmentation"] as? [String: Any]
-        {
+        if let augmentation = try VolumeSegmenter.trainingAugmentation(file) {
             flips = (
                 (augmentation["verticalFlipProbability"] as? Double) ?? 0,
                 (augmentation["horizontalFlipProbability"] as? Double) ?? 0

@@ -141,14 +141,26 @@ public struct VolumeSegmenter {
         return VolumeSegmenter(model: model, preprocessing: preprocessing, sampling: sampling, window: window)
     }
 
-    /// The crop a checkpoint was trained on (input pixels), from its recorded training; 0 when it records none.
+    /// The crop a checkpoint was trained on (input pixels): its plan's (`train` stores the plan in every checkpoint),
+    /// else its recorded training configuration's; 0 when it records neither.
     static func trainingCrop(_ file: HDF5File) throws -> Int {
-        guard file.hasAttribute("training_configuration"),
-            let text = try file.attribute("training_configuration").stringValue,
-            let json = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-            let augmentation = json["augmentation"] as? [String: Any], let crop = augmentation["cropSize"] as? Int
-        else { return 0 }
-        return crop
+        if let crop = try json(file, "plan")?["cropSize"] as? Int { return crop }
+        return try trainingAugmentation(file)?["cropSize"] as? Int ?? 0
+    }
+
+    /// The augmentation a checkpoint was trained with, as recorded: the `configuration` of `train`'s `/training`
+    /// group, or a packed model's `training_configuration`; nil when it records neither.
+    static func trainingAugmentation(_ file: HDF5File) throws -> [String: Any]? {
+        let configuration = try json(file, "configuration", at: "/training") ?? json(file, "training_configuration")
+        return configuration?["augmentation"] as? [String: Any]
+    }
+
+    /// A JSON attribute of the checkpoint, or nil.
+    private static func json(_ file: HDF5File, _ name: String, at path: String = "/") throws -> [String: Any]? {
+        guard path == "/" || file.exists(path), file.hasAttribute(name, at: path),
+            let text = try file.attribute(name, at: path).stringValue
+        else { return nil }
+        return try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
     }
 
     /// The model's input channels per slice: its input channels / (2N + 1).

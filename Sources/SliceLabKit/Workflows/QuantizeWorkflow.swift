@@ -103,6 +103,15 @@ public enum QuantizeWorkflow {
             caseCount: names.count)
         try model.apply(quantization)
         try DeepLabCheckpoint.save(model, preprocessing: preprocessing, to: options.output)
+        // The source's other root attributes (class names, slice sampling, the training record with its crop) travel
+        // with the model, so that `segment` names, slices and tiles the int8 model as the float one.
+        let source = try HDF5File.open(options.model)
+        let written = Set(try HDF5File.open(options.output).attributeNames())
+        try HDF5File.write(to: options.output) { file in
+            for name in try source.attributeNames() where !written.contains(name) {
+                try file.setAttribute(name, try source.attribute(name))
+            }
+        }
         log(
             "quantize: \(quantization.units.count) units in int8, \(quantization.floatUnits.count) in float32; "
                 + "\(options.method.rawValue) calibration on \(chosen.count) slices of \(names.count) \(options.split) "
