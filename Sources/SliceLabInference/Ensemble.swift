@@ -43,6 +43,14 @@ public enum TestTimeAugmentation: String, CaseIterable, Codable, Sendable {
 struct MirrorAxes: Sendable {
     var rows: (trained: Bool, untrained: [String]) = (true, [])
     var columns: (trained: Bool, untrained: [String]) = (true, [])
+
+    /// Takes in a member: an axis its training never flipped is no longer mirrored (a member that does not record
+    /// its training changes nothing).
+    mutating func add(_ member: EnsembleMember) {
+        guard let flips = member.flips else { return }
+        if flips.rows == 0 { rows = (false, rows.untrained + [member.path]) }
+        if flips.columns == 0 { columns = (false, columns.untrained + [member.path]) }
+    }
 }
 
 /// One checkpoint of an ensemble, with what averaging it with others must check.
@@ -112,7 +120,7 @@ extension VolumeSegmenter {
         let first = try EnsembleMember.load(
             firstPath, context: context, tileSize: tileSize, tileStep: tileStep, limits: limits, precision: precision)
         var segmenter = first.segmenter
-        segmenter.mirrorAxes = Self.mirrorAxes(first)
+        segmenter.mirrorAxes.add(first)
         for path in paths.dropFirst() {
             let member = try EnsembleMember.load(
                 path, context: context, tileSize: tileSize, tileStep: tileStep, limits: limits, precision: precision)
@@ -120,11 +128,7 @@ extension VolumeSegmenter {
                 throw InferenceError.ensembleMismatch(member: path, first: firstPath, reason: reason)
             }
             segmenter.members.append(member.segmenter.model)
-            let axes = Self.mirrorAxes(member)
-            segmenter.mirrorAxes.rows.trained = segmenter.mirrorAxes.rows.trained && axes.rows.trained
-            segmenter.mirrorAxes.columns.trained = segmenter.mirrorAxes.columns.trained && axes.columns.trained
-            segmenter.mirrorAxes.rows.untrained += axes.rows.untrained
-            segmenter.mirrorAxes.columns.untrained += axes.columns.untrained
+            segmenter.mirrorAxes.add(member)
         }
         return segmenter
     }
@@ -151,14 +155,6 @@ extension VolumeSegmenter {
                     + axis
             }
         }
-    }
-
-    /// Whether a member's training flipped rows and columns, with its path where it did not.
-    private static func mirrorAxes(_ member: EnsembleMember) -> MirrorAxes {
-        guard let flips = member.flips else { return MirrorAxes() }
-        return MirrorAxes(
-            rows: (flips.rows > 0, flips.rows > 0 ? [] : [member.path]),
-            columns: (flips.columns > 0, flips.columns > 0 ? [] : [member.path]))
     }
 
     /// The checkpoints `--model` names: files as they are; a folder stands for its fold models
