@@ -188,6 +188,11 @@ extension VolumeSegmenter {
     /// Forward passes a slice costs: members × views.
     public var passesPerSlice: Int { members.count * views.count }
 
+    /// The cost in words, as `--timings` prints it.
+    public var passesDescription: String {
+        "\(members.count) model(s) × \(views.count) view(s) = \(passesPerSlice) forward passes a slice"
+    }
+
     /// The log of the members' and views' mean softmax [1, K, rows, columns] for each prepared input: the views of
     /// the inputs at one scale run as one batch per member, each output flipped back before its softmax is added.
     /// The log keeps every consumer of logits right: their softmax is the mean probability, their argmax its.

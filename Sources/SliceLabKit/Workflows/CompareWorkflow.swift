@@ -220,11 +220,7 @@ public enum CompareWorkflow {
         }
         let samples = try clock.timed("load") { try names.map { try set.load($0) } }
         var notes = segmenter.augment(options.augmentation ?? segmenter.defaultAugmentation)
-        if segmenter.passesPerSlice > 1 {
-            notes.append(
-                "deeplabv3: \(segmenter.members.count) model(s) × \(segmenter.views.count) view(s) = "
-                    + "\(segmenter.passesPerSlice) forward passes a slice")
-        }
+        if segmenter.passesPerSlice > 1 { notes.append("deeplabv3: " + segmenter.passesDescription) }
         let references = samples.map { LabelMap($0.labels.values, like: $0) }
         let externalMaps = try clock.timed("load") {
             try options.external.map {

@@ -125,11 +125,7 @@ public enum SegmentWorkflow {
             for line in throughput(segmenter, batch: options.batch, seconds: seconds).lines {
                 log("segment: " + line)
             }
-            if segmenter.passesPerSlice > 1 {
-                log(
-                    "segment: \(segmenter.members.count) model(s) × \(segmenter.views.count) view(s) = "
-                        + "\(segmenter.passesPerSlice) forward passes a slice")
-            }
+            if segmenter.passesPerSlice > 1 { log("segment: " + segmenter.passesDescription) }
         }
     }
 
