@@ -97,16 +97,14 @@ struct EnsembleMember {
         if a.sampling.context != b.sampling.context {
             return "2.5-D context \(a.sampling.context) against \(b.sampling.context)"
         }
-        if a.sampling.spacing != b.sampling.spacing {
-            return "training spacing \(a.sampling.spacing ?? []) against \(b.sampling.spacing ?? [])"
-        }
         return nil
     }
 }
 
 extension VolumeSegmenter {
     /// Loads the checkpoints of an ensemble (one is a plain segmenter), whose members must agree on classes
-    /// (count and names), input channels, preprocessing, 2.5-D context and training spacing.
+    /// (count and names), input channels, preprocessing and 2.5-D context; each resamples slices to its own training
+    /// spacing.
     ///
     /// - Throws: `InferenceError.ensembleMismatch` naming the two checkpoints and the difference; what `load`
     ///   throws for each.
@@ -128,6 +126,7 @@ extension VolumeSegmenter {
                 throw InferenceError.ensembleMismatch(member: path, first: firstPath, reason: reason)
             }
             segmenter.members.append(member.segmenter.model)
+            segmenter.memberSpacings[ObjectIdentifier(member.segmenter.model)] = member.segmenter.sampling.spacing
             segmenter.mirrorAxes.add(member)
         }
         return segmenter

@@ -87,6 +87,9 @@ public struct VolumeSegmenter {
     public internal(set) var views = TestTimeAugmentation.none.views(rows: false, columns: false)
     /// The axes mirroring may flip (`augment`).
     var mirrorAxes = MirrorAxes()
+    /// Each further ensemble member's training spacing (folds of one set differ a little): every member resamples
+    /// a slice to its own and back, so that its probabilities are averaged on the slice's grid.
+    var memberSpacings: [ObjectIdentifier: [Double]?] = [:]
     public let preprocessing: Preprocessing
     public let sampling: SliceSampling
     public var window: SlidingWindow
@@ -283,7 +286,8 @@ public struct VolumeSegmenter {
         _ model: DeepLabV3, _ inputs: [[Float]], channels: Int, rows: Int, columns: Int, spacing: [Double]?,
         scale: Double = 1
     ) throws -> [FloatTensor] {
-        var target = resampledSize(rows: rows, columns: columns, spacing: spacing)
+        let training = model === self.model ? sampling.spacing : memberSpacings[ObjectIdentifier(model)] ?? nil
+        var target = resampledSize(rows: rows, columns: columns, spacing: spacing, training: training)
         if scale != 1 {
             let grid = target ?? (rows, columns)
             target = (
@@ -328,7 +332,14 @@ public struct VolumeSegmenter {
     /// The grid a slice is resampled to for the model, or nil when it is not resampled: each in-plane extent
     /// scaled by input spacing / training spacing, rounded, at least 1.
     public func resampledSize(rows: Int, columns: Int, spacing: [Double]?) -> (rows: Int, columns: Int)? {
-        guard let target = sampling.spacing, let spacing, spacing.count == 3 else { return nil }
+        resampledSize(rows: rows, columns: columns, spacing: spacing, training: sampling.spacing)
+    }
+
+    /// `resampledSize` for a model trained at `training` spacing (an ensemble member's own).
+    func resampledSize(
+        rows: Int, columns: Int, spacing: [Double]?, training target: [Double]?
+    ) -> (rows: Int, columns: Int)? {
+        guard let target, let spacing, spacing.count == 3 else { return nil }
         let (row, column) = (spacing[1], spacing[2])
         guard abs(row / target[0] - 1) > 1e-3 || abs(column / target[1] - 1) > 1e-3 else { return nil }
         return (

@@ -112,6 +112,14 @@ import Testing
         #expect(shape.trimmingCharacters(in: .whitespacesAndNewlines) == "[30, 30, 1]", "one model: entropy only")
         #expect(
             single.status == 0 && !single.standardError.contains("forward passes a slice"), "\(single.standardError)")
+        // Fold models of one set differ a little in training spacing: each resamples to its own, and they average.
+        let third = try Self.member(seed: 3, in: folder)
+        try HDF5File.write(to: third) { try $0.setAttribute("training_spacing", .doubles([0.9, 0.9])) }
+        let spaced = try TestSupport.slicelab([
+            "segment", image, "--model", first, "--model", third, "--out", folder.appendingPathComponent("s.h5").path,
+            "--timings"
+        ])
+        #expect(spaced.status == 0 && spaced.standardError.contains("2 model(s)"), "\(spaced.standardError)")
         let mismatch = try TestSupport.slicelab([
             "segment", image, "--model", first, "--model", other, "--out", folder.appendingPathComponent("b.h5").path
         ])
