@@ -14,13 +14,11 @@ import SliceLabSupport
 extension TrainWorkflow {
     /// What a cross-validation run did.
     public struct FoldsOutcome: Sendable {
-        /// Folds this run trained, and folds whose model and validation were already in OUT and were kept.
-        public var trained: [Int] = []
-        public var kept: [Int] = []
         /// Each fold's validation run, in fold order.
         public var runs: [ResultsRun] = []
-        /// OUT/crossval.h5 once every fold is there: each fold's run and the pooled run `crossval`.
-        public var crossValidation: String?
+        /// Once every fold is there: the pooled run `crossval`, written with the folds' runs to `path`
+        /// (OUT/crossval.h5).
+        public var pooled: (run: ResultsRun, path: String)?
     }
 
     /// The folder of fold K's model and validation.
@@ -56,7 +54,6 @@ extension TrainWorkflow {
             )
             if FileManager.default.fileExists(atPath: model) && FileManager.default.fileExists(atPath: validation) {
                 log("train: fold \(k): kept \(model) and \(validation)")
-                outcome.kept.append(k)
             } else {
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                 var foldOptions = options
@@ -68,7 +65,6 @@ extension TrainWorkflow {
                     try ResultsFile.write(runs: [run], to: validation, updating: false)
                     log("train: fold \(k): \(run.caseCount) validation case(s) scored into \(validation)")
                 }
-                outcome.trained.append(k)
             }
             if communicator.rank == 0 { outcome.runs.append(try ResultsFile.readRun("fold_\(k)", from: validation)) }
         }
@@ -76,7 +72,7 @@ extension TrainWorkflow {
         let pooled = try ResultsRun.pooled(outcome.runs, name: "crossval")
         let path = URL(fileURLWithPath: options.outputPath).appendingPathComponent("crossval.h5").path
         try ResultsFile.write(runs: outcome.runs + [pooled], to: path, updating: false)
-        outcome.crossValidation = path
+        outcome.pooled = (pooled, path)
         return outcome
     }
 

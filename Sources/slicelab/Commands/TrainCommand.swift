@@ -146,7 +146,7 @@ enum TrainCommand: Command {
             let outcome = try TrainWorkflow.runFolds(
                 options, fold: Int(foldText), communicator: communicator, log: standardError,
                 makeNetwork: TrainWorkflow.makeEngineNetwork)
-            if let path = outcome.crossValidation, let pooled = try? ResultsFile.readRun("crossval", from: path) {
+            if let (pooled, path) = outcome.pooled {
                 print(TableText.summary(pooled))
                 print("wrote \(path): runs \(outcome.runs.map(\.name).joined(separator: ", ")), crossval (pooled)")
             }
