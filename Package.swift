@@ -97,7 +97,7 @@ let package = Package(
         .target(
             name: "SliceLabInference",
             dependencies: [
-                "SliceLabIO", "DeepLab", "Classical", "ImageFiles", "DICOM", "SliceLabSupport"
+                "SliceLabIO", "DeepLab", "Classical", "Metrics", "ImageFiles", "DICOM", "SliceLabSupport"
             ]),
         // Results files, merging, comparisons, tables, the HTML report, sharded jobs.
         .target(

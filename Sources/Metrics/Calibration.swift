@@ -80,3 +80,62 @@ public struct ClassCalibration: Sendable, Equatable {
         return (rankSum - Double(wrong) * Double(wrong + 1) / 2) / (Double(wrong) * Double(right))
     }
 }
+
+/// A reliability diagram's bins for each class, one class against the rest, pooled over the voxels of many cases:
+/// per equal-width bin of the predicted probability of the class, the voxels, the sum of their outcomes (reference
+/// is the class) and the sum of their probabilities. `ClassCalibration`'s expected calibration error is this
+/// over one case.
+public struct ReliabilityBins: Sendable, Equatable {
+    public let binCount: Int
+    public let classCount: Int
+    /// [class][bin].
+    public private(set) var counts: [[Int]]
+    public private(set) var outcomes: [[Double]]
+    public private(set) var probabilities: [[Double]]
+
+    public init(classCount: Int, bins: Int = 15) {
+        (binCount, self.classCount) = (bins, classCount)
+        counts = Array(repeating: Array(repeating: 0, count: bins), count: classCount)
+        (outcomes, probabilities) = (
+            Array(repeating: Array(repeating: 0, count: bins), count: classCount),
+            Array(repeating: Array(repeating: 0, count: bins), count: classCount)
+        )
+    }
+
+    /// Adds a case: `probabilities` [frames, K, plane] (class-major per frame, as `/probabilities` stores them)
+    /// and the reference labels [frames, plane].
+    public mutating func add(probabilities values: [Float], reference: [Int32], frames: Int) {
+        precondition(frames > 0 && values.count == reference.count * classCount && reference.count % frames == 0)
+        let plane = reference.count / frames
+        for frame in 0..<frames {
+            for c in 0..<classCount {
+                let base = (frame * classCount + c) * plane
+                for pixel in 0..<plane {
+                    let p = Double(values[base + pixel])
+                    let bin = min(binCount - 1, max(0, Int(p * Double(binCount))))
+                    counts[c][bin] += 1
+                    probabilities[c][bin] += p
+                    if reference[frame * plane + pixel] == c { outcomes[c][bin] += 1 }
+                }
+            }
+        }
+    }
+
+    /// Class `c`'s expected calibration error over every voxel added.
+    public func expectedCalibrationError(_ c: Int) -> Double {
+        let total = Double(counts[c].reduce(0, +))
+        guard total > 0 else { return .nan }
+        return (0..<binCount).filter { counts[c][$0] > 0 }.map { bin in
+            let n = Double(counts[c][bin])
+            return n / total * abs(outcomes[c][bin] / n - probabilities[c][bin] / n)
+        }.reduce(0, +)
+    }
+
+    /// Class `c`'s non-empty bins as (mean predicted probability, observed frequency, voxels).
+    public func points(_ c: Int) -> [(confidence: Double, frequency: Double, count: Int)] {
+        (0..<binCount).filter { counts[c][$0] > 0 }.map { bin in
+            let n = Double(counts[c][bin])
+            return (probabilities[c][bin] / n, outcomes[c][bin] / n, counts[c][bin])
+        }
+    }
+}

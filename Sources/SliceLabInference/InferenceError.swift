@@ -23,6 +23,9 @@ public enum InferenceError: Error, CustomStringConvertible, Equatable {
     case needsProbabilities(step: String)
     /// A name that is no registered step.
     case unknownStep(name: String, known: [String])
+    /// A stored `--post auto` choice (OUT/postprocessing.json) that cannot be read, or that is asked for where there
+    /// is none: the file (or the models) and the cause.
+    case invalidPostProcessingChoice(file: String, reason: String)
 
     // MARK: - Ensembles
 
@@ -48,6 +51,8 @@ public enum InferenceError: Error, CustomStringConvertible, Equatable {
             return "regularizer \(step) works on class probabilities, which a classical method does not produce"
         case .needsProbabilities(let step):
             return "post-processing step '\(step)' works on class probabilities, and this input has labels only"
+        case .invalidPostProcessingChoice(let file, let reason):
+            return "\(file): \(reason)"
         case .unknownStep(let name, let known):
             return "unknown post-processing step '\(name)'; steps: \(known.joined(separator: ", ")) (chain them with "
                 + "commas, as largest-component,fill-holes)"

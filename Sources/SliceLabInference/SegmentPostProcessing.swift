@@ -19,6 +19,19 @@ public struct SegmentPostProcessing: Sendable, Equatable {
     public var beta: Double
     /// The classes the component rules apply to; nil for every foreground class.
     public var ruleClasses: Set<Int>?
+    /// Component rules of single classes, run after `pipeline` (a `--post auto` choice, `AutoPostProcessing`).
+    public var classRules: [Int: PostProcessingPipeline] = [:]
+
+    /// Whether the labels stay as they are.
+    public var isNone: Bool { pipeline.steps.isEmpty && classRules.values.allSatisfy { $0.steps.isEmpty } }
+
+    /// The pipeline, then each class's rules: `crf; 1: largest-component; 2: fill-holes`, or `none`.
+    public var summary: String {
+        let rules = classRules.keys.sorted().compactMap { label in
+            classRules[label].flatMap { $0.steps.isEmpty ? nil : "\(label): \($0)" }
+        }
+        return rules.isEmpty ? "\(pipeline)" : (["\(pipeline)"] + rules).joined(separator: "; ")
+    }
 
     public init(
         pipeline: PostProcessingPipeline = .none, crf: DenseCRF.Parameters = DenseCRF.Parameters(), beta: Double = 1,
@@ -39,7 +52,7 @@ public struct SegmentPostProcessing: Sendable, Equatable {
         labels: [Int32], probabilities: [Float], classCount k: Int, display: [Float], channels: Int,
         frames: Int, rows: Int, columns: Int, spacing: [Double]
     ) throws -> [Int32] {
-        guard !pipeline.steps.isEmpty else { return labels }
+        guard !isNone else { return labels }
         let shape =
             frames > 1
             ? GridShape(slices: frames, rows: rows, columns: columns)
@@ -65,8 +78,13 @@ public struct SegmentPostProcessing: Sendable, Equatable {
         context.displayChannels = channels
         context.crf = crf
         context.ruleClasses = ruleClasses
-        let map = LabelGrid<Int32>(shape: shape, spacing: gridSpacing, labels: labels)
-        return try pipeline.apply(map, context: context).labels
+        var map = try pipeline.apply(
+            LabelGrid<Int32>(shape: shape, spacing: gridSpacing, labels: labels), context: context)
+        for rules in Set(classRules.values).sorted(by: { $0.description < $1.description }) where !rules.steps.isEmpty {
+            context.ruleClasses = Set(classRules.filter { $0.value == rules }.keys)
+            map = try rules.apply(map, context: context)
+        }
+        return map.labels
     }
 
     /// One frame's display image at 0–255 as the CRF takes it (issue #24): for gray, the frame's values through

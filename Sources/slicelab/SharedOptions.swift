@@ -106,9 +106,13 @@ func modelCheckpoints(_ arguments: ParsedArguments, command: String) throws -> [
     return models
 }
 
-/// `--tta`: test-time augmentation.
-let ttaOption = OptionSpec(
-    "tta", .choice(of: TestTimeAugmentation.self),
-    help: "Test-time augmentation, softmax averaged in the slice's frame: mirror flips along the in-plane axes the "
-        + "model was trained to flip (2–4 views), mirror+scale also at 0.9 and 1.1 × the grid.",
-    default: "mirror for an ensemble or a 2.5-D model, none for one 2-D model")
+/// `--tta`: test-time augmentation (`compare` takes it again for further runs).
+func ttaOption(repeatable: Bool = false) -> OptionSpec {
+    OptionSpec(
+        "tta", .choice(of: TestTimeAugmentation.self),
+        help: "Test-time augmentation, softmax averaged in the slice's frame: mirror flips along the in-plane axes "
+            + "the model was trained to flip (2–4 views), mirror+scale also at 0.9 and 1.1 × the grid."
+            + (repeatable
+                ? " Given again: the same models with each further choice too, as run deeplabv3.tta-NAME." : ""),
+        repeatable: repeatable, default: "mirror for an ensemble or a 2.5-D model, none for one 2-D model")
+}

@@ -75,4 +75,35 @@ import Testing
         #expect(ClassCalibration.auroc(detections) == 0.875)
         #expect(ClassCalibration.auroc([(0.2, true), (0.3, true)]).isNaN)
     }
+
+    /// The report's pooled reliability bins: over one case the ECE is `ClassCalibration`'s; over two it weighs
+    /// each bin by its voxels, not each case equally.
+    @Test func reliabilityBinsPoolVoxels() {
+        var generator = SeededGenerator(seed: 3)
+        let (frames, plane, k) = (2, 50, 3)
+        var probabilities = [Float](repeating: 0, count: frames * k * plane)
+        var reference = [Int32](repeating: 0, count: frames * plane)
+        for frame in 0..<frames {
+            for pixel in 0..<plane {
+                let raw = (0..<k).map { _ in Float.random(in: 0.05...1, using: &generator) }
+                let sum = raw.reduce(0, +)
+                for c in 0..<k { probabilities[(frame * k + c) * plane + pixel] = raw[c] / sum }
+                reference[frame * plane + pixel] = Int32.random(in: 0..<Int32(k), using: &generator)
+            }
+        }
+        var bins = ReliabilityBins(classCount: k, bins: 15)
+        bins.add(probabilities: probabilities, reference: reference, frames: frames)
+        let labels = reference.map(UInt16.init)
+        for c in 0..<k {
+            let single = ClassCalibration(
+                classIndex: c,
+                probabilities: { kk, voxel in probabilities[((voxel / plane) * k + kk) * plane + voxel % plane] },
+                classCount: k, reference: labels, prediction: labels, bins: 15)
+            #expect(abs(bins.expectedCalibrationError(c) - single.expectedCalibrationError) < 1e-12)
+            #expect(bins.points(c).map(\.count).reduce(0, +) == frames * plane)
+        }
+        var twice = bins
+        twice.add(probabilities: probabilities, reference: reference, frames: frames)
+        #expect(abs(twice.expectedCalibrationError(1) - bins.expectedCalibrationError(1)) < 1e-12)
+    }
 }

@@ -24,16 +24,24 @@ import Testing
         let first = try TestSupport.slicelab(["train", root.path, "--fold", "1", "--out", out] + Self.arguments)
         #expect(first.status == 0, "\(first.standardError)")
         #expect(!FileManager.default.fileExists(atPath: out + "crossval.h5"), "one fold does not join")
-        let all = try TestSupport.slicelab(["train", root.path, "--fold", "all", "--out", out] + Self.arguments)
+        let all = try TestSupport.slicelab(
+            ["train", root.path, "--fold", "all", "--out", out, "--post", "auto", "--report", out + "report"]
+                + Self.arguments)
         #expect(all.status == 0, "\(all.standardError)")
         #expect(all.standardError.contains("fold 1: kept"), "the fold trained apart is kept")
         #expect(all.standardOutput.contains("run 'crossval': 4 case(s)"), "\(all.standardOutput)")
         let report = try TestSupport.runPython(
             """
-            import sys, h5py, numpy as np
+            import sys, json, h5py, numpy as np
             out = sys.argv[1]
             f = h5py.File(out + "crossval.h5", "r")
-            assert sorted(f["runs"].keys()) == ["crossval", "fold_0", "fold_1"], list(f["runs"].keys())
+            assert sorted(f["runs"].keys()) == ["crossval", "crossval.auto", "fold_0", "fold_1"], list(f["runs"].keys())
+            assert "crossval__crossval.auto" in f["comparisons"], list(f["comparisons"].keys())
+            choice = json.load(open(out + "postprocessing.json"))
+            assert json.loads(f["runs/crossval.auto"].attrs["postprocessing"]) == choice
+            assert choice["method"] == "auto" and choice["significance"] == 0.05 and choice["split"] == "val of 2 folds"
+            assert sorted(choice["classes"]) == ["1", "2"] and "rules" in choice["whole_map"], choice
+            assert "iterations" in choice["crf"], choice
             ids = lambda g: [x.decode() for x in g["case_ids"][()]]
             assert ids(f["runs/fold_0"]) == ["case_002", "case_003"] and ids(f["runs/fold_1"]) == ["case_000", "case_001"]
             assert ids(f["runs/crossval"]) == ["case_002", "case_003", "case_000", "case_001"]
@@ -48,6 +56,26 @@ import Testing
             print("ok")
             """, arguments: [out])
         #expect(report.contains("ok"))
+        #expect(all.standardOutput.contains("post-processing (\(out)postprocessing.json): whole map:"))
+        let html = try String(contentsOfFile: out + "report/index.html", encoding: .utf8)
+        for name in ["crossval", "crossval.auto", "fold_0", "fold_1"] {
+            #expect(html.contains("<td>\(name)</td>"), "the report's table lacks \(name)")
+        }
+        #expect(html.contains("<h2>Folds</h2>") && !html.contains("Cases, worst to best"))
+        let image = root.appendingPathComponent("imagesTr/case_000_0000.nii.gz").path
+        let labels = folder.appendingPathComponent("auto.h5").path
+        let segment = try TestSupport.slicelab([
+            "segment", image, "--model", out, "--regularize", "auto", "--out", labels
+        ])
+        #expect(
+            segment.status == 0 && segment.standardError.contains("chosen on \(out)'s cross-validation"),
+            "\(segment.standardError)")
+        let single = try TestSupport.slicelab([
+            "segment", image, "--model", out + "fold_0/model.h5", "--regularize", "auto", "--out", labels
+        ])
+        #expect(
+            single.status == 2 && single.standardError.contains("no --model is such a folder"),
+            "\(single.standardError)")
     }
 
     @Test func foldsNeedAFolderAndASetWithFolds() throws {
@@ -61,6 +89,9 @@ import Testing
         let word = try TestSupport.slicelab(
             ["train", root.path, "--fold", "some", "--out", folder.path + "/"] + Self.arguments)
         #expect(word.status == 2 && word.standardError.contains("--fold"), "\(word.standardError)")
+        let post = try TestSupport.slicelab(
+            ["train", root.path, "--fold", "1", "--post", "auto", "--out", folder.path + "/"] + Self.arguments)
+        #expect(post.status == 2 && post.standardError.contains("add --fold all"), "\(post.standardError)")
         try TrainToySet.write(to: folder.appendingPathComponent("own"), trainCases: 2, validationCases: 1, size: 16)
         let own = try TestSupport.slicelab(
             ["train", folder.appendingPathComponent("own").path, "--fold", "all", "--out", folder.path + "/cv/"]

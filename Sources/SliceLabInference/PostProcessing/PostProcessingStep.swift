@@ -109,6 +109,13 @@ public struct PostProcessingPipeline: Hashable, Sendable, CustomStringConvertibl
             })
     }
 
+    /// Steps by name, as a stored choice lists them.
+    ///
+    /// - Throws: `InferenceError.unknownStep`.
+    init(steps names: [String]) throws {
+        try self.init(parsing: names.isEmpty ? "none" : names.joined(separator: ","))
+    }
+
     /// No post-processing.
     public static let none = PostProcessingPipeline([])
 

@@ -57,6 +57,10 @@ public enum CompareWorkflow {
         public var ensemble: [String] = []
         /// `--tta`; nil takes the segmenter's `defaultAugmentation`.
         public var augmentation: TestTimeAugmentation?
+        /// `--tta` given again: the same models with each of these too, as run `deeplabv3.tta-<name>`.
+        public var moreAugmentations: [TestTimeAugmentation] = []
+        /// `--members`: with an ensemble, each member alone (no augmentation) too, as run `deeplabv3.<fold_K>`.
+        public var members = false
 
         public init(
             dataset: String, model: String, classical: [ClassicalSpec], split: String = "test", output: String,
@@ -98,8 +102,16 @@ public enum CompareWorkflow {
         let clock = StageClock()
         if let threads = options.threads { setComputeThreads(threads) }
         let cases = try load(options, clock: clock)
-        let progress = ProgressReporter("compare", total: cases.samples.count * (1 + options.classical.count))
-        var predictions = try deepPredictions(cases, options: options, clock: clock, progress: progress)
+        let lesionClasses = try LesionClasses.resolve(
+            options.lesionClasses ?? cases.set.description.lesionClasses ?? [],
+            classNames: cases.set.description.classes)
+        let settings = EvaluationSettings(classCount: cases.set.classCount, lesionClasses: lesionClasses)
+        let variants = try deepVariants(cases, options: options)
+        let progress = ProgressReporter(
+            "compare", total: cases.samples.count * (variants.count + options.classical.count))
+        let deep = try deepPredictions(
+            cases, variants: variants, options: options, settings: settings, clock: clock, progress: progress)
+        var predictions = deep.predictions
         for spec in options.classical {
             predictions.append(
                 try classicalPrediction(spec, cases: cases, options: options, clock: clock, progress: progress))
@@ -114,13 +126,10 @@ public enum CompareWorkflow {
         if let duplicate = names.first(where: { name in names.filter { $0 == name }.count > 1 }) {
             throw CompareError.duplicateRun(name: duplicate)
         }
-        let lesionClasses = try LesionClasses.resolve(
-            options.lesionClasses ?? cases.set.description.lesionClasses ?? [],
-            classNames: cases.set.description.classes)
         let runs = try clock.timed("evaluate") {
-            try evaluate(predictions, cases: cases, lesionClasses: lesionClasses)
+            try evaluate(predictions, cases: cases, settings: settings)
         }
-        return try write(runs, predictions: predictions, cases: cases, options: options, clock: clock)
+        return try write(runs, predictions: predictions, deep: deep, cases: cases, options: options, clock: clock)
     }
 
     // MARK: - Stages
@@ -149,6 +158,25 @@ public enum CompareWorkflow {
         var config: String
         var maps: [LabelMap]
         var postprocessingJSON: String? = nil
+        /// Metrics made while the model's probabilities were at hand (with the calibration metrics), and the
+        /// settings they were made with; nil to evaluate the maps.
+        var evaluated: (settings: EvaluationSettings, metrics: [CaseMetrics])? = nil
+    }
+
+    /// One model configuration compare runs: the main run (`--model`, an ensemble when given again, `--tta`), each
+    /// further `--tta` on it, and with `--members` each member alone without augmentation.
+    struct DeepVariant {
+        var suffix: String
+        var segmenter: VolumeSegmenter
+        var model: String
+    }
+
+    /// The model runs' predictions, and what the report shows of their probabilities: each run's reliability
+    /// bins, and the main run's predictive entropy per case (0…255 of log K; empty for a 2-D case).
+    struct DeepRuns {
+        var predictions: [Prediction] = []
+        var reliability: [(run: String, bins: ReliabilityBins)] = []
+        var entropy: [[UInt8]] = []
     }
 
     /// Seconds per named stage, summed over the stage's calls, in the order stages first ran.
@@ -233,48 +261,120 @@ public enum CompareWorkflow {
             references: references, segmenter: segmenter, externalMaps: externalMaps, notes: notes)
     }
 
-    /// DeepLabV3 case by case (oneDNN uses every core for one case), then each `--post` choice on its output.
-    static func deepPredictions(
-        _ cases: Cases, options: Options, clock: StageClock, progress: ProgressReporter
-    ) throws -> [Prediction] {
-        let posts = options.post.filter { $0 != .steps(.none) }
-        let outputs = try clock.timed("segment deeplabv3") {
-            try DeepOutputs.segment(cases.segmenter, images: cases.images, keepsProbabilities: !posts.isEmpty) {
-                progress.advance(status: "deeplabv3 \(cases.samples[$0].name)")
-            }
+    /// The main run, each further `--tta` on it, and with `--members` each member of the ensemble alone.
+    static func deepVariants(_ cases: Cases, options: Options) throws -> [DeepVariant] {
+        let models = [options.model] + options.ensemble
+        var variants = [DeepVariant(suffix: "", segmenter: cases.segmenter, model: models.joined(separator: ","))]
+        for augmentation in options.moreAugmentations {
+            var segmenter = cases.segmenter
+            _ = segmenter.augment(augmentation)
+            variants.append(DeepVariant(suffix: ".tta-\(augmentation)", segmenter: segmenter, model: variants[0].model))
         }
+        guard options.members, models.count > 1 else { return variants }
+        for model in models {
+            var segmenter = try VolumeSegmenter.load(
+                checkpoints: [model], limits: options.limits, precision: options.precision)
+            _ = segmenter.augment(.none)
+            variants.append(DeepVariant(suffix: "." + memberName(model), segmenter: segmenter, model: model))
+        }
+        return variants
+    }
+
+    /// A member's run name: its fold folder (`fold_K` of OUT/fold_K/model.h5), else its file name without the
+    /// extension.
+    static func memberName(_ path: String) -> String {
+        let url = URL(fileURLWithPath: path)
+        let folder = url.deletingLastPathComponent().lastPathComponent
+        return folder.hasPrefix("fold_") ? folder : url.deletingPathExtension().lastPathComponent
+    }
+
+    /// DeepLabV3 case by case (oneDNN uses every core for one case), each variant; the main run's output then
+    /// through each `--post` choice. Every model run is scored while its probabilities are at hand, with the
+    /// calibration metrics (15 bins), so no run's probabilities outlive its case unless post-processing needs them.
+    static func deepPredictions(
+        _ cases: Cases, variants: [DeepVariant], options: Options, settings: EvaluationSettings, clock: StageClock,
+        progress: ProgressReporter
+    ) throws -> DeepRuns {
+        let posts = options.post.filter { $0 != .steps(.none) }
         let config = try modelConfigurationJSON(cases.segmenter, options: options)
-        let plain = Prediction(
-            name: options.runPrefix + "deeplabv3", method: "deeplabv3",
-            model: ([options.model] + options.ensemble).joined(separator: ","), config: config,
-            maps: zip(outputs.labels, cases.samples).map { LabelMap($0, like: $1) })
-        return try [plain]
-            + posts.map { post in
-                var run = plain
-                run.name += ".\(post)"
-                let maps: [[Int32]] = try clock.timed("post-process \(post)") {
-                    switch post {
-                    case .steps(let pipeline):
-                        let settings = SegmentPostProcessing(pipeline: pipeline, crf: options.crf)
-                        run.postprocessingJSON = try SortedJSON.string(
-                            PostProcessingRecord(
-                                method: "\(pipeline)", crf: pipeline.contains(.crf) ? options.crf.spec : nil))
-                        return try cases.images.indices.map {
-                            try outputs.apply(
-                                settings, case: $0, image: cases.images[$0], classCount: cases.set.classCount)
-                        }
-                    case .auto:
-                        let choice = try chooseAuto(set: cases.set, segmenter: cases.segmenter, options: options)
-                        run.postprocessingJSON = choice.json
-                        return try cases.images.indices.map {
-                            try choice.apply(
-                                case: $0, outputs: outputs, image: cases.images[$0], classCount: cases.set.classCount)
+        var calibrated = settings
+        calibrated.calibrationBins = 15
+        var deep = DeepRuns()
+        var outputs = DeepOutputs()
+        for (index, variant) in variants.enumerated() {
+            let name = "deeplabv3" + variant.suffix
+            var (bins, metrics) = (ReliabilityBins(classCount: cases.set.classCount), [CaseMetrics]())
+            let made = try clock.timed("segment \(name)") {
+                try DeepOutputs.segment(
+                    variant.segmenter, images: cases.images, keepsProbabilities: index == 0 && !posts.isEmpty,
+                    inspect: { i, labels, probabilities in
+                        let (image, reference) = (cases.images[i], cases.references[i])
+                        bins.add(probabilities: probabilities, reference: reference.labels, frames: image.frames)
+                        metrics.append(
+                            try CaseEvaluation.metrics(
+                                caseID: cases.names[i], reference: reference,
+                                prediction: LabelMap(labels, like: cases.samples[i]), spacing: reference.spacing,
+                                settings: calibrated, remedy: "the set's dataset.json lists fewer classes",
+                                probabilities: probabilities))
+                        if index == 0 && options.report != nil {
+                            deep.entropy.append(image.frames > 1 ? entropyLevels(probabilities, image: image) : [])
                         }
                     }
-                }
-                run.maps = zip(maps, cases.samples).map { LabelMap($0, like: $1) }
-                return run
+                ) { progress.advance(status: "\(name) \(cases.samples[$0].name)") }
             }
+            if index == 0 { outputs = made }
+            var prediction = Prediction(
+                name: options.runPrefix + name, method: "deeplabv3", model: variant.model, config: config,
+                maps: zip(made.labels, cases.samples).map { LabelMap($0, like: $1) })
+            prediction.evaluated = (calibrated, metrics)
+            deep.predictions.append(prediction)
+            deep.reliability.append((prediction.name, bins))
+        }
+        let plain = deep.predictions[0]
+        let postRuns = try posts.map { post in
+            var run = Prediction(
+                name: plain.name + ".\(post)", method: plain.method, model: plain.model, config: plain.config,
+                maps: plain.maps)
+            let maps: [[Int32]] = try clock.timed("post-process \(post)") {
+                switch post {
+                case .steps(let pipeline):
+                    let settings = SegmentPostProcessing(pipeline: pipeline, crf: options.crf)
+                    run.postprocessingJSON = try SortedJSON.string(
+                        PostProcessingRecord(
+                            method: "\(pipeline)", crf: pipeline.contains(.crf) ? options.crf.spec : nil))
+                    return try cases.images.indices.map {
+                        try outputs.apply(
+                            settings, case: $0, image: cases.images[$0], classCount: cases.set.classCount)
+                    }
+                case .auto:
+                    let choice = try chooseAuto(set: cases.set, segmenter: cases.segmenter, options: options)
+                    run.postprocessingJSON = choice.json
+                    return try cases.images.indices.map {
+                        try choice.apply(
+                            case: $0, outputs: outputs, image: cases.images[$0], classCount: cases.set.classCount)
+                    }
+                }
+            }
+            run.maps = zip(maps, cases.samples).map { LabelMap($0, like: $1) }
+            return run
+        }
+        deep.predictions.insert(contentsOf: postRuns, at: 1)
+        return deep
+    }
+
+    /// A volume's predictive entropy (natural log) per voxel, as 0…255 of its maximum log K.
+    static func entropyLevels(_ probabilities: [Float], image: ScanImage) -> [UInt8] {
+        let (k, plane) = (probabilities.count / max(1, image.frames * image.pixelsPerFrame), image.pixelsPerFrame)
+        let scale: Float = 255 / logf(Float(max(k, 2)))
+        var levels: [UInt8] = []
+        levels.reserveCapacity(image.frames * plane)
+        for frame in 0..<image.frames {
+            let planes = Array(probabilities[frame * k * plane..<(frame + 1) * k * plane])
+            for entropy in Uncertainty.entropy(planes, classCount: k) {
+                levels.append(UInt8(max(0, min(255, (entropy * scale).rounded()))))
+            }
+        }
+        return levels
     }
 
     /// One classical configuration, cases in parallel.
@@ -292,12 +392,18 @@ public enum CompareWorkflow {
     }
 
     /// Every prediction as a run of per-case metrics on the references' grids.
-    static func evaluate(_ predictions: [Prediction], cases: Cases, lesionClasses: [Int]) throws -> [ResultsRun] {
-        let settings = EvaluationSettings(classCount: cases.set.classCount, lesionClasses: lesionClasses)
-        return try predictions.map { prediction in
-            let metrics = try CaseEvaluation.metrics(
-                of: prediction.maps, references: cases.references, caseNames: cases.names, settings: settings,
-                remedy: "the set's dataset.json lists fewer classes")
+    static func evaluate(_ predictions: [Prediction], cases: Cases, settings: EvaluationSettings) throws
+        -> [ResultsRun]
+    {
+        try predictions.map { prediction in
+            var (settings, metrics) = (settings, [CaseMetrics]())
+            if let evaluated = prediction.evaluated {
+                (settings, metrics) = evaluated
+            } else {
+                metrics = try CaseEvaluation.metrics(
+                    of: prediction.maps, references: cases.references, caseNames: cases.names, settings: settings,
+                    remedy: "the set's dataset.json lists fewer classes")
+            }
             var run = try ResultsRun(
                 name: prediction.name, method: prediction.method, model: prediction.model,
                 dataset: cases.set.description.name, configJSON: prediction.config,
@@ -313,7 +419,8 @@ public enum CompareWorkflow {
     /// The results file (a shard's part, or the runs with their comparisons to the first), and the overlays,
     /// label files and report asked for.
     static func write(
-        _ runs: [ResultsRun], predictions: [Prediction], cases: Cases, options: Options, clock: StageClock
+        _ runs: [ResultsRun], predictions: [Prediction], deep: DeepRuns, cases: Cases, options: Options,
+        clock: StageClock
     ) throws -> Outcome {
         let pairs = runs.dropFirst().map { (a: runs[0].name, b: $0.name) }
         if let shard = options.shard {
@@ -344,10 +451,12 @@ public enum CompareWorkflow {
                 try writePredictions(to: folder, names: names, maps: maps, samples: cases.samples, set: cases.set)
             }
             if let folder = options.report {
-                try report(
+                var report = try report(
                     runs: runs, comparisons: comparisons, images: cases.images, references: cases.references,
-                    predictions: maps, set: cases.set
-                ).write(to: folder)
+                    predictions: maps, set: cases.set,
+                    uncertainty: (name: "entropy of \(deep.predictions[0].name)", values: deep.entropy))
+                report.reliability = deep.reliability
+                try report.write(to: folder)
             }
         }
         return Outcome(
@@ -439,13 +548,16 @@ public enum CompareWorkflow {
                 split: options.split, skip_bad: options.skipBad, vote_cases: options.voteCases,
                 run_prefix: options.runPrefix, post: options.post.map { "\($0)" }, crf: options.crf.spec,
                 fold: options.selection.fold, split_seed: options.selection.seed,
-                external: options.external.map { "\($0.name)=\($0.folder)" }))
+                external: options.external.map { "\($0.name)=\($0.folder)" },
+                tta: [options.augmentation.map { "\($0)" } ?? "default"] + options.moreAugmentations.map { "\($0)" },
+                members: options.members))
     }
 
     /// The `/shard` `config` of a compare run (snake-case keys, as results files name them).
     private struct ShardConfiguration: Encodable {
         let dataset, model: String, classical: [String], split: String, skip_bad: Bool, vote_cases: Int
         let run_prefix: String, post: [String], crf: String, fold: Int, split_seed: UInt64, external: [String]
+        let tta: [String], members: Bool
     }
 
     /// A deep run's `postprocessing` attribute for one step (the CRF's settings with it).
@@ -627,22 +739,10 @@ public enum CompareWorkflow {
     static func report(
         runs: [ResultsRun], comparisons: [ResultsComparison], images: [ScanImage],
         references: [LabelMap], predictions: [[LabelMap]], set: LabeledSet,
-        policy: SliceScroller.Policy = SliceScroller.Policy()
+        uncertainty: (name: String, values: [[UInt8]])? = nil, policy: SliceScroller.Policy = SliceScroller.Policy()
     ) throws -> HTMLReport {
-        let k = set.classCount
-        func perCase(_ run: ResultsRun, _ metric: MetricName) -> [[Double]] {
-            let columns = (0..<k).map { run.values(metric, classIndex: $0) }
-            return (0..<run.caseIDs.count).map { i in columns.map { $0[i] } }
-        }
         let methods = runs.enumerated().map { index, run in
-            HTMLReport.Method(
-                name: run.name, dice: perCase(run, .dice), iou: perCase(run, .iou),
-                hd95: perCase(run, .hd95),
-                pValues: index == 0
-                    ? nil
-                    : (0..<k).map {
-                        comparisons[index - 1].rows[.dice]?[$0].wilcoxon.pValue ?? .nan
-                    })
+            HTMLReport.Method(run, against: index == 0 ? nil : comparisons[index - 1])
         }
         let pictures = try images.indices.map { index -> HTMLReport.CasePictures in
             let image = images[index]
@@ -665,7 +765,7 @@ public enum CompareWorkflow {
             pictures: pictures)
         try addScrollers(
             to: &report, runNames: runs.map(\.name), images: images, references: references,
-            predictions: predictions, policy: policy)
+            predictions: predictions, uncertainty: uncertainty, policy: policy)
         return report
     }
 
@@ -673,9 +773,11 @@ public enum CompareWorkflow {
     /// `policy`'s limits, and says in the report how many got one.
     /// - Parameters:
     ///   - images, references: per case of `report.caseIDs`; `predictions[run][case]` per name of `runNames`.
+    ///   - uncertainty: a map per case at 0…255 shown as a heat layer after the label layers (empty for a case
+    ///     without one).
     static func addScrollers(
         to report: inout HTMLReport, runNames: [String], images: [ScanImage],
-        references: [LabelMap], predictions: [[LabelMap]],
+        references: [LabelMap], predictions: [[LabelMap]], uncertainty: (name: String, values: [[UInt8]])? = nil,
         policy: SliceScroller.Policy
     ) throws {
         let caseIDs = report.caseIDs
@@ -689,7 +791,11 @@ public enum CompareWorkflow {
             guard pixels + cost <= policy.maxTotalPixels else { continue }
             pixels += cost
             let layers = [("reference", references[index])] + zip(runNames, predictions).map { ($0, $1[index]) }
-            let scroller = try SliceScroller(caseID: caseID, image: image, layers: layers, policy: policy)
+            let heat = uncertainty.flatMap {
+                index < $0.values.count && !$0.values[index].isEmpty ? [($0.name, $0.values[index])] : nil
+            }
+            let scroller = try SliceScroller(
+                caseID: caseID, image: image, layers: layers, heatLayers: heat ?? [], policy: policy)
             reductions.insert(scroller.reduction)
             if scroller.sliceIndices.count < scroller.frames { sampled += 1 }
             report.scrollers.append(scroller)

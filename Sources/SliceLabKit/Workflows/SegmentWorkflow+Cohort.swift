@@ -38,7 +38,7 @@ extension SegmentWorkflow {
         }
         _ = try DeepLabCheckpoint.load(options.model)  // a bad model fails the run, not every case
         var config = [
-            "input": options.input, "model": options.model, "regularize": "\(options.postProcessing.pipeline)",
+            "input": options.input, "model": options.model, "regularize": options.postProcessing.summary,
             "probabilities": options.probabilities ? "true" : "false",
             "tile_size": options.tileSize.map(String.init) ?? "whole",
             "tile_step": "\(options.tileStep)"

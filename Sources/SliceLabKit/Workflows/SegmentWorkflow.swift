@@ -212,7 +212,7 @@ public enum SegmentWorkflow {
             try file.setAttribute("origin", .doubles(geometry.origin), at: "/labels")
             try file.setAttribute("direction", .doubles(geometry.direction), at: "/labels")
             try file.setAttribute("geometry_version", .ints([2]), at: "/labels")
-            try file.setAttribute("regularize", .string("\(options.postProcessing.pipeline)"), at: "/labels")
+            try file.setAttribute("regularize", .string(options.postProcessing.summary), at: "/labels")
             if options.postProcessing.pipeline.contains(.crf) {
                 try file.setAttribute("crf", .string(options.postProcessing.crf.spec), at: "/labels")
             }
@@ -261,7 +261,7 @@ public enum SegmentWorkflow {
 
         /// Hands every slice's labels (and probabilities when asked) to `store`, in slice order.
         func produce(log: (String) -> Void, _ store: (Int, [Int32], [Float]) throws -> Void) throws {
-            if options.postProcessing.pipeline != .none {
+            if !options.postProcessing.isNone {
                 try producePostProcessed(log: log, store)
                 return
             }
@@ -304,7 +304,7 @@ public enum SegmentWorkflow {
             labels = try options.postProcessing.apply(
                 labels: labels, probabilities: probabilities, classCount: k, display: display, channels: channels,
                 frames: reader.frames, rows: reader.rows, columns: reader.columns, spacing: reader.spacing)
-            log("segment: post-processed with \(options.postProcessing.pipeline)")
+            log("segment: post-processed with \(options.postProcessing.summary)")
             for index in 0..<reader.frames {
                 try store(
                     index, Array(labels[(index * plane)..<((index + 1) * plane)]),
@@ -342,7 +342,7 @@ public enum SegmentWorkflow {
         var probabilities: [Float] = []
         var display: [Float] = []
         var channels = 1
-        let post = options.postProcessing.pipeline != .none
+        let post = !options.postProcessing.isNone
         let uncertainty = options.uncertainty == nil ? nil : UncertaintyMaps()
         try segmenter.runOutputs(
             slices: image.frames, rows: image.rows, columns: image.columns, channels: image.channels,

@@ -354,7 +354,13 @@ public enum TrainWorkflow {
         for skipped in set.skipped { FileHandle.standardError.write(Data("skipping \(skipped.error)\n".utf8)) }
         var trainSamples = try set.cases(in: "train").map { try set.load($0) }
         let planStart = Date()
-        let plan = makePlan(options, set: set, samples: trainSamples, ranks: communicator.size)
+        // nnU-Net measures one fingerprint on every labeled training case, so the folds of a set share their plan
+        // (normalisation, crop, scale) and their models can be averaged: with folds, the fold's val cases count too,
+        // in the order of their names (sums in another order differ in the last bits).
+        let planSamples =
+            set.foldCount == nil
+            ? trainSamples : try (set.cases(in: "train") + set.cases(in: "val")).sorted().map { try set.load($0) }
+        let plan = makePlan(options, set: set, samples: planSamples, ranks: communicator.size)
         let planSeconds = Date().timeIntervalSince(planStart)
         var options = options
         (options.cropSize, options.batchSize) = (plan.cropSize, plan.batchSize)

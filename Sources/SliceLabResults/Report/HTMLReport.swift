@@ -1,5 +1,6 @@
 import Foundation
 import ImageFiles
+import Metrics
 import SliceLabDatasets
 import SliceLabIO
 import SliceLabSupport
@@ -21,6 +22,19 @@ public struct HTMLReport {
 
         public init(name: String, dice: [[Double]], iou: [[Double]], hd95: [[Double]], pValues: [Double]?) {
             (self.name, self.dice, self.iou, self.hd95, self.pValues) = (name, dice, iou, hd95, pValues)
+        }
+
+        /// A run's per-case Dice, IoU and HD95, with the Dice p-values of its comparison to the first method.
+        public init(_ run: ResultsRun, against comparison: ResultsComparison?) {
+            func perCase(_ metric: MetricName) -> [[Double]] {
+                let columns = (0..<run.classCount).map { run.values(metric, classIndex: $0) }
+                return (0..<run.caseCount).map { i in columns.map { $0[i] } }
+            }
+            self.init(
+                name: run.name, dice: perCase(.dice), iou: perCase(.iou), hd95: perCase(.hd95),
+                pValues: comparison.map { comparison in
+                    (0..<run.classCount).map { comparison.rows[.dice]?[$0].wilcoxon.pValue ?? .nan }
+                })
         }
     }
 
@@ -45,6 +59,11 @@ public struct HTMLReport {
     public var scrollers: [SliceScroller] = []
     /// A sentence printed above the cases about the scrollers (how many of the 3-D cases, at what resolution).
     public var scrollerNote: String?
+    /// Runs whose class probabilities were kept: their reliability bins over every case, drawn as one reliability
+    /// diagram per class.
+    public var reliability: [(run: String, bins: ReliabilityBins)] = []
+    /// Sections before the cases, as (heading, HTML) (`train --fold all --report`'s folds).
+    public var sections: [(heading: String, html: String)] = []
 
     public init(title: String, classNames: [String], caseIDs: [String], methods: [Method], pictures: [CasePictures]) {
         (self.title, self.classNames, self.caseIDs, self.methods, self.pictures) = (
@@ -75,9 +94,20 @@ public struct HTMLReport {
         for classIndex in foregroundClasses {
             body += boxPlotSVG(classIndex: classIndex)
         }
-        body += "</div>\n<h2>Cases, worst to best</h2>\n"
-        if let scrollerNote { body += "<p class=\"scroller-note\">\(escape(scrollerNote))</p>\n" }
-        body += casesHTML()
+        body += "</div>\n"
+        if !reliability.isEmpty {
+            body += "<h2>Calibration</h2>\n<p>Reliability diagrams: voxels binned by the predicted probability of "
+            body += "the class (\(reliability[0].bins.binCount) equal-width bins); a calibrated model follows the "
+            body += "diagonal. ECE over every voxel of the cases.</p>\n<div class=\"plots\">\n"
+            for classIndex in foregroundClasses { body += reliabilitySVG(classIndex: classIndex) }
+            body += "</div>\n"
+        }
+        for section in sections { body += "<h2>\(escape(section.heading))</h2>\n\(section.html)\n" }
+        if !pictures.isEmpty {
+            body += "<h2>Cases, worst to best</h2>\n"
+            if let scrollerNote { body += "<p class=\"scroller-note\">\(escape(scrollerNote))</p>\n" }
+            body += casesHTML()
+        }
         if !scrollers.isEmpty { body += "<script>\n\(Self.scrollerScript)</script>\n" }
         return """
             <!DOCTYPE html>
@@ -182,6 +212,39 @@ public struct HTMLReport {
             for outlier in values where outlier < low || outlier > high {
                 svg += "<circle cx=\"\(x)\" cy=\"\(y(outlier))\" r=\"2\" fill=\"#c00\"/>"
             }
+        }
+        return svg + "</svg>\n"
+    }
+
+    /// One class's reliability diagram: each run's (mean predicted probability, observed frequency) per non-empty
+    /// bin, over the diagonal.
+    private func reliabilitySVG(classIndex c: Int) -> String {
+        let (left, top, side) = (40.0, 24.0, 200.0)
+        let width = Int(left + side) + 20 + 12 * (reliability.map(\.run.count).max() ?? 0) / 2 + 90
+        func x(_ v: Double) -> Double { left + side * v }
+        func y(_ v: Double) -> Double { top + side * (1 - v) }
+        var svg = "<svg class=\"reliability\" xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" "
+        svg += "height=\"\(Int(top + side) + 36)\">"
+        svg += "<text x=\"10\" y=\"14\" font-size=\"13\">\(escape(classNames[c])): reliability</text>"
+        svg += "<rect x=\"\(left)\" y=\"\(top)\" width=\"\(side)\" height=\"\(side)\" fill=\"none\" stroke=\"#ccc\"/>"
+        svg +=
+            "<line x1=\"\(x(0))\" y1=\"\(y(0))\" x2=\"\(x(1))\" y2=\"\(y(1))\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>"
+        svg += "<text x=\"\(left)\" y=\"\(top + side + 14)\" font-size=\"10\">0</text>"
+        svg += "<text x=\"\(left + side - 6)\" y=\"\(top + side + 14)\" font-size=\"10\">1</text>"
+        svg += "<text x=\"\(left + side / 2 - 30)\" y=\"\(top + side + 28)\" font-size=\"10\">predicted</text>"
+        svg += "<text x=\"4\" y=\"\(top + 10)\" font-size=\"10\">observed</text>"
+        for (index, entry) in reliability.enumerated() where c < entry.bins.classCount {
+            let colour = "hsl(\(index * 67 % 360),60%,45%)"
+            let points = entry.bins.points(c).map { "\(x($0.confidence)),\(y($0.frequency))" }
+            svg +=
+                "<polyline fill=\"none\" stroke=\"\(colour)\" stroke-width=\"1.5\" points=\"\(points.joined(separator: " "))\"/>"
+            for point in points {
+                let xy = point.split(separator: ",")
+                svg += "<circle cx=\"\(xy[0])\" cy=\"\(xy[1])\" r=\"2\" fill=\"\(colour)\"/>"
+            }
+            let legendY = top + 12 + 14 * Double(index)
+            svg += "<text x=\"\(left + side + 10)\" y=\"\(legendY)\" font-size=\"10\" fill=\"\(colour)\">"
+            svg += "\(escape(entry.run)) (ECE \(format(entry.bins.expectedCalibrationError(c), digits: 3)))</text>"
         }
         return svg + "</svg>\n"
     }

@@ -82,11 +82,19 @@ public struct SliceScroller: Sendable {
     ///     99.5 percentiles of the shown slices (one window for the whole volume), RGB by its range when that
     ///     exceeds 0…255, other channel counts show channel 0.
     ///   - layers: the reference and each run's label map, with the image's shape.
+    ///   - heatLayers: maps over the image's voxels at 0…255 (an uncertainty: 255 the most), shown after the
+    ///     label layers as a heat colour whose opacity grows with the value.
     /// - Throws: `InputError.invalidContent` when a label map's shape differs from the image's.
     public init(
         caseID: String, image: ScanImage, layers: [(name: String, labels: LabelMap)],
-        policy: Policy = Policy()
+        heatLayers: [(name: String, values: [UInt8])] = [], policy: Policy = Policy()
     ) throws {
+        for layer in heatLayers where layer.values.count != image.frames * image.rows * image.columns {
+            throw InputError.invalidContent(
+                file: image.source,
+                reason: "slice scroller: the \(layer.name) map has \(layer.values.count) values, the image "
+                    + "\(image.frames)x\(image.rows)x\(image.columns)")
+        }
         for layer in layers
         where layer.labels.frames != image.frames || layer.labels.rows != image.rows
             || layer.labels.columns != image.columns
@@ -117,9 +125,11 @@ public struct SliceScroller: Sendable {
         let aspect = Double(image.rows) * rowSpacing / (Double(image.columns) * columnSpacing)
         self.aspect = aspect.isFinite && aspect > 0 ? aspect : Double(image.rows) / Double(image.columns)
         self.image = try sprite.imagePNG(image, slices: slices)
-        self.layers = try layers.map {
-            Layer(name: $0.name, sprite: try sprite.overlayPNG($0.labels, slices: slices))
-        }
+        self.layers =
+            try layers.map {
+                Layer(name: $0.name, sprite: try sprite.overlayPNG($0.labels, slices: slices))
+            }
+            + heatLayers.map { Layer(name: $0.name, sprite: try sprite.heatPNG($0.values, slices: slices)) }
     }
 }
 
@@ -193,6 +203,24 @@ private struct Sprite {
         guard let first = values.first, let last = values.last else { return (0, 255) }
         if channels == 1 { return (Float(Percentile.ofSorted(values, 0.5)), Float(Percentile.ofSorted(values, 99.5))) }
         return first < 0 || last > 255 ? (first, last) : (0, 255)
+    }
+
+    /// Values 0…255 at each tile pixel's block centre, coloured from dark red through orange to yellow with
+    /// opacity rising with the value (0 is transparent).
+    func heatPNG(_ values: [UInt8], slices: [Int]) throws -> Data {
+        var samples = [UInt8](repeating: 0, count: rows * columns * 4)
+        forEachPixel(tiles: slices.count) { tile, row, column, offset in
+            let (blockRows, blockColumns) = block(row, column)
+            let (y, x) = (
+                (blockRows.lowerBound + blockRows.upperBound - 1) / 2,
+                (blockColumns.lowerBound + blockColumns.upperBound - 1) / 2
+            )
+            let value = Int(values[(slices[tile] * sourceRows + y) * sourceColumns + x])
+            (samples[offset * 4], samples[offset * 4 + 1], samples[offset * 4 + 2], samples[offset * 4 + 3]) = (
+                UInt8(min(255, 128 + value)), UInt8(max(0, 2 * value - 255)), 0, UInt8(value)
+            )
+        }
+        return try PNGImage(rows: rows, columns: columns, channels: 4, samples: samples).encoded()
     }
 
     func overlayPNG(_ labels: LabelMap, slices: [Int]) throws -> Data {

@@ -44,7 +44,7 @@ enum ClusterCommand: Command {
         case .regularizerNeedsProbabilities(let step):
             return "--regularize \(step) works on a model's class probabilities; a classical method has labels "
                 + "only (use none, majority, mrf, largest-component or fill-holes)"
-        case .invalidClassicalSpec, .needsProbabilities, .unknownStep, .ensembleMismatch:
+        case .invalidClassicalSpec, .needsProbabilities, .unknownStep, .ensembleMismatch, .invalidPostProcessingChoice:
             return "\(error)"
         }
     }

@@ -16,7 +16,11 @@ enum CompareCommand: Command {
         ],
         options: [
             modelOption(required: true),
-            ttaOption,
+            ttaOption(repeatable: true),
+            OptionSpec(
+                "members", .flag,
+                help: "With an ensemble (--model given again, or OUT/): also each member alone, without test-time "
+                    + "augmentation, as run deeplabv3.fold_K (or the file's name), paired with the ensemble."),
             OptionSpec(
                 "classical", valueName: "SPEC", help: "e.g. kmeans:space=gray,classes=3,map=train-vote",
                 repeatable: true),
@@ -80,7 +84,12 @@ enum CompareCommand: Command {
         options.precision = arguments.choice("precision")
         options.lesionClasses = try lesionClasses(arguments, command: "compare")
         options.ensemble = Array(models.dropFirst())
-        options.augmentation = arguments.choice("tta")
+        let augmentations = arguments.strings("tta").compactMap(TestTimeAugmentation.init(rawValue:))
+        (options.augmentation, options.moreAugmentations) = (augmentations.first, Array(augmentations.dropFirst()))
+        options.members = arguments.flag("members")
+        if options.members && models.count < 2 {
+            throw UsageError("slicelab compare: --members runs each member of an ensemble: give --model again or OUT/")
+        }
         options.selection = splitSelection(arguments)
         options.predictions = arguments.string("predictions")
         options.external = try arguments.strings("external").map { text in

@@ -20,7 +20,7 @@ enum SegmentCommand: Command {
         ],
         options: [
             modelOption(),
-            ttaOption,
+            ttaOption(),
             OptionSpec(
                 "out", valueName: "OUT.h5|OUT.nii.gz|OUT.png|OUT.dcm|OUT/",
                 help: "Label map, by extension: HDF5 /labels with the input's geometry, NIfTI (.nii, .nii.gz) "
@@ -44,7 +44,8 @@ enum SegmentCommand: Command {
                 help: "Also write /probabilities [frames, classes, H, W] (before post-processing)."),
             regularizeOption(
                 help: "Post-processing: crf and mrf use the class probabilities, the others the labels; "
-                    + "a multi-frame input is post-processed as one volume."),
+                    + "a multi-frame input is post-processed as one volume. auto: what train --fold all --post auto "
+                    + "chose on the cross-validation of the --model OUT/ folder (OUT/postprocessing.json)."),
             OptionSpec(
                 "crf", valueName: "SPEC",
                 help: "Dense CRF parameters for --regularize crf: "
@@ -154,12 +155,34 @@ enum SegmentCommand: Command {
         options.uncertainty = arguments.string("uncertainty")
         options.tileSize = arguments.int("tile-size")
         options.tileStep = arguments.double("tile-step") ?? 0.5
-        options.postProcessing.pipeline = try regularizePipeline(arguments, command: "segment")
+        if arguments.string("regularize") == "auto" {
+            options.postProcessing = try storedPostProcessing(arguments.strings("model"))
+        } else {
+            options.postProcessing.pipeline = try regularizePipeline(arguments, command: "segment")
+        }
         if arguments.string("crf") != nil, !options.postProcessing.pipeline.contains(.crf) {
             throw UsageError("slicelab segment: --crf needs --regularize crf")
         }
         options.postProcessing.crf = try crfParameters(arguments)
         return (options, folderOutput, shard)
+    }
+
+    /// `--regularize auto`: the choice `train --fold all --post auto` stored beside the fold models of a `--model
+    /// OUT/` folder.
+    static func storedPostProcessing(_ models: [String]) throws -> SegmentPostProcessing {
+        let folders = models.filter {
+            (try? URL(fileURLWithPath: $0).resourceValues(forKeys: [.isDirectoryKey]))?.isDirectory == true
+        }
+        for folder in folders {
+            if let choice = try AutoPostProcessing.stored(in: folder) {
+                standardError("segment: post-processing chosen on \(folder)'s cross-validation: \(choice.summary)")
+                return choice.chosen
+            }
+        }
+        throw UsageError(
+            "slicelab segment: --regularize auto applies the choice train --fold all --post auto stores beside the "
+                + "fold models (OUT/\(AutoPostProcessing.fileName)); "
+                + (folders.isEmpty ? "no --model is such a folder" : "none in \(folders.joined(separator: ", "))"))
     }
 
     /// A folder of cases under an MPI launcher: each rank its shard, rank 0 merges.

@@ -67,6 +67,16 @@ enum TrainCommand: Command {
                     + "and its val cases validate; all trains every fold into OUT/fold_K/model.h5 (--out a folder), "
                     + "scores each fold's val cases into OUT/fold_K/validation.h5 and pools them into "
                     + "OUT/crossval.h5 (folds already there are kept).", default: "0"),
+            OptionSpec(
+                "post", .choice(["none", "auto"]),
+                help: "With --fold all: auto chooses post-processing on every fold's validation cases as nnU-Net "
+                    + "does (each whole-map step, then each class's component rules, against none; kept when the "
+                    + "mean Dice rises with paired Wilcoxon p < 0.05) and stores it in OUT/postprocessing.json, "
+                    + "which segment --model OUT/ --regularize auto applies.", default: "none"),
+            OptionSpec(
+                "report", valueName: "DIR",
+                help: "With --fold all: an HTML report of the cross-validation (each fold, the pooled run, and the "
+                    + "pooled run after --post auto's choice with its paired test)."),
             splitSeedOption, maxMemoryOption
         ],
         discussion: """
@@ -129,6 +139,13 @@ enum TrainCommand: Command {
         if foldText == "all" && !foldsFolder {
             throw UsageError("slicelab train: --fold all writes one model per fold: give --out a folder (OUT/)")
         }
+        let choosesPost = arguments.string("post") == "auto"
+        if arguments.has("report") && foldText != "all" {
+            throw UsageError("slicelab train: --report shows the cross-validation: add --fold all")
+        }
+        if choosesPost && foldText != "all" {
+            throw UsageError("slicelab train: --post auto chooses on every fold's validation cases: add --fold all")
+        }
         options.synchronizeBatchNorm = arguments.flag("sync-bn")
         if arguments.string("precision") == "bf16" {
             if let problem = Precision.bf16Problem {
@@ -149,6 +166,17 @@ enum TrainCommand: Command {
             if let (pooled, path) = outcome.pooled {
                 print(TableText.summary(pooled))
                 print("wrote \(path): runs \(outcome.runs.map(\.name).joined(separator: ", ")), crossval (pooled)")
+                var post: (run: ResultsRun, comparison: ResultsComparison)?
+                if choosesPost {
+                    let choice = try TrainWorkflow.choosePostProcessing(options, log: standardError)
+                    print("post-processing (\(choice.path)): \(choice.summary)")
+                    post = (choice.run, choice.comparison)
+                }
+                if let folder = arguments.string("report") {
+                    try TrainWorkflow.crossValidationReport(outcome, post: post, dataset: pooled.dataset).write(
+                        to: folder)
+                    print("report in \(folder)/index.html")
+                }
             }
         } else {
             try TrainWorkflow.run(options, communicator: communicator, makeNetwork: TrainWorkflow.makeEngineNetwork)
