@@ -112,12 +112,6 @@ public final class LabeledSet: @unchecked Sendable {
         if let layout = DatasetLayouts.layout(of: json) {
             return try open(folder, layout: layout, json: json, skipBad: skipBad, limits: limits, selection: selection)
         }
-        guard selection.fold == 0 else {
-            throw DatasetError.invalidDescription(
-                file: folder.appendingPathComponent("dataset.json").path,
-                reason: "--fold \(selection.fold) applies to nnU-Net and Decathlon sets; this set's splits are in its "
-                    + "dataset.json")
-        }
         let description = try readDescription(folder.appendingPathComponent("dataset.json"))
         let images = try entries(folder.appendingPathComponent("images"), foldersAllowed: true)
         let labels = try entries(folder.appendingPathComponent("labels"), foldersAllowed: false)
@@ -170,9 +164,21 @@ public final class LabeledSet: @unchecked Sendable {
         where !cases.isEmpty && (valid[split] ?? []).isEmpty {
             throw DatasetError.emptySplit(split: split)
         }
-        return LabeledSet(
-            folder: folder, description: description, splits: valid, skipped: problems, files: files,
+        guard selection.crossValidation else {
+            return LabeledSet(
+                folder: folder, description: description, splits: valid, skipped: problems, files: files,
+                limits: limits)
+        }
+        // A fold of the cross-validation over the train and val cases (nnU-Net's seeded split, or the folder's
+        // splits_final.json); the test cases stay held out.
+        let chosen = try CrossValidationSplit.select(
+            cases: (valid["train"] ?? []) + (valid["val"] ?? []), folder: folder, selection: selection,
+            heldOut: valid["test"] ?? [])
+        let set = LabeledSet(
+            folder: folder, description: description, splits: chosen.splits, skipped: problems, files: files,
             limits: limits)
+        (set.splitJSON, set.foldCount) = (chosen.json, chosen.foldCount)
+        return set
     }
 
     /// Opens a set of a recognised layout: its structure from the layout, each case's content checked here.

@@ -92,10 +92,32 @@ import Testing
         let post = try TestSupport.slicelab(
             ["train", root.path, "--fold", "1", "--post", "auto", "--out", folder.path + "/"] + Self.arguments)
         #expect(post.status == 2 && post.standardError.contains("add --fold all"), "\(post.standardError)")
-        try TrainToySet.write(to: folder.appendingPathComponent("own"), trainCases: 2, validationCases: 1, size: 16)
-        let own = try TestSupport.slicelab(
-            ["train", folder.appendingPathComponent("own").path, "--fold", "all", "--out", folder.path + "/cv/"]
-                + Self.arguments)
-        #expect(own.status == 1 && own.standardError.contains("fixed splits"), "\(own.standardError)")
+    }
+
+    /// SliceLab's own layout: `--fold` pools its train and val cases into nnU-Net's seeded 5-fold split and keeps
+    /// its test cases held out.
+    @Test func ownLayoutFoldsPoolTrainAndValAndHoldOutTest() throws {
+        let folder = try TestSupport.temporaryFolder("crossval-own")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let own = folder.appendingPathComponent("own")
+        try TrainToySet.write(to: own, trainCases: 5, validationCases: 2, size: 16)
+        let description = own.appendingPathComponent("dataset.json")
+        var json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: description)) as? [String: Any])
+        json["splits"] = ["train": (0..<5).map { String(format: "toy%03d", $0) }, "val": ["toy005"], "test": ["toy006"]]
+        try JSONSerialization.data(withJSONObject: json).write(to: description)
+        let out = folder.appendingPathComponent("cv").path + "/"
+        let run = try TestSupport.slicelab(["train", own.path, "--fold", "all", "--out", out] + Self.arguments)
+        #expect(run.status == 0, "\(run.standardError)")
+        let check = try TestSupport.runPython(
+            """
+            import sys, h5py
+            f = h5py.File(sys.argv[1] + "crossval.h5", "r")
+            ids = lambda run: [x.decode() for x in f["runs/" + run + "/case_ids"][()]]
+            folds = [ids(f"fold_{k}") for k in range(5)]
+            assert sorted(sum(folds, [])) == [f"toy{i:03d}" for i in range(6)], folds
+            assert all(len(fold) >= 1 for fold in folds) and sorted(ids("crossval")) == sorted(sum(folds, []))
+            print("ok")
+            """, arguments: [out])
+        #expect(check.contains("ok"))
     }
 }

@@ -10,6 +10,9 @@ public struct SplitSelection: Sendable, Equatable {
     public var seed: UInt64
     /// Where nnU-Net's preprocessed folders are (`$nnUNet_preprocessed`), or nil.
     public var preprocessedFolder: String?
+    /// Whether a fold was asked for (`--fold`): a set of SliceLab's own layout then pools its train and val cases
+    /// into the cross-validation split (its test cases stay held out); without it, its fixed splits.
+    public var crossValidation = false
 
     public static let nnUNetSeed: UInt64 = 12345
 

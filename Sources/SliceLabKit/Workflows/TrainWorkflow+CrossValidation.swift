@@ -32,19 +32,20 @@ extension TrainWorkflow {
     /// (`--fold $SLURM_ARRAY_TASK_ID`) join when `--fold all` runs after them: with every fold there, OUT/crossval.h5
     /// gets each fold's run and the pooled run `crossval` (every validation case once).
     ///
-    /// - Throws: `DatasetError.invalidDescription` for a set without folds (SliceLab's own layout has fixed splits)
-    ///   or a fold it lacks; what training, segmentation and evaluation throw.
+    /// SliceLab's own layout pools its train and val cases into the seeded split and keeps its test cases held out
+    /// (`SplitSelection.crossValidation`).
+    ///
+    /// - Throws: `DatasetError.invalidDescription` for a fold the split lacks; what training, segmentation and
+    ///   evaluation throw.
     public static func runFolds(
         _ options: TrainOptions, fold: Int?, communicator: Communicator = .single, log: (String) -> Void,
         makeNetwork: (TrainOptions) throws -> SegmentationNetwork
     ) throws -> FoldsOutcome {
+        var options = options
+        options.selection.crossValidation = true
         let probe = try LabeledSet.open(
             options.datasetPath, skipBad: options.skipBad, limits: options.limits, selection: options.selection)
-        guard let foldCount = probe.foldCount else {
-            throw DatasetError.invalidDescription(
-                file: probe.folder.appendingPathComponent("dataset.json").path,
-                reason: "--fold: SliceLab's own layout has fixed splits; folds need an nnU-Net or Decathlon set")
-        }
+        let foldCount = probe.foldCount ?? 1
         let folds = fold.map { [$0] } ?? Array(0..<foldCount)
         var outcome = FoldsOutcome()
         for k in folds {
@@ -93,6 +94,8 @@ extension TrainWorkflow {
     public static func choosePostProcessing(_ options: TrainOptions, log: (String) -> Void) throws
         -> (path: String, summary: String, run: ResultsRun, comparison: ResultsComparison)
     {
+        var options = options
+        options.selection.crossValidation = true
         let probe = try LabeledSet.open(
             options.datasetPath, skipBad: options.skipBad, limits: options.limits, selection: options.selection)
         let folds = try (0..<(probe.foldCount ?? 0)).map { k in

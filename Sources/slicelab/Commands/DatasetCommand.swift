@@ -71,7 +71,9 @@ let splitSeedOption = OptionSpec(
 
 /// The split selection `--fold` and `--split-seed` ask for.
 func splitSelection(_ arguments: ParsedArguments) -> SplitSelection {
-    SplitSelection(
+    var selection = SplitSelection(
         fold: arguments.int("fold") ?? 0,
         seed: UInt64(arguments.int("split-seed") ?? Int(SplitSelection.nnUNetSeed)))
+    selection.crossValidation = arguments.has("fold")
+    return selection
 }

@@ -63,7 +63,8 @@ enum TrainCommand: Command {
             OptionSpec("skip-bad", .flag, help: "Skip (and list) invalid cases instead of stopping."),
             OptionSpec(
                 "fold", valueName: "K|all",
-                help: "nnU-Net/Decathlon sets: fold K of splits_final.json (or of the generated 5-fold split) trains "
+                help:
+                    "Fold K of splits_final.json (else of the seeded 5-fold split; a set of SliceLab's layout pools train and val, test held out) trains "
                     + "and its val cases validate; all trains every fold into OUT/fold_K/model.h5 (--out a folder), "
                     + "scores each fold's val cases into OUT/fold_K/validation.h5 and pools them into "
                     + "OUT/crossval.h5 (folds already there are kept).", default: "0"),
