@@ -158,7 +158,8 @@ let package = Package(
             dependencies: ["DeepLabTraining", "DeepLab", "ImageFiles", "SliceLabSupport", "TestSupport"]),
         .testTarget(
             name: "SliceLabIOTests",
-            dependencies: ["SliceLabIO", "DICOM", "ImageFiles", "SliceLabSupport", "TestSupport"]),
+            dependencies: ["SliceLabIO", "DICOM", "ImageFiles", "SliceLabSupport", "TestSupport"],
+            exclude: ["Fixtures"]),
         .testTarget(
             name: "SliceLabDatasetsTests",
             dependencies: [

@@ -1,3 +1,3 @@
-// libdeflate (Debian's libdeflate-dev): whole-buffer gzip decompression for the NIfTI reader. The only place
+// libdeflate (Debian's libdeflate-dev): whole-buffer gzip for the NIfTI and NRRD readers and the NRRD writer. The only place
 // libdeflate is named; imported by ImageFiles alone.
 #include <libdeflate.h>

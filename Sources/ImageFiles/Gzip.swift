@@ -1,8 +1,8 @@
 import CDeflate
 import Foundation
 
-/// Whole-buffer gzip decompression with libdeflate (the only caller of `CDeflate`): one pass, no stream state,
-/// about twice zlib's `gzread` speed on a NIfTI volume.
+/// Whole-buffer gzip with libdeflate (the only caller of `CDeflate`): one pass, no stream state, about twice
+/// zlib's `gzread` speed on a NIfTI volume.
 enum Gzip {
     /// The outcome of inflating a gzip file.
     enum Outcome {
@@ -37,5 +37,22 @@ enum Gzip {
             }
         }
         return .inflated(produced)
+    }
+
+    /// `data` as one gzip member (level 6, zlib's default). Rests on `libdeflate_gzip_compress`.
+    static func compress(_ data: Data) -> Data? {
+        guard let compressor = libdeflate_alloc_compressor(6) else { return nil }
+        defer { libdeflate_free_compressor(compressor) }
+        let bound = libdeflate_gzip_compress_bound(compressor, data.count)
+        var output = Data(count: bound)
+        let written = data.withUnsafeBytes { source in
+            output.withUnsafeMutableBytes { destination in
+                libdeflate_gzip_compress(
+                    compressor, source.baseAddress, data.count, destination.baseAddress, bound)
+            }
+        }
+        guard written > 0 else { return nil }
+        output.count = written
+        return output
     }
 }

@@ -70,8 +70,10 @@ func readCaseGeometry(_ url: URL, case name: String, limits: ReadLimits) throws 
 
 /// Reads a label map as [H, W] or [F, H, W], as `slicelab evaluate` reads it (`LoadedLabels.read`): a
 /// 1-channel PNG, an HDF5 file's integer `/labels`, or a DICOM SEG (segment number = class).
-func readCaseLabels(_ url: URL, case name: String, limits: ReadLimits) throws -> LabelTensor {
-    let map = try wrapped(name, url.path) { try LoadedLabels.read(url.path, limits: limits).labels }
+func readCaseLabels(
+    _ url: URL, case name: String, limits: ReadLimits, options: LabelReadingOptions = LabelReadingOptions()
+) throws -> LabelTensor {
+    let map = try wrapped(name, url.path) { try LoadedLabels.read(url.path, limits: limits, options: options).labels }
     return LabelTensor(
         shape: map.frames == 1 ? [map.rows, map.columns] : [map.frames, map.rows, map.columns],
         values: map.labels)

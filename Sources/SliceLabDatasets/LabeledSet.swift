@@ -254,7 +254,11 @@ public final class LabeledSet: @unchecked Sendable {
             throw DatasetError.channelCount(case: name, found: image.shape[1], expected: channelNames.count)
         }
         let spacing = fileSpacing ?? description.spacing.map { [1] + $0 } ?? [1, 1, 1]
-        var labels = try readCaseLabels(caseFiles.labels, case: name, limits: limits)
+        // Named structures (Slicer segments, RTSTRUCT ROIs) become the classes of the same names, on the case's image.
+        var labels = try readCaseLabels(
+            caseFiles.labels, case: name, limits: limits,
+            options: LabelReadingOptions(
+                mapping: StructureMapping(rule: .classNames(description.classes)), reference: caseFiles.images[0].path))
         let imageShape = [image.shape[0], image.shape[2], image.shape[3]]
         if labels.shape.count == 2 { labels.shape = [1] + labels.shape }
         guard imageShape == labels.shape else {

@@ -6,12 +6,15 @@ public enum InputError: Error, CustomStringConvertible, Equatable {
     case invalidContent(file: String, reason: String)
     /// The output path's kind is not one the command writes.
     case unsupportedOutput(file: String, reason: String)
+    /// An option's value (a `--roi` mapping, say) that cannot be used: the message names the option.
+    case invalidOption(String)
 
     public var description: String {
         switch self {
         case .unsupportedFile(let file, let reason): return "\(file): unsupported input: \(reason)"
         case .invalidContent(let file, let reason): return "\(file): \(reason)"
         case .unsupportedOutput(let file, let reason): return "\(file): unsupported output: \(reason)"
+        case .invalidOption(let message): return message
         }
     }
 }

@@ -1,7 +1,7 @@
 /// The kind of file an output path names, decided once from its ending (case-insensitive) for every command that
 /// writes images or label maps; each command then says which kinds it writes.
 public enum OutputFormat: String, CaseIterable, Sendable {
-    case hdf5, nifti, png, dicom
+    case hdf5, nifti, png, dicom, nrrd
 
     /// The endings, lower case with their dot, that name the format.
     public var endings: [String] {
@@ -10,6 +10,7 @@ public enum OutputFormat: String, CaseIterable, Sendable {
         case .nifti: return [".nii.gz", ".nii"]
         case .png: return [".png"]
         case .dicom: return [".dcm"]
+        case .nrrd: return [".seg.nrrd", ".nrrd"]
         }
     }
 

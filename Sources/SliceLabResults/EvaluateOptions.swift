@@ -27,6 +27,25 @@ public struct EvaluateOptions: Codable, Sendable, Equatable {
     /// The prediction's class probabilities (`--prob`): a file with `/probabilities` [frames, K, rows, columns]
     /// (as `segment --probabilities` writes it) or a folder of them paired by stem; adds the calibration metrics.
     public var probabilities: String?
+    /// How named structures (RTSTRUCT ROIs, Slicer segments) become classes (`--roi`; nil: by `classNames` when
+    /// given, else file order) and where they overlap (`--overlap`).
+    public var roi: String?
+    public var overlap: StructureMapping.Overlap?
+    /// The image series a structure set lies on (`--ref-series`); nil finds the referenced series beside it.
+    public var referenceSeries: String?
+
+    /// The label reading options these give.
+    ///
+    /// - Throws: `InputError.invalidOption` for a bad `roi`.
+    public func labelReading() throws -> LabelReadingOptions {
+        var mapping = StructureMapping(overlap: overlap ?? .later)
+        if let roi {
+            mapping = try StructureMapping(parsing: roi, overlap: mapping.overlap)
+        } else if let classNames {
+            mapping.rule = .classNames(classNames)
+        }
+        return LabelReadingOptions(mapping: mapping, reference: referenceSeries)
+    }
 
     public init(
         prediction: String, reference: String, output: String, spacing: [Double]? = nil,

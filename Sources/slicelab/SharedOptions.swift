@@ -116,3 +116,32 @@ func ttaOption(repeatable: Bool = false) -> OptionSpec {
                 ? " Given again: the same models with each further choice too, as run deeplabv3.tta-NAME." : ""),
         repeatable: repeatable, default: "mirror for an ensemble or a 2.5-D model, none for one 2-D model")
 }
+
+/// `--roi PATTERN=LABEL,…`: how named structures (RT Structure Set ROIs, Slicer segments) become classes.
+let roiOption = OptionSpec(
+    "roi", valueName: "PATTERN[|PATTERN…]=LABEL,…",
+    help: "Named structures (Slicer segments, RTSTRUCT ROIs) to classes by shell pattern, case-insensitive: "
+        + "\"GTV*=1,Lung_L|Lung_R=2\"; unmatched ones are left out.",
+    default: "the set's class names, else one class per structure in file order")
+
+/// `--overlap later|error`.
+let overlapOption = OptionSpec(
+    "overlap", .choice(of: StructureMapping.Overlap.self),
+    help: "Where structures overlap: later (the higher class wins) or error.", default: "later")
+
+/// The label reading options `--roi` and `--overlap` give (`classNames` from a set's `dataset.json` when there is
+/// no `--roi`).
+func labelReadingOptions(_ arguments: ParsedArguments, command: String, classNames: [String]? = nil) throws
+    -> LabelReadingOptions
+{
+    let overlap = arguments.choice("overlap") ?? StructureMapping.Overlap.later
+    var options = LabelReadingOptions(mapping: StructureMapping(overlap: overlap))
+    if let text = arguments.string("roi") {
+        do { options.mapping = try StructureMapping(parsing: text, overlap: overlap) } catch {
+            throw UsageError("slicelab \(command): \(error)")
+        }
+    } else if let classNames {
+        options.mapping.rule = .classNames(classNames)
+    }
+    return options
+}

@@ -247,7 +247,9 @@ struct TrainingPlanTests {
             let json = try #require(try file.attribute("plan").stringValue)
             let plan = try JSONDecoder().decode(TrainingPlan.self, from: Data(json.utf8))
             #expect(plan.cropSize == 16 && plan.batchSize == 2 && plan.sources["crop"] == .flag)
-            #expect(plan.fingerprint.caseCount == 4 && plan.fingerprint.sliceCount == 32)
+            // An nnU-Net set's fingerprint covers every labeled training case (fold 0's 4 train and 1 val), as
+            // nnU-Net's does, so its folds share one plan.
+            #expect(plan.fingerprint.caseCount == 5 && plan.fingerprint.sliceCount == 40)
             let stored = try #require(try file.attribute("preprocessing").stringValue)
             #expect(stored == plan.preprocessing.json)
             guard case .clippedZScore = plan.preprocessing else {

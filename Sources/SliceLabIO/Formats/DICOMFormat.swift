@@ -32,7 +32,7 @@ public struct DICOMFormat: ImageFormat {
         try FrameReader.dicom(path, limits: limits)
     }
 
-    public func readLabels(_ path: String, limits: ReadLimits) throws -> LoadedLabels {
+    public func readLabels(_ path: String, limits: ReadLimits, options _: LabelReadingOptions) throws -> LoadedLabels {
         try Self.loadDICOMSegmentation(path, limits: limits)
     }
 

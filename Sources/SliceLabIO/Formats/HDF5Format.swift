@@ -22,7 +22,7 @@ public struct HDF5Format: ImageFormat {
         try FrameReader.hdf5(path, limits: limits)
     }
 
-    public func readLabels(_ path: String, limits: ReadLimits) throws -> LoadedLabels {
+    public func readLabels(_ path: String, limits: ReadLimits, options _: LabelReadingOptions) throws -> LoadedLabels {
         try Self.loadHDF5(path, limits: limits)
     }
 

@@ -18,14 +18,22 @@ public protocol ImageFormat: Sendable {
     func readImage(_ path: String, limits: ReadLimits) throws -> ScanImage
     /// The image frame by frame, for commands that stream (`segment`).
     func frames(_ path: String, limits: ReadLimits) throws -> FrameReader
-    /// A label map, and whether its spacing came from the file.
-    func readLabels(_ path: String, limits: ReadLimits) throws -> LoadedLabels
+    /// A label map, and whether its spacing came from the file; `options` say how named structures become classes
+    /// and on which series' grid a structure set lies.
+    func readLabels(_ path: String, limits: ReadLimits, options: LabelReadingOptions) throws -> LoadedLabels
+}
+
+extension ImageFormat {
+    /// A label map with the default options (structures in file order, the referenced series found beside it).
+    public func readLabels(_ path: String, limits: ReadLimits) throws -> LoadedLabels {
+        try readLabels(path, limits: limits, options: LabelReadingOptions())
+    }
 }
 
 /// The formats SliceLab reads, and how a file's format is found: by its content, never by its name.
 public enum ImageFormats {
     /// Every format, in the order they are tried.
-    static let all: [any ImageFormat] = [DICOMFormat(), PNGFormat(), HDF5Format(), NIfTIFormat()]
+    static let all: [any ImageFormat] = [DICOMFormat(), PNGFormat(), HDF5Format(), NIfTIFormat(), NRRDFormat()]
 
     /// How many leading bytes a format may look at (HDF5's signature may sit at 0, 512, 1024 or 2048).
     static let headLength = 2056

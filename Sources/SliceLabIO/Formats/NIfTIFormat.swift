@@ -52,7 +52,7 @@ public struct NIfTIFormat: ImageFormat {
         return reader
     }
 
-    public func readLabels(_ path: String, limits: ReadLimits) throws -> LoadedLabels {
+    public func readLabels(_ path: String, limits: ReadLimits, options _: LabelReadingOptions) throws -> LoadedLabels {
         let image = try NIfTIImage.read(path, limits: limits)
         let (slices, rows, columns, channels) = try Self.extents(image)
         guard channels == 1 else {
@@ -75,7 +75,7 @@ public struct NIfTIFormat: ImageFormat {
             labels: LabelMap(
                 frames: slices, rows: rows, columns: columns, labels: labels,
                 spacing: image.geometry.spacing),
-            hasSpacing: true)
+            hasSpacing: true, geometry: image.geometry)
     }
 
     /// (slices, rows, columns, channels) of a 2-D, 3-D or 4-D image.

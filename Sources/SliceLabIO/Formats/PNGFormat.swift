@@ -18,7 +18,7 @@ struct PNGFormat: ImageFormat {
         FrameReader.whole(try readImage(path, limits: limits))
     }
 
-    func readLabels(_ path: String, limits: ReadLimits) throws -> LoadedLabels {
+    func readLabels(_ path: String, limits: ReadLimits, options _: LabelReadingOptions) throws -> LoadedLabels {
         try Self.loadPNG(path, limits: limits)
     }
 

@@ -487,7 +487,10 @@ public enum CompareWorkflow {
         guard missing.isEmpty else { throw CompareError.externalMissing(run: run, folder: folder, cases: missing) }
         return try zip(caseNames, references).map { name, reference in
             let path = byCase[name]!.path
-            var map = try LoadedLabels.read(path, limits: set.limits).labels
+            let options = LabelReadingOptions(
+                mapping: StructureMapping(rule: .classNames(set.description.classes)),
+                reference: set.files[name]?.images.first?.path)
+            var map = try LoadedLabels.read(path, limits: set.limits, options: options).labels
             let (shape, expected) = (map.dimensions, reference.dimensions)
             guard shape == expected else {
                 throw CompareError.externalShape(run: run, file: path, shape: shape, reference: expected)

@@ -61,7 +61,8 @@ public enum ConvertWorkflow {
     /// `reference` a label file to a DICOM SEG (`output` .dcm) over that series. Returns lines for the user.
     public static func run(
         source: String, output: String, window: WindowChoice, frame: Int, bits: Int,
-        reference: String? = nil, limits: ReadLimits = .standard
+        reference: String? = nil, labelOptions: LabelReadingOptions = LabelReadingOptions(),
+        limits: ReadLimits = .standard
     ) throws -> [String] {
         let format = OutputFormat(path: output)
         let fromSEG =
@@ -78,6 +79,9 @@ public enum ConvertWorkflow {
         }
         if fromSEG { throw ConvertError.segmentationNeedsReference(source) }
         if format == .dicom { throw ConvertError.unsupportedOutput(output, withReference: false) }
+        if format == .nrrd || (isStructureFile(source) && (format == .nifti || format == .hdf5)) {
+            return try writeLabels(source: source, to: output, options: labelOptions, limits: limits)
+        }
         if format == .nifti {
             return try writeNIfTIFile(source: source, to: output, limits: limits)
         }
@@ -92,6 +96,49 @@ public enum ConvertWorkflow {
             return try writePNG(source: source, to: output, window: window, frame: frame, bits: bits, limits: limits)
         }
         throw ConvertError.unsupportedOutput(output)
+    }
+
+    // MARK: - Label maps
+
+    /// Whether `path` is a label file of named structures (a 3D Slicer segmentation).
+    static func isStructureFile(_ path: String) -> Bool {
+        guard !isFolder(path), (try? ImageFormats.format(of: path)) is NRRDFormat,
+            let header = try? NRRDHeader.read(path)
+        else { return false }
+        return header.value("Segment0_ID") != nil
+    }
+
+    /// A label file (any format the registry reads labels from) as a NIfTI label map, an HDF5 `/labels`, or a 3D
+    /// Slicer segmentation (`.seg.nrrd`), with the file's geometry where it has one (else its spacing, axes along
+    /// L, P, S); the reader's notes (how structures became classes) come first.
+    static func writeLabels(
+        source: String, to output: String, options: LabelReadingOptions, limits: ReadLimits
+    ) throws -> [String] {
+        let loaded = try LoadedLabels.read(source, limits: limits, options: options)
+        let map = loaded.labels
+        let geometry =
+            loaded.geometry
+            ?? VolumeGeometry(spacing: map.spacing, origin: [0, 0, 0], direction: VolumeGeometry.identity.direction)
+        switch OutputFormat(path: output) {
+        case .nrrd?:
+            let present = Set(map.labels).subtracting([0]).sorted()
+            try NRRDFormat.writeSegmentation(
+                map, geometry: geometry,
+                classNames: Dictionary(
+                    uniqueKeysWithValues: present.map { (Int($0), loaded.classNames[Int($0)] ?? "class \($0)") }),
+                to: output)
+        case .nifti?:
+            try NIfTIImage.write(
+                .labels(map.labels), dimensions: [map.columns, map.rows, map.frames], geometry: geometry, to: output)
+        default:
+            try map.write(to: output, elementType: (map.labels.max() ?? 0) > 255 ? .uint16 : .uint8) { h5 in
+                try h5.setAttribute("origin", .doubles(geometry.origin), at: "/labels")
+                try h5.setAttribute("direction", .doubles(geometry.direction), at: "/labels")
+                try h5.setAttribute("geometry_version", .ints([2]), at: "/labels")
+            }
+        }
+        return loaded.notes
+            + ["wrote \(output): labels of \(source) (\(map.frames)×\(map.rows)×\(map.columns))"]
     }
 
     // MARK: - HDF5
@@ -330,6 +377,15 @@ public enum ConvertWorkflow {
             ]
         }
         let format = try ImageFormats.format(of: source)
+        if format is NRRDFormat {
+            let image = try NRRDImage.read(source, limits: limits)
+            let scan = try NRRDFormat.scanImage(image)
+            guard scan.channels == 1 else { throw ConvertError.unsupportedOutput(output) }
+            try NIfTIImage.write(
+                .float32(scan.values), dimensions: [scan.columns, scan.rows, scan.frames], geometry: image.geometry,
+                to: output)
+            return ["wrote \(output): \(scan.columns)×\(scan.rows)×\(scan.frames) Float32"]
+        }
         if format is NIfTIFormat {
             let image = try NIfTIImage.read(source, limits: limits)
             try NIfTIImage.write(

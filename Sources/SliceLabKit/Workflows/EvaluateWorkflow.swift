@@ -58,11 +58,12 @@ public enum EvaluateWorkflow {
             lesionClasses: try LesionClasses.resolve(
                 options.lesionClasses ?? dataset?.lesionClasses ?? [], classNames: classNames),
             calibrationBins: options.probabilities == nil ? nil : 15)
+        let labelReading = try options.labelReading()
         let progress = showProgress ? ProgressReporter("evaluate", total: pairs.count) : nil
         var cases: [(id: String, spacing: [Double], metrics: CaseMetrics)] = []
         for pair in pairs {
-            let reference = try LoadedLabels.read(pair.reference, limits: limits)
-            let prediction = try LoadedLabels.read(pair.prediction, limits: limits)
+            let reference = try LoadedLabels.read(pair.reference, limits: limits, options: labelReading)
+            let prediction = try LoadedLabels.read(pair.prediction, limits: limits, options: labelReading)
             let (r, p) = (reference.labels, prediction.labels)
             let spacing = reference.hasSpacing ? r.spacing : prediction.hasSpacing ? p.spacing : fallbackSpacing
             let probabilities = try options.probabilities.map {

@@ -135,7 +135,7 @@ public enum SegmentWorkflow {
     static func checkOutput(_ options: Options) throws -> OutputFormat {
         guard let format = OutputFormat(path: options.output) else {
             throw InputError.unsupportedOutput(
-                file: options.output, reason: "expected .h5, .nii, .nii.gz, .png or .dcm")
+                file: options.output, reason: "expected .h5, .nii, .nii.gz, .seg.nrrd, .png or .dcm")
         }
         if options.probabilities && format != .hdf5 {
             throw InputError.unsupportedOutput(file: options.output, reason: "--probabilities needs an .h5 output")
@@ -192,6 +192,20 @@ public enum SegmentWorkflow {
             try NIfTIImage.write(
                 .labels(all), dimensions: [reader.columns, reader.rows, reader.frames], geometry: slices.geometry,
                 to: options.output)
+        case .nrrd:
+            var all: [Int32] = []
+            all.reserveCapacity(reader.frames * reader.rows * reader.columns)
+            try slices.produce(log: log) { index, labels, _ in
+                if index == 0 { firstLabels = labels }
+                all += labels
+            }
+            let names = try SegmentationExport.classNames(
+                checkpoint: options.model, classCount: slices.segmenter.classCount)
+            try NRRDFormat.writeSegmentation(
+                LabelMap(
+                    frames: reader.frames, rows: reader.rows, columns: reader.columns, labels: all,
+                    spacing: slices.geometry.spacing),
+                geometry: slices.geometry, classNames: names, to: options.output)
         default:
             firstLabels = try writeHDF5(slices, options: options, log: log)
         }

@@ -4,13 +4,15 @@ import SliceLabKit
 enum ConvertCommand: Command {
     static let spec = CommandSpec(
         name: "convert",
-        summary: "Convert DICOM to HDF5 (modality values) or PNG (display image), or a label map to DICOM SEG.",
+        summary: "Convert DICOM to HDF5 (modality values) or PNG (display image), NRRD or DICOM to NIfTI, or label "
+            + "maps between DICOM SEG, NIfTI, HDF5 and 3D Slicer's .seg.nrrd.",
         positionals: [
             PositionalSpec("PATH", help: "A DICOM file or a series folder (with --reference: a label file)."),
             PositionalSpec(
                 "OUT",
-                help: "OUT.h5 for /image in physical units, OUT.png for the display image, "
-                    + "OUT.dcm for a DICOM SEG (with --reference).")
+                help: "OUT.h5 for /image in physical units, OUT.png for the display image, OUT.nii.gz, "
+                    + "OUT.seg.nrrd for a label map as a 3D Slicer segmentation, OUT.dcm for a DICOM SEG (with "
+                    + "--reference).")
         ],
         options: [
             OptionSpec(
@@ -21,7 +23,7 @@ enum ConvertCommand: Command {
             OptionSpec(
                 "reference", valueName: "SERIES",
                 help: "PATH is a label map (.h5 /labels or .png): write it as a DICOM SEG over this series."),
-            maxMemoryOption
+            roiOption, overlapOption, maxMemoryOption
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
@@ -32,7 +34,9 @@ enum ConvertCommand: Command {
         let lines = try ConvertWorkflow.run(
             source: arguments.positional(0) ?? "", output: arguments.positional(1) ?? "", window: window,
             frame: arguments.int("frame") ?? 0, bits: Int(arguments.string("bits") ?? "8") ?? 8,
-            reference: arguments.string("reference"), limits: try readLimits(arguments, command: "convert"))
+            reference: arguments.string("reference"),
+            labelOptions: try labelReadingOptions(arguments, command: "convert"),
+            limits: try readLimits(arguments, command: "convert"))
         lines.forEach { print($0) }
     }
 }

@@ -31,6 +31,11 @@ enum EvaluateCommand: Command {
                 help: "The prediction's /probabilities [frames, K, H, W] (segment --probabilities), a file or a "
                     + "folder paired by stem: adds per-class calibration (ECE over 15 bins, Brier, NLL) and the "
                     + "AUROC of entropy as an error detector."),
+            roiOption, overlapOption,
+            OptionSpec(
+                "ref-series", valueName: "SERIES",
+                help: "The DICOM series a structure set (RTSTRUCT) reference lies on.",
+                default: "the referenced series beside it"),
             OptionSpec("out", valueName: "RESULTS.h5", help: "Results file (runs are added).", required: true),
             OptionSpec("run", help: "Run name.", default: "the prediction's name"),
             OptionSpec("overwrite", .flag, help: "Replace a run of the same name."),
@@ -60,6 +65,10 @@ enum EvaluateCommand: Command {
         options.shard = try parseShard(arguments, command: "evaluate")
         options.lesionClasses = try lesionClasses(arguments, command: "evaluate")
         options.probabilities = arguments.string("prob")
+        (options.roi, options.overlap, options.referenceSeries) = (
+            arguments.string("roi"), arguments.choice("overlap"), arguments.string("ref-series")
+        )
+        do { _ = try options.labelReading() } catch { throw UsageError("slicelab evaluate: \(error)") }
         if let job = try cohortJob(arguments, command: "evaluate") {
             let limits = try readLimits(arguments, command: "evaluate")
             let outcome = try ShardedJob.run(communicator: job, output: output, partSuffix: ".h5") { shard, part in
