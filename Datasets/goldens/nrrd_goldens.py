@@ -12,7 +12,6 @@ direction} (array: every `stride`-th voxel along each axis, with the `sum` of al
 /<case>/labels and the segment table as attributes; the peers' versions on the root.
 """
 import importlib.metadata
-import math
 import pathlib
 import shutil
 import sys
@@ -23,16 +22,9 @@ import numpy as np
 import SimpleITK as sitk
 import slicerio
 
+from nifti_goldens import rotation  # the same tilts as the NIfTI goldens
+
 rng = np.random.default_rng(20261206)
-
-
-def rotation(axis, degrees):
-    axis = np.asarray(axis, float) / np.linalg.norm(axis)
-    x, y, z = axis
-    c, s = math.cos(math.radians(degrees)), math.sin(math.radians(degrees))
-    return np.array([[c + x * x * (1 - c), x * y * (1 - c) - z * s, x * z * (1 - c) + y * s],
-                     [y * x * (1 - c) + z * s, c + y * y * (1 - c), y * z * (1 - c) - x * s],
-                     [z * x * (1 - c) - y * s, z * y * (1 - c) + x * s, c + z * z * (1 - c)]])
 
 
 def write_cases(out):

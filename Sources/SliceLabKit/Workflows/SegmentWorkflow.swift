@@ -182,30 +182,26 @@ public enum SegmentWorkflow {
                 frames: 1, rows: reader.rows, columns: reader.columns, labels: firstLabels ?? [],
                 spacing: reader.spacing
             ).write(to: options.output)
-        case .nifti:
+        case .nifti, .nrrd:
             var all: [Int32] = []
             all.reserveCapacity(reader.frames * reader.rows * reader.columns)
             try slices.produce(log: log) { index, labels, _ in
                 if index == 0 { firstLabels = labels }
                 all += labels
             }
-            try NIfTIImage.write(
-                .labels(all), dimensions: [reader.columns, reader.rows, reader.frames], geometry: slices.geometry,
-                to: options.output)
-        case .nrrd:
-            var all: [Int32] = []
-            all.reserveCapacity(reader.frames * reader.rows * reader.columns)
-            try slices.produce(log: log) { index, labels, _ in
-                if index == 0 { firstLabels = labels }
-                all += labels
+            if format == .nifti {
+                try NIfTIImage.write(
+                    .labels(all), dimensions: [reader.columns, reader.rows, reader.frames],
+                    geometry: slices.geometry, to: options.output)
+            } else {
+                let names = try SegmentationExport.classNames(
+                    checkpoint: options.model, classCount: slices.segmenter.classCount)
+                try NRRDFormat.writeSegmentation(
+                    LabelMap(
+                        frames: reader.frames, rows: reader.rows, columns: reader.columns, labels: all,
+                        spacing: slices.geometry.spacing),
+                    geometry: slices.geometry, classNames: names, to: options.output)
             }
-            let names = try SegmentationExport.classNames(
-                checkpoint: options.model, classCount: slices.segmenter.classCount)
-            try NRRDFormat.writeSegmentation(
-                LabelMap(
-                    frames: reader.frames, rows: reader.rows, columns: reader.columns, labels: all,
-                    spacing: slices.geometry.spacing),
-                geometry: slices.geometry, classNames: names, to: options.output)
         default:
             firstLabels = try writeHDF5(slices, options: options, log: log)
         }
