@@ -3,7 +3,7 @@ import PackageDescription
 
 // DCMTK's pkg-config file on Debian 12 requires `sndfile` and is unusable: link its libraries by name.
 let dcmtkLibraries = [
-    "dcmseg", "dcmfg", "dcmiod", "dcmimage", "dcmimgle", "dcmjpeg", "ijg8", "ijg12", "ijg16",
+    "dcmrt", "dcmseg", "dcmfg", "dcmiod", "dcmimage", "dcmimgle", "dcmjpeg", "ijg8", "ijg12", "ijg16",
     "dcmjpls", "dcmtkcharls", "dcmdata", "oflog", "ofstd", "z"
 ]
 

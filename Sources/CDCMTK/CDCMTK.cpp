@@ -16,6 +16,7 @@
 #include <dcmtk/dcmiod/iodreferences.h>
 #include <dcmtk/dcmseg/segdoc.h>
 #include <dcmtk/dcmseg/segment.h>
+#include <dcmtk/dcmrt/drtstrct.h>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -666,3 +667,144 @@ extern "C" int cdcmtk_seg_save(cdcmtk_seg *seg, const char *path) {
 }
 
 extern "C" void cdcmtk_seg_free(cdcmtk_seg *seg) { delete seg; }
+
+// MARK: - RT Structure Sets
+
+namespace {
+struct RTContour {
+    std::string type, image;
+    std::vector<double> points;
+};
+struct RTROI {
+    int32_t number = 0;
+    std::string name, frame, type;
+    int32_t color[3] = {-1, -1, -1};
+    std::vector<RTContour> contours;
+};
+}  // namespace
+
+struct cdcmtk_rt {
+    std::string texts[4];
+    std::vector<std::string> images;
+    std::vector<RTROI> rois;
+};
+
+extern "C" cdcmtk_rt *cdcmtk_rt_read(cdcmtk_file *file, char *message, size_t message_capacity) {
+    auto write = [&](const std::string &text) { copyMessage(text, message, message_capacity); };
+    DRTStructureSetIOD iod;
+    OFCondition status = iod.read(*file->format.getDataset());
+    if (status.bad()) {
+        write(std::string("not an RT Structure Set: ") + status.text());
+        return nullptr;
+    }
+    auto rt = std::make_unique<cdcmtk_rt>();
+    OFString text;
+    if (iod.getFrameOfReferenceUID(text).good()) rt->texts[0] = text.c_str();
+    if (iod.getStructureSetLabel(text).good()) rt->texts[2] = text.c_str();
+    if (iod.getSOPInstanceUID(text).good()) rt->texts[3] = text.c_str();
+    DRTReferencedFrameOfReferenceSequence &frames = iod.getReferencedFrameOfReferenceSequence();
+    for (size_t f = 0; f < frames.getNumberOfItems(); ++f) {
+        DRTReferencedFrameOfReferenceSequence::Item &frame = frames.getItem(f);
+        if (rt->texts[0].empty() && frame.getFrameOfReferenceUID(text).good()) rt->texts[0] = text.c_str();
+        DRTRTReferencedStudySequence &studies = frame.getRTReferencedStudySequence();
+        for (size_t s = 0; s < studies.getNumberOfItems(); ++s) {
+            DRTRTReferencedSeriesSequence &series = studies.getItem(s).getRTReferencedSeriesSequence();
+            for (size_t r = 0; r < series.getNumberOfItems(); ++r) {
+                DRTRTReferencedSeriesSequence::Item &one = series.getItem(r);
+                if (rt->texts[1].empty() && one.getSeriesInstanceUID(text).good()) rt->texts[1] = text.c_str();
+                DRTContourImageSequence &images = one.getContourImageSequence();
+                for (size_t i = 0; i < images.getNumberOfItems(); ++i) {
+                    if (images.getItem(i).getReferencedSOPInstanceUID(text).good()) rt->images.push_back(text.c_str());
+                }
+            }
+        }
+    }
+    DRTStructureSetROISequence &rois = iod.getStructureSetROISequence();
+    for (size_t r = 0; r < rois.getNumberOfItems(); ++r) {
+        DRTStructureSetROISequence::Item &item = rois.getItem(r);
+        RTROI roi;
+        Sint32 number = 0;
+        if (item.getROINumber(number).bad()) {
+            write("Structure Set ROI item " + std::to_string(r + 1) + " has no ROI Number");
+            return nullptr;
+        }
+        roi.number = number;
+        if (item.getROIName(text).good()) roi.name = text.c_str();
+        if (item.getReferencedFrameOfReferenceUID(text).good()) roi.frame = text.c_str();
+        rt->rois.push_back(roi);
+    }
+    auto find = [&](Sint32 number) -> RTROI * {
+        for (auto &roi : rt->rois)
+            if (roi.number == number) return &roi;
+        return nullptr;
+    };
+    DRTRTROIObservationsSequence &observations = iod.getRTROIObservationsSequence();
+    for (size_t o = 0; o < observations.getNumberOfItems(); ++o) {
+        DRTRTROIObservationsSequence::Item &item = observations.getItem(o);
+        Sint32 number = 0;
+        RTROI *roi = item.getReferencedROINumber(number).good() ? find(number) : nullptr;
+        if (roi && item.getRTROIInterpretedType(text).good()) roi->type = text.c_str();
+    }
+    DRTROIContourSequence &contours = iod.getROIContourSequence();
+    for (size_t c = 0; c < contours.getNumberOfItems(); ++c) {
+        DRTROIContourSequence::Item &item = contours.getItem(c);
+        Sint32 number = 0;
+        RTROI *roi = item.getReferencedROINumber(number).good() ? find(number) : nullptr;
+        if (!roi) {
+            write("ROI Contour item " + std::to_string(c + 1) + " references ROI " + std::to_string(number) +
+                  ", which the Structure Set ROI Sequence does not list");
+            return nullptr;
+        }
+        for (int k = 0; k < 3; ++k) {
+            Sint32 value = 0;
+            if (item.getROIDisplayColor(value, k).good()) roi->color[k] = value;
+        }
+        DRTContourSequence &sequence = item.getContourSequence();
+        for (size_t k = 0; k < sequence.getNumberOfItems(); ++k) {
+            DRTContourSequence::Item &contour = sequence.getItem(k);
+            RTContour flat;
+            if (contour.getContourGeometricType(text).good()) flat.type = text.c_str();
+            OFVector<Float64> points;
+            contour.getContourData(points);
+            flat.points.assign(points.begin(), points.end());
+            DRTContourImageSequence &images = contour.getContourImageSequence();
+            if (images.getNumberOfItems() > 0 && images.getItem(0).getReferencedSOPInstanceUID(text).good()) {
+                flat.image = text.c_str();
+            }
+            roi->contours.push_back(std::move(flat));
+        }
+    }
+    return rt.release();
+}
+
+extern "C" void cdcmtk_rt_free(cdcmtk_rt *rt) { delete rt; }
+extern "C" const char *cdcmtk_rt_text(const cdcmtk_rt *rt, int field) {
+    return field >= 0 && field < 4 ? rt->texts[field].c_str() : "";
+}
+extern "C" size_t cdcmtk_rt_referenced_image_count(const cdcmtk_rt *rt) { return rt->images.size(); }
+extern "C" const char *cdcmtk_rt_referenced_image(const cdcmtk_rt *rt, size_t index) {
+    return rt->images[index].c_str();
+}
+extern "C" size_t cdcmtk_rt_roi_count(const cdcmtk_rt *rt) { return rt->rois.size(); }
+extern "C" int32_t cdcmtk_rt_roi_number(const cdcmtk_rt *rt, size_t index) { return rt->rois[index].number; }
+extern "C" const char *cdcmtk_rt_roi_name(const cdcmtk_rt *rt, size_t index) { return rt->rois[index].name.c_str(); }
+extern "C" const char *cdcmtk_rt_roi_frame(const cdcmtk_rt *rt, size_t index) {
+    return rt->rois[index].frame.c_str();
+}
+extern "C" void cdcmtk_rt_roi_color(const cdcmtk_rt *rt, size_t index, int32_t *rgb) {
+    for (int k = 0; k < 3; ++k) rgb[k] = rt->rois[index].color[k];
+}
+extern "C" const char *cdcmtk_rt_roi_type(const cdcmtk_rt *rt, size_t index) { return rt->rois[index].type.c_str(); }
+extern "C" size_t cdcmtk_rt_contour_count(const cdcmtk_rt *rt, size_t roi) { return rt->rois[roi].contours.size(); }
+extern "C" const char *cdcmtk_rt_contour_type(const cdcmtk_rt *rt, size_t roi, size_t contour) {
+    return rt->rois[roi].contours[contour].type.c_str();
+}
+extern "C" const char *cdcmtk_rt_contour_image(const cdcmtk_rt *rt, size_t roi, size_t contour) {
+    return rt->rois[roi].contours[contour].image.c_str();
+}
+extern "C" size_t cdcmtk_rt_contour_point_count(const cdcmtk_rt *rt, size_t roi, size_t contour) {
+    return rt->rois[roi].contours[contour].points.size() / 3;
+}
+extern "C" const double *cdcmtk_rt_contour_points(const cdcmtk_rt *rt, size_t roi, size_t contour) {
+    return rt->rois[roi].contours[contour].points.data();
+}

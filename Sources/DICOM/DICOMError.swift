@@ -24,6 +24,9 @@ public enum DICOMError: Error, CustomStringConvertible, Equatable, Sendable {
     case noSeries(folder: String, reasons: [String])
     /// A segmentation that is malformed or does not match its source images.
     case invalidSegmentation(file: String, reason: String)
+    /// An RT Structure Set that is malformed or does not fit the series it lies on: the file, the ROI when one is
+    /// at fault, and the cause.
+    case invalidStructureSet(file: String, roi: String?, reason: String)
     /// A file that could not be written.
     case unwritable(file: String, reason: String)
     /// A source image lacks a type 1 attribute that a derived object (a SEG) must copy or share with it.
@@ -54,6 +57,8 @@ public enum DICOMError: Error, CustomStringConvertible, Equatable, Sendable {
                     : ":\n  "
                         + reasons.prefix(20).joined(separator: "\n  "))
         case .invalidSegmentation(let file, let reason): return "\(file): invalid DICOM SEG: \(reason)"
+        case .invalidStructureSet(let file, let roi, let reason):
+            return "\(file): RT Structure Set\(roi.map { ", ROI '\($0)'" } ?? ""): \(reason)"
         case .unwritable(let file, let reason): return "\(file): cannot write DICOM: \(reason)"
         }
     }

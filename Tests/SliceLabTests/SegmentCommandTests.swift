@@ -63,7 +63,9 @@ import Testing
                 "segment", "in.png", "--model", "m.h5", "--out", out
             ])
         #expect(result.status == 1)
-        #expect(result.standardError.contains("\(out): unsupported output: expected .h5, .nii, .nii.gz, .seg.nrrd, .png or .dcm"))
+        #expect(
+            result.standardError.contains(
+                "\(out): unsupported output: expected .h5, .nii, .nii.gz, .seg.nrrd, .png or .dcm"))
         #expect(!FileManager.default.fileExists(atPath: out))
     }
 

@@ -106,6 +106,38 @@ int cdcmtk_seg_add_frame(cdcmtk_seg *seg, const uint8_t *pixels, uint16_t segmen
 int cdcmtk_seg_save(cdcmtk_seg *seg, const char *path);
 void cdcmtk_seg_free(cdcmtk_seg *seg);
 
+// MARK: - RT Structure Sets (dcmrt)
+
+/// A structure set read through dcmrt's IOD (`DRTStructureSetIOD`), flattened; freed with `cdcmtk_rt_free`.
+typedef struct cdcmtk_rt cdcmtk_rt;
+
+/// Reads the RT Structure Set IOD of an open file. NULL on failure with the reason in `message`.
+cdcmtk_rt *cdcmtk_rt_read(cdcmtk_file *file, char *message, size_t message_capacity);
+void cdcmtk_rt_free(cdcmtk_rt *rt);
+/// Text fields: 0 the Frame of Reference UID (the module's, else the first Referenced Frame of Reference's),
+/// 1 the first referenced series' Series Instance UID, 2 the Structure Set Label, 3 the SOP Instance UID.
+const char *cdcmtk_rt_text(const cdcmtk_rt *rt, int field);
+/// The referenced images' SOP Instance UIDs of the Referenced Frame of Reference Sequence.
+size_t cdcmtk_rt_referenced_image_count(const cdcmtk_rt *rt);
+const char *cdcmtk_rt_referenced_image(const cdcmtk_rt *rt, size_t index);
+/// The ROIs of the Structure Set ROI Sequence, in file order.
+size_t cdcmtk_rt_roi_count(const cdcmtk_rt *rt);
+/// ROI `index`: its number, name and referenced frame of reference, its display colour (−1s when absent) and
+/// its RT ROI Interpreted Type ("" when absent).
+int32_t cdcmtk_rt_roi_number(const cdcmtk_rt *rt, size_t index);
+const char *cdcmtk_rt_roi_name(const cdcmtk_rt *rt, size_t index);
+const char *cdcmtk_rt_roi_frame(const cdcmtk_rt *rt, size_t index);
+void cdcmtk_rt_roi_color(const cdcmtk_rt *rt, size_t index, int32_t *rgb);
+const char *cdcmtk_rt_roi_type(const cdcmtk_rt *rt, size_t index);
+/// The contours of ROI `index` (from the ROI Contour Sequence item referencing its number).
+size_t cdcmtk_rt_contour_count(const cdcmtk_rt *rt, size_t roi);
+/// Contour `contour` of ROI `roi`: its geometric type, its first referenced image ("" when none), and its points
+/// (x, y, z triples in mm, LPS) and their number.
+const char *cdcmtk_rt_contour_type(const cdcmtk_rt *rt, size_t roi, size_t contour);
+const char *cdcmtk_rt_contour_image(const cdcmtk_rt *rt, size_t roi, size_t contour);
+size_t cdcmtk_rt_contour_point_count(const cdcmtk_rt *rt, size_t roi, size_t contour);
+const double *cdcmtk_rt_contour_points(const cdcmtk_rt *rt, size_t roi, size_t contour);
+
 #ifdef __cplusplus
 }
 #endif

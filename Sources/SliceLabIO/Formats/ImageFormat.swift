@@ -33,7 +33,9 @@ extension ImageFormat {
 /// The formats SliceLab reads, and how a file's format is found: by its content, never by its name.
 public enum ImageFormats {
     /// Every format, in the order they are tried.
-    static let all: [any ImageFormat] = [DICOMFormat(), PNGFormat(), HDF5Format(), NIfTIFormat(), NRRDFormat()]
+    static let all: [any ImageFormat] = [
+        RTStructureSetFormat(), DICOMFormat(), PNGFormat(), HDF5Format(), NIfTIFormat(), NRRDFormat()
+    ]
 
     /// How many leading bytes a format may look at (HDF5's signature may sit at 0, 512, 1024 or 2048).
     static let headLength = 2056

@@ -68,6 +68,11 @@ public enum ConvertWorkflow {
         let fromSEG =
             !isFolder(source) && (try? ImageFormats.format(of: source)) is DICOMFormat
             && (try? DICOMFile(path: source, limits: limits))?.dataset.string(.segmentationType) != nil
+        if isStructureFile(source) && format != .dicom {
+            var options = labelOptions
+            options.reference = reference ?? options.reference
+            return try writeLabels(source: source, to: output, options: options, limits: limits)
+        }
         if let reference {
             if fromSEG, format == .hdf5 || format == .nifti {
                 return try writeSegmentationLabels(seg: source, reference: reference, to: output, limits: limits)
@@ -79,7 +84,7 @@ public enum ConvertWorkflow {
         }
         if fromSEG { throw ConvertError.segmentationNeedsReference(source) }
         if format == .dicom { throw ConvertError.unsupportedOutput(output, withReference: false) }
-        if format == .nrrd || (isStructureFile(source) && (format == .nifti || format == .hdf5)) {
+        if format == .nrrd {
             return try writeLabels(source: source, to: output, options: labelOptions, limits: limits)
         }
         if format == .nifti {
@@ -100,11 +105,11 @@ public enum ConvertWorkflow {
 
     // MARK: - Label maps
 
-    /// Whether `path` is a label file of named structures (a 3D Slicer segmentation).
+    /// Whether `path` is a label file of named structures (an RT Structure Set, a 3D Slicer segmentation).
     static func isStructureFile(_ path: String) -> Bool {
-        guard !isFolder(path), (try? ImageFormats.format(of: path)) is NRRDFormat,
-            let header = try? NRRDHeader.read(path)
-        else { return false }
+        guard !isFolder(path), let format = try? ImageFormats.format(of: path) else { return false }
+        if format is RTStructureSetFormat { return true }
+        guard format is NRRDFormat, let header = try? NRRDHeader.read(path) else { return false }
         return header.value("Segment0_ID") != nil
     }
 
