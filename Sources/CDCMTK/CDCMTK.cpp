@@ -808,3 +808,169 @@ extern "C" size_t cdcmtk_rt_contour_point_count(const cdcmtk_rt *rt, size_t roi,
 extern "C" const double *cdcmtk_rt_contour_points(const cdcmtk_rt *rt, size_t roi, size_t contour) {
     return rt->rois[roi].contours[contour].points.data();
 }
+
+// MARK: - Writing RT Structure Sets
+
+struct cdcmtk_rtw {
+    DRTStructureSetIOD iod;
+    std::string error;
+    DRTContourImageSequence *images = nullptr;
+    std::vector<std::pair<int32_t, DRTContourSequence *>> contours;
+    int32_t contourNumber = 0;
+};
+
+namespace {
+int rtwFail(cdcmtk_rtw *rtw, const std::string &what, const OFCondition &status) {
+    rtw->error = what + ": " + status.text();
+    return CDCMTK_ERROR;
+}
+std::string dicomDate(bool time) {
+    OFString text;
+    if (time) OFDateTime::getCurrentDateTime().getTime().getISOFormattedTime(text, OFTrue, OFFalse, OFFalse, OFFalse);
+    else OFDateTime::getCurrentDateTime().getDate().getISOFormattedDate(text, OFFalse);
+    return text.c_str();
+}
+}  // namespace
+
+extern "C" cdcmtk_rtw *cdcmtk_rtw_create(const char *source_path, const char *label, const char *series_description,
+                                         int series_number, char *message, size_t message_capacity) {
+    auto write = [&](const std::string &text) { copyMessage(text, message, message_capacity); };
+    DcmFileFormat source;
+    OFCondition status = source.loadFile(source_path);
+    if (status.bad()) {
+        write(std::string(source_path) + ": " + status.text());
+        return nullptr;
+    }
+    DcmDataset *dataset = source.getDataset();
+    auto rtw = std::make_unique<cdcmtk_rtw>();
+    DRTStructureSetIOD &iod = rtw->iod;
+    iod.readPatientData(*dataset);
+    iod.readStudyData(*dataset);
+    OFString frame, indicator, study, series;
+    dataset->findAndGetOFString(DCM_FrameOfReferenceUID, frame);
+    dataset->findAndGetOFString(DCM_PositionReferenceIndicator, indicator);
+    dataset->findAndGetOFString(DCM_StudyInstanceUID, study);
+    dataset->findAndGetOFString(DCM_SeriesInstanceUID, series);
+    if (frame.empty() || study.empty() || series.empty()) {
+        write(std::string(source_path) + ": no Frame of Reference, Study or Series Instance UID to reference");
+        return nullptr;
+    }
+    char uid[100];
+    iod.setSOPClassUID(UID_RTStructureSetStorage);
+    iod.setSOPInstanceUID(dcmGenerateUniqueIdentifier(uid, SITE_INSTANCE_UID_ROOT));
+    iod.setSeriesInstanceUID(dcmGenerateUniqueIdentifier(uid, SITE_SERIES_UID_ROOT));
+    iod.setModality("RTSTRUCT");
+    iod.setSeriesNumber(std::to_string(series_number).c_str());
+    if (series_description) iod.setSeriesDescription(series_description);
+    iod.setOperatorsName("");
+    iod.setFrameOfReferenceUID(frame);
+    iod.setPositionReferenceIndicator(indicator);
+    iod.setManufacturer("SliceLab");
+    iod.setManufacturerModelName("SliceLab");
+    iod.setInstanceNumber("1");
+    iod.setStructureSetLabel(label ? label : "SliceLab");
+    iod.setStructureSetDate(dicomDate(false).c_str());
+    iod.setStructureSetTime(dicomDate(true).c_str());
+    iod.setInstanceCreationDate(dicomDate(false).c_str());
+    DRTReferencedFrameOfReferenceSequence::Item *frameItem = nullptr;
+    DRTRTReferencedStudySequence::Item *studyItem = nullptr;
+    DRTRTReferencedSeriesSequence::Item *seriesItem = nullptr;
+    if (iod.getReferencedFrameOfReferenceSequence().addItem(frameItem).bad() ||
+        frameItem->getRTReferencedStudySequence().addItem(studyItem).bad() ||
+        studyItem->getRTReferencedSeriesSequence().addItem(seriesItem).bad()) {
+        write("building the Referenced Frame of Reference Sequence failed");
+        return nullptr;
+    }
+    frameItem->setFrameOfReferenceUID(frame);
+    // The study is referenced as PS3.3 C.8.8.5 asks: Detached Study Management SOP class, the study's UID.
+    studyItem->setReferencedSOPClassUID("1.2.840.10008.3.1.2.3.1");
+    studyItem->setReferencedSOPInstanceUID(study);
+    seriesItem->setSeriesInstanceUID(series);
+    rtw->images = &seriesItem->getContourImageSequence();
+    return rtw.release();
+}
+
+extern "C" const char *cdcmtk_rtw_error(const cdcmtk_rtw *rtw) { return rtw ? rtw->error.c_str() : ""; }
+
+extern "C" int cdcmtk_rtw_add_image(cdcmtk_rtw *rtw, const char *sop_class_uid, const char *sop_instance_uid) {
+    DRTContourImageSequence::Item *item = nullptr;
+    OFCondition status = rtw->images->addItem(item);
+    if (status.good()) status = item->setReferencedSOPClassUID(sop_class_uid);
+    if (status.good()) status = item->setReferencedSOPInstanceUID(sop_instance_uid);
+    return status.good() ? CDCMTK_OK : rtwFail(rtw, "referencing an image", status);
+}
+
+extern "C" int cdcmtk_rtw_add_roi(cdcmtk_rtw *rtw, int32_t number, const char *name, const int32_t *rgb,
+                                  const char *interpreted_type) {
+    DRTStructureSetROISequence::Item *roi = nullptr;
+    DRTROIContourSequence::Item *contour = nullptr;
+    DRTRTROIObservationsSequence::Item *observation = nullptr;
+    const std::string numberText = std::to_string(number);
+    OFString frame;
+    rtw->iod.getFrameOfReferenceUID(frame);
+    OFCondition status = rtw->iod.getStructureSetROISequence().addItem(roi);
+    if (status.good()) status = roi->setROINumber(numberText.c_str());
+    if (status.good()) status = roi->setReferencedFrameOfReferenceUID(frame);
+    if (status.good()) status = roi->setROIName(name);
+    if (status.good()) status = roi->setROIGenerationAlgorithm("AUTOMATIC");
+    if (status.good()) status = rtw->iod.getROIContourSequence().addItem(contour);
+    if (status.good()) status = contour->setReferencedROINumber(numberText.c_str());
+    if (status.good()) {
+        status = contour->setROIDisplayColor(
+            (std::to_string(rgb[0]) + "\\" + std::to_string(rgb[1]) + "\\" + std::to_string(rgb[2])).c_str());
+    }
+    if (status.good()) status = rtw->iod.getRTROIObservationsSequence().addItem(observation);
+    if (status.good()) status = observation->setObservationNumber(numberText.c_str());
+    if (status.good()) status = observation->setReferencedROINumber(numberText.c_str());
+    if (status.good()) status = observation->setRTROIInterpretedType(interpreted_type);
+    if (status.good()) status = observation->setROIInterpreter("");
+    if (status.bad()) return rtwFail(rtw, std::string("adding ROI ") + name, status);
+    rtw->contours.emplace_back(number, &contour->getContourSequence());
+    return CDCMTK_OK;
+}
+
+extern "C" int cdcmtk_rtw_add_contour(cdcmtk_rtw *rtw, int32_t number, const double *points, size_t count,
+                                      const char *sop_class_uid, const char *sop_instance_uid) {
+    DRTContourSequence *sequence = nullptr;
+    for (auto &entry : rtw->contours)
+        if (entry.first == number) sequence = entry.second;
+    if (!sequence) {
+        rtw->error = "no ROI " + std::to_string(number);
+        return CDCMTK_ERROR;
+    }
+    std::ostringstream data;
+    char value[32];
+    for (size_t i = 0; i < 3 * count; ++i) {
+        std::snprintf(value, sizeof value, "%.4f", points[i]);
+        // Trailing zeros trimmed: a DS value holds at most 16 characters.
+        std::string text(value);
+        while (text.find('.') != std::string::npos && (text.back() == '0' || text.back() == '.')) {
+            bool dot = text.back() == '.';
+            text.pop_back();
+            if (dot) break;
+        }
+        if (text == "-0") text = "0";
+        if (i) data << "\\";
+        data << text;
+    }
+    DRTContourSequence::Item *contour = nullptr;
+    DRTContourImageSequence::Item *image = nullptr;
+    OFCondition status = sequence->addItem(contour);
+    if (status.good()) status = contour->setContourNumber(std::to_string(++rtw->contourNumber).c_str());
+    if (status.good()) status = contour->setContourGeometricType("CLOSED_PLANAR");
+    if (status.good()) status = contour->setNumberOfContourPoints(std::to_string(count).c_str());
+    if (status.good()) status = contour->setContourData(data.str().c_str(), OFFalse);
+    if (status.good()) status = contour->getContourImageSequence().addItem(image);
+    if (status.good()) status = image->setReferencedSOPClassUID(sop_class_uid);
+    if (status.good()) status = image->setReferencedSOPInstanceUID(sop_instance_uid);
+    return status.good() ? CDCMTK_OK : rtwFail(rtw, "adding a contour to ROI " + std::to_string(number), status);
+}
+
+extern "C" int cdcmtk_rtw_save(cdcmtk_rtw *rtw, const char *path) {
+    DcmFileFormat file;
+    OFCondition status = rtw->iod.write(*file.getDataset());
+    if (status.good()) status = file.saveFile(path, EXS_LittleEndianExplicit);
+    return status.good() ? CDCMTK_OK : rtwFail(rtw, std::string("writing ") + path, status);
+}
+
+extern "C" void cdcmtk_rtw_free(cdcmtk_rtw *rtw) { delete rtw; }

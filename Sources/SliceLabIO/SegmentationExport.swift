@@ -5,6 +5,16 @@ import ImageFiles
 /// Label maps written as binary DICOM SEG referencing their source series (`slicelab segment … --out OUT.dcm`,
 /// `slicelab convert LABELS --reference SERIES OUT.dcm`), so results open over the images in 3D Slicer or OHIF.
 public enum SegmentationExport {
+    /// What a `.dcm` label output is (`--dicom-output`).
+    public enum DICOMOutput: String, Sendable, CaseIterable {
+        /// A binary DICOM SEG (the default).
+        case seg
+        /// An RT Structure Set of traced contours.
+        case rtstruct
+
+        var title: String { self == .seg ? "DICOM SEG" : "RT Structure Set" }
+    }
+
     /// Segment labels for classes 1..<classCount: the checkpoint's `class_names` attribute (one name per class,
     /// background first) when it has one, else "class N".
     ///
@@ -59,20 +69,57 @@ public enum SegmentationExport {
             seriesDescription: "SliceLab segmentation", to: path)
     }
 
+    /// Writes `labels` as an RT Structure Set on `series`: one ROI per class named in `classNames` (in class order,
+    /// the overlays' colours, interpreted type `interpretedType`), its contours traced slice by slice
+    /// (`StructureSet.write`). Atomic.
+    ///
+    /// - Returns: contours written per class.
+    /// - Throws: `InputError.invalidContent` when the label map does not fit the series; `DICOMError` from the
+    ///   writer.
+    @discardableResult
+    public static func writeStructureSet(
+        labels: LabelMap, series: Series, classNames: [Int: String], interpretedType: String = "ORGAN",
+        to path: String
+    ) throws -> [Int: Int] {
+        let first = series.first
+        guard labels.frames == series.slices.count, labels.rows == first.rows, labels.columns == first.columns else {
+            throw InputError.invalidContent(
+                file: path,
+                reason: "the label map is \(labels.frames)×\(labels.rows)×\(labels.columns) but the series "
+                    + "\(series.seriesInstanceUID) is \(series.slices.count)×\(first.rows)×\(first.columns)")
+        }
+        let present = Set(labels.labels.filter { $0 > 0 }.map(Int.init))
+        let rois = Set(classNames.keys.filter { $0 > 0 }).union(present).sorted().map { label in
+            let color = Overlay.color(ofClass: label)
+            return StructureSet.ROIDescription(
+                label: label, name: classNames[label] ?? "class \(label)",
+                color: (Int(color.0), Int(color.1), Int(color.2)), interpretedType: interpretedType)
+        }
+        return try StructureSet.write(labels: labels.labels, series: series, rois: rois, to: path)
+    }
+
     /// `slicelab convert LABELS --reference SERIES OUT.dcm`: a label file (`.h5` with `/labels`, a gray `.png`) as
     /// a SEG over the first series of `reference` (a single-frame DICOM file or a folder), labels named "class N".
     ///
     /// - Returns: lines for the user.
     /// - Throws: `InputError` for a label map that does not fit the series, `DICOMError`, `ImageFileError`.
-    public static func convert(labels path: String, reference: String, to output: String) throws -> [String] {
-        let loaded = try LoadedLabels.read(path)
+    public static func convert(
+        labels path: String, reference: String, to output: String, as kind: DICOMOutput = .seg,
+        options: LabelReadingOptions = LabelReadingOptions()
+    ) throws -> [String] {
+        let loaded = try LoadedLabels.read(path, options: options)
         let series = try sourceSeries(reference)
         let classCount = Int(loaded.labels.labels.max() ?? 0) + 1
-        try write(
-            labels: loaded.labels, series: series, classNames: defaultNames(classCount: classCount, stored: []),
-            to: output)
-        return [
-            "wrote \(output): DICOM SEG of \(path) over series \(series.seriesInstanceUID) "
+        var names = defaultNames(classCount: classCount, stored: [])
+        names.merge(loaded.classNames) { _, named in named }
+        switch kind {
+        case .seg:
+            try write(labels: loaded.labels, series: series, classNames: names, to: output)
+        case .rtstruct:
+            try writeStructureSet(labels: loaded.labels, series: series, classNames: names, to: output)
+        }
+        return loaded.notes + [
+            "wrote \(output): \(kind.title) of \(path) over series \(series.seriesInstanceUID) "
                 + "(\(series.slices.count) slice(s))"
         ]
     }

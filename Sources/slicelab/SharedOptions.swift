@@ -145,3 +145,9 @@ func labelReadingOptions(_ arguments: ParsedArguments, command: String, classNam
     }
     return options
 }
+
+/// `--dicom-output seg|rtstruct`: what a `.dcm` label output is.
+let dicomOutputOption = OptionSpec(
+    "dicom-output", .choice(of: SegmentationExport.DICOMOutput.self),
+    help: "A .dcm output as a binary DICOM SEG or as an RT Structure Set of contours traced per slice (one ROI per "
+        + "class, named and coloured from the class table).", default: "seg")

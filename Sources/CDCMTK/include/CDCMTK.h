@@ -138,6 +138,27 @@ const char *cdcmtk_rt_contour_image(const cdcmtk_rt *rt, size_t roi, size_t cont
 size_t cdcmtk_rt_contour_point_count(const cdcmtk_rt *rt, size_t roi, size_t contour);
 const double *cdcmtk_rt_contour_points(const cdcmtk_rt *rt, size_t roi, size_t contour);
 
+/// A structure set being written through dcmrt; freed with `cdcmtk_rtw_free`.
+typedef struct cdcmtk_rtw cdcmtk_rtw;
+
+/// Starts a structure set on the series of `source_path` (one of its images): patient, study, Frame of Reference
+/// (with its Position Reference Indicator) from it, a new series `series_number` described so, equipment
+/// SliceLab. NULL on failure with the reason in `message`.
+cdcmtk_rtw *cdcmtk_rtw_create(const char *source_path, const char *label, const char *series_description,
+                              int series_number, char *message, size_t message_capacity);
+const char *cdcmtk_rtw_error(const cdcmtk_rtw *rtw);
+/// Lists an image of the referenced series (Contour Image Sequence of the Referenced Frame of Reference).
+int cdcmtk_rtw_add_image(cdcmtk_rtw *rtw, const char *sop_class_uid, const char *sop_instance_uid);
+/// Adds ROI `number` (name, display colour, RT ROI Interpreted Type; generation algorithm AUTOMATIC).
+int cdcmtk_rtw_add_roi(cdcmtk_rtw *rtw, int32_t number, const char *name, const int32_t *rgb,
+                       const char *interpreted_type);
+/// Adds a CLOSED_PLANAR contour of `count` points (x, y, z triples, mm) to ROI `number`, on the image named.
+int cdcmtk_rtw_add_contour(cdcmtk_rtw *rtw, int32_t number, const double *points, size_t count,
+                           const char *sop_class_uid, const char *sop_instance_uid);
+/// Writes the structure set (explicit VR little endian) where asked; callers write to a temporary.
+int cdcmtk_rtw_save(cdcmtk_rtw *rtw, const char *path);
+void cdcmtk_rtw_free(cdcmtk_rtw *rtw);
+
 #ifdef __cplusplus
 }
 #endif

@@ -62,7 +62,7 @@ public enum ConvertWorkflow {
     public static func run(
         source: String, output: String, window: WindowChoice, frame: Int, bits: Int,
         reference: String? = nil, labelOptions: LabelReadingOptions = LabelReadingOptions(),
-        limits: ReadLimits = .standard
+        dicomOutput: SegmentationExport.DICOMOutput = .seg, limits: ReadLimits = .standard
     ) throws -> [String] {
         let format = OutputFormat(path: output)
         let fromSEG =
@@ -80,7 +80,8 @@ public enum ConvertWorkflow {
             guard format == .dicom else {
                 throw ConvertError.unsupportedOutput(output, withReference: true)
             }
-            return try SegmentationExport.convert(labels: source, reference: reference, to: output)
+            return try SegmentationExport.convert(
+                labels: source, reference: reference, to: output, as: dicomOutput, options: labelOptions)
         }
         if fromSEG { throw ConvertError.segmentationNeedsReference(source) }
         if format == .dicom { throw ConvertError.unsupportedOutput(output, withReference: false) }

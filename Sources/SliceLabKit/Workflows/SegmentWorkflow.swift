@@ -45,6 +45,8 @@ public enum SegmentWorkflow {
         /// `--uncertainty OUT.h5|OUT.nii.gz`: per-voxel predictive entropy and, for an ensemble or views, mutual
         /// information, in the labels' geometry.
         public var uncertainty: String?
+        /// What a `.dcm` output is: a DICOM SEG or an RT Structure Set (`--dicom-output`).
+        public var dicomOutput: SegmentationExport.DICOMOutput = .seg
 
         public init(
             input: String, model: String, output: String, overlay: String? = nil, probabilities: Bool = false,
@@ -381,10 +383,15 @@ public enum SegmentWorkflow {
             frames: image.frames, rows: image.rows, columns: image.columns, labels: labels,
             spacing: image.spacing)
         let names = try SegmentationExport.classNames(checkpoint: options.model, classCount: k)
-        try SegmentationExport.write(labels: map, series: source, classNames: names, to: options.output)
+        switch options.dicomOutput {
+        case .seg:
+            try SegmentationExport.write(labels: map, series: source, classNames: names, to: options.output)
+        case .rtstruct:
+            try SegmentationExport.writeStructureSet(labels: map, series: source, classNames: names, to: options.output)
+        }
         log(
-            "segment: wrote DICOM SEG \(options.output) referencing series \(source.seriesInstanceUID) "
-                + "(\(source.slices.count) slice(s))")
+            "segment: wrote \(options.dicomOutput == .seg ? "DICOM SEG" : "RT Structure Set") \(options.output) "
+                + "referencing series \(source.seriesInstanceUID) (\(source.slices.count) slice(s))")
         if let path = options.uncertainty, let uncertainty {
             try uncertainty.write(
                 to: path, frames: image.frames, rows: image.rows, columns: image.columns, geometry: source.geometry)

@@ -23,7 +23,7 @@ enum ConvertCommand: Command {
             OptionSpec(
                 "reference", valueName: "SERIES",
                 help: "PATH is a label map (.h5 /labels or .png): write it as a DICOM SEG over this series."),
-            roiOption, overlapOption, maxMemoryOption
+            dicomOutputOption, roiOption, overlapOption, maxMemoryOption
         ])
 
     static func run(_ arguments: ParsedArguments) throws {
@@ -36,6 +36,7 @@ enum ConvertCommand: Command {
             frame: arguments.int("frame") ?? 0, bits: Int(arguments.string("bits") ?? "8") ?? 8,
             reference: arguments.string("reference"),
             labelOptions: try labelReadingOptions(arguments, command: "convert"),
+            dicomOutput: arguments.choice("dicom-output") ?? .seg,
             limits: try readLimits(arguments, command: "convert"))
         lines.forEach { print($0) }
     }

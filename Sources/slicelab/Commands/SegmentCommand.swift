@@ -20,7 +20,7 @@ enum SegmentCommand: Command {
         ],
         options: [
             modelOption(),
-            ttaOption(),
+            ttaOption(), dicomOutputOption,
             OptionSpec(
                 "out", valueName: "OUT.h5|OUT.nii.gz|OUT.png|OUT.dcm|OUT/",
                 help: "Label map, by extension: HDF5 /labels with the input's geometry, NIfTI (.nii, .nii.gz) "
@@ -153,6 +153,7 @@ enum SegmentCommand: Command {
         options.ensemble = Array(models.dropFirst())
         options.augmentation = arguments.choice("tta")
         options.uncertainty = arguments.string("uncertainty")
+        options.dicomOutput = arguments.choice("dicom-output") ?? .seg
         options.tileSize = arguments.int("tile-size")
         options.tileStep = arguments.double("tile-step") ?? 0.5
         if arguments.string("regularize") == "auto" {
