@@ -49,13 +49,7 @@ public enum SegmentationExport {
     /// - Throws: `InputError.invalidContent` when the label map's shape does not match the series, or it has no
     ///   label above 0; `DICOMError` from the writer. Rests on `Segmentation.write`.
     public static func write(labels: LabelMap, series: Series, classNames: [Int: String], to path: String) throws {
-        let first = series.first
-        guard labels.frames == series.slices.count, labels.rows == first.rows, labels.columns == first.columns else {
-            throw InputError.invalidContent(
-                file: path,
-                reason: "the label map is \(labels.frames)×\(labels.rows)×\(labels.columns) but the series "
-                    + "\(series.seriesInstanceUID) is \(series.slices.count)×\(first.rows)×\(first.columns)")
-        }
+        try checkFits(labels, series: series, output: path)
         guard labels.labels.contains(where: { $0 > 0 }) else {
             throw InputError.invalidContent(
                 file: path, reason: "the label map has no label above 0; a SEG would be empty")
@@ -81,13 +75,7 @@ public enum SegmentationExport {
         labels: LabelMap, series: Series, classNames: [Int: String], interpretedType: String = "ORGAN",
         to path: String
     ) throws -> [Int: Int] {
-        let first = series.first
-        guard labels.frames == series.slices.count, labels.rows == first.rows, labels.columns == first.columns else {
-            throw InputError.invalidContent(
-                file: path,
-                reason: "the label map is \(labels.frames)×\(labels.rows)×\(labels.columns) but the series "
-                    + "\(series.seriesInstanceUID) is \(series.slices.count)×\(first.rows)×\(first.columns)")
-        }
+        try checkFits(labels, series: series, output: path)
         let present = Set(labels.labels.filter { $0 > 0 }.map(Int.init))
         let rois = Set(classNames.keys.filter { $0 > 0 }).union(present).sorted().map { label in
             let color = Overlay.color(ofClass: label)
@@ -122,6 +110,17 @@ public enum SegmentationExport {
             "wrote \(output): \(kind.title) of \(path) over series \(series.seriesInstanceUID) "
                 + "(\(series.slices.count) slice(s))"
         ]
+    }
+
+    /// Refuses a label map whose shape is not the series'.
+    static func checkFits(_ labels: LabelMap, series: Series, output path: String) throws {
+        let first = series.first
+        guard labels.frames == series.slices.count, labels.rows == first.rows, labels.columns == first.columns else {
+            throw InputError.invalidContent(
+                file: path,
+                reason: "the label map is \(labels.frames)×\(labels.rows)×\(labels.columns) but the series "
+                    + "\(series.seriesInstanceUID) is \(series.slices.count)×\(first.rows)×\(first.columns)")
+        }
     }
 
     /// The first series of a DICOM file or folder, as a SEG source (single-frame images or multi-frame files).

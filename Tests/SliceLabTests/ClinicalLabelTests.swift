@@ -79,13 +79,7 @@ import Testing
              "splits": {"train": ["tilted"], "val": ["aligned"], "test": ["byposition"]}}
             """
         try Data(description.utf8).write(to: set.appendingPathComponent("dataset.json"))
-        let model = folder.appendingPathComponent("model.h5").path
-        try DeepLabCheckpoint.save(
-            try DeepLabV3(
-                DeepLabConfiguration(
-                    architecture: .mobilenetV2, classCount: 3, inputChannels: 1, outputStride: 16,
-                    atrousRates: [2, 4], asppChannels: 8, widthMultiplier: 0.35, seed: 5)),
-            preprocessing: .minMax, to: model)
+        let model = try PostProcessingTests.model(in: folder)
         let report = folder.appendingPathComponent("report").path
         let run = try TestSupport.slicelab([
             "compare", set.path, "--model", model, "--classical", "otsu:space=gray,map=train-vote,classes=2",

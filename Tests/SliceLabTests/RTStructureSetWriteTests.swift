@@ -75,13 +75,7 @@ import Testing
     @Test func segmentWritesAStructureSet() throws {
         let folder = try TestSupport.temporaryFolder("rtstruct-segment")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let model = folder.appendingPathComponent("model.h5").path
-        try DeepLabCheckpoint.save(
-            try DeepLabV3(
-                DeepLabConfiguration(
-                    architecture: .mobilenetV2, classCount: 3, inputChannels: 1, outputStride: 16,
-                    atrousRates: [2, 4], asppChannels: 8, widthMultiplier: 0.35, seed: 11)),
-            preprocessing: .minMax, to: model)
+        let model = try PostProcessingTests.model(in: folder)
         let ct = Self.fixtures.appendingPathComponent("made/ct").path
         let (seg, rt) = (folder.appendingPathComponent("seg.h5").path, folder.appendingPathComponent("rt.dcm").path)
         #expect(try TestSupport.slicelab(["segment", ct, "--model", model, "--out", seg]).status == 0)
