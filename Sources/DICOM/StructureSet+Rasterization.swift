@@ -18,6 +18,16 @@ public struct ContourGrid: Sendable {
 
     public var slices: Int { positions.count }
 
+    /// A grid given directly (fuzzing and tests): unit axes along L and P, slices along S.
+    public init(rows: Int, columns: Int, slices: Int, spacing: Double = 1, frameOfReferenceUID: String? = nil) {
+        (self.rows, self.columns) = (rows, columns)
+        positions = (0..<slices).map { [0, 0, Double($0) * spacing] }
+        sopInstanceUIDs = (0..<slices).map { "1.2.3.\($0 + 1)" }
+        (rowDirection, columnDirection, normal) = ([1, 0, 0], [0, 1, 0], [0, 0, 1])
+        (columnSpacing, rowSpacing, sliceSpacing) = (spacing, spacing, spacing)
+        (self.frameOfReferenceUID, seriesInstanceUID) = (frameOfReferenceUID, "1.2.3")
+    }
+
     /// The grid of `series`.
     ///
     /// - Throws: `DICOMError.missingAttribute` for a slice without Image Position (Patient).

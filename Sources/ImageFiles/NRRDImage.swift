@@ -320,9 +320,32 @@ public struct NRRDImage: Sendable {
         let count = header.sizes.reduce(1, *)
         let bytes = count * header.type.size
         func fail(_ reason: String) -> ImageFileError { .unreadable(file: header.dataPath, reason: reason) }
-        guard let file = FileManager.default.contents(atPath: header.dataPath) else {
-            throw fail("the data file cannot be read")
+        // A detached header may name any path: only a regular file is read, and no more of it than the data can
+        // take (raw: the voxels; compressed or text: the read limit).
+        let attributes = try? FileManager.default.attributesOfItem(atPath: header.dataPath)
+        guard attributes?[.type] as? FileAttributeType == .typeRegular,
+            let size = (attributes?[.size] as? NSNumber)?.intValue
+        else {
+            throw fail("the data file is missing or not a regular file")
         }
+        guard size <= limits.maxBytes || header.encoding == .raw else {
+            throw ImageFileError.tooLarge(
+                file: header.dataPath, reason: "\(size) bytes of \(header.encoding.rawValue) data exceed \(limits)")
+        }
+        guard let handle = FileHandle(forReadingAtPath: header.dataPath) else { throw fail("the data file cannot be read") }
+        defer { try? handle.close() }
+        if header.encoding == .raw && header.byteSkip == -1 {  // the data ends the file
+            guard size - header.dataOffset >= bytes else {
+                throw fail("\(max(0, size - header.dataOffset)) data bytes for \(bytes) (\(count) voxels)")
+            }
+            try? handle.seek(toOffset: UInt64(size - bytes))
+            let tail = (try? handle.read(upToCount: bytes)) ?? Data()
+            guard tail.count == bytes else { throw fail("the data file ended early") }
+            return NRRDImage(header: header, values: decode(tail, from: 0, count: count, header: header))
+        }
+        // Raw data needs its header lines (line skip), its byte skip and its voxels, nothing after them.
+        let wanted = header.encoding == .raw ? min(size, header.dataOffset + (1 << 20) + header.byteSkip + bytes) : size
+        let file = (try? handle.read(upToCount: wanted)) ?? Data()
         var start = header.dataOffset
         for _ in 0..<header.lineSkip {
             guard let newline = file[start...].firstIndex(of: 0x0A) else { throw fail("fewer lines than line skip") }
@@ -339,8 +362,8 @@ public struct NRRDImage: Sendable {
             }
             return NRRDImage(header: header, values: values)
         case .raw:
-            let skip = header.byteSkip == -1 ? file.count - bytes - start : header.byteSkip
-            guard skip >= 0, file.count - start - skip >= bytes else {
+            let skip = header.byteSkip
+            guard file.count - start - skip >= bytes else {
                 throw fail("\(max(0, file.count - start - max(0, skip))) data bytes for \(bytes) (\(count) voxels)")
             }
             return NRRDImage(header: header, values: decode(file, from: start + skip, count: count, header: header))

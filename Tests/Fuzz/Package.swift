@@ -18,6 +18,8 @@ let package = Package(
         .target(name: "FuzzSupport", dependencies: [sliceLab]),
         fuzzTarget("fuzz-dicom"),
         fuzzTarget("fuzz-dicom-seg"),
+        fuzzTarget("fuzz-rtstruct"),
+        fuzzTarget("fuzz-nrrd"),
         fuzzTarget("fuzz-png"),
         fuzzTarget("fuzz-hdf5"),
         fuzzTarget("fuzz-nifti"),

@@ -109,6 +109,20 @@ def nifti_seeds():
         shutil.copy(path, target / path.name)
 
 
+def rtstruct_seeds():
+    """The committed structure sets (made, position-only, aligned, dicompyler-core's)."""
+    target = folder("rtstruct")
+    for path in sorted((root / "Tests/SliceLabIOTests/Fixtures/rtstruct").glob("*/RS.dcm")):
+        shutil.copy(path, target / f"{path.parent.name}-RS.dcm")
+
+
+def nrrd_seeds():
+    """The committed NRRD files and Slicer segmentations (attached headers; the detached one's data is beside it)."""
+    target = folder("nrrd")
+    for path in sorted((root / "Tests/SliceLabIOTests/Fixtures/nrrd").glob("*.nrrd")):
+        shutil.copy(path, target / path.name)
+
+
 def safetensors_seeds():
     target = folder("safetensors")
     shutil.copy(root / "Tests/DeepLabTests/Fixtures/small.safetensors", target / "small.safetensors")
@@ -161,6 +175,8 @@ dicom_seeds()
 png_seeds()
 hdf5_seeds()
 nifti_seeds()
+rtstruct_seeds()
+nrrd_seeds()
 safetensors_seeds()
 dataset_json_seeds()
 cli_seeds(["info", "convert", "segment", "cluster", "evaluate", "compare", "train", "demo"])
