@@ -92,7 +92,7 @@ let package = Package(
         // Labeled sets, nnU-Net and MSD layouts, splits, shards, evaluation inputs.
         .target(
             name: "SliceLabDatasets",
-            dependencies: ["SliceLabIO", "DeepLab", "DeepLabTraining", "ImageFiles", "SliceLabSupport"]),
+            dependencies: ["SliceLabIO", "DICOM", "DeepLab", "DeepLabTraining", "ImageFiles", "SliceLabSupport"]),
         // A model loaded once with its precision; volumes and windows; classical methods; post-processing steps.
         .target(
             name: "SliceLabInference",

@@ -550,12 +550,21 @@ extern "C" cdcmtk_seg *cdcmtk_seg_create(const char *source_path, uint16_t rows,
 
 extern "C" const char *cdcmtk_seg_error(const cdcmtk_seg *seg) { return seg ? seg->error.c_str() : ""; }
 
-extern "C" int cdcmtk_seg_add_segment(cdcmtk_seg *seg, const char *label, uint16_t *number) {
+extern "C" int cdcmtk_seg_add_segment(cdcmtk_seg *seg, const char *label, const char *const *category,
+                                      const char *const *type, const char *const *region, uint16_t *number) {
     DcmSegment *segment = nullptr;
-    CodeSequenceMacro category("85756007", "SCT", "Tissue");
-    CodeSequenceMacro type("85756007", "SCT", "Tissue");
-    OFCondition status = DcmSegment::create(segment, label, category, type, DcmSegTypes::SAT_AUTOMATIC, "SliceLab");
+    CodeSequenceMacro categoryCode(category[0], category[1], category[2]);
+    CodeSequenceMacro typeCode(type[0], type[1], type[2]);
+    OFCondition status =
+        DcmSegment::create(segment, label, categoryCode, typeCode, DcmSegTypes::SAT_AUTOMATIC, "SliceLab");
     if (status.bad() || !segment) return segFail(seg, "creating segment", status);
+    if (region) {
+        status = segment->getGeneralAnatomyCode().getAnatomicRegion().set(region[0], region[1], region[2]);
+        if (status.bad()) {
+            delete segment;
+            return segFail(seg, "anatomic region of segment", status);
+        }
+    }
     Uint16 assigned = 0;
     status = seg->segmentation->addSegment(segment, assigned);
     if (status.bad()) {

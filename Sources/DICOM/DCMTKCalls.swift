@@ -247,9 +247,20 @@ final class DCMTKSegmentationHandle {
     }
 
     /// Rests on `cdcmtk_seg_add_segment` (DcmSegment::create, DcmSegmentation::addSegment).
-    func addSegment(label: String) throws -> Int {
+    func addSegment(label: String, coding: SegmentCoding) throws -> Int {
         var number: UInt16 = 0
-        try check(cdcmtk_seg_add_segment(pointer, label, &number))
+        func strings(_ code: CodedConcept) -> [String] { [code.value, code.scheme, code.meaning] }
+        try withCStrings(strings(coding.category)) { category in
+            try withCStrings(strings(coding.type)) { type in
+                if let region = coding.region {
+                    try withCStrings(strings(region)) { region in
+                        try check(cdcmtk_seg_add_segment(pointer, label, category, type, region, &number))
+                    }
+                } else {
+                    try check(cdcmtk_seg_add_segment(pointer, label, category, type, nil, &number))
+                }
+            }
+        }
         return Int(number)
     }
 
@@ -272,4 +283,11 @@ final class DCMTKSegmentationHandle {
 
     /// Rests on `cdcmtk_seg_save` (DcmSegmentation::saveFile).
     func save(to path: String) throws { try check(cdcmtk_seg_save(pointer, path)) }
+}
+
+/// `body` with `strings` as an array of C strings, valid for its duration.
+private func withCStrings<T>(_ strings: [String], _ body: ([UnsafePointer<CChar>?]) throws -> T) rethrows -> T {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    return try body(copies.map { UnsafePointer($0) })
 }

@@ -332,7 +332,9 @@ public struct NRRDImage: Sendable {
             throw ImageFileError.tooLarge(
                 file: header.dataPath, reason: "\(size) bytes of \(header.encoding.rawValue) data exceed \(limits)")
         }
-        guard let handle = FileHandle(forReadingAtPath: header.dataPath) else { throw fail("the data file cannot be read") }
+        guard let handle = FileHandle(forReadingAtPath: header.dataPath) else {
+            throw fail("the data file cannot be read")
+        }
         defer { try? handle.close() }
         if header.encoding == .raw && header.byteSkip == -1 {  // the data ends the file
             guard size - header.dataOffset >= bytes else {

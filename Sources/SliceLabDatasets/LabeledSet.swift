@@ -1,3 +1,4 @@
+import DICOM
 import DeepLab
 import DeepLabTraining
 import Foundation
@@ -21,10 +22,15 @@ public struct LabeledSetDescription: Codable, Equatable, Sendable {
     public var preprocessing: Preprocessing?
     /// The classes (by name) that `evaluate` and `compare` also score lesion by lesion (`lesion_classes`).
     public var lesionClasses: [String]?
+    /// Coded concepts of classes (by name): what a DICOM SEG's segments say they are (`class_codes`:
+    /// `{"gray matter": {"category": {"value": "91723000", "scheme": "SCT", "meaning": "Anatomical Structure"},
+    /// "type": {…}, "region": {…}}}`); training stores them in the checkpoint.
+    public var classCodes: [String: SegmentCoding]?
 
     private enum CodingKeys: String, CodingKey {
         case name, classes, modality, splits, spacing, preprocessing
         case lesionClasses = "lesion_classes"
+        case classCodes = "class_codes"
     }
 
     public init(
@@ -33,6 +39,15 @@ public struct LabeledSetDescription: Codable, Equatable, Sendable {
     ) {
         (self.name, self.classes, self.modality, self.splits) = (name, classes, modality, splits)
         (self.spacing, self.preprocessing, self.lesionClasses) = (spacing, preprocessing, lesionClasses)
+    }
+
+    /// What is wrong with `class_codes`: a key that is no class, or a code without its three parts.
+    static func codesProblem(_ codes: [String: SegmentCoding]?, classes: [String]) -> String? {
+        for (name, coding) in (codes ?? [:]).sorted(by: { $0.key < $1.key }) {
+            guard classes.contains(name) else { return "'class_codes' names '\(name)', which is not a class" }
+            if let problem = coding.problem { return "'class_codes' of '\(name)': \(problem)" }
+        }
+        return nil
     }
 
     /// The class indices of `lesionClasses`, ascending; none when the set declares none.
@@ -51,6 +66,7 @@ public struct LabeledSetDescription: Codable, Equatable, Sendable {
             return "'spacing' must be [row, column] in mm, both > 0, got \(spacing)"
         }
         do { try preprocessing?.validate() } catch { return "\(error)" }
+        if let problem = Self.codesProblem(classCodes, classes: classes) { return problem }
         return LesionClasses.problem(lesionClasses ?? [], classes: classes)
     }
 }

@@ -32,6 +32,26 @@ public enum SegmentationExport {
         return defaultNames(classCount: classCount, stored: stored)
     }
 
+    /// The coded concepts of the checkpoint's classes (its `class_codes` attribute, keyed by class name, as
+    /// `dataset.json`'s `class_codes`), by class index; empty when it has none.
+    ///
+    /// - Throws: `ImageFileError` when the checkpoint cannot be read; `InputError.invalidContent` for codes that
+    ///   are not {class name: {category, type, region}}.
+    public static func classCodings(checkpoint: String) throws -> [Int: SegmentCoding] {
+        let file = try HDF5File.open(checkpoint)
+        guard file.hasAttribute("class_codes"), let text = try file.attribute("class_codes").stringValue,
+            file.hasAttribute("class_names"), case .strings(let names) = try file.attribute("class_names")
+        else { return [:] }
+        let codes: [String: SegmentCoding]
+        do { codes = try JSONDecoder().decode([String: SegmentCoding].self, from: Data(text.utf8)) } catch {
+            throw InputError.invalidContent(file: checkpoint, reason: "attribute class_codes: \(error)")
+        }
+        return Dictionary(
+            uniqueKeysWithValues: codes.compactMap { name, coding in
+                names.firstIndex(of: name).map { ($0, coding) }
+            })
+    }
+
     /// "class N" for every class 1..<classCount, replaced by a stored name where one is given and not empty.
     static func defaultNames(classCount: Int, stored: [String]) -> [Int: String] {
         var names: [Int: String] = [:]
@@ -48,18 +68,17 @@ public enum SegmentationExport {
     ///
     /// - Throws: `InputError.invalidContent` when the label map's shape does not match the series, or it has no
     ///   label above 0; `DICOMError` from the writer. Rests on `Segmentation.write`.
-    public static func write(labels: LabelMap, series: Series, classNames: [Int: String], to path: String) throws {
+    public static func write(
+        labels: LabelMap, series: Series, classNames: [Int: String], codings: [Int: SegmentCoding] = [:],
+        to path: String
+    ) throws {
         try checkFits(labels, series: series, output: path)
-        guard labels.labels.contains(where: { $0 > 0 }) else {
-            throw InputError.invalidContent(
-                file: path, reason: "the label map has no label above 0; a SEG would be empty")
-        }
         // Every class 1...highest is a segment, so segment number N is label value N for any reader.
         let highest = max(Int(labels.labels.max() ?? 0), classNames.keys.max() ?? 0)
         var names = classNames
         for value in 1...highest where names[value] == nil { names[value] = "class \(value)" }
         try Segmentation.write(
-            labels: labels.labels, series: series, segmentLabels: names, segmentCount: highest,
+            labels: labels.labels, series: series, segmentLabels: names, codings: codings, segmentCount: highest,
             seriesDescription: "SliceLab segmentation", to: path)
     }
 

@@ -201,6 +201,23 @@ struct LabeledSetTests {
         }
         let names = ["background", "one", "two"]
         #expect(try LesionClasses.resolve(["two", "1", "2"], classNames: names) == [1, 2])
+        // `class_codes`: by class name, each category and type (and region) of value, scheme and meaning.
+        let lesion =
+            #"{"category": {"value": "49755003", "scheme": "SCT", "meaning": "Morphologically Abnormal Structure"}, "type": {"value": "52988006", "scheme": "SCT", "meaning": "Lesion"}}"#
+        try Data((json + #""two"], "class_codes": {"two": "# + lesion + "}}").utf8)
+            .write(to: folder.appendingPathComponent("dataset.json"))
+        #expect(try LabeledSet.open(folder.path).description.classCodes?["two"]?.type.meaning == "Lesion")
+        for (bad, message) in [
+            (#"{"three": "# + lesion + "}", "'class_codes' names 'three'"),
+            (
+                #"{"two": {"category": {"value": "", "scheme": "SCT", "meaning": "x"}, "type": {"value": "1", "scheme": "SCT", "meaning": "x"}}}"#,
+                "needs value, scheme and meaning"
+            )
+        ] {
+            try Data((json + #""two"], "class_codes": "# + bad + "}").utf8).write(
+                to: folder.appendingPathComponent("dataset.json"))
+            #expect { try LabeledSet.open(folder.path) } throws: { "\($0)".contains(message) }
+        }
         for bad in ["0", "3", "three"] {
             #expect(throws: DatasetError.self) { try LesionClasses.resolve([bad], classNames: names) }
         }

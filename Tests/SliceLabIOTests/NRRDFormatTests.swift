@@ -129,8 +129,10 @@ import Testing
                     + "space directions: (1,0,0) (0,0,0) (0,0,1)\n\n12345678", "zero or non-finite vector"
             ),
             ("NRRD0004\ntype: uchar\ndimension: 3\nsizes: 100000 100000 100000\nencoding: raw\n\n", "refused"),
-            ("NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\nencoding: raw\ndata file: /dev/zero\n",
-                "/dev/zero: cannot read: the data file is missing or not a regular file")
+            (
+                "NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\nencoding: raw\ndata file: /dev/zero\n",
+                "/dev/zero: cannot read: the data file is missing or not a regular file"
+            )
         ]
         for (index, (text, message)) in cases.enumerated() {
             let path = folder.appendingPathComponent("bad\(index).nrrd").path
@@ -139,7 +141,9 @@ import Testing
                 _ = try ImageFormats.format(of: path).readImage(path, limits: .standard)
                 Issue.record("\(message): read")
             } catch {
-                #expect(("\(error)".contains(path) || message.hasPrefix("/dev")) && "\(error)".contains(message), "\(error)")
+                #expect(
+                    ("\(error)".contains(path) || message.hasPrefix("/dev")) && "\(error)".contains(message), "\(error)"
+                )
             }
         }
     }

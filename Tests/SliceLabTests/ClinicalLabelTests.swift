@@ -1,5 +1,6 @@
 import DeepLab
 import Foundation
+import ImageFiles
 import TestSupport
 import Testing
 
@@ -101,5 +102,64 @@ import Testing
             """
         #expect(
             try TestSupport.runPython(check, arguments: [folder.appendingPathComponent("r.h5").path]).contains("ok"))
+    }
+
+    /// `segment SERIES --out OUT.dcm` with a checkpoint that carries `class_codes` (as training stores them from
+    /// `dataset.json`): each segment is coded so (category, type, anatomic region), highdicom 0.28.2 reads the
+    /// codes back, dcmqi 1.5.7's `segimage2itkimage` gives each segment's voxels and codes, and `dciodvfy` finds
+    /// no error.
+    @Test func segmentsCarryTheirCodes() throws {
+        let folder = try TestSupport.temporaryFolder("seg-codes")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let model = try PostProcessingTests.model(in: folder)
+        let codes = """
+            {"gray matter": {"category": {"value": "91723000", "scheme": "SCT", "meaning": "Anatomical Structure"},
+             "type": {"value": "40146001", "scheme": "SCT", "meaning": "Cerebral Gray Matter"},
+             "region": {"value": "12738006", "scheme": "SCT", "meaning": "Brain"}},
+             "lesion": {"category": {"value": "49755003", "scheme": "SCT", "meaning": "Morphologically Abnormal Structure"},
+             "type": {"value": "52988006", "scheme": "SCT", "meaning": "Lesion"}}}
+            """
+        try HDF5File.write(to: model) { file in
+            try file.setAttribute("class_names", .strings(["background", "gray matter", "lesion"]))
+            try file.setAttribute("class_codes", .string(codes))
+        }
+        let ct = Self.fixtures.appendingPathComponent("rtstruct/dicompyler/ct").path
+        let seg = folder.appendingPathComponent("seg.dcm").path
+        let run = try TestSupport.slicelab(["segment", ct, "--model", model, "--out", seg])
+        #expect(run.status == 0, "\(run.standardError)")
+        let check = """
+            import sys, highdicom
+            seg = highdicom.seg.segread(sys.argv[1])
+            found = {}
+            for number in seg.segment_numbers:
+                description = seg.get_segment_description(number)
+                region = description.anatomic_regions[0].value if description.anatomic_regions else None
+                found[description.segment_label] = (description.segmented_property_category.value,
+                                                    description.segmented_property_type.value, region)
+            assert found.get('gray matter') == ('91723000', '40146001', '12738006'), found
+            assert found.get('lesion', ('49755003', '52988006', None)) == ('49755003', '52988006', None), found
+            # dcmqi's segimage2itkimage: one volume per segment with every voxel of it, and the same codes.
+            import os, json, subprocess, tempfile, SimpleITK as sitk, numpy as np
+            out = tempfile.mkdtemp()
+            tool = os.path.join(os.path.dirname(sys.executable), 'segimage2itkimage')
+            subprocess.run([tool, '--inputDICOM', sys.argv[1], '--outputDirectory', out], check=True, capture_output=True)
+            meta = json.load(open(os.path.join(out, 'meta.json')))
+            for group in meta['segmentAttributes']:
+                for segment in group:
+                    label = seg.get_segment_description(segment['labelID']).segment_label
+                    assert segment['SegmentedPropertyTypeCodeSequence']['CodeValue'] == found[label][1], segment
+                    voxels = int(np.count_nonzero(sitk.GetArrayFromImage(sitk.ReadImage(os.path.join(out, f"{segment['labelID']}.nrrd")))))
+                    frames = [i for i, item in enumerate(seg.PerFrameFunctionalGroupsSequence)
+                              if item.SegmentIdentificationSequence[0].ReferencedSegmentNumber == segment['labelID']]
+                    expected = int(sum(np.count_nonzero(seg.pixel_array[i] if seg.pixel_array.ndim == 3 else seg.pixel_array) for i in frames))
+                    assert voxels == expected, (label, voxels, expected)
+            print('ok')
+            """
+        #expect(try TestSupport.runPython(check, arguments: [seg]).contains("ok"))
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/dciodvfy") {
+            let verified = try TestSupport.run("/usr/bin/dciodvfy", [seg])
+            let report = verified.standardOutput + verified.standardError
+            #expect(!report.contains("Error"), "dciodvfy: \(report)")
+        }
     }
 }

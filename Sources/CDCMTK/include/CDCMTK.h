@@ -90,8 +90,11 @@ cdcmtk_seg *cdcmtk_seg_create(const char *source_path, uint16_t rows, uint16_t c
                               int series_number, char *message, size_t message_capacity);
 /// The message of the last failed call on `seg`.
 const char *cdcmtk_seg_error(const cdcmtk_seg *seg);
-/// Adds a segment (category and type "Tissue", algorithm AUTOMATIC "SliceLab"); `number` receives its number.
-int cdcmtk_seg_add_segment(cdcmtk_seg *seg, const char *label, uint16_t *number);
+/// Adds a segment (algorithm AUTOMATIC "SliceLab") with its Segmented Property Category and Type codes and,
+/// when `region` is not NULL, its Anatomic Region: each code three strings (value, scheme designator, meaning).
+/// `number` receives its number.
+int cdcmtk_seg_add_segment(cdcmtk_seg *seg, const char *label, const char *const *category, const char *const *type,
+                           const char *const *region, uint16_t *number);
 /// Shared geometry: Image Orientation (Patient) (6 values) and Pixel Measures (mm).
 int cdcmtk_seg_set_geometry(cdcmtk_seg *seg, const double *orientation, double row_spacing, double column_spacing,
                             double slice_thickness);

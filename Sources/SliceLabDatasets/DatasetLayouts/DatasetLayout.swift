@@ -1,3 +1,4 @@
+import DICOM
 import Foundation
 
 /// The files of one case: one image file per channel group (nnU-Net: `{case}_{XXXX}`; SliceLab's own layout and
@@ -43,7 +44,20 @@ struct LayoutContents {
             name: json["name"] as? String ?? folder.lastPathComponent,
             classes: classes, modality: DatasetLayouts.modality(channelNames[0]),
             splits: splits, lesionClasses: json["lesion_classes"] as? [String])
-        if let problem = LesionClasses.problem(description.lesionClasses ?? [], classes: classes) {
+        if let codes = json["class_codes"] {
+            do {
+                description.classCodes = try JSONDecoder().decode(
+                    [String: SegmentCoding].self, from: JSONSerialization.data(withJSONObject: codes))
+            } catch {
+                throw DatasetError.invalidDescription(
+                    file: folder.appendingPathComponent("dataset.json").path,
+                    reason: "'class_codes' is not {class name: {category, type, region}} of {value, scheme, meaning}")
+            }
+        }
+        if let problem =
+            LabeledSetDescription.codesProblem(description.classCodes, classes: classes)
+            ?? LesionClasses.problem(description.lesionClasses ?? [], classes: classes)
+        {
             throw DatasetError.invalidDescription(
                 file: folder.appendingPathComponent("dataset.json").path, reason: problem)
         }

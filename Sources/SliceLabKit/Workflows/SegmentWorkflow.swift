@@ -385,7 +385,9 @@ public enum SegmentWorkflow {
         let names = try SegmentationExport.classNames(checkpoint: options.model, classCount: k)
         switch options.dicomOutput {
         case .seg:
-            try SegmentationExport.write(labels: map, series: source, classNames: names, to: options.output)
+            try SegmentationExport.write(
+                labels: map, series: source, classNames: names,
+                codings: SegmentationExport.classCodings(checkpoint: options.model), to: options.output)
         case .rtstruct:
             try SegmentationExport.writeStructureSet(labels: map, series: source, classNames: names, to: options.output)
         }

@@ -427,6 +427,10 @@ public enum TrainWorkflow {
                 try sampling.write(into: file)
                 // The set's class names, which `segment --out OUT.dcm` gives the DICOM SEG's segments.
                 try file.setAttribute("class_names", .strings(set.description.classes))
+                // And what the segments are, as coded concepts (`class_codes`).
+                if let codes = set.description.classCodes {
+                    try file.setAttribute("class_codes", .string(SortedJSON.string(codes)))
+                }
             }
             // Same parameter shapes do not mean the same model (rates, stride, scale): a checkpoint that records its
             // model must record this one.
