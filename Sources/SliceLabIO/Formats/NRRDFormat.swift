@@ -10,6 +10,8 @@ import SliceLabSupport
 /// the class `LabelReadingOptions.mapping` gives its name (file order by default); where segments overlap the
 /// higher class wins, or with `StructureMapping.Overlap.error` the file is refused naming both.
 public struct NRRDFormat: ImageFormat {
+    public init() {}
+
     public var name: String { "NRRD (.nrrd, .nhdr; 3D Slicer's .seg.nrrd for labels)" }
     public var fileExtensions: [String] { ["seg.nrrd", "nrrd", "nhdr"] }
 

@@ -11,6 +11,8 @@ import SliceLabSupport
 /// only series), else the referenced series found in the structure set's folder, else in a folder beside it (a
 /// study folder's series folders, as TCIA and PACS exports lay them out).
 public struct RTStructureSetFormat: ImageFormat {
+    public init() {}
+
     public var name: String { "DICOM RT Structure Set (labels, on its referenced series)" }
     public var fileExtensions: [String] { [] }
 
