@@ -43,6 +43,16 @@ import Testing
         #expect(evaluate.status == 0, "\(evaluate.standardError)")
         #expect(evaluate.standardOutput.contains("1.000"), "\(evaluate.standardOutput)")
         let segmentation = Self.fixtures.appendingPathComponent("nrrd/Segmentation.seg.nrrd").path
+        let info = try TestSupport.slicelab(["info", segmentation])
+        #expect(
+            info.status == 0 && info.standardOutput.contains("'ribs': value 1 in layer 0"), "\(info.standardOutput)")
+        #expect(info.standardOutput.contains("spacing:     10, 3.04688, 3.04688 mm"), "\(info.standardOutput)")
+        let rtInfo = try TestSupport.slicelab(["info", made.appendingPathComponent("RS.dcm").path, "--json"])
+        let rois = try JSONSerialization.jsonObject(with: Data(rtInfo.standardOutput.utf8)) as? [String: Any]
+        #expect(
+            (rois?["rois"] as? [[String: Any]])?.map { $0["name"] as? String } == [
+                "Square", "Ring", "Disc", "Marker", "Line"
+            ])
         let fromSlicer = folder.appendingPathComponent("slicer.nii.gz").path
         let slicer = try TestSupport.slicelab(["convert", segmentation, fromSlicer])
         #expect(slicer.status == 0 && slicer.standardOutput.contains("'ribs' → 1"), "\(slicer.standardError)")

@@ -151,16 +151,16 @@ public struct NRRDFormat: ImageFormat {
 
 /// One segment of a 3D Slicer segmentation (`Segment{N}_ID`, `_Name`, `_LabelValue`, `_Layer`, `_Color`), as
 /// Slicer's `vtkMRMLSegmentationStorageNode` writes them.
-struct SlicerSegment: Equatable {
-    var id: String
-    var name: String
-    var labelValue: Int
-    var layer: Int
+public struct SlicerSegment: Equatable, Sendable {
+    public var id: String
+    public var name: String
+    public var labelValue: Int
+    public var layer: Int
 
     /// The segments of `header`, Segment0, Segment1, … until the first missing index.
     ///
     /// - Throws: `InputError.invalidContent` for a segment without a usable label value or layer.
-    static func all(in header: NRRDHeader) throws -> [SlicerSegment] {
+    public static func all(in header: NRRDHeader) throws -> [SlicerSegment] {
         var segments: [SlicerSegment] = []
         while let id = header.value("Segment\(segments.count)_ID") {
             let prefix = "Segment\(segments.count)_"

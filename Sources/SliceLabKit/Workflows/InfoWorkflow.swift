@@ -185,3 +185,70 @@ extension InfoWorkflow {
                 } ?? "")
     }
 }
+
+extension InfoWorkflow {
+    /// What a NRRD file (a 3D Slicer segmentation with its segments) or an RT Structure Set holds, as text or
+    /// JSON; nil for other files.
+    ///
+    /// - Throws: the reader's errors naming the file.
+    public static func labelFileDescription(_ path: String, limits: ReadLimits, json: Bool) throws -> String? {
+        let format = try? ImageFormats.format(of: path)
+        var object: [String: Any] = ["path": path]
+        var lines: [String] = []
+        func numbers(_ values: [Double]) -> String { values.map { String(format: "%g", $0) }.joined(separator: ", ") }
+        if format is NRRDFormat {
+            let header = try NRRDHeader.read(path, limits: limits)
+            let geometry = header.geometry
+            let segments = try SlicerSegment.all(in: header)
+            object.merge([
+                "format": "NRRD", "type": header.type.rawValue, "sizes": header.sizes, "kinds": header.kinds,
+                "encoding": header.encoding.rawValue, "spacing": geometry.spacing, "origin": geometry.origin,
+                "direction": geometry.direction,
+                "segments": segments.map { ["name": $0.name, "label_value": $0.labelValue, "layer": $0.layer] }
+            ]) { $1 }
+            lines = [
+                "\(path): NRRD, \(header.type.rawValue), \(header.encoding.rawValue)",
+                "  sizes:       \(header.sizes.map(String.init).joined(separator: " × ")) (fastest first; kinds "
+                    + "\(header.kinds.joined(separator: " ")))",
+                "  spacing:     \(numbers(geometry.spacing)) mm (z, y, x)",
+                "  origin:      \(numbers(geometry.origin)) mm (x, y, z, LPS; centre of voxel 0)",
+                "  direction:   \(numbers(geometry.direction)) (row-major; columns along x, y, z index, LPS)"
+            ]
+            if !segments.isEmpty {
+                lines.append("  segments:    \(segments.count) (3D Slicer segmentation)")
+                lines += segments.map { "    '\($0.name)': value \($0.labelValue) in layer \($0.layer)" }
+            }
+        } else if format is RTStructureSetFormat {
+            let set = try StructureSet(path: path, limits: limits)
+            object.merge([
+                "format": "RTSTRUCT", "label": set.label, "frame_of_reference": set.frameOfReferenceUID,
+                "referenced_series": set.referencedSeriesUID ?? "",
+                "rois": set.rois.map { roi in
+                    [
+                        "number": roi.number, "name": roi.name, "type": roi.interpretedType ?? "",
+                        "contours": roi.contours.count,
+                        "closed_planar": roi.contours.filter { $0.geometricType == "CLOSED_PLANAR" }.count
+                    ] as [String: Any]
+                }
+            ]) { $1 }
+            lines = [
+                "\(path): RT Structure Set '\(set.label)'",
+                "  frame of reference: \(set.frameOfReferenceUID)",
+                "  referenced series:  \(set.referencedSeriesUID ?? "none named") (\(set.referencedImages.count) image(s))",
+                "  ROIs:               \(set.rois.count)"
+            ]
+            lines += set.rois.map { roi in
+                let closed = roi.contours.filter { $0.geometricType == "CLOSED_PLANAR" }.count
+                return "    \(roi.number) '\(roi.name)'\(roi.interpretedType.map { " (\($0))" } ?? ""): "
+                    + "\(roi.contours.count) contour(s), \(closed) closed planar"
+            }
+        } else {
+            return nil
+        }
+        if json {
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            return String(decoding: data, as: UTF8.self)
+        }
+        return lines.joined(separator: "\n")
+    }
+}

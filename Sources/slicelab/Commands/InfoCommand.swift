@@ -24,6 +24,9 @@ enum InfoCommand: Command {
         {
             return print(description)
         }
+        if let description = try InfoWorkflow.labelFileDescription(path, limits: limits, json: arguments.flag("json")) {
+            return print(description)
+        }
         if arguments.flag("stats") {
             throw UsageError("slicelab info: --stats reads NIfTI voxels; \(path) is not a NIfTI file")
         }
