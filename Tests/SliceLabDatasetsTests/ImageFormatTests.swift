@@ -38,8 +38,9 @@ struct ImageFormatTests {
         #expect(
             lines.count == 1 && lines[0].contains(notes)
                 && lines[0].contains(
-                    "not a format SliceLab reads (it reads DICOM (a file or a series folder; SEG "
-                        + "for labels), PNG, HDF5 (/image or /labels), NIfTI (.nii, .nii.gz))"),
+                    "not a format SliceLab reads (it reads DICOM RT Structure Set (labels, on its referenced series), "
+                        + "DICOM (a file or a series folder; SEG for labels), PNG, HDF5 (/image or /labels), NIfTI "
+                        + "(.nii, .nii.gz), NRRD (.nrrd, .nhdr; 3D Slicer's .seg.nrrd for labels))"),
             "\(result.standardError)")
         #expect(!FileManager.default.fileExists(atPath: out))
     }
