@@ -4,12 +4,12 @@ SWIFT ?= swift
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 APT_PACKAGES := libdcmtk-dev dcmtk libpng-dev libhdf5-dev libdnnl-dev libopenjp2-7-dev libnifti2-dev zlib1g-dev \
-	libdeflate-dev libonnx-dev libprotobuf-dev dicom3tools pkg-config python3-venv chromium slurm-wlm munge \
+	libdeflate-dev libonnx-dev libprotobuf-dev dicom3tools orthanc iproute2 pkg-config python3-venv chromium slurm-wlm munge \
 	libopenmpi-dev openmpi-bin
 REQUIREMENTS := Tests/requirements.txt $(wildcard Notebooks/requirements.txt)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup apt build release test lint format docs test-torchvision test-nnunet notebooks demo bench clean corpus fuzz cluster-test
+.PHONY: setup apt build release test lint format docs test-torchvision test-nnunet test-pacs notebooks demo bench clean corpus fuzz cluster-test
 
 ## setup: install missing Debian packages and the Python virtual environment (idempotent)
 setup: apt $(VENV)/.installed corpus
@@ -77,6 +77,11 @@ test-nnunet: setup
 	.venv-nnunet/bin/python -m pip install -q -r Tests/nnunet/requirements.txt
 	$(SWIFT) build
 	.venv-nnunet/bin/python Tests/nnunet/verify_export.py $(abspath .build/debug/slicelab)
+
+## test-pacs: the DICOM node against Debian's Orthanc, inside a private network namespace (Tests/PACS/pacs_test.py)
+test-pacs: setup
+	$(SWIFT) build --product slicelab
+	$(PYTHON) Tests/PACS/pacs_test.py $(abspath .build/debug/slicelab)
 
 ## notebooks: execute every notebook headless against the debug build (figures in Notebooks/output/)
 notebooks: setup

@@ -3,7 +3,7 @@ import PackageDescription
 
 // DCMTK's pkg-config file on Debian 12 requires `sndfile` and is unusable: link its libraries by name.
 let dcmtkLibraries = [
-    "dcmrt", "dcmseg", "dcmfg", "dcmiod", "dcmimage", "dcmimgle", "dcmjpeg", "ijg8", "ijg12", "ijg16",
+    "dcmnet", "dcmrt", "dcmseg", "dcmfg", "dcmiod", "dcmimage", "dcmimgle", "dcmjpeg", "ijg8", "ijg12", "ijg16",
     "dcmjpls", "dcmtkcharls", "dcmdata", "oflog", "ofstd", "z"
 ]
 
@@ -14,7 +14,10 @@ let package = Package(
         // The workflows and the services under them, for drivers such as the fuzz targets.
         .library(
             name: "SliceLabKit",
-            targets: ["SliceLabKit", "SliceLabIO", "SliceLabDatasets", "SliceLabInference", "SliceLabResults"]),
+            targets: [
+                "SliceLabKit", "SliceLabIO", "SliceLabDatasets", "SliceLabInference", "SliceLabResults",
+                "SliceLabNetwork"
+            ]),
         // Training (optimizers, losses, augmentation, batches, schedules, checkpoints; the trainer and the plan) for
         // drivers that link it alone, such as Benchmarks/training_driver.
         .library(name: "DeepLabTraining", targets: ["DeepLabTraining"])
@@ -99,6 +102,8 @@ let package = Package(
             dependencies: [
                 "SliceLabIO", "DeepLab", "Classical", "Metrics", "ImageFiles", "DICOM", "SliceLabSupport"
             ]),
+        // The DICOM node: remotes, query, pull and push (DIMSE through DICOM's dcmnet association).
+        .target(name: "SliceLabNetwork", dependencies: ["DICOM", "SliceLabSupport"]),
         // Results files, merging, comparisons, tables, the HTML report, sharded jobs.
         .target(
             name: "SliceLabResults",
@@ -110,7 +115,7 @@ let package = Package(
             dependencies: [
                 "SliceLabIO", "SliceLabDatasets", "SliceLabInference", "SliceLabResults",
                 "SliceLabSupport", "ImageFiles", "DICOM", "DeepLab", "DeepLabTraining", "Classical",
-                "Metrics", "ModelExport", "Distributed"
+                "Metrics", "ModelExport", "Distributed", "SliceLabNetwork"
             ],
             resources: [.copy("Resources/Demo")]),
 
@@ -156,6 +161,7 @@ let package = Package(
         .testTarget(
             name: "DeepLabTrainingTests",
             dependencies: ["DeepLabTraining", "DeepLab", "ImageFiles", "SliceLabSupport", "TestSupport"]),
+        .testTarget(name: "SliceLabNetworkTests", dependencies: ["SliceLabNetwork"]),
         .testTarget(
             name: "SliceLabIOTests",
             dependencies: ["SliceLabIO", "DICOM", "ImageFiles", "SliceLabSupport", "TestSupport"],

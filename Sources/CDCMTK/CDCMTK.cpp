@@ -17,6 +17,10 @@
 #include <dcmtk/dcmseg/segdoc.h>
 #include <dcmtk/dcmseg/segment.h>
 #include <dcmtk/dcmrt/drtstrct.h>
+#include <dcmtk/dcmnet/scu.h>
+#include <dcmtk/dcmnet/diutil.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -983,3 +987,241 @@ extern "C" int cdcmtk_rtw_save(cdcmtk_rtw *rtw, const char *path) {
 }
 
 extern "C" void cdcmtk_rtw_free(cdcmtk_rtw *rtw) { delete rtw; }
+
+// MARK: - DIMSE service class user
+
+namespace {
+/// DcmSCU with C-GET's incoming C-STOREs written into one folder, each synced before its status is sent.
+class SliceLabSCU : public DcmSCU {
+  public:
+    std::string folder;
+    size_t received = 0;
+    std::string storeError;
+
+    OFCondition handleSTORERequest(const T_ASC_PresentationContextID presID, DcmDataset *incoming,
+                                   OFBool &continueSession, Uint16 &status) override {
+        continueSession = OFTrue;
+        status = STATUS_STORE_Refused_OutOfResources;
+        if (!incoming || folder.empty()) return EC_IllegalParameter;
+        OFString abstract, transfer;
+        findPresentationContext(presID, abstract, transfer);
+        E_TransferSyntax syntax = transfer.empty() ? EXS_LittleEndianExplicit : DcmXfer(transfer.c_str()).getXfer();
+        std::string path = folder + "/" + std::to_string(received + 1) + ".dcm";
+        DcmFileFormat file(incoming);
+        OFCondition written = file.saveFile(path.c_str(), syntax, EET_ExplicitLength, EGL_recalcGL, EPD_noChange,
+                                            0, 0, EWM_createNewMeta);
+        int descriptor = written.good() ? ::open(path.c_str(), O_RDONLY) : -1;
+        bool synced = descriptor >= 0 && ::fsync(descriptor) == 0;
+        if (descriptor >= 0) ::close(descriptor);
+        if (!written.good() || !synced) {
+            storeError = std::string("writing ") + path + ": " + (written.good() ? "fsync failed" : written.text());
+            ::unlink(path.c_str());
+            return written.good() ? EC_IllegalCall : written;
+        }
+        received += 1;
+        status = STATUS_Success;
+        return EC_Normal;
+    }
+};
+
+OFList<OFString> syntaxes(std::initializer_list<const char *> uids) {
+    OFList<OFString> list;
+    for (const char *uid : uids)
+        if (uid && *uid) list.push_back(uid);
+    return list;
+}
+
+/// "gggg,eeee=value" keys into a query dataset.
+bool queryDataset(DcmDataset &dataset, const char *level, const char *const *keys, size_t count, std::string &error) {
+    dataset.putAndInsertString(DCM_QueryRetrieveLevel, level);
+    for (size_t i = 0; i < count; ++i) {
+        std::string key(keys[i]);
+        size_t equals = key.find('=');
+        unsigned group = 0, element = 0;
+        if (equals == std::string::npos || std::sscanf(key.c_str(), "%4x,%4x", &group, &element) != 2) {
+            error = "query key '" + key + "' is not gggg,eeee=value";
+            return false;
+        }
+        OFCondition status = dataset.putAndInsertString(DcmTagKey(Uint16(group), Uint16(element)),
+                                                        key.substr(equals + 1).c_str());
+        if (status.bad()) {
+            error = "query key '" + key + "': " + status.text();
+            return false;
+        }
+    }
+    return true;
+}
+}  // namespace
+
+struct cdcmtk_scu {
+    SliceLabSCU scu;
+    std::string error;
+    cdcmtk_scu_purpose purpose;
+};
+
+extern "C" cdcmtk_scu *cdcmtk_scu_open(const char *host, uint16_t port, const char *called_aet,
+                                       const char *calling_aet, cdcmtk_scu_purpose purpose,
+                                       const char *const *contexts, size_t context_count, int timeout_seconds,
+                                       char *message, size_t message_capacity) {
+    auto write = [&](const std::string &text) { copyMessage(text, message, message_capacity); };
+    auto handle = std::make_unique<cdcmtk_scu>();
+    handle->purpose = purpose;
+    SliceLabSCU &scu = handle->scu;
+    scu.setAETitle(calling_aet);
+    scu.setPeerHostName(host);
+    scu.setPeerPort(port);
+    scu.setPeerAETitle(called_aet);
+    scu.setConnectionTimeout(timeout_seconds);
+    scu.setACSETimeout(Uint32(timeout_seconds));
+    scu.setDIMSETimeout(Uint32(timeout_seconds));
+    scu.setDIMSEBlockingMode(DIMSE_NONBLOCKING);
+    scu.setDatasetConversionMode(OFTrue);
+    const char *explicitLE = UID_LittleEndianExplicitTransferSyntax, *implicitLE = UID_LittleEndianImplicitTransferSyntax;
+    switch (purpose) {
+    case CDCMTK_SCU_ECHO: scu.addPresentationContext(UID_VerificationSOPClass, syntaxes({explicitLE, implicitLE})); break;
+    case CDCMTK_SCU_STORE:
+        for (size_t i = 0; i < context_count; ++i) {
+            std::string pair(contexts[i]);
+            size_t bar = pair.find('|');
+            std::string sopClass = pair.substr(0, bar), syntax = bar == std::string::npos ? "" : pair.substr(bar + 1);
+            OFList<OFString> list = syntaxes({syntax.c_str()});
+            // The file's own transfer syntax alone first, then the uncompressed ones DcmSCU can convert to.
+            if (!syntax.empty() && syntax != explicitLE && syntax != implicitLE) {
+                scu.addPresentationContext(sopClass.c_str(), list);
+            }
+            scu.addPresentationContext(sopClass.c_str(), syntaxes({explicitLE, implicitLE}));
+        }
+        break;
+    case CDCMTK_SCU_FIND:
+        scu.addPresentationContext(UID_FINDStudyRootQueryRetrieveInformationModel, syntaxes({explicitLE, implicitLE}));
+        break;
+    case CDCMTK_SCU_GET:
+        scu.addPresentationContext(UID_GETStudyRootQueryRetrieveInformationModel, syntaxes({explicitLE, implicitLE}));
+        // At most 128 presentation contexts: the storage classes an SCU commonly receives.
+        for (int i = 0; i < numberOfDcmLongSCUStorageSOPClassUIDs && i < 120; ++i) {
+            scu.addPresentationContext(dcmLongSCUStorageSOPClassUIDs[i], syntaxes({explicitLE, implicitLE}),
+                                       ASC_SC_ROLE_SCP);
+        }
+        break;
+    }
+    OFCondition status = scu.initNetwork();
+    if (status.good()) status = scu.negotiateAssociation();
+    if (status.bad()) {
+        write(std::string("association with ") + called_aet + "@" + host + ":" + std::to_string(port) + ": " +
+              status.text());
+        return nullptr;
+    }
+    return handle.release();
+}
+
+extern "C" const char *cdcmtk_scu_error(const cdcmtk_scu *scu) { return scu ? scu->error.c_str() : ""; }
+
+extern "C" int cdcmtk_scu_echo(cdcmtk_scu *scu, uint16_t *status) {
+    T_ASC_PresentationContextID context = scu->scu.findAnyPresentationContextID(UID_VerificationSOPClass, "");
+    OFCondition result = scu->scu.sendECHORequest(context);
+    *status = result.good() ? 0 : 0xFFFF;
+    if (result.bad()) scu->error = std::string("C-ECHO: ") + result.text();
+    return result.good() ? CDCMTK_OK : CDCMTK_ERROR;
+}
+
+extern "C" int cdcmtk_scu_store(cdcmtk_scu *scu, const char *path, uint16_t *status) {
+    DcmFileFormat file;
+    OFCondition result = file.loadFile(path);
+    if (result.bad()) {
+        scu->error = std::string(path) + ": " + result.text();
+        return CDCMTK_ERROR;
+    }
+    OFString sopClass;
+    file.getDataset()->findAndGetOFString(DCM_SOPClassUID, sopClass);
+    DcmXfer original(file.getDataset()->getOriginalXfer());
+    T_ASC_PresentationContextID context = scu->scu.findPresentationContextID(sopClass, original.getXferID());
+    if (context == 0) context = scu->scu.findAnyPresentationContextID(sopClass, "");
+    if (context == 0) {
+        scu->error = std::string(path) + ": the peer accepted no presentation context for SOP class " + sopClass.c_str();
+        *status = 0x0122;  // SOP Class Not Supported
+        return CDCMTK_ERROR;
+    }
+    Uint16 response = 0;
+    result = scu->scu.sendSTORERequest(context, "", file.getDataset(), response);
+    *status = response;
+    if (result.bad()) {
+        scu->error = std::string(path) + ": C-STORE: " + result.text();
+        return CDCMTK_ERROR;
+    }
+    return CDCMTK_OK;
+}
+
+extern "C" int cdcmtk_scu_find(cdcmtk_scu *scu, const char *level, const char *const *keys, size_t key_count,
+                               char **results, size_t *length, uint16_t *status) {
+    DcmDataset query;
+    if (!queryDataset(query, level, keys, key_count, scu->error)) return CDCMTK_ERROR;
+    T_ASC_PresentationContextID context =
+        scu->scu.findAnyPresentationContextID(UID_FINDStudyRootQueryRetrieveInformationModel, "");
+    OFList<QRResponse *> responses;
+    OFCondition result = scu->scu.sendFINDRequest(context, &query, &responses);
+    std::string text;
+    *status = 0;
+    for (QRResponse *response : responses) {
+        *status = response->m_status;
+        if (response->m_dataset) {
+            if (!text.empty()) text += '\x1e';
+            DcmDataset *dataset = response->m_dataset;
+            for (unsigned long i = 0; i < dataset->card(); ++i) {
+                DcmElement *element = dataset->getElement(i);
+                OFString value;
+                if (!element || element->ident() == EVR_SQ || element->getOFStringArray(value).bad()) continue;
+                char tag[16];
+                std::snprintf(tag, sizeof tag, "%04x,%04x", element->getGTag(), element->getETag());
+                std::string clean(value.c_str());
+                for (char &c : clean)
+                    if (c == '\n' || c == '\x1e') c = ' ';
+                text += std::string(tag) + "=" + clean + "\n";
+            }
+        }
+        delete response;
+    }
+    if (result.bad()) {
+        scu->error = std::string("C-FIND: ") + result.text();
+        return CDCMTK_ERROR;
+    }
+    *results = static_cast<char *>(std::malloc(text.size() + 1));
+    if (!*results) return CDCMTK_ERROR;
+    std::memcpy(*results, text.c_str(), text.size() + 1);
+    *length = text.size();
+    return CDCMTK_OK;
+}
+
+extern "C" int cdcmtk_scu_get(cdcmtk_scu *scu, const char *level, const char *const *keys, size_t key_count,
+                              const char *folder, size_t *received, uint16_t *completed, uint16_t *failed,
+                              uint16_t *warnings, uint16_t *status) {
+    DcmDataset query;
+    if (!queryDataset(query, level, keys, key_count, scu->error)) return CDCMTK_ERROR;
+    scu->scu.folder = folder;
+    scu->scu.received = 0;
+    T_ASC_PresentationContextID context =
+        scu->scu.findAnyPresentationContextID(UID_GETStudyRootQueryRetrieveInformationModel, "");
+    OFList<RetrieveResponse *> responses;
+    OFCondition result = scu->scu.sendCGETRequest(context, &query, &responses);
+    *received = scu->scu.received;
+    *completed = *failed = *warnings = *status = 0;
+    for (RetrieveResponse *response : responses) {
+        *status = response->m_status;
+        *completed = response->m_numberOfCompletedSubops;
+        *failed = response->m_numberOfFailedSubops;
+        *warnings = response->m_numberOfWarningSubops;
+        delete response;
+    }
+    if (result.bad() || !scu->scu.storeError.empty()) {
+        scu->error = scu->scu.storeError.empty() ? std::string("C-GET: ") + result.text() : scu->scu.storeError;
+        return CDCMTK_ERROR;
+    }
+    return CDCMTK_OK;
+}
+
+extern "C" void cdcmtk_scu_close(cdcmtk_scu *scu) {
+    if (!scu) return;
+    if (scu->scu.isConnected()) scu->scu.releaseAssociation();
+    delete scu;
+}
+
+extern "C" void cdcmtk_free(void *pointer) { std::free(pointer); }

@@ -27,6 +27,8 @@ public enum DICOMError: Error, CustomStringConvertible, Equatable, Sendable {
     /// An RT Structure Set that is malformed or does not fit the series it lies on: the file, the ROI when one is
     /// at fault, and the cause.
     case invalidStructureSet(file: String, roi: String?, reason: String)
+    /// A DICOM network peer that refused, could not be reached, or failed an exchange: who and why.
+    case network(peer: String, reason: String)
     /// A file that could not be written.
     case unwritable(file: String, reason: String)
     /// A source image lacks a type 1 attribute that a derived object (a SEG) must copy or share with it.
@@ -60,6 +62,7 @@ public enum DICOMError: Error, CustomStringConvertible, Equatable, Sendable {
         case .invalidStructureSet(let file, let roi, let reason):
             return "\(file): RT Structure Set\(roi.map { ", ROI '\($0)'" } ?? ""): \(reason)"
         case .unwritable(let file, let reason): return "\(file): cannot write DICOM: \(reason)"
+        case .network(let peer, let reason): return "\(peer): \(reason)"
         }
     }
 }

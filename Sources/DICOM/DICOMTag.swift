@@ -8,6 +8,15 @@ public struct DICOMTag: Hashable, Sendable, CustomStringConvertible {
         self.element = element
     }
 
+    /// `gggg,eeee` in hexadecimal (as dcmnet's query results name tags); nil for anything else.
+    public init?(text: String) {
+        let parts = text.split(separator: ",")
+        guard parts.count == 2, parts.allSatisfy({ $0.count == 4 }), let group = UInt16(parts[0], radix: 16),
+            let element = UInt16(parts[1], radix: 16)
+        else { return nil }
+        (self.group, self.element) = (group, element)
+    }
+
     /// "(0028,0010)".
     public var description: String {
         func hex(_ value: UInt16) -> String {
@@ -27,6 +36,13 @@ extension DICOMTag {
     public static let modality = DICOMTag(0x0008, 0x0060)
     public static let manufacturer = DICOMTag(0x0008, 0x0070)
     public static let studyDescription = DICOMTag(0x0008, 0x1030)
+    public static let studyTime = DICOMTag(0x0008, 0x0030)
+    public static let accessionNumber = DICOMTag(0x0008, 0x0050)
+    public static let modalitiesInStudy = DICOMTag(0x0008, 0x0061)
+    public static let studyID = DICOMTag(0x0020, 0x0010)
+    public static let numberOfStudyRelatedSeries = DICOMTag(0x0020, 0x1206)
+    public static let numberOfStudyRelatedInstances = DICOMTag(0x0020, 0x1208)
+    public static let numberOfSeriesRelatedInstances = DICOMTag(0x0020, 0x1209)
     public static let seriesDescription = DICOMTag(0x0008, 0x103E)
     public static let referencedSeriesSequence = DICOMTag(0x0008, 0x1115)
     public static let referencedInstanceSequence = DICOMTag(0x0008, 0x114A)

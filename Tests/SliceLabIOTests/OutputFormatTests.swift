@@ -6,7 +6,8 @@ struct OutputFormatTests {
     @Test func everyOutputEndingNamesItsFormat() {
         let expected: [(String, OutputFormat?)] = [
             ("out/labels.h5", .hdf5), ("LABELS.HDF5", .hdf5), ("case.nii.gz", .nifti), ("case.NII", .nifti),
-            ("slice.png", .png), ("SEG.DCM", .dicom), ("labels", nil), ("labels.gz", nil), ("labels.seg.nrrd", .nrrd), ("labels.mha", nil),
+            ("slice.png", .png), ("SEG.DCM", .dicom), ("labels", nil), ("labels.gz", nil), ("labels.seg.nrrd", .nrrd),
+            ("labels.mha", nil),
             ("folder.h5/labels.txt", nil), ("labels.h5.tmp", nil)
         ]
         for (path, format) in expected {

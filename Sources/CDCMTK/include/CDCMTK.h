@@ -162,6 +162,41 @@ int cdcmtk_rtw_add_contour(cdcmtk_rtw *rtw, int32_t number, const double *points
 int cdcmtk_rtw_save(cdcmtk_rtw *rtw, const char *path);
 void cdcmtk_rtw_free(cdcmtk_rtw *rtw);
 
+// MARK: - DIMSE service class user (dcmnet's DcmSCU)
+
+/// An open association with a DICOM peer; released and freed with `cdcmtk_scu_close`.
+typedef struct cdcmtk_scu cdcmtk_scu;
+
+/// What an association is for: verification, storage of files, study-root C-FIND, or study-root C-GET (with
+/// storage contexts in the SCP role for the instances the peer sends back).
+typedef enum { CDCMTK_SCU_ECHO = 0, CDCMTK_SCU_STORE = 1, CDCMTK_SCU_FIND = 2, CDCMTK_SCU_GET = 3 } cdcmtk_scu_purpose;
+
+/// Opens an association from `calling_aet` to `called_aet` at `host`:`port`. For storage, `contexts` lists
+/// "SOP class UID|transfer syntax UID" pairs of the files to send (each class also offered in explicit and implicit
+/// VR little endian). `timeout_seconds` bounds the connection and every DIMSE exchange. NULL on failure (refused,
+/// rejected, unreachable) with the reason in `message`.
+cdcmtk_scu *cdcmtk_scu_open(const char *host, uint16_t port, const char *called_aet, const char *calling_aet,
+                            cdcmtk_scu_purpose purpose, const char *const *contexts, size_t context_count,
+                            int timeout_seconds, char *message, size_t message_capacity);
+const char *cdcmtk_scu_error(const cdcmtk_scu *scu);
+/// C-ECHO; `status` receives the response status.
+int cdcmtk_scu_echo(cdcmtk_scu *scu, uint16_t *status);
+/// C-STORE of the file at `path`; `status` receives the response status (0 success, 0xB… warning, else failure).
+int cdcmtk_scu_store(cdcmtk_scu *scu, const char *path, uint16_t *status);
+/// Study-root C-FIND at `level` (STUDY, SERIES, IMAGE) with `keys` ("gggg,eeee=value"; an empty value asks for
+/// the attribute). The matches are written into a buffer the caller frees with `cdcmtk_free`: one record per
+/// match, records separated by '\x1e', each a line "gggg,eeee=value" per returned attribute.
+int cdcmtk_scu_find(cdcmtk_scu *scu, const char *level, const char *const *keys, size_t key_count, char **results,
+                    size_t *length, uint16_t *status);
+/// Study-root C-GET at `level` with `keys`: each instance the peer sends is written into `folder` as
+/// `<n>.dcm` (Part 10, the transfer syntax it came in) and synced before its C-STORE gets a success status.
+/// `received` counts them; `completed`, `failed` and `warnings` are the peer's sub-operation counts.
+int cdcmtk_scu_get(cdcmtk_scu *scu, const char *level, const char *const *keys, size_t key_count,
+                   const char *folder, size_t *received, uint16_t *completed, uint16_t *failed, uint16_t *warnings,
+                   uint16_t *status);
+void cdcmtk_scu_close(cdcmtk_scu *scu);
+void cdcmtk_free(void *pointer);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,161 @@
+import DICOM
+import Foundation
+import SliceLabSupport
+
+/// `slicelab push` and `slicelab pull`: instances sent to a remote (C-STORE) and retrieved from it (C-GET) into
+/// `DIR/<study>/<series>/<sop>.dcm`.
+public enum DICOMTransfer {
+    /// One instance's outcome: the file and the peer's status (0 success; 0xB000–0xBFFF warnings), or why it was
+    /// not sent.
+    public struct Sent: Sendable {
+        public var file: String
+        public var status: UInt16?
+        public var problem: String?
+
+        public var succeeded: Bool {
+            problem == nil && status.map { $0 == 0 || (0xB000...0xBFFF).contains($0) } == true
+        }
+    }
+
+    /// The DICOM files under `paths` (files, and folders searched recursively; hidden files left out), sorted.
+    public static func files(_ paths: [String]) -> [String] {
+        paths.flatMap { path -> [String] in
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue else {
+                return [path]
+            }
+            let enumerator = FileManager.default.enumerator(atPath: path)
+            var found: [String] = []
+            while let name = enumerator?.nextObject() as? String {
+                let full = URL(fileURLWithPath: path).appendingPathComponent(name).path
+                var directory: ObjCBool = false
+                if !name.split(separator: "/").contains(where: { $0.hasPrefix(".") }),
+                    FileManager.default.fileExists(atPath: full, isDirectory: &directory), !directory.boolValue
+                {
+                    found.append(full)
+                }
+            }
+            return found.sorted()
+        }
+    }
+
+    /// Sends every DICOM file of `paths` to `remote` in one association, reporting each; files that are not DICOM
+    /// (or lack a SOP class) are reported and not sent.
+    ///
+    /// - Throws: `DICOMError.network` when the association cannot be opened; `NetworkError.unsupported` for
+    ///   DICOMweb (STOW-RS is not built yet).
+    public static func push(
+        _ paths: [String], to remote: Remote, callingAET: String, timeoutSeconds: Int = 30,
+        progress: ProgressReporter? = nil
+    ) throws -> [Sent] {
+        guard case .dimse(let aet, let host, let port) = remote else {
+            throw NetworkError.unsupported(
+                remote: "\(remote)", reason: "STOW-RS (DICOMweb) is not built yet; use dicom://")
+        }
+        var results: [Sent] = []
+        var sendable: [(path: String, sopClass: String, syntax: String)] = []
+        for path in files(paths) {
+            do {
+                let file = try DICOMFile(path: path)
+                guard let sopClass = file.dataset.string(.sopClassUID), !sopClass.isEmpty else {
+                    results.append(Sent(file: path, status: nil, problem: "no SOP Class UID"))
+                    continue
+                }
+                sendable.append((path, sopClass, file.transferSyntaxUID))
+            } catch {
+                results.append(Sent(file: path, status: nil, problem: "not sent: \(error)"))
+            }
+        }
+        guard !sendable.isEmpty else { return results }
+        let association = try DIMSEAssociation(
+            host: host, port: port, calledAET: aet, callingAET: callingAET,
+            purpose: .store(contexts: sendable.map { ($0.sopClass, $0.syntax) }), timeoutSeconds: timeoutSeconds)
+        for item in sendable {
+            do {
+                results.append(Sent(file: item.path, status: try association.store(item.path), problem: nil))
+            } catch {
+                results.append(Sent(file: item.path, status: nil, problem: "\(error)"))
+            }
+            progress?.advance(status: URL(fileURLWithPath: item.path).lastPathComponent)
+        }
+        return results
+    }
+
+    /// What a pull wrote.
+    public struct Pulled: Sendable {
+        /// Every file written, `<study>/<series>/<sop>.dcm` under the output folder.
+        public var files: [String] = []
+        /// Instances the peer reported failed or that could not be placed.
+        public var problems: [String] = []
+    }
+
+    /// Retrieves each study or series UID of `uids` from `remote` (C-GET at the level the UID is found at: a
+    /// series' study is looked up first, as the study root model needs it) into `folder/<study>/<series>/<sop>.dcm`.
+    /// Files arrive in a scratch folder inside `folder` and are renamed into place only after their UIDs are
+    /// checked to be UIDs (never a path outside `folder`); an existing file of the same SOP instance is replaced.
+    ///
+    /// - Throws: `NetworkError.invalidUID` for a UID given that is none, `.unsupported` for DICOMweb (WADO-RS is not
+    ///   built yet), `DICOMError.network` naming the peer.
+    public static func pull(
+        _ uids: [String], from remote: Remote, into folder: String, callingAET: String, timeoutSeconds: Int = 30,
+        log: (String) -> Void = { _ in }
+    ) throws -> Pulled {
+        guard case .dimse(let aet, let host, let port) = remote else {
+            throw NetworkError.unsupported(
+                remote: "\(remote)", reason: "WADO-RS (DICOMweb) is not built yet; use dicom://")
+        }
+        for uid in uids { _ = try DICOMUID.checked(uid, context: "pull") }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        var pulled = Pulled()
+        for uid in uids {
+            // A series UID is found at series level with its study; otherwise the UID is a study's.
+            var series = DICOMQuery(level: .series)
+            series.seriesInstanceUID = uid
+            let match = try series.run(on: remote, callingAET: callingAET, timeoutSeconds: timeoutSeconds).first
+            var keys: [(DICOMTag, String)] = [(.studyInstanceUID, uid)]
+            var level = "STUDY"
+            if let study = match?["StudyInstanceUID"], !study.isEmpty {
+                (keys, level) = ([(.studyInstanceUID, study), (.seriesInstanceUID, uid)], "SERIES")
+            }
+            let scratch = URL(fileURLWithPath: folder).appendingPathComponent(".incoming-\(getpid())-\(uid.suffix(16))")
+            try? FileManager.default.removeItem(at: scratch)
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: scratch) }
+            let association = try DIMSEAssociation(
+                host: host, port: port, calledAET: aet, callingAET: callingAET, purpose: .get,
+                timeoutSeconds: timeoutSeconds)
+            let retrieval = try association.get(level: level, keys: keys, into: scratch.path)
+            if retrieval.failed > 0 {
+                pulled.problems.append("\(uid): the peer reported \(retrieval.failed) failed sub-operation(s)")
+            }
+            if retrieval.received == 0 {
+                pulled.problems.append("\(uid): no instance received (\(level.lowercased()) not found?)")
+            }
+            for name in (try FileManager.default.contentsOfDirectory(atPath: scratch.path)).sorted() {
+                let path = scratch.appendingPathComponent(name).path
+                do {
+                    pulled.files.append(try place(path, under: folder))
+                } catch {
+                    pulled.problems.append("\(uid): \(error)")
+                }
+            }
+            log("pull: \(uid) (\(level.lowercased())): \(retrieval.received) instance(s)")
+        }
+        return pulled
+    }
+
+    /// Moves a received file to `folder/<study>/<series>/<sop>.dcm` after checking the three UIDs.
+    static func place(_ path: String, under folder: String) throws -> String {
+        let file = try DICOMFile(path: path)
+        let study = try DICOMUID.checked(file.dataset.string(.studyInstanceUID) ?? "", context: "Study Instance UID")
+        let series = try DICOMUID.checked(file.dataset.string(.seriesInstanceUID) ?? "", context: "Series Instance UID")
+        let sop = try DICOMUID.checked(file.dataset.string(.sopInstanceUID) ?? "", context: "SOP Instance UID")
+        let target = URL(fileURLWithPath: folder).appendingPathComponent(study).appendingPathComponent(series)
+        try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+        let destination = target.appendingPathComponent(sop + ".dcm").path
+        guard rename(path, destination) == 0 else {
+            throw NetworkError.unsupported(remote: destination, reason: "cannot move the received file into place")
+        }
+        return destination
+    }
+}

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""`make test-pacs`: SliceLab against a real PACS (Debian's Orthanc), every process inside a private network
+namespace so nothing listens beyond it (Orthanc 1.10 binds every interface and has no option not to).
+
+Re-executes itself under `unshare -n` (skipping with the reason where that is not permitted), brings `lo` up,
+starts Orthanc with its own configuration in a temporary folder (storage, DicomModalities naming SliceLab,
+RemoteAccessAllowed false), and checks the node's commands with DCMTK's tools and Orthanc's REST API as second
+peers: push the bundled demo series (every instance stored; `storescu` agrees), query them at study and series
+level (the answer is Orthanc's own, and DCMTK's `findscu` finds the same), pull each series and the study back
+(the files' data sets equal what was pushed, element for element), segment a pulled series and push the SEG back,
+and refuse a calling AE title the PACS does not know. Orthanc is stopped by its PID at the end.
+
+Usage: pacs_test.py SLICELAB_BINARY   (python: the .venv's, which has pydicom)
+"""
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import pydicom
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DEMO = ROOT / "Sources/SliceLabKit/Resources/Demo/mni-brain/images"
+MODEL = ROOT / "Sources/SliceLabKit/Resources/Demo/models/mni-brain.h5"
+ORTHANC = shutil.which("Orthanc") or "/usr/sbin/Orthanc"
+DICOM_PORT, HTTP_PORT = 4242, 8042
+REMOTE = f"dicom://ORTHANC@127.0.0.1:{DICOM_PORT}"
+
+
+def run(*arguments, expect=0, timeout=120):
+    result = subprocess.run([str(a) for a in arguments], capture_output=True, text=True, timeout=timeout)
+    if expect is not None and result.returncode != expect:
+        sys.exit(f"pacs: {' '.join(map(str, arguments))} exited {result.returncode}, expected {expect}:\n"
+                 f"{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+    return result
+
+
+def rest(path):
+    with urllib.request.urlopen(f"http://127.0.0.1:{HTTP_PORT}{path}", timeout=10) as response:
+        return json.loads(response.read())
+
+
+def start_orthanc(folder):
+    config = {
+        "Name": "SliceLabPACSTest", "StorageDirectory": str(folder / "storage"), "IndexDirectory": str(folder / "index"),
+        "DicomAet": "ORTHANC", "DicomPort": DICOM_PORT, "HttpPort": HTTP_PORT, "RemoteAccessAllowed": False,
+        "AuthenticationEnabled": False, "DicomCheckCalledAet": True,
+        "DicomModalities": {"slicelab": ["SLICELAB", "127.0.0.1", 11112]},
+        "Plugins": [], "StableAge": 1,
+    }
+    (folder / "orthanc.json").write_text(json.dumps(config))
+    log = open(folder / "orthanc.log", "w")
+    process = subprocess.Popen([ORTHANC, str(folder / "orthanc.json")], stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(100):
+        try:
+            rest("/system")
+            return process
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    sys.exit(f"pacs: Orthanc did not answer within 10 s; its log:\n{(folder / 'orthanc.log').read_text()[-3000:]}")
+
+
+def datasets_equal(a, b):
+    """Every element of two files' data sets (not their file meta) equal."""
+    x, y = pydicom.dcmread(a), pydicom.dcmread(b)
+    return [e.tag for e in x] == [e.tag for e in y] and all(x[t].value == y[t].value for t in [e.tag for e in x])
+
+
+def main():
+    slicelab = pathlib.Path(sys.argv[1]).resolve()
+    if os.environ.get("SLICELAB_PACS_NAMESPACE") != "1":
+        if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
+            print("pacs: skipped: unshare -n is not permitted here (a private network namespace keeps Orthanc, which "
+                  "listens on every interface, off the network)")
+            return
+        env = dict(os.environ, SLICELAB_PACS_NAMESPACE="1")
+        sys.exit(subprocess.run(["unshare", "-n", sys.executable, __file__, str(slicelab)], env=env).returncode)
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="slicelab-pacs-"))
+    orthanc = start_orthanc(folder)
+    try:
+        checks(slicelab, folder)
+    finally:
+        orthanc.send_signal(signal.SIGTERM)
+        try:
+            orthanc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            orthanc.kill()
+        shutil.rmtree(folder, ignore_errors=True)
+    print("pacs: ok")
+
+
+def checks(slicelab, folder):
+    files = sorted(DEMO.glob("*.dcm"))
+    demo = {pydicom.dcmread(f).SOPInstanceUID: f for f in files}
+    studies = sorted({pydicom.dcmread(f).StudyInstanceUID for f in files})
+    series = sorted({pydicom.dcmread(f).SeriesInstanceUID for f in files})
+
+    # push: every instance reported stored; Orthanc holds them all.
+    pushed = run(slicelab, "push", DEMO, "--to", REMOTE)
+    assert pushed.stdout.count("ok\t0x0000") == len(files), pushed.stdout
+    assert len(rest("/instances")) == len(files), rest("/instances")
+    print(f"pacs: push stored {len(files)} instances")
+
+    # query: studies and series as Orthanc lists them; findscu agrees.
+    found = json.loads(run(slicelab, "query", REMOTE, "--json").stdout)
+    assert [m["StudyInstanceUID"] for m in found] == studies, found
+    assert int(found[0]["NumberOfStudyRelatedInstances"]) == len(files), found
+    listed = json.loads(run(slicelab, "query", REMOTE, "--level", "series", "--study", studies[0], "--json").stdout)
+    assert sorted(m["SeriesInstanceUID"] for m in listed) == series, listed
+    orthanc_series = sorted(rest(f"/series/{s}")["MainDicomTags"]["SeriesInstanceUID"] for s in rest("/series"))
+    assert orthanc_series == series, orthanc_series
+    findscu = run("findscu", "-S", "-aet", "SLICELAB", "-aec", "ORTHANC", "-k", "QueryRetrieveLevel=SERIES",
+                  "-k", f"StudyInstanceUID={studies[0]}", "-k", "SeriesInstanceUID", "127.0.0.1", DICOM_PORT)
+    assert all(uid in findscu.stderr + findscu.stdout for uid in series), findscu.stderr[-2000:]
+    none = json.loads(run(slicelab, "query", REMOTE, "--patient-id", "NOBODY*", "--json").stdout)
+    assert none == [], none
+    print(f"pacs: query found {len(studies)} study and {len(series)} series, as Orthanc and findscu list them")
+
+    # pull: each series, then the study, into DIR/<study>/<series>/<sop>.dcm, data sets equal to what was pushed.
+    out = folder / "pulled"
+    run(slicelab, "pull", REMOTE, *series, "--out", out)
+    pulled = sorted(out.rglob("*.dcm"))
+    assert len(pulled) == len(files), pulled
+    for path in pulled:
+        study, serie, sop = path.parts[-3], path.parts[-2], path.stem
+        source = demo[sop]
+        reference = pydicom.dcmread(source)
+        assert (study, serie) == (reference.StudyInstanceUID, reference.SeriesInstanceUID), path
+        assert datasets_equal(path, source), f"{path} differs from {source}"
+    study_out = folder / "pulled-study"
+    run(slicelab, "pull", REMOTE, studies[0], "--out", study_out)
+    assert len(list(study_out.rglob("*.dcm"))) == len(files)
+    assert not any(p.name.startswith(".incoming") for p in out.iterdir()), list(out.iterdir())
+    print(f"pacs: pull wrote {len(pulled)} instances by series and by study, data sets equal to the pushed ones")
+
+    # segment a pulled image, push the SEG back: Orthanc stores it as a Segmentation of the same study.
+    first = pulled[0]
+    seg = folder / "seg.dcm"
+    run(slicelab, "segment", first, "--model", MODEL, "--out", seg)
+    run(slicelab, "push", seg, "--to", REMOTE)
+    segs = [s for s in rest("/series") if rest(f"/series/{s}")["MainDicomTags"].get("Modality") == "SEG"]
+    assert len(segs) == 1, segs
+    instance = rest(f"/series/{segs[0]}")["Instances"][0]
+    tags = rest(f"/instances/{instance}/simplified-tags")
+    assert tags["StudyInstanceUID"] == pydicom.dcmread(first).StudyInstanceUID, tags["StudyInstanceUID"]
+    print("pacs: a segmented pulled image's SEG pushed back into its study")
+
+    # refusals: an AE title the PACS does not know, an unreachable port, a remote that is no remote.
+    refused = run(slicelab, "query", REMOTE, "--calling-aet", "INTRUDER", expect=1)
+    assert "ORTHANC@127.0.0.1:4242" in refused.stderr, refused.stderr
+    closed = run(slicelab, "query", "dicom://ORTHANC@127.0.0.1:4299", "--timeout", "5", expect=1)
+    assert "ORTHANC@127.0.0.1:4299" in closed.stderr, closed.stderr
+    bad = run(slicelab, "query", "ftp://x", expect=1)
+    assert "unknown scheme 'ftp'" in bad.stderr, bad.stderr
+    escape = run(slicelab, "pull", REMOTE, "../1.2", "--out", folder / "x", expect=1)
+    assert "is not a DICOM UID" in escape.stderr, escape.stderr
+    print("pacs: unknown AE title, closed port, bad remote and a UID with ../ refused with one line each")
+
+
+if __name__ == "__main__":
+    main()
