@@ -32,6 +32,7 @@ let package = Package(
         // The serial HDF5, pinned: installing Debian's parallel HDF5 repoints the generic `hdf5` name to the MPI build.
         .systemLibrary(name: "CHDF5", pkgConfig: "hdf5-serial", providers: [.apt(["libhdf5-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "COneDNN", providers: [.apt(["libdnnl-dev"])]),
         // nifti_clib: Debian's libnifti2-dev ships no pkg-config file, and its headers sit in /usr/include/nifti and
         // include each other by bare name: the shim compiles with that folder on its path and links libnifti2
@@ -103,7 +104,7 @@ let package = Package(
                 "SliceLabIO", "DeepLab", "Classical", "Metrics", "ImageFiles", "DICOM", "SliceLabSupport"
             ]),
         // The DICOM node: remotes, query, pull and push (DIMSE through DICOM's dcmnet association).
-        .target(name: "SliceLabNetwork", dependencies: ["DICOM", "SliceLabSupport"]),
+        .target(name: "SliceLabNetwork", dependencies: ["CCurl", "DICOM", "SliceLabSupport"]),
         // Results files, merging, comparisons, tables, the HTML report, sharded jobs.
         .target(
             name: "SliceLabResults",

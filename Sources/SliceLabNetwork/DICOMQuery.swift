@@ -50,19 +50,41 @@ public struct DICOMQuery: Sendable {
 
     /// The matches at `remote`, sorted by study (and series) UID.
     ///
-    /// - Throws: `DICOMError.network` naming the peer; `NetworkError.unsupported` for a DICOMweb remote (QIDO-RS is
-    ///   not built yet).
-    public func run(on remote: Remote, callingAET: String, timeoutSeconds: Int = 30) throws -> [Match] {
-        guard case .dimse(let aet, let host, let port) = remote else {
-            throw NetworkError.unsupported(
-                remote: "\(remote)", reason: "QIDO-RS (DICOMweb) is not built yet; use dicom://")
-        }
-        let association = try DIMSEAssociation(
-            host: host, port: port, calledAET: aet, callingAET: callingAET, purpose: .find,
-            timeoutSeconds: timeoutSeconds)
-        let names = Dictionary(uniqueKeysWithValues: Self.returnKeys(level).map { ($0.1, $0.0) })
-        let matches = try association.find(level: level.rawValue.uppercased(), keys: keys()).map { attributes in
-            Dictionary(uniqueKeysWithValues: attributes.compactMap { tag, value in names[tag].map { ($0, value) } })
+    /// - Throws: `DICOMError.network` naming the peer (C-FIND), `NetworkError.web` naming the URL (QIDO-RS).
+    public func run(
+        on remote: Remote, callingAET: String, timeoutSeconds: Int = 30, credentials: WebCredentials? = nil
+    ) throws -> [Match] {
+        let matches: [Match]
+        switch remote {
+        case .dimse(let aet, let host, let port):
+            let association = try DIMSEAssociation(
+                host: host, port: port, calledAET: aet, callingAET: callingAET, purpose: .find,
+                timeoutSeconds: timeoutSeconds)
+            let names = Dictionary(uniqueKeysWithValues: Self.returnKeys(level).map { ($0.1, $0.0) })
+            matches = try association.find(level: level.rawValue.uppercased(), keys: keys()).map { attributes in
+                Dictionary(uniqueKeysWithValues: attributes.compactMap { tag, value in names[tag].map { ($0, value) } })
+            }
+        case .web(let url):
+            let client = DICOMWebClient(base: url, credentials: credentials, timeoutSeconds: timeoutSeconds)
+            var filters: [(String, String)] = []
+            if let patientID { filters.append(("PatientID", patientID)) }
+            if let studyDate { filters.append(("StudyDate", studyDate)) }
+            if let modality { filters.append((level == .study ? "ModalitiesInStudy" : "Modality", modality)) }
+            if let seriesInstanceUID { filters.append(("SeriesInstanceUID", seriesInstanceUID)) }
+            var path = "/studies"
+            if level == .series {
+                path = studyInstanceUID.map { "/studies/\($0)/series" } ?? "/series"
+            } else if let studyInstanceUID {
+                filters.append(("StudyInstanceUID", studyInstanceUID))
+            }
+            matches = try client.search(path, filters: filters, returnKeys: Self.returnKeys(level)).map { match in
+                // A study's series list may omit the study UID it lies under.
+                var match = match
+                if level == .series, match["StudyInstanceUID"] == nil, let studyInstanceUID {
+                    match["StudyInstanceUID"] = studyInstanceUID
+                }
+                return match
+            }
         }
         return matches.sorted {
             ($0["StudyInstanceUID"] ?? "", $0["SeriesInstanceUID"] ?? "")

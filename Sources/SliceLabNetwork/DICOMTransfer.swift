@@ -42,16 +42,15 @@ public enum DICOMTransfer {
     /// Sends every DICOM file of `paths` to `remote` in one association, reporting each; files that are not DICOM
     /// (or lack a SOP class) are reported and not sent.
     ///
-    /// - Throws: `DICOMError.network` when the association cannot be opened; `NetworkError.unsupported` for
-    ///   DICOMweb (STOW-RS is not built yet).
+    /// Over DICOMweb the files go in STOW-RS requests of at most 64 MiB, each instance reported from the
+    /// response's Referenced and Failed SOP Sequences (status 0, or 0xC000 with the failure reason).
+    ///
+    /// - Throws: `DICOMError.network` when the association cannot be opened, `NetworkError.web` when a request
+    ///   fails as a whole.
     public static func push(
         _ paths: [String], to remote: Remote, callingAET: String, timeoutSeconds: Int = 30,
-        progress: ProgressReporter? = nil
+        credentials: WebCredentials? = nil, progress: ProgressReporter? = nil
     ) throws -> [Sent] {
-        guard case .dimse(let aet, let host, let port) = remote else {
-            throw NetworkError.unsupported(
-                remote: "\(remote)", reason: "STOW-RS (DICOMweb) is not built yet; use dicom://")
-        }
         var results: [Sent] = []
         var sendable: [(path: String, sopClass: String, syntax: String)] = []
         for path in files(paths) {
@@ -67,6 +66,38 @@ public enum DICOMTransfer {
             }
         }
         guard !sendable.isEmpty else { return results }
+        guard case .dimse(let aet, let host, let port) = remote else {
+            guard case .web(let url) = remote else { return results }
+            let client = DICOMWebClient(base: url, credentials: credentials, timeoutSeconds: timeoutSeconds)
+            var batch: [(path: String, uid: String, data: Data)] = []
+            func flush() throws {
+                guard !batch.isEmpty else { return }
+                let outcome = try client.store(batch.map { ($0.uid, $0.data) })
+                for item in batch {
+                    switch outcome[item.uid] {
+                    case .some(.none): results.append(Sent(file: item.path, status: 0, problem: nil))
+                    case .some(.some(let reason)):
+                        results.append(Sent(file: item.path, status: 0xC000, problem: reason))
+                    case .none:
+                        results.append(Sent(file: item.path, status: nil, problem: "not in the STOW-RS response"))
+                    }
+                    progress?.advance(status: URL(fileURLWithPath: item.path).lastPathComponent)
+                }
+                batch = []
+            }
+            for item in sendable {
+                guard let data = FileManager.default.contents(atPath: item.path),
+                    let uid = try? DICOMFile(path: item.path).dataset.string(.sopInstanceUID)
+                else {
+                    results.append(Sent(file: item.path, status: nil, problem: "cannot be read"))
+                    continue
+                }
+                if batch.map(\.data.count).reduce(data.count, +) > 64 << 20 { try flush() }
+                batch.append((item.path, uid, data))
+            }
+            try flush()
+            return results
+        }
         let association = try DIMSEAssociation(
             host: host, port: port, calledAET: aet, callingAET: callingAET,
             purpose: .store(contexts: sendable.map { ($0.sopClass, $0.syntax) }), timeoutSeconds: timeoutSeconds)
@@ -94,16 +125,15 @@ public enum DICOMTransfer {
     /// Files arrive in a scratch folder inside `folder` and are renamed into place only after their UIDs are
     /// checked to be UIDs (never a path outside `folder`); an existing file of the same SOP instance is replaced.
     ///
-    /// - Throws: `NetworkError.invalidUID` for a UID given that is none, `.unsupported` for DICOMweb (WADO-RS is not
-    ///   built yet), `DICOMError.network` naming the peer.
+    /// Over DICOMweb: QIDO-RS finds a series' study, WADO-RS retrieves the study or series as multipart Part 10
+    /// files, each written and synced in the scratch folder, then placed the same way.
+    ///
+    /// - Throws: `NetworkError.invalidUID` for a UID given that is none, `DICOMError.network` naming the peer,
+    ///   `NetworkError.web` naming the URL.
     public static func pull(
         _ uids: [String], from remote: Remote, into folder: String, callingAET: String, timeoutSeconds: Int = 30,
-        log: (String) -> Void = { _ in }
+        credentials: WebCredentials? = nil, log: (String) -> Void = { _ in }
     ) throws -> Pulled {
-        guard case .dimse(let aet, let host, let port) = remote else {
-            throw NetworkError.unsupported(
-                remote: "\(remote)", reason: "WADO-RS (DICOMweb) is not built yet; use dicom://")
-        }
         for uid in uids { _ = try DICOMUID.checked(uid, context: "pull") }
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         var pulled = Pulled()
@@ -111,24 +141,40 @@ public enum DICOMTransfer {
             // A series UID is found at series level with its study; otherwise the UID is a study's.
             var series = DICOMQuery(level: .series)
             series.seriesInstanceUID = uid
-            let match = try series.run(on: remote, callingAET: callingAET, timeoutSeconds: timeoutSeconds).first
+            let match = try series.run(
+                on: remote, callingAET: callingAET, timeoutSeconds: timeoutSeconds, credentials: credentials
+            ).first
             var keys: [(DICOMTag, String)] = [(.studyInstanceUID, uid)]
             var level = "STUDY"
+            var path = "/studies/\(uid)"
             if let study = match?["StudyInstanceUID"], !study.isEmpty {
-                (keys, level) = ([(.studyInstanceUID, study), (.seriesInstanceUID, uid)], "SERIES")
+                let checked = try DICOMUID.checked(study, context: "the study of series \(uid)")
+                (keys, level) = ([(.studyInstanceUID, checked), (.seriesInstanceUID, uid)], "SERIES")
+                path = "/studies/\(checked)/series/\(uid)"
             }
             let scratch = URL(fileURLWithPath: folder).appendingPathComponent(".incoming-\(getpid())-\(uid.suffix(16))")
             try? FileManager.default.removeItem(at: scratch)
             try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: scratch) }
-            let association = try DIMSEAssociation(
-                host: host, port: port, calledAET: aet, callingAET: callingAET, purpose: .get,
-                timeoutSeconds: timeoutSeconds)
-            let retrieval = try association.get(level: level, keys: keys, into: scratch.path)
-            if retrieval.failed > 0 {
-                pulled.problems.append("\(uid): the peer reported \(retrieval.failed) failed sub-operation(s)")
+            var received = 0
+            switch remote {
+            case .dimse(let aet, let host, let port):
+                let association = try DIMSEAssociation(
+                    host: host, port: port, calledAET: aet, callingAET: callingAET, purpose: .get,
+                    timeoutSeconds: timeoutSeconds)
+                let retrieval = try association.get(level: level, keys: keys, into: scratch.path)
+                received = retrieval.received
+                if retrieval.failed > 0 {
+                    pulled.problems.append("\(uid): the peer reported \(retrieval.failed) failed sub-operation(s)")
+                }
+            case .web(let url):
+                let client = DICOMWebClient(base: url, credentials: credentials, timeoutSeconds: timeoutSeconds)
+                for (index, data) in try client.retrieve(path).enumerated() {
+                    try writeAtomically(data, to: scratch.appendingPathComponent("\(index + 1).dcm").path)
+                    received += 1
+                }
             }
-            if retrieval.received == 0 {
+            if received == 0 {
                 pulled.problems.append("\(uid): no instance received (\(level.lowercased()) not found?)")
             }
             for name in (try FileManager.default.contentsOfDirectory(atPath: scratch.path)).sorted() {
@@ -139,7 +185,7 @@ public enum DICOMTransfer {
                     pulled.problems.append("\(uid): \(error)")
                 }
             }
-            log("pull: \(uid) (\(level.lowercased())): \(retrieval.received) instance(s)")
+            log("pull: \(uid) (\(level.lowercased())): \(received) instance(s)")
         }
         return pulled
     }

@@ -8,6 +8,9 @@ public enum NetworkError: Error, CustomStringConvertible, Equatable {
     case invalidRemotesFile(file: String, reason: String)
     /// What was asked of a remote whose protocol cannot do it.
     case unsupported(remote: String, reason: String)
+    /// A DICOMweb exchange that failed: the URL and why (unreachable, TLS, an HTTP error status, a body that is
+    /// not what the standard says).
+    case web(url: String, reason: String)
     /// A UID a peer sent or a user gave that is no DICOM UID (digits and dots, at most 64 characters).
     case invalidUID(String, context: String)
 
@@ -16,6 +19,7 @@ public enum NetworkError: Error, CustomStringConvertible, Equatable {
         case .invalidRemote(let text, let reason): return "remote '\(text)': \(reason)"
         case .invalidRemotesFile(let file, let reason): return "\(file): \(reason)"
         case .unsupported(let remote, let reason): return "\(remote): \(reason)"
+        case .web(let url, let reason): return "\(url): \(reason)"
         case .invalidUID(let uid, let context):
             return "\(context): '\(uid.prefix(80))' is not a DICOM UID (digits and dots, at most 64 characters)"
         }

@@ -5,7 +5,7 @@ namespace so nothing listens beyond it (Orthanc 1.10 binds every interface and h
 Re-executes itself under `unshare -n` (skipping with the reason where that is not permitted), brings `lo` up,
 starts Orthanc with its own configuration in a temporary folder (storage, DicomModalities naming SliceLab,
 RemoteAccessAllowed false), and checks the node's commands with DCMTK's tools and Orthanc's REST API as second
-peers: push the bundled demo series (every instance stored; `storescu` agrees), query them at study and series
+peers, over DIMSE and DICOMweb (Orthanc's plugin): push the bundled demo series (every instance stored; `storescu` agrees), query them at study and series
 level (the answer is Orthanc's own, and DCMTK's `findscu` finds the same), pull each series and the study back
 (the files' data sets equal what was pushed, element for element), segment a pulled series and push the SEG back,
 and refuse a calling AE title the PACS does not know. Orthanc is stopped by its PID at the end.
@@ -31,6 +31,7 @@ MODEL = ROOT / "Sources/SliceLabKit/Resources/Demo/models/mni-brain.h5"
 ORTHANC = shutil.which("Orthanc") or "/usr/sbin/Orthanc"
 DICOM_PORT, HTTP_PORT = 4242, 8042
 REMOTE = f"dicom://ORTHANC@127.0.0.1:{DICOM_PORT}"
+WEB = f"dicomweb://127.0.0.1:{HTTP_PORT}/dicom-web"
 
 
 def run(*arguments, expect=0, timeout=120):
@@ -52,7 +53,8 @@ def start_orthanc(folder):
         "DicomAet": "ORTHANC", "DicomPort": DICOM_PORT, "HttpPort": HTTP_PORT, "RemoteAccessAllowed": False,
         "AuthenticationEnabled": False, "DicomCheckCalledAet": True,
         "DicomModalities": {"slicelab": ["SLICELAB", "127.0.0.1", 11112]},
-        "Plugins": [], "StableAge": 1,
+        "Plugins": ["/usr/share/orthanc/plugins/libOrthancDicomWeb.so"], "StableAge": 1,
+        "DicomWeb": {"Enable": True, "Root": "/dicom-web/", "Host": f"127.0.0.1:{HTTP_PORT}", "Ssl": False},
     }
     (folder / "orthanc.json").write_text(json.dumps(config))
     log = open(folder / "orthanc.log", "w")
@@ -122,7 +124,15 @@ def checks(slicelab, folder):
     assert all(uid in findscu.stderr + findscu.stdout for uid in series), findscu.stderr[-2000:]
     none = json.loads(run(slicelab, "query", REMOTE, "--patient-id", "NOBODY*", "--json").stdout)
     assert none == [], none
-    print(f"pacs: query found {len(studies)} study and {len(series)} series, as Orthanc and findscu list them")
+    # QIDO-RS gives the same studies and series with the same keys as C-FIND.
+    web_found = json.loads(run(slicelab, "query", WEB, "--json").stdout)
+    assert [m["StudyInstanceUID"] for m in web_found] == studies, web_found
+    for key in ("PatientID", "StudyDate", "NumberOfStudyRelatedInstances"):
+        assert web_found[0].get(key) == found[0].get(key), (key, web_found[0], found[0])
+    web_listed = json.loads(run(slicelab, "query", WEB, "--level", "series", "--study", studies[0], "--json").stdout)
+    assert [m["SeriesInstanceUID"] for m in web_listed] == [m["SeriesInstanceUID"] for m in listed], web_listed
+    print(f"pacs: query found {len(studies)} study and {len(series)} series, as Orthanc and findscu list them, "
+          "over DIMSE and DICOMweb alike")
 
     # pull: each series, then the study, into DIR/<study>/<series>/<sop>.dcm, data sets equal to what was pushed.
     out = folder / "pulled"
@@ -139,7 +149,14 @@ def checks(slicelab, folder):
     run(slicelab, "pull", REMOTE, studies[0], "--out", study_out)
     assert len(list(study_out.rglob("*.dcm"))) == len(files)
     assert not any(p.name.startswith(".incoming") for p in out.iterdir()), list(out.iterdir())
-    print(f"pacs: pull wrote {len(pulled)} instances by series and by study, data sets equal to the pushed ones")
+    web_out = folder / "pulled-web"
+    run(slicelab, "pull", WEB, series[0], studies[0], "--out", web_out)
+    web_pulled = sorted(web_out.rglob("*.dcm"))
+    assert len(web_pulled) == len(files), web_pulled
+    for path in web_pulled:
+        assert datasets_equal(path, demo[path.stem]), f"{path} (WADO-RS) differs from {demo[path.stem]}"
+    print(f"pacs: pull wrote {len(pulled)} instances by series and by study, over C-GET and WADO-RS, data sets "
+          "equal to the pushed ones")
 
     # segment a pulled image, push the SEG back: Orthanc stores it as a Segmentation of the same study.
     first = pulled[0]
@@ -151,7 +168,21 @@ def checks(slicelab, folder):
     instance = rest(f"/series/{segs[0]}")["Instances"][0]
     tags = rest(f"/instances/{instance}/simplified-tags")
     assert tags["StudyInstanceUID"] == pydicom.dcmread(first).StudyInstanceUID, tags["StudyInstanceUID"]
-    print("pacs: a segmented pulled image's SEG pushed back into its study")
+    # The SEG read back over WADO-RS is the one written.
+    seg_series = pydicom.dcmread(seg).SeriesInstanceUID
+    back = folder / "seg-back"
+    run(slicelab, "pull", WEB, seg_series, "--out", back)
+    (seg_back,) = list(back.rglob("*.dcm"))
+    assert datasets_equal(seg_back, seg), "the SEG read back over WADO-RS differs"
+    # STOW-RS: an RT Structure Set of the same image, stored over DICOMweb, found over DIMSE.
+    rtstruct = folder / "rt.dcm"
+    run(slicelab, "segment", first, "--model", MODEL, "--out", rtstruct, "--dicom-output", "rtstruct")
+    stored = run(slicelab, "push", rtstruct, "--to", WEB)
+    assert stored.stdout.startswith("ok\t0x0000"), stored.stdout
+    rt_series = json.loads(run(slicelab, "query", REMOTE, "--level", "series", "--study", studies[0], "--json").stdout)
+    assert "RTSTRUCT" in [m.get("Modality") for m in rt_series], rt_series
+    print("pacs: a pulled image's SEG pushed back (C-STORE) and read back (WADO-RS) identical; its RTSTRUCT stored "
+          "over STOW-RS")
 
     # refusals: an AE title the PACS does not know, an unreachable port, a remote that is no remote.
     refused = run(slicelab, "query", REMOTE, "--calling-aet", "INTRUDER", expect=1)

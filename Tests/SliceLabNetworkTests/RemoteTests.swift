@@ -39,3 +39,44 @@ struct RemoteTests {
         }
     }
 }
+
+/// multipart/related bodies as WADO-RS sends them and STOW-RS takes them.
+struct MultipartRelatedTests {
+    @Test func partsRoundTrip() throws {
+        let parts: [(contentType: String, data: Data)] = [
+            ("application/dicom", Data([0, 1, 2, 13, 10, 45, 45])), ("application/dicom", Data()),
+            ("application/dicom", Data("--not-the-boundary\r\n".utf8))
+        ]
+        let body = MultipartRelated.encode(parts, boundary: "b0und")
+        let parsed = try MultipartRelated.parse(body, boundary: "b0und", source: "test")
+        #expect(parsed.map(\.data) == parts.map(\.data))
+        #expect(parsed.allSatisfy { $0.headers["content-type"] == "application/dicom" })
+        #expect(
+            MultipartRelated.boundary(contentType: #"multipart/related; type="application/dicom"; boundary="x y""#)
+                == "x y")
+        #expect(MultipartRelated.boundary(contentType: "application/json") == nil)
+    }
+
+    @Test func malformedBodiesAreErrors() {
+        for (body, reason) in [
+            ("no boundary here", "no boundary"), ("--b\r\nContent-Type: x\r\n", "no blank line"),
+            ("--b\r\n\r\nbytes without an end", "not closed"), ("--bX", "not followed by a line end")
+        ] {
+            #expect { try MultipartRelated.parse(Data(body.utf8), boundary: "b", source: "u") } throws: {
+                "\($0)".contains(reason) && "\($0)".hasPrefix("u: ")
+            }
+        }
+    }
+
+    @Test func credentialsComeFromAFileOrTheEnvironment() throws {
+        #expect(try WebCredentials.load(file: nil, environment: ["SLICELAB_DICOMWEB_TOKEN": "t"]) == .bearer("t"))
+        #expect(try WebCredentials.load(file: nil, environment: ["SLICELAB_DICOMWEB_BASIC": "u:p"]) == .basic("u:p"))
+        #expect(try WebCredentials.load(file: nil, environment: [:]) == nil)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("credentials-\(getpid()).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(#"{"basic": "user:secret"}"#.utf8).write(to: file)
+        #expect(try WebCredentials.load(file: file.path, environment: [:]) == .basic("user:secret"))
+        try Data(#"{"user": "x"}"#.utf8).write(to: file)
+        #expect { try WebCredentials.load(file: file.path, environment: [:]) } throws: { "\($0)".contains("neither") }
+    }
+}

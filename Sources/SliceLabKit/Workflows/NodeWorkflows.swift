@@ -7,6 +7,8 @@ import SliceLabSupport
 public struct RemoteOptions: Sendable {
     public var remote: String
     public var remotesFile: String?
+    /// DICOMweb credentials (`WebCredentials`): a file, else the environment.
+    public var credentialsFile: String?
     public var callingAET = "SLICELAB"
     public var timeoutSeconds = 30
 
@@ -18,6 +20,9 @@ public struct RemoteOptions: Sendable {
     public func resolved() throws -> Remote {
         try Remote(remote, remotes: try remotesFile.map(Remote.remotes(file:)) ?? [:])
     }
+
+    /// The DICOMweb credentials, if any.
+    public func credentials() throws -> WebCredentials? { try WebCredentials.load(file: credentialsFile) }
 }
 
 /// `slicelab query REMOTE`: studies or series matching the filters (C-FIND).
@@ -38,7 +43,7 @@ public enum PullWorkflow {
     ) throws -> DICOMTransfer.Pulled {
         try DICOMTransfer.pull(
             uids, from: remote.resolved(), into: output, callingAET: remote.callingAET,
-            timeoutSeconds: remote.timeoutSeconds, log: log)
+            timeoutSeconds: remote.timeoutSeconds, credentials: remote.credentials(), log: log)
     }
 }
 
@@ -49,6 +54,6 @@ public enum PushWorkflow {
         let progress = ProgressReporter("push", total: files.count)
         return try DICOMTransfer.push(
             files, to: remote.resolved(), callingAET: remote.callingAET, timeoutSeconds: remote.timeoutSeconds,
-            progress: progress)
+            credentials: remote.credentials(), progress: progress)
     }
 }

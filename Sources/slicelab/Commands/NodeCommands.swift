@@ -9,24 +9,30 @@ private let remoteOptions = [
         help: "A JSON object of names to remotes ({\"pacs\": \"dicom://ORTHANC@10.0.0.5:4242\"}): REMOTE may be a name."
     ),
     OptionSpec("calling-aet", valueName: "AET", help: "SliceLab's AE title.", default: "SLICELAB"),
+    OptionSpec(
+        "credentials", valueName: "FILE",
+        help: "DICOMweb credentials: JSON {\"bearer\": TOKEN} or {\"basic\": \"user:password\"}.",
+        default: "$SLICELAB_DICOMWEB_TOKEN or $SLICELAB_DICOMWEB_BASIC, else none"),
     OptionSpec("timeout", .int(1...3600), valueName: "SECONDS", help: "Bound of each network exchange.", default: "30")
 ]
 
 private func remote(_ text: String, _ arguments: ParsedArguments) -> RemoteOptions {
     var options = RemoteOptions(remote: text)
     options.remotesFile = arguments.string("remotes")
+    options.credentialsFile = arguments.string("credentials")
     options.callingAET = arguments.string("calling-aet") ?? "SLICELAB"
     options.timeoutSeconds = arguments.int("timeout") ?? 30
     return options
 }
 
-private let remoteHelp = "dicom://AET@host:port (DIMSE) or a name in --remotes."
+private let remoteHelp =
+    "dicom://AET@host:port (DIMSE), dicomweb://host:port/path or http(s)://host/path (DICOMweb), or a name in --remotes."
 
 /// `slicelab query REMOTE`.
 enum QueryCommand: Command {
     static let spec = CommandSpec(
         name: "query",
-        summary: "List the studies or series of a PACS that match (C-FIND).",
+        summary: "List the studies or series of a PACS that match (C-FIND or QIDO-RS).",
         positionals: [PositionalSpec("REMOTE", help: remoteHelp)],
         options: [
             OptionSpec("level", .choice(of: DICOMQuery.Level.self), help: "What to list.", default: "study"),
@@ -67,7 +73,7 @@ enum QueryCommand: Command {
 enum PullCommand: Command {
     static let spec = CommandSpec(
         name: "pull",
-        summary: "Retrieve studies or series from a PACS into DIR/<study>/<series>/<sop>.dcm (C-GET).",
+        summary: "Retrieve studies or series from a PACS into DIR/<study>/<series>/<sop>.dcm (C-GET or WADO-RS).",
         positionals: [
             PositionalSpec("REMOTE", help: remoteHelp),
             PositionalSpec("UID", help: "Study or series instance UIDs.", variadic: true)
@@ -92,7 +98,7 @@ enum PullCommand: Command {
 enum PushCommand: Command {
     static let spec = CommandSpec(
         name: "push",
-        summary: "Send DICOM files or folders to a PACS (C-STORE), reporting every instance.",
+        summary: "Send DICOM files or folders to a PACS (C-STORE or STOW-RS), reporting every instance.",
         positionals: [PositionalSpec("PATH", help: "DICOM files or folders (searched recursively).", variadic: true)],
         options: [OptionSpec("to", valueName: "REMOTE", help: remoteHelp, required: true)] + remoteOptions)
 
