@@ -21,6 +21,10 @@ apt:
 	if [ -n "$$missing" ]; then \
 	  echo "make setup: installing$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	  case "$$missing" in *orthanc*) \
+	    echo "make setup: Debian starts Orthanc as a service on every interface; the tests start their own: stopping it"; \
+	    ($(SUDO) systemctl disable --now orthanc 2>/dev/null || $(SUDO) service orthanc stop 2>/dev/null || true);; \
+	  esac; \
 	fi
 
 $(VENV)/.installed: $(REQUIREMENTS)
