@@ -18,6 +18,11 @@
 #include <dcmtk/dcmseg/segment.h>
 #include <dcmtk/dcmrt/drtstrct.h>
 #include <dcmtk/dcmnet/scu.h>
+#include <dcmtk/dcmnet/scppool.h>
+#include <dcmtk/dcmnet/scpthrd.h>
+#include <sys/stat.h>
+#include <atomic>
+#include <ctime>
 #include <dcmtk/dcmnet/diutil.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -627,6 +632,12 @@ extern "C" int cdcmtk_seg_add_frame(cdcmtk_seg *seg, const uint8_t *pixels, uint
     return CDCMTK_OK;
 }
 
+extern "C" int cdcmtk_seg_set_uids(cdcmtk_seg *seg, const char *series_instance_uid, const char *sop_instance_uid) {
+    OFCondition status = seg->segmentation->getSeries().setSeriesInstanceUID(series_instance_uid);
+    if (status.good()) status = seg->segmentation->getSOPCommon().setSOPInstanceUID(sop_instance_uid);
+    return status.good() ? CDCMTK_OK : segFail(seg, "setting the UIDs", status);
+}
+
 extern "C" int cdcmtk_seg_save(cdcmtk_seg *seg, const char *path) {
     IODReferences references;
     OFVector<OFString> unique;
@@ -979,6 +990,12 @@ extern "C" int cdcmtk_rtw_add_contour(cdcmtk_rtw *rtw, int32_t number, const dou
     return status.good() ? CDCMTK_OK : rtwFail(rtw, "adding a contour to ROI " + std::to_string(number), status);
 }
 
+extern "C" int cdcmtk_rtw_set_uids(cdcmtk_rtw *rtw, const char *series_instance_uid, const char *sop_instance_uid) {
+    OFCondition status = rtw->iod.setSeriesInstanceUID(series_instance_uid);
+    if (status.good()) status = rtw->iod.setSOPInstanceUID(sop_instance_uid);
+    return status.good() ? CDCMTK_OK : rtwFail(rtw, "setting the UIDs", status);
+}
+
 extern "C" int cdcmtk_rtw_save(cdcmtk_rtw *rtw, const char *path) {
     DcmFileFormat file;
     OFCondition status = rtw->iod.write(*file.getDataset());
@@ -1225,3 +1242,207 @@ extern "C" void cdcmtk_scu_close(cdcmtk_scu *scu) {
 }
 
 extern "C" void cdcmtk_free(void *pointer) { std::free(pointer); }
+
+// MARK: - Storage service class provider
+
+struct cdcmtk_listener {
+    DcmBaseSCPPool *pool = nullptr;
+    std::string error;
+};
+
+namespace {
+/// What every worker of the one listener shares.
+struct ListenerSettings {
+    std::string aet, incoming, received;
+    std::vector<std::string> allowed;
+    bool allowAny = false;
+    uint64_t maxInstanceBytes = 0;
+    std::atomic<unsigned long> counter{0};
+    std::mutex logLock;
+};
+ListenerSettings listenerSettings;
+
+std::string jsonEscape(const std::string &text) {
+    std::string out;
+    for (char c : text) {
+        if (c == '"' || c == '\\') { out += '\\'; out += c; }
+        else if (static_cast<unsigned char>(c) < 0x20) out += ' ';
+        else out += c;
+    }
+    return out;
+}
+
+void logEvent(const std::string &event, const std::string &fields) {
+    std::lock_guard<std::mutex> lock(listenerSettings.logLock);
+    std::fprintf(stderr, "{\"time\": %ld, \"event\": \"%s\"%s}\n", long(std::time(nullptr)), event.c_str(),
+                 fields.c_str());
+    std::fflush(stderr);
+}
+
+bool isUID(const OFString &uid) {
+    if (uid.empty() || uid.size() > 64) return false;
+    bool digit = false;
+    for (char c : uid) {
+        if (c >= '0' && c <= '9') digit = true;
+        else if (c != '.') return false;
+    }
+    return digit;
+}
+
+bool syncPath(const std::string &path, bool directory) {
+    int descriptor = ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
+    if (descriptor < 0) return false;
+    bool synced = ::fsync(descriptor) == 0;
+    ::close(descriptor);
+    return synced;
+}
+
+bool makeFolder(const std::string &path) { return ::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST; }
+
+/// One association's worker: C-STOREs into the spool, C-ECHO answered, AE titles checked.
+class SpoolSCP : public DcmThreadSCP {
+  protected:
+    OFBool checkCalledAETitleAccepted(const OFString &called) override {
+        return called == listenerSettings.aet.c_str();
+    }
+    OFBool checkCallingAETitleAccepted(const OFString &calling) override {
+        if (listenerSettings.allowAny) return OFTrue;
+        for (const std::string &allowed : listenerSettings.allowed)
+            if (calling == allowed.c_str()) return OFTrue;
+        logEvent("rejected", ", \"calling_aet\": \"" + jsonEscape(calling.c_str()) + "\"");
+        return OFFalse;
+    }
+    OFCondition handleIncomingCommand(T_DIMSE_Message *message, const DcmPresentationContextInfo &info) override {
+        if (message->CommandField != DIMSE_C_STORE_RQ) return DcmThreadSCP::handleIncomingCommand(message, info);
+        T_DIMSE_C_StoreRQ &request = message->msg.CStoreRQ;
+        std::string temporary = listenerSettings.incoming + "/" + std::to_string(::getpid()) + "-" +
+                                std::to_string(++listenerSettings.counter) + ".part";
+        OFCondition received = receiveSTORERequest(request, info.presentationContextID, temporary.c_str());
+        if (received.bad()) {
+            ::unlink(temporary.c_str());
+            logEvent("receive_failed", ", \"reason\": \"" + jsonEscape(received.text()) + "\"");
+            return received;
+        }
+        Uint16 status = STATUS_Success;
+        std::string reason, destination;
+        struct stat info_;
+        OFString study, series, sop;
+        DcmFileFormat file;
+        if (::stat(temporary.c_str(), &info_) != 0 || uint64_t(info_.st_size) > listenerSettings.maxInstanceBytes) {
+            status = STATUS_STORE_Refused_OutOfResources;
+            reason = "instance larger than the bound";
+        } else if (file.loadFile(temporary.c_str()).bad()) {
+            status = STATUS_STORE_Error_CannotUnderstand;
+            reason = "not a readable DICOM data set";
+        } else {
+            DcmDataset *dataset = file.getDataset();
+            dataset->findAndGetOFString(DCM_StudyInstanceUID, study);
+            dataset->findAndGetOFString(DCM_SeriesInstanceUID, series);
+            dataset->findAndGetOFString(DCM_SOPInstanceUID, sop);
+            if (!isUID(study) || !isUID(series) || !isUID(sop)) {
+                status = STATUS_STORE_Error_CannotUnderstand;
+                reason = "Study, Series or SOP Instance UID is not a UID";
+            } else if (sop != request.AffectedSOPInstanceUID) {
+                status = STATUS_STORE_Error_DataSetDoesNotMatchSOPClass;
+                reason = "the data set's SOP Instance UID is not the one announced";
+            } else {
+                std::string studyFolder = listenerSettings.received + "/" + study.c_str();
+                std::string seriesFolder = studyFolder + "/" + series.c_str();
+                destination = seriesFolder + "/" + sop.c_str() + ".dcm";
+                if (!syncPath(temporary, false) || !makeFolder(studyFolder) || !makeFolder(seriesFolder) ||
+                    ::rename(temporary.c_str(), destination.c_str()) != 0 || !syncPath(seriesFolder, true) ||
+                    !syncPath(studyFolder, true)) {
+                    status = STATUS_STORE_Refused_OutOfResources;
+                    reason = std::string("cannot write the spool: ") + std::strerror(errno);
+                }
+            }
+        }
+        if (status != STATUS_Success) {
+            ::unlink(temporary.c_str());
+            logEvent("refused", ", \"status\": " + std::to_string(status) + ", \"sop\": \"" +
+                                    jsonEscape(request.AffectedSOPInstanceUID) + "\", \"reason\": \"" +
+                                    jsonEscape(reason) + "\"");
+        } else {
+            logEvent("stored", ", \"series\": \"" + std::string(series.c_str()) + "\", \"sop\": \"" +
+                                   std::string(sop.c_str()) + "\"");
+        }
+        return sendSTOREResponse(info.presentationContextID, request, status);
+    }
+};
+}  // namespace
+
+extern "C" cdcmtk_listener *cdcmtk_listener_create(uint16_t port, const char *aet, const char *incoming,
+                                                   const char *received, const char *const *allowed,
+                                                   size_t allowed_count, int allow_any, uint16_t max_associations,
+                                                   uint32_t max_pdu, uint64_t max_instance_bytes, char *message,
+                                                   size_t message_capacity) {
+    auto write = [&](const std::string &text) { copyMessage(text, message, message_capacity); };
+    cdcmtk_register_codecs();
+    listenerSettings.aet = aet;
+    listenerSettings.incoming = incoming;
+    listenerSettings.received = received;
+    listenerSettings.allowed.assign(allowed, allowed + allowed_count);
+    listenerSettings.allowAny = allow_any != 0;
+    listenerSettings.maxInstanceBytes = max_instance_bytes;
+    auto listener = std::make_unique<cdcmtk_listener>();
+    listener->pool = new DcmSCPPool<SpoolSCP>();
+    DcmSCPConfig &config = listener->pool->getConfig();
+    config.setAETitle(aet);
+    config.setPort(port);
+    config.setMaxReceivePDULength(max_pdu);
+    config.setConnectionBlockingMode(DUL_NOBLOCK);
+    config.setConnectionTimeout(1);
+    config.setACSETimeout(30);
+    config.setDIMSETimeout(60);
+    config.setHostLookupEnabled(OFFalse);
+    OFList<OFString> syntaxes;
+    for (const char *uid : {UID_LittleEndianExplicitTransferSyntax, UID_LittleEndianImplicitTransferSyntax,
+                            UID_BigEndianExplicitTransferSyntax, UID_DeflatedExplicitVRLittleEndianTransferSyntax,
+                            UID_JPEGProcess1TransferSyntax, UID_JPEGProcess14SV1TransferSyntax,
+                            UID_JPEGLSLosslessTransferSyntax, UID_JPEG2000LosslessOnlyTransferSyntax,
+                            UID_JPEG2000TransferSyntax, UID_RLELosslessTransferSyntax})
+        syntaxes.push_back(uid);
+    OFList<OFString> uncompressed;
+    uncompressed.push_back(UID_LittleEndianExplicitTransferSyntax);
+    uncompressed.push_back(UID_LittleEndianImplicitTransferSyntax);
+    OFCondition status = config.addPresentationContext(UID_VerificationSOPClass, uncompressed);
+    // An association profile holds at most 128 contexts: the 120 storage classes DCMTK lists as those an SCU
+    // commonly sends (every image class, SEG, RT), then others up to the bound.
+    std::vector<std::string> classes(dcmLongSCUStorageSOPClassUIDs,
+                                     dcmLongSCUStorageSOPClassUIDs + numberOfDcmLongSCUStorageSOPClassUIDs);
+    for (int i = 0; i < numberOfDcmAllStorageSOPClassUIDs && classes.size() < 127; ++i) {
+        if (std::find(classes.begin(), classes.end(), dcmAllStorageSOPClassUIDs[i]) == classes.end())
+            classes.push_back(dcmAllStorageSOPClassUIDs[i]);
+    }
+    for (size_t i = 0; status.good() && i < classes.size(); ++i) {
+        status = config.addPresentationContext(classes[i].c_str(), syntaxes);
+    }
+    if (status.bad()) {
+        write(std::string("presentation contexts: ") + status.text());
+        delete listener->pool;
+        return nullptr;
+    }
+    listener->pool->setMaxThreads(max_associations);
+    return listener.release();
+}
+
+extern "C" int cdcmtk_listener_run(cdcmtk_listener *listener) {
+    OFCondition status = listener->pool->listen();
+    if (status.bad()) {
+        listener->error = status.text();
+        return CDCMTK_ERROR;
+    }
+    return CDCMTK_OK;
+}
+
+extern "C" void cdcmtk_listener_stop(cdcmtk_listener *listener) { listener->pool->stopAfterCurrentAssociations(); }
+
+extern "C" const char *cdcmtk_listener_error(const cdcmtk_listener *listener) {
+    return listener ? listener->error.c_str() : "";
+}
+
+extern "C" void cdcmtk_listener_free(cdcmtk_listener *listener) {
+    if (!listener) return;
+    delete listener->pool;
+    delete listener;
+}

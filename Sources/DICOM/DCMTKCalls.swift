@@ -283,6 +283,9 @@ final class DCMTKSegmentationHandle {
 
     /// Rests on `cdcmtk_seg_save` (DcmSegmentation::saveFile).
     func save(to path: String) throws { try check(cdcmtk_seg_save(pointer, path)) }
+
+    /// Rests on `cdcmtk_seg_set_uids`.
+    func setUIDs(series: String, instance: String) throws { try check(cdcmtk_seg_set_uids(pointer, series, instance)) }
 }
 
 /// `body` with `strings` as an array of C strings, valid for its duration.

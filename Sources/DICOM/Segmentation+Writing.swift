@@ -15,13 +15,15 @@ extension Segmentation {
     ///   - segmentCount: when given, segments 1...segmentCount are all declared (absent values too) so that
     ///     segment number N is label value N and a reader gets the label values back; when nil, one segment per
     ///     value present, numbered in value order.
+    ///   - uids: the Series and SOP Instance UIDs to give it (derived from its inputs, so a resend replaces);
+    ///     new ones when nil.
     ///   - path: the SEG file to write.
     /// - Throws: `DICOMError.invalidSegmentation` when the labels do not match the series, `.unwritable` when
     ///   DCMTK refuses. Rests on `cdcmtk_seg_create`, `cdcmtk_seg_add_frame`, `cdcmtk_seg_save`.
     public static func write(
         labels: [Int32], series: Series, segmentLabels: [Int: String] = [:], codings: [Int: SegmentCoding] = [:],
         segmentCount: Int? = nil, seriesDescription: String = "SliceLab segmentation",
-        to path: String
+        uids: (series: String, instance: String)? = nil, to path: String
     ) throws {
         let first = series.first
         let plane = first.rows * first.columns
@@ -53,6 +55,7 @@ extension Segmentation {
             seriesDescription: seriesDescription,
             seriesNumber: (first.dataset.int(.seriesNumber) ?? 0) + 1000,
             destination: path)
+        if let uids { try writer.setUIDs(series: uids.series, instance: uids.instance) }
         if let segmentCount, let highest = values.last, Int(highest) > segmentCount {
             throw DICOMError.invalidSegmentation(
                 file: path, reason: "label \(highest) is above the \(segmentCount) segments declared")

@@ -28,7 +28,8 @@ extension StructureSet {
     @discardableResult
     public static func write(
         labels: [Int32], series: Series, rois: [ROIDescription], label: String = "SliceLab",
-        seriesDescription: String = "SliceLab structure set", to path: String
+        seriesDescription: String = "SliceLab structure set", uids: (series: String, instance: String)? = nil,
+        to path: String
     ) throws -> [Int: Int] {
         let grid = try ContourGrid(series: series)
         let plane = grid.rows * grid.columns
@@ -52,6 +53,7 @@ extension StructureSet {
                 throw DICOMError.unwritable(file: path, reason: String(cString: cdcmtk_rtw_error(writer)))
             }
         }
+        if let uids { try check(cdcmtk_rtw_set_uids(writer, uids.series, uids.instance)) }
         let classes = series.slices.map { $0.file.dataset.string(.sopClassUID) ?? "" }
         for (index, sop) in grid.sopInstanceUIDs.enumerated() where !grid.sopInstanceUIDs[..<index].contains(sop) {
             try check(cdcmtk_rtw_add_image(writer, classes[index], sop))

@@ -70,7 +70,7 @@ public enum SegmentationExport {
     ///   label above 0; `DICOMError` from the writer. Rests on `Segmentation.write`.
     public static func write(
         labels: LabelMap, series: Series, classNames: [Int: String], codings: [Int: SegmentCoding] = [:],
-        to path: String
+        uids: (series: String, instance: String)? = nil, to path: String
     ) throws {
         try checkFits(labels, series: series, output: path)
         // Every class 1...highest is a segment, so segment number N is label value N for any reader.
@@ -79,7 +79,7 @@ public enum SegmentationExport {
         for value in 1...highest where names[value] == nil { names[value] = "class \(value)" }
         try Segmentation.write(
             labels: labels.labels, series: series, segmentLabels: names, codings: codings, segmentCount: highest,
-            seriesDescription: "SliceLab segmentation", to: path)
+            seriesDescription: "SliceLab segmentation", uids: uids, to: path)
     }
 
     /// Writes `labels` as an RT Structure Set on `series`: one ROI per class named in `classNames` (in class order,
@@ -92,7 +92,7 @@ public enum SegmentationExport {
     @discardableResult
     public static func writeStructureSet(
         labels: LabelMap, series: Series, classNames: [Int: String], interpretedType: String = "ORGAN",
-        to path: String
+        uids: (series: String, instance: String)? = nil, to path: String
     ) throws -> [Int: Int] {
         try checkFits(labels, series: series, output: path)
         let present = Set(labels.labels.filter { $0 > 0 }.map(Int.init))
@@ -102,7 +102,7 @@ public enum SegmentationExport {
                 label: label, name: classNames[label] ?? "class \(label)",
                 color: (Int(color.0), Int(color.1), Int(color.2)), interpretedType: interpretedType)
         }
-        return try StructureSet.write(labels: labels.labels, series: series, rois: rois, to: path)
+        return try StructureSet.write(labels: labels.labels, series: series, rois: rois, uids: uids, to: path)
     }
 
     /// `slicelab convert LABELS --reference SERIES OUT.dcm`: a label file (`.h5` with `/labels`, a gray `.png`) as

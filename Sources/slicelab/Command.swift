@@ -14,7 +14,8 @@ protocol Command: Sendable {
 let commands: [Command.Type] = [
     InfoCommand.self, ConvertCommand.self, SegmentCommand.self, ClusterCommand.self,
     EvaluateCommand.self, CompareCommand.self, MergeCommand.self, TrainCommand.self, ExportCommand.self,
-    QuantizeCommand.self, DatasetCommand.self, DemoCommand.self, QueryCommand.self, PullCommand.self, PushCommand.self
+    QuantizeCommand.self, DatasetCommand.self, DemoCommand.self, QueryCommand.self, PullCommand.self, PushCommand.self,
+    ListenCommand.self
 ]
 
 /// `--max-memory`, declared by every command that reads images, labels or series from outside files.

@@ -1,5 +1,6 @@
 import DICOM
 import Foundation
+import SliceLabSupport
 import TestSupport
 import Testing
 

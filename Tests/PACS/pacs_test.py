@@ -86,17 +86,119 @@ def main():
         sys.exit(subprocess.run(["unshare", "-n", sys.executable, __file__, str(slicelab)], env=env).returncode)
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     folder = pathlib.Path(tempfile.mkdtemp(prefix="slicelab-pacs-"))
-    orthanc = start_orthanc(folder)
+    orthanc = [start_orthanc(folder)]
     try:
         checks(slicelab, folder)
+        listen_checks(slicelab, folder, orthanc)
     finally:
-        orthanc.send_signal(signal.SIGTERM)
-        try:
-            orthanc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            orthanc.kill()
-        shutil.rmtree(folder, ignore_errors=True)
+        stop(orthanc[0])
+        if os.environ.get("SLICELAB_PACS_KEEP") == "1":
+            print(f"pacs: kept {folder}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
     print("pacs: ok")
+
+
+def stop(process, kill=False):
+    if process.poll() is not None:
+        return process.returncode
+    process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+    try:
+        return process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
+
+
+def wait_for(condition, what, seconds=900):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if condition():
+            return
+        time.sleep(0.3)
+    sys.exit(f"pacs: timed out after {seconds} s waiting for {what}")
+
+
+def seg_instances():
+    return sorted(i for s in rest("/series") if rest(f"/series/{s}")["MainDicomTags"].get("Modality") == "SEG"
+                  for i in rest(f"/series/{s}")["Instances"])
+
+
+LISTEN_PORT = 11112
+
+
+def start_listener(slicelab, folder, spool, log_name):
+    log = open(folder / log_name, "a")
+    process = subprocess.Popen(
+        [str(slicelab), "listen", "--port", str(LISTEN_PORT), "--aet", "SLICELAB", "--allow-aet", "STORESCU",
+         "--model", str(MODEL), "--send-to", REMOTE, "--spool", str(spool), "--series-idle", "1",
+         "--max-attempts", "30"], stdout=log, stderr=log)
+    wait_for(lambda: subprocess.run(["echoscu", "-aet", "STORESCU", "-aec", "SLICELAB", "127.0.0.1", str(LISTEN_PORT)],
+                                    capture_output=True).returncode == 0 or process.poll() is not None,
+             "the listener to answer C-ECHO", 60)
+    assert process.poll() is None, (folder / log_name).read_text()[-3000:]
+    return process
+
+
+def storescu(files, aet="STORESCU", expect=0):
+    return run("storescu", "-aet", aet, "-aec", "SLICELAB", "127.0.0.1", LISTEN_PORT, *files, expect=expect)
+
+
+def listen_checks(slicelab, folder, orthanc):
+    """`slicelab listen`: series sent by storescu are segmented and their SEGs arrive at Orthanc exactly once,
+    through kill -9 and restart, a destination down for a while, an unknown AE title and a malformed instance."""
+    files = sorted(DEMO.glob("*.dcm"))
+    series = sorted({pydicom.dcmread(f).SeriesInstanceUID for f in files})
+    spool = folder / "spool"
+    before = seg_instances()
+    listener = start_listener(slicelab, folder, spool, "listen.log")
+    storescu(files)
+    wait_for(lambda: len(seg_instances()) == len(before) + len(series), f"{len(series)} SEGs at Orthanc")
+    delivered = seg_instances()
+    print(f"pacs: listen segmented {len(series)} series sent by storescu; their SEGs arrived at Orthanc")
+
+    # kill -9 right after one series' instances are acknowledged, restart: delivered again, replacing, never
+    # duplicating.
+    first_series = [f for f in files if pydicom.dcmread(f).SeriesInstanceUID == series[0]]
+    storescu(first_series)
+    assert stop(listener, kill=True) == -signal.SIGKILL
+    listener = start_listener(slicelab, folder, spool, "listen.log")
+    sent_events = lambda: (folder / "listen.log").read_text().count('"event":"sent"')
+    wait_for(lambda: sent_events() >= len(series) + 1, "the resent series to be delivered after kill -9 and restart")
+    assert seg_instances() == delivered, (seg_instances(), delivered)
+    print("pacs: after kill -9 and a restart every acknowledged series was segmented and delivered, each SEG once")
+
+    # The destination down for a while: the result waits, retries, and arrives once it is back.
+    stop(orthanc[0])
+    moved = folder / "moved"
+    moved.mkdir()
+    dataset = pydicom.dcmread(files[0])
+    dataset.SeriesInstanceUID, dataset.SOPInstanceUID = dataset.SeriesInstanceUID + ".7", dataset.SOPInstanceUID + ".7"
+    dataset.file_meta.MediaStorageSOPInstanceUID = dataset.SOPInstanceUID
+    dataset.save_as(moved / "one.dcm")
+    storescu([moved / "one.dcm"])
+    wait_for(lambda: json.loads((spool / "status.json").read_text()).get("results_failing", 0) >= 1,
+             "the send to the stopped PACS to fail")
+    orthanc[0] = start_orthanc(folder)
+    wait_for(lambda: len(seg_instances()) == len(delivered) + 1, "the queued result once the PACS is back", 180)
+    print("pacs: with the PACS stopped the result waited and retried; it arrived once the PACS was back")
+
+    # An unknown AE title is rejected at association; a malformed instance gets a failure status; the node serves on.
+    storescu(files[:1], aet="INTRUDER", expect=None)
+    bad = pydicom.dcmread(files[1])
+    bad.StudyInstanceUID = "1.2.3.4"
+    bad.SeriesInstanceUID = "1.2/../../etc"
+    bad.save_as(moved / "bad.dcm")
+    result = storescu([moved / "bad.dcm"], expect=None)
+    storescu(files[:1])
+    log = (folder / "listen.log").read_text()
+    assert '"event": "rejected"' in log and '"calling_aet": "INTRUDER"' in log, log[-2000:]
+    assert '"event": "refused"' in log and "not a UID" in log, log[-2000:]
+    assert not any(".." in str(p) for p in spool.rglob("*")), list(spool.rglob("*"))
+    status = json.loads(run(slicelab, "listen", "--spool", spool, "--status").stdout)
+    assert status["dead_letters"] == 0 and status["results_sent"] == len(series) + 1, status
+    assert stop(listener) == 0, "SIGTERM should end the listener cleanly"
+    print("pacs: an unknown AE title and a malformed instance were refused with a log line each; SIGTERM stopped it")
 
 
 def checks(slicelab, folder):

@@ -105,6 +105,9 @@ int cdcmtk_seg_set_geometry(cdcmtk_seg *seg, const double *orientation, double r
 int cdcmtk_seg_add_frame(cdcmtk_seg *seg, const uint8_t *pixels, uint16_t segment, const double *position,
                          const char *source_sop_class_uid, const char *source_sop_instance_uid,
                          uint32_t source_frame, const char *source_path, uint32_t stack_position);
+/// Gives the SEG the Series and SOP Instance UIDs given (results derived from the same inputs then replace each
+/// other where they are stored) instead of new ones.
+int cdcmtk_seg_set_uids(cdcmtk_seg *seg, const char *series_instance_uid, const char *sop_instance_uid);
 /// Writes the SEG (explicit VR little endian). The file is written where asked; callers write to a temporary.
 int cdcmtk_seg_save(cdcmtk_seg *seg, const char *path);
 void cdcmtk_seg_free(cdcmtk_seg *seg);
@@ -158,6 +161,8 @@ int cdcmtk_rtw_add_roi(cdcmtk_rtw *rtw, int32_t number, const char *name, const 
 /// Adds a CLOSED_PLANAR contour of `count` points (x, y, z triples, mm) to ROI `number`, on the image named.
 int cdcmtk_rtw_add_contour(cdcmtk_rtw *rtw, int32_t number, const double *points, size_t count,
                            const char *sop_class_uid, const char *sop_instance_uid);
+/// Gives the structure set the Series and SOP Instance UIDs given instead of new ones.
+int cdcmtk_rtw_set_uids(cdcmtk_rtw *rtw, const char *series_instance_uid, const char *sop_instance_uid);
 /// Writes the structure set (explicit VR little endian) where asked; callers write to a temporary.
 int cdcmtk_rtw_save(cdcmtk_rtw *rtw, const char *path);
 void cdcmtk_rtw_free(cdcmtk_rtw *rtw);
@@ -195,6 +200,28 @@ int cdcmtk_scu_get(cdcmtk_scu *scu, const char *level, const char *const *keys, 
                    const char *folder, size_t *received, uint16_t *completed, uint16_t *failed, uint16_t *warnings,
                    uint16_t *status);
 void cdcmtk_scu_close(cdcmtk_scu *scu);
+
+// MARK: - Storage service class provider (dcmnet's DcmSCPPool)
+
+/// A Store SCP (and Verification SCP) writing every instance it accepts into a spool; one per process.
+typedef struct cdcmtk_listener cdcmtk_listener;
+
+/// Prepares a listener on `port` (every interface) as `aet`: associations from `allowed` calling AE titles (or any
+/// with `allow_any`), at most `max_associations` at once, PDUs up to `max_pdu` bytes, instances up to
+/// `max_instance_bytes`. Each C-STORE is received into `incoming`, checked (its Study, Series and SOP Instance UIDs
+/// are UIDs, the SOP instance is the one announced, it is under the size bound), synced and renamed to
+/// `received/<study>/<series>/<sop>.dcm` (the folder synced too) before its success status is sent; anything
+/// else gets a failure status. One JSON line per event goes to standard error. NULL on failure with the reason.
+cdcmtk_listener *cdcmtk_listener_create(uint16_t port, const char *aet, const char *incoming, const char *received,
+                                        const char *const *allowed, size_t allowed_count, int allow_any,
+                                        uint16_t max_associations, uint32_t max_pdu, uint64_t max_instance_bytes,
+                                        char *message, size_t message_capacity);
+/// Accepts associations until `cdcmtk_listener_stop`; returns after the current associations end.
+int cdcmtk_listener_run(cdcmtk_listener *listener);
+/// Asks a running listener to stop (from any thread).
+void cdcmtk_listener_stop(cdcmtk_listener *listener);
+const char *cdcmtk_listener_error(const cdcmtk_listener *listener);
+void cdcmtk_listener_free(cdcmtk_listener *listener);
 void cdcmtk_free(void *pointer);
 
 #ifdef __cplusplus

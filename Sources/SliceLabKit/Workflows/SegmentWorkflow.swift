@@ -343,54 +343,14 @@ public enum SegmentWorkflow {
         _ options: Options, segmenter: VolumeSegmenter,
         log: (String) -> Void
     ) throws {
-        guard ImageLoader.isDICOM(options.input) else {
-            throw InputError.unsupportedOutput(
-                file: options.output,
-                reason: "a DICOM SEG needs a DICOM file or "
-                    + "series folder as INPUT, not \(options.input)")
-        }
-        let (image, source) = try ImageLoader.loadDICOMSeries(options.input, limits: options.limits)
-        var labels: [Int32] = []
-        var probabilities: [Float] = []
-        var display: [Float] = []
-        var channels = 1
-        let post = !options.postProcessing.isNone
         let uncertainty = options.uncertainty == nil ? nil : UncertaintyMaps()
-        try segmenter.runOutputs(
-            slices: image.frames, rows: image.rows, columns: image.columns, channels: image.channels,
-            spacing: image.hasSpacing ? image.spacing : nil, source: options.input,
-            batch: options.batch, slice: { Array(image.frame($0)) }
-        ) { frame, output in
-            uncertainty?.add(output)
-            let logits = output.logits
-            labels += argmaxOverClasses(logits)
-            if post {
-                probabilities += softmaxOverClasses(logits).values
-                let shown = SegmentPostProcessing.display(image, frame: frame)
-                (display, channels) = (display + shown.values, shown.channels)
-            }
-            if image.frames > 1 { log("segment: frame \(frame + 1)/\(image.frames)") }
-        }
-        let k = segmenter.classCount
-        if post {
-            labels = try options.postProcessing.apply(
-                labels: labels, probabilities: probabilities, classCount: k,
-                display: display, channels: channels, frames: image.frames,
-                rows: image.rows, columns: image.columns,
-                spacing: image.spacing)
-        }
-        let map = LabelMap(
-            frames: image.frames, rows: image.rows, columns: image.columns, labels: labels,
-            spacing: image.spacing)
-        let names = try SegmentationExport.classNames(checkpoint: options.model, classCount: k)
-        switch options.dicomOutput {
-        case .seg:
-            try SegmentationExport.write(
-                labels: map, series: source, classNames: names,
-                codings: SegmentationExport.classCodings(checkpoint: options.model), to: options.output)
-        case .rtstruct:
-            try SegmentationExport.writeStructureSet(labels: map, series: source, classNames: names, to: options.output)
-        }
+        let result = try SeriesSegmentation.segment(
+            options.input, output: options.output, segmenter: segmenter, postProcessing: options.postProcessing,
+            batch: options.batch, limits: options.limits, each: { _, output in uncertainty?.add(output) }, log: log)
+        let (image, source, map) = (result.image, result.series, result.labels)
+        try SeriesSegmentation.write(
+            result, as: options.dicomOutput, checkpoint: options.model, classCount: segmenter.classCount,
+            to: options.output)
         log(
             "segment: wrote \(options.dicomOutput == .seg ? "DICOM SEG" : "RT Structure Set") \(options.output) "
                 + "referencing series \(source.seriesInstanceUID) (\(source.slices.count) slice(s))")

@@ -1,5 +1,6 @@
-/// SHA-256 (FIPS 180-4) for comparing decoded values with the goldens' hashes; Foundation on Linux has none.
-enum SHA256 {
+/// SHA-256 (FIPS 180-4): the goldens' hashes of decoded values, and the digests results are keyed by (a model's,
+/// for the DICOM node's result UIDs); Foundation on Linux has none.
+public enum SHA256 {
     private static let k: [UInt32] = [
         0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
         0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
@@ -12,7 +13,7 @@ enum SHA256 {
     ]
 
     /// The lowercase hex digest of `bytes`.
-    static func hex(_ bytes: [UInt8]) -> String {
+    public static func hex(_ bytes: [UInt8]) -> String {
         var h: [UInt32] = [
             0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a,
             0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19
@@ -53,7 +54,29 @@ enum SHA256 {
     }
 
     /// The digest of Float32 values laid out little endian (the host order on every platform SliceLab runs on).
-    static func hex(float32 values: [Float]) -> String {
+    public static func hex(float32 values: [Float]) -> String {
         values.withUnsafeBytes { hex(Array($0)) }
+    }
+
+    /// A UID under the 2.25 root (PS3.5 B.2) made from the first 128 bits of the digest of `text`: the same text,
+    /// the same UID, so what is derived from the same inputs is stored once, and a resend replaces it.
+    public static func uid(for text: String) -> String {
+        let hex = Self.hex(Array(text.utf8)).prefix(32)
+        var value = [UInt32](repeating: 0, count: 4)  // 128 bits, most significant word first
+        for (index, chunk) in stride(from: 0, to: 32, by: 8).enumerated() {
+            value[index] = UInt32(hex.dropFirst(chunk).prefix(8), radix: 16) ?? 0
+        }
+        // The decimal digits of the 128-bit number, by repeated division by 10.
+        var digits: [Character] = []
+        while value.contains(where: { $0 != 0 }) {
+            var remainder: UInt64 = 0
+            for i in 0..<4 {
+                let current = remainder << 32 | UInt64(value[i])
+                value[i] = UInt32(current / 10)
+                remainder = current % 10
+            }
+            digits.append(Character(String(remainder)))
+        }
+        return "2.25." + (digits.isEmpty ? "0" : String(digits.reversed()))
     }
 }
