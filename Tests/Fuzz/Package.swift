@@ -20,6 +20,7 @@ let package = Package(
         fuzzTarget("fuzz-dicom-seg"),
         fuzzTarget("fuzz-rtstruct"),
         fuzzTarget("fuzz-nrrd"),
+        fuzzTarget("fuzz-multipart"),
         fuzzTarget("fuzz-png"),
         fuzzTarget("fuzz-hdf5"),
         fuzzTarget("fuzz-nifti"),

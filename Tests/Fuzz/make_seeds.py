@@ -123,6 +123,15 @@ def nrrd_seeds():
         shutil.copy(path, target / path.name)
 
 
+def multipart_seeds():
+    """WADO-RS bodies: the boundary on the first line, then the multipart/related body (parts of DICOM bytes)."""
+    target = folder("multipart")
+    dicom = (root / "Tests/SliceLabIOTests/Fixtures/rtstruct/made/ct/CT000.dcm").read_bytes()[:2048]
+    for index, parts in enumerate([[dicom], [dicom, b""], [b"x" * 10, dicom, b"--b0und"]]):
+        body = b"".join(b"--b0und\r\nContent-Type: application/dicom\r\n\r\n" + p + b"\r\n" for p in parts)
+        (target / f"body{index}").write_bytes(b"b0und\n" + body + b"--b0und--\r\n")
+
+
 def safetensors_seeds():
     target = folder("safetensors")
     shutil.copy(root / "Tests/DeepLabTests/Fixtures/small.safetensors", target / "small.safetensors")
@@ -177,6 +186,7 @@ hdf5_seeds()
 nifti_seeds()
 rtstruct_seeds()
 nrrd_seeds()
+multipart_seeds()
 safetensors_seeds()
 dataset_json_seeds()
 cli_seeds(["info", "convert", "segment", "cluster", "evaluate", "compare", "train", "demo"])

@@ -9,7 +9,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 seconds="${FUZZ_SECONDS:-60}"
 runs=("$@")
 [ ${#runs[@]} -eq 0 ] && read -r -a runs <<< "${FUZZ_TARGETS:-dicom-native dicom-rle dicom-jpeg dicom-jpegls \
-dicom-jpeg2000 dicom-seg rtstruct nrrd png hdf5 nifti checkpoint safetensors dataset-json cli}"
+dicom-jpeg2000 dicom-seg rtstruct nrrd multipart png hdf5 nifti checkpoint safetensors dataset-json cli}"
 binary_for() {  # the DICOM decoder families share one target, each run seeded with its family's files
     case "$1" in
         dicom-seg) echo fuzz-dicom-seg ;;
