@@ -22,8 +22,12 @@ import sys
 import tempfile
 import time
 import urllib.request
+import warnings
 
 import pydicom
+
+# The test writes a malformed instance on purpose (a Series Instance UID holding ../).
+warnings.filterwarnings("ignore", message="Invalid value for VR UI")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEMO = ROOT / "Sources/SliceLabKit/Resources/Demo/mni-brain/images"

@@ -1,4 +1,3 @@
-import DeepLab
 import Foundation
 import ImageFiles
 import TestSupport

@@ -1,5 +1,4 @@
 import DICOM
-import DeepLab
 import Foundation
 import SliceLabIO
 import TestSupport
