@@ -10,7 +10,9 @@ public func fuzzMultipart(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let newline = bytes.firstIndex(of: 0x0A) ?? bytes.endIndex
     let header = String(decoding: bytes[..<newline], as: UTF8.self)
     let body = newline < bytes.endIndex ? bytes[(newline + 1)...] : Data()
-    guard let boundary = MultipartRelated.boundary(contentType: "multipart/related; boundary=" + header) else { return 0 }
+    guard let boundary = MultipartRelated.boundary(contentType: "multipart/related; boundary=" + header) else {
+        return 0
+    }
     do {
         let parts = try MultipartRelated.parse(Data(body), boundary: boundary, source: "fuzz")
         if parts.contains(where: { $0.data.count > body.count }) { FuzzInput.fail("a part larger than the body") }
