@@ -104,6 +104,8 @@ def run_load(slicelab, folder, senders, kills, seed):
         return {"kills": killed, "seconds": seconds, "series_per_minute": total / seconds * 60,
                 "results": len(instances), "expected": total, "senders_ok": senders_ok, "rss_kib": rss}
     finally:
+        for listener in pacs_test.LISTENERS:
+            pacs_test.stop(listener, kill=True)
         pacs_test.stop(orthanc)
 
 
@@ -113,6 +115,7 @@ def start(slicelab, folder, spool, log_name):
         [str(slicelab), "listen", "--port", str(pacs_test.LISTEN_PORT), "--aet", "SLICELAB", "--allow-aet", "SENDER",
          "--model", str(pacs_test.MODEL), "--send-to", pacs_test.REMOTE, "--spool", str(spool),
          "--series-idle", "5", "--max-associations", "8"], stdout=log, stderr=log)
+    pacs_test.LISTENERS.append(process)
     pacs_test.wait_for(lambda: subprocess.run(["echoscu", "-aet", "SENDER", "-aec", "SLICELAB", "127.0.0.1",
                                                str(pacs_test.LISTEN_PORT)], capture_output=True).returncode == 0,
                        "the listener", 60)

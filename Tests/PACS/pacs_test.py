@@ -95,6 +95,8 @@ def main():
         checks(slicelab, folder)
         listen_checks(slicelab, folder, orthanc)
     finally:
+        for listener in LISTENERS:
+            stop(listener, kill=True)
         stop(orthanc[0])
         if os.environ.get("SLICELAB_PACS_KEEP") == "1":
             print(f"pacs: kept {folder}")
@@ -129,6 +131,7 @@ def seg_instances():
 
 
 LISTEN_PORT = 11112
+LISTENERS = []  # every listener started, stopped by PID at the end whatever happened
 
 
 def start_listener(slicelab, folder, spool, log_name):
@@ -137,6 +140,7 @@ def start_listener(slicelab, folder, spool, log_name):
         [str(slicelab), "listen", "--port", str(LISTEN_PORT), "--aet", "SLICELAB", "--allow-aet", "STORESCU",
          "--model", str(MODEL), "--send-to", REMOTE, "--spool", str(spool), "--series-idle", "1",
          "--max-attempts", "30"], stdout=log, stderr=log)
+    LISTENERS.append(process)
     wait_for(lambda: subprocess.run(["echoscu", "-aet", "STORESCU", "-aec", "SLICELAB", "127.0.0.1", str(LISTEN_PORT)],
                                     capture_output=True).returncode == 0 or process.poll() is not None,
              "the listener to answer C-ECHO", 60)
