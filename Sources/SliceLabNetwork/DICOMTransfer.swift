@@ -52,7 +52,7 @@ public enum DICOMTransfer {
         credentials: WebCredentials? = nil, progress: ProgressReporter? = nil
     ) throws -> [Sent] {
         var results: [Sent] = []
-        var sendable: [(path: String, sopClass: String, syntax: String)] = []
+        var sendable: [(path: String, sopClass: String, syntax: String, sopInstance: String)] = []
         for path in files(paths) {
             do {
                 let file = try DICOMFile(path: path)
@@ -60,7 +60,7 @@ public enum DICOMTransfer {
                     results.append(Sent(file: path, status: nil, problem: "no SOP Class UID"))
                     continue
                 }
-                sendable.append((path, sopClass, file.transferSyntaxUID))
+                sendable.append((path, sopClass, file.transferSyntaxUID, file.dataset.string(.sopInstanceUID) ?? ""))
             } catch {
                 results.append(Sent(file: path, status: nil, problem: "not sent: \(error)"))
             }
@@ -86,14 +86,12 @@ public enum DICOMTransfer {
                 batch = []
             }
             for item in sendable {
-                guard let data = FileManager.default.contents(atPath: item.path),
-                    let uid = try? DICOMFile(path: item.path).dataset.string(.sopInstanceUID)
-                else {
+                guard let data = FileManager.default.contents(atPath: item.path) else {
                     results.append(Sent(file: item.path, status: nil, problem: "cannot be read"))
                     continue
                 }
                 if batch.map(\.data.count).reduce(data.count, +) > 64 << 20 { try flush() }
-                batch.append((item.path, uid, data))
+                batch.append((item.path, item.sopInstance, data))
             }
             try flush()
             return results
