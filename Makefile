@@ -4,7 +4,7 @@ SWIFT ?= swift
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 APT_PACKAGES := libdcmtk-dev dcmtk libpng-dev libhdf5-dev libdnnl-dev libopenjp2-7-dev libnifti2-dev zlib1g-dev \
-	libdeflate-dev libonnx-dev libprotobuf-dev dicom3tools orthanc orthanc-dicomweb iproute2 libcurl4-openssl-dev pkg-config python3-venv chromium slurm-wlm munge \
+	libdeflate-dev libonnx-dev libprotobuf-dev dicom3tools orthanc orthanc-dicomweb iproute2 openssl libcurl4-openssl-dev pkg-config python3-venv chromium slurm-wlm munge \
 	libopenmpi-dev openmpi-bin
 REQUIREMENTS := Tests/requirements.txt $(wildcard Notebooks/requirements.txt)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

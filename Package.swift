@@ -3,7 +3,8 @@ import PackageDescription
 
 // DCMTK's pkg-config file on Debian 12 requires `sndfile` and is unusable: link its libraries by name.
 let dcmtkLibraries = [
-    "dcmnet", "dcmrt", "dcmseg", "dcmfg", "dcmiod", "dcmimage", "dcmimgle", "dcmjpeg", "ijg8", "ijg12", "ijg16",
+    "dcmnet", "dcmtls", "dcmrt", "dcmseg", "dcmfg", "dcmiod", "dcmimage", "dcmimgle", "dcmjpeg", "ijg8", "ijg12",
+    "ijg16",
     "dcmjpls", "dcmtkcharls", "dcmdata", "oflog", "ofstd", "z"
 ]
 

@@ -20,6 +20,7 @@
 #include <dcmtk/dcmnet/scu.h>
 #include <dcmtk/dcmnet/scppool.h>
 #include <dcmtk/dcmnet/scpthrd.h>
+#include <dcmtk/dcmtls/tlslayer.h>
 #include <sys/stat.h>
 #include <atomic>
 #include <ctime>
@@ -1011,6 +1012,7 @@ namespace {
 /// DcmSCU with C-GET's incoming C-STOREs written into one folder, each synced before its status is sent.
 class SliceLabSCU : public DcmSCU {
   public:
+    using DcmSCU::useSecureConnection;  // protected in DcmSCU
     std::string folder;
     size_t received = 0;
     std::string storeError;
@@ -1048,6 +1050,43 @@ OFList<OFString> syntaxes(std::initializer_list<const char *> uids) {
     return list;
 }
 
+/// A TLS layer for `role` from PEM files (the BCP 195 profile); NULL with the reason in `error`.
+std::unique_ptr<DcmTLSTransportLayer> makeTLS(T_ASC_NetworkRole role, const cdcmtk_tls_files &files,
+                                              std::string &error) {
+    auto layer = std::make_unique<DcmTLSTransportLayer>(role, nullptr, OFTrue);
+    auto failed = [&](const std::string &what, const OFCondition &status) {
+        error = "TLS: " + what + ": " + status.text();
+        return nullptr;
+    };
+    if (!*layer) {
+        error = "TLS: OpenSSL could not be initialised";
+        return nullptr;
+    }
+    OFCondition status;
+    if (files.key && files.certificate) {
+        if ((status = layer->setPrivateKeyFile(files.key, DCF_Filetype_PEM)).bad())
+            return failed(std::string("private key ") + files.key, status);
+        if ((status = layer->setCertificateFile(files.certificate, DCF_Filetype_PEM)).bad())
+            return failed(std::string("certificate ") + files.certificate, status);
+        if (!layer->checkPrivateKeyMatchesCertificate()) {
+            error = std::string("TLS: the private key ") + files.key + " does not match the certificate " +
+                    files.certificate;
+            return nullptr;
+        }
+    }
+    if (files.trust) {
+        if ((status = layer->addTrustedCertificateFile(files.trust, DCF_Filetype_PEM)).bad())
+            return failed(std::string("trusted certificates ") + files.trust, status);
+    } else if (role == NET_REQUESTOR) {
+        layer->addTrustedCertificateDir("/etc/ssl/certs", DCF_Filetype_PEM);
+    }
+    if ((status = layer->setTLSProfile(TSP_Profile_BCP195)).bad()) return failed("profile", status);
+    if ((status = layer->activateCipherSuites()).bad()) return failed("cipher suites", status);
+    layer->setCertificateVerification(role == NET_REQUESTOR || files.trust ? DCV_requireCertificate
+                                                                           : DCV_ignoreCertificate);
+    return layer;
+}
+
 /// "gggg,eeee=value" keys into a query dataset.
 bool queryDataset(DcmDataset &dataset, const char *level, const char *const *keys, size_t count, std::string &error) {
     dataset.putAndInsertString(DCM_QueryRetrieveLevel, level);
@@ -1071,6 +1110,7 @@ bool queryDataset(DcmDataset &dataset, const char *level, const char *const *key
 }  // namespace
 
 struct cdcmtk_scu {
+    std::unique_ptr<DcmTLSTransportLayer> tls;  // outlives `scu`, which uses it
     SliceLabSCU scu;
     std::string error;
     cdcmtk_scu_purpose purpose;
@@ -1079,7 +1119,7 @@ struct cdcmtk_scu {
 extern "C" cdcmtk_scu *cdcmtk_scu_open(const char *host, uint16_t port, const char *called_aet,
                                        const char *calling_aet, cdcmtk_scu_purpose purpose,
                                        const char *const *contexts, size_t context_count, int timeout_seconds,
-                                       char *message, size_t message_capacity) {
+                                       const cdcmtk_tls_files *tls, char *message, size_t message_capacity) {
     auto write = [&](const std::string &text) { copyMessage(text, message, message_capacity); };
     auto handle = std::make_unique<cdcmtk_scu>();
     handle->purpose = purpose;
@@ -1112,6 +1152,9 @@ extern "C" cdcmtk_scu *cdcmtk_scu_open(const char *host, uint16_t port, const ch
     case CDCMTK_SCU_FIND:
         scu.addPresentationContext(UID_FINDStudyRootQueryRetrieveInformationModel, syntaxes({explicitLE, implicitLE}));
         break;
+    case CDCMTK_SCU_MOVE:
+        scu.addPresentationContext(UID_MOVEStudyRootQueryRetrieveInformationModel, syntaxes({explicitLE, implicitLE}));
+        break;
     case CDCMTK_SCU_GET:
         scu.addPresentationContext(UID_GETStudyRootQueryRetrieveInformationModel, syntaxes({explicitLE, implicitLE}));
         // At most 128 presentation contexts: the storage classes an SCU commonly receives.
@@ -1121,11 +1164,21 @@ extern "C" cdcmtk_scu *cdcmtk_scu_open(const char *host, uint16_t port, const ch
         }
         break;
     }
+    std::string peer = std::string(called_aet) + "@" + host + ":" + std::to_string(port);
+    if (tls) {
+        std::string error;
+        handle->tls = makeTLS(NET_REQUESTOR, *tls, error);
+        if (!handle->tls) {
+            write(error);
+            return nullptr;
+        }
+    }
     OFCondition status = scu.initNetwork();
+    // After initNetwork, which creates the network and parameters the TLS layer is set on.
+    if (status.good() && handle->tls) status = scu.useSecureConnection(handle->tls.get());
     if (status.good()) status = scu.negotiateAssociation();
     if (status.bad()) {
-        write(std::string("association with ") + called_aet + "@" + host + ":" + std::to_string(port) + ": " +
-              status.text());
+        write("association with " + peer + (tls ? " (TLS)" : "") + ": " + status.text());
         return nullptr;
     }
     return handle.release();
@@ -1235,6 +1288,30 @@ extern "C" int cdcmtk_scu_get(cdcmtk_scu *scu, const char *level, const char *co
     return CDCMTK_OK;
 }
 
+extern "C" int cdcmtk_scu_move(cdcmtk_scu *scu, const char *level, const char *const *keys, size_t key_count,
+                               const char *destination, uint16_t *completed, uint16_t *failed, uint16_t *warnings,
+                               uint16_t *status) {
+    DcmDataset query;
+    if (!queryDataset(query, level, keys, key_count, scu->error)) return CDCMTK_ERROR;
+    T_ASC_PresentationContextID context =
+        scu->scu.findAnyPresentationContextID(UID_MOVEStudyRootQueryRetrieveInformationModel, "");
+    OFList<RetrieveResponse *> responses;
+    OFCondition result = scu->scu.sendMOVERequest(context, destination, &query, &responses);
+    *completed = *failed = *warnings = *status = 0;
+    for (RetrieveResponse *response : responses) {
+        *status = response->m_status;
+        *completed = response->m_numberOfCompletedSubops;
+        *failed = response->m_numberOfFailedSubops;
+        *warnings = response->m_numberOfWarningSubops;
+        delete response;
+    }
+    if (result.bad()) {
+        scu->error = std::string("C-MOVE: ") + result.text();
+        return CDCMTK_ERROR;
+    }
+    return CDCMTK_OK;
+}
+
 extern "C" void cdcmtk_scu_close(cdcmtk_scu *scu) {
     if (!scu) return;
     if (scu->scu.isConnected()) scu->scu.releaseAssociation();
@@ -1246,6 +1323,7 @@ extern "C" void cdcmtk_free(void *pointer) { std::free(pointer); }
 // MARK: - Storage service class provider
 
 struct cdcmtk_listener {
+    std::unique_ptr<DcmTLSTransportLayer> tls;  // outlives `pool`, which uses it
     DcmBaseSCPPool *pool = nullptr;
     std::string error;
 };
@@ -1255,8 +1333,9 @@ namespace {
 struct ListenerSettings {
     std::string aet, incoming, received;
     std::vector<std::string> allowed;
-    bool allowAny = false;
+    bool allowAny = false, logStored = true;
     uint64_t maxInstanceBytes = 0;
+    std::vector<std::string> stored;  // under logLock
     std::atomic<unsigned long> counter{0};
     std::mutex logLock;
 };
@@ -1363,8 +1442,11 @@ class SpoolSCP : public DcmThreadSCP {
                                     jsonEscape(request.AffectedSOPInstanceUID) + "\", \"reason\": \"" +
                                     jsonEscape(reason) + "\"");
         } else {
-            logEvent("stored", ", \"series\": \"" + std::string(series.c_str()) + "\", \"sop\": \"" +
-                                   std::string(sop.c_str()) + "\"");
+            if (listenerSettings.logStored)
+                logEvent("stored", ", \"series\": \"" + std::string(series.c_str()) + "\", \"sop\": \"" +
+                                       std::string(sop.c_str()) + "\"");
+            std::lock_guard<std::mutex> lock(listenerSettings.logLock);
+            listenerSettings.stored.push_back(destination);
         }
         return sendSTOREResponse(info.presentationContextID, request, status);
     }
@@ -1374,7 +1456,8 @@ class SpoolSCP : public DcmThreadSCP {
 extern "C" cdcmtk_listener *cdcmtk_listener_create(uint16_t port, const char *aet, const char *incoming,
                                                    const char *received, const char *const *allowed,
                                                    size_t allowed_count, int allow_any, uint16_t max_associations,
-                                                   uint32_t max_pdu, uint64_t max_instance_bytes, char *message,
+                                                   uint32_t max_pdu, uint64_t max_instance_bytes,
+                                                   const cdcmtk_tls_files *tls, int log_stored, char *message,
                                                    size_t message_capacity) {
     auto write = [&](const std::string &text) { copyMessage(text, message, message_capacity); };
     cdcmtk_register_codecs();
@@ -1384,9 +1467,20 @@ extern "C" cdcmtk_listener *cdcmtk_listener_create(uint16_t port, const char *ae
     listenerSettings.allowed.assign(allowed, allowed + allowed_count);
     listenerSettings.allowAny = allow_any != 0;
     listenerSettings.maxInstanceBytes = max_instance_bytes;
+    listenerSettings.logStored = log_stored != 0;
+    listenerSettings.stored.clear();
     auto listener = std::make_unique<cdcmtk_listener>();
+    if (tls) {
+        std::string error;
+        listener->tls = makeTLS(NET_ACCEPTOR, *tls, error);
+        if (!listener->tls) {
+            write(error);
+            return nullptr;
+        }
+    }
     listener->pool = new DcmSCPPool<SpoolSCP>();
     DcmSCPConfig &config = listener->pool->getConfig();
+    if (listener->tls) config.setTransportLayer(listener->tls.get());
     config.setAETitle(aet);
     config.setPort(port);
     config.setMaxReceivePDULength(max_pdu);
@@ -1439,6 +1533,17 @@ extern "C" void cdcmtk_listener_stop(cdcmtk_listener *listener) { listener->pool
 
 extern "C" const char *cdcmtk_listener_error(const cdcmtk_listener *listener) {
     return listener ? listener->error.c_str() : "";
+}
+
+extern "C" char *cdcmtk_listener_stored(cdcmtk_listener *) {
+    std::string text;
+    {
+        std::lock_guard<std::mutex> lock(listenerSettings.logLock);
+        for (const std::string &path : listenerSettings.stored) text += path + "\n";
+    }
+    char *copy = static_cast<char *>(std::malloc(text.size() + 1));
+    if (copy) std::memcpy(copy, text.c_str(), text.size() + 1);
+    return copy;
 }
 
 extern "C" void cdcmtk_listener_free(cdcmtk_listener *listener) {

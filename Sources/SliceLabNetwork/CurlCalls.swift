@@ -1,8 +1,10 @@
 import CCurl
+import DICOM
 import Foundation
 
 /// One HTTP exchange through libcurl (the only caller of `CCurl`): method, URL, headers and body in; status,
-/// headers and a body bounded by `maxBytes` out. TLS peers are verified (libcurl's default, never turned off).
+/// headers and a body bounded by `maxBytes` out. TLS peers are verified (libcurl's default, never turned off),
+/// against `TLSFiles.trust` when given; its key and certificate are the client's.
 struct HTTPResponse {
     var status: Int
     /// Header names lower-cased; the last of a repeated header.
@@ -53,7 +55,7 @@ private let curlReady: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURL
 /// - Throws: `NetworkError.web` naming the URL: libcurl's error (unreachable, TLS, timeout) or a body over
 ///   `maxBytes`.
 func performHTTP(
-    method: String, url: URL, headers: [String], body: Data?, timeoutSeconds: Int, maxBytes: Int
+    method: String, url: URL, headers: [String], body: Data?, timeoutSeconds: Int, tls: TLSFiles?, maxBytes: Int
 ) throws -> HTTPResponse {
     guard curlReady, let curl = curl_easy_init() else {
         throw NetworkError.web(url: url.absoluteString, reason: "libcurl could not be initialised")
@@ -80,6 +82,11 @@ func performHTTP(
             _ = cdcw_setopt_header(curl, headerCallback)
             _ = cdcw_setopt_pointer(curl, CURLOPT_HEADERDATA, context)
             _ = cdcw_setopt_string(curl, CURLOPT_CUSTOMREQUEST, method)
+            if let trust = tls?.trust { _ = cdcw_setopt_string(curl, CURLOPT_CAINFO, trust) }
+            if let key = tls?.key, let certificate = tls?.certificate {
+                _ = cdcw_setopt_string(curl, CURLOPT_SSLKEY, key)
+                _ = cdcw_setopt_string(curl, CURLOPT_SSLCERT, certificate)
+            }
             if body != nil {
                 _ = cdcw_setopt_pointer(curl, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress))
                 _ = cdcw_setopt_offset(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(payload.count))

@@ -51,21 +51,17 @@ public struct DICOMQuery: Sendable {
     /// The matches at `remote`, sorted by study (and series) UID.
     ///
     /// - Throws: `DICOMError.network` naming the peer (C-FIND), `NetworkError.web` naming the URL (QIDO-RS).
-    public func run(
-        on remote: Remote, callingAET: String, timeoutSeconds: Int = 30, credentials: WebCredentials? = nil
-    ) throws -> [Match] {
+    public func run(on remote: Remote, using connection: Connection) throws -> [Match] {
         let matches: [Match]
         switch remote {
-        case .dimse(let aet, let host, let port):
-            let association = try DIMSEAssociation(
-                host: host, port: port, calledAET: aet, callingAET: callingAET, purpose: .find,
-                timeoutSeconds: timeoutSeconds)
+        case .dimse:
+            let association = try connection.association(with: remote, for: .find)
             let names = Dictionary(uniqueKeysWithValues: Self.returnKeys(level).map { ($0.1, $0.0) })
             matches = try association.find(level: level.rawValue.uppercased(), keys: keys()).map { attributes in
                 Dictionary(uniqueKeysWithValues: attributes.compactMap { tag, value in names[tag].map { ($0, value) } })
             }
         case .web(let url):
-            let client = DICOMWebClient(base: url, credentials: credentials, timeoutSeconds: timeoutSeconds)
+            let client = connection.web(url)
             var filters: [(String, String)] = []
             if let patientID { filters.append(("PatientID", patientID)) }
             if let studyDate { filters.append(("StudyDate", studyDate)) }

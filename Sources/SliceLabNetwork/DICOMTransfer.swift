@@ -2,8 +2,8 @@ import DICOM
 import Foundation
 import SliceLabSupport
 
-/// `slicelab push` and `slicelab pull`: instances sent to a remote (C-STORE) and retrieved from it (C-GET) into
-/// `DIR/<study>/<series>/<sop>.dcm`.
+/// `slicelab push` and `slicelab pull`: instances sent to a remote (C-STORE, STOW-RS) and retrieved from it (C-GET,
+/// C-MOVE, WADO-RS) into `DIR/<study>/<series>/<sop>.dcm`.
 public enum DICOMTransfer {
     /// One instance's outcome: the file and the peer's status (0 success; 0xB000–0xBFFF warnings), or why it was
     /// not sent.
@@ -48,8 +48,7 @@ public enum DICOMTransfer {
     /// - Throws: `DICOMError.network` when the association cannot be opened, `NetworkError.web` when a request
     ///   fails as a whole.
     public static func push(
-        _ paths: [String], to remote: Remote, callingAET: String, timeoutSeconds: Int = 30,
-        credentials: WebCredentials? = nil, progress: ProgressReporter? = nil
+        _ paths: [String], to remote: Remote, using connection: Connection, progress: ProgressReporter? = nil
     ) throws -> [Sent] {
         var results: [Sent] = []
         var sendable: [(path: String, sopClass: String, syntax: String, sopInstance: String)] = []
@@ -66,9 +65,8 @@ public enum DICOMTransfer {
             }
         }
         guard !sendable.isEmpty else { return results }
-        guard case .dimse(let aet, let host, let port) = remote else {
-            guard case .web(let url) = remote else { return results }
-            let client = DICOMWebClient(base: url, credentials: credentials, timeoutSeconds: timeoutSeconds)
+        if case .web(let url) = remote {
+            let client = connection.web(url)
             var batch: [(path: String, uid: String, data: Data)] = []
             func flush() throws {
                 guard !batch.isEmpty else { return }
@@ -96,9 +94,8 @@ public enum DICOMTransfer {
             try flush()
             return results
         }
-        let association = try DIMSEAssociation(
-            host: host, port: port, calledAET: aet, callingAET: callingAET,
-            purpose: .store(contexts: sendable.map { ($0.sopClass, $0.syntax) }), timeoutSeconds: timeoutSeconds)
+        let association = try connection.association(
+            with: remote, for: .store(contexts: sendable.map { ($0.sopClass, $0.syntax) }))
         for item in sendable {
             do {
                 results.append(Sent(file: item.path, status: try association.store(item.path), problem: nil))
@@ -123,25 +120,42 @@ public enum DICOMTransfer {
     /// Files arrive in a scratch folder inside `folder` and are renamed into place only after their UIDs are
     /// checked to be UIDs (never a path outside `folder`); an existing file of the same SOP instance is replaced.
     ///
+    /// With `move`, C-MOVE instead of C-GET: SliceLab listens as the move's destination for the length of the
+    /// pull (over TLS when the remote is `dicom+tls://`), and the instances arrive in the same way.
+    ///
     /// Over DICOMweb: QIDO-RS finds a series' study, WADO-RS retrieves the study or series as multipart Part 10
     /// files, each written and synced in the scratch folder, then placed the same way.
     ///
     /// - Throws: `NetworkError.invalidUID` for a UID given that is none, `DICOMError.network` naming the peer,
     ///   `NetworkError.web` naming the URL.
     public static func pull(
-        _ uids: [String], from remote: Remote, into folder: String, callingAET: String, timeoutSeconds: Int = 30,
-        credentials: WebCredentials? = nil, log: (String) -> Void = { _ in }
+        _ uids: [String], from remote: Remote, into folder: String, using connection: Connection,
+        move: MoveReceiver? = nil, log: (String) -> Void = { _ in }
     ) throws -> Pulled {
         for uid in uids { _ = try DICOMUID.checked(uid, context: "pull") }
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         var pulled = Pulled()
+        var receiver: MoveReceiver.Session?
+        if let move {
+            guard case .dimse(let aet, _, _, let secure) = remote else {
+                throw NetworkError.unsupported(remote: "\(remote)", reason: "C-MOVE needs a DIMSE remote")
+            }
+            let scratch = URL(fileURLWithPath: folder).appendingPathComponent(".incoming-\(getpid())-move")
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            receiver = try MoveReceiver.Session(
+                move, calledBy: aet, tls: secure ? connection.tls : nil, scratch: scratch.path, folder: folder)
+        }
+        defer {
+            if let receiver {
+                receiver.stop()
+                try? FileManager.default.removeItem(atPath: folder + "/.incoming-\(getpid())-move")
+            }
+        }
         for uid in uids {
             // A series UID is found at series level with its study; otherwise the UID is a study's.
             var series = DICOMQuery(level: .series)
             series.seriesInstanceUID = uid
-            let match = try series.run(
-                on: remote, callingAET: callingAET, timeoutSeconds: timeoutSeconds, credentials: credentials
-            ).first
+            let match = try series.run(on: remote, using: connection).first
             var keys: [(DICOMTag, String)] = [(.studyInstanceUID, uid)]
             var level = "STUDY"
             var path = "/studies/\(uid)"
@@ -156,18 +170,25 @@ public enum DICOMTransfer {
             defer { try? FileManager.default.removeItem(at: scratch) }
             var received = 0
             switch remote {
-            case .dimse(let aet, let host, let port):
-                let association = try DIMSEAssociation(
-                    host: host, port: port, calledAET: aet, callingAET: callingAET, purpose: .get,
-                    timeoutSeconds: timeoutSeconds)
-                let retrieval = try association.get(level: level, keys: keys, into: scratch.path)
-                received = retrieval.received
+            case .dimse:
+                let retrieval: DIMSEAssociation.Retrieval
+                if let receiver, let move {
+                    let before = receiver.stored().count
+                    retrieval = try connection.association(with: remote, for: .move).move(
+                        level: level, keys: keys, to: move.aet)
+                    let stored = receiver.stored()
+                    pulled.files += stored[before...]
+                    received = stored.count - before
+                } else {
+                    retrieval = try connection.association(with: remote, for: .get).get(
+                        level: level, keys: keys, into: scratch.path)
+                    received = retrieval.received
+                }
                 if retrieval.failed > 0 {
                     pulled.problems.append("\(uid): the peer reported \(retrieval.failed) failed sub-operation(s)")
                 }
             case .web(let url):
-                let client = DICOMWebClient(base: url, credentials: credentials, timeoutSeconds: timeoutSeconds)
-                for (index, data) in try client.retrieve(path).enumerated() {
+                for (index, data) in try connection.web(url).retrieve(path).enumerated() {
                     try writeAtomically(data, to: scratch.appendingPathComponent("\(index + 1).dcm").path)
                     received += 1
                 }

@@ -5,8 +5,7 @@ import Foundation
 /// `performHTTP`.
 struct DICOMWebClient {
     let base: URL
-    let credentials: WebCredentials?
-    let timeoutSeconds: Int
+    let connection: Connection
 
     /// The largest response read: a query's JSON, or one retrieval's multipart body.
     static let maxQueryBytes = 64 << 20
@@ -24,8 +23,8 @@ struct DICOMWebClient {
         -> HTTPResponse
     {
         let response = try performHTTP(
-            method: method, url: url, headers: headers + (credentials.map { [$0.header] } ?? []), body: body,
-            timeoutSeconds: timeoutSeconds, maxBytes: maxBytes)
+            method: method, url: url, headers: headers + (connection.credentials.map { [$0.header] } ?? []),
+            body: body, timeoutSeconds: connection.timeoutSeconds, tls: connection.tls, maxBytes: maxBytes)
         guard (200..<300).contains(response.status) else {
             let detail = String(decoding: response.body.prefix(300), as: UTF8.self)
                 .replacingOccurrences(of: "\n", with: " ")

@@ -1,9 +1,10 @@
 import Foundation
 
-/// A DICOM peer: a DIMSE application entity (`dicom://AET@host:port`) or a DICOMweb service
-/// (`dicomweb://host:port/path`, `http://…`, `https://…`), given directly or by name from a remotes file.
+/// A DICOM peer: a DIMSE application entity (`dicom://AET@host:port`, or `dicom+tls://AET@host:port` for an
+/// association over TLS) or a DICOMweb service (`dicomweb://host:port/path`, `http://…`, `https://…`), given
+/// directly or by name from a remotes file.
 public enum Remote: Sendable, Equatable, CustomStringConvertible {
-    case dimse(aet: String, host: String, port: Int)
+    case dimse(aet: String, host: String, port: Int, tls: Bool = false)
     case web(url: URL)
 
     /// Parses `text`, a remote or a name of `remotes` (a JSON object of names to remotes).
@@ -17,14 +18,16 @@ public enum Remote: Sendable, Equatable, CustomStringConvertible {
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
             throw NetworkError.invalidRemote(
                 text: text,
-                reason: "expected dicom://AET@host:port, dicomweb://host:port/path, http(s)://… or a name in --remotes"
+                reason:
+                    "expected dicom://AET@host:port, dicom+tls://AET@host:port, dicomweb://host:port/path, "
+                    + "http(s)://… or a name in --remotes"
                     + (remotes.isEmpty ? "" : " (\(remotes.keys.sorted().joined(separator: ", ")))"))
         }
         guard let host = components.host, !host.isEmpty else {
             throw NetworkError.invalidRemote(text: text, reason: "no host")
         }
         switch scheme {
-        case "dicom":
+        case "dicom", "dicom+tls":
             guard let aet = components.user, Self.isValidAET(aet) else {
                 throw NetworkError.invalidRemote(
                     text: text, reason: "the called AE title (dicom://AET@host:port) must be 1–16 printable characters")
@@ -32,7 +35,7 @@ public enum Remote: Sendable, Equatable, CustomStringConvertible {
             guard let port = components.port, (1...65535).contains(port) else {
                 throw NetworkError.invalidRemote(text: text, reason: "no port (dicom://AET@host:port)")
             }
-            self = .dimse(aet: aet, host: host, port: port)
+            self = .dimse(aet: aet, host: host, port: port, tls: scheme == "dicom+tls")
         case "dicomweb", "http", "https":
             var web = components
             web.scheme = scheme == "https" ? "https" : "http"
@@ -64,7 +67,7 @@ public enum Remote: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .dimse(let aet, let host, let port): return "dicom://\(aet)@\(host):\(port)"
+        case .dimse(let aet, let host, let port, let tls): return "dicom\(tls ? "+tls" : "")://\(aet)@\(host):\(port)"
         case .web(let url): return url.absoluteString
         }
     }

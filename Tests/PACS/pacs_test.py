@@ -17,9 +17,13 @@ import os
 import pathlib
 import shutil
 import signal
+import socket
+import socketserver
+import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 import warnings
@@ -46,31 +50,41 @@ def run(*arguments, expect=0, timeout=120):
     return result
 
 
-def rest(path):
-    with urllib.request.urlopen(f"http://127.0.0.1:{HTTP_PORT}{path}", timeout=10) as response:
+def rest(path, port=HTTP_PORT):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
         return json.loads(response.read())
 
 
-def start_orthanc(folder):
+def start_orthanc(folder, name="orthanc", dicom_port=DICOM_PORT, http_port=HTTP_PORT, tls=None):
+    """Orthanc with its storage under folder/name; with `tls` (a folder of ca.crt, server.key and server.crt) every
+    DICOM association is TLS, callers must present a certificate of that CA, SliceLab's move destination (SLICELAB
+    at port 11114) is reached over TLS."""
     config = {
-        "Name": "SliceLabPACSTest", "StorageDirectory": str(folder / "storage"), "IndexDirectory": str(folder / "index"),
-        "DicomAet": "ORTHANC", "DicomPort": DICOM_PORT, "HttpPort": HTTP_PORT, "RemoteAccessAllowed": False,
+        "Name": "SliceLabPACSTest", "StorageDirectory": str(folder / name / "storage"),
+        "IndexDirectory": str(folder / name / "index"),
+        "DicomAet": name.upper(), "DicomPort": dicom_port, "HttpPort": http_port, "RemoteAccessAllowed": False,
         "AuthenticationEnabled": False, "DicomCheckCalledAet": True,
         "DicomModalities": {"slicelab": ["SLICELAB", "127.0.0.1", 11112]},
         "Plugins": ["/usr/share/orthanc/plugins/libOrthancDicomWeb.so"], "StableAge": 1,
-        "DicomWeb": {"Enable": True, "Root": "/dicom-web/", "Host": f"127.0.0.1:{HTTP_PORT}", "Ssl": False},
+        "DicomWeb": {"Enable": True, "Root": "/dicom-web/", "Host": f"127.0.0.1:{http_port}", "Ssl": False},
     }
-    (folder / "orthanc.json").write_text(json.dumps(config))
-    log = open(folder / "orthanc.log", "w")
-    process = subprocess.Popen([ORTHANC, str(folder / "orthanc.json")], stdout=log, stderr=subprocess.STDOUT)
+    if tls:
+        config.update({"DicomTlsEnabled": True, "DicomTlsCertificate": str(tls / "server.crt"),
+                       "DicomTlsPrivateKey": str(tls / "server.key"), "DicomTlsTrustedCertificates": str(tls / "ca.crt"),
+                       "DicomTlsRemoteCertificateRequired": True,
+                       "DicomModalities": {"slicelab": {"AET": "SLICELAB", "Host": "127.0.0.1", "Port": 11114,
+                                                        "UseDicomTls": True}}})
+    (folder / f"{name}.json").write_text(json.dumps(config))
+    log = open(folder / f"{name}.log", "w")
+    process = subprocess.Popen([ORTHANC, str(folder / f"{name}.json")], stdout=log, stderr=subprocess.STDOUT)
     for _ in range(100):
         try:
-            rest("/system")
+            rest("/system", http_port)
             return process
         except OSError:
             time.sleep(0.1)
     process.kill()
-    sys.exit(f"pacs: Orthanc did not answer within 10 s; its log:\n{(folder / 'orthanc.log').read_text()[-3000:]}")
+    sys.exit(f"pacs: Orthanc did not answer within 10 s; its log:\n{(folder / f'{name}.log').read_text()[-3000:]}")
 
 
 def datasets_equal(a, b):
@@ -93,11 +107,15 @@ def main():
     orthanc = [start_orthanc(folder)]
     try:
         checks(slicelab, folder)
+        move_checks(slicelab, folder)
+        tls_checks(slicelab, folder)
         listen_checks(slicelab, folder, orthanc)
     finally:
         for listener in LISTENERS:
             stop(listener, kill=True)
         stop(orthanc[0])
+        for process in ORTHANCS:
+            stop(process)
         if os.environ.get("SLICELAB_PACS_KEEP") == "1":
             print(f"pacs: kept {folder}")
         else:
@@ -207,6 +225,149 @@ def listen_checks(slicelab, folder, orthanc):
     assert status["dead_letters"] == 0 and status["results_sent"] == len(series) + 1, status
     assert stop(listener) == 0, "SIGTERM should end the listener cleanly"
     print("pacs: an unknown AE title and a malformed instance were refused with a log line each; SIGTERM stopped it")
+
+
+ORTHANCS = []  # further Orthancs started, stopped by PID at the end
+
+
+def move_checks(slicelab, folder):
+    """pull by C-MOVE: SliceLab listens as the move destination Orthanc knows (SLICELAB at port 11112) while it
+    pulls; the files equal the pushed ones; a destination Orthanc does not know fails with the peer's count."""
+    files = sorted(DEMO.glob("*.dcm"))
+    demo = {pydicom.dcmread(f).SOPInstanceUID: f for f in files}
+    series = sorted({pydicom.dcmread(f).SeriesInstanceUID for f in files})
+    out = folder / "moved-pull"
+    result = run(slicelab, "pull", REMOTE, *series, "--out", out, "--move-destination", "SLICELAB", "--port", 11112)
+    moved = sorted(out.rglob("*.dcm"))
+    assert len(moved) == len(files), (moved, result.stderr)
+    for path in moved:
+        assert datasets_equal(path, demo[path.stem]), f"{path} (C-MOVE) differs from {demo[path.stem]}"
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == [], list(out.iterdir())
+    unknown = run(slicelab, "pull", REMOTE, series[0], "--out", folder / "moved-nowhere", "--move-destination",
+                  "NOBODY", "--port", 11112, expect=None)
+    assert unknown.returncode != 0 and "NOBODY" not in str(list((folder / "moved-nowhere").rglob("*.dcm"))), \
+        unknown.stderr
+    print(f"pacs: pull by C-MOVE received {len(moved)} instances as SLICELAB, data sets equal to the pushed ones; a "
+          "destination Orthanc does not know failed")
+
+
+def https_proxy(port, target, certs):
+    """HTTPS on `port` in front of plain HTTP on `target`, in a thread (Debian's Orthanc 1.10.1 ends its process on
+    the first HTTPS connection here, so its own SslEnabled cannot serve)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certs / "server.crt", certs / "server.key")
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self):
+            try:
+                client = context.wrap_socket(self.request, server_side=True)
+            except (ssl.SSLError, OSError):
+                return
+            with client, socket.create_connection(("127.0.0.1", target)) as upstream:
+                pump = lambda a, b: [b.sendall(chunk) for chunk in iter(lambda: a.recv(65536), b"")]
+                threading.Thread(target=lambda: (pump(upstream, client), client.close()), daemon=True).start()
+                try:
+                    pump(client, upstream)
+                except OSError:
+                    pass
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def make_certificates(folder):
+    """A test CA, and a server and a client certificate it signed (RSA 2048, valid two days)."""
+    folder.mkdir()
+    openssl = lambda *a: run("openssl", *a)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", folder / "ca.key", "-out", folder / "ca.crt",
+            "-days", "2", "-subj", "/CN=SliceLab test CA")
+    (folder / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    for name in ("server", "client"):
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", folder / f"{name}.key", "-out",
+                folder / f"{name}.csr", "-subj", f"/CN={name}")
+        openssl("x509", "-req", "-in", folder / f"{name}.csr", "-CA", folder / "ca.crt", "-CAkey", folder / "ca.key",
+                "-CAcreateserial", "-out", folder / f"{name}.crt", "-days", "2", "-extfile", folder / "san.ext")
+    # A CA SliceLab is not told to trust.
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", folder / "other.key", "-out",
+            folder / "other.crt", "-days", "2", "-subj", "/CN=Another CA")
+
+
+def tls_checks(slicelab, folder):
+    """DIMSE over TLS against an Orthanc that requires it (and a client certificate of the test CA): push, query,
+    pull by C-GET and by C-MOVE (Orthanc connecting back over TLS); `listen` over TLS taking storescu +tls and
+    sending its result to that Orthanc over TLS; plain or untrusted peers refused on both sides."""
+    certs = folder / "certs"
+    make_certificates(certs)
+    port, http = 4243, 8043
+    ORTHANCS.append(start_orthanc(folder, "orthanctls", port, http, tls=certs))
+    remote = f"dicom+tls://ORTHANCTLS@127.0.0.1:{port}"
+    identity = ["--tls-key", certs / "client.key", "--tls-cert", certs / "client.crt", "--tls-ca", certs / "ca.crt"]
+    files = sorted(DEMO.glob("*.dcm"))
+    demo = {pydicom.dcmread(f).SOPInstanceUID: f for f in files}
+    series = sorted({pydicom.dcmread(f).SeriesInstanceUID for f in files})
+
+    pushed = run(slicelab, "push", DEMO, "--to", remote, *identity)
+    assert pushed.stdout.count("ok\t0x0000") == len(files), pushed.stdout
+    assert len(rest("/instances", http)) == len(files)
+    found = json.loads(run(slicelab, "query", remote, "--level", "series", "--json", *identity).stdout)
+    assert sorted(m["SeriesInstanceUID"] for m in found) == series, found
+    for name, extra in (("get", []), ("move", ["--move-destination", "SLICELAB", "--port", 11114])):
+        out = folder / f"tls-{name}"
+        run(slicelab, "pull", remote, series[0], "--out", out, *identity, *extra)
+        got = sorted(out.rglob("*.dcm"))
+        assert got and all(datasets_equal(p, demo[p.stem]) for p in got), (name, got)
+    # Refused: the server's certificate not trusted; a plain association to the TLS port; no client certificate.
+    untrusted = run(slicelab, "push", files[0], "--to", remote, "--tls-ca", certs / "other.crt", "--tls-key",
+                    certs / "client.key", "--tls-cert", certs / "client.crt", expect=1)
+    assert "certificate verify failed" in untrusted.stderr, untrusted.stderr
+    run(slicelab, "push", files[0], "--to", f"dicom://ORTHANCTLS@127.0.0.1:{port}", "--timeout", "5", expect=1)
+    anonymous = run(slicelab, "push", files[0], "--to", remote, "--tls-ca", certs / "ca.crt", expect=1)
+    assert "ORTHANCTLS@127.0.0.1:4243" in anonymous.stderr, anonymous.stderr
+    # DICOMweb over HTTPS: the same series, verified against --tls-ca; without it the test CA is not trusted.
+    proxy = https_proxy(8443, http, certs)
+    web = "https://127.0.0.1:8443/dicom-web"
+    web_found = json.loads(run(slicelab, "query", web, "--level", "series", "--json", "--tls-ca",
+                               certs / "ca.crt").stdout)
+    assert sorted(m["SeriesInstanceUID"] for m in web_found) == series, web_found
+    unverified = run(slicelab, "query", web, "--json", expect=1)
+    assert web in unverified.stderr and "certificate" in unverified.stderr.lower(), unverified.stderr
+    proxy.shutdown()
+    print(f"pacs: over TLS (Orthanc requiring a client certificate): push, query, pull by C-GET and C-MOVE; an "
+          "untrusted server certificate, a plain association and a missing client certificate refused; QIDO-RS "
+          "over HTTPS verified against --tls-ca, refused without it")
+
+    # listen over TLS: storescu +tls in, the SEG out to the TLS Orthanc over TLS; plain and untrusted callers out.
+    spool = folder / "tls-spool"
+    log = open(folder / "listen-tls.log", "a")
+    listener = subprocess.Popen(
+        [str(slicelab), "listen", "--port", "11115", "--aet", "SLICELAB", "--allow-aet", "STORESCU", "--model",
+         str(MODEL), "--send-to", remote, "--spool", str(spool), "--series-idle", "1", "--tls-key",
+         str(certs / "server.key"), "--tls-cert", str(certs / "server.crt"), "--tls-ca", str(certs / "ca.crt")],
+        stdout=log, stderr=log)
+    LISTENERS.append(listener)
+    tls_storescu = ["storescu", "+tls", certs / "client.key", certs / "client.crt", "+cf", certs / "ca.crt",
+                    "-aet", "STORESCU", "-aec", "SLICELAB", "127.0.0.1", "11115"]
+    wait_for(lambda: subprocess.run(["echoscu", "+tls", certs / "client.key", certs / "client.crt", "+cf",
+                                     certs / "ca.crt", "-aet", "STORESCU", "-aec", "SLICELAB", "127.0.0.1", "11115"],
+                                    capture_output=True).returncode == 0 or listener.poll() is not None,
+             "the TLS listener to answer C-ECHO", 60)
+    first = [f for f in files if pydicom.dcmread(f).SeriesInstanceUID == series[0]]
+    run(*tls_storescu, *first)
+    plain = run("storescu", "-aet", "STORESCU", "-aec", "SLICELAB", "127.0.0.1", "11115", first[0], expect=None)
+    assert plain.returncode != 0, plain.stderr
+    stranger = run("storescu", "+tls", certs / "other.key", certs / "other.crt", "+cf", certs / "ca.crt", "-aet",
+                   "STORESCU", "-aec", "SLICELAB", "127.0.0.1", "11115", first[0], expect=None)
+    assert stranger.returncode != 0, stranger.stderr
+    segs = lambda: [s for s in rest("/series", http)
+                    if rest(f"/series/{s}", http)["MainDicomTags"].get("Modality") == "SEG"]
+    wait_for(lambda: len(segs()) == 1, "the SEG of the series sent over TLS at the TLS Orthanc")
+    assert stop(listener) == 0, (folder / "listen-tls.log").read_text()[-2000:]
+    status = json.loads(run(slicelab, "listen", "--spool", spool, "--status").stdout)
+    assert status["results_sent"] == 1, status
+    print("pacs: listen over TLS took storescu +tls, refused a plain caller and one with an untrusted certificate, "
+          "and sent its SEG to Orthanc over TLS")
 
 
 def checks(slicelab, folder):

@@ -12,6 +12,10 @@ struct RemoteTests {
                 == .web(url: URL(string: "http://127.0.0.1:8042/dicom-web")!))
         #expect(try Remote("https://pacs/dicom-web") == .web(url: URL(string: "https://pacs/dicom-web")!))
         #expect(try Remote("pacs", remotes: ["pacs": "dicom://A@h:104"]) == .dimse(aet: "A", host: "h", port: 104))
+        let secure = try Remote("dicom+tls://ORTHANC@pacs.example:2762")
+        #expect(secure == .dimse(aet: "ORTHANC", host: "pacs.example", port: 2762, tls: true))
+        #expect(secure.description == "dicom+tls://ORTHANC@pacs.example:2762")
+        #expect(try Remote(secure.description) == secure)
         for (text, reason) in [
             ("dicom://h:104", "called AE title"), ("dicom://THIRTEENCHARSXXXXX@h:104", "called AE title"),
             ("dicom://A@h", "no port"), ("ftp://h", "unknown scheme"), ("nothing", "expected dicom://"),

@@ -172,17 +172,34 @@ void cdcmtk_rtw_free(cdcmtk_rtw *rtw);
 /// An open association with a DICOM peer; released and freed with `cdcmtk_scu_close`.
 typedef struct cdcmtk_scu cdcmtk_scu;
 
-/// What an association is for: verification, storage of files, study-root C-FIND, or study-root C-GET (with
-/// storage contexts in the SCP role for the instances the peer sends back).
-typedef enum { CDCMTK_SCU_ECHO = 0, CDCMTK_SCU_STORE = 1, CDCMTK_SCU_FIND = 2, CDCMTK_SCU_GET = 3 } cdcmtk_scu_purpose;
+/// TLS for an association (dcmtls, the BCP 195 profile), PEM files. `key` and `certificate` identify this side
+/// (required to accept associations; optional to request them, for peers that ask for a client certificate).
+/// `trust` is a file of certificates the peer's must chain to: without it a requestor trusts the system's
+/// certificates (/etc/ssl/certs) and an acceptor asks for no client certificate; with it an acceptor requires one.
+typedef struct {
+    const char *key;
+    const char *certificate;
+    const char *trust;
+} cdcmtk_tls_files;
+
+/// What an association is for: verification, storage of files, study-root C-FIND, study-root C-GET (with
+/// storage contexts in the SCP role for the instances the peer sends back) or study-root C-MOVE.
+typedef enum {
+    CDCMTK_SCU_ECHO = 0,
+    CDCMTK_SCU_STORE = 1,
+    CDCMTK_SCU_FIND = 2,
+    CDCMTK_SCU_GET = 3,
+    CDCMTK_SCU_MOVE = 4
+} cdcmtk_scu_purpose;
 
 /// Opens an association from `calling_aet` to `called_aet` at `host`:`port`. For storage, `contexts` lists
 /// "SOP class UID|transfer syntax UID" pairs of the files to send (each class also offered in explicit and implicit
-/// VR little endian). `timeout_seconds` bounds the connection and every DIMSE exchange. NULL on failure (refused,
-/// rejected, unreachable) with the reason in `message`.
+/// VR little endian). `timeout_seconds` bounds the connection and every DIMSE exchange; `tls` (or NULL) secures
+/// it. NULL on failure (refused, rejected, unreachable, a certificate not trusted) with the reason in `message`.
 cdcmtk_scu *cdcmtk_scu_open(const char *host, uint16_t port, const char *called_aet, const char *calling_aet,
                             cdcmtk_scu_purpose purpose, const char *const *contexts, size_t context_count,
-                            int timeout_seconds, char *message, size_t message_capacity);
+                            int timeout_seconds, const cdcmtk_tls_files *tls, char *message,
+                            size_t message_capacity);
 const char *cdcmtk_scu_error(const cdcmtk_scu *scu);
 /// C-ECHO; `status` receives the response status.
 int cdcmtk_scu_echo(cdcmtk_scu *scu, uint16_t *status);
@@ -199,6 +216,12 @@ int cdcmtk_scu_find(cdcmtk_scu *scu, const char *level, const char *const *keys,
 int cdcmtk_scu_get(cdcmtk_scu *scu, const char *level, const char *const *keys, size_t key_count,
                    const char *folder, size_t *received, uint16_t *completed, uint16_t *failed, uint16_t *warnings,
                    uint16_t *status);
+/// Study-root C-MOVE at `level` with `keys` to the AE title `destination` (whose address the peer knows); the
+/// instances go over associations the peer opens to it. `completed`, `failed` and `warnings` are the peer's
+/// sub-operation counts, `status` its final status.
+int cdcmtk_scu_move(cdcmtk_scu *scu, const char *level, const char *const *keys, size_t key_count,
+                    const char *destination, uint16_t *completed, uint16_t *failed, uint16_t *warnings,
+                    uint16_t *status);
 void cdcmtk_scu_close(cdcmtk_scu *scu);
 
 // MARK: - Storage service class provider (dcmnet's DcmSCPPool)
@@ -211,16 +234,20 @@ typedef struct cdcmtk_listener cdcmtk_listener;
 /// `max_instance_bytes`. Each C-STORE is received into `incoming`, checked (its Study, Series and SOP Instance UIDs
 /// are UIDs, the SOP instance is the one announced, it is under the size bound), synced and renamed to
 /// `received/<study>/<series>/<sop>.dcm` (the folder synced too) before its success status is sent; anything
-/// else gets a failure status. One JSON line per event goes to standard error. NULL on failure with the reason.
+/// else gets a failure status. `tls` (or NULL) makes every association TLS. One JSON line per event goes to
+/// standard error (refusals only unless `log_stored`). NULL on failure with the reason.
 cdcmtk_listener *cdcmtk_listener_create(uint16_t port, const char *aet, const char *incoming, const char *received,
                                         const char *const *allowed, size_t allowed_count, int allow_any,
                                         uint16_t max_associations, uint32_t max_pdu, uint64_t max_instance_bytes,
-                                        char *message, size_t message_capacity);
+                                        const cdcmtk_tls_files *tls, int log_stored, char *message,
+                                        size_t message_capacity);
 /// Accepts associations until `cdcmtk_listener_stop`; returns after the current associations end.
 int cdcmtk_listener_run(cdcmtk_listener *listener);
 /// Asks a running listener to stop (from any thread).
 void cdcmtk_listener_stop(cdcmtk_listener *listener);
 const char *cdcmtk_listener_error(const cdcmtk_listener *listener);
+/// The paths of the instances stored so far, one per line, in a buffer the caller frees with `cdcmtk_free`.
+char *cdcmtk_listener_stored(cdcmtk_listener *listener);
 void cdcmtk_listener_free(cdcmtk_listener *listener);
 void cdcmtk_free(void *pointer);
 

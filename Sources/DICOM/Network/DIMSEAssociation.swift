@@ -3,7 +3,8 @@ import Foundation
 
 /// An association with a DICOM peer (dcmnet's `DcmSCU`), opened for one purpose and released when the value is
 /// released: verification (C-ECHO), storage (C-STORE), study-root query (C-FIND) or retrieval (C-GET, the
-/// peer's C-STOREs received in the same association).
+/// peer's C-STOREs received in the same association; C-MOVE, sent to an AE title the peer knows), optionally over
+/// TLS.
 public final class DIMSEAssociation {
     public enum Purpose {
         case echo
@@ -11,9 +12,11 @@ public final class DIMSEAssociation {
         case store(contexts: [(sopClass: String, transferSyntax: String)])
         case find
         case get
+        case move
     }
 
-    /// A C-GET's outcome: the instances written, and the peer's sub-operation counts and final status.
+    /// A C-GET's or C-MOVE's outcome: the instances written (C-GET), and the peer's sub-operation counts and final
+    /// status.
     public struct Retrieval: Sendable {
         public var received: Int
         public var completed: Int
@@ -26,12 +29,14 @@ public final class DIMSEAssociation {
     public let peer: String
     private let pointer: OpaquePointer
 
-    /// Opens an association; `timeoutSeconds` bounds the connection and every exchange.
+    /// Opens an association; `timeoutSeconds` bounds the connection and every exchange; `tls` secures it.
     ///
-    /// - Throws: `DICOMError.network` naming the peer: unreachable, refused, or no context accepted.
-    ///   Rests on `cdcmtk_scu_open` (DcmSCU::initNetwork, negotiateAssociation).
+    /// - Throws: `DICOMError.network` naming the peer: unreachable, refused, no context accepted, or (TLS) a file
+    ///   that cannot be read or a certificate not trusted. Rests on `cdcmtk_scu_open` (DcmSCU::initNetwork,
+    ///   negotiateAssociation).
     public init(
-        host: String, port: Int, calledAET: String, callingAET: String, purpose: Purpose, timeoutSeconds: Int = 30
+        host: String, port: Int, calledAET: String, callingAET: String, purpose: Purpose, timeoutSeconds: Int = 30,
+        tls: TLSFiles? = nil
     ) throws {
         peer = "\(calledAET)@\(host):\(port)"
         var message = [CChar](repeating: 0, count: 512)
@@ -44,11 +49,14 @@ public final class DIMSEAssociation {
             contexts = Array(Set(pairs.map { "\($0.sopClass)|\($0.transferSyntax)" })).sorted()
         case .find: kind = CDCMTK_SCU_FIND
         case .get: kind = CDCMTK_SCU_GET
+        case .move: kind = CDCMTK_SCU_MOVE
         }
         let opened = withCStringArray(contexts) { list in
-            cdcmtk_scu_open(
-                host, UInt16(clamping: port), calledAET, callingAET, kind, list, contexts.count,
-                Int32(clamping: timeoutSeconds), &message, message.count)
+            TLSFiles.withC(tls) { files in
+                cdcmtk_scu_open(
+                    host, UInt16(clamping: port), calledAET, callingAET, kind, list, contexts.count,
+                    Int32(clamping: timeoutSeconds), files, &message, message.count)
+            }
         }
         guard let opened else { throw DICOMError.network(peer: peer, reason: String(nulTerminated: message)) }
         pointer = opened
@@ -123,6 +131,22 @@ public final class DIMSEAssociation {
         return Retrieval(
             received: received, completed: Int(completed), failed: Int(failed), warnings: Int(warnings),
             status: status)
+    }
+
+    /// Study-root C-MOVE at `level` with `keys` to `destination`, an AE title whose address the peer knows; the
+    /// instances arrive over associations the peer opens to it (`received` is 0 here).
+    ///
+    /// - Throws: `DICOMError.network` when the exchange fails. Rests on `cdcmtk_scu_move`.
+    public func move(level: String, keys: [(DICOMTag, String)], to destination: String) throws -> Retrieval {
+        let texts = keys.map { String(format: "%04x,%04x=", $0.0.group, $0.0.element) + $0.1 }
+        var (completed, failed, warnings, status): (UInt16, UInt16, UInt16, UInt16) = (0, 0, 0, 0)
+        let result = withCStringArray(texts) { list in
+            cdcmtk_scu_move(
+                pointer, level, list, texts.count, destination, &completed, &failed, &warnings, &status)
+        }
+        guard result == 0 else { throw failure("C-MOVE") }
+        return Retrieval(
+            received: 0, completed: Int(completed), failed: Int(failed), warnings: Int(warnings), status: status)
     }
 }
 

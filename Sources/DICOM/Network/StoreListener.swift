@@ -18,6 +18,10 @@ public final class StoreListener: @unchecked Sendable {
         public var maxAssociations = 8
         public var maxPDU = 65536
         public var maxInstanceBytes = 1 << 30
+        /// Every association over TLS (`key` and `certificate` required; `trust` requires client certificates).
+        public var tls: TLSFiles?
+        /// A JSON line for every instance stored, not only for refusals.
+        public var logStored = true
 
         public init(
             port: Int, aet: String, incoming: String, received: String, allowedAETs: [String], allowAnyAET: Bool
@@ -33,10 +37,13 @@ public final class StoreListener: @unchecked Sendable {
         let copies = settings.allowedAETs.map { UnsafePointer(strdup($0)) }
         defer { copies.forEach { free(UnsafeMutablePointer(mutating: $0)) } }
         let created = copies.withUnsafeBufferPointer { list in
-            cdcmtk_listener_create(
-                UInt16(clamping: settings.port), settings.aet, settings.incoming, settings.received, list.baseAddress,
-                copies.count, settings.allowAnyAET ? 1 : 0, UInt16(clamping: settings.maxAssociations),
-                UInt32(clamping: settings.maxPDU), UInt64(settings.maxInstanceBytes), &message, message.count)
+            TLSFiles.withC(settings.tls) { tls in
+                cdcmtk_listener_create(
+                    UInt16(clamping: settings.port), settings.aet, settings.incoming, settings.received,
+                    list.baseAddress, copies.count, settings.allowAnyAET ? 1 : 0,
+                    UInt16(clamping: settings.maxAssociations), UInt32(clamping: settings.maxPDU),
+                    UInt64(settings.maxInstanceBytes), tls, settings.logStored ? 1 : 0, &message, message.count)
+            }
         }
         guard let created else {
             throw DICOMError.network(
@@ -58,4 +65,11 @@ public final class StoreListener: @unchecked Sendable {
 
     /// Asks `run()` to return once the current associations end. Rests on `cdcmtk_listener_stop`.
     public func stop() { cdcmtk_listener_stop(pointer) }
+
+    /// The paths of the instances stored so far. Rests on `cdcmtk_listener_stored`.
+    public func stored() -> [String] {
+        guard let buffer = cdcmtk_listener_stored(pointer) else { return [] }
+        defer { cdcmtk_free(buffer) }
+        return String(cString: buffer).split(separator: "\n").map(String.init)
+    }
 }

@@ -49,17 +49,22 @@ public enum ListenWorkflow {
             port: options.port, aet: options.aet, incoming: spool.incoming.path, received: spool.received.path,
             allowedAETs: options.allowedAETs, allowAnyAET: options.allowAnyAET)
         (settings.maxAssociations, settings.maxInstanceBytes) = (options.maxAssociations, options.maxInstanceBytes)
+        // With this node's key and certificate, every association is TLS.
+        if let tls = options.sendTo.tls, tls.key != nil { settings.tls = tls }
         let listener = try StoreListener(settings)
         let stopped = DispatchSemaphore(value: 0)
-        let failure = LastError()
+        let failure = Locked<String?>(nil)
         Thread.detachNewThread {
-            do { try listener.run() } catch { failure.set("\(error)") }
+            do { try listener.run() } catch { failure.withLock { $0 = "\(error)" } }
             stopped.signal()
         }
-        log(event("listening", ["port": options.port, "aet": options.aet, "spool": spool.root.path]))
+        log(
+            event(
+                "listening",
+                ["port": options.port, "aet": options.aet, "spool": spool.root.path, "tls": settings.tls != nil]))
         var lastError: String?
         while !shouldStop() {
-            if let error = failure.take() {
+            if let error = failure.withLock({ $0 }) {
                 log(event("listener_failed", ["reason": error]))
                 throw DICOMError.network(peer: "\(options.aet) on port \(options.port)", reason: error)
             }
@@ -130,9 +135,7 @@ public enum ListenWorkflow {
     ) -> String? {
         let reason: String
         do {
-            let outcome = try DICOMTransfer.push(
-                [file.path], to: remote, callingAET: options.aet, timeoutSeconds: options.sendTo.timeoutSeconds,
-                credentials: options.sendTo.credentials())
+            let outcome = try DICOMTransfer.push([file.path], to: remote, using: options.sendTo.connection())
             if outcome.allSatisfy(\.succeeded), !outcome.isEmpty {
                 let uid = (try? DICOMFile(path: file.path).dataset.string(.sopInstanceUID)) ?? nil
                 try spool.markSent(series: series, resultUID: uid ?? "")
@@ -158,19 +161,5 @@ public enum ListenWorkflow {
         (object["event"], object["time"]) = (name, Int(Date().timeIntervalSince1970))
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)
-    }
-}
-
-/// The listener thread's failure, read by the loop.
-// @unchecked Sendable: `value` is only touched under `lock`.
-private final class LastError: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: String?
-    func set(_ text: String) { lock.withLock { value = text } }
-    func take() -> String? {
-        lock.withLock {
-            defer { value = nil }
-            return value
-        }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import SliceLabKit
 import SliceLabNetwork
+import SliceLabSupport
 
 /// `slicelab listen --port P --model MODEL.h5 --send-to REMOTE --spool DIR`.
 enum ListenCommand: Command {
@@ -35,14 +36,16 @@ enum ListenCommand: Command {
             OptionSpec("remotes", valueName: "FILE", help: "Remotes by name (JSON)."),
             OptionSpec("credentials", valueName: "FILE", help: "DICOMweb credentials (JSON)."),
             maxMemoryOption
-        ],
+        ] + tlsOptions,
         discussion: """
             Every instance is written and synced to the spool before its C-STORE gets a success status; the queue of
             complete series and of results to send is on disk, so after a crash a restart segments and delivers
             every acknowledged series. A result's SOP Instance UID is derived from the source series and the models'
             digest: a resend replaces. Failed sends retry with exponential backoff (1 s doubling to 60 s); after the
             last attempt the result goes to DIR/dead with the reason. One JSON line per event on standard error;
-            SIGTERM finishes the current associations and item, then exits.
+            SIGTERM finishes the current associations and item, then exits. With --tls-key and --tls-cert every
+            association is TLS, and with --tls-ca every caller must present a certificate that chains to it; the same
+            files serve a dicom+tls:// or https:// --send-to.
             """)
 
     static func run(_ arguments: ParsedArguments) throws {
@@ -65,13 +68,10 @@ enum ListenCommand: Command {
             throw UsageError(
                 "slicelab listen: name the calling AE titles let in (--allow-aet AET) or give --allow-any-aet")
         }
-        var remote = RemoteOptions(remote: sendTo)
-        (remote.remotesFile, remote.credentialsFile) = (arguments.string("remotes"), arguments.string("credentials"))
-        remote.timeoutSeconds = arguments.int("timeout") ?? 30
+        let aet = arguments.string("aet") ?? "SLICELAB"
+        let remote = try remote(sendTo, arguments, command: "listen", callingAET: aet)
         var options = ListenWorkflow.Options(port: port, models: models, sendTo: remote, spool: spool)
-        options.aet = arguments.string("aet") ?? "SLICELAB"
-        remote.callingAET = arguments.string("calling-aet") ?? options.aet
-        options.sendTo = remote
+        options.aet = aet
         (options.allowedAETs, options.allowAnyAET) = (allowed, arguments.flag("allow-any-aet"))
         options.seriesIdle = arguments.double("series-idle") ?? 30
         options.maxAttempts = arguments.int("max-attempts") ?? 8
@@ -83,27 +83,18 @@ enum ListenCommand: Command {
         for aet in [options.aet] + allowed where !Remote.isValidAET(aet) {
             throw UsageError("slicelab listen: '\(aet)' is not an AE title (1–16 characters)")
         }
-        let stop = StopRequest()
+        let stop = Locked(false)
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
         let sources = [SIGTERM, SIGINT].map { number in
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { stop.request() }
+            source.setEventHandler { stop.withLock { $0 = true } }
             source.resume()
             return source
         }
         defer { sources.forEach { $0.cancel() } }
         try ListenWorkflow.run(options, log: { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }) {
-            stop.requested
+            stop.withLock { $0 }
         }
     }
-}
-
-/// SIGTERM's request to stop, read by the listen loop.
-// @unchecked Sendable: `value` is only touched under `lock`.
-private final class StopRequest: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func request() { lock.withLock { value = true } }
-    var requested: Bool { lock.withLock { value } }
 }
