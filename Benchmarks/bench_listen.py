@@ -7,7 +7,8 @@ checks again that all 40 arrive, none twice.
 
 Runs inside a private network namespace (unshare -n, lo up), as the PACS test does; Orthanc is stopped by its PID.
 The series are made from one bundled mni-brain slice: each a stack of 40 copies along the slice normal with new
-UIDs. Usage: bench_listen.py [--slicelab BINARY] [--seed S] [--skip-kills]   (the release build by default)
+UIDs. Usage: bench_listen.py [--slicelab BINARY] [--seed S] [--skip-kills | --skip-clean]   (the release build by
+default)
 """
 import argparse
 import json
@@ -127,6 +128,7 @@ def main():
     parser.add_argument("--slicelab", default=str(ROOT / ".build/release/slicelab"))
     parser.add_argument("--seed", type=int, default=35)
     parser.add_argument("--skip-kills", action="store_true")
+    parser.add_argument("--skip-clean", action="store_true", help="only the run with kills")
     args = parser.parse_args()
     if os.environ.get("SLICELAB_PACS_NAMESPACE") != "1":
         if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
@@ -141,7 +143,9 @@ def main():
         cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
         isa = subprocess.run([args.slicelab, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
         results = {"cpu": cpu, "version": isa, "senders": SENDERS, "series_per_sender": SERIES, "slices": SLICES,
-                   "seed": args.seed, "clean": run_load(args.slicelab, folder, senders, 0, args.seed)}
+                   "seed": args.seed}
+        if not args.skip_clean:
+            results["clean"] = run_load(args.slicelab, folder, senders, 0, args.seed)
         if not args.skip_kills:
             results["kills"] = run_load(args.slicelab, folder, senders, 5, args.seed)
         out = ROOT / "Benchmarks/output"

@@ -31,6 +31,8 @@ final class ConvUnit {
     /// The multiply-adds of every eval-mode forward so far, counted as the direct algorithm does them (padding
     /// taps included, whatever `strategies` computed): N · H_out · W_out · O · I / groups · k².
     private(set) var multiplyAdds = 0
+    /// The eval-mode forwards' costs while `LayerProfiling` is on.
+    private(set) var profile: LayerProfile?
 
     /// The convolution's `state_dict` prefix (`backbone.layer1.0.conv1`), which names the unit.
     var name: String { String(conv.weight.name.dropLast(".weight".count)) }
@@ -84,8 +86,11 @@ final class ConvUnit {
         let hasResidual: Bool
     }
 
-    /// Sets `multiplyAdds` back to zero.
-    func resetMultiplyAdds() { multiplyAdds = 0 }
+    /// Sets `multiplyAdds` back to zero, and drops the profile.
+    func resetMultiplyAdds() {
+        multiplyAdds = 0
+        profile = nil
+    }
 
     var parameterVersion: Int { parameters.reduce(0) { $0 &+ $1.version } }
 
@@ -112,8 +117,24 @@ final class ConvUnit {
         try inputObserver?(x)
         let out = conv.outputDims(x.shape)
         let k = conv.window.kernel
-        multiplyAdds += out.reduce(1, *) * conv.inputChannels / conv.groups * k * k
-        return try strategy.inferenceForward(self, x, residual: residual, consumingResidual: consumingResidual)
+        let work = out.reduce(1, *) * conv.inputChannels / conv.groups * k * k
+        multiplyAdds += work
+        guard LayerProfiling.enabled else {
+            return try strategy.inferenceForward(self, x, residual: residual, consumingResidual: consumingResidual)
+        }
+        let (y, seconds, collected) = try LayerProfiling.measure {
+            try strategy.inferenceForward(self, x, residual: residual, consumingResidual: consumingResidual)
+        }
+        var entry =
+            profile
+            ?? LayerProfile(
+                name: name, strategy: strategy.label, implementations: collected.implementations.sorted())
+        // Kernels of our own execute no oneDNN primitive: their input and output at the least.
+        entry.record(
+            seconds: seconds, creation: collected.creationSeconds, multiplyAdds: work,
+            bytes: max(collected.bytes, x.desc.byteCount + y.desc.byteCount))
+        profile = entry
+        return y
     }
 
     // MARK: Eval

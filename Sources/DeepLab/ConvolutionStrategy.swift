@@ -32,6 +32,16 @@ protocol ConvolutionStrategy: AnyObject {
     func releaseInferenceWeights()
 }
 
+extension ConvolutionStrategy {
+    /// The strategy's name in `--timings`: its type's, without `Convolution` (`direct`, `winograd`, `int8`…).
+    var label: String {
+        let name = String(describing: type(of: self)).replacingOccurrences(of: "Convolution", with: "")
+        return name.enumerated().map { index, c in
+            c.isUppercase ? (index > 0 ? "-" : "") + c.lowercased() : String(c)
+        }.joined()
+    }
+}
+
 /// What a training forward kept for its strategy's backward.
 enum SavedConvolution {
     /// One primitive on `input` (the unit's input of dims `inputShape`, or with `explicitPadding` that input

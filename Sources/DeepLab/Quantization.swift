@@ -173,8 +173,17 @@ extension DeepLabV3 {
     /// included): the work figure achieved TFLOP/s and TOPS are computed from.
     public var multiplyAddCount: Int { convUnits.reduce(0) { $0 + $1.multiplyAdds } }
 
-    /// Starts `multiplyAddCount` again from zero.
+    /// Starts `multiplyAddCount` again from zero (and the layer profiles).
     public func resetMultiplyAddCount() { for unit in convUnits { unit.resetMultiplyAdds() } }
+
+    /// Each convolution unit's profile (`LayerProfile`) over the eval-mode forwards since the last
+    /// `resetMultiplyAddCount()` that ran inside `profilingLayers`, in forward order.
+    public var layerProfiles: [LayerProfile] { convUnits.compactMap(\.profile) }
+
+    /// `body` with every eval-mode forward it runs (on this thread or task) profiled per unit when `on`.
+    public static func profilingLayers<T>(_ on: Bool = true, _ body: () throws -> T) rethrows -> T {
+        try LayerProfiling.$enabled.withValue(on) { try body() }
+    }
 
     /// The arithmetic `forward` runs in: int8 once a quantisation is applied, bf16 once `useBf16(_:)` is,
     /// else fp32.

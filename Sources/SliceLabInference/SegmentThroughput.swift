@@ -17,6 +17,12 @@ public struct SegmentThroughput: Sendable {
     public var peak: ComputePeak
     /// The process's peak resident set in bytes (`VmHWM`), nil where /proc/self/status is not readable.
     public var peakResidentBytes: Int?
+    /// Each convolution unit's costs (`LayerProfile`), names prefixed by the member for an ensemble; empty when
+    /// not profiled.
+    public var layers: [LayerProfile] = []
+    /// Bytes per second this machine copies with the compute threads (`measuredMemoryBandwidth`), for the
+    /// roofline; nil when not measured.
+    public var memoryBandwidth: Double?
 
     /// Achieved operations per second in the forward passes: 2 × multiply-adds / forward seconds.
     public var achievedOperationsPerSecond: Double {
@@ -38,6 +44,44 @@ public struct SegmentThroughput: Sendable {
         ]
         if let bytes = peakResidentBytes {
             lines.append("timings: peak RSS \(fixed(Double(bytes) / 1_048_576, 1)) MB")
+        }
+        return lines + rooflineLines
+    }
+
+    /// Per convolution, in forward order, over the run with primitive creation left out (`LayerProfile.seconds`):
+    /// its time and share of the convolutions', its multiply-adds and bytes moved, and the limit it is nearer on
+    /// this machine's
+    /// roofline — memory (bytes over the measured bandwidth) or compute (multiply-adds over the ISA's peak) —
+    /// with the share of the measured time that limit accounts for (100 % is at the roofline).
+    public var rooflineLines: [String] {
+        guard !layers.isEmpty, let bandwidth = memoryBandwidth, bandwidth > 0 else { return [] }
+        let peakMultiplyAdds = peak.operationsPerSecond(precision) / 2
+        let total = layers.reduce(0) { $0 + $1.seconds }
+        let setup = layers.reduce(0) { $0 + $1.setupSeconds }
+        var lines = [
+            "timings: roofline per convolution (memory \(fixed(bandwidth / 1e9, 1)) GB/s, measured copying 256 MiB "
+                + "with \(peak.threads) thread(s); compute \(fixed(2 * peakMultiplyAdds / 1e12, 3)) "
+                + "\(precision == .int8 ? "TOPS" : "TFLOP/s") \(precision.rawValue) peak): convolutions "
+                + "\(fixed(total, 2)) s of the forwards' \(fixed(forwardSeconds, 2)) s, leaving out primitive "
+                + "creation and each unit's first call's preparation (\(fixed(setup, 2)) s more)",
+            "timings:       ms  share     GMAC  MB moved  MAC/B  limit    at  strategy  layer"
+        ]
+        for layer in layers {
+            let seconds = layer.seconds
+            let memory = layer.bytes / bandwidth
+            let compute = peakMultiplyAdds > 0 ? Double(layer.multiplyAdds) / peakMultiplyAdds : 0
+            let kernels = layer.implementations.isEmpty ? "" : " (\(layer.implementations.joined(separator: ", ")))"
+            lines.append(
+                "timings: "
+                    + [
+                        pad(fixed(seconds * 1000, 1), 8),
+                        pad(fixed(total > 0 ? 100 * seconds / total : 0, 1) + "%", 6),
+                        pad(fixed(Double(layer.multiplyAdds) / 1e9, 3), 8),
+                        pad(fixed(layer.bytes / 1_048_576, 1), 9),
+                        pad(fixed(layer.intensity, 1), 6), memory >= compute ? "memory " : "compute",
+                        pad(fixed(seconds > 0 ? 100 * max(memory, compute) / seconds : 0, 0) + "%", 4),
+                        " \(layer.strategy)\(kernels)  \(layer.name)"
+                    ].joined(separator: " "))
         }
         return lines
     }
@@ -136,3 +180,8 @@ public struct ComputePeak: Sendable {
 
 /// `value` with `digits` decimals.
 private func fixed(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
+
+/// `text` right-aligned in `width` characters.
+private func pad(_ text: String, _ width: Int) -> String {
+    String(repeating: " ", count: max(0, width - text.count)) + text
+}

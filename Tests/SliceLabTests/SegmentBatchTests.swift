@@ -75,7 +75,8 @@ import Testing
     }
 
     /// The CLI end to end: `--batch 3` writes the labels of `--batch 1`; `--timings` names the slices per
-    /// second, the multiply-adds (the same for the same slices in any batches), the peak and the RSS.
+    /// second, the multiply-adds (the same for the same slices in any batches), the peak and the RSS, then the
+    /// roofline: a row per convolution naming its strategy and the limit it is nearer.
     @Test func batchFlagWritesBatchOnesLabelsAndTimingsReportThePeak() throws {
         let folder = try TestSupport.temporaryFolder("segment-batch-cli")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -92,7 +93,13 @@ import Testing
             ])
             #expect(result.status == 0, "\(result.standardError)")
             let lines = result.standardError.split(separator: "\n").filter { $0.contains("timings:") }
-            #expect(lines.count == 3, "\(result.standardError)")
+            let rows = lines.dropFirst(5)
+            #expect(lines.count > 5 && lines[3].contains("roofline per convolution"), "\(result.standardError)")
+            #expect(
+                !rows.isEmpty
+                    && rows.allSatisfy {
+                        ($0.contains(" memory ") || $0.contains(" compute ")) && $0.contains(" direct")
+                    }, "\(result.standardError)")
             #expect(
                 lines.first?.contains("5 slice(s)") == true && lines.first?.contains("batch \(batch)") == true,
                 "\(result.standardError)")
@@ -101,7 +108,7 @@ import Testing
                 rate?.contains("oneDNN ISA \(oneDNNEffectiveISA)") == true
                     && rate?.contains("× 2 thread(s)") == true, "\(result.standardError)")
             multiplyAdds.append(rate.flatMap { Double($0.split(separator: " ")[2]) } ?? -1)
-            #expect(lines.last?.contains("peak RSS") == true, "\(result.standardError)")
+            #expect(lines[2].contains("peak RSS"), "\(result.standardError)")
             outputs.append(out)
         }
         #expect(multiplyAdds[0] > 0 && multiplyAdds[0] == multiplyAdds[1], "\(multiplyAdds)")

@@ -125,6 +125,12 @@ final class Primitive {
 
     /// Wraps a primitive descriptor made by `create`, taking ownership of it.
     init(_ name: String, _ create: (inout dnnl_primitive_desc_t?) -> dnnl_status_t) throws {
+        let start = LayerProfiling.collector != nil ? DispatchTime.now().uptimeNanoseconds : nil
+        defer {
+            if let start {
+                LayerProfiling.noteCreation(seconds: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+            }
+        }
         var pd: dnnl_primitive_desc_t?
         try dnnlCheck("\(name) primitive descriptor", create(&pd))
         guard let pd else { throw DeepLabError.oneDNN(call: name, status: "no primitive descriptor") }
@@ -208,6 +214,11 @@ final class Primitive {
             dnnl_primitive_execute(primitive, stream, Int32(args.count), args))
         try dnnlCheck("dnnl_stream_wait", dnnl_stream_wait(stream))
         withExtendedLifetime(arguments) {}
+        if LayerProfiling.collector != nil {
+            LayerProfiling.note(bytes: arguments.reduce(0) { $0 + $1.1.desc.byteCount }) {
+                name.contains("convolution") ? implementation : nil
+            }
+        }
     }
 }
 

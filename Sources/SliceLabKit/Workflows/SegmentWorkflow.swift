@@ -100,6 +100,16 @@ public enum SegmentWorkflow {
         for note in segmenter.augment(options.augmentation ?? segmenter.defaultAugmentation) {
             log("segment: " + note)
         }
+        try DeepLabV3.profilingLayers(options.timings) {
+            try segment(options, format: format, segmenter: segmenter, log: log)
+        }
+        if options.timings { reportTimings(segmenter, options: options, start: start, log: log) }
+    }
+
+    /// Segments the input and writes every output asked for.
+    private static func segment(
+        _ options: Options, format: OutputFormat, segmenter: VolumeSegmenter, log: (String) -> Void
+    ) throws {
         if format == .dicom {
             try writeSegmentation(options, segmenter: segmenter, log: log)
         } else {
@@ -122,13 +132,27 @@ public enum SegmentWorkflow {
                     frame: 0, palette: options.palette, to: overlay)
             }
         }
-        if options.timings {
-            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-            for line in throughput(segmenter, batch: options.batch, seconds: seconds).lines {
-                log("segment: " + line)
+    }
+
+    /// The timings report (`--timings`) of a run that started at `start`.
+    private static func reportTimings(
+        _ segmenter: VolumeSegmenter, options: Options, start: UInt64, log: (String) -> Void
+    ) {
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        var report = throughput(segmenter, batch: options.batch, seconds: seconds)
+        let members = segmenter.members
+        report.layers = members.enumerated().flatMap { index, member in
+            member.layerProfiles.map { layer in
+                var layer = layer
+                if members.count > 1 { layer.name = "m\(index + 1):" + layer.name }
+                return layer
             }
-            if segmenter.passesPerSlice > 1 { log("segment: " + segmenter.passesDescription) }
         }
+        report.memoryBandwidth = measuredMemoryBandwidth(threads: computeThreads())
+        for line in report.lines {
+            log("segment: " + line)
+        }
+        if segmenter.passesPerSlice > 1 { log("segment: " + segmenter.passesDescription) }
     }
 
     // MARK: - Stages

@@ -70,7 +70,9 @@ enum SegmentCommand: Command {
                 default: "1"),
             OptionSpec(
                 "timings", .flag,
-                help: "Print slices per second, achieved TFLOP/s or TOPS against the ISA's peak, peak RSS."),
+                help:
+                    "Print slices per second, achieved TFLOP/s or TOPS against the ISA's peak, peak RSS, and a "
+                    + "roofline row per convolution (strategy, oneDNN kernel, time, bytes, memory or compute bound)."),
             maxMemoryOption,
             OptionSpec("weights", valueName: "W.safetensors", help: "Parity mode: a torchvision state_dict."),
             OptionSpec(

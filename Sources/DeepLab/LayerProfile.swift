@@ -1,0 +1,120 @@
+import Foundation
+import SliceLabSupport
+
+/// What one convolution unit cost over the eval-mode forwards since profiling was switched on: the strategy that
+/// computed it and oneDNN's kernels, its time, its multiply-adds (counted as the direct algorithm does them) and
+/// the bytes its primitives read and wrote (every argument of every primitive it executed, each once: the
+/// compulsory traffic, not counting what caches absorb or re-reads within a kernel).
+///
+/// Creating primitives (oneDNN compiles its kernels then) is timed apart and left out; a unit's first call also
+/// prepares its weights, so with more than one call the time and bytes are the later calls', scaled to every
+/// call's multiply-adds, and creation with the first call's excess over that is `setupSeconds`.
+public struct LayerProfile: Sendable {
+    /// The unit's `state_dict` prefix (`backbone.3.conv.1.0`).
+    public var name: String
+    /// `direct`, `winograd`, `padding-free`, `int8` or `bf16`, and oneDNN's convolution kernels (`brg:avx512_core`).
+    public var strategy: String
+    public var implementations: [String]
+    /// One call's costs, summed over calls.
+    public struct Costs: Sendable {
+        public var calls = 0
+        public var seconds = 0.0
+        public var multiplyAdds = 0
+        public var bytes = 0
+    }
+    var first = Costs()
+    var later = Costs()
+    var creationSeconds = 0.0
+
+    public var calls: Int { first.calls + later.calls }
+    public var multiplyAdds: Int { first.multiplyAdds + later.multiplyAdds }
+    /// The later calls' share of the work, by which their time and bytes are scaled to all calls.
+    private var scale: Double { later.multiplyAdds > 0 ? Double(multiplyAdds) / Double(later.multiplyAdds) : 1 }
+    /// Every call's time, had the first been as fast as the later ones (the first's own with one call).
+    public var seconds: Double { later.calls > 0 ? later.seconds * scale : first.seconds }
+    /// Every call's bytes moved, as `seconds` counts them.
+    public var bytes: Double { later.calls > 0 ? Double(later.bytes) * scale : Double(first.bytes) }
+    /// Primitive creation, and the first call's time beyond its share at the later calls' rate.
+    public var setupSeconds: Double {
+        creationSeconds + (later.calls > 0 ? max(0, first.seconds + later.seconds - seconds) : 0)
+    }
+    /// Multiply-adds per byte moved.
+    public var intensity: Double { bytes > 0 ? Double(multiplyAdds) / bytes : 0 }
+
+    /// One call: its time without `creation`, the primitive creation inside it.
+    mutating func record(seconds: Double, creation: Double = 0, multiplyAdds: Int, bytes: Int) {
+        creationSeconds += creation
+        let call = Costs(calls: 1, seconds: max(0, seconds - creation), multiplyAdds: multiplyAdds, bytes: bytes)
+        if first.calls == 0 {
+            first = call
+        } else {
+            later.calls += 1
+            later.seconds += seconds
+            later.multiplyAdds += multiplyAdds
+            later.bytes += bytes
+        }
+    }
+}
+
+/// Per-unit profiling of eval-mode forwards (`segment --timings`), on only inside `DeepLabV3.profilingLayers`
+/// and only for the work that runs there (task-local, so other work in the process is neither timed nor mixed
+/// in): each unit's time around its strategy, and the primitives executed meanwhile (their arguments' bytes and
+/// their kernels).
+enum LayerProfiling {
+    /// The primitives the running unit executed: bytes of their arguments and the convolutions' kernels.
+    struct Collected {
+        var bytes = 0
+        var implementations: Set<String> = []
+        var creationSeconds = 0.0
+    }
+
+    @TaskLocal static var enabled = false
+    /// While a unit runs under profiling, what its primitives add.
+    @TaskLocal static var collector: Locked<Collected>?
+
+    /// Called by `Primitive.execute` with its arguments' bytes and, for a convolution, its kernel.
+    static func note(bytes: Int, implementation: () -> String?) {
+        collector?.withLock {
+            $0.bytes += bytes
+            if let implementation = implementation() { $0.implementations.insert(implementation) }
+        }
+    }
+
+    /// Called by `Primitive.init` with the time creating it took.
+    static func noteCreation(seconds: Double) { collector?.withLock { $0.creationSeconds += seconds } }
+
+    /// `body` timed, with what its primitives executed.
+    static func measure<T>(_ body: () throws -> T) rethrows -> (T, seconds: Double, Collected) {
+        let box = Locked(Collected())
+        let start = DispatchTime.now().uptimeNanoseconds
+        let result = try $collector.withValue(box) { try body() }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return (result, seconds, box.withLock { $0 })
+    }
+}
+
+/// Sustained memory bandwidth of this machine with `threads` threads: the best of five parallel copies of
+/// 256 MiB (far beyond any cache), counting the bytes read and written. `segment --timings` measures it once a
+/// run, so the roofline's memory limit is this machine's, not a datasheet's.
+public func measuredMemoryBandwidth(threads: Int) -> Double {
+    let bytes = 256 << 20
+    let chunks = max(1, threads)
+    let source = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 64)
+    let target = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 64)
+    defer {
+        source.deallocate()
+        target.deallocate()
+    }
+    memset(source, 1, bytes)
+    memset(target, 0, bytes)
+    var best = Double.infinity
+    for _ in 0..<5 {
+        let start = DispatchTime.now().uptimeNanoseconds
+        Parallel.forEach(chunks) { chunk in
+            let range = (chunk * bytes / chunks)..<((chunk + 1) * bytes / chunks)
+            memcpy(target + range.lowerBound, source + range.lowerBound, range.count)
+        }
+        best = min(best, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+    }
+    return 2 * Double(bytes) / best
+}

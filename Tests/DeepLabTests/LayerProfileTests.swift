@@ -1,0 +1,50 @@
+import DeepLabTestSupport
+import Foundation
+import SliceLabSupport
+import Testing
+
+@testable import DeepLab
+
+/// `segment --timings`' roofline rows: every convolution unit profiled, its multiply-adds those the model counts,
+/// its bytes at least its input and output, oneDNN's kernel named; the first call's primitive creation left out.
+@Suite(.serialized) struct LayerProfileTests {
+    @Test func everyUnitIsProfiledWithItsWorkAndTraffic() throws {
+        let model = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: .mobilenetV2, classCount: 3, inputChannels: 1, outputStride: 8, atrousRates: [2, 4],
+                asppChannels: 16, widthMultiplier: 0.35, seed: 1))
+        DeterministicWeights.fill(model)
+        let input = FloatTensor(
+            shape: [1, 1, 33, 41], values: DeterministicWeights.uniform(33 * 41, salt: 7).map { Float($0) })
+        model.resetMultiplyAddCount()
+        _ = try model.forward(input, training: false)
+        #expect(model.layerProfiles.isEmpty, "profiling is off by default")
+
+        model.resetMultiplyAddCount()
+        try DeepLabV3.profilingLayers {
+            for _ in 0..<3 { _ = try model.forward(input, training: false) }
+        }
+        let profiles = model.layerProfiles
+        #expect(profiles.count == model.convUnits.count)
+        #expect(profiles.reduce(0) { $0 + $1.multiplyAdds } == model.multiplyAddCount)
+        for (profile, unit) in zip(profiles, model.convUnits) {
+            #expect(profile.name == unit.name && profile.calls == 3)
+            #expect(profile.seconds > 0 && profile.strategy == "direct", "\(profile)")
+            #expect(!profile.implementations.isEmpty, "\(profile.name): oneDNN's kernel is named \(profile)")
+            let out = unit.conv.outputDims([1, unit.conv.inputChannels, 1, 1])
+            #expect(profile.bytes >= Double(3 * 4 * (unit.conv.inputChannels + out[1])), "\(profile.name)")
+        }
+    }
+
+    /// Primitive creation is left out; the first call counts at the later calls' rate, its excess is setup.
+    @Test func creationAndTheFirstCallsExcessAreSetup() {
+        var profile = LayerProfile(name: "u", strategy: "direct", implementations: [])
+        profile.record(seconds: 1.0, creation: 0.4, multiplyAdds: 100, bytes: 40)
+        #expect(abs(profile.seconds - 0.6) < 1e-12 && abs(profile.setupSeconds - 0.4) < 1e-12 && profile.bytes == 40)
+        profile.record(seconds: 0.1, multiplyAdds: 100, bytes: 40)
+        profile.record(seconds: 0.1, multiplyAdds: 100, bytes: 40)
+        #expect(abs(profile.seconds - 0.3) < 1e-12 && abs(profile.setupSeconds - 0.9) < 1e-12)
+        #expect(profile.bytes == 120 && profile.multiplyAdds == 300 && profile.calls == 3)
+        #expect(abs(profile.intensity - 2.5) < 1e-12)
+    }
+}
