@@ -1333,7 +1333,7 @@ namespace {
 struct ListenerSettings {
     std::string aet, incoming, received;
     std::vector<std::string> allowed;
-    bool allowAny = false, logStored = true;
+    bool allowAny = false, recordStored = false;
     uint64_t maxInstanceBytes = 0;
     std::vector<std::string> stored;  // under logLock
     std::atomic<unsigned long> counter{0};
@@ -1442,11 +1442,13 @@ class SpoolSCP : public DcmThreadSCP {
                                     jsonEscape(request.AffectedSOPInstanceUID) + "\", \"reason\": \"" +
                                     jsonEscape(reason) + "\"");
         } else {
-            if (listenerSettings.logStored)
+            if (listenerSettings.recordStored) {
+                std::lock_guard<std::mutex> lock(listenerSettings.logLock);
+                listenerSettings.stored.push_back(destination);
+            } else {
                 logEvent("stored", ", \"series\": \"" + std::string(series.c_str()) + "\", \"sop\": \"" +
                                        std::string(sop.c_str()) + "\"");
-            std::lock_guard<std::mutex> lock(listenerSettings.logLock);
-            listenerSettings.stored.push_back(destination);
+            }
         }
         return sendSTOREResponse(info.presentationContextID, request, status);
     }
@@ -1457,7 +1459,7 @@ extern "C" cdcmtk_listener *cdcmtk_listener_create(uint16_t port, const char *ae
                                                    const char *received, const char *const *allowed,
                                                    size_t allowed_count, int allow_any, uint16_t max_associations,
                                                    uint32_t max_pdu, uint64_t max_instance_bytes,
-                                                   const cdcmtk_tls_files *tls, int log_stored, char *message,
+                                                   const cdcmtk_tls_files *tls, int record_stored, char *message,
                                                    size_t message_capacity) {
     auto write = [&](const std::string &text) { copyMessage(text, message, message_capacity); };
     cdcmtk_register_codecs();
@@ -1467,7 +1469,7 @@ extern "C" cdcmtk_listener *cdcmtk_listener_create(uint16_t port, const char *ae
     listenerSettings.allowed.assign(allowed, allowed + allowed_count);
     listenerSettings.allowAny = allow_any != 0;
     listenerSettings.maxInstanceBytes = max_instance_bytes;
-    listenerSettings.logStored = log_stored != 0;
+    listenerSettings.recordStored = record_stored != 0;
     listenerSettings.stored.clear();
     auto listener = std::make_unique<cdcmtk_listener>();
     if (tls) {

@@ -136,20 +136,18 @@ public enum DICOMTransfer {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         var pulled = Pulled()
         var receiver: MoveReceiver.Session?
+        let moveScratch = URL(fileURLWithPath: folder).appendingPathComponent(".incoming-\(getpid())-move")
+        defer {
+            receiver?.stop()
+            try? FileManager.default.removeItem(at: moveScratch)
+        }
         if let move {
             guard case .dimse(let aet, _, _, let secure) = remote else {
                 throw NetworkError.unsupported(remote: "\(remote)", reason: "C-MOVE needs a DIMSE remote")
             }
-            let scratch = URL(fileURLWithPath: folder).appendingPathComponent(".incoming-\(getpid())-move")
-            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: moveScratch, withIntermediateDirectories: true)
             receiver = try MoveReceiver.Session(
-                move, calledBy: aet, tls: secure ? connection.tls : nil, scratch: scratch.path, folder: folder)
-        }
-        defer {
-            if let receiver {
-                receiver.stop()
-                try? FileManager.default.removeItem(atPath: folder + "/.incoming-\(getpid())-move")
-            }
+                move, calledBy: aet, tls: secure ? connection.tls : nil, scratch: moveScratch.path, folder: folder)
         }
         for uid in uids {
             // A series UID is found at series level with its study; otherwise the UID is a study's.

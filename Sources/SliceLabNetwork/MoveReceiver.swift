@@ -35,7 +35,7 @@ public struct MoveReceiver: Sendable {
             var settings = StoreListener.Settings(
                 port: receiver.port, aet: receiver.aet, incoming: scratch, received: folder,
                 allowedAETs: receiver.allowedAETs.isEmpty ? [remoteAET] : receiver.allowedAETs, allowAnyAET: false)
-            (settings.tls, settings.logStored) = (tls, false)
+            (settings.tls, settings.recordsStored) = (tls, true)
             listener = try StoreListener(settings)
             let (listener, done, failure) = (listener, done, failure)
             Thread.detachNewThread {

@@ -235,18 +235,20 @@ typedef struct cdcmtk_listener cdcmtk_listener;
 /// are UIDs, the SOP instance is the one announced, it is under the size bound), synced and renamed to
 /// `received/<study>/<series>/<sop>.dcm` (the folder synced too) before its success status is sent; anything
 /// else gets a failure status. `tls` (or NULL) makes every association TLS. One JSON line per event goes to
-/// standard error (refusals only unless `log_stored`). NULL on failure with the reason.
+/// standard error; with `record_stored` the stored instances are kept for `cdcmtk_listener_stored` instead of
+/// logged (a short-lived receiver: the list grows with every instance). NULL on failure with the reason.
 cdcmtk_listener *cdcmtk_listener_create(uint16_t port, const char *aet, const char *incoming, const char *received,
                                         const char *const *allowed, size_t allowed_count, int allow_any,
                                         uint16_t max_associations, uint32_t max_pdu, uint64_t max_instance_bytes,
-                                        const cdcmtk_tls_files *tls, int log_stored, char *message,
+                                        const cdcmtk_tls_files *tls, int record_stored, char *message,
                                         size_t message_capacity);
 /// Accepts associations until `cdcmtk_listener_stop`; returns after the current associations end.
 int cdcmtk_listener_run(cdcmtk_listener *listener);
 /// Asks a running listener to stop (from any thread).
 void cdcmtk_listener_stop(cdcmtk_listener *listener);
 const char *cdcmtk_listener_error(const cdcmtk_listener *listener);
-/// The paths of the instances stored so far, one per line, in a buffer the caller frees with `cdcmtk_free`.
+/// With `record_stored`, the paths of the instances stored so far, one per line, in a buffer the caller frees with
+/// `cdcmtk_free`.
 char *cdcmtk_listener_stored(cdcmtk_listener *listener);
 void cdcmtk_listener_free(cdcmtk_listener *listener);
 void cdcmtk_free(void *pointer);

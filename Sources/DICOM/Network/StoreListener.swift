@@ -20,8 +20,9 @@ public final class StoreListener: @unchecked Sendable {
         public var maxInstanceBytes = 1 << 30
         /// Every association over TLS (`key` and `certificate` required; `trust` requires client certificates).
         public var tls: TLSFiles?
-        /// A JSON line for every instance stored, not only for refusals.
-        public var logStored = true
+        /// Keep the stored instances' paths for `stored()` instead of a JSON line for each (a short-lived
+        /// receiver's: the list grows with every instance).
+        public var recordsStored = false
 
         public init(
             port: Int, aet: String, incoming: String, received: String, allowedAETs: [String], allowAnyAET: Bool
@@ -42,7 +43,7 @@ public final class StoreListener: @unchecked Sendable {
                     UInt16(clamping: settings.port), settings.aet, settings.incoming, settings.received,
                     list.baseAddress, copies.count, settings.allowAnyAET ? 1 : 0,
                     UInt16(clamping: settings.maxAssociations), UInt32(clamping: settings.maxPDU),
-                    UInt64(settings.maxInstanceBytes), tls, settings.logStored ? 1 : 0, &message, message.count)
+                    UInt64(settings.maxInstanceBytes), tls, settings.recordsStored ? 1 : 0, &message, message.count)
             }
         }
         guard let created else {
@@ -66,7 +67,7 @@ public final class StoreListener: @unchecked Sendable {
     /// Asks `run()` to return once the current associations end. Rests on `cdcmtk_listener_stop`.
     public func stop() { cdcmtk_listener_stop(pointer) }
 
-    /// The paths of the instances stored so far. Rests on `cdcmtk_listener_stored`.
+    /// With `Settings.recordsStored`, the paths of the instances stored so far. Rests on `cdcmtk_listener_stored`.
     public func stored() -> [String] {
         guard let buffer = cdcmtk_listener_stored(pointer) else { return [] }
         defer { cdcmtk_free(buffer) }

@@ -430,9 +430,9 @@ public enum SegmentWorkflow {
     }
 
     /// The model's logits for `input`; for benchmarks, SLICELAB_PARITY_REPEAT=R repeats the (warm) forward R
-    /// times and logs each latency.
+    /// times and logs each latency, and with `timings` the repeats' roofline per convolution.
     private static func repeatedForward(
-        _ model: DeepLabV3, _ input: FloatTensor,
+        _ model: DeepLabV3, _ input: FloatTensor, timings: Bool = false,
         log: (String) -> Void
     ) throws -> FloatTensor {
         TensorMemoryPolicy.keepWorkingSet()
@@ -441,12 +441,26 @@ public enum SegmentWorkflow {
             repeats > 0
         {
             var latencies: [Double] = []
-            for _ in 0..<min(repeats, 1000) {
-                let start = DispatchTime.now().uptimeNanoseconds
-                logits = try model.forward(input, training: false)
-                latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+            model.resetMultiplyAddCount()
+            try DeepLabV3.profilingLayers(timings) {
+                for _ in 0..<min(repeats, 1000) {
+                    let start = DispatchTime.now().uptimeNanoseconds
+                    logits = try model.forward(input, training: false)
+                    latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+                }
             }
             log("latencies_ms " + latencies.map { String(format: "%.2f", $0) }.joined(separator: " "))
+            if timings {
+                var report = SegmentThroughput(
+                    slices: latencies.count * input.shape[0], batch: input.shape[0], forwards: latencies.count,
+                    seconds: latencies.reduce(0, +) / 1000, forwardSeconds: latencies.reduce(0, +) / 1000,
+                    multiplyAdds: model.multiplyAddCount, precision: model.precision,
+                    peak: .current(threads: computeThreads()), peakResidentBytes: SegmentThroughput.peakResidentBytes())
+                (report.layers, report.memoryBandwidth) = (
+                    model.layerProfiles, measuredMemoryBandwidth(threads: computeThreads())
+                )
+                for line in report.lines { log("segment: " + line) }
+            }
         }
         return logits
     }
@@ -457,13 +471,13 @@ public enum SegmentWorkflow {
     /// - Throws: `DeepLabError.invalidCheckpoint`, `InputError.invalidContent` for an input of the wrong shape.
     public static func rawLogits(
         model path: String, rawInput: String, logitsPath: String, threads: Int? = nil,
-        precision: Precision? = nil, log: (String) -> Void = { _ in }
+        precision: Precision? = nil, timings: Bool = false, log: (String) -> Void = { _ in }
     ) throws {
         if let threads { setComputeThreads(threads) }
         let (model, _) = try DeepLabCheckpoint.load(path)
         try precision?.select(for: model)
         let input = try readRawInput(rawInput, channels: model.configuration.inputChannels)
-        try writeLogits(try repeatedForward(model, input, log: log), to: logitsPath)
+        try writeLogits(try repeatedForward(model, input, timings: timings, log: log), to: logitsPath)
     }
 
     /// `/image` Float32 [N, channels, H, W] of an HDF5 file.

@@ -245,7 +245,7 @@ enum SegmentCommand: Command {
         try SegmentWorkflow.rawLogits(
             model: model, rawInput: rawInput, logitsPath: logits,
             threads: arguments.int("threads"), precision: arguments.choice("precision"),
-            log: standardError)
+            timings: arguments.flag("timings"), log: standardError)
     }
 
     /// The dense CRF alone, for its parity test and benchmark.
