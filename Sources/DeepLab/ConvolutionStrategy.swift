@@ -104,6 +104,10 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// u8-input 3×3 convolutions of int8 models run by exact integer Winograd F(4×4) or F(2×2) (`Int8Winograd`, AVX2
     /// kernels of 16-bit products; with VNNI oneDNN's direct kernels multiply twice as fast, so not there).
     public var int8Winograd: Bool
+    /// Dilated int8 convolutions on oneDNN's `brgconv` kernels rather than its older `jit:avx512_core_amx_int8`
+    /// (oneDNN 2.6 picks that one first on AMX for some of them, ASPP's rates 12 and 24 here; see
+    /// Benchmarks/README.md). The same integer arithmetic: the outputs are identical.
+    public var int8DilatedOnBrgconv = false
     /// Whether the entry was measured on its ISA (false: a default, oneDNN's kernels).
     public var measured: Bool
 
@@ -111,6 +115,12 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     public static let oneDNN = ConvolutionStrategyTable(
         paddingFreeRectangles: false, winograd: false,
         int8Winograd: false, measured: false)
+
+    /// AMX: oneDNN's kernels, dilated int8 convolutions on `brgconv` (measured, as the fp32 and int8 padding-free
+    /// rectangles that did not pay there; fp32 Winograd was not measured, so the fp32 entry stays a default).
+    public static let amx = ConvolutionStrategyTable(
+        paddingFreeRectangles: false, winograd: false, int8Winograd: false, int8DilatedOnBrgconv: true,
+        measured: false)
 
     /// The committed entries by ISA name (`oneDNNEffectiveISA`); an ISA not listed takes `oneDNN`.
     public static let entries: [String: ConvolutionStrategyTable] = [
@@ -121,7 +131,7 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
             paddingFreeRectangles: true, winograd: true, int8Winograd: false,
             measured: false),
         "AVX512_CORE": .oneDNN, "AVX512_CORE_VNNI": .oneDNN, "AVX512_CORE_BF16": .oneDNN,
-        "AVX512_CORE_AMX": .oneDNN
+        "AVX512_CORE_AMX": .amx
     ]
 
     /// The entry for `isa`.
@@ -134,7 +144,11 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// convolution last.
     func strategies() -> [ConvolutionStrategy] {
         let winograd = self.winograd ? WinogradConvolution() : nil
-        return [Int8Convolution(rectangles: paddingFreeRectangles, winograd: int8Winograd), Bf16Convolution()]
+        return [
+            Int8Convolution(
+                rectangles: paddingFreeRectangles, winograd: int8Winograd, dilatedOnBrgconv: int8DilatedOnBrgconv),
+            Bf16Convolution()
+        ]
             + (paddingFreeRectangles ? [PaddingFreeConvolution(centre: winograd)] : [])
             + (winograd.map { [$0] } ?? []) + [DirectConvolution()]
     }
@@ -149,6 +163,7 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
 
     /// "exact integer Winograd (AVX2 kernels), else oneDNN's" or "oneDNN's kernels".
     public var int8Summary: String {
-        int8Winograd ? "exact integer Winograd (AVX2 kernels), else oneDNN's" : "oneDNN's kernels"
+        (int8Winograd ? "exact integer Winograd (AVX2 kernels), else oneDNN's" : "oneDNN's kernels")
+            + (int8DilatedOnBrgconv ? " (dilated ones on brgconv)" : "")
     }
 }

@@ -30,6 +30,9 @@ final class Int8Convolution: ConvolutionStrategy {
     /// Whether u8-input 3×3 convolutions run by exact integer Winograd (`Int8Winograd`, AVX2 kernels; the
     /// effective ISA's `ConvolutionStrategyTable` entry).
     let winograd: Int8Winograd?
+    /// Whether dilated convolutions avoid oneDNN's `jit:avx512_core_amx_int8` kernel for its `brgconv` ones
+    /// (`ConvolutionStrategyTable.int8DilatedOnBrgconv`).
+    let dilatedOnBrgconv: Bool
     private let primitives = PrimitiveCache()
     /// Quantised weights (the whole kernel, or a rectangle's taps) in a primitive's layout and the pre-scaled
     /// bias, with the parameter version and quantisation they were made from.
@@ -39,9 +42,10 @@ final class Int8Convolution: ConvolutionStrategy {
             bias: Tensor
         )] = [:]
 
-    init(rectangles: Bool = false, winograd: Bool = false) {
+    init(rectangles: Bool = false, winograd: Bool = false, dilatedOnBrgconv: Bool = false) {
         self.rectangles = rectangles
         self.winograd = winograd ? Int8Winograd() : nil
+        self.dilatedOnBrgconv = dilatedOnBrgconv
     }
 
     /// The scale the input is quantised with on this CPU (see the type's note on VNNI).
@@ -118,6 +122,11 @@ final class Int8Convolution: ConvolutionStrategy {
                 let attributes = try PrimitiveAttributes(
                     postOps: postOps, outputScales: outputScales,
                     perChannelMask: 1 << 1)
+                if dilatedOnBrgconv, geometry.dilation.contains(where: { $0 > 0 }) {
+                    return try Primitive("int8 convolution", op: op, attributes: attributes) {
+                        $0 == "jit:avx512_core_amx_int8"
+                    }
+                }
                 return try Primitive("int8 convolution", op: op, attributes: attributes)
             }
         }

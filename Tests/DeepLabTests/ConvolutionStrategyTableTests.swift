@@ -4,8 +4,8 @@ import Testing
 @testable import DeepLab
 
 /// The fp32 strategy table per effective ISA (issue #19): AVX2's measured entry keeps padding-free rectangles and
-/// Winograd; AVX-512 and AMX (unmeasured) and unknown ISAs get oneDNN's kernels only; a unit's strategies follow
-/// its table.
+/// Winograd; AVX-512 and unknown ISAs get oneDNN's kernels only, AMX too but for dilated int8 convolutions on
+/// oneDNN's brgconv kernels; a unit's strategies follow its table.
 @Suite struct ConvolutionStrategyTableTests {
     static func dilatedUnit(_ table: ConvolutionStrategyTable) -> ConvUnit {
         var generator = SeededGenerator(seed: 3)
@@ -18,9 +18,12 @@ import Testing
     @Test func avx2KeepsItsMeasuredStrategiesAndAVX512TakesOneDNNs() {
         let avx2 = ConvolutionStrategyTable.forISA("AVX2")
         #expect(avx2.paddingFreeRectangles && avx2.winograd && avx2.int8Winograd && avx2.measured)
-        for isa in ["AVX512_CORE", "AVX512_CORE_VNNI", "AVX512_CORE_BF16", "AVX512_CORE_AMX", "SSE41", "new ISA"] {
+        for isa in ["AVX512_CORE", "AVX512_CORE_VNNI", "AVX512_CORE_BF16", "SSE41", "new ISA"] {
             #expect(ConvolutionStrategyTable.forISA(isa) == .oneDNN, "\(isa)")
         }
+        var amx = ConvolutionStrategyTable.oneDNN
+        amx.int8DilatedOnBrgconv = true
+        #expect(ConvolutionStrategyTable.forISA("AVX512_CORE_AMX") == amx)
         #expect(ConvolutionStrategyTable.effective == .forISA(oneDNNEffectiveISA))
     }
 
@@ -42,5 +45,34 @@ import Testing
         let scale = outputs[1].map(abs).max() ?? 0
         let difference = zip(outputs[0], outputs[1]).map { abs($0 - $1) }.max() ?? .infinity
         #expect(scale > 0.1 && difference <= 1e-5 * scale, "max |Δ| \(difference) against \(scale)")
+    }
+
+    /// A quantised rate-6 unit under AMX's entry and under oneDNN's defaults: the same outputs bit for bit; where
+    /// oneDNN runs AMX, the entry's unit does not run on oneDNN's `jit:avx512_core_amx_int8` kernel (elsewhere
+    /// that kernel does not exist, and the two units are the same).
+    @Test func dilatedInt8OnBrgconvGivesTheSameOutputs() throws {
+        let shape = [1, 256, 32, 32]
+        let values = ConvolutionStrategyTests.values(shape.reduce(1, *), seed: 13).map(abs)
+        var outputs: [[Float]] = []
+        for table in [ConvolutionStrategyTable.forISA("AVX512_CORE_AMX"), .oneDNN] {
+            let unit = Self.dilatedUnit(table)
+            let weights = unit.conv.weight.value
+            let perChannel = weights.count / 256
+            unit.quantization = UnitQuantization(
+                inputType: .u8, inputScale: 255 / (values.max() ?? 1),
+                weightScales: (0..<256).map { k in
+                    127 / (weights[(k * perChannel)..<((k + 1) * perChannel)].map(abs).max() ?? 1)
+                })
+            let output = try DeepLabV3.profilingLayers {
+                try unit(Tensor(plain: shape, values: values), training: false).floatTensor().values
+            }
+            outputs.append(output)
+            let kernels = unit.profile?.implementations ?? []
+            #expect(!kernels.isEmpty)
+            if table.int8DilatedOnBrgconv && oneDNNEffectiveISA == "AVX512_CORE_AMX" {
+                #expect(!kernels.contains("jit:avx512_core_amx_int8"), "\(kernels)")
+            }
+        }
+        #expect(outputs[0] == outputs[1] && outputs[0].contains { $0 != 0 })
     }
 }

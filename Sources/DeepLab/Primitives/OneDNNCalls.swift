@@ -159,6 +159,40 @@ final class Primitive {
         }
     }
 
+    /// A primitive from an operation descriptor on the first of oneDNN's implementations, in its order of
+    /// preference, that `avoiding` does not reject (by its `implementation` name); oneDNN's first when it rejects
+    /// them all. Rests on `dnnl_primitive_desc_iterator_create`, `…_next`, `…_fetch`.
+    convenience init<Op>(
+        _ name: String, op: Op, attributes: PrimitiveAttributes? = nil, avoiding: (String) -> Bool
+    ) throws {
+        let engine = try OneDNNEngine.shared().engine
+        var op = op
+        try self.init(name) { pd in
+            var iterator: dnnl_primitive_desc_iterator_t?
+            let status = withUnsafePointer(to: &op) {
+                dnnl_primitive_desc_iterator_create(&iterator, $0, attributes?.handle, engine, nil)
+            }
+            guard status == dnnl_success, let iterator else { return status }
+            defer { dnnl_primitive_desc_iterator_destroy(iterator) }
+            var first: dnnl_primitive_desc_t?
+            repeat {
+                guard let candidate = dnnl_primitive_desc_iterator_fetch(iterator) else { break }
+                var info: UnsafePointer<CChar>?
+                let implementation =
+                    dnnl_primitive_desc_query(candidate, dnnl_query_impl_info_str, 0, &info) == dnnl_success
+                    ? info.map { String(cString: $0) } ?? "" : ""
+                if !avoiding(implementation) {
+                    if let first { dnnl_primitive_desc_destroy(first) }
+                    pd = candidate
+                    return dnnl_success
+                }
+                if first == nil { first = candidate } else { dnnl_primitive_desc_destroy(candidate) }
+            } while dnnl_primitive_desc_iterator_next(iterator) == dnnl_success
+            pd = first
+            return first == nil ? dnnl_unimplemented : dnnl_success
+        }
+    }
+
     deinit {
         dnnl_primitive_destroy(primitive)
         dnnl_primitive_desc_destroy(descriptor)
