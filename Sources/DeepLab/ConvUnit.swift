@@ -125,13 +125,19 @@ final class ConvUnit {
         let (y, seconds, collected) = try LayerProfiling.measure {
             try strategy.inferenceForward(self, x, residual: residual, consumingResidual: consumingResidual)
         }
+        // Taps that read the input, not padding: the work a kernel that skips padding does.
+        let w = conv.window
+        let inside =
+            out[0] * out[1] * conv.inputChannels / conv.groups
+            * LayerProfile.tapsInside(x.shape[2], out[2], w.kernel, w.stride, w.padding, w.dilation)
+            * LayerProfile.tapsInside(x.shape[3], out[3], w.kernel, w.stride, w.padding, w.dilation)
         var entry =
             profile
             ?? LayerProfile(
                 name: name, strategy: strategy.label, implementations: collected.implementations.sorted())
         // Kernels of our own execute no oneDNN primitive: their input and output at the least.
         entry.record(
-            seconds: seconds, creation: collected.creationSeconds, multiplyAdds: work,
+            seconds: seconds, creation: collected.creationSeconds, multiplyAdds: work, inside: inside,
             bytes: max(collected.bytes, x.desc.byteCount + y.desc.byteCount))
         profile = entry
         return y

@@ -22,6 +22,9 @@ public struct LayerProfile: Sendable {
         public var multiplyAdds = 0
         public var bytes = 0
     }
+    /// The multiply-adds on taps that read the input (padding taps left out): the work a kernel that skips
+    /// padding does, and the roofline's compute figure.
+    public private(set) var multiplyAddsInside = 0
     var first = Costs()
     var later = Costs()
     var creationSeconds = 0.0
@@ -38,12 +41,26 @@ public struct LayerProfile: Sendable {
     public var setupSeconds: Double {
         creationSeconds + (later.calls > 0 ? max(0, first.seconds + later.seconds - seconds) : 0)
     }
-    /// Multiply-adds per byte moved.
-    public var intensity: Double { bytes > 0 ? Double(multiplyAdds) / bytes : 0 }
+    /// Multiply-adds inside the input per byte moved.
+    public var intensity: Double { bytes > 0 ? Double(multiplyAddsInside) / bytes : 0 }
 
-    /// One call: its time without `creation`, the primitive creation inside it.
-    mutating func record(seconds: Double, creation: Double = 0, multiplyAdds: Int, bytes: Int) {
+    /// Kernel taps of one spatial dimension, summed over its `outputs` positions, that read one of the `size`
+    /// input positions rather than padding.
+    static func tapsInside(_ size: Int, _ outputs: Int, _ kernel: Int, _ stride: Int, _ padding: Int, _ dilation: Int)
+        -> Int
+    {
+        var count = 0
+        for o in 0..<outputs {
+            for t in 0..<kernel where (0..<size).contains(o * stride - padding + t * dilation) { count += 1 }
+        }
+        return count
+    }
+
+    /// One call: its time without `creation`, the primitive creation inside it; `inside` of its multiply-adds
+    /// read the input.
+    mutating func record(seconds: Double, creation: Double = 0, multiplyAdds: Int, inside: Int? = nil, bytes: Int) {
         creationSeconds += creation
+        multiplyAddsInside += inside ?? multiplyAdds
         let call = Costs(calls: 1, seconds: max(0, seconds - creation), multiplyAdds: multiplyAdds, bytes: bytes)
         if first.calls == 0 {
             first = call

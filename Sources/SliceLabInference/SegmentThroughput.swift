@@ -51,8 +51,9 @@ public struct SegmentThroughput: Sendable {
     /// Per convolution, in forward order, over the run with primitive creation left out (`LayerProfile.seconds`):
     /// its time and share of the convolutions', its multiply-adds and bytes moved, and the limit it is nearer on
     /// this machine's
-    /// roofline — memory (bytes over the measured bandwidth) or compute (multiply-adds over the ISA's peak) —
-    /// with the share of the measured time that limit accounts for (100 % is at the roofline).
+    /// roofline — memory (bytes over the measured bandwidth) or compute (multiply-adds on taps inside the input
+    /// over the ISA's peak) — with the share of the measured time that limit accounts for (100 % is at the
+    /// roofline; above it, the clock /proc/cpuinfo reports is below the one the core ran at).
     public var rooflineLines: [String] {
         guard !layers.isEmpty, let bandwidth = memoryBandwidth, bandwidth > 0 else { return [] }
         let peakMultiplyAdds = peak.operationsPerSecond(precision) / 2
@@ -69,14 +70,14 @@ public struct SegmentThroughput: Sendable {
         for layer in layers {
             let seconds = layer.seconds
             let memory = layer.bytes / bandwidth
-            let compute = peakMultiplyAdds > 0 ? Double(layer.multiplyAdds) / peakMultiplyAdds : 0
+            let compute = peakMultiplyAdds > 0 ? Double(layer.multiplyAddsInside) / peakMultiplyAdds : 0
             let kernels = layer.implementations.isEmpty ? "" : " (\(layer.implementations.joined(separator: ", ")))"
             lines.append(
                 "timings: "
                     + [
                         pad(fixed(seconds * 1000, 1), 8),
                         pad(fixed(total > 0 ? 100 * seconds / total : 0, 1) + "%", 6),
-                        pad(fixed(Double(layer.multiplyAdds) / 1e9, 3), 8),
+                        pad(fixed(Double(layer.multiplyAddsInside) / 1e9, 3), 8),
                         pad(fixed(layer.bytes / 1_048_576, 1), 9),
                         pad(fixed(layer.intensity, 1), 6), memory >= compute ? "memory " : "compute",
                         pad(fixed(seconds > 0 ? 100 * max(memory, compute) / seconds : 0, 0) + "%", 4),

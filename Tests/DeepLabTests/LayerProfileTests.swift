@@ -30,6 +30,7 @@ import Testing
         for (profile, unit) in zip(profiles, model.convUnits) {
             #expect(profile.name == unit.name && profile.calls == 3)
             #expect(profile.seconds > 0 && profile.strategy == "direct", "\(profile)")
+            #expect(profile.multiplyAddsInside > 0 && profile.multiplyAddsInside <= profile.multiplyAdds)
             #expect(!profile.implementations.isEmpty, "\(profile.name): oneDNN's kernel is named \(profile)")
             let out = unit.conv.outputDims([1, unit.conv.inputChannels, 1, 1])
             #expect(profile.bytes >= Double(3 * 4 * (unit.conv.inputChannels + out[1])), "\(profile.name)")
@@ -46,5 +47,10 @@ import Testing
         #expect(abs(profile.seconds - 0.3) < 1e-12 && abs(profile.setupSeconds - 0.9) < 1e-12)
         #expect(profile.bytes == 120 && profile.multiplyAdds == 300 && profile.calls == 3)
         #expect(abs(profile.intensity - 2.5) < 1e-12)
+        // 3 taps at each of 5 positions with padding 1: the two border positions each lose one; dilated by 2
+        // with padding 2 on 5: positions 0, 1 lose one, 3, 4 lose one, 2 none.
+        #expect(LayerProfile.tapsInside(5, 5, 3, 1, 1, 1) == 13)
+        #expect(LayerProfile.tapsInside(5, 5, 3, 1, 2, 2) == 11)
+        #expect(LayerProfile.tapsInside(8, 4, 3, 2, 1, 1) == 11)
     }
 }
