@@ -5,10 +5,14 @@ namespace so nothing listens beyond it (Orthanc 1.10 binds every interface and h
 Re-executes itself under `unshare -n` (skipping with the reason where that is not permitted), brings `lo` up,
 starts Orthanc with its own configuration in a temporary folder (storage, DicomModalities naming SliceLab,
 RemoteAccessAllowed false), and checks the node's commands with DCMTK's tools and Orthanc's REST API as second
-peers, over DIMSE and DICOMweb (Orthanc's plugin): push the bundled demo series (every instance stored; `storescu` agrees), query them at study and series
+peers, over DIMSE and DICOMweb (Orthanc's plugin): push the bundled demo series (every instance stored; DCMTK's
+`storescp` receives the same data sets), query them at study and series
 level (the answer is Orthanc's own, and DCMTK's `findscu` finds the same), pull each series and the study back
-(the files' data sets equal what was pushed, element for element), segment a pulled series and push the SEG back,
-and refuse a calling AE title the PACS does not know. Orthanc is stopped by its PID at the end.
+(the files' data sets equal what was pushed, element for element) by C-GET, C-MOVE and WADO-RS, segment a pulled
+series and push the SEG back, and refuse a calling AE title the PACS does not know. A second Orthanc requires TLS
+and a client certificate (a test CA made with openssl): push, query, C-GET and C-MOVE over TLS, QIDO-RS over HTTPS
+(a TLS proxy in front of it), `listen` over TLS, and the refusals. Then `listen` under kill -9, a destination down,
+and bad callers. Every Orthanc, listener and proxy is stopped at the end.
 
 Usage: pacs_test.py SLICELAB_BINARY   (python: the .venv's, which has pydicom)
 """
@@ -454,6 +458,22 @@ def checks(slicelab, folder):
     assert "RTSTRUCT" in [m.get("Modality") for m in rt_series], rt_series
     print("pacs: a pulled image's SEG pushed back (C-STORE) and read back (WADO-RS) identical; its RTSTRUCT stored "
           "over STOW-RS")
+
+    # DCMTK's storescp as a second storage peer: every pushed file arrives with the same data set.
+    received = folder / "storescp"
+    received.mkdir()
+    storescp = subprocess.Popen(["storescp", "-aet", "STORESCP", "-od", str(received), "11120"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: subprocess.run(["echoscu", "-aec", "STORESCP", "127.0.0.1", "11120"],
+                                        capture_output=True).returncode == 0, "storescp to answer C-ECHO", 30)
+        run(slicelab, "push", DEMO, "--to", "dicom://STORESCP@127.0.0.1:11120")
+    finally:
+        stop(storescp)
+    stored = {pydicom.dcmread(p).SOPInstanceUID: p for p in received.iterdir()}
+    assert sorted(stored) == sorted(demo), sorted(stored)
+    assert all(datasets_equal(stored[uid], demo[uid]) for uid in demo)
+    print(f"pacs: push to DCMTK's storescp stored all {len(demo)} instances, data sets equal")
 
     # refusals: an AE title the PACS does not know, an unreachable port, a remote that is no remote.
     refused = run(slicelab, "query", REMOTE, "--calling-aet", "INTRUDER", expect=1)
