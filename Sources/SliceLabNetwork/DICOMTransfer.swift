@@ -147,7 +147,8 @@ public enum DICOMTransfer {
             }
             try FileManager.default.createDirectory(at: moveScratch, withIntermediateDirectories: true)
             receiver = try MoveReceiver.Session(
-                move, calledBy: aet, tls: secure ? connection.tls : nil, scratch: moveScratch.path, folder: folder)
+                move, calledBy: aet, tls: secure ? (connection.tls ?? TLSFiles()) : nil, scratch: moveScratch.path,
+                folder: folder)
         }
         for uid in uids {
             // A series UID is found at series level with its study; otherwise the UID is a study's.

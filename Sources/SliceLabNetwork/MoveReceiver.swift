@@ -29,6 +29,11 @@ public struct MoveReceiver: Sendable {
             throws
         {
             description = "\(receiver.aet) on port \(receiver.port)"
+            if let tls, tls.key == nil || tls.certificate == nil {
+                throw DICOMError.network(
+                    peer: description,
+                    reason: "a C-MOVE over TLS needs --tls-key and --tls-cert: the PACS connects to SliceLab")
+            }
             guard !Self.isListening(port: receiver.port) else {
                 throw DICOMError.network(peer: description, reason: "the port is in use")
             }
