@@ -98,7 +98,8 @@ import Testing
             #expect(
                 !rows.isEmpty
                     && rows.allSatisfy {
-                        ($0.contains(" memory ") || $0.contains(" compute ")) && $0.contains(" direct")
+                        ($0.contains(" memory ") || $0.contains(" compute "))
+                            && ($0.contains(" direct (") || $0.contains(" padding-free ("))
                     }, "\(result.standardError)")
             #expect(
                 lines.first?.contains("5 slice(s)") == true && lines.first?.contains("batch \(batch)") == true,
