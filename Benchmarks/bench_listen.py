@@ -111,16 +111,8 @@ def run_load(slicelab, folder, senders, kills, seed):
 
 
 def start(slicelab, folder, spool, log_name):
-    log = open(folder / log_name, "a")
-    process = subprocess.Popen(
-        [str(slicelab), "listen", "--port", str(pacs_test.LISTEN_PORT), "--aet", "SLICELAB", "--allow-aet", "SENDER",
-         "--model", str(pacs_test.MODEL), "--send-to", pacs_test.REMOTE, "--spool", str(spool),
-         "--series-idle", "5", "--max-associations", "8"], stdout=log, stderr=log)
-    pacs_test.LISTENERS.append(process)
-    pacs_test.wait_for(lambda: subprocess.run(["echoscu", "-aet", "SENDER", "-aec", "SLICELAB", "127.0.0.1",
-                                               str(pacs_test.LISTEN_PORT)], capture_output=True).returncode == 0,
-                       "the listener", 60)
-    return process
+    return pacs_test.start_listener(slicelab, folder, spool, log_name, caller="SENDER",
+                                    options=("--series-idle", "5", "--max-associations", "8"))
 
 
 def main():

@@ -1050,29 +1050,27 @@ OFList<OFString> syntaxes(std::initializer_list<const char *> uids) {
     return list;
 }
 
-/// A TLS layer for `role` from PEM files (the BCP 195 profile); NULL with the reason in `error`.
-std::unique_ptr<DcmTLSTransportLayer> makeTLS(T_ASC_NetworkRole role, const cdcmtk_tls_files &files,
-                                              std::string &error) {
+/// A TLS layer for `role` from PEM files (the BCP 195 profile); NULL with the reason in `message`.
+std::unique_ptr<DcmTLSTransportLayer> makeTLS(T_ASC_NetworkRole role, const cdcmtk_tls_files &files, char *message,
+                                              size_t message_capacity) {
     auto layer = std::make_unique<DcmTLSTransportLayer>(role, nullptr, OFTrue);
-    auto failed = [&](const std::string &what, const OFCondition &status) {
-        error = "TLS: " + what + ": " + status.text();
+    auto fail = [&](const std::string &reason) {
+        copyMessage("TLS: " + reason, message, message_capacity);
         return nullptr;
     };
-    if (!*layer) {
-        error = "TLS: OpenSSL could not be initialised";
-        return nullptr;
-    }
+    auto failed = [&](const std::string &what, const OFCondition &status) {
+        return fail(what + ": " + status.text());
+    };
+    if (!*layer) return fail("OpenSSL could not be initialised");
     OFCondition status;
     if (files.key && files.certificate) {
         if ((status = layer->setPrivateKeyFile(files.key, DCF_Filetype_PEM)).bad())
             return failed(std::string("private key ") + files.key, status);
         if ((status = layer->setCertificateFile(files.certificate, DCF_Filetype_PEM)).bad())
             return failed(std::string("certificate ") + files.certificate, status);
-        if (!layer->checkPrivateKeyMatchesCertificate()) {
-            error = std::string("TLS: the private key ") + files.key + " does not match the certificate " +
-                    files.certificate;
-            return nullptr;
-        }
+        if (!layer->checkPrivateKeyMatchesCertificate())
+            return fail(std::string("the private key ") + files.key + " does not match the certificate " +
+                        files.certificate);
     }
     if (files.trust) {
         if ((status = layer->addTrustedCertificateFile(files.trust, DCF_Filetype_PEM)).bad())
@@ -1085,6 +1083,19 @@ std::unique_ptr<DcmTLSTransportLayer> makeTLS(T_ASC_NetworkRole role, const cdcm
     layer->setCertificateVerification(role == NET_REQUESTOR || files.trust ? DCV_requireCertificate
                                                                            : DCV_ignoreCertificate);
     return layer;
+}
+
+/// The final sub-operation counts and status of a C-GET's or C-MOVE's responses, which it frees.
+void retrievalOutcome(OFList<RetrieveResponse *> &responses, uint16_t *completed, uint16_t *failed,
+                      uint16_t *warnings, uint16_t *status) {
+    *completed = *failed = *warnings = *status = 0;
+    for (RetrieveResponse *response : responses) {
+        *status = response->m_status;
+        *completed = response->m_numberOfCompletedSubops;
+        *failed = response->m_numberOfFailedSubops;
+        *warnings = response->m_numberOfWarningSubops;
+        delete response;
+    }
 }
 
 /// "gggg,eeee=value" keys into a query dataset.
@@ -1164,21 +1175,14 @@ extern "C" cdcmtk_scu *cdcmtk_scu_open(const char *host, uint16_t port, const ch
         }
         break;
     }
-    std::string peer = std::string(called_aet) + "@" + host + ":" + std::to_string(port);
-    if (tls) {
-        std::string error;
-        handle->tls = makeTLS(NET_REQUESTOR, *tls, error);
-        if (!handle->tls) {
-            write(error);
-            return nullptr;
-        }
-    }
+    if (tls && !(handle->tls = makeTLS(NET_REQUESTOR, *tls, message, message_capacity))) return nullptr;
     OFCondition status = scu.initNetwork();
     // After initNetwork, which creates the network and parameters the TLS layer is set on.
     if (status.good() && handle->tls) status = scu.useSecureConnection(handle->tls.get());
     if (status.good()) status = scu.negotiateAssociation();
     if (status.bad()) {
-        write("association with " + peer + (tls ? " (TLS)" : "") + ": " + status.text());
+        write(std::string("association with ") + called_aet + "@" + host + ":" + std::to_string(port) +
+              (tls ? " (TLS)" : "") + ": " + status.text());
         return nullptr;
     }
     return handle.release();
@@ -1273,14 +1277,7 @@ extern "C" int cdcmtk_scu_get(cdcmtk_scu *scu, const char *level, const char *co
     OFList<RetrieveResponse *> responses;
     OFCondition result = scu->scu.sendCGETRequest(context, &query, &responses);
     *received = scu->scu.received;
-    *completed = *failed = *warnings = *status = 0;
-    for (RetrieveResponse *response : responses) {
-        *status = response->m_status;
-        *completed = response->m_numberOfCompletedSubops;
-        *failed = response->m_numberOfFailedSubops;
-        *warnings = response->m_numberOfWarningSubops;
-        delete response;
-    }
+    retrievalOutcome(responses, completed, failed, warnings, status);
     if (result.bad() || !scu->scu.storeError.empty()) {
         scu->error = scu->scu.storeError.empty() ? std::string("C-GET: ") + result.text() : scu->scu.storeError;
         return CDCMTK_ERROR;
@@ -1297,14 +1294,7 @@ extern "C" int cdcmtk_scu_move(cdcmtk_scu *scu, const char *level, const char *c
         scu->scu.findAnyPresentationContextID(UID_MOVEStudyRootQueryRetrieveInformationModel, "");
     OFList<RetrieveResponse *> responses;
     OFCondition result = scu->scu.sendMOVERequest(context, destination, &query, &responses);
-    *completed = *failed = *warnings = *status = 0;
-    for (RetrieveResponse *response : responses) {
-        *status = response->m_status;
-        *completed = response->m_numberOfCompletedSubops;
-        *failed = response->m_numberOfFailedSubops;
-        *warnings = response->m_numberOfWarningSubops;
-        delete response;
-    }
+    retrievalOutcome(responses, completed, failed, warnings, status);
     if (result.bad()) {
         scu->error = std::string("C-MOVE: ") + result.text();
         return CDCMTK_ERROR;
@@ -1324,7 +1314,7 @@ extern "C" void cdcmtk_free(void *pointer) { std::free(pointer); }
 
 struct cdcmtk_listener {
     std::unique_ptr<DcmTLSTransportLayer> tls;  // outlives `pool`, which uses it
-    DcmBaseSCPPool *pool = nullptr;
+    std::unique_ptr<DcmBaseSCPPool> pool;
     std::string error;
 };
 
@@ -1472,15 +1462,8 @@ extern "C" cdcmtk_listener *cdcmtk_listener_create(uint16_t port, const char *ae
     listenerSettings.recordStored = record_stored != 0;
     listenerSettings.stored.clear();
     auto listener = std::make_unique<cdcmtk_listener>();
-    if (tls) {
-        std::string error;
-        listener->tls = makeTLS(NET_ACCEPTOR, *tls, error);
-        if (!listener->tls) {
-            write(error);
-            return nullptr;
-        }
-    }
-    listener->pool = new DcmSCPPool<SpoolSCP>();
+    if (tls && !(listener->tls = makeTLS(NET_ACCEPTOR, *tls, message, message_capacity))) return nullptr;
+    listener->pool = std::make_unique<DcmSCPPool<SpoolSCP>>();
     DcmSCPConfig &config = listener->pool->getConfig();
     if (listener->tls) config.setTransportLayer(listener->tls.get());
     config.setAETitle(aet);
@@ -1515,7 +1498,6 @@ extern "C" cdcmtk_listener *cdcmtk_listener_create(uint16_t port, const char *ae
     }
     if (status.bad()) {
         write(std::string("presentation contexts: ") + status.text());
-        delete listener->pool;
         return nullptr;
     }
     listener->pool->setMaxThreads(max_associations);
@@ -1549,7 +1531,5 @@ extern "C" char *cdcmtk_listener_stored(cdcmtk_listener *) {
 }
 
 extern "C" void cdcmtk_listener_free(cdcmtk_listener *listener) {
-    if (!listener) return;
-    delete listener->pool;
     delete listener;
 }

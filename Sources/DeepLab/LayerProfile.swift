@@ -61,9 +61,9 @@ public struct LayerProfile: Sendable {
     mutating func record(seconds: Double, creation: Double = 0, multiplyAdds: Int, inside: Int? = nil, bytes: Int) {
         creationSeconds += creation
         multiplyAddsInside += inside ?? multiplyAdds
-        let call = Costs(calls: 1, seconds: max(0, seconds - creation), multiplyAdds: multiplyAdds, bytes: bytes)
+        let seconds = max(0, seconds - creation)
         if first.calls == 0 {
-            first = call
+            first = Costs(calls: 1, seconds: seconds, multiplyAdds: multiplyAdds, bytes: bytes)
         } else {
             later.calls += 1
             later.seconds += seconds

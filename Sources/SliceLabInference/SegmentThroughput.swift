@@ -48,6 +48,19 @@ public struct SegmentThroughput: Sendable {
         return lines + rooflineLines
     }
 
+    /// Adds the roofline: the layer profiles of `members` (named by member when there are several) and this
+    /// machine's memory bandwidth, measured now with the compute threads.
+    public mutating func addRoofline(_ members: [DeepLabV3]) {
+        layers = members.enumerated().flatMap { index, member in
+            member.layerProfiles.map { layer in
+                var layer = layer
+                if members.count > 1 { layer.name = "m\(index + 1):" + layer.name }
+                return layer
+            }
+        }
+        memoryBandwidth = measuredMemoryBandwidth(threads: peak.threads)
+    }
+
     /// Per convolution, in forward order, over the run with primitive creation left out (`LayerProfile.seconds`):
     /// its time and share of the convolutions', its multiply-adds and bytes moved, and the limit it is nearer on
     /// this machine's

@@ -46,7 +46,8 @@ public enum SeriesSegmentation {
             if post {
                 probabilities += softmaxOverClasses(output.logits).values
                 let shown = SegmentPostProcessing.display(image, frame: frame)
-                (display, channels) = (display + shown.values, shown.channels)
+                display += shown.values
+                channels = shown.channels
             }
             if image.frames > 1 { log("segment: frame \(frame + 1)/\(image.frames)") }
         }

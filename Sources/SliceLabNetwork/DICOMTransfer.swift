@@ -11,6 +11,8 @@ public enum DICOMTransfer {
         public var file: String
         public var status: UInt16?
         public var problem: String?
+        /// The instance's SOP Instance UID, for a file that was sent.
+        public var sopInstanceUID: String? = nil
 
         public var succeeded: Bool {
             problem == nil && status.map { $0 == 0 || (0xB000...0xBFFF).contains($0) } == true
@@ -73,7 +75,8 @@ public enum DICOMTransfer {
                 let outcome = try client.store(batch.map { ($0.uid, $0.data) })
                 for item in batch {
                     switch outcome[item.uid] {
-                    case .some(.none): results.append(Sent(file: item.path, status: 0, problem: nil))
+                    case .some(.none):
+                        results.append(Sent(file: item.path, status: 0, problem: nil, sopInstanceUID: item.uid))
                     case .some(.some(let reason)):
                         results.append(Sent(file: item.path, status: 0xC000, problem: reason))
                     case .none:
@@ -98,7 +101,10 @@ public enum DICOMTransfer {
             with: remote, for: .store(contexts: sendable.map { ($0.sopClass, $0.syntax) }))
         for item in sendable {
             do {
-                results.append(Sent(file: item.path, status: try association.store(item.path), problem: nil))
+                results.append(
+                    Sent(
+                        file: item.path, status: try association.store(item.path), problem: nil,
+                        sopInstanceUID: item.sopInstance))
             } catch {
                 results.append(Sent(file: item.path, status: nil, problem: "\(error)"))
             }

@@ -11,7 +11,7 @@ import SliceLabSupport
 /// results/<series>/result.dcm       results waiting to be sent (attempts.json: tries, next try, last error)
 /// sent/<series>.json                results delivered
 /// dead/<series>/                    what could not be segmented or delivered, with reason.json
-/// status.json                       queue depths, failures, the last error (written after every step)
+/// status.json                       queue depths, failures, the last error (rewritten when one changes)
 /// ```
 public struct Spool: Sendable {
     public let root: URL
@@ -101,10 +101,9 @@ public struct Spool: Sendable {
             _ = rename(
                 source.path, target.appendingPathComponent(source.deletingLastPathComponent().lastPathComponent).path)
         }
-        let record: [String: Any] = ["series": series, "reason": reason, "time": Date().timeIntervalSince1970]
-        try writeAtomically(
-            try JSONSerialization.data(withJSONObject: record, options: [.sortedKeys]),
-            to: target.appendingPathComponent("reason.json").path)
+        try writeJSON(
+            ["series": series, "reason": reason, "time": Date().timeIntervalSince1970],
+            to: target.appendingPathComponent("reason.json"))
     }
 
     /// A result's delivery state.
@@ -161,12 +160,9 @@ public struct Spool: Sendable {
 
     /// Records a delivered result and removes it.
     public func markSent(series: String, resultUID: String) throws {
-        let record: [String: Any] = [
-            "series": series, "result_sop_instance_uid": resultUID, "time": Date().timeIntervalSince1970
-        ]
-        try writeAtomically(
-            try JSONSerialization.data(withJSONObject: record, options: [.sortedKeys]),
-            to: sent.appendingPathComponent("\(series).json").path)
+        try writeJSON(
+            ["series": series, "result_sop_instance_uid": resultUID, "time": Date().timeIntervalSince1970],
+            to: sent.appendingPathComponent("\(series).json"))
         try FileManager.default.removeItem(at: results.appendingPathComponent(series))
     }
 
@@ -182,11 +178,21 @@ public struct Spool: Sendable {
         ]
     }
 
-    /// Writes `status.json` atomically.
-    public func writeStatus(lastError: String?) throws {
-        try writeAtomically(
-            try JSONSerialization.data(
-                withJSONObject: status(lastError: lastError), options: [.sortedKeys, .prettyPrinted]),
-            to: statusFile.path)
+    /// Writes `status.json` atomically when its figures differ from `previous` (its time aside: an idle node
+    /// does not rewrite and sync it every step); returns the figures written or kept.
+    @discardableResult
+    public func writeStatus(lastError: String?, unlessSameAs previous: NSDictionary? = nil) throws -> NSDictionary {
+        let current = status(lastError: lastError)
+        let figures = NSDictionary(dictionary: current.filter { $0.key != "time" })
+        if let previous, previous == figures { return previous }
+        try writeJSON(current, to: statusFile, options: [.sortedKeys, .prettyPrinted])
+        return figures
+    }
+
+    /// `object` as JSON, written atomically.
+    private func writeJSON(_ object: Any, to url: URL, options: JSONSerialization.WritingOptions = [.sortedKeys])
+        throws
+    {
+        try writeAtomically(try JSONSerialization.data(withJSONObject: object, options: options), to: url.path)
     }
 }

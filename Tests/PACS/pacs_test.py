@@ -156,15 +156,17 @@ LISTEN_PORT = 11112
 LISTENERS = []  # every listener started, stopped by PID at the end whatever happened
 
 
-def start_listener(slicelab, folder, spool, log_name):
+def start_listener(slicelab, folder, spool, log_name, port=LISTEN_PORT, caller="STORESCU", send_to=REMOTE,
+                   options=("--series-idle", "1", "--max-attempts", "30"), echo_options=()):
+    """`slicelab listen` as SLICELAB on `port` letting `caller` in, registered in LISTENERS, once it answers a
+    C-ECHO from `caller` (`echo_options`: echoscu's TLS arguments, for a TLS listener)."""
     log = open(folder / log_name, "a")
     process = subprocess.Popen(
-        [str(slicelab), "listen", "--port", str(LISTEN_PORT), "--aet", "SLICELAB", "--allow-aet", "STORESCU",
-         "--model", str(MODEL), "--send-to", REMOTE, "--spool", str(spool), "--series-idle", "1",
-         "--max-attempts", "30"], stdout=log, stderr=log)
+        [str(slicelab), "listen", "--port", str(port), "--aet", "SLICELAB", "--allow-aet", caller, "--model",
+         str(MODEL), "--send-to", send_to, "--spool", str(spool), *map(str, options)], stdout=log, stderr=log)
     LISTENERS.append(process)
-    wait_for(lambda: subprocess.run(["echoscu", "-aet", "STORESCU", "-aec", "SLICELAB", "127.0.0.1", str(LISTEN_PORT)],
-                                    capture_output=True).returncode == 0 or process.poll() is not None,
+    wait_for(lambda: subprocess.run(["echoscu", *echo_options, "-aet", caller, "-aec", "SLICELAB", "127.0.0.1",
+                                     str(port)], capture_output=True).returncode == 0 or process.poll() is not None,
              "the listener to answer C-ECHO", 60)
     assert process.poll() is None, (folder / log_name).read_text()[-3000:]
     return process
@@ -344,19 +346,12 @@ def tls_checks(slicelab, folder):
 
     # listen over TLS: storescu +tls in, the SEG out to the TLS Orthanc over TLS; plain and untrusted callers out.
     spool = folder / "tls-spool"
-    log = open(folder / "listen-tls.log", "a")
-    listener = subprocess.Popen(
-        [str(slicelab), "listen", "--port", "11115", "--aet", "SLICELAB", "--allow-aet", "STORESCU", "--model",
-         str(MODEL), "--send-to", remote, "--spool", str(spool), "--series-idle", "1", "--tls-key",
-         str(certs / "server.key"), "--tls-cert", str(certs / "server.crt"), "--tls-ca", str(certs / "ca.crt")],
-        stdout=log, stderr=log)
-    LISTENERS.append(listener)
-    tls_storescu = ["storescu", "+tls", certs / "client.key", certs / "client.crt", "+cf", certs / "ca.crt",
-                    "-aet", "STORESCU", "-aec", "SLICELAB", "127.0.0.1", "11115"]
-    wait_for(lambda: subprocess.run(["echoscu", "+tls", certs / "client.key", certs / "client.crt", "+cf",
-                                     certs / "ca.crt", "-aet", "STORESCU", "-aec", "SLICELAB", "127.0.0.1", "11115"],
-                                    capture_output=True).returncode == 0 or listener.poll() is not None,
-             "the TLS listener to answer C-ECHO", 60)
+    client_tls = ["+tls", certs / "client.key", certs / "client.crt", "+cf", certs / "ca.crt"]
+    listener = start_listener(
+        slicelab, folder, spool, "listen-tls.log", port=11115, send_to=remote,
+        options=("--series-idle", "1", "--tls-key", certs / "server.key", "--tls-cert", certs / "server.crt",
+                 "--tls-ca", certs / "ca.crt"), echo_options=client_tls)
+    tls_storescu = ["storescu", *client_tls, "-aet", "STORESCU", "-aec", "SLICELAB", "127.0.0.1", "11115"]
     first = [f for f in files if pydicom.dcmread(f).SeriesInstanceUID == series[0]]
     run(*tls_storescu, *first)
     plain = run("storescu", "-aet", "STORESCU", "-aec", "SLICELAB", "127.0.0.1", "11115", first[0], expect=None)

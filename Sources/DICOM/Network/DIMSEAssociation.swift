@@ -91,7 +91,7 @@ public final class DIMSEAssociation {
     ///
     /// - Throws: `DICOMError.network`. Rests on `cdcmtk_scu_find`.
     public func find(level: String, keys: [(DICOMTag, String)]) throws -> [[DICOMTag: String]] {
-        let texts = keys.map { String(format: "%04x,%04x=", $0.0.group, $0.0.element) + $0.1 }
+        let texts = Self.queryTexts(keys)
         var buffer: UnsafeMutablePointer<CChar>?
         var (length, status) = (0, UInt16(0))
         let result = withCStringArray(texts) { list in
@@ -120,7 +120,7 @@ public final class DIMSEAssociation {
     /// - Throws: `DICOMError.network` when the exchange fails or an instance cannot be written. Rests on
     ///   `cdcmtk_scu_get`.
     public func get(level: String, keys: [(DICOMTag, String)], into folder: String) throws -> Retrieval {
-        let texts = keys.map { String(format: "%04x,%04x=", $0.0.group, $0.0.element) + $0.1 }
+        let texts = Self.queryTexts(keys)
         var received = 0
         var (completed, failed, warnings, status): (UInt16, UInt16, UInt16, UInt16) = (0, 0, 0, 0)
         let result = withCStringArray(texts) { list in
@@ -138,7 +138,7 @@ public final class DIMSEAssociation {
     ///
     /// - Throws: `DICOMError.network` when the exchange fails. Rests on `cdcmtk_scu_move`.
     public func move(level: String, keys: [(DICOMTag, String)], to destination: String) throws -> Retrieval {
-        let texts = keys.map { String(format: "%04x,%04x=", $0.0.group, $0.0.element) + $0.1 }
+        let texts = Self.queryTexts(keys)
         var (completed, failed, warnings, status): (UInt16, UInt16, UInt16, UInt16) = (0, 0, 0, 0)
         let result = withCStringArray(texts) { list in
             cdcmtk_scu_move(
@@ -147,6 +147,13 @@ public final class DIMSEAssociation {
         guard result == 0 else { throw failure("C-MOVE") }
         return Retrieval(
             received: 0, completed: Int(completed), failed: Int(failed), warnings: Int(warnings), status: status)
+    }
+}
+
+extension DIMSEAssociation {
+    /// Query keys as `cdcmtk_scu_find`, `_get` and `_move` take them: "gggg,eeee=value".
+    fileprivate static func queryTexts(_ keys: [(DICOMTag, String)]) -> [String] {
+        keys.map { String(format: "%04x,%04x=", $0.0.group, $0.0.element) + $0.1 }
     }
 }
 

@@ -177,11 +177,7 @@ final class Primitive {
             var first: dnnl_primitive_desc_t?
             repeat {
                 guard let candidate = dnnl_primitive_desc_iterator_fetch(iterator) else { break }
-                var info: UnsafePointer<CChar>?
-                let implementation =
-                    dnnl_primitive_desc_query(candidate, dnnl_query_impl_info_str, 0, &info) == dnnl_success
-                    ? info.map { String(cString: $0) } ?? "" : ""
-                if !avoiding(implementation) {
+                if !avoiding(Primitive.implementation(of: candidate)) {
                     if let first { dnnl_primitive_desc_destroy(first) }
                     pd = candidate
                     return dnnl_success
@@ -222,8 +218,12 @@ final class Primitive {
         return md.pointee
     }
 
-    /// The implementation oneDNN chose (`jit:avx2`, `gemm:jit`, …). Rests on `dnnl_primitive_desc_query`.
-    var implementation: String {
+    /// The implementation oneDNN chose (`jit:avx2`, `gemm:jit`, …).
+    var implementation: String { Primitive.implementation(of: descriptor) }
+
+    /// The implementation of a primitive descriptor, "" when oneDNN names none. Rests on
+    /// `dnnl_primitive_desc_query`.
+    static func implementation(of descriptor: const_dnnl_primitive_desc_t) -> String {
         var info: UnsafePointer<CChar>?
         guard dnnl_primitive_desc_query(descriptor, dnnl_query_impl_info_str, 0, &info) == dnnl_success,
             let info

@@ -63,6 +63,7 @@ public enum ListenWorkflow {
                 "listening",
                 ["port": options.port, "aet": options.aet, "spool": spool.root.path, "tls": settings.tls != nil]))
         var lastError: String?
+        var written: NSDictionary?
         while !shouldStop() {
             if let error = failure.withLock({ $0 }) {
                 log(event("listener_failed", ["reason": error]))
@@ -82,7 +83,7 @@ public enum ListenWorkflow {
                     lastError =
                         send(series, file: file, spool: spool, remote: remote, options: options, log: log) ?? lastError
                 }
-                try spool.writeStatus(lastError: lastError)
+                written = try spool.writeStatus(lastError: lastError, unlessSameAs: written)
             } catch {
                 lastError = "\(error)"
                 log(event("spool_failed", ["reason": lastError ?? ""]))
@@ -137,8 +138,7 @@ public enum ListenWorkflow {
         do {
             let outcome = try DICOMTransfer.push([file.path], to: remote, using: options.sendTo.connection())
             if outcome.allSatisfy(\.succeeded), !outcome.isEmpty {
-                let uid = (try? DICOMFile(path: file.path).dataset.string(.sopInstanceUID)) ?? nil
-                try spool.markSent(series: series, resultUID: uid ?? "")
+                try spool.markSent(series: series, resultUID: outcome[0].sopInstanceUID ?? "")
                 log(event("sent", ["series": series, "to": "\(remote)"]))
                 return nil
             }

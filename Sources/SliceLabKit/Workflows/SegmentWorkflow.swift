@@ -140,18 +140,8 @@ public enum SegmentWorkflow {
     ) {
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         var report = throughput(segmenter, batch: options.batch, seconds: seconds)
-        let members = segmenter.members
-        report.layers = members.enumerated().flatMap { index, member in
-            member.layerProfiles.map { layer in
-                var layer = layer
-                if members.count > 1 { layer.name = "m\(index + 1):" + layer.name }
-                return layer
-            }
-        }
-        report.memoryBandwidth = measuredMemoryBandwidth(threads: computeThreads())
-        for line in report.lines {
-            log("segment: " + line)
-        }
+        report.addRoofline(segmenter.members)
+        for line in report.lines { log("segment: " + line) }
         if segmenter.passesPerSlice > 1 { log("segment: " + segmenter.passesDescription) }
     }
 
@@ -456,9 +446,7 @@ public enum SegmentWorkflow {
                     seconds: latencies.reduce(0, +) / 1000, forwardSeconds: latencies.reduce(0, +) / 1000,
                     multiplyAdds: model.multiplyAddCount, precision: model.precision,
                     peak: .current(threads: computeThreads()), peakResidentBytes: SegmentThroughput.peakResidentBytes())
-                (report.layers, report.memoryBandwidth) = (
-                    model.layerProfiles, measuredMemoryBandwidth(threads: computeThreads())
-                )
+                report.addRoofline([model])
                 for line in report.lines { log("segment: " + line) }
             }
         }
