@@ -2,11 +2,14 @@ import SliceLabSupport
 
 /// Atrous spatial pyramid pooling as torchvision's `ASPP`: a 1×1 branch, one 3×3 atrous branch per rate, an
 /// image-level branch (global average pool, 1×1, BN, ReLU, bilinear back to the feature size), concatenated
-/// and projected by 1×1 + BN + ReLU + dropout(0.5).
+/// and projected by 1×1 + BN + ReLU + dropout(0.5). Separable (smp's `ASPPSeparableConv`, DeepLabV3+), each
+/// atrous branch is a depthwise 3×3 then a 1×1 with BN and ReLU.
 ///
-/// Reference: Chen et al. 2017, "Rethinking Atrous Convolution" (arXiv:1706.05587), §3.3.
+/// Reference: Chen et al. 2017, "Rethinking Atrous Convolution" (arXiv:1706.05587), §3.3; Chen et al. 2018
+/// (arXiv:1802.02611), §3.2.
 final class ASPP {
-    let branches: [ConvUnit]
+    /// Each branch's units in order (one, or the depthwise and pointwise of a separable branch).
+    let branches: [[ConvUnit]]
     let pooling: ConvUnit
     let projection: ConvUnit
     let dropout: Dropout
@@ -14,20 +17,30 @@ final class ASPP {
     /// when the branches' input scales differ (`DeepLabV3.apply(_:)`).
     var entryQuantization: UnitQuantization?
 
-    init(prefix: String, inputChannels: Int, atrousRates: [Int], outputChannels: Int, generator: inout SeededGenerator)
-    {
+    init(
+        prefix: String, inputChannels: Int, atrousRates: [Int], outputChannels: Int, separable: Bool = false,
+        generator: inout SeededGenerator
+    ) {
         let p = prefix + "."
         var branches = [
-            ConvUnit(
-                p + "convs.0.0", p + "convs.0.1", inputChannels: inputChannels,
-                outputChannels: outputChannels, kernelSize: 1, activation: .relu, generator: &generator)
+            [
+                ConvUnit(
+                    p + "convs.0.0", p + "convs.0.1", inputChannels: inputChannels,
+                    outputChannels: outputChannels, kernelSize: 1, activation: .relu, generator: &generator)
+            ]
         ]
         for (i, rate) in atrousRates.enumerated() {
+            let name = "\(p)convs.\(i + 1)"
             branches.append(
-                ConvUnit(
-                    "\(p)convs.\(i + 1).0", "\(p)convs.\(i + 1).1", inputChannels: inputChannels,
-                    outputChannels: outputChannels, kernelSize: 3, padding: rate, dilation: rate,
-                    activation: .relu, generator: &generator))
+                separable
+                    ? separableConvolution(
+                        name + ".0", norm: name + ".1", inputChannels: inputChannels, outputChannels: outputChannels,
+                        dilation: rate, generator: &generator)
+                    : [
+                        ConvUnit(
+                            name + ".0", name + ".1", inputChannels: inputChannels, outputChannels: outputChannels,
+                            kernelSize: 3, padding: rate, dilation: rate, activation: .relu, generator: &generator)
+                    ])
         }
         let n = atrousRates.count + 1
         pooling = ConvUnit(
@@ -40,7 +53,12 @@ final class ASPP {
         self.branches = branches
     }
 
-    var parameters: [Parameter] { branches.flatMap(\.parameters) + pooling.parameters + projection.parameters }
+    var parameters: [Parameter] {
+        branches.joined().flatMap(\.parameters) + pooling.parameters + projection.parameters
+    }
+
+    /// Every unit in forward order.
+    var units: [ConvUnit] { branches.flatMap { $0 } + [pooling, projection] }
 
     /// What backward needs from the last training forward.
     struct State {
@@ -58,11 +76,11 @@ final class ASPP {
         // int8: the branches read one quantised copy of the input and write u8 at the projection's input scale,
         // so the concatenation is of 8-bit values; the image-pooling branch (f32) is quantised after resizing.
         let branchInput = try Int8Convolution.quantizedEntry(x, entryQuantization, training: training) ?? x
-        var outputs = try branches.map { try $0(branchInput, training: training) }
+        var outputs = try branches.map { try forwardChain($0, branchInput, training: training) }
         let pooled = try Operations.globalAveragePool(x, training: training)
         let y = try pooling(pooled.output, training: training)
         var (resized, resize) = try Operations.resizeBilinear(y, height: s[2], width: s[3], training: training)
-        if !training, let q = branches.first?.quantizedOutput, Int8Operations.isQuantized(outputs[0]) {
+        if !training, let q = branches.first?.last?.quantizedOutput, Int8Operations.isQuantized(outputs[0]) {
             resized = try Int8Operations.quantize(
                 resized, into: outputs[0].desc,
                 scale: Int8Convolution.effectiveInputScale(q))
@@ -151,33 +169,143 @@ final class Dropout {
     }
 }
 
-/// torchvision's `DeepLabHead`: ASPP (`classifier.0`), 3×3 conv 256 + BN + ReLU (`classifier.1`/`.2`),
-/// and the 1×1 classifier with bias (`classifier.4`).
+/// A chain of units applied in order.
+func forwardChain(_ units: [ConvUnit], _ x: Tensor, training: Bool) throws -> Tensor {
+    try units.reduce(x) { try $1($0, training: training) }
+}
+
+/// The backward of `forwardChain`: dLoss/dInput from dLoss/dOutput.
+func backwardChain(_ units: [ConvUnit], _ dy: Tensor) throws -> Tensor {
+    try units.reversed().reduce(dy) { g, unit in
+        guard let input = try unit.backward(g).input else {
+            throw DeepLabError.invalidBackward("\(unit.name) produced no input gradient")
+        }
+        return input
+    }
+}
+
+/// smp's `SeparableConv2d` (depthwise 3 × 3 named `name.0`, no bias, then 1 × 1 named `name.1`) followed by batch
+/// norm `norm` and ReLU, as DeepLabV3+ uses it.
+func separableConvolution(
+    _ name: String, norm: String, inputChannels: Int, outputChannels: Int, dilation: Int = 1,
+    generator: inout SeededGenerator
+) -> [ConvUnit] {
+    [
+        ConvUnit(
+            name + ".0", nil, inputChannels: inputChannels, outputChannels: inputChannels, kernelSize: 3,
+            padding: dilation, dilation: dilation, groups: inputChannels, activation: .none, generator: &generator),
+        ConvUnit(
+            name + ".1", norm, inputChannels: inputChannels, outputChannels: outputChannels, kernelSize: 1,
+            activation: .relu, generator: &generator)
+    ]
+}
+
+/// The head on the backbone's features.
+///
+/// DeepLabV3 (torchvision's `DeepLabHead`): ASPP (`classifier.0`), 3×3 conv 256 + BN + ReLU (`classifier.1`/`.2`),
+/// and the 1×1 classifier with bias (`classifier.4`); logits at the output stride.
+///
+/// DeepLabV3+ (smp's `DeepLabV3PlusDecoder` and `SegmentationHead`): separable ASPP (`decoder.aspp.0`), a separable
+/// 3×3 + BN + ReLU (`decoder.aspp.1`/`.2`), resized (aligned corners) to the stride-4 features, which a 1×1 + BN +
+/// ReLU brings to 48 channels (`decoder.block1`); both concatenated, a separable 3×3 + BN + ReLU
+/// (`decoder.block2`), and the 1×1 classifier with bias (`segmentation_head.0`); logits at stride 4.
 final class DeepLabHead {
     let aspp: ASPP
-    let refine: ConvUnit
+    /// The 3×3 after ASPP (DeepLabV3), or its depthwise and pointwise units (DeepLabV3+).
+    let refine: [ConvUnit]
+    /// DeepLabV3+'s low-level path, nil for DeepLabV3.
+    let fusion: LowLevelFusion?
     let classifier: ConvUnit
 
     init(
-        prefix: String, inputChannels: Int, classCount: Int, atrousRates: [Int], channels: Int,
-        generator: inout SeededGenerator
+        _ decoder: DeepLabConfiguration.Decoder, inputChannels: Int, lowLevelChannels: Int, classCount: Int,
+        atrousRates: [Int], channels: Int, generator: inout SeededGenerator
     ) {
-        let p = prefix + "."
-        aspp = ASPP(
-            prefix: p + "0", inputChannels: inputChannels, atrousRates: atrousRates, outputChannels: channels,
-            generator: &generator)
-        refine = ConvUnit(
-            p + "1", p + "2", inputChannels: channels, outputChannels: channels, kernelSize: 3,
-            padding: 1, activation: .relu, generator: &generator)
-        classifier = ConvUnit(
-            p + "4", nil, inputChannels: channels, outputChannels: classCount, kernelSize: 1,
-            bias: true, activation: .none, generator: &generator)
+        switch decoder {
+        case .v3:
+            aspp = ASPP(
+                prefix: "classifier.0", inputChannels: inputChannels, atrousRates: atrousRates,
+                outputChannels: channels, generator: &generator)
+            refine = [
+                ConvUnit(
+                    "classifier.1", "classifier.2", inputChannels: channels, outputChannels: channels, kernelSize: 3,
+                    padding: 1, activation: .relu, generator: &generator)
+            ]
+            fusion = nil
+            classifier = ConvUnit(
+                "classifier.4", nil, inputChannels: channels, outputChannels: classCount, kernelSize: 1,
+                bias: true, activation: .none, generator: &generator)
+        case .v3plus:
+            aspp = ASPP(
+                prefix: "decoder.aspp.0", inputChannels: inputChannels, atrousRates: atrousRates,
+                outputChannels: channels, separable: true, generator: &generator)
+            refine = separableConvolution(
+                "decoder.aspp.1", norm: "decoder.aspp.2", inputChannels: channels, outputChannels: channels,
+                generator: &generator)
+            fusion = LowLevelFusion(lowLevelChannels: lowLevelChannels, channels: channels, generator: &generator)
+            classifier = ConvUnit(
+                "segmentation_head.0", nil, inputChannels: channels, outputChannels: classCount, kernelSize: 1,
+                bias: true, activation: .none, generator: &generator)
+        }
     }
 
-    var parameters: [Parameter] { aspp.parameters + refine.parameters + classifier.parameters }
+    /// Every unit in forward order.
+    var units: [ConvUnit] { aspp.units + refine + (fusion?.units ?? []) + [classifier] }
 
-    func callAsFunction(_ x: Tensor, training: Bool) throws -> Tensor {
-        try classifier(refine(aspp(x, training: training), training: training), training: training)
+    var parameters: [Parameter] { units.flatMap(\.parameters) }
+
+    func callAsFunction(_ features: BackboneFeatures, training: Bool) throws -> Tensor {
+        var y = try forwardChain(refine, aspp(features.out, training: training), training: training)
+        if let fusion {
+            guard let lowLevel = features.lowLevel else {
+                throw DeepLabError.invalidInput("the DeepLabV3+ decoder needs the backbone's stride-4 features")
+            }
+            y = try fusion(y, lowLevel: lowLevel, training: training)
+        }
+        return try classifier(y, training: training)
+    }
+}
+
+/// DeepLabV3+'s join of the stride-4 features (smp's `block1`, `up`, `block2`): the ASPP output resized to the
+/// low-level features' size with aligned corners (smp's ×4 `nn.Upsample` when the input divides by the output
+/// stride, any size otherwise), the low-level features projected to 48 channels, concatenated and fused by a
+/// separable 3×3.
+final class LowLevelFusion {
+    /// Channels the low-level features are projected to (the paper's 48).
+    static let projectedChannels = 48
+
+    let projection: ConvUnit
+    let fuse: [ConvUnit]
+    /// The shape of the last training forward's ASPP output (the resize's source).
+    private var resizedShape: [Int]?
+
+    init(lowLevelChannels: Int, channels: Int, generator: inout SeededGenerator) {
+        projection = ConvUnit(
+            "decoder.block1.0", "decoder.block1.1", inputChannels: lowLevelChannels,
+            outputChannels: Self.projectedChannels, kernelSize: 1, activation: .relu, generator: &generator)
+        fuse = separableConvolution(
+            "decoder.block2.0", norm: "decoder.block2.1", inputChannels: channels + Self.projectedChannels,
+            outputChannels: channels, generator: &generator)
+    }
+
+    var units: [ConvUnit] { [projection] + fuse }
+
+    func callAsFunction(_ x: Tensor, lowLevel: Tensor, training: Bool) throws -> Tensor {
+        let size = lowLevel.shape
+        let resized = try Operations.resizeAlignedCorners(x, height: size[2], width: size[3])
+        resizedShape = training ? x.shape : nil
+        let projected = try projection(lowLevel, training: training)
+        let joined = try Operations.concatenate([resized, projected.reordered(to: .make(projected.shape, MemoryDesc.plainTag(rank: 4)))])
+        return try forwardChain(fuse, joined, training: training)
+    }
+
+    /// dLoss/d(ASPP output) and dLoss/d(low-level features) from dLoss/dOutput.
+    func backward(_ dy: Tensor) throws -> (aspp: Tensor, lowLevel: Tensor) {
+        guard let resizedShape else { throw DeepLabError.invalidBackward("no training-mode forward of the decoder") }
+        let joined = try backwardChain(fuse, dy)
+        let parts = try Operations.split(joined, channels: [resizedShape[1], Self.projectedChannels])
+        let aspp = try Operations.resizeAlignedCornersBackward(parts[0], sourceShape: resizedShape)
+        return (aspp, try backwardChain([projection], parts[1]))
     }
 }
 
@@ -237,7 +365,7 @@ extension ASPP {
                 repeating: projection.conv.inputChannels / (branches.count + 1),
                 count: branches.count + 1))
         var gradients: [Tensor?] = []
-        for (branch, part) in zip(branches, parts) { gradients.append(try branch.backward(part).input) }
+        for (branch, part) in zip(branches, parts) { gradients.append(try backwardChain(branch, part)) }
         let pooledGradient = try Operations.resizeBackward(
             parts[branches.count], forward: state.resize,
             sourceShape: state.poolingOutputShape)
@@ -252,11 +380,12 @@ extension ASPP {
 }
 
 extension DeepLabHead {
-    func backward(_ dy: Tensor) throws -> Tensor {
-        guard let g1 = try classifier.backward(dy).input, let g2 = try refine.backward(g1).input else {
-            throw DeepLabError.invalidBackward("DeepLab head produced no input gradient")
-        }
-        return try aspp.backward(g2)
+    /// dLoss/d(main features) and, for DeepLabV3+, dLoss/d(low-level features) from dLoss/dLogits.
+    func backward(_ dy: Tensor) throws -> (out: Tensor, lowLevel: Tensor?) {
+        var g = try backwardChain([classifier], dy)
+        var lowLevel: Tensor?
+        if let fusion { (g, lowLevel) = try fusion.backward(g) }
+        return (try aspp.backward(backwardChain(refine, g)), lowLevel)
     }
 }
 

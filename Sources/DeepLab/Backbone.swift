@@ -1,15 +1,29 @@
 import SliceLabSupport
 
-/// A DeepLabV3 backbone: the features the heads take (the auxiliary head's at stride 8 or 16, the main head's
-/// at the output stride), its parameters under their torchvision `state_dict` keys, and the backward pass of
-/// its last training forward. A new backbone is one file conforming to this (with its `traits`), its
-/// `Architecture` case and line in `Architecture.traits`, and its parity golden.
+/// The features a backbone's forward gives the heads.
+struct BackboneFeatures {
+    /// The stride-4 features the DeepLabV3+ decoder joins, when the backbone keeps them (`keepsLowLevelFeatures`).
+    var lowLevel: Tensor?
+    /// The auxiliary head's input (stride 8 or 16).
+    var auxiliary: Tensor
+    /// The main head's input (the output stride).
+    var out: Tensor
+}
+
+/// A DeepLab backbone: the features the heads take (the auxiliary head's at stride 8 or 16, the main head's
+/// at the output stride, DeepLabV3+'s at stride 4), its parameters under their `state_dict` keys, and the
+/// backward pass of its last training forward. A new backbone is one file conforming to this (with its `traits`),
+/// its `Architecture` case and line in `Architecture.traits`, and its parity goldens.
 protocol Backbone: AnyObject {
     /// Channels of the main head's input features.
     var outputChannels: Int { get }
     /// Channels of the auxiliary head's input features.
     var auxiliaryChannels: Int { get }
-    /// Every parameter and buffer, in torchvision's `state_dict` order.
+    /// Channels of the stride-4 features (DeepLabV3+'s low-level input).
+    var lowLevelChannels: Int { get }
+    /// Whether forwards return the stride-4 features (a DeepLabV3+ model's backbone).
+    var keepsLowLevelFeatures: Bool { get }
+    /// Every parameter and buffer, in `state_dict` order.
     var parameters: [Parameter] { get }
     /// Every convolution unit, in forward order (quantisation calibrates and configures them one by one).
     var convUnits: [ConvUnit] { get }
@@ -18,13 +32,15 @@ protocol Backbone: AnyObject {
     /// The residual blocks in forward order, each reading the previous one's output, and the indexes of those
     /// whose output is also a feature a head reads (int8 inference keeps those outputs f32).
     var quantizableBlocks: (blocks: [any QuantizableBlock], featureOutputs: Set<Int>) { get }
-    /// The features (auxiliary, out) of input [N, C, H, W]; in training mode what `backward` needs is kept.
-    func callAsFunction(_ x: Tensor, training: Bool) throws -> (auxiliary: Tensor, out: Tensor)
-    /// Backpropagates the gradients of the main features and (optionally) the auxiliary ones, reporting each
-    /// block's parameters as their gradients complete.
-    func backward(out dOut: Tensor, auxiliary dAuxiliary: Tensor?, gradientsReady: GradientsReady) throws
-    /// Appends the eval-mode backbone to `graph` from value `x`; returns the main head's input features.
-    func describe(_ x: String, in graph: inout InferenceGraph) -> String
+    /// The features of input [N, C, H, W]; in training mode what `backward` needs is kept.
+    func callAsFunction(_ x: Tensor, training: Bool) throws -> BackboneFeatures
+    /// Backpropagates the gradients of the main features and (optionally) the auxiliary and low-level ones,
+    /// reporting each block's parameters as their gradients complete.
+    func backward(out dOut: Tensor, auxiliary dAuxiliary: Tensor?, lowLevel dLowLevel: Tensor?,
+        gradientsReady: GradientsReady) throws
+    /// Appends the eval-mode backbone to `graph` from value `x`; returns the stride-4 features' value and the main
+    /// head's input.
+    func describe(_ x: String, in graph: inout InferenceGraph) -> (lowLevel: String, out: String)
 }
 
 extension ResNet: Backbone {}

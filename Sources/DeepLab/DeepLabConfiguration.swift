@@ -1,4 +1,4 @@
-/// What a DeepLabV3 model is: backbone, classes, input channels, output stride, ASPP rates and width, the
+/// What a DeepLab model is: backbone, decoder, classes, input channels, output stride, ASPP rates and width, the
 /// auxiliary head. Stored as JSON with every checkpoint so a model can always be rebuilt.
 public struct DeepLabConfiguration: Codable, Equatable, Sendable {
     /// Architecture names as the CLI and torchvision-style factories spell them.
@@ -10,7 +10,22 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
         case mobilenetV2 = "deeplabv3_mobilenet_v2"
     }
 
+    /// What follows the backbone: DeepLabV3's head on the last features (torchvision's layout), or the DeepLabV3+
+    /// decoder, which joins stride-4 features to the upsampled ASPP output (segmentation-models-pytorch's layout).
+    public enum Decoder: String, Codable, CaseIterable, Sendable {
+        /// torchvision's `DeepLabHead`: ASPP, 3 × 3, 1 × 1 classifier; logits at the output stride, resized to the
+        /// input (half-pixel bilinear). Parameters under `backbone.`, `classifier.`.
+        case v3
+        /// DeepLabV3+ (Chen et al. 2018, arXiv:1802.02611) as `segmentation_models_pytorch.DeepLabV3Plus` builds
+        /// it by default: separable ASPP and refinement, the stride-4 features projected to 48 channels and
+        /// joined to the ASPP output resized to their size, a separable 3 × 3, a 1 × 1 classifier with bias, and
+        /// logits at stride 4 resized to the input with `align_corners=True`. The dilated stages dilate every
+        /// convolution (smp's `make_dilated`). Parameters under `encoder.`, `decoder.`, `segmentation_head.`.
+        case v3plus
+    }
+
     public var architecture: Architecture
+    public var decoder: Decoder
     /// Classes K (≥ 2), background included.
     public var classCount: Int
     /// 1 (grayscale), 3 (RGB), or a volume's channels × (2N + 1) slices for 2.5-D context (1...64).
@@ -34,13 +49,14 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
     /// (a 2–3 pixel cortical ribbon) need it, as they need the paper's multi-scale inputs. 1 is torchvision's model.
     public var inputScale: Int
 
-    /// torchvision's DeepLabV3 layout: output stride 8, rates 12/24/36, 256 ASPP channels.
+    /// torchvision's DeepLabV3 layout by default: output stride 8, rates 12/24/36, 256 ASPP channels.
     public init(
-        architecture: Architecture, classCount: Int, inputChannels: Int = 3, outputStride: Int = 8,
+        architecture: Architecture, decoder: Decoder = .v3, classCount: Int, inputChannels: Int = 3, outputStride: Int = 8,
         atrousRates: [Int] = [12, 24, 36], asppChannels: Int = 256, auxiliaryHead: Bool = false,
         widthMultiplier: Double = 1, multiGrid: [Int]? = nil, seed: UInt64 = 0, inputScale: Int = 1
     ) {
         self.architecture = architecture
+        self.decoder = decoder
         self.classCount = classCount
         self.inputChannels = inputChannels
         self.outputStride = outputStride
@@ -58,13 +74,15 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
         case architecture = "arch"
         case classCount = "numClasses"
         case auxiliaryHead = "aux"
-        case inputChannels, outputStride, atrousRates, asppChannels, widthMultiplier, multiGrid, seed, inputScale
+        case decoder, inputChannels, outputStride, atrousRates, asppChannels, widthMultiplier, multiGrid, seed, inputScale
     }
 
-    /// Decodes every field; `inputScale` is optional (checkpoints written before it existed mean 1).
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+    /// Decodes every field; `decoder` and `inputScale` are optional (checkpoints written before they existed mean
+    /// `v3` and 1).
+    public init(from coder: any Swift.Decoder) throws {
+        let c = try coder.container(keyedBy: CodingKeys.self)
         architecture = try c.decode(Architecture.self, forKey: .architecture)
+        self.decoder = try c.decodeIfPresent(Decoder.self, forKey: .decoder) ?? .v3
         classCount = try c.decode(Int.self, forKey: .classCount)
         inputChannels = try c.decode(Int.self, forKey: .inputChannels)
         outputStride = try c.decode(Int.self, forKey: .outputStride)
@@ -104,4 +122,10 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
             throw DeepLabError.invalidConfiguration("multiGrid \(grid) must be non-empty, each in 1...16")
         }
     }
+}
+
+extension DeepLabConfiguration.Decoder {
+    /// The stride of the logits before their resize to the input: the output stride (DeepLabV3), or 4 (DeepLabV3+'s
+    /// decoder, at the low-level features' stride).
+    public func logitStride(outputStride: Int) -> Int { self == .v3plus ? min(4, outputStride) : outputStride }
 }

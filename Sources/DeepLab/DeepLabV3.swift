@@ -1,10 +1,12 @@
 import SliceLabSupport
 
 /// DeepLabV3 as torchvision composes it: a backbone returning named features, `DeepLabHead` on the last one,
-/// an optional `FCNHead` on the auxiliary one, each upsampled bilinearly to the input size.
-/// Parameter names are torchvision's `state_dict` keys.
+/// an optional `FCNHead` on the auxiliary one, each upsampled bilinearly to the input size. Parameter names are
+/// torchvision's `state_dict` keys. With `configuration.decoder == .v3plus`, DeepLabV3+ as
+/// segmentation-models-pytorch composes it (`DeepLabHead` then joins the stride-4 features), under smp's keys.
 ///
-/// Reference: Chen et al. 2017 (arXiv:1706.05587); torchvision `models.segmentation.deeplabv3`.
+/// Reference: Chen et al. 2017 (arXiv:1706.05587), 2018 (arXiv:1802.02611); torchvision
+/// `models.segmentation.deeplabv3`; segmentation-models-pytorch `DeepLabV3Plus`.
 public final class DeepLabV3: SegmentationNetwork {
     public let configuration: DeepLabConfiguration
     public let parameters: [Parameter]
@@ -29,8 +31,8 @@ public final class DeepLabV3: SegmentationNetwork {
         var generator = SeededGenerator(seed: configuration.seed)
         backbone = configuration.architecture.makeBackbone(configuration, generator: &generator)
         head = DeepLabHead(
-            prefix: "classifier", inputChannels: backbone.outputChannels,
-            classCount: configuration.classCount,
+            configuration.decoder, inputChannels: backbone.outputChannels,
+            lowLevelChannels: backbone.lowLevelChannels, classCount: configuration.classCount,
             atrousRates: configuration.atrousRates, channels: configuration.asppChannels,
             generator: &generator)
         auxiliaryHead =
@@ -48,7 +50,8 @@ public final class DeepLabV3: SegmentationNetwork {
         Dictionary(parameters.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
     }
 
-    /// Logits [N, K, H, W] for input [N, C, H, W], upsampled to the input size (torchvision's `out`).
+    /// Logits [N, K, H, W] for input [N, C, H, W], upsampled to the input size (torchvision's `out`; smp's output
+    /// for DeepLabV3+, whose upsampling aligns corners).
     ///
     /// - Throws: `DeepLabError.invalidInput` for a shape the model cannot take; `.oneDNN` from the engine.
     public func forward(_ input: FloatTensor, training: Bool) throws -> FloatTensor {
@@ -73,7 +76,7 @@ public final class DeepLabV3: SegmentationNetwork {
             ).0
         }
         let features = try backbone(x, training: training)
-        let logits = try head(features.out, training: training)
+        let logits = try head(features, training: training)
         var auxiliaryState: (shape: [Int], resize: Primitive)?
         if let auxiliaryHead {
             let a = try auxiliaryHead(features.auxiliary, training: training)
@@ -83,7 +86,13 @@ public final class DeepLabV3: SegmentationNetwork {
         } else {
             auxiliaryLogits = nil
         }
-        let (output, resize) = try Operations.resizeBilinear(logits, height: s[2], width: s[3], training: training)
+        let output: Tensor
+        var resize: Primitive?
+        if configuration.decoder == .v3plus {
+            output = try Operations.resizeAlignedCorners(logits, height: s[2], width: s[3])
+        } else {
+            (output, resize) = try Operations.resizeBilinear(logits, height: s[2], width: s[3], training: training)
+        }
         saved =
             training
             ? Saved(
@@ -95,7 +104,8 @@ public final class DeepLabV3: SegmentationNetwork {
     private struct Saved {
         let outputShape: [Int]
         let headShape: [Int]
-        let resize: Primitive
+        /// The logits' resize (half-pixel, DeepLabV3), nil for DeepLabV3+'s aligned corners.
+        let resize: Primitive?
         let auxiliary: (shape: [Int], resize: Primitive)?
     }
 
@@ -120,10 +130,10 @@ public final class DeepLabV3: SegmentationNetwork {
                 "gradient shape \(gradientOfLogits.shape) differs from the logits' "
                     + "\(saved.outputShape)")
         }
-        let dLogits = try Operations.resizeBackward(
-            Tensor(gradientOfLogits), forward: saved.resize,
-            sourceShape: saved.headShape)
-        let dOut = try head.backward(dLogits)
+        let dLogits = try saved.resize.map {
+            try Operations.resizeBackward(Tensor(gradientOfLogits), forward: $0, sourceShape: saved.headShape)
+        } ?? Operations.resizeAlignedCornersBackward(Tensor(gradientOfLogits), sourceShape: saved.headShape)
+        let (dOut, dLowLevel) = try head.backward(dLogits)
         gradientsReady(head.parameters)
         var dAuxiliary: Tensor?
         if let auxiliaryHead, let state = saved.auxiliary, let g = gradientOfAuxiliaryLogits {
@@ -135,7 +145,7 @@ public final class DeepLabV3: SegmentationNetwork {
             dAuxiliary = try auxiliaryHead.backward(d)
             gradientsReady(auxiliaryHead.parameters)
         }
-        try backbone.backward(out: dOut, auxiliary: dAuxiliary, gradientsReady: gradientsReady)
+        try backbone.backward(out: dOut, auxiliary: dAuxiliary, lowLevel: dLowLevel, gradientsReady: gradientsReady)
     }
 
     public func backward(_ gradientOfLogits: FloatTensor, gradientsReady: GradientsReady) throws {

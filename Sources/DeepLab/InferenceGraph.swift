@@ -103,7 +103,7 @@ extension ASPP {
     /// The 1×1 and atrous branches, image pooling (broadcast back with Expand, which is what bilinear
     /// resampling of a 1×1 map computes), concatenation and projection; dropout is the identity in eval mode.
     func describe(_ x: String, in graph: inout InferenceGraph) -> String {
-        var outputs = branches.map { $0.describe(x, in: &graph) }
+        var outputs = branches.map { describeChain($0, x, in: &graph) }
         let name = String(projection.conv.weight.name.dropLast("project.0.weight".count))
         let pooled = graph.node("GlobalAveragePool", name + "pool", [x])
         let y = pooling.describe(pooled, in: &graph)
@@ -114,9 +114,36 @@ extension ASPP {
     }
 }
 
+/// The units in order from graph value `x`.
+func describeChain(_ units: [ConvUnit], _ x: String, in graph: inout InferenceGraph) -> String {
+    units.reduce(x) { $1.describe($0, in: &graph) }
+}
+
+extension InferenceGraph {
+    /// Bilinear `Resize` attributes: half-pixel centres (PyTorch's `align_corners=False`) or aligned corners.
+    static func bilinear(alignCorners: Bool) -> [(name: String, value: Attribute)] {
+        [("mode", .string("linear")), ("coordinate_transformation_mode", .string(alignCorners ? "align_corners" : "half_pixel"))]
+    }
+
+    /// `Resize` of `x` [N, C, h, w] to [N, C] and the spatial size of `like` [_, _, H, W].
+    mutating func resize(_ x: String, toSizeOf like: String, name: String, alignCorners: Bool) -> String {
+        let batchAndChannels = node("Shape", name + ".leading", [x], [("end", .int(2))])
+        let size = node("Shape", name + ".size", [like], [("start", .int(2))])
+        let sizes = node("Concat", name + ".sizes", [batchAndChannels, size], [("axis", .int(0))])
+        return node("Resize", name, [x, "", "", sizes], Self.bilinear(alignCorners: alignCorners))
+    }
+}
+
 extension DeepLabHead {
-    func describe(_ x: String, in graph: inout InferenceGraph) -> String {
-        classifier.describe(refine.describe(aspp.describe(x, in: &graph), in: &graph), in: &graph)
+    func describe(_ features: (lowLevel: String, out: String), in graph: inout InferenceGraph) -> String {
+        var y = describeChain(refine, aspp.describe(features.out, in: &graph), in: &graph)
+        if let fusion {
+            let resized = graph.resize(y, toSizeOf: features.lowLevel, name: "decoder.up", alignCorners: true)
+            let projected = fusion.projection.describe(features.lowLevel, in: &graph)
+            let joined = graph.node("Concat", "decoder.concat", [resized, projected], [("axis", .int(1))])
+            y = describeChain(fusion.fuse, joined, in: &graph)
+        }
+        return classifier.describe(y, in: &graph)
     }
 }
 
@@ -124,27 +151,21 @@ extension DeepLabHead {
 
 extension DeepLabV3 {
     /// The eval-mode model as a graph from input `image` [N, C, H, W] to `logits` [N, K, H, W] (bilinear,
-    /// half-pixel centres as PyTorch's `align_corners=False`) and `labels` [N, H, W]; N, H and W stay free.
-    /// The auxiliary head, which inference does not use, is left out.
+    /// half-pixel centres as PyTorch's `align_corners=False`, aligned corners for DeepLabV3+) and `labels`
+    /// [N, H, W]; N, H and W stay free. The auxiliary head, which inference does not use, is left out.
     public func inferenceGraph() -> InferenceGraph {
         var graph = InferenceGraph(
             input: "image", inputChannels: configuration.inputChannels,
             classCount: configuration.classCount)
-        let bilinear: [(name: String, value: InferenceGraph.Attribute)] = [
-            ("mode", .string("linear")), ("coordinate_transformation_mode", .string("half_pixel"))
-        ]
         var x = graph.input
         if configuration.inputScale > 1 {
             let s = Float(configuration.inputScale)
             let scales = graph.constant("input_scale.scales", shape: [4], [1, 1, s, s])
-            x = graph.node("Resize", "input_scale", [x, "", scales], bilinear)
+            x = graph.node("Resize", "input_scale", [x, "", scales], InferenceGraph.bilinear(alignCorners: false))
         }
-        let features = backbone.describe(x, in: &graph)
-        let head = self.head.describe(features, in: &graph)
-        let batchAndClasses = graph.node("Shape", "upsample.head_shape", [head], [("end", .int(2))])
-        let inputSize = graph.node("Shape", "upsample.input_size", [graph.input], [("start", .int(2))])
-        let sizes = graph.node("Concat", "upsample.sizes", [batchAndClasses, inputSize], [("axis", .int(0))])
-        graph.logits = graph.node("Resize", "logits", [head, "", "", sizes], bilinear)
+        let head = self.head.describe(backbone.describe(x, in: &graph), in: &graph)
+        graph.logits = graph.resize(
+            head, toSizeOf: graph.input, name: "logits", alignCorners: configuration.decoder == .v3plus)
         graph.labels = graph.node("ArgMax", "labels", [graph.logits], [("axis", .int(1)), ("keepdims", .int(0))])
         return graph
     }

@@ -14,12 +14,17 @@ final class MobileNetV2 {
 
     /// Index of the feature whose output feeds the auxiliary head (the last block at stride 8).
     static let auxiliaryIndex = 6
+    /// Index of the feature whose output is DeepLabV3+'s low-level input (the last block at stride 4, smp's
+    /// `features[2]`).
+    static let lowLevelIndex = 3
 
     let stem: ConvUnit
     let blocks: [InvertedResidual]
     let head: ConvUnit
+    let lowLevelChannels: Int
     let auxiliaryChannels: Int
     let outputChannels: Int
+    let keepsLowLevelFeatures: Bool
 
     /// torchvision's `_make_divisible`: round to a multiple of 8, never below 90 % of `value`.
     static func makeDivisible(_ value: Double, _ divisor: Int = 8) -> Int {
@@ -28,10 +33,12 @@ final class MobileNetV2 {
         return rounded
     }
 
+    /// - Parameter keepsLowLevelFeatures: forwards also return `features[lowLevelIndex]`'s output.
     init(
         prefix: String, inputChannels: Int, widthMultiplier: Double, outputStride: Int,
-        generator: inout SeededGenerator
+        keepsLowLevelFeatures: Bool = false, generator: inout SeededGenerator
     ) {
+        self.keepsLowLevelFeatures = keepsLowLevelFeatures
         let p = prefix.isEmpty ? "" : prefix + "."
         var channels = MobileNetV2.makeDivisible(32 * widthMultiplier)
         stem = ConvUnit(
@@ -41,6 +48,7 @@ final class MobileNetV2 {
         var dilation = 1
         var blocks: [InvertedResidual] = []
         var auxiliaryChannels = channels
+        var lowLevelChannels = channels
         for (t, c, n, s) in MobileNetV2.settings {
             let output = MobileNetV2.makeDivisible(Double(c) * widthMultiplier)
             for i in 0..<n {
@@ -58,6 +66,7 @@ final class MobileNetV2 {
                         stride: stride, dilation: dilation, expansion: t, generator: &generator))
                 channels = output
                 if index == MobileNetV2.auxiliaryIndex { auxiliaryChannels = output }
+                if index == MobileNetV2.lowLevelIndex { lowLevelChannels = output }
             }
         }
         self.blocks = blocks
@@ -66,20 +75,25 @@ final class MobileNetV2 {
             "\(p)\(blocks.count + 1).0", "\(p)\(blocks.count + 1).1", inputChannels: channels,
             outputChannels: last, kernelSize: 1, activation: .relu6, generator: &generator)
         self.auxiliaryChannels = auxiliaryChannels
+        self.lowLevelChannels = lowLevelChannels
         outputChannels = last
     }
 
     var parameters: [Parameter] { stem.parameters + blocks.flatMap(\.parameters) + head.parameters }
 
-    func callAsFunction(_ x: Tensor, training: Bool) throws -> (auxiliary: Tensor, out: Tensor) {
+    func callAsFunction(_ x: Tensor, training: Bool) throws -> BackboneFeatures {
         var y = try stem(x, training: training)
-        var auxiliary = y
+        var features = BackboneFeatures(lowLevel: nil, auxiliary: y, out: y)
         for (i, block) in blocks.enumerated() {
-            // The auxiliary feature must survive the block that reads it.
-            y = try block(y, inputIsConsumable: i != MobileNetV2.auxiliaryIndex, training: training)
-            if i + 1 == MobileNetV2.auxiliaryIndex { auxiliary = y }
+            // A feature must survive the block that reads it.
+            let readsFeature =
+                i == MobileNetV2.auxiliaryIndex || (i == MobileNetV2.lowLevelIndex && keepsLowLevelFeatures)
+            y = try block(y, inputIsConsumable: !readsFeature, training: training)
+            if i + 1 == MobileNetV2.auxiliaryIndex { features.auxiliary = y }
+            if i + 1 == MobileNetV2.lowLevelIndex, keepsLowLevelFeatures { features.lowLevel = y }
         }
-        return (auxiliary, try head(y, training: training))
+        features.out = try head(y, training: training)
+        return features
     }
 }
 
@@ -154,7 +168,9 @@ extension InvertedResidual {
 }
 
 extension MobileNetV2 {
-    func backward(out dOut: Tensor, auxiliary dAuxiliary: Tensor?, gradientsReady: GradientsReady) throws {
+    func backward(
+        out dOut: Tensor, auxiliary dAuxiliary: Tensor?, lowLevel dLowLevel: Tensor?, gradientsReady: GradientsReady
+    ) throws {
         guard var gradient = try head.backward(dOut).input else {
             throw DeepLabError.invalidBackward("MobileNetV2 head produced no input gradient")
         }
@@ -163,6 +179,7 @@ extension MobileNetV2 {
             if i + 1 == MobileNetV2.auxiliaryIndex, let dAuxiliary {
                 gradient = try Operations.sum([gradient, dAuxiliary])
             }
+            if i + 1 == MobileNetV2.lowLevelIndex, let dLowLevel { gradient = try Operations.sum([gradient, dLowLevel]) }
             gradient = try block.backward(gradient)
             gradientsReady(block.parameters)
         }
@@ -182,10 +199,11 @@ extension MobileNetV2 {
             reason: "torchvision has no DeepLabV3 over MobileNetV2 (only MobileNetV3-Large); SliceLab's "
                 + "composition would not load into any torchvision constructor; export to ONNX instead"),
         make: { configuration, generator in
-            MobileNetV2(
-                prefix: "backbone", inputChannels: configuration.inputChannels,
-                widthMultiplier: configuration.widthMultiplier,
-                outputStride: configuration.outputStride, generator: &generator)
+            let plus = configuration.decoder == .v3plus
+            return MobileNetV2(
+                prefix: plus ? "encoder.features" : "backbone", inputChannels: configuration.inputChannels,
+                widthMultiplier: configuration.widthMultiplier, outputStride: configuration.outputStride,
+                keepsLowLevelFeatures: plus, generator: &generator)
         })
 }
 
@@ -196,23 +214,28 @@ extension MobileNetV2 {
 
     var unitChains: [[ConvUnit]] { blocks.map(\.units) }
 
-    /// The block before `auxiliaryIndex` gives the auxiliary feature; the last one feeds `head`, kept f32.
+    /// The block before `auxiliaryIndex` gives the auxiliary feature, the one before `lowLevelIndex` the
+    /// low-level one when kept; the last one feeds `head`; their outputs stay f32.
     var quantizableBlocks: (blocks: [any QuantizableBlock], featureOutputs: Set<Int>) {
-        (blocks, [MobileNetV2.auxiliaryIndex - 1, blocks.count - 1])
+        let lowLevel: Set = keepsLowLevelFeatures ? [MobileNetV2.lowLevelIndex - 1] : []
+        return (blocks, lowLevel.union([MobileNetV2.auxiliaryIndex - 1, blocks.count - 1]))
     }
 }
 
 // MARK: - The inference graph
 
 extension MobileNetV2 {
-    /// The stem, the inverted residual blocks and the 1×1 head; returns the head's output.
-    func describe(_ x: String, in graph: inout InferenceGraph) -> String {
+    /// The stem, the inverted residual blocks and the 1×1 head; returns `features[lowLevelIndex]`'s and the
+    /// head's outputs.
+    func describe(_ x: String, in graph: inout InferenceGraph) -> (lowLevel: String, out: String) {
         var y = stem.describe(x, in: &graph)
-        for block in blocks {
+        var lowLevel = y
+        for (i, block) in blocks.enumerated() {
             var z = y
             for unit in block.units.dropLast() { z = unit.describe(z, in: &graph) }
             y = block.units.last?.describe(z, residual: block.usesResidual ? y : nil, in: &graph) ?? z
+            if i + 1 == MobileNetV2.lowLevelIndex { lowLevel = y }
         }
-        return head.describe(y, in: &graph)
+        return (lowLevel, head.describe(y, in: &graph))
     }
 }

@@ -152,13 +152,9 @@ extension InvertedResidual: QuantizableBlock {
 }
 
 extension DeepLabV3 {
-    /// Every convolution unit: the backbone's, then the head's (ASPP branches, pooling, projection, the 3×3,
-    /// the classifier), then the auxiliary head's.
-    var convUnits: [ConvUnit] {
-        let aspp = head.aspp
-        return backbone.convUnits + aspp.branches + [aspp.pooling, aspp.projection, head.refine, head.classifier]
-            + auxiliaryHeadUnits
-    }
+    /// Every convolution unit: the backbone's, then the head's (ASPP branches, pooling, projection, the 3×3, for
+    /// DeepLabV3+ the low-level path, the classifier), then the auxiliary head's.
+    var convUnits: [ConvUnit] { backbone.convUnits + head.units + auxiliaryHeadUnits }
 
     private var auxiliaryHeadUnits: [ConvUnit] { auxiliaryHead.map { [$0.body, $0.classifier] } ?? [] }
 
@@ -250,15 +246,14 @@ extension DeepLabV3 {
         // same scale), their outputs u8 at the projection's input scale (the concatenation is its input), and
         // the projection's output quantised for the 3×3 that alone reads it.
         let aspp = head.aspp
-        if let entry = aspp.branches.first?.quantization,
-            aspp.branches.allSatisfy({ sameInput($0.quantization, entry) })
-        {
+        let (firsts, lasts) = (aspp.branches.compactMap(\.first), aspp.branches.compactMap(\.last))
+        if let entry = firsts.first?.quantization, firsts.allSatisfy({ sameInput($0.quantization, entry) }) {
             aspp.entryQuantization = entry
         }
-        if let projection = aspp.projection.quantization, aspp.branches.allSatisfy({ $0.quantization != nil }) {
-            for branch in aspp.branches { branch.quantizedOutput = projection }
+        if let projection = aspp.projection.quantization, lasts.allSatisfy({ $0.quantization != nil }) {
+            for branch in lasts { branch.quantizedOutput = projection }
         }
-        if aspp.projection.quantization != nil, let refine = head.refine.quantization {
+        if aspp.projection.quantization != nil, let refine = head.refine.first?.quantization {
             aspp.projection.quantizedOutput = refine
         }
         self.quantization = quantization

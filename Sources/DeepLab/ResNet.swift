@@ -24,8 +24,10 @@ final class ResNet {
     let stem: ConvUnit
     let stages: [[ResidualBlock]]
     let depth: Depth
+    let keepsLowLevelFeatures: Bool
 
-    /// Channels of layer3's and layer4's outputs.
+    /// Channels of layer1's, layer3's and layer4's outputs.
+    var lowLevelChannels: Int { 64 * depth.expansion }
     var auxiliaryChannels: Int { 256 * depth.expansion }
     var outputChannels: Int { 512 * depth.expansion }
 
@@ -33,11 +35,15 @@ final class ResNet {
     ///   - prefix: the state_dict prefix ("backbone").
     ///   - outputStride: 8 (layer3 and layer4 dilated) or 16 (layer4 dilated).
     ///   - multiGrid: layer4's per-block dilation multipliers (Chen et al. 2017, §3.2), or nil.
+    ///   - dilatesWholeStage: every block of a dilated stage takes its dilation (smp's `make_dilated`); false
+    ///     keeps the previous dilation in the first block (torchvision's `replace_stride_with_dilation`).
+    ///   - keepsLowLevelFeatures: forwards also return layer1's output.
     init(
         prefix: String, depth: Depth, inputChannels: Int, outputStride: Int, multiGrid: [Int]?,
-        generator: inout SeededGenerator
+        dilatesWholeStage: Bool = false, keepsLowLevelFeatures: Bool = false, generator: inout SeededGenerator
     ) {
         self.depth = depth
+        self.keepsLowLevelFeatures = keepsLowLevelFeatures
         let p = prefix.isEmpty ? "" : prefix + "."
         stem = ConvUnit(
             p + "conv1", p + "bn1", inputChannels: inputChannels, outputChannels: 64, kernelSize: 7,
@@ -55,7 +61,7 @@ final class ResNet {
             }
             var blocks: [ResidualBlock] = []
             for b in 0..<depth.blockCounts[index] {
-                var blockDilation = b == 0 ? previousDilation : dilation
+                var blockDilation = b == 0 && !dilatesWholeStage ? previousDilation : dilation
                 if index == 3, let grid = multiGrid, !grid.isEmpty { blockDilation = dilation * grid[b % grid.count] }
                 blocks.append(
                     ResidualBlock(
@@ -74,21 +80,24 @@ final class ResNet {
 
     private(set) var pooling: PoolingResult?
 
-    /// layer3's and layer4's features for input x [N, C, H, W].
-    func callAsFunction(_ x: Tensor, training: Bool) throws -> (auxiliary: Tensor, out: Tensor) {
+    /// layer1's (when kept), layer3's and layer4's features for input x [N, C, H, W].
+    func callAsFunction(_ x: Tensor, training: Bool) throws -> BackboneFeatures {
         var y = try stem(x, training: training)
         let pooled = try Operations.maxPool(y, Window(kernel: 3, stride: 2, padding: 1), training: training)
         pooling = training ? pooled : nil
         y = pooled.output
-        var auxiliary = y
+        var features = BackboneFeatures(lowLevel: nil, auxiliary: y, out: y)
         for (index, stage) in stages.enumerated() {
             for (b, block) in stage.enumerated() {
-                // layer3's output is also the auxiliary feature: the block reading it must not overwrite it.
-                y = try block(y, inputIsConsumable: !(index == 3 && b == 0), training: training)
+                // layer1's and layer3's outputs are also features: the block reading one must not overwrite it.
+                let readsFeature = b == 0 && (index == 3 || (index == 1 && keepsLowLevelFeatures))
+                y = try block(y, inputIsConsumable: !readsFeature, training: training)
             }
-            if index == 2 { auxiliary = y }
+            if index == 0, keepsLowLevelFeatures { features.lowLevel = y }
+            if index == 2 { features.auxiliary = y }
         }
-        return (auxiliary, y)
+        features.out = y
+        return features
     }
 }
 
@@ -184,13 +193,16 @@ extension ResidualBlock {
 }
 
 extension ResNet {
-    /// Backpropagates the gradients of layer4's output and (optionally) layer3's, down to the stem's weights,
-    /// reporting each block's parameters as they complete.
-    func backward(out dOut: Tensor, auxiliary dAuxiliary: Tensor?, gradientsReady: GradientsReady) throws {
+    /// Backpropagates the gradients of layer4's output and (optionally) layer3's and layer1's, down to the stem's
+    /// weights, reporting each block's parameters as they complete.
+    func backward(
+        out dOut: Tensor, auxiliary dAuxiliary: Tensor?, lowLevel dLowLevel: Tensor?, gradientsReady: GradientsReady
+    ) throws {
         guard let pooling else { throw DeepLabError.invalidBackward("no training-mode forward of the ResNet") }
         var gradient = dOut
         for (index, stage) in stages.enumerated().reversed() {
             if index == 2, let dAuxiliary { gradient = try Operations.sum([gradient, dAuxiliary]) }
+            if index == 0, let dLowLevel { gradient = try Operations.sum([gradient, dLowLevel]) }
             for block in stage.reversed() {
                 gradient = try block.backward(gradient)
                 gradientsReady(block.parameters)
@@ -228,10 +240,11 @@ extension ResNet {
                 : .constructor(
                     "torchvision.models.segmentation.deeplabv3.DeepLabV3 over IntermediateLayerGetter(\(name))"),
             make: { configuration, generator in
-                ResNet(
-                    prefix: "backbone", depth: depth, inputChannels: configuration.inputChannels,
+                let plus = configuration.decoder == .v3plus
+                return ResNet(
+                    prefix: plus ? "encoder" : "backbone", depth: depth, inputChannels: configuration.inputChannels,
                     outputStride: configuration.outputStride, multiGrid: configuration.multiGrid,
-                    generator: &generator)
+                    dilatesWholeStage: plus, keepsLowLevelFeatures: plus, generator: &generator)
             })
     }
 }
@@ -245,30 +258,36 @@ extension ResNet {
 
     var unitChains: [[ConvUnit]] { stages.joined().map(\.units) }
 
-    /// layer3's last block (the auxiliary feature) and layer4's last (the main one) are features.
+    /// layer3's last block (the auxiliary feature), layer4's last (the main one) and, when kept, layer1's last
+    /// (the low-level one) are features.
     var quantizableBlocks: (blocks: [any QuantizableBlock], featureOutputs: Set<Int>) {
         let blocks = Array(stages.joined())
         let auxiliary = stages.prefix(3).reduce(0) { $0 + $1.count } - 1
-        return (blocks, [auxiliary, blocks.count - 1])
+        let lowLevel: Set = keepsLowLevelFeatures ? [stages[0].count - 1] : []
+        return (blocks, lowLevel.union([auxiliary, blocks.count - 1]))
     }
 }
 
 // MARK: - The inference graph
 
 extension ResNet {
-    /// The stem, max pooling and the four stages; returns layer4's output.
-    func describe(_ x: String, in graph: inout InferenceGraph) -> String {
+    /// The stem, max pooling and the four stages; returns layer1's and layer4's outputs.
+    func describe(_ x: String, in graph: inout InferenceGraph) -> (lowLevel: String, out: String) {
         var y = stem.describe(x, in: &graph)
         let prefix = String(stem.conv.weight.name.dropLast("conv1.weight".count))
         y = graph.node(
             "MaxPool", prefix + "maxpool", [y],
             [("kernel_shape", .ints([3, 3])), ("strides", .ints([2, 2])), ("pads", .ints([1, 1, 1, 1]))])
-        for block in stages.joined() {
-            let identity = block.downsample?.describe(y, in: &graph) ?? y
-            var z = y
-            for unit in block.units.dropLast() { z = unit.describe(z, in: &graph) }
-            y = block.units.last?.describe(z, residual: identity, in: &graph) ?? z
+        var lowLevel = y
+        for (index, stage) in stages.enumerated() {
+            for block in stage {
+                let identity = block.downsample?.describe(y, in: &graph) ?? y
+                var z = y
+                for unit in block.units.dropLast() { z = unit.describe(z, in: &graph) }
+                y = block.units.last?.describe(z, residual: identity, in: &graph) ?? z
+            }
+            if index == 0 { lowLevel = y }
         }
-        return y
+        return (lowLevel, y)
     }
 }

@@ -44,6 +44,12 @@ public enum TorchvisionExport: ModelExporter {
     /// Throws `ExportError.unsupported` naming the first setting torchvision's constructors cannot build.
     static func checkExpressible(_ c: DeepLabConfiguration) throws {
         func refuse(_ reason: String) -> ExportError { .unsupported(format: "torchvision", reason: reason) }
+        if c.decoder == .v3plus {
+            throw refuse(
+                "the model is DeepLabV3+, which torchvision has no constructor for; its parameters carry "
+                    + "segmentation-models-pytorch's DeepLabV3Plus keys (export to ONNX, or load the checkpoint's "
+                    + "weights into smp by name)")
+        }
         if case .none(let reason) = c.architecture.traits.torchvision { throw refuse(reason) }
         if c.asppChannels != 256 {
             throw refuse("ASPP width is \(c.asppChannels); torchvision's DeepLabHead has 256 channels")

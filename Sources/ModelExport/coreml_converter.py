@@ -83,10 +83,12 @@ def convert(graph, height, width, channels):
                     size = [int(s) for s in value(inputs[3])[2:]]
                 else:
                     size = [int(round(s * f)) for s, f in zip(x.shape[2:], constants[inputs[2]][2:])]
-                if text(a.get("mode")) != "linear" or text(a.get("coordinate_transformation_mode")) != "half_pixel":
-                    raise ValueError(f"{node.name}: only bilinear half-pixel Resize is converted")
+                modes = {"half_pixel": "UNALIGN_CORNERS", "align_corners": "ALIGN_CORNERS"}
+                mode = modes.get(text(a.get("coordinate_transformation_mode")))
+                if text(a.get("mode")) != "linear" or mode is None:
+                    raise ValueError(f"{node.name}: only bilinear half-pixel or align-corners Resize is converted")
                 y = mb.resize_bilinear(x=x, target_size_height=size[0], target_size_width=size[1],
-                                       sampling_mode="UNALIGN_CORNERS", name=node.name)
+                                       sampling_mode=mode, name=node.name)
             elif op == "ArgMax":
                 labels = mb.reduce_argmax(x=value(inputs[0]), axis=a["axis"], keep_dims=False)
                 y = mb.squeeze(x=mb.cast(x=labels, dtype="int32"), axes=[0], name="semanticPredictions")

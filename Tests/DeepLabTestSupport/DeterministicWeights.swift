@@ -63,8 +63,13 @@ package enum DeterministicWeights {
         }
     }
 
-    package static var goldens: URL {
-        TestSupport.packageRoot.appendingPathComponent("Tests/DeepLabTests/Fixtures/deeplab_goldens.h5")
+    package static var goldens: URL { fixture("deeplab_goldens.h5") }
+
+    /// segmentation-models-pytorch's DeepLabV3+ logits (Datasets/goldens/deeplabv3plus_goldens.py).
+    package static var v3plusGoldens: URL { fixture("deeplabv3plus_goldens.h5") }
+
+    private static func fixture(_ name: String) -> URL {
+        TestSupport.packageRoot.appendingPathComponent("Tests/DeepLabTests/Fixtures/" + name)
     }
 }
 

@@ -200,7 +200,11 @@ import Testing
     /// channels-last, oneDNN off): these tiny training-mode batches (2 to 8 values per channel in the late batch
     /// norms) amplify float32 rounding, and PyTorch's own float32 moves by up to 6.9 % of s on MobileNetV2's
     /// late biases and 0.14 % on ResNet-18's ASPP pooling branch.
-    @Test(arguments: [("resnet18", DeepLabConfiguration.Architecture.resnet18), ("mobilenet_v2", .mobilenetV2)])
+    /// The DeepLabV3+ cases are segmentation-models-pytorch's `DeepLabV3Plus` (no auxiliary head).
+    @Test(arguments: [
+        ("resnet18", DeepLabConfiguration.Architecture.resnet18), ("mobilenet_v2", .mobilenetV2),
+        ("v3plus_resnet18", .resnet18), ("v3plus_mobilenet_v2", .mobilenetV2)
+    ])
     func wholeModelGradientsMatchPyTorchAutogradInFloat64(
         _ c: (group: String, architecture: DeepLabConfiguration.Architecture)
     ) throws {
@@ -213,8 +217,8 @@ import Testing
         let model = try DeepLabV3(configuration)
         model.setDropout(enabled: false)
         DeterministicWeights.fill(model)
-        let shape = [2, 1, 21, 19]
-        let outputShape = [2, 3, 21, 19]
+        let shape = try #require(try file.attribute("input_shape", at: "/\(c.group)").doubleValues).map { Int($0) }
+        let outputShape = [shape[0], configuration.classCount, shape[2], shape[3]]
         let count = outputShape.reduce(1, *)
         _ = try model.forward(DeterministicWeights.input(shape), training: true)
         model.zeroGradients()

@@ -28,6 +28,12 @@ final class CoreMLExportTests: ExportTestCase {
                 DeepLabConfiguration(
                     architecture: .resnet18, classCount: 4, inputChannels: 3, outputStride: 16,
                     atrousRates: [6, 12, 18], asppChannels: 16, seed: 2), "97,131", [97, 131], "RGB"
+            ),
+            (
+                DeepLabConfiguration(
+                    architecture: .mobilenetV2, decoder: .v3plus, classCount: 2, inputChannels: 1,
+                    outputStride: 16, asppChannels: 16, widthMultiplier: 0.35, seed: 3), "96,80", [96, 80],
+                "GRAYSCALE"
             )
         ]
         for (configuration, size, expected, color) in cases {

@@ -49,6 +49,25 @@ final class ONNXExportTests: ExportTestCase {
             batch: 2, height: 33, width: 41)
     }
 
+    /// DeepLabV3+ at sizes smp would refuse (not multiples of 16): the decoder's resize to the low-level
+    /// features' size and its aligned corners, as ONNX `Resize` (`align_corners`) computes them.
+    func testDeepLabV3PlusResNet18GrayOddSizeMatchesRuntimes() throws {
+        try checkParity(
+            DeepLabConfiguration(
+                architecture: .resnet18, decoder: .v3plus, classCount: 3, inputChannels: 1,
+                outputStride: 16, atrousRates: [2, 4, 6], asppChannels: 16, seed: 7),
+            batch: 2, height: 45, width: 37)
+    }
+
+    func testDeepLabV3PlusMobileNetV2OutputStride8InputScale2MatchesRuntimes() throws {
+        try checkParity(
+            DeepLabConfiguration(
+                architecture: .mobilenetV2, decoder: .v3plus, classCount: 4, inputChannels: 3,
+                outputStride: 8, atrousRates: [2, 4, 6], asppChannels: 24, auxiliaryHead: true,
+                widthMultiplier: 0.35, seed: 8, inputScale: 2),
+            batch: 1, height: 50, width: 63)
+    }
+
     func testMobileNetV2InputScale3MatchesRuntimes() throws {
         try checkParity(
             DeepLabConfiguration(

@@ -125,10 +125,11 @@ struct TrainingPlanTests {
         return builder.finish()
     }
 
-    /// Small discs (≈ 20 px across) on 128² MR images: input scale 2 at stride 8 (2.5 cells at scale 1, 5 at
-    /// 2), crop 128, per-image z-score. Large discs (≈ 80 px) on 256² CT images: no scaling, stride 8 (10
-    /// cells; stride 16 needs 8 cells there), crop 256, and CT clipping to the foreground's percentiles then
-    /// z-score with its statistics.
+    /// Small discs (≈ 20 px across) on 128² MR images: 2.5 cells at stride 8, so the DeepLabV3+ decoder at
+    /// stride 16 and no scaling (5 cells at its stride-4 logits) where DeepLabV3 would scale by 2, crop 128,
+    /// per-image z-score; with `--decoder v3` given, scale 2 at stride 8. Large discs (≈ 80 px) on 256² CT images:
+    /// DeepLabV3, no scaling, stride 8 (10 cells; stride 16 needs 8 cells there), crop 256, and CT clipping to the
+    /// foreground's percentiles then z-score with its statistics.
     @Test func planScalesSmallStructuresAndNormalisesByModality() throws {
         let small = TrainingPlan.make(
             fingerprint: Self.fingerprint(
@@ -136,9 +137,21 @@ struct TrainingPlanTests {
                 modality: "MR"),
             architecture: "deeplabv3_resnet18", inputChannels: 1,
             memoryBudgetBytes: 4 << 30)
-        #expect(small.inputScale == 2 && small.outputStride == 8 && small.cropSize == 128, "\(small.lines)")
+        #expect(
+            small.decoder == .v3plus && small.inputScale == 1 && small.outputStride == 16 && small.cropSize == 128,
+            "\(small.lines)")
         #expect(small.preprocessing == .zScore && small.sources["normalize"] == .plan)
         #expect((small.cellsAcrossSmallestStructure ?? 0) >= TrainingPlan.minimumCells)
+        #expect(
+            small.lines.contains {
+                $0.hasPrefix("plan: decoder v3plus: DeepLabV3 at stride 8 gives it 2.")
+                    && $0.contains("would scale the input by 2")
+            }, "\(small.lines)")
+        let v3 = TrainingPlan.make(
+            fingerprint: small.fingerprint, overrides: .init(decoder: .v3), architecture: "deeplabv3_resnet18",
+            inputChannels: 1, memoryBudgetBytes: 4 << 30)
+        #expect(v3.decoder == .v3 && v3.inputScale == 2 && v3.outputStride == 8 && v3.sources["decoder"] == .flag)
+        #expect(v3.lines.contains { $0.hasPrefix("plan: decoder v3 (flag), crop 128,") }, "\(v3.lines)")
         // Stray pixels (0.6 % of the class's voxels) are fragments, not the smallest structure.
         let fragmented = Self.fingerprint(
             Self.discCases(count: 3, side: 128, radius: 10, fragments: true),
@@ -150,12 +163,14 @@ struct TrainingPlanTests {
             TrainingPlan.make(
                 fingerprint: fragmented, architecture: "deeplabv3_resnet18", inputChannels: 1,
                 memoryBudgetBytes: 4 << 30
-            ).inputScale == 2)
+            ).inputScale == 1)
         let ctFingerprint = Self.fingerprint(Self.discCases(count: 3, side: 256, radius: 40), modality: "CT")
         let large = TrainingPlan.make(
             fingerprint: ctFingerprint, architecture: "deeplabv3_resnet18",
             inputChannels: 1, memoryBudgetBytes: 4 << 30)
-        #expect(large.inputScale == 1 && large.outputStride == 8 && large.cropSize == 256, "\(large.lines)")
+        #expect(
+            large.decoder == .v3 && large.inputScale == 1 && large.outputStride == 8 && large.cropSize == 256,
+            "\(large.lines)")
         let statistics = ctFingerprint.intensities[0]
         #expect(statistics.name == "CT" && statistics.minimum == 110 && statistics.maximum == 116)
         #expect(
@@ -177,9 +192,9 @@ struct TrainingPlanTests {
         #expect(huge.estimatedBytesPerSample * 2 <= 700 << 20)
     }
 
-    /// A thin ring (3 px wide, radius 50): by its area alone (35 px across as a disc) scale 2 would do, but its
-    /// local thickness of about 3 px asks for the largest scale, 4, as the cortical ribbon does; the printout
-    /// names both measures.
+    /// A thin ring (3 px wide, radius 50): by its area alone (35 px across as a disc) DeepLabV3 unscaled would do,
+    /// but its local thickness of about 3 px asks for the decoder and the largest scale, 4, as the cortical ribbon
+    /// does; the printout names both measures.
     @Test func thinStructuresPlanByTheirThickness() throws {
         let ring = Self.fingerprint(Self.discCases(count: 3, side: 128, radius: 50, innerRadius: 47), modality: "MR")
         let measured = ring.classes[0]
@@ -189,7 +204,9 @@ struct TrainingPlanTests {
         let plan = TrainingPlan.make(
             fingerprint: ring, architecture: "deeplabv3_resnet18", inputChannels: 1,
             memoryBudgetBytes: 4 << 30)
-        #expect(plan.inputScale == 4 && plan.outputStride == 8 && plan.smallestStructureSizePixels == thickness)
+        #expect(
+            plan.decoder == .v3plus && plan.inputScale == 4 && plan.outputStride == 16
+                && plan.smallestStructureSizePixels == thickness)
         #expect(plan.lines.contains { $0.contains("px across by area") && $0.contains("px thick") }, "\(plan.lines)")
     }
 
@@ -206,19 +223,22 @@ struct TrainingPlanTests {
         #expect(given.cropSize == 96 && given.inputScale == 1 && given.outputStride == 16 && given.batchSize == 3)
         #expect(given.preprocessing == .minMax && Set(given.sources.values) == [.flag])
         #expect(
-            given.lines.contains {
-                $0.contains(
-                    "crop 96 (flag), input scale 1 (flag), output stride 16 (flag), "
-                        + "batch 3 (flag)")
-            })
-        // Only the stride given: the scale is planned for it (20 px at stride 16 needs scale 4).
+            given.decoder == .v3
+                && given.lines.contains {
+                    $0.contains(
+                        "decoder v3, crop 96 (flag), input scale 1 (flag), output stride 16 (flag), "
+                            + "batch 3 (flag)")
+                })
+        // Only the stride given: the decoder and scale are planned for it (20 px at stride 16 needs DeepLabV3 to
+        // scale by 4; DeepLabV3+'s stride-4 logits give 5 cells unscaled).
         let strideOnly = TrainingPlan.make(
             fingerprint: fingerprint, overrides: .init(outputStride: 16),
             datasetPreprocessing: .window(center: 40, width: 400),
             architecture: "deeplabv3_resnet18", inputChannels: 1,
             memoryBudgetBytes: 4 << 30, ranks: 3)
         #expect(
-            strideOnly.outputStride == 16 && strideOnly.inputScale == 4 && strideOnly.sources["input_scale"] == .plan)
+            strideOnly.outputStride == 16 && strideOnly.decoder == .v3plus && strideOnly.inputScale == 1
+                && strideOnly.sources["input_scale"] == .plan)
         #expect(strideOnly.preprocessing == .window(center: 40, width: 400))
         #expect(strideOnly.sources["normalize"] == .datasetJSON && strideOnly.batchSize % 3 == 0)
         #expect(strideOnly.lines.contains { $0.contains("(dataset.json)") })

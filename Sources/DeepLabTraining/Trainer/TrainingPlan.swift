@@ -11,11 +11,14 @@ import SliceLabSupport
 /// The rules (README, "Training plan"):
 /// - crop: the median image side (rows or columns, the larger) rounded up to a multiple of 8, at most 512; then
 ///   shrunk by quarters (not below 64) while fewer than 2 samples fit the memory budget.
-/// - output stride and input scale: the effective stride (stride / scale) is the largest for which the typical
-///   smallest structure (the smaller of a disc's diameter from its area and its local thickness,
-///   `DatasetFingerprint.ClassStructures.typicalSizePixels`) spans at least
-///   `minimumCells` output cells: stride 16 when it spans 2 × that many cells at 16, else stride 8 with scale
-///   1, 2 or 4 (the first that reaches the cells, else 4), the scaled crop at most 1024 pixels.
+/// - decoder, output stride and input scale: the effective stride (the logits' stride over the scale) is the
+///   largest for which the typical smallest structure (the smaller of a disc's diameter from its area and its
+///   local thickness, `DatasetFingerprint.ClassStructures.typicalSizePixels`) spans at least `minimumCells` output
+///   cells. DeepLabV3 when the structure spans them at stride 8 unscaled (stride 16 when it spans 2 × that many
+///   at 16); else DeepLabV3+ (Chen et al. 2018), whose decoder gives logits at stride 4 from stride-16 features,
+///   rather than upscaling the input (4 or 16 × the pixels), with scale 1, 2 or 4 (the
+///   first that reaches the cells at stride 4, else 4). With the decoder or scale given, the rest is planned for
+///   it as before (a given DeepLabV3 scales 1, 2 or 4 at stride 8). The scaled crop is at most 1024 pixels.
 /// - batch: as many samples as the memory budget holds at the estimated bytes per sample, from 2 to 8, a
 ///   multiple of the ranks of a data-parallel job.
 /// - normalisation: `dataset.json`'s `preprocessing` when it has one; else by the first channel's modality:
@@ -29,6 +32,8 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
     }
 
     public var cropSize: Int
+    /// The decoder; nil in plans written before decoders were planned (DeepLabV3).
+    public var decoder: DeepLabConfiguration.Decoder?
     public var inputScale: Int
     public var outputStride: Int
     public var batchSize: Int
@@ -54,15 +59,17 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
     /// What the user fixed: each nil part is planned.
     public struct Overrides: Sendable {
         public var cropSize: Int?
+        public var decoder: DeepLabConfiguration.Decoder?
         public var inputScale: Int?
         public var outputStride: Int?
         public var batchSize: Int?
         public var preprocessing: Preprocessing?
         public init(
-            cropSize: Int? = nil, inputScale: Int? = nil, outputStride: Int? = nil, batchSize: Int? = nil,
-            preprocessing: Preprocessing? = nil
+            cropSize: Int? = nil, decoder: DeepLabConfiguration.Decoder? = nil, inputScale: Int? = nil,
+            outputStride: Int? = nil, batchSize: Int? = nil, preprocessing: Preprocessing? = nil
         ) {
-            (self.cropSize, self.inputScale, self.outputStride) = (cropSize, inputScale, outputStride)
+            (self.cropSize, self.decoder, self.inputScale, self.outputStride) =
+                (cropSize, decoder, inputScale, outputStride)
             (self.batchSize, self.preprocessing) = (batchSize, preprocessing)
         }
     }
@@ -85,19 +92,25 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
         var sources: [String: Source] = [:]
         func source(_ key: String, _ given: Bool) { sources[key] = given ? .flag : .plan }
         let structure = fingerprint.smallestStructure
-        // Stride and scale first: the crop's memory depends on the scale.
+        // Decoder, stride and scale first: the crop's memory depends on the scale.
+        var decoder = overrides.decoder ?? .v3
         var stride = overrides.outputStride ?? 8
         var scale = overrides.inputScale ?? 1
         if let size = structure?.sizePixels {
+            if overrides.decoder == nil, overrides.inputScale == nil, size * Double(scale) / Double(stride) < minimumCells {
+                decoder = .v3plus
+            }
             if overrides.outputStride == nil,
-                size * Double(scale) / 16 >= 2 * minimumCells
+                decoder == .v3plus || size * Double(scale) / 16 >= 2 * minimumCells
             {
                 stride = 16
             }
             if overrides.inputScale == nil {
-                scale = [1, 2, 4].first { size * Double($0) / Double(stride) >= minimumCells } ?? 4
+                let logitStride = Double(decoder.logitStride(outputStride: stride))
+                scale = [1, 2, 4].first { size * Double($0) / logitStride >= minimumCells } ?? 4
             }
         }
+        source("decoder", overrides.decoder != nil)
         source("output_stride", overrides.outputStride != nil)
         source("input_scale", overrides.inputScale != nil)
         let medianSide = Int(max(fingerprint.size.median[1], fingerprint.size.median[2]).rounded(.up))
@@ -107,7 +120,7 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
         }
         func bytes(_ crop: Int) -> Int {
             bytesPerSample(
-                architecture: architecture, inputSide: crop * scale, outputStride: stride,
+                architecture: architecture, decoder: decoder, inputSide: crop * scale, outputStride: stride,
                 inputChannels: inputChannels)
         }
         if overrides.cropSize == nil {
@@ -131,9 +144,9 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
             preprocessing = modalityPreprocessing(fingerprint)
             sources["normalize"] = .plan
         }
-        let cells = structure.map { $0.sizePixels * Double(scale) / Double(stride) }
+        let cells = structure.map { $0.sizePixels * Double(scale) / Double(decoder.logitStride(outputStride: stride)) }
         return TrainingPlan(
-            cropSize: crop, inputScale: scale, outputStride: stride, batchSize: batch,
+            cropSize: crop, decoder: decoder, inputScale: scale, outputStride: stride, batchSize: batch,
             preprocessing: preprocessing, sources: sources, memoryBudgetBytes: memoryBudgetBytes,
             estimatedBytesPerSample: bytes(crop), smallestStructure: structure?.name,
             smallestStructureSizePixels: structure?.sizePixels,
@@ -159,17 +172,28 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
 
     /// Training memory of one sample, in bytes: the backbone's activations and gradients per input pixel (at the
     /// model's scaled input; `BackboneTraits.trainingBytesPerPixel`) at output stride 8, and 0.45 of that at
-    /// stride 16 (the deepest stages, which hold most of it, have a quarter of the pixels there).
+    /// stride 16 (the deepest stages, which hold most of it, have a quarter of the pixels there); DeepLabV3+ adds
+    /// its decoder's stride-4 tensors (`decoderBytesPerPixel`).
     public static func bytesPerSample(
-        architecture: String, inputSide: Int, outputStride: Int,
+        architecture: String, decoder: DeepLabConfiguration.Decoder = .v3, inputSide: Int, outputStride: Int,
         inputChannels: Int
     ) -> Int {
         let perPixel = (DeepLabConfiguration.Architecture(rawValue: architecture) ?? .resnet50).traits
             .trainingBytesPerPixel
         let strideFactor = outputStride >= 16 ? 0.45 : 1
         let pixels = Double(inputSide * inputSide)
-        return Int(pixels * (perPixel * strideFactor + Double(8 * inputChannels)))
+        let decoderBytes = decoder == .v3plus ? decoderBytesPerPixel : 0
+        return Int(pixels * (perPixel * strideFactor + decoderBytes + Double(8 * inputChannels)))
     }
+
+    /// DeepLabV3+'s decoder in training, per input pixel: about ten f32 tensors of 256–304 channels at stride 4
+    /// kept for backward (resized ASPP output, projection, concatenation, depthwise, pointwise, batch norm and
+    /// activation outputs) and as many gradients, 2 × 10 × 300 × 4 B / 16 — counted from the graph, not
+    /// measured.
+    public static let decoderBytesPerPixel = 1_500.0
+
+    /// The decoder (DeepLabV3 for plans written before decoders were planned).
+    public var planDecoder: DeepLabConfiguration.Decoder { decoder ?? .v3 }
 
     /// The plan in a few lines, saying which parts came from flags or `dataset.json`.
     public var lines: [String] {
@@ -204,10 +228,19 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
                     format: "plan: smallest structure %@: %.1f px (typical per case: %@), "
                         + "%.1f output cells at effective stride %g", name, size,
                     [across, thick].compactMap { $0 }.joined(separator: ", "), cells,
-                    Double(outputStride) / Double(inputScale)))
+                    Double(planDecoder.logitStride(outputStride: outputStride)) / Double(inputScale)))
+            if planDecoder == .v3plus, sources["decoder"] == .plan {
+                let v3Scale = [1, 2, 4].first { size * Double($0) / 8 >= Self.minimumCells } ?? 4
+                lines.append(
+                    String(
+                        format: "plan: decoder v3plus: DeepLabV3 at stride 8 gives it %.1f cells (fewer than %g) and "
+                            + "would scale the input by %d; DeepLabV3+'s stride-4 logits give %.1f at scale %d",
+                        size / 8, Self.minimumCells, v3Scale, cells, inputScale))
+            }
         }
         lines.append(
-            "plan: crop \(cropSize)\(from("crop")), input scale \(inputScale)\(from("input_scale")), "
+            "plan: decoder \(planDecoder.rawValue)\(from("decoder")), "
+                + "crop \(cropSize)\(from("crop")), input scale \(inputScale)\(from("input_scale")), "
                 + "output stride \(outputStride)\(from("output_stride")), batch \(batchSize)\(from("batch")) "
                 + String(
                     format: "(about %.0f MiB per sample, budget %.0f MiB)",

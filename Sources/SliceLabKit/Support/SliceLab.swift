@@ -17,6 +17,7 @@ public var versionDescription: String {
 /// The library types whose cases the command line's choice lists are derived from, re-exported for the
 /// executable (which imports only this target).
 public typealias Architecture = DeepLabConfiguration.Architecture
+public typealias DeepLabDecoder = DeepLabConfiguration.Decoder
 public typealias OptimizerConfiguration = DeepLabTraining.OptimizerConfiguration
 public typealias LossConfiguration = DeepLabTraining.LossConfiguration
 

@@ -23,6 +23,8 @@ public struct TrainOptions: Sendable {
     public var atrousRates: [Int]?
     /// The model's input resampling factor (`DeepLabConfiguration.inputScale`); 1 when nil.
     public var inputScale: Int?
+    /// `--decoder`: DeepLabV3's head or the DeepLabV3+ decoder (`DeepLabConfiguration.decoder`); planned when nil.
+    public var decoder: DeepLabConfiguration.Decoder?
     public var epochs: Int?
     public var steps: Int?
     /// `--batch` and `--crop`; planned from the set's fingerprint when nil (`TrainingPlan`).
@@ -132,7 +134,8 @@ public enum TrainWorkflow {
     }
 
     /// Measures the fingerprint of `samples` (the raw training cases) and plans from it: every part that
-    /// `options` fixes is kept (`--crop`, `--input-scale`, `--output-stride`, `--batch`, `--normalize`), then
+    /// `options` fixes is kept (`--crop`, `--decoder`, `--input-scale`, `--output-stride`, `--batch`,
+    /// `--normalize`), then
     /// `dataset.json`'s `preprocessing`; the memory budget is `--max-memory`.
     static func makePlan(
         _ options: TrainOptions, set: LabeledSet, samples: [LabeledSample],
@@ -148,7 +151,7 @@ public enum TrainWorkflow {
             given = TrainingPlan.modalityPreprocessing(fingerprint, modality: "CT")
         }
         let overrides = TrainingPlan.Overrides(
-            cropSize: options.cropSize, inputScale: options.inputScale,
+            cropSize: options.cropSize, decoder: options.decoder, inputScale: options.inputScale,
             outputStride: options.outputStride, batchSize: options.batchSize,
             preprocessing: given)
         return TrainingPlan.make(
@@ -291,7 +294,7 @@ public enum TrainWorkflow {
             throw TrainingError.invalidConfiguration("unknown architecture \(options.architecture)")
         }
         var configuration = DeepLabConfiguration(
-            architecture: architecture, classCount: options.classCount,
+            architecture: architecture, decoder: options.decoder ?? .v3, classCount: options.classCount,
             inputChannels: options.inputChannels * (2 * options.context + 1),
             seed: options.seed)
         if let stride = options.outputStride {
@@ -365,6 +368,7 @@ public enum TrainWorkflow {
         var options = options
         (options.cropSize, options.batchSize) = (plan.cropSize, plan.batchSize)
         (options.inputScale, options.outputStride) = (plan.inputScale, plan.outputStride)
+        options.decoder = plan.planDecoder
         let configuration = try configuration(options, set: set, plan: plan)
         let planJSON = try plan.json()
         let reporter =

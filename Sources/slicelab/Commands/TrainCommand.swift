@@ -18,6 +18,10 @@ enum TrainCommand: Command {
                 help: "2.5-D: N neighbouring slices on each side of a volume's slice "
                     + "as extra input channels (edge slices replicated); stored in the checkpoint.", default: "0"),
             OptionSpec(
+                "decoder", .choice(of: DeepLabDecoder.self),
+                help: "DeepLabV3's head (torchvision's layout) or the DeepLabV3+ decoder (segmentation-models-pytorch's: "
+                    + "stride-4 features joined to ASPP, logits at stride 4).", default: "planned"),
+            OptionSpec(
                 "output-stride", .choice(["8", "16"]),
                 help: "Backbone output stride (atrous rates 12,24,36 at 8; "
                     + "6,12,18 at 16).", default: "planned"),
@@ -105,6 +109,7 @@ enum TrainCommand: Command {
         options.inputChannels = arguments.int("in-channels") ?? 1
         options.context = arguments.int("context") ?? 0
         options.outputStride = arguments.int("output-stride")
+        options.decoder = arguments.choice("decoder")
         if let rates = arguments.doubles("atrous-rates") {
             guard rates.allSatisfy({ $0 == $0.rounded() && $0 >= 1 && $0 <= 512 }) else {
                 throw UsageError("slicelab train: --atrous-rates: each rate must be a whole number in 1...512")
