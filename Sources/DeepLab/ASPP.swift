@@ -295,7 +295,9 @@ final class LowLevelFusion {
         let resized = try Operations.resizeAlignedCorners(x, height: size[2], width: size[3])
         resizedShape = training ? x.shape : nil
         let projected = try projection(lowLevel, training: training)
-        let joined = try Operations.concatenate([resized, projected.reordered(to: .make(projected.shape, MemoryDesc.plainTag(rank: 4)))])
+        let joined = try Operations.concatenate([
+            resized, projected.reordered(to: .make(projected.shape, MemoryDesc.plainTag(rank: 4)))
+        ])
         return try forwardChain(fuse, joined, training: training)
     }
 

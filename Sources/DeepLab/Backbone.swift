@@ -36,7 +36,8 @@ protocol Backbone: AnyObject {
     func callAsFunction(_ x: Tensor, training: Bool) throws -> BackboneFeatures
     /// Backpropagates the gradients of the main features and (optionally) the auxiliary and low-level ones,
     /// reporting each block's parameters as their gradients complete.
-    func backward(out dOut: Tensor, auxiliary dAuxiliary: Tensor?, lowLevel dLowLevel: Tensor?,
+    func backward(
+        out dOut: Tensor, auxiliary dAuxiliary: Tensor?, lowLevel dLowLevel: Tensor?,
         gradientsReady: GradientsReady) throws
     /// Appends the eval-mode backbone to `graph` from value `x`; returns the stride-4 features' value and the main
     /// head's input.

@@ -51,7 +51,8 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
 
     /// torchvision's DeepLabV3 layout by default: output stride 8, rates 12/24/36, 256 ASPP channels.
     public init(
-        architecture: Architecture, decoder: Decoder = .v3, classCount: Int, inputChannels: Int = 3, outputStride: Int = 8,
+        architecture: Architecture, decoder: Decoder = .v3, classCount: Int, inputChannels: Int = 3,
+        outputStride: Int = 8,
         atrousRates: [Int] = [12, 24, 36], asppChannels: Int = 256, auxiliaryHead: Bool = false,
         widthMultiplier: Double = 1, multiGrid: [Int]? = nil, seed: UInt64 = 0, inputScale: Int = 1
     ) {
@@ -74,7 +75,8 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
         case architecture = "arch"
         case classCount = "numClasses"
         case auxiliaryHead = "aux"
-        case decoder, inputChannels, outputStride, atrousRates, asppChannels, widthMultiplier, multiGrid, seed, inputScale
+        case decoder, inputChannels, outputStride, atrousRates, asppChannels, widthMultiplier, multiGrid, seed,
+            inputScale
     }
 
     /// Decodes every field; `decoder` and `inputScale` are optional (checkpoints written before they existed mean

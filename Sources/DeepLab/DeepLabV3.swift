@@ -130,9 +130,10 @@ public final class DeepLabV3: SegmentationNetwork {
                 "gradient shape \(gradientOfLogits.shape) differs from the logits' "
                     + "\(saved.outputShape)")
         }
-        let dLogits = try saved.resize.map {
-            try Operations.resizeBackward(Tensor(gradientOfLogits), forward: $0, sourceShape: saved.headShape)
-        } ?? Operations.resizeAlignedCornersBackward(Tensor(gradientOfLogits), sourceShape: saved.headShape)
+        let dLogits =
+            try saved.resize.map {
+                try Operations.resizeBackward(Tensor(gradientOfLogits), forward: $0, sourceShape: saved.headShape)
+            } ?? Operations.resizeAlignedCornersBackward(Tensor(gradientOfLogits), sourceShape: saved.headShape)
         let (dOut, dLowLevel) = try head.backward(dLogits)
         gradientsReady(head.parameters)
         var dAuxiliary: Tensor?

@@ -122,7 +122,10 @@ func describeChain(_ units: [ConvUnit], _ x: String, in graph: inout InferenceGr
 extension InferenceGraph {
     /// Bilinear `Resize` attributes: half-pixel centres (PyTorch's `align_corners=False`) or aligned corners.
     static func bilinear(alignCorners: Bool) -> [(name: String, value: Attribute)] {
-        [("mode", .string("linear")), ("coordinate_transformation_mode", .string(alignCorners ? "align_corners" : "half_pixel"))]
+        [
+            ("mode", .string("linear")),
+            ("coordinate_transformation_mode", .string(alignCorners ? "align_corners" : "half_pixel"))
+        ]
     }
 
     /// `Resize` of `x` [N, C, h, w] to [N, C] and the spatial size of `like` [_, _, H, W].

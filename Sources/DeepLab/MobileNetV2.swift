@@ -179,7 +179,9 @@ extension MobileNetV2 {
             if i + 1 == MobileNetV2.auxiliaryIndex, let dAuxiliary {
                 gradient = try Operations.sum([gradient, dAuxiliary])
             }
-            if i + 1 == MobileNetV2.lowLevelIndex, let dLowLevel { gradient = try Operations.sum([gradient, dLowLevel]) }
+            if i + 1 == MobileNetV2.lowLevelIndex, let dLowLevel {
+                gradient = try Operations.sum([gradient, dLowLevel])
+            }
             gradient = try block.backward(gradient)
             gradientsReady(block.parameters)
         }

@@ -97,7 +97,9 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
         var stride = overrides.outputStride ?? 8
         var scale = overrides.inputScale ?? 1
         if let size = structure?.sizePixels {
-            if overrides.decoder == nil, overrides.inputScale == nil, size * Double(scale) / Double(stride) < minimumCells {
+            if overrides.decoder == nil, overrides.inputScale == nil,
+                size * Double(scale) / Double(stride) < minimumCells
+            {
                 decoder = .v3plus
             }
             if overrides.outputStride == nil,

@@ -19,7 +19,8 @@ enum TrainCommand: Command {
                     + "as extra input channels (edge slices replicated); stored in the checkpoint.", default: "0"),
             OptionSpec(
                 "decoder", .choice(of: DeepLabDecoder.self),
-                help: "DeepLabV3's head (torchvision's layout) or the DeepLabV3+ decoder (segmentation-models-pytorch's: "
+                help:
+                    "DeepLabV3's head (torchvision's layout) or the DeepLabV3+ decoder (segmentation-models-pytorch's: "
                     + "stride-4 features joined to ASPP, logits at stride 4).", default: "planned"),
             OptionSpec(
                 "output-stride", .choice(["8", "16"]),
