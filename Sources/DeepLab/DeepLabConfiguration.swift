@@ -126,6 +126,14 @@ public struct DeepLabConfiguration: Codable, Equatable, Sendable {
     }
 }
 
+extension DeepLabConfiguration {
+    /// The `state_dict` prefix of the backbone's keys: torchvision's `backbone.`, or smp's `encoder.` (ResNet) and
+    /// `encoder.features.` (MobileNetV2) for DeepLabV3+.
+    public var backbonePrefix: String {
+        decoder == .v3 ? "backbone." : architecture == .mobilenetV2 ? "encoder.features." : "encoder."
+    }
+}
+
 extension DeepLabConfiguration.Decoder {
     /// The stride of the logits before their resize to the input: the output stride (DeepLabV3), or 4 (DeepLabV3+'s
     /// decoder, at the low-level features' stride).

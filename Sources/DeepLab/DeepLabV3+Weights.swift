@@ -6,15 +6,19 @@ extension DeepLabV3 {
 
     /// Keys of the classifiers' last layers (re-initialised when the class count differs).
     var classifierKeys: Set<String> {
-        ["classifier.4.weight", "classifier.4.bias", "aux_classifier.4.weight", "aux_classifier.4.bias"]
+        Set(
+            [head.classifier.name, "aux_classifier.4"].flatMap { [$0 + ".weight", $0 + ".bias"] })
     }
 
-    /// Loads a torchvision `state_dict` into the model.
+    /// Loads a `state_dict` (torchvision's keys, or segmentation-models-pytorch's for DeepLabV3+) into the model.
     ///
-    /// Every model key must be present with the model's shape, with two conversions: 3-channel weights of the
-    /// first convolution are summed over RGB for a 1-channel model, and the classifiers' last layers keep their
-    /// fresh initialisation when the file has a different class count. Keys the model does not have are an
-    /// error (except `aux_classifier.*` when the model has no auxiliary head, which is skipped and reported).
+    /// Every model key must be present with the model's shape, with three conversions: 3-channel weights of the
+    /// first convolution are summed over RGB for a 1-channel model; the classifiers' last layers keep their
+    /// fresh initialisation when the file has a different class count; and a file of the other decoder (a
+    /// DeepLabV3 `state_dict` for a DeepLabV3+ model, or the reverse) gives its backbone only, under this
+    /// model's backbone keys, the head starting fresh (its tensors in the file skipped and reported). Keys the
+    /// model does not have are an error (except `aux_classifier.*` when the model has no auxiliary head, which
+    /// is skipped and reported).
     ///
     /// - Parameters:
     ///   - tensors: values by `state_dict` key.
@@ -23,7 +27,15 @@ extension DeepLabV3 {
     /// - Throws: `DeepLabError.mismatchedWeights` listing every missing, unexpected and mis-shaped key.
     @discardableResult
     public func load(stateDict tensors: [String: FloatTensor], source: String) throws -> [String] {
-        var notes: [String] = []
+        var (tensors, notes, fresh) = (tensors, [String](), Set<String>())
+        if let backbone = otherDecodersBackbone(tensors) {
+            notes.append(
+                "\(source) is a \(backbone.decoder) state_dict: took its \(backbone.tensors.count) backbone tensors "
+                    + "under \(configuration.backbonePrefix), skipped its other \(tensors.count - backbone.tensors.count); "
+                    + "the head starts fresh")
+            tensors = backbone.tensors
+            fresh = Set(parameters.map(\.name).filter { !$0.hasPrefix(configuration.backbonePrefix) })
+        }
         var missing: [String] = []
         var misshaped: [String] = []
         var assignments: [(Parameter, [Float])] = []
@@ -31,7 +43,7 @@ extension DeepLabV3 {
         let firstConvolution = firstConvolutionKey
         for p in parameters {
             guard let t = tensors[p.name] else {
-                missing.append(p.name)
+                if !fresh.contains(p.name) { missing.append(p.name) }
                 continue
             }
             if t.shape == p.shape {
@@ -88,6 +100,21 @@ extension DeepLabV3 {
     }
 
     private var auxiliaryLogitsAbsent: Bool { !configuration.auxiliaryHead }
+
+    /// When `tensors` hold no key under this model's backbone prefix but some under the other decoder's, those
+    /// renamed to this model's keys, and the other decoder.
+    private func otherDecodersBackbone(_ tensors: [String: FloatTensor])
+        -> (decoder: DeepLabConfiguration.Decoder, tensors: [String: FloatTensor])?
+    {
+        var other = configuration
+        other.decoder = configuration.decoder == .v3 ? .v3plus : .v3
+        let (own, theirs) = (configuration.backbonePrefix, other.backbonePrefix)
+        guard !tensors.keys.contains(where: { $0.hasPrefix(own) }) else { return nil }
+        let renamed = tensors.compactMap { key, value in
+            key.hasPrefix(theirs) ? (own + key.dropFirst(theirs.count), value) : nil
+        }
+        return renamed.isEmpty ? nil : (other.decoder, Dictionary(renamed, uniquingKeysWith: { a, _ in a }))
+    }
 
     /// Loads a torchvision `state_dict` saved as safetensors.
     ///

@@ -201,11 +201,10 @@ extension MobileNetV2 {
             reason: "torchvision has no DeepLabV3 over MobileNetV2 (only MobileNetV3-Large); SliceLab's "
                 + "composition would not load into any torchvision constructor; export to ONNX instead"),
         make: { configuration, generator in
-            let plus = configuration.decoder == .v3plus
-            return MobileNetV2(
-                prefix: plus ? "encoder.features" : "backbone", inputChannels: configuration.inputChannels,
+            MobileNetV2(
+                prefix: String(configuration.backbonePrefix.dropLast()), inputChannels: configuration.inputChannels,
                 widthMultiplier: configuration.widthMultiplier, outputStride: configuration.outputStride,
-                keepsLowLevelFeatures: plus, generator: &generator)
+                keepsLowLevelFeatures: configuration.decoder == .v3plus, generator: &generator)
         })
 }
 

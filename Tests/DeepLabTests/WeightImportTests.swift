@@ -70,6 +70,42 @@ import Testing
         }
     }
 
+    /// A DeepLabV3 `state_dict` starts a DeepLabV3+ model's encoder (the backbone's tensors under smp's keys, the
+    /// decoder left as initialised) and the reverse; the other head's tensors are skipped and said.
+    @Test(arguments: [DeepLabConfiguration.Architecture.mobilenetV2, .resnet18])
+    func otherDecodersStateDictGivesItsBackbone(_ architecture: DeepLabConfiguration.Architecture) throws {
+        func model(_ decoder: DeepLabConfiguration.Decoder, seed: UInt64) throws -> DeepLabV3 {
+            try DeepLabV3(
+                DeepLabConfiguration(
+                    architecture: architecture, decoder: decoder, classCount: 3, inputChannels: 1, outputStride: 16,
+                    asppChannels: 16, widthMultiplier: 0.35, seed: seed))
+        }
+        for (from, to) in [(DeepLabConfiguration.Decoder.v3, DeepLabConfiguration.Decoder.v3plus), (.v3plus, .v3)] {
+            let source = try model(from, seed: 1)
+            DeterministicWeights.fill(source)
+            let target = try model(to, seed: 2)
+            let initial = target.parametersByName
+                .mapValues(\.value)
+            let state = Dictionary(
+                uniqueKeysWithValues: source.parameters.map {
+                    ($0.name, FloatTensor(shape: $0.shape, values: $0.value))
+                })
+            let notes = try target.load(stateDict: state, source: "\(from).safetensors")
+            #expect(notes.contains { $0.contains("is a \(from) state_dict") && $0.contains("the head starts fresh") })
+            let (own, theirs) = (target.configuration.backbonePrefix, source.configuration.backbonePrefix)
+            var taken = 0
+            for p in target.parameters {
+                if p.name.hasPrefix(own) {
+                    #expect(p.value == state[theirs + p.name.dropFirst(own.count)]?.values, "\(p.name)")
+                    taken += 1
+                } else {
+                    #expect(p.value == initial[p.name], "\(p.name)")
+                }
+            }
+            #expect(taken == source.parameters.filter { $0.name.hasPrefix(theirs) }.count)
+        }
+    }
+
     @Test func missingUnexpectedAndMisshapedKeysAreAllListed() throws {
         let configuration = DeepLabConfiguration(
             architecture: .mobilenetV2, classCount: 2, inputChannels: 1, outputStride: 16,
