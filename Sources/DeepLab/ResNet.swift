@@ -242,7 +242,8 @@ extension ResNet {
             make: { configuration, generator in
                 let plus = configuration.decoder == .v3plus
                 return ResNet(
-                    prefix: String(configuration.backbonePrefix.dropLast()), depth: depth, inputChannels: configuration.inputChannels,
+                    prefix: String(configuration.backbonePrefix.dropLast()), depth: depth,
+                    inputChannels: configuration.inputChannels,
                     outputStride: configuration.outputStride, multiGrid: configuration.multiGrid,
                     dilatesWholeStage: plus, keepsLowLevelFeatures: plus, generator: &generator)
             })

@@ -80,7 +80,7 @@ struct TrainCommandTests {
         let result = try TestSupport.slicelab([
             "train", folder.path, "--arch", "deeplabv3_resnet18", "--num-classes", "3",
             "--steps", "1", "--batch", "2", "--crop", "32", "--output-stride", "16",
-            "--aspp-channels", "16", "--out", out
+            "--aspp-channels", "16", "--decoder", "v3", "--out", out
         ])
         #expect(result.status == 0, "\(result.standardError)")
         let file = try HDF5File.open(out)

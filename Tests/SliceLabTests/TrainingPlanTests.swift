@@ -215,7 +215,7 @@ struct TrainingPlanTests {
     @Test func flagsOverrideTheirPartsOfThePlan() throws {
         let fingerprint = Self.fingerprint(Self.discCases(count: 3, side: 128, radius: 10), modality: "CT")
         let overrides = TrainingPlan.Overrides(
-            cropSize: 96, inputScale: 1, outputStride: 16, batchSize: 3,
+            cropSize: 96, decoder: .v3, inputScale: 1, outputStride: 16, batchSize: 3,
             preprocessing: .minMax)
         let given = TrainingPlan.make(
             fingerprint: fingerprint, overrides: overrides,
@@ -226,7 +226,7 @@ struct TrainingPlanTests {
             given.decoder == .v3
                 && given.lines.contains {
                     $0.contains(
-                        "decoder v3, crop 96 (flag), input scale 1 (flag), output stride 16 (flag), "
+                        "decoder v3 (flag), crop 96 (flag), input scale 1 (flag), output stride 16 (flag), "
                             + "batch 3 (flag)")
                 })
         // Only the stride given: the decoder and scale are planned for it (20 px at stride 16 needs DeepLabV3 to
@@ -260,7 +260,7 @@ struct TrainingPlanTests {
             PixelLinearNetwork(inputChannels: $0.inputChannels, classCount: $0.classCount, seed: 3)
         }
         let printed = text()
-        #expect(printed.contains("plan: crop 16 (flag)") && printed.contains("batch 2 (flag)"), "\(printed)")
+        #expect(printed.contains(", crop 16 (flag)") && printed.contains("batch 2 (flag)"), "\(printed)")
         #expect(printed.contains(#"plan: normalize {"high":"#) && printed.contains(#""normalize":"ct""#))
         for path in [options.outputPath, options.lastCheckpointPath] {
             let file = try HDF5File.open(path)
