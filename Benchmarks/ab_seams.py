@@ -271,7 +271,7 @@ def resnet50_inference(binary, work, _):
 
 def resnet18_train(binary, work, _):
     result = run([binary, "train", work / "set", "--arch", "deeplabv3_resnet18", "--num-classes", "4",
-                  "--in-channels", "1", "--steps", TRAIN_STEPS, "--batch", "4", "--crop", "128",
+                  "--in-channels", "1", "--decoder", "v3", "--steps", TRAIN_STEPS, "--batch", "4", "--crop", "128",
                   "--val-every", TRAIN_STEPS + 1, "--threads", THREADS, "--out", work / "model.h5"])
     line = [l for l in result.stderr.splitlines() if "steps/s" in l][-1]
     return 1 / float(line.split("steps/s")[0].split()[-1])

@@ -61,7 +61,7 @@ def make_model(slicelab, folder, threads):
                                                    "splits": {"train": ["c0", "c1"]}}))
     model = folder / "resnet50.h5"
     seconds, peak, _, _ = run([slicelab, "train", str(data), "--arch", "deeplabv3_resnet50", "--num-classes", "21",
-                               "--steps", "1", "--batch", "1", "--crop", "32", "--threads", str(threads),
+                               "--decoder", "v3", "--steps", "1", "--batch", "1", "--crop", "32", "--threads", str(threads),
                                "--out", str(model)])
     print(f"model: deeplabv3_resnet50, 21 classes, 1 channel, one training step ({seconds:.1f} s, peak "
           f"{peak:.0f} MB), {model.stat().st_size / 1e6:.0f} MB checkpoint")

@@ -89,7 +89,7 @@ def mpirun(transport):
 
 def train(binary, folder, arch, threads, ranks, transport="tcp-loopback"):
     out = folder / f"m-{arch}-{ranks}.h5"
-    arguments = [str(binary), "train", str(folder), "--arch", arch, "--num-classes", "3", "--steps", str(STEPS),
+    arguments = [str(binary), "train", str(folder), "--arch", arch, "--num-classes", "3", "--decoder", "v3", "--steps", str(STEPS),
                  "--batch", str(BATCH), "--crop", str(CROP), "--val-every", str(STEPS + 1), "--seed", "0",
                  "--threads", str(threads), "--out", str(out)]
     command = (mpirun(transport) if ranks > 1 else []) + arguments

@@ -111,7 +111,7 @@ def main(threads=2):
         if os.environ.get("BENCH_MODEL") == "tiny":
             name, checkpoint = "DeepLabV3-MobileNetV2 (OS 16, ASPP 64)", work / "tiny.h5"
             subprocess.run([str(binary), "train", str(dataset), "--arch", "deeplabv3_mobilenet_v2", "--num-classes",
-                            "21", "--output-stride", "16", "--aspp-channels", "64", "--steps", "2", "--batch", "2",
+                            "21", "--decoder", "v3", "--output-stride", "16", "--aspp-channels", "64", "--steps", "2", "--batch", "2",
                             "--crop", "64", "--seed", "1", "--threads", str(threads), "--out", str(checkpoint)],
                            check=True, capture_output=True)
         models = {"fp32": checkpoint, "int8": work / "model-int8.h5"}

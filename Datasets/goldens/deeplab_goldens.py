@@ -69,6 +69,13 @@ def deterministic_value(key, shape):
     return v.astype(np.float32).reshape(shape)
 
 
+def write_keys(group, state):
+    """A state_dict's keys, in order, with their ranks and flattened shapes (what the Swift parity tests compare)."""
+    group.create_dataset("keys", data=np.array(list(state.keys()), dtype=h5py.string_dtype()))
+    group.create_dataset("key_ranks", data=np.array([t.dim() for t in state.values()], dtype=np.int64))
+    group.create_dataset("key_shapes", data=np.array([s for t in state.values() for s in t.shape], dtype=np.int64))
+
+
 def deterministic_input(shape):
     return uniform(int(np.prod(shape)), 12345).astype(np.float32).reshape(shape)
 
@@ -177,9 +184,7 @@ def main():
                       "seed": 0}
             g.attrs["configuration"] = json.dumps(config)
             g.attrs["input_shape"] = [n, c, h, w]
-            g.create_dataset("keys", data=np.array(list(state.keys()), dtype=h5py.string_dtype()))
-            g.create_dataset("key_ranks", data=np.array([t.dim() for t in state.values()], dtype=np.int64))
-            g.create_dataset("key_shapes", data=np.array([s for t in state.values() for s in t.shape], dtype=np.int64))
+            write_keys(g, state)
             g.create_dataset("logits", data=result["out"].numpy(), compression="gzip")
             if aux:
                 g.create_dataset("aux_logits", data=result["aux"].numpy(), compression="gzip")

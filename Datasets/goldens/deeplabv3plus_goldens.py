@@ -19,7 +19,7 @@ import numpy as np
 import segmentation_models_pytorch as smp
 import torch
 
-from deeplab_goldens import deterministic_input, deterministic_value
+from deeplab_goldens import deterministic_input, deterministic_value, write_keys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "Tests/DeepLabTests/Fixtures"
@@ -55,9 +55,7 @@ def main():
                       "seed": 0}
             g.attrs["configuration"] = json.dumps(config)
             g.attrs["input_shape"] = [n, c, h, w]
-            g.create_dataset("keys", data=np.array(list(state.keys()), dtype=h5py.string_dtype()))
-            g.create_dataset("key_ranks", data=np.array([t.dim() for t in state.values()], dtype=np.int64))
-            g.create_dataset("key_shapes", data=np.array([s for t in state.values() for s in t.shape], dtype=np.int64))
+            write_keys(g, state)
             g.create_dataset("logits", data=logits.numpy(), compression="gzip")
             print(f"{name}: {encoder} logits {tuple(logits.shape)} max|logit| {logits.abs().max():.4g}")
     print(f"torch {torch.__version__}, segmentation_models_pytorch {smp.__version__}")

@@ -53,12 +53,10 @@ final class ASPP {
         self.branches = branches
     }
 
-    var parameters: [Parameter] {
-        branches.joined().flatMap(\.parameters) + pooling.parameters + projection.parameters
-    }
-
     /// Every unit in forward order.
-    var units: [ConvUnit] { branches.flatMap { $0 } + [pooling, projection] }
+    var units: [ConvUnit] { Array(branches.joined()) + [pooling, projection] }
+
+    var parameters: [Parameter] { units.flatMap(\.parameters) }
 
     /// What backward needs from the last training forward.
     struct State {
