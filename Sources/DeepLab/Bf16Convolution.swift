@@ -14,12 +14,18 @@
 /// It applies to units whose `bf16` is set (`DeepLabV3.useBf16(_:)`), after int8 and before the f32
 /// strategies.
 final class Bf16Convolution: ConvolutionStrategy {
+    /// The kinds of convolution this ISA runs in bf16 (`ConvolutionStrategyTable.bf16Layers`); others fall through
+    /// to the f32 strategies.
+    let layers: Set<ConvolutionKind>
     private let primitives = PrimitiveCache()
+
+    init(layers: Set<ConvolutionKind> = Set(ConvolutionKind.allCases)) { self.layers = layers }
     /// Eval-mode folded weights (bf16, or rounded f32) and f32 bias, with what they were made from.
     private var prepared: (key: DescKey, version: Int, weights: Tensor, bias: Tensor)?
 
     func applies(to unit: ConvUnit, inputShape: [Int], residual: Bool, training: Bool) -> Bool {
         unit.bf16 != nil && unit.quantization == nil
+            && (unit.bf16 == .emulated || layers.contains(ConvolutionKind(unit.conv)))
     }
 
     func releaseInferenceWeights() { prepared = nil }

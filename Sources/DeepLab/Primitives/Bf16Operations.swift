@@ -8,7 +8,7 @@ import Foundation
 /// How a model's bf16 convolutions run.
 public enum Bf16Execution: String, Sendable, Hashable {
     /// oneDNN's bf16 primitives: bf16 sources, weights and gradients of the output, f32 accumulation and
-    /// f32 outputs (AMX kernels).
+    /// f32 outputs (AMX or AVX512_CORE_BF16 kernels).
     case native
     /// The same graph, reorder points and f32 outputs on f32 primitives, fed values rounded to bf16
     /// (round-to-nearest-even) wherever the native path holds bf16: the path's logic on any CPU, for tests.
@@ -21,19 +21,24 @@ public enum Bf16Execution: String, Sendable, Hashable {
 /// Where SliceLab selects bf16, from oneDNN's effective ISA (`dnnl_get_effective_cpu_isa`, after any
 /// `ONEDNN_MAX_CPU_ISA` cap).
 ///
-/// bf16 is selected only where it is faster than fp32: with AMX (`AVX512_CORE_AMX`). On `AVX512_CORE_BF16`
-/// without AMX the one measurement at hand (issue #19: oneDNN 2.6, Xeon capped below AMX) found bf16 slower
-/// than f32, and none here showed a gain, so it is refused there too; below that oneDNN 2.6 only emulates bf16
-/// instructions (AVX-512) or has no bf16 convolution kernels (AVX2). `SLICELAB_BF16_EMULATION=1` (tests only)
-/// selects `.emulated` on any CPU.
+/// bf16 runs natively where oneDNN has bf16 instructions: AMX (`AVX512_CORE_AMX`) and `AVX512_CORE_BF16`
+/// (`vdpbf16ps`; AMD Zen 4, Intel Cooper Lake), each convolution in bf16 where that ISA's
+/// `ConvolutionStrategyTable.bf16Layers` says oneDNN's bf16 kernel beats its f32 one, in f32 elsewhere (issue
+/// #40; measured in Benchmarks/README.md). Below that oneDNN 2.6 only emulates bf16 instructions (AVX-512) or
+/// has no bf16 convolution kernels (AVX2), so bf16 is refused there. `SLICELAB_BF16_EMULATION=1` (tests only)
+/// selects `.emulated` on any CPU, every unit in bf16.
 public enum Bf16Support {
     /// The environment variable that forces the emulated bf16 path on any CPU (tests only).
     public static let emulationVariable = "SLICELAB_BF16_EMULATION"
 
     /// Whether oneDNN's effective ISA includes AMX (`AVX512_CORE_AMX` or above).
-    public static var hasAMX: Bool {
-        let amx = dnnl_cpu_isa_avx512_core_amx.rawValue
-        return dnnl_get_effective_cpu_isa().rawValue & amx == amx
+    public static var hasAMX: Bool { effectiveISAIncludes(dnnl_cpu_isa_avx512_core_amx) }
+
+    /// Whether oneDNN's effective ISA has bf16 instructions (`AVX512_CORE_BF16` or above).
+    public static var hasBf16Instructions: Bool { effectiveISAIncludes(dnnl_cpu_isa_avx512_core_bf16) }
+
+    private static func effectiveISAIncludes(_ level: dnnl_cpu_isa_t) -> Bool {
+        dnnl_get_effective_cpu_isa().rawValue & level.rawValue == level.rawValue
     }
 
     /// The execution `--precision bf16` gets on this CPU, or why it is refused (one line naming oneDNN's
@@ -42,20 +47,16 @@ public enum Bf16Support {
         -> Result<Bf16Execution, DeepLabError>
     {
         if environment[emulationVariable] == "1" { return .success(.emulated) }
-        if hasAMX { return .success(.native) }
-        let isa = dnnl_get_effective_cpu_isa().rawValue
-        func has(_ level: dnnl_cpu_isa_t) -> Bool { isa & level.rawValue == level.rawValue }
+        if hasBf16Instructions { return .success(.native) }
         let why =
-            has(dnnl_cpu_isa_avx512_core_bf16)
-            ? " (bf16 without AMX), where bf16 convolutions were measured slower than fp32"
-            : has(dnnl_cpu_isa_avx512_core)
-                ? ", which lacks bf16 instructions (oneDNN only emulates them)"
-                : ", which has no bf16 convolution kernels"
+            effectiveISAIncludes(dnnl_cpu_isa_avx512_core)
+            ? ", which lacks bf16 instructions (oneDNN only emulates them)"
+            : ", which has no bf16 convolution kernels"
         return .failure(
             .unavailablePrecision(
                 precision: "bf16",
                 reason: "this CPU's oneDNN ISA is "
-                    + "\(oneDNNEffectiveISA)\(why); bf16 runs only on AVX512_CORE_AMX"))
+                    + "\(oneDNNEffectiveISA)\(why); bf16 runs on AVX512_CORE_BF16 and AVX512_CORE_AMX"))
     }
 }
 
