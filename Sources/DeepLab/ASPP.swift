@@ -250,6 +250,10 @@ final class DeepLabHead {
     /// Every unit in forward order.
     var units: [ConvUnit] { aspp.units + refine + (fusion?.units ?? []) + [classifier] }
 
+    /// Sequences of units in which each unit's output feeds the next unit alone (separable convolutions' depthwise
+    /// and pointwise halves).
+    var unitChains: [[ConvUnit]] { aspp.branches + [refine] + (fusion.map { [$0.fuse] } ?? []) }
+
     var parameters: [Parameter] { units.flatMap(\.parameters) }
 
     func callAsFunction(_ features: BackboneFeatures, training: Bool) throws -> Tensor {

@@ -11,8 +11,10 @@
 /// padding-free rectangles nor Winograd, schemes tuned on AVX2 (f32, and the rectangles in int8), apply to a
 /// bf16 unit.
 ///
-/// It applies to units whose `bf16` is set (`DeepLabV3.useBf16(_:)`), after int8 and before the f32
-/// strategies.
+/// It applies to units whose `bf16` is set (`DeepLabV3.useBf16(_:)`) and whose kind the ISA's table runs in bf16,
+/// after int8 and before the f32 strategies. In eval mode a unit whose output only the next bf16 unit of its
+/// block reads (`ConvUnit.bf16Output`) writes that output in bf16 (rounded f32 values when emulated), so the
+/// expanded activations between them move at half the bytes and are not converted again.
 final class Bf16Convolution: ConvolutionStrategy {
     /// The kinds of convolution this ISA runs in bf16 (`ConvolutionStrategyTable.bf16Layers`); others fall through
     /// to the f32 strategies.
@@ -23,7 +25,11 @@ final class Bf16Convolution: ConvolutionStrategy {
     /// Eval-mode folded weights (bf16, or rounded f32) and f32 bias, with what they were made from.
     private var prepared: (key: DescKey, version: Int, weights: Tensor, bias: Tensor)?
 
-    func applies(to unit: ConvUnit, inputShape: [Int], residual: Bool, training: Bool) -> Bool {
+    func applies(to unit: ConvUnit, inputShape: [Int], residual: Bool, training: Bool) -> Bool { runs(unit) }
+
+    /// Whether `unit` runs here: set to bf16, not quantised, and of a kind the ISA runs in bf16 (every kind when
+    /// emulated).
+    func runs(_ unit: ConvUnit) -> Bool {
         unit.bf16 != nil && unit.quantization == nil
             && (unit.bf16 == .emulated || layers.contains(ConvolutionKind(unit.conv)))
     }
@@ -45,11 +51,13 @@ final class Bf16Convolution: ConvolutionStrategy {
     ) throws -> Tensor {
         let execution = try execution(unit)
         let conv = unit.conv
-        let primitive = try primitives.primitive(PrimitiveCache.Key("eval", x.shape, residual != nil, execution)) {
+        let bf16Output = unit.bf16Output && residual == nil
+        let key = PrimitiveCache.Key("eval", x.shape, residual != nil, execution, bf16Output)
+        let primitive = try primitives.primitive(key) {
             let op = try ConvolutionOp.forward(
                 source: x.shape, weights: conv.weightDims,
                 destination: conv.outputDims(x.shape), bias: true, training: false,
-                conv.geometry(x.shape), bf16: execution)
+                conv.geometry(x.shape), bf16: execution, bf16Output: bf16Output)
             var postOps: [PrimitiveAttributes.PostOp] = residual != nil ? [.sum] : []
             if let p = unit.activation.postOp { postOps.append(p) }
             return try Primitive("bf16 convolution", op: op, attributes: PrimitiveAttributes(postOps: postOps))
@@ -60,6 +68,7 @@ final class Bf16Convolution: ConvolutionStrategy {
             primitive.desc(.destination), residual: residual,
             consumingResidual: consumingResidual)
         try primitive.execute([(Arg.src, input), (Arg.weights, weights), (Arg.bias, bias), (Arg.dst, output)])
+        if bf16Output, execution == .emulated { Bf16Operations.roundToBfloat16(output) }
         return output
     }
 

@@ -26,6 +26,12 @@ final class ConvUnit {
     var quantizedResidual: UnitQuantization?
     /// How the unit's convolution runs in bf16 (`Bf16Convolution`), nil for f32.
     var bf16: Bf16Execution?
+    /// Eval mode: the output feeds only the next unit of a chain, which runs in bf16, so a bf16 convolution writes
+    /// it in bf16 (`DeepLabV3.useBf16(_:)`).
+    var bf16Output = false
+
+    /// Whether the unit's convolution runs in bf16 (a `Bf16Convolution` of its strategies takes it).
+    var runsInBf16: Bool { strategies.contains { ($0 as? Bf16Convolution)?.runs(self) == true } }
     /// Called with every eval-mode input before the convolution (calibration collects statistics through it).
     var inputObserver: ((Tensor) throws -> Void)?
     /// The multiply-adds of every eval-mode forward so far, counted as the direct algorithm does them (padding

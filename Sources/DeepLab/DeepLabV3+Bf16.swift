@@ -17,7 +17,14 @@ extension DeepLabV3 {
         let float32 = floatUnitNames
         for unit in convUnits {
             unit.bf16 = float32.contains(unit.name) ? nil : execution
+            unit.bf16Output = false
             for strategy in unit.strategies { strategy.releaseInferenceWeights() }
+        }
+        // Inside a chain, a bf16 unit feeding a bf16 unit hands it bf16 activations.
+        for chain in backbone.unitChains + head.unitChains {
+            for (unit, next) in zip(chain, chain.dropFirst()) where unit.runsInBf16 && next.runsInBf16 {
+                unit.bf16Output = true
+            }
         }
         bf16 = execution
     }

@@ -16,19 +16,19 @@ struct ConvolutionGeometry {
 
 /// oneDNN convolution operation descriptors from source, weights and destination dims (layouts left to oneDNN)
 /// and a geometry: the whole convolutions' and the padding-free rectangles' alike. With `bf16`, the source,
-/// weights and output gradient are that execution's operand type (bf16 natively, `Bf16Operations`); outputs,
-/// bias and the gradients computed stay f32.
+/// weights and output gradient are that execution's operand type (bf16 natively, `Bf16Operations`); outputs
+/// (unless `bf16Output`), bias and the gradients computed stay f32.
 enum ConvolutionOp {
     /// Rests on `dnnl_dilated_convolution_forward_desc_init`.
     static func forward(
         source: [Int], weights: [Int], destination: [Int], bias: Bool, training: Bool,
-        _ g: ConvolutionGeometry, bf16: Bf16Execution? = nil
+        _ g: ConvolutionGeometry, bf16: Bf16Execution? = nil, bf16Output: Bool = false
     ) throws -> ConvolutionDescriptor {
         let operand = bf16?.operandType ?? dnnl_f32
         var src = try MemoryDesc.make(source, dnnl_format_tag_any, operand)
         var weightsDesc = try MemoryDesc.make(weights, dnnl_format_tag_any, operand)
         var biasDesc = try MemoryDesc.make([destination[1]], dnnl_a)
-        var dst = try MemoryDesc.make(destination, dnnl_format_tag_any)
+        var dst = try MemoryDesc.make(destination, dnnl_format_tag_any, bf16Output ? operand : dnnl_f32)
         var op = ConvolutionDescriptor()
         let status = withUnsafePointer(to: &biasDesc) { biasPointer in
             dnnl_dilated_convolution_forward_desc_init(
