@@ -1,11 +1,11 @@
 """bf16 against fp32 per kind of convolution (issue #40): which layers oneDNN 2.6's bf16 kernels make faster on this
-CPU, the measurement behind `ConvolutionStrategyTable.bf16Layers`.
+CPU, the measurement behind `Bf16Support`'s choice (bf16 with AMX; refused on AVX512_CORE_BF16, where every kind
+was slower; `SLICELAB_BF16_NATIVE=1`, which this script sets, runs the kernels there anyway).
 
 For each model, `segment --raw-input --timings` runs it in fp32 and in bf16 (fresh processes, alternated over
 BENCH_ROUNDS rounds, default 3; SLICELAB_PARITY_REPEAT=5 warm repeats each) and prints its roofline rows; each
-convolution's time is taken from them (median over rounds) and grouped by kind, as `ConvolutionKind` groups them
-(pointwise 1 x 1, depthwise, dense 3 x 3, strided, dilated), read from the model's ONNX export. A kind's ratio is its
-bf16 time over its fp32 time; the kinds that ran in f32 under bf16 (the table keeps them there) show ratio 1.
+convolution's time is taken from them (median over rounds) and grouped by kind (pointwise 1 x 1, depthwise, dense
+k x k, strided, dilated), read from the model's ONNX export. A kind's ratio is its bf16 time over its fp32 time.
 BENCH_ISA caps oneDNN (`ONEDNN_MAX_CPU_ISA`, e.g. AVX512_CORE_BF16 on an AMX machine, to measure the kernels a CPU
 with bf16 instructions but no AMX runs; the figures are then of this CPU's cores running those kernels).
 
@@ -54,7 +54,8 @@ def kinds(onnx_path):
 
 def profile(binary, model, raw_input, threads, precision, isa):
     """{layer: (ms, strategy)} and the median forward latency of one process."""
-    env = dict(os.environ, SLICELAB_PARITY_REPEAT="5", OMP_NUM_THREADS=str(threads))
+    # Without AMX `--precision bf16` is refused (measured slower); the variable runs oneDNN's kernels to measure them.
+    env = dict(os.environ, SLICELAB_PARITY_REPEAT="5", OMP_NUM_THREADS=str(threads), SLICELAB_BF16_NATIVE="1")
     if isa:
         env["ONEDNN_MAX_CPU_ISA"] = isa
     result = subprocess.run([str(binary), "segment", "--model", str(model), "--raw-input", str(raw_input), "--logits",

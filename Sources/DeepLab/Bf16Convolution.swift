@@ -11,28 +11,18 @@
 /// padding-free rectangles nor Winograd, schemes tuned on AVX2 (f32, and the rectangles in int8), apply to a
 /// bf16 unit.
 ///
-/// It applies to units whose `bf16` is set (`DeepLabV3.useBf16(_:)`) and whose kind the ISA's table runs in bf16,
-/// after int8 and before the f32 strategies. In eval mode a unit whose output only the next bf16 unit of its
+/// It applies to units whose `bf16` is set (`DeepLabV3.useBf16(_:)`), after int8 and before the f32 strategies. In eval mode a unit whose output only the next bf16 unit of its
 /// block reads (`ConvUnit.bf16Output`) writes that output in bf16 (rounded f32 values when emulated), so the
 /// expanded activations between them move at half the bytes and are not converted again.
 final class Bf16Convolution: ConvolutionStrategy {
-    /// The kinds of convolution this ISA runs in bf16 (`ConvolutionStrategyTable.bf16Layers`); others fall through
-    /// to the f32 strategies.
-    let layers: Set<ConvolutionKind>
     private let primitives = PrimitiveCache()
-
-    init(layers: Set<ConvolutionKind> = Set(ConvolutionKind.allCases)) { self.layers = layers }
     /// Eval-mode folded weights (bf16, or rounded f32) and f32 bias, with what they were made from.
     private var prepared: (key: DescKey, version: Int, weights: Tensor, bias: Tensor)?
 
     func applies(to unit: ConvUnit, inputShape: [Int], residual: Bool, training: Bool) -> Bool { runs(unit) }
 
-    /// Whether `unit` runs here: set to bf16, not quantised, and of a kind the ISA runs in bf16 (every kind when
-    /// emulated).
-    func runs(_ unit: ConvUnit) -> Bool {
-        unit.bf16 != nil && unit.quantization == nil
-            && (unit.bf16 == .emulated || layers.contains(ConvolutionKind(unit.conv)))
-    }
+    /// Whether `unit` runs here: set to bf16 and not quantised.
+    func runs(_ unit: ConvUnit) -> Bool { unit.bf16 != nil && unit.quantization == nil }
 
     func releaseInferenceWeights() { prepared = nil }
 

@@ -108,10 +108,6 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// (oneDNN 2.6 picks that one first on AMX for some of them, ASPP's rates 12 and 24 here; see
     /// Benchmarks/README.md). The same integer arithmetic: the outputs are identical.
     public var int8DilatedOnBrgconv = false
-    /// The kinds of convolution a bf16 model runs in bf16 (`Bf16Convolution`); the others run in f32 (issue #40:
-    /// on AVX512_CORE_BF16 without AMX, oneDNN 2.6's bf16 kernels are not faster than its f32 ones for every
-    /// shape).
-    public var bf16Layers: Set<ConvolutionKind> = Set(ConvolutionKind.allCases)
     /// Whether the entry was measured on its ISA (false: a default, oneDNN's kernels).
     public var measured: Bool
 
@@ -151,7 +147,7 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
         return [
             Int8Convolution(
                 rectangles: paddingFreeRectangles, winograd: int8Winograd, dilatedOnBrgconv: int8DilatedOnBrgconv),
-            Bf16Convolution(layers: bf16Layers)
+            Bf16Convolution()
         ]
             + (paddingFreeRectangles ? [PaddingFreeConvolution(centre: winograd)] : [])
             + (winograd.map { [$0] } ?? []) + [DirectConvolution()]
@@ -169,32 +165,5 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     public var int8Summary: String {
         (int8Winograd ? "exact integer Winograd (AVX2 kernels), else oneDNN's" : "oneDNN's kernels")
             + (int8DilatedOnBrgconv ? " (dilated ones on brgconv)" : "")
-    }
-}
-
-/// What a convolution is, for the per-ISA choices that depend on it (`ConvolutionStrategyTable.bf16Layers`).
-public enum ConvolutionKind: String, CaseIterable, Codable, Sendable {
-    /// 1 × 1 (MobileNetV2's expansions and projections, ResNet's bottleneck ends, ASPP's 1 × 1 branches).
-    case pointwise
-    /// Depthwise (groups = channels), any kernel and dilation.
-    case depthwise
-    /// Dense k × k (k > 1), not dilated, stride 1.
-    case dense
-    /// Dense k × k with stride > 1 (stems, downsampling blocks).
-    case strided
-    /// Dense k × k, dilated (ASPP's atrous branches, the dilated stages).
-    case dilated
-
-    init(_ conv: Conv2d) {
-        let w = conv.window
-        if conv.groups > 1 && conv.groups == conv.inputChannels {
-            self = .depthwise
-        } else if w.kernel == 1 {
-            self = .pointwise
-        } else if w.dilation > 1 {
-            self = .dilated
-        } else {
-            self = w.stride > 1 ? .strided : .dense
-        }
     }
 }

@@ -18,7 +18,7 @@ public enum DeepLabError: Error, CustomStringConvertible, Equatable {
     case invalidBackward(String)
     /// The system refused memory for a tensor.
     case outOfMemory(bytes: Int)
-    /// A precision this CPU or model does not run (`--precision bf16` without bf16 instructions), and why.
+    /// A precision this CPU or model does not run (`--precision bf16` without AMX), and why.
     case unavailablePrecision(precision: String, reason: String)
 
     public var description: String {

@@ -286,18 +286,20 @@ import Testing
 
     // MARK: - Where bf16 runs
 
-    /// On this CPU: native where oneDNN's ISA has bf16 instructions (AVX512_CORE_BF16, AMX); refused elsewhere
-    /// with a reason naming oneDNN's ISA; the test-only variable forces the emulation anywhere.
+    /// On this CPU: native with AMX (and with bf16 instructions when `SLICELAB_BF16_NATIVE=1` asks); refused
+    /// elsewhere with a reason naming oneDNN's ISA; the test-only variable forces the emulation anywhere.
     @Test func selectionFollowsOneDNNsISA() throws {
         switch Bf16Support.execution(environment: [:]) {
         case .success(let execution):
-            #expect(Bf16Support.hasBf16Instructions && execution == .native)
+            #expect(Bf16Support.hasAMX && execution == .native)
         case .failure(let error):
-            #expect(!Bf16Support.hasBf16Instructions)
+            #expect(!Bf16Support.hasAMX)
             #expect("\(error)".contains("oneDNN ISA is \(oneDNNEffectiveISA)"), "\(error)")
             #expect(!"\(error)".contains("\n"))
         }
         #expect(try Bf16Support.execution(environment: [Bf16Support.emulationVariable: "1"]).get() == .emulated)
+        let asked = Bf16Support.execution(environment: [Bf16Support.nativeVariable: "1"])
+        #expect((try? asked.get()) == (Bf16Support.hasBf16Instructions ? .native : nil))
         if oneDNNEffectiveISA == "AVX2" {
             // The native path cannot run here: oneDNN 2.6 creates no bf16 convolution on AVX2.
             let (unit, input, s) = try Self.unit()

@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 /// `--precision bf16` of `segment`, `compare` and `train` end to end: refused with one line naming oneDNN's ISA
-/// where the CPU lacks bf16 instructions (oneDNN's AVX512_CORE_BF16), and (with the test-only `SLICELAB_BF16_EMULATION=1`) the emulated path through
+/// where the CPU lacks AMX, and (with the test-only `SLICELAB_BF16_EMULATION=1`) the emulated path through
 /// `segment` and `train`, whose checkpoint keeps f32 master weights.
 @Suite(.serialized) struct Bf16CommandTests {
     static let demo = TestSupport.packageRoot.appendingPathComponent("Sources/SliceLabKit/Resources/Demo")
@@ -15,10 +15,7 @@ import Testing
     static let testImage = demo.appendingPathComponent("mni-brain/images/axial075.dcm").path
     static let emulation = [Bf16Support.emulationVariable: "1"]
 
-    @Test(
-        .enabled(
-            if: !Bf16Support.hasBf16Instructions,
-            "this CPU's oneDNN ISA has bf16 instructions (\(oneDNNEffectiveISA)), where bf16 is not refused"))
+    @Test(.enabled(if: !Bf16Support.hasAMX, "this CPU's oneDNN ISA has AMX, where bf16 is not refused"))
     func bf16IsRefusedWithOneLineNamingTheISA() throws {
         let folder = try TestSupport.temporaryFolder("bf16-cli")
         defer { try? FileManager.default.removeItem(at: folder) }

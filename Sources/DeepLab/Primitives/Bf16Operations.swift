@@ -21,15 +21,17 @@ public enum Bf16Execution: String, Sendable, Hashable {
 /// Where SliceLab selects bf16, from oneDNN's effective ISA (`dnnl_get_effective_cpu_isa`, after any
 /// `ONEDNN_MAX_CPU_ISA` cap).
 ///
-/// bf16 runs natively where oneDNN has bf16 instructions: AMX (`AVX512_CORE_AMX`) and `AVX512_CORE_BF16`
-/// (`vdpbf16ps`; AMD Zen 4, Intel Cooper Lake), each convolution in bf16 where that ISA's
-/// `ConvolutionStrategyTable.bf16Layers` says oneDNN's bf16 kernel beats its f32 one, in f32 elsewhere (issue
-/// #40; measured in Benchmarks/README.md). Below that oneDNN 2.6 only emulates bf16 instructions (AVX-512) or
-/// has no bf16 convolution kernels (AVX2), so bf16 is refused there. `SLICELAB_BF16_EMULATION=1` (tests only)
-/// selects `.emulated` on any CPU, every unit in bf16.
+/// bf16 is selected where it is faster than fp32: with AMX (`AVX512_CORE_AMX`). On `AVX512_CORE_BF16` without AMX
+/// oneDNN 2.6's bf16 kernels were measured slower than its f32 ones for every kind of convolution of the bundled
+/// model (`Benchmarks/bench_bf16_layers.py`, Xeon capped to that ISA: pointwise 1.87 ×, depthwise 1.15 ×,
+/// dilated 1.87 ×, the whole forward 1.76 ×), so it is refused there unless `SLICELAB_BF16_NATIVE=1` asks for it
+/// (to measure on another CPU of that ISA); below that oneDNN 2.6 only emulates bf16 instructions (AVX-512) or has
+/// no bf16 convolution kernels (AVX2). `SLICELAB_BF16_EMULATION=1` (tests only) selects `.emulated` on any CPU.
 public enum Bf16Support {
     /// The environment variable that forces the emulated bf16 path on any CPU (tests only).
     public static let emulationVariable = "SLICELAB_BF16_EMULATION"
+    /// The environment variable that runs oneDNN's bf16 kernels without AMX (`AVX512_CORE_BF16`), for measuring.
+    public static let nativeVariable = "SLICELAB_BF16_NATIVE"
 
     /// Whether oneDNN's effective ISA includes AMX (`AVX512_CORE_AMX` or above).
     public static var hasAMX: Bool { effectiveISAIncludes(dnnl_cpu_isa_avx512_core_amx) }
@@ -47,16 +49,19 @@ public enum Bf16Support {
         -> Result<Bf16Execution, DeepLabError>
     {
         if environment[emulationVariable] == "1" { return .success(.emulated) }
-        if hasBf16Instructions { return .success(.native) }
+        if hasAMX || (hasBf16Instructions && environment[nativeVariable] == "1") { return .success(.native) }
         let why =
-            effectiveISAIncludes(dnnl_cpu_isa_avx512_core)
-            ? ", which lacks bf16 instructions (oneDNN only emulates them)"
-            : ", which has no bf16 convolution kernels"
+            hasBf16Instructions
+            ? " (bf16 without AMX), where oneDNN's bf16 convolutions were measured slower than fp32 "
+                + "(\(nativeVariable)=1 runs them anyway)"
+            : effectiveISAIncludes(dnnl_cpu_isa_avx512_core)
+                ? ", which lacks bf16 instructions (oneDNN only emulates them)"
+                : ", which has no bf16 convolution kernels"
         return .failure(
             .unavailablePrecision(
                 precision: "bf16",
                 reason: "this CPU's oneDNN ISA is "
-                    + "\(oneDNNEffectiveISA)\(why); bf16 runs on AVX512_CORE_BF16 and AVX512_CORE_AMX"))
+                    + "\(oneDNNEffectiveISA)\(why); bf16 runs on AVX512_CORE_AMX"))
     }
 }
 
