@@ -1,13 +1,14 @@
-"""The bundled models' architecture change (issue #37): the shipped `mni-brain` model against the DeepLabV3 model it
-replaced, on the same slice, in the same run, and both exports in ONNX Runtime.
+"""DeepLabV3+ against the bundled DeepLabV3 (issue #37): what the decoder saves on the main job, same slice, same run,
+SliceLab and ONNX Runtime on each model's own export.
 
-"before" is the DeepLabV3-MobileNetV2 model bundled until issue #37 (output stride 8, ASPP width 64, input scale 4:
-16 x the pixels), read from git history at BEFORE_COMMIT (a clone without that history builds the same
-configuration by `slicelab train --steps 1`: the weights do not change the time). "after" is the model bundled now.
-Both run `segment --raw-input` on one bundled test slice (233 x 197, normalised as the model's checkpoint says),
-batch 1, BENCH_THREADS threads (default 2), SLICELAB_PARITY_REPEAT warm repeats per process, in fresh processes
-alternated over BENCH_ROUNDS rounds (default 5); a ratio is the median of the rounds' ratios of median latencies.
-ONNX Runtime runs each model's own `slicelab export --format onnx` file. The oneDNN ISA is printed with every figure.
+"v3" is the bundled `mni-brain` model (DeepLabV3-MobileNetV2, output stride 8, ASPP width 64, input scale 4: 16 x the
+pixels). "v3plus" is DeepLabV3+ over the same backbone at output stride 16, decoder width 64, input scale 2 (logits
+at the same effective stride 2), the configuration retrained on `mni-brain` in issue #37: BENCH_DECODER_MODEL=PATH
+times a trained checkpoint of it; otherwise `slicelab train --steps 1` makes one on the bundled set (the weights do
+not change the time). Both run `segment --raw-input` on one bundled slice (233 x 197, normalised as the checkpoint
+says), batch 1, BENCH_THREADS threads (default 2), SLICELAB_PARITY_REPEAT=5 warm repeats per process, in fresh
+processes alternated over BENCH_ROUNDS rounds (default 5); a ratio is the median of the rounds' ratios of median
+latencies. The oneDNN ISA is printed with every figure.
 
 Run: `.venv/bin/python Benchmarks/bench_decoder.py` after `swift build -c release`.
 """
@@ -21,22 +22,20 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench_deeplab_int8 import isa_and_peaks, median, run_peer, run_slicelab  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-BEFORE_COMMIT = "7aa395e"
 MODEL = "Sources/SliceLabKit/Resources/Demo/models/mni-brain.h5"
 
 
-def before_model(binary, work, threads):
-    """The model bundled before issue #37, from git history, else its configuration trained for one step."""
-    path = work / "before.h5"
-    shown = subprocess.run(["git", "show", f"{BEFORE_COMMIT}:{MODEL}"], cwd=ROOT, capture_output=True)
-    if shown.returncode == 0:
-        path.write_bytes(shown.stdout)
-        return path, f"git {BEFORE_COMMIT}"
+def v3plus_model(binary, work, threads):
+    """BENCH_DECODER_MODEL, else the DeepLabV3+ configuration trained for one step on the bundled set."""
+    given = os.environ.get("BENCH_DECODER_MODEL")
+    if given:
+        return pathlib.Path(given), given
+    path = work / "v3plus.h5"
     subprocess.run([str(binary), "train", str(ROOT / "Sources/SliceLabKit/Resources/Demo/mni-brain"), "--arch",
-                    "deeplabv3_mobilenet_v2", "--decoder", "v3", "--num-classes", "3", "--steps", "1", "--batch", "2",
-                    "--crop", "64", "--output-stride", "8", "--aspp-channels", "64", "--input-scale", "4",
+                    "deeplabv3_mobilenet_v2", "--decoder", "v3plus", "--num-classes", "3", "--steps", "1", "--batch",
+                    "2", "--crop", "64", "--output-stride", "16", "--aspp-channels", "64", "--input-scale", "2",
                     "--seed", "1", "--threads", str(threads), "--out", str(path)], check=True, capture_output=True)
-    return path, "its configuration, trained 1 step (no git history here)"
+    return path, "its configuration trained 1 step (time only)"
 
 
 def main(threads=2, repeats=5, rounds=5):
@@ -53,12 +52,12 @@ def main(threads=2, repeats=5, rounds=5):
     demo = ROOT / "Sources/SliceLabKit/Resources/Demo/mni-brain"
     with tempfile.TemporaryDirectory() as folder:
         work = pathlib.Path(folder)
-        before, source = before_model(binary, work, threads)
-        models = {"before": before, "after": ROOT / MODEL}
+        candidate, source = v3plus_model(binary, work, threads)
+        models = {"v3": ROOT / MODEL, "v3plus": candidate}
         # The slice as the network sees it: `quantize --calibration-inputs` writes the bundled set's normalised
         # slices (each model normalises as its checkpoint says; both bundled models use percentiles).
         calibration = work / "slices.h5"
-        subprocess.run([str(binary), "quantize", str(models["after"]), "--calibrate", str(demo), "--out",
+        subprocess.run([str(binary), "quantize", str(models["v3"]), "--calibrate", str(demo), "--out",
                         str(work / "unused.h5"), "--calibration-inputs", str(calibration), "--threads",
                         str(threads)], check=True, capture_output=True)
         with h5py.File(calibration) as f:
@@ -82,13 +81,13 @@ def main(threads=2, repeats=5, rounds=5):
                 if error:
                     raise SystemExit(f"bench_decoder: ONNX Runtime failed on {name}: {error}")
                 latencies[f"ORT {name}"].append(median(result["times"]))
-        print(f"mni-brain {list(x.shape)}, fp32, batch 1, {threads} threads, oneDNN ISA {isa}; before = the model "
-              f"bundled until issue #37 ({source}), after = {MODEL}; {rounds} rounds of {repeats}; 1-minute load "
-              f"average at each round's start: {', '.join(f'{v:.2f}' for v in loads)}")
+        print(f"mni-brain {list(x.shape)}, fp32, batch 1, {threads} threads, oneDNN ISA {isa}; v3 = {MODEL}, "
+              f"v3plus = {source}; {rounds} rounds of {repeats}; 1-minute load average at each round's start: "
+              f"{', '.join(f'{v:.2f}' for v in loads)}")
         for engine, values in latencies.items():
             print(f"  {engine:16} median {median(values):8.1f} ms (rounds: {', '.join(f'{v:.1f}' for v in values)})")
-        for ours, other in (("SliceLab after", "SliceLab before"), ("ORT after", "ORT before"),
-                            ("SliceLab after", "ORT after"), ("SliceLab before", "ORT before")):
+        for ours, other in (("SliceLab v3plus", "SliceLab v3"), ("ORT v3plus", "ORT v3"),
+                            ("SliceLab v3plus", "ORT v3plus"), ("SliceLab v3", "ORT v3")):
             ratios = [a / b for a, b in zip(latencies[ours], latencies[other])]
             print(f"  ratio {ours} / {other}: {median(ratios):.3f} (rounds: "
                   f"{', '.join(f'{r:.3f}' for r in ratios)}) on {isa}")
