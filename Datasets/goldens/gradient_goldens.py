@@ -21,7 +21,7 @@ Written to Tests/DeepLabTests/Fixtures/gradient_goldens.h5, one group per case:
 The script prints, per case, PyTorch float32's largest deviation from float64 relative to each tensor's scale, and the central differences (step 1e-3, as the Swift check takes) in float32 and float64 of the
 element the issue names, to show which side a disagreement is on.
 
-Run: /work/goldens-venv/bin/python Datasets/goldens/gradient_goldens.py
+Run: /work/goldens-venv/bin/python Datasets/goldens/gradient_goldens.py (requirements-deeplabv3plus.txt)
 """
 import json
 import pathlib
