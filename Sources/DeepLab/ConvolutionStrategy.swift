@@ -98,6 +98,9 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// Dilated 3×3 convolutions whose padding taps are a tenth of the work or more run as padding-free rectangles
     /// (`PaddingFreeConvolution` in f32, eval and training; `Int8Convolution` in int8).
     public var paddingFreeRectangles: Bool
+    /// Dilated 3×3 depthwise convolutions whose padding taps are a tenth of the work or more run as padding-free
+    /// rectangles in eval mode (DeepLabV3+'s separable ASPP branches; `PaddingFreeConvolution`).
+    public var paddingFreeDepthwise = false
     /// Wide 3×3 convolutions (and padding-free all-taps centres) run by Winograd F(2×2, 3×3) in eval mode
     /// (`WinogradConvolution`).
     public var winograd: Bool
@@ -117,10 +120,11 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
         int8Winograd: false, measured: false)
 
     /// AMX: oneDNN's kernels, dilated int8 convolutions on `brgconv` (measured, as the fp32 and int8 padding-free
-    /// rectangles that did not pay there; fp32 Winograd was not measured, so the fp32 entry stays a default).
+    /// rectangles that did not pay there; fp32 Winograd was not measured, so the fp32 entry stays a default);
+    /// dilated depthwise ones as padding-free rectangles (measured on DeepLabV3+, Benchmarks/README.md).
     public static let amx = ConvolutionStrategyTable(
-        paddingFreeRectangles: false, winograd: false, int8Winograd: false, int8DilatedOnBrgconv: true,
-        measured: false)
+        paddingFreeRectangles: false, paddingFreeDepthwise: true, winograd: false, int8Winograd: false,
+        int8DilatedOnBrgconv: true, measured: false)
 
     /// The committed entries by ISA name (`oneDNNEffectiveISA`); an ISA not listed takes `oneDNN`.
     public static let entries: [String: ConvolutionStrategyTable] = [
@@ -149,7 +153,11 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
                 rectangles: paddingFreeRectangles, winograd: int8Winograd, dilatedOnBrgconv: int8DilatedOnBrgconv),
             Bf16Convolution()
         ]
-            + (paddingFreeRectangles ? [PaddingFreeConvolution(centre: winograd)] : [])
+            + (paddingFreeRectangles || paddingFreeDepthwise
+                ? [
+                    PaddingFreeConvolution(
+                        centre: winograd, dense: paddingFreeRectangles, depthwise: paddingFreeDepthwise)
+                ] : [])
             + (winograd.map { [$0] } ?? []) + [DirectConvolution()]
     }
 

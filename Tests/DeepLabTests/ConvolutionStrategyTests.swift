@@ -85,3 +85,40 @@ import Testing
         }
     }
 }
+
+/// Depthwise dilated 3 × 3 convolutions (DeepLabV3+'s separable ASPP branches) by padding-free rectangles in eval
+/// mode give oneDNN's direct output: odd sizes, rates below, at and above the extent (only the centre tap reads
+/// the input there), batch 2, an activation and folded batch norm. The strategy takes them only in eval and only
+/// where at most a third of the taps read the input.
+@Suite struct DepthwisePaddingFreeTests {
+    @Test(arguments: [
+        (dilation: 2, rows: 11, columns: 7), (dilation: 6, rows: 9, columns: 16), (dilation: 13, rows: 13, columns: 5),
+        (dilation: 36, rows: 15, columns: 12)
+    ])
+    func rectanglesGiveTheDirectOutput(_ c: (dilation: Int, rows: Int, columns: Int)) throws {
+        var generator = SeededGenerator(seed: 11)
+        let channels = 24
+        let unit = ConvUnit(
+            "dw", "bn", inputChannels: channels, outputChannels: channels, kernelSize: 3, padding: c.dilation,
+            dilation: c.dilation, groups: channels, activation: .relu6, generator: &generator)
+        let norm = try #require(unit.norm)
+        norm.weight.value = ConvolutionStrategyTests.values(channels, seed: 4).map { 1 + 0.3 * $0 }
+        norm.bias.value = ConvolutionStrategyTests.values(channels, seed: 5).map { 0.2 * $0 }
+        norm.runningVariance.value = ConvolutionStrategyTests.values(channels, seed: 7).map { 1 + 0.5 * $0 }
+        let shape = [2, channels, c.rows, c.columns]
+        let input = ConvolutionStrategyTests.values(shape.reduce(1, *), seed: 8).map { 3 * $0 }
+        let strategy = PaddingFreeConvolution(dense: false, depthwise: true)
+        let plan = try #require(PaddingFreeConvolution.plan(for: unit, inputShape: shape, depthwise: true))
+        let inside = TapInterval.workFraction(plan.rows) * TapInterval.workFraction(plan.columns)
+        #expect(strategy.applies(to: unit, inputShape: shape, residual: false, training: false) == (inside <= 1.0 / 3))
+        #expect(!strategy.applies(to: unit, inputShape: shape, residual: false, training: true))
+        let rectangles = try unit(Tensor(plain: shape, values: input), training: false, strategy: strategy)
+            .floatTensor()
+        let direct = try unit(Tensor(plain: shape, values: input), training: false, strategy: DirectConvolution())
+            .floatTensor()
+        #expect(rectangles.shape == direct.shape)
+        let difference = zip(rectangles.values, direct.values).map { abs($0 - $1) }.max() ?? 0
+        let scale = direct.values.map(abs).max() ?? 0
+        #expect(scale > 0 && difference <= 1e-5 * scale, "max |Δ| \(difference) against \(scale)")
+    }
+}
