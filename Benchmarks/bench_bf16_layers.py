@@ -28,7 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def kinds(onnx_path):
-    """Each Conv node's name (the unit's) and kind, as ConvolutionKind classifies it."""
+    """Each Conv node's name (the unit's) and kind: depthwise, pointwise (1 x 1), dilated, strided or dense."""
     import onnx
     from onnx import helper
     model = onnx.load(onnx_path)
