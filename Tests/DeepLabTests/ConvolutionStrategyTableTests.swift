@@ -22,7 +22,7 @@ import Testing
             #expect(ConvolutionStrategyTable.forISA(isa) == .oneDNN, "\(isa)")
         }
         var amx = ConvolutionStrategyTable.oneDNN
-        amx.int8DilatedOnBrgconv = true
+        (amx.int8DilatedOnBrgconv, amx.paddingFreeDepthwise) = (true, true)
         #expect(ConvolutionStrategyTable.forISA("AVX512_CORE_AMX") == amx)
         #expect(ConvolutionStrategyTable.effective == .forISA(oneDNNEffectiveISA))
     }

@@ -29,10 +29,12 @@ import Testing
         #expect(profiles.reduce(0) { $0 + $1.multiplyAdds } == model.multiplyAddCount)
         for (profile, unit) in zip(profiles, model.convUnits) {
             #expect(profile.name == unit.name && profile.calls == 3)
-            // oneDNN's direct convolution, or (where the ISA's table has them: AVX2) padding-free rectangles for
-            // ASPP's dilated ones; either runs oneDNN convolutions, whose kernels are named.
+            // oneDNN's direct convolution, or (where the ISA's table has them: AVX2 for dense, AMX for depthwise
+            // ones) padding-free rectangles for dilated ones; either runs oneDNN convolutions, whose kernels are
+            // named.
             let table = ConvolutionStrategyTable.effective
-            let expected = ["direct"] + (table.paddingFreeRectangles ? ["padding-free"] : [])
+            let rectangles = unit.conv.groups == 1 ? table.paddingFreeRectangles : table.paddingFreeDepthwise
+            let expected = ["direct"] + (rectangles && unit.conv.window.dilation > 1 ? ["padding-free"] : [])
             #expect(profile.seconds > 0 && expected.contains(profile.strategy), "\(profile)")
             #expect(profile.multiplyAddsInside > 0 && profile.multiplyAddsInside <= profile.multiplyAdds)
             #expect(!profile.implementations.isEmpty, "\(profile.name): oneDNN's kernel is named \(profile)")
