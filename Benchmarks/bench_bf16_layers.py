@@ -84,7 +84,11 @@ def profile(binary, model, raw_input, threads, precision, isa):
 
 
 def raw_slice(binary, model, dataset, work, threads):
+    """The first of `dataset`'s slices as `model`'s network sees it (`quantize --calibration-inputs` writes them
+    normalised as the checkpoint says), in `work/<model>-input.h5` (`/image`, what `segment --raw-input` reads) and
+    `.npy`; returns the HDF5 path and the array."""
     import h5py
+    import numpy as np
     calibration = work / "slices.h5"
     subprocess.run([str(binary), "quantize", str(model), "--calibrate", str(dataset), "--out", str(work / "q.h5"),
                     "--calibration-inputs", str(calibration), "--threads", str(threads)], check=True,
@@ -94,7 +98,8 @@ def raw_slice(binary, model, dataset, work, threads):
     path = work / f"{pathlib.Path(model).stem}-input.h5"
     with h5py.File(path, "w") as f:
         f["image"] = x
-    return path, list(x.shape)
+    np.save(path.with_suffix(".npy"), x)
+    return path, x
 
 
 def main(threads=2, rounds=3):
@@ -118,7 +123,8 @@ def main(threads=2, rounds=3):
             if only and name not in only.split(","):
                 continue
             model, dataset = make()
-            raw, shape = raw_slice(binary, model, dataset, work, threads)
+            raw, x = raw_slice(binary, model, dataset, work, threads)
+            shape = list(x.shape)
             onnx_path = work / f"{name}.onnx"
             subprocess.run([str(binary), "export", str(model), "--format", "onnx", "--out", str(onnx_path)],
                            check=True, capture_output=True)

@@ -19,6 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_bf16_layers import raw_slice  # noqa: E402
 from bench_deeplab_int8 import isa_and_peaks, median, run_peer, run_slicelab  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -40,8 +41,8 @@ def v3plus_model(binary, work, threads):
 
 def main(threads=2, repeats=5, rounds=5):
     try:
-        import h5py
-        import numpy as np
+        import h5py  # noqa: F401 (raw_slice's)
+        import numpy  # noqa: F401
     except ImportError as error:
         print(f"bench_decoder: skipped, {error}; run with .venv/bin/python")
         return
@@ -54,17 +55,8 @@ def main(threads=2, repeats=5, rounds=5):
         work = pathlib.Path(folder)
         candidate, source = v3plus_model(binary, work, threads)
         models = {"v3": ROOT / MODEL, "v3plus": candidate}
-        # The slice as the network sees it: `quantize --calibration-inputs` writes the bundled set's normalised
-        # slices (each model normalises as its checkpoint says; both bundled models use percentiles).
-        calibration = work / "slices.h5"
-        subprocess.run([str(binary), "quantize", str(models["v3"]), "--calibrate", str(demo), "--out",
-                        str(work / "unused.h5"), "--calibration-inputs", str(calibration), "--threads",
-                        str(threads)], check=True, capture_output=True)
-        with h5py.File(calibration) as f:
-            x = f["calibration"][sorted(f["calibration"])[0]][:]
-        np.save(work / "input.npy", x)
-        with h5py.File(work / "input.h5", "w") as f:
-            f["image"] = x
+        # Both bundled-style models normalise with percentiles, so the slice `v3` sees is the one `v3plus` sees.
+        raw, x = raw_slice(binary, models["v3"], demo, work, threads)
         for name, model in models.items():
             subprocess.run([str(binary), "export", str(model), "--format", "onnx", "--out", str(work / f"{name}.onnx")],
                            check=True, capture_output=True)
@@ -74,9 +66,9 @@ def main(threads=2, repeats=5, rounds=5):
             loads.append(os.getloadavg()[0])
             for name, model in models.items():
                 latencies[f"SliceLab {name}"].append(
-                    median(run_slicelab(binary, str(model), str(work / "input.h5"), str(work / "out.h5"), threads,
+                    median(run_slicelab(binary, str(model), str(raw), str(work / "out.h5"), threads,
                                         repeats)))
-                result, error = run_peer("ort-fp32", str(work / f"{name}.onnx"), str(work / "input.npy"), threads,
+                result, error = run_peer("ort-fp32", str(work / f"{name}.onnx"), str(raw.with_suffix(".npy")), threads,
                                          repeats)
                 if error:
                     raise SystemExit(f"bench_decoder: ONNX Runtime failed on {name}: {error}")

@@ -19,64 +19,74 @@ private struct Taps {
     }
 }
 
+/// A resize from plain [N, C, h, w] (`source`) to plain [N, C, height, width] (`target`): the taps along each axis,
+/// and the pairs of planes, visited in parallel.
+private struct AlignedResize {
+    let source: Tensor
+    let target: Tensor
+    let rows: [Taps]
+    let columns: [Taps]
+
+    init(source: Tensor, target: Tensor) {
+        (self.source, self.target) = (source, target)
+        rows = Taps.along(input: source.shape[2], output: target.shape[2])
+        columns = Taps.along(input: source.shape[3], output: target.shape[3])
+    }
+
+    /// `body(sourcePlane, targetPlane)` for every (sample, channel).
+    func forEachPlane(_ body: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void) {
+        let (s, t) = (source.shape, target.shape)
+        let (sourcePlane, targetPlane) = (s[2] * s[3], t[2] * t[3])
+        source.withStorage { from in
+            target.withStorage { to in
+                concurrentForEach(0..<(s[0] * s[1])) { plane in
+                    body(from.baseAddress! + plane * sourcePlane, to.baseAddress! + plane * targetPlane)
+                }
+            }
+        }
+    }
+}
+
 extension Operations {
     /// `x` [N, C, h, w] (f32, any layout) resized to [N, C, height, width] with aligned corners, plain NCHW.
     static func resizeAlignedCorners(_ x: Tensor, height: Int, width: Int) throws -> Tensor {
         let s = x.shape
-        let input = try x.reordered(to: .make(s, MemoryDesc.plainTag(rank: 4)))
-        let output = try Tensor(desc: .make([s[0], s[1], height, width], MemoryDesc.plainTag(rank: 4)))
-        let rows = Taps.along(input: s[2], output: height)
-        let columns = Taps.along(input: s[3], output: width)
-        let (inPlane, outPlane) = (s[2] * s[3], height * width)
-        input.withStorage { source in
-            output.withStorage { target in
-                concurrentForEach(0..<(s[0] * s[1])) { plane in
-                    let from = source.baseAddress! + plane * inPlane
-                    let to = target.baseAddress! + plane * outPlane
-                    for (r, row) in rows.enumerated() {
-                        let top = from + row.first * s[3]
-                        let bottom = from + row.second * s[3]
-                        for (c, column) in columns.enumerated() {
-                            let upper = top[column.first] + column.weight * (top[column.second] - top[column.first])
-                            let lower =
-                                bottom[column.first] + column.weight * (bottom[column.second] - bottom[column.first])
-                            to[r * width + c] = upper + row.weight * (lower - upper)
-                        }
-                    }
+        let resize = AlignedResize(
+            source: try x.reordered(to: .make(s, MemoryDesc.plainTag(rank: 4))),
+            target: try Tensor(desc: .make([s[0], s[1], height, width], MemoryDesc.plainTag(rank: 4))))
+        resize.forEachPlane { from, to in
+            for (r, row) in resize.rows.enumerated() {
+                let (top, bottom) = (from + row.first * s[3], from + row.second * s[3])
+                for (c, column) in resize.columns.enumerated() {
+                    let upper = top[column.first] + column.weight * (top[column.second] - top[column.first])
+                    let lower = bottom[column.first] + column.weight * (bottom[column.second] - bottom[column.first])
+                    to[r * width + c] = upper + row.weight * (lower - upper)
                 }
             }
         }
-        return output
+        return resize.target
     }
 
-    /// The backward of `resizeAlignedCorners`: dLoss/dx [N, C, h, w] (`sourceShape`, plain) from dLoss/dy.
+    /// The backward of `resizeAlignedCorners`: dLoss/dx [N, C, h, w] (`sourceShape`, plain) from dLoss/dy, each
+    /// output gradient spread back onto the four inputs it was interpolated from.
     static func resizeAlignedCornersBackward(_ dy: Tensor, sourceShape s: [Int]) throws -> Tensor {
         let (height, width) = (dy.shape[2], dy.shape[3])
-        let gradient = try dy.reordered(to: .make(dy.shape, MemoryDesc.plainTag(rank: 4)))
-        let output = try Tensor.zeros(like: .make(s, MemoryDesc.plainTag(rank: 4)))
-        let rows = Taps.along(input: s[2], output: height)
-        let columns = Taps.along(input: s[3], output: width)
-        let (inPlane, outPlane) = (s[2] * s[3], height * width)
-        gradient.withStorage { source in
-            output.withStorage { target in
-                concurrentForEach(0..<(s[0] * s[1])) { plane in
-                    let from = source.baseAddress! + plane * outPlane
-                    let to = target.baseAddress! + plane * inPlane
-                    for (r, row) in rows.enumerated() {
-                        let top = to + row.first * s[3]
-                        let bottom = to + row.second * s[3]
-                        for (c, column) in columns.enumerated() {
-                            let g = from[r * width + c]
-                            let (upper, lower) = (g * (1 - row.weight), g * row.weight)
-                            top[column.first] += upper * (1 - column.weight)
-                            top[column.second] += upper * column.weight
-                            bottom[column.first] += lower * (1 - column.weight)
-                            bottom[column.second] += lower * column.weight
-                        }
-                    }
+        let resize = AlignedResize(
+            source: try Tensor.zeros(like: .make(s, MemoryDesc.plainTag(rank: 4))),
+            target: try dy.reordered(to: .make(dy.shape, MemoryDesc.plainTag(rank: 4))))
+        resize.forEachPlane { dx, gradient in
+            for (r, row) in resize.rows.enumerated() {
+                let (top, bottom) = (dx + row.first * s[3], dx + row.second * s[3])
+                for (c, column) in resize.columns.enumerated() {
+                    let g = gradient[r * width + c]
+                    let (upper, lower) = (g * (1 - row.weight), g * row.weight)
+                    top[column.first] += upper * (1 - column.weight)
+                    top[column.second] += upper * column.weight
+                    bottom[column.first] += lower * (1 - column.weight)
+                    bottom[column.second] += lower * column.weight
                 }
             }
         }
-        return output
+        return resize.source
     }
 }

@@ -108,8 +108,7 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
                 stride = 16
             }
             if overrides.inputScale == nil {
-                let logitStride = Double(decoder.logitStride(outputStride: stride))
-                scale = [1, 2, 4].first { size * Double($0) / logitStride >= minimumCells } ?? 4
+                scale = inputScale(for: size, logitStride: decoder.logitStride(outputStride: stride))
             }
         }
         source("decoder", overrides.decoder != nil)
@@ -194,6 +193,12 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
     /// measured.
     public static let decoderBytesPerPixel = 1_500.0
 
+    /// The first of the input scales 1, 2 and 4 at which a structure of `size` pixels spans `minimumCells` cells of
+    /// logits at `logitStride`, else 4.
+    static func inputScale(for size: Double, logitStride: Int) -> Int {
+        [1, 2, 4].first { size * Double($0) / Double(logitStride) >= minimumCells } ?? 4
+    }
+
     /// The decoder (DeepLabV3 for plans written before decoders were planned).
     public var planDecoder: DeepLabConfiguration.Decoder { decoder ?? .v3 }
 
@@ -232,7 +237,7 @@ public struct TrainingPlan: Codable, Equatable, Sendable {
                     [across, thick].compactMap { $0 }.joined(separator: ", "), cells,
                     Double(planDecoder.logitStride(outputStride: outputStride)) / Double(inputScale)))
             if planDecoder == .v3plus, sources["decoder"] == .plan {
-                let v3Scale = [1, 2, 4].first { size * Double($0) / 8 >= Self.minimumCells } ?? 4
+                let v3Scale = Self.inputScale(for: size, logitStride: 8)
                 lines.append(
                     String(
                         format: "plan: decoder v3plus: DeepLabV3 at stride 8 gives it %.1f cells (fewer than %g) and "
