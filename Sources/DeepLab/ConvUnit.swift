@@ -121,32 +121,53 @@ final class ConvUnit {
         if training { return try trainingForward(x, residual: residual, strategy: strategy) }
         saved = nil
         try inputObserver?(x)
-        let out = conv.outputDims(x.shape)
-        let k = conv.window.kernel
-        let work = out.reduce(1, *) * conv.inputChannels / conv.groups * k * k
-        multiplyAdds += work
+        let work = countForward(inputShape: x.shape)
         guard LayerProfiling.enabled else {
             return try strategy.inferenceForward(self, x, residual: residual, consumingResidual: consumingResidual)
         }
         let (y, seconds, collected) = try LayerProfiling.measure {
             try strategy.inferenceForward(self, x, residual: residual, consumingResidual: consumingResidual)
         }
-        // Taps that read the input, not padding: the work a kernel that skips padding does.
+        record(
+            name: name, strategy: strategy.label, seconds: seconds, collected: collected, multiplyAdds: work,
+            inside: multiplyAddsInside(inputShape: x.shape),
+            bytes: max(collected.bytes, x.desc.byteCount + y.desc.byteCount))
+        return y
+    }
+
+    /// Adds one eval-mode forward on input dims `inputShape` to `multiplyAdds` and returns its multiply-adds.
+    func countForward(inputShape: [Int]) -> Int {
+        let out = conv.outputDims(inputShape)
+        let k = conv.window.kernel
+        let work = out.reduce(1, *) * conv.inputChannels / conv.groups * k * k
+        multiplyAdds += work
+        return work
+    }
+
+    /// The multiply-adds of a forward on `inputShape` on taps that read the input, not padding: the work a kernel
+    /// that skips padding does.
+    func multiplyAddsInside(inputShape s: [Int]) -> Int {
+        let out = conv.outputDims(s)
         let w = conv.window
-        let inside =
-            out[0] * out[1] * conv.inputChannels / conv.groups
-            * LayerProfile.tapsInside(x.shape[2], out[2], w.kernel, w.stride, w.padding, w.dilation)
-            * LayerProfile.tapsInside(x.shape[3], out[3], w.kernel, w.stride, w.padding, w.dilation)
+        return out[0] * out[1] * conv.inputChannels / conv.groups
+            * LayerProfile.tapsInside(s[2], out[2], w.kernel, w.stride, w.padding, w.dilation)
+            * LayerProfile.tapsInside(s[3], out[3], w.kernel, w.stride, w.padding, w.dilation)
+    }
+
+    /// Adds one profiled forward to `profile`, created named `name` with `strategy` on the first (a fused block
+    /// records its whole work on its first unit, under the block's name).
+    func record(
+        name: String, strategy: String, seconds: Double, collected: LayerProfiling.Collected, multiplyAdds: Int,
+        inside: Int, bytes: Int
+    ) {
         var entry =
             profile
-            ?? LayerProfile(
-                name: name, strategy: strategy.label, implementations: collected.implementations.sorted())
+            ?? LayerProfile(name: name, strategy: strategy, implementations: collected.implementations.sorted())
         // Kernels of our own execute no oneDNN primitive: their input and output at the least.
         entry.record(
-            seconds: seconds, creation: collected.creationSeconds, multiplyAdds: work, inside: inside,
-            bytes: max(collected.bytes, x.desc.byteCount + y.desc.byteCount))
+            seconds: seconds, creation: collected.creationSeconds, multiplyAdds: multiplyAdds, inside: inside,
+            bytes: bytes)
         profile = entry
-        return y
     }
 
     // MARK: Eval

@@ -92,8 +92,11 @@ func accumulateWeightGradients(
 /// - AVX2 (and AVX2-VNNI, whose fp32 kernels are AVX2's): padding-free rectangles (fp32 and int8) and Winograd,
 ///   as measured on the AMD EPYC (README, *Measured speed*: DeepLabV3-ResNet-50 1.49 s against 1.78 s for ONNX
 ///   Runtime; *Precision*: int8 ASPP by rectangles).
-/// - AVX-512 (with or without VNNI, BF16, AMX), and SSE4.1/AVX: oneDNN's own kernels (its `brgconv` and AVX-512
-///   Winograd may win there); these entries are not measured, no such CPU was at hand.
+/// - AVX-512 (with or without VNNI, BF16, AMX): oneDNN's own kernels, MobileNetV2's memory-bound inverted-residual
+///   blocks fused (measured on the AMX Xeon natively and capped to `AVX512_CORE`, Benchmarks/README.md; not on an
+///   AVX-512 CPU without AMX); AMX's entry adds its own measured items below. SSE4.1/AVX: oneDNN's kernels.
+/// - Fused blocks stay off on AVX2: their AVX2 kernels, capped to AVX2 on the AMX Xeon, were slower than oneDNN's
+///   (no AVX2-only CPU was at hand to measure them where they would run).
 public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// Dilated 3×3 convolutions whose padding taps are a tenth of the work or more run as padding-free rectangles
     /// (`PaddingFreeConvolution` in f32, eval and training; `Int8Convolution` in int8).
@@ -111,6 +114,9 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// (oneDNN 2.6 picks that one first on AMX for some of them, ASPP's rates 12 and 24 here; see
     /// Benchmarks/README.md). The same integer arithmetic: the outputs are identical.
     public var int8DilatedOnBrgconv = false
+    /// MobileNetV2's memory-bound inverted-residual blocks run in one pass in eval mode, float32
+    /// (`FusedInvertedResidual`).
+    public var fusedInvertedResiduals = false
     /// Whether the entry was measured on its ISA (false: a default, oneDNN's kernels).
     public var measured: Bool
 
@@ -120,11 +126,16 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
         int8Winograd: false, measured: false)
 
     /// AMX: oneDNN's kernels, dilated int8 convolutions on `brgconv` (measured, as the fp32 and int8 padding-free
-    /// rectangles that did not pay there; fp32 Winograd was not measured, so the fp32 entry stays a default);
-    /// dilated depthwise ones as padding-free rectangles (measured on DeepLabV3+, Benchmarks/README.md).
+    /// rectangles that did not pay there; fp32 Winograd was 4–6 × slower on the bundled model's ASPP); dilated
+    /// depthwise ones as padding-free rectangles (measured on DeepLabV3+), fused blocks (Benchmarks/README.md).
     public static let amx = ConvolutionStrategyTable(
         paddingFreeRectangles: false, paddingFreeDepthwise: true, winograd: false, int8Winograd: false,
-        int8DilatedOnBrgconv: true, measured: false)
+        int8DilatedOnBrgconv: true, fusedInvertedResiduals: true, measured: false)
+
+    /// AVX-512 without AMX: oneDNN's kernels, MobileNetV2's blocks fused.
+    public static let avx512 = ConvolutionStrategyTable(
+        paddingFreeRectangles: false, winograd: false, int8Winograd: false, fusedInvertedResiduals: true,
+        measured: false)
 
     /// The committed entries by ISA name (`oneDNNEffectiveISA`); an ISA not listed takes `oneDNN`.
     public static let entries: [String: ConvolutionStrategyTable] = [
@@ -134,7 +145,7 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
         "AVX2_VNNI": ConvolutionStrategyTable(
             paddingFreeRectangles: true, winograd: true, int8Winograd: false,
             measured: false),
-        "AVX512_CORE": .oneDNN, "AVX512_CORE_VNNI": .oneDNN, "AVX512_CORE_BF16": .oneDNN,
+        "AVX512_CORE": .avx512, "AVX512_CORE_VNNI": .avx512, "AVX512_CORE_BF16": .avx512,
         "AVX512_CORE_AMX": .amx
     ]
 
@@ -164,7 +175,9 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// "padding-free rectangles, Winograd, else oneDNN's (measured)" or "oneDNN's kernels (not measured)"; the
     /// fp32 strategies only.
     public var summary: String {
-        let parts = (paddingFreeRectangles ? ["padding-free rectangles"] : []) + (winograd ? ["Winograd"] : [])
+        let parts =
+            (paddingFreeRectangles ? ["padding-free rectangles"] : []) + (winograd ? ["Winograd"] : [])
+            + (fusedInvertedResiduals ? ["fused inverted-residual blocks"] : [])
         return (parts.isEmpty ? "oneDNN's kernels" : parts.joined(separator: ", ") + ", else oneDNN's")
             + (measured ? " (measured)" : " (not measured)")
     }

@@ -105,11 +105,18 @@ final class InvertedResidual {
     /// The int8 quantisation the block's input is brought to once at its entry in eval mode (read by the first
     /// unit and the identity alike), nil for float32 (`DeepLabV3.apply(_:)`).
     var entryQuantization: UnitQuantization?
+    /// torchvision's name of the block (`backbone.3`).
+    let name: String
+    /// How eval mode computes the block in one pass where it `fits` (float32), nil for unit by unit: the effective
+    /// ISA's `ConvolutionStrategyTable` entry decides; tests set it.
+    var fusion: FusedInvertedResidual? =
+        ConvolutionStrategyTable.effective.fusedInvertedResiduals ? FusedInvertedResidual() : nil
 
     init(
         prefix: String, inputChannels: Int, outputChannels: Int, stride: Int, dilation: Int, expansion: Int,
         generator: inout SeededGenerator
     ) {
+        name = prefix
         let p = prefix + ".conv."
         let hidden = Int((Double(inputChannels) * Double(expansion)).rounded())
         var units: [ConvUnit] = []
@@ -137,6 +144,7 @@ final class InvertedResidual {
 
     /// - Parameter inputIsConsumable: the caller no longer needs `x`, so eval mode may add into it in place.
     func callAsFunction(_ x: Tensor, inputIsConsumable: Bool = false, training: Bool) throws -> Tensor {
+        if !training, let fusion, FusedInvertedResidual.fits(self) { return try fusion(self, x) }
         var x = x
         var inputIsConsumable = inputIsConsumable
         if let quantized = try Int8Convolution.quantizedEntry(x, entryQuantization, training: training) {

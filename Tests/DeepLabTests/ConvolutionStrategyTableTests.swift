@@ -4,8 +4,9 @@ import Testing
 @testable import DeepLab
 
 /// The fp32 strategy table per effective ISA (issue #19): AVX2's measured entry keeps padding-free rectangles and
-/// Winograd; AVX-512 and unknown ISAs get oneDNN's kernels only, AMX too but for dilated int8 convolutions on
-/// oneDNN's brgconv kernels; a unit's strategies follow its table.
+/// Winograd; AVX-512 gets oneDNN's kernels and fused inverted-residual blocks, AMX too with dilated int8 convolutions
+/// on oneDNN's brgconv kernels and depthwise rectangles; unknown ISAs oneDNN's kernels only; a unit's strategies
+/// follow its table.
 @Suite struct ConvolutionStrategyTableTests {
     static func dilatedUnit(_ table: ConvolutionStrategyTable) -> ConvUnit {
         var generator = SeededGenerator(seed: 3)
@@ -18,10 +19,14 @@ import Testing
     @Test func avx2KeepsItsMeasuredStrategiesAndAVX512TakesOneDNNs() {
         let avx2 = ConvolutionStrategyTable.forISA("AVX2")
         #expect(avx2.paddingFreeRectangles && avx2.winograd && avx2.int8Winograd && avx2.measured)
-        for isa in ["AVX512_CORE", "AVX512_CORE_VNNI", "AVX512_CORE_BF16", "SSE41", "new ISA"] {
-            #expect(ConvolutionStrategyTable.forISA(isa) == .oneDNN, "\(isa)")
+        #expect(!avx2.fusedInvertedResiduals)
+        var avx512 = ConvolutionStrategyTable.oneDNN
+        avx512.fusedInvertedResiduals = true
+        for isa in ["AVX512_CORE", "AVX512_CORE_VNNI", "AVX512_CORE_BF16"] {
+            #expect(ConvolutionStrategyTable.forISA(isa) == avx512, "\(isa)")
         }
-        var amx = ConvolutionStrategyTable.oneDNN
+        for isa in ["SSE41", "new ISA"] { #expect(ConvolutionStrategyTable.forISA(isa) == .oneDNN, "\(isa)") }
+        var amx = avx512
         (amx.int8DilatedOnBrgconv, amx.paddingFreeDepthwise) = (true, true)
         #expect(ConvolutionStrategyTable.forISA("AVX512_CORE_AMX") == amx)
         #expect(ConvolutionStrategyTable.effective == .forISA(oneDNNEffectiveISA))

@@ -5,15 +5,21 @@ import Testing
 
 @testable import DeepLab
 
-/// `segment --timings`' roofline rows: every convolution unit profiled, its multiply-adds those the model counts,
-/// its bytes at least its input and output, oneDNN's kernel named; the first call's primitive creation left out.
+/// `segment --timings`' roofline rows: every convolution unit profiled (a fused block as one row, on its first unit
+/// under the block's name), its multiply-adds those the model counts, its bytes at least its input and output,
+/// oneDNN's kernel named; the first call's primitive creation left out.
 @Suite(.serialized) struct LayerProfileTests {
-    @Test func everyUnitIsProfiledWithItsWorkAndTraffic() throws {
+    @Test(arguments: [false, true]) func everyUnitIsProfiledWithItsWorkAndTraffic(fused: Bool) throws {
         let model = try DeepLabV3(
             DeepLabConfiguration(
                 architecture: .mobilenetV2, classCount: 3, inputChannels: 1, outputStride: 8, atrousRates: [2, 4],
                 asppChannels: 16, widthMultiplier: 0.35, seed: 1))
         DeterministicWeights.fill(model)
+        let blocks = try #require(model.backbone as? MobileNetV2).blocks
+        guard !fused || FusedInvertedResidual.effectiveISA != nil else {
+            return print("LayerProfileTests: fused blocks skipped: no kernels for oneDNN ISA \(oneDNNEffectiveISA)")
+        }
+        for block in blocks { block.fusion = fused ? FusedInvertedResidual() : nil }
         let input = FloatTensor(
             shape: [1, 1, 33, 41], values: DeterministicWeights.uniform(33 * 41, salt: 7).map { Float($0) })
         model.resetMultiplyAddCount()
@@ -24,22 +30,35 @@ import Testing
         try DeepLabV3.profilingLayers {
             for _ in 0..<3 { _ = try model.forward(input, training: false) }
         }
+        // The rows expected: a unit's, or a fused block's (all of this narrow model's blocks fit).
+        let rows: [(name: String, units: [ConvUnit])] = model.convUnits.compactMap { unit in
+            guard fused, let block = blocks.first(where: { $0.units.contains { $0 === unit } }) else {
+                return (unit.name, [unit])
+            }
+            return block.units[0] === unit ? (block.name, block.units) : nil
+        }
         let profiles = model.layerProfiles
-        #expect(profiles.count == model.convUnits.count)
+        #expect(profiles.count == rows.count)
         #expect(profiles.reduce(0) { $0 + $1.multiplyAdds } == model.multiplyAddCount)
-        for (profile, unit) in zip(profiles, model.convUnits) {
-            #expect(profile.name == unit.name && profile.calls == 3)
+        for (profile, row) in zip(profiles, rows) {
+            #expect(profile.name == row.name && profile.calls == 3)
+            #expect(profile.multiplyAddsInside > 0 && profile.multiplyAddsInside <= profile.multiplyAdds)
+            let first = row.units[0].conv
+            let last = try #require(row.units.last).conv
+            #expect(
+                profile.bytes >= Double(3 * 4 * (first.inputChannels + last.outputChannels)), "\(profile.name)")
+            if row.units.count > 1 {
+                #expect(profile.seconds > 0 && profile.strategy == "fused-block", "\(profile)")
+                continue
+            }
             // oneDNN's direct convolution, or (where the ISA's table has them: AVX2 for dense, AMX for depthwise
             // ones) padding-free rectangles for dilated ones; either runs oneDNN convolutions, whose kernels are
             // named.
             let table = ConvolutionStrategyTable.effective
-            let rectangles = unit.conv.groups == 1 ? table.paddingFreeRectangles : table.paddingFreeDepthwise
-            let expected = ["direct"] + (rectangles && unit.conv.window.dilation > 1 ? ["padding-free"] : [])
+            let rectangles = first.groups == 1 ? table.paddingFreeRectangles : table.paddingFreeDepthwise
+            let expected = ["direct"] + (rectangles && first.window.dilation > 1 ? ["padding-free"] : [])
             #expect(profile.seconds > 0 && expected.contains(profile.strategy), "\(profile)")
-            #expect(profile.multiplyAddsInside > 0 && profile.multiplyAddsInside <= profile.multiplyAdds)
             #expect(!profile.implementations.isEmpty, "\(profile.name): oneDNN's kernel is named \(profile)")
-            let out = unit.conv.outputDims([1, unit.conv.inputChannels, 1, 1])
-            #expect(profile.bytes >= Double(3 * 4 * (unit.conv.inputChannels + out[1])), "\(profile.name)")
         }
     }
 

@@ -52,6 +52,8 @@ typealias FormatTag = dnnl_format_tag_t
 extension FormatTag {
     /// Channels blocked by 8 (`nChw8c`), the layout of the engine's Winograd convolution.
     static let channelBlocked8 = dnnl_aBcd8b
+    /// Channels last (`nhwc`), the layout of the fused inverted-residual blocks.
+    static let channelsLast = dnnl_acdb
 }
 
 extension dnnl_memory_desc_t {

@@ -1,0 +1,111 @@
+// MobileNetV2's inverted-residual block in one pass: see the header.
+#include "CFusedBlocks.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+/// The largest dilation's ring (2d + 1 rows).
+#define RING_MAX (2 * CFUSED_MAX_DILATION + 1)
+
+/// Expanded rows a call keeps: three at stride 1 (one residue's rows), else every row from the first to the last a
+/// depthwise output row reads.
+static inline int32_t ring_rows(const cfused_block *block) { return block->stride == 1 ? 3 : 2 * block->dilation + 1; }
+
+static inline int32_t padded_to(int32_t n, int32_t lanes) { return (n + lanes - 1) / lanes * lanes; }
+
+static inline int32_t lanes_of(cfused_isa isa) { return isa == cfused_avx512 ? 16 : 8; }
+/// Columns of a packed panel: the matrix kernel's NV · LANES.
+static inline int32_t panel_of(cfused_isa isa) { return isa == cfused_avx512 ? 64 : 16; }
+
+// MARK: AVX-512: 6 pixels × 4 vectors (24 accumulators of 32 registers), 8 depthwise outputs at once.
+#define NAME(x) x##_avx512
+#define LANES 16
+#define V __m512
+#define TARGET __attribute__((target("avx512f,fma")))
+#define LOAD _mm512_loadu_ps
+#define STORE _mm512_storeu_ps
+#define SET1 _mm512_set1_ps
+#define FMA _mm512_fmadd_ps
+#define MAX _mm512_max_ps
+#define MIN _mm512_min_ps
+#define ZERO _mm512_setzero_ps
+#define MR 6
+#define NV 4
+#define XB 8
+#include "block_kernels.inc"
+#undef NAME
+#undef LANES
+#undef V
+#undef TARGET
+#undef LOAD
+#undef STORE
+#undef SET1
+#undef FMA
+#undef MAX
+#undef MIN
+#undef ZERO
+#undef MR
+#undef NV
+#undef XB
+
+// MARK: AVX2: 6 pixels × 2 vectors (12 accumulators of 16 registers), 4 depthwise outputs at once.
+#define NAME(x) x##_avx2
+#define LANES 8
+#define V __m256
+#define TARGET __attribute__((target("avx2,fma")))
+#define LOAD _mm256_loadu_ps
+#define STORE _mm256_storeu_ps
+#define SET1 _mm256_set1_ps
+#define FMA _mm256_fmadd_ps
+#define MAX _mm256_max_ps
+#define MIN _mm256_min_ps
+#define ZERO _mm256_setzero_ps
+#define MR 6
+#define NV 2
+#define XB 4
+#include "block_kernels.inc"
+
+int32_t cfused_supported(void) {
+    __builtin_cpu_init();
+    int32_t isas = 0;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isas |= 1 << cfused_avx2;
+    if (__builtin_cpu_supports("avx512f")) isas |= 1 << cfused_avx512;
+    return isas;
+}
+
+int32_t cfused_padded(int32_t channels, cfused_isa isa) { return padded_to(channels, lanes_of(isa)); }
+
+size_t cfused_packed_count(int32_t k, int32_t n, cfused_isa isa) {
+    return (size_t)k * padded_to(n, lanes_of(isa));
+}
+
+void cfused_pack(const float *matrix, int32_t k, int32_t n, cfused_isa isa, float *packed) {
+    const int32_t padded = padded_to(n, lanes_of(isa)), panel = panel_of(isa);
+    for (int32_t column = 0; column < padded; column += panel) {
+        int32_t width = padded - column < panel ? padded - column : panel;
+        float *out = packed + (size_t)column * k;
+        for (int32_t p = 0; p < k; p++)
+            for (int32_t j = 0; j < width; j++)
+                out[(size_t)p * width + j] = column + j < n ? matrix[(size_t)p * n + column + j] : 0.0f;
+    }
+}
+
+size_t cfused_workspace_count(const cfused_block *block, cfused_isa isa) {
+    const int32_t lanes = lanes_of(isa);
+    const size_t hidden = padded_to(block->hidden, lanes);
+    const size_t span = (size_t)block->width + 2 * block->dilation;
+    return span * hidden * (size_t)(ring_rows(block) + 1) + (size_t)block->out_width * hidden
+        + (size_t)block->out_width * padded_to(block->out_channels, lanes);
+}
+
+int32_t cfused_residues(const cfused_block *block) { return block->stride == 1 ? block->dilation : 1; }
+
+int32_t cfused_run(const cfused_block *block, cfused_isa isa, int32_t image, int32_t residue, int32_t row_begin,
+                   int32_t row_end, float *workspace) {
+    if (block->dilation < 1 || block->dilation > CFUSED_MAX_DILATION || block->stride < 1 || residue < 0
+        || residue >= cfused_residues(block))
+        return -1;
+    if (isa == cfused_avx512) run_avx512(block, image, residue, row_begin, row_end, workspace);
+    else run_avx2(block, image, residue, row_begin, row_end, workspace);
+    return 0;
+}

@@ -1,0 +1,86 @@
+// MobileNetV2's inverted-residual block in one pass, ours (no outside library; used by Swift's `DeepLab`,
+// `FusedInvertedResidual`, only): 1 × 1 expansion, 3 × 3 depthwise, 1 × 1 projection and the identity, on one
+// output row at a time. The expanded rows a depthwise row reads are kept in a ring of 2d + 1 rows (d the dilation)
+// and the depthwise row itself in one buffer, so the expanded tensor (6 × the block's input channels, at the
+// block's full extent) never goes to memory; only the block's input is read and its output written.
+//
+// Eval mode, float32, batch norm folded by the caller. Channels last (NHWC) on both sides. Two instruction sets,
+// each compiled with its own `__attribute__((target(...)))`: AVX-512 (16 lanes) and AVX2 (8 lanes); the caller
+// chooses one from oneDNN's effective ISA, never from the build machine, and may run AVX2 on an AVX-512 CPU.
+// The arithmetic per output is the unfused one's up to the order of the sums (float32 rounding).
+#ifndef CFUSEDBLOCKS_H
+#define CFUSEDBLOCKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    cfused_avx2 = 1,     // 8 lanes
+    cfused_avx512 = 2,   // 16 lanes
+} cfused_isa;
+
+typedef enum {
+    cfused_identity = 0,
+    cfused_relu = 1,     // max(x, 0)
+    cfused_relu6 = 2,    // min(max(x, 0), 6)
+} cfused_activation;
+
+/// One block. Channel counts are any positive numbers: inside, hidden and output channels are padded to whole
+/// vectors (`cfused_padded`); the packed weights and the biases come padded with zeros.
+typedef struct {
+    int32_t batch, height, width;            // the input's extent
+    int32_t out_height, out_width;           // (extent + 2d − 2d − 1) / stride + 1, as the depthwise gives
+    int32_t in_channels, hidden, out_channels;
+    int32_t stride, dilation;                // the depthwise 3 × 3's; its padding is the dilation
+    int32_t expands;                         // 1: a 1 × 1 expansion to `hidden`; 0: the depthwise reads the input
+                                             // (then hidden == in_channels)
+    int32_t residual;                        // 1: the input is added to the projection (stride 1, in == out)
+    int32_t expand_activation, depthwise_activation;   // cfused_activation; the projection is linear
+    const float *input;                      // [batch, height, width, in_channels]
+    float *output;                           // [batch, out_height, out_width, out_channels]
+    const float *expand_weights;             // cfused_pack of [in_channels][hidden] (expands only)
+    const float *expand_bias;                // [padded hidden]
+    const float *depthwise_weights;          // [9][padded hidden], tap ky * 3 + kx
+    const float *depthwise_bias;             // [padded hidden]
+    const float *project_weights;            // cfused_pack of [hidden][out_channels]
+    const float *project_bias;               // [padded out_channels]
+} cfused_block;
+
+/// The instruction sets this CPU runs (a bit per cfused_isa value: 1 << isa).
+int32_t cfused_supported(void);
+
+/// `channels` rounded up to whole vectors of `isa`.
+int32_t cfused_padded(int32_t channels, cfused_isa isa);
+
+/// Floats of `cfused_pack`'s output for a [k][n] matrix.
+size_t cfused_packed_count(int32_t k, int32_t n, cfused_isa isa);
+
+/// Packs a row-major [k][n] matrix (a 1 × 1 convolution's weights, input channel by output channel) into the
+/// column panels the matrix kernel reads, zeros past n.
+void cfused_pack(const float *matrix, int32_t k, int32_t n, cfused_isa isa, float *packed);
+
+/// Floats of workspace one `cfused_run` call needs (each concurrent call its own).
+size_t cfused_workspace_count(const cfused_block *block, cfused_isa isa);
+
+/// The largest dilation `cfused_run` takes.
+#define CFUSED_MAX_DILATION 64
+
+/// The residues output rows are taken by: d at stride 1, where rows r, r + d, r + 2d, … read input rows of
+/// residue r only, two of three shared between neighbours (so three expanded rows are kept, each made once), else 1.
+int32_t cfused_residues(const cfused_block *block);
+
+/// Computes the output rows y of image `image` in [row_begin, row_end) with y ≡ residue modulo
+/// `cfused_residues(block)`; 0, or −1 (nothing written) for a dilation, stride or residue out of range. Calls on
+/// disjoint rows may run concurrently; each call expands again the input rows its first and last output read.
+int32_t cfused_run(const cfused_block *block, cfused_isa isa, int32_t image, int32_t residue, int32_t row_begin,
+                   int32_t row_end, float *workspace);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,225 @@
+import CFusedBlocks
+import SliceLabSupport
+
+/// An `InvertedResidual` block computed in one pass in eval mode (float32), by `CFusedBlocks`: expansion, depthwise,
+/// projection and the identity one output row at a time, the expanded rows kept in a ring in the cache instead of
+/// going to memory as an expanded tensor (6 × the block's input, read back twice by the unfused units). The same
+/// sums as the three units, up to their order (float32 rounding); `FusedInvertedResidualTests` hold it to them.
+///
+/// Used where the effective ISA's `ConvolutionStrategyTable` entry says so (`fusedInvertedResiduals`), on the
+/// kernels of that ISA (`isa`).
+final class FusedInvertedResidual {
+    /// The folded, packed weights of one block, with the parameter version and kernels they were made for; the
+    /// arrays are kept in buffers of their own so the kernels' description can point at them.
+    private final class Weights {
+        let version: Int
+        let isa: cfused_isa
+        /// expansion, its bias, depthwise taps, their bias, projection, its bias (see `cfused_block`).
+        let buffers: [UnsafeMutableBufferPointer<Float>]
+
+        init(version: Int, isa: cfused_isa, arrays: [[Float]]) {
+            self.version = version
+            self.isa = isa
+            buffers = arrays.map { array in
+                let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(1, array.count))
+                _ = buffer.initialize(from: array)
+                return buffer
+            }
+        }
+
+        deinit { buffers.forEach { $0.deallocate() } }
+
+        func pointer(_ index: Int) -> UnsafePointer<Float>? { UnsafePointer(buffers[index].baseAddress) }
+    }
+    private var weights: Weights?
+    /// The kernels it runs on.
+    let isa: cfused_isa
+
+    /// Fusion on `isa`'s kernels (by default the effective ISA's), or nil where there are none.
+    init?(isa: cfused_isa? = FusedInvertedResidual.effectiveISA) {
+        guard let isa else { return nil }
+        self.isa = isa
+    }
+
+    /// The kernels for oneDNN ISA `name`: AVX-512 for its AVX-512 levels, AVX2 for AVX2 and AVX2-VNNI, none below
+    /// (or when this CPU lacks them, as in a process capped above its CPU).
+    static func isa(forOneDNN name: String) -> cfused_isa? {
+        let supported = cfused_supported()
+        let has = { (isa: cfused_isa) in supported & (1 << isa.rawValue) != 0 }
+        if name.hasPrefix("AVX512"), has(cfused_avx512) { return cfused_avx512 }
+        if name.hasPrefix("AVX512") || name.hasPrefix("AVX2"), has(cfused_avx2) { return cfused_avx2 }
+        return nil
+    }
+
+    /// The kernels of this process's effective ISA.
+    static let effectiveISA = isa(forOneDNN: oneDNNEffectiveISA)
+
+    /// Whether `block`'s eval-mode forward can be fused: float32 (no int8 or bf16 unit, no quantised entry), no
+    /// calibration observing its units, a 3 × 3 depthwise convolution with padding equal to its dilation (at most
+    /// `CFUSED_MAX_DILATION`), 1 × 1 expansion and projection, a linear projection; and memory-bound unfused
+    /// (`unfusedIntensity` at most `maximumIntensity`).
+    static func fits(_ block: InvertedResidual) -> Bool {
+        guard block.entryQuantization == nil, (2...3).contains(block.units.count),
+            block.units.allSatisfy({ $0.quantization == nil && $0.bf16 == nil && $0.inputObserver == nil })
+        else { return false }
+        let depthwise = block.units[block.units.count - 2].conv
+        let project = block.units[block.units.count - 1]
+        let w = depthwise.window
+        let pointwise = { (unit: ConvUnit) in
+            unit.conv.window.kernel == 1 && unit.conv.window.stride == 1 && unit.conv.window.padding == 0
+                && unit.conv.groups == 1
+        }
+        return w.kernel == 3 && w.padding == w.dilation && w.dilation <= Int(CFUSED_MAX_DILATION)
+            && depthwise.groups == depthwise.inputChannels && depthwise.outputChannels == depthwise.inputChannels
+            && pointwise(project) && project.activation == .none && block.units.dropLast(2).allSatisfy(pointwise)
+            && (!block.usesResidual || w.stride == 1) && unfusedIntensity(block) <= maximumIntensity
+    }
+
+    /// Multiply-adds per byte the three units move unfused (float32; the block's input and output, the expanded
+    /// tensor written and read, the depthwise output written and read), per output pixel.
+    static func unfusedIntensity(_ block: InvertedResidual) -> Double {
+        let depthwise = block.units[block.units.count - 2].conv
+        let s2 = Double(depthwise.window.stride * depthwise.window.stride)
+        let input = Double(block.units[0].conv.inputChannels)
+        let hidden = Double(depthwise.inputChannels)
+        let output = Double(block.units[block.units.count - 1].conv.outputChannels)
+        let expands = block.units.count == 3
+        let multiplyAdds = (expands ? input * hidden * s2 : 0) + 9 * hidden + hidden * output
+        let values = input * s2 + (expands ? 2 * hidden * s2 : 0) + 2 * hidden + output
+        return multiplyAdds / (4 * values)
+    }
+
+    /// Blocks more compute-bound than this run unfused: on the AMX Xeon (`AVX512_CORE_AMX`) the bundled model's
+    /// blocks at 15 multiply-adds a byte and below were faster fused (block 2, at 2.2: 8.8 → 3.9 ms a pass), those at
+    /// 19 even, the last one (27) 15 % slower, oneDNN's 1 × 1 kernels there running as near the peak as ours.
+    static let maximumIntensity = 20.0
+
+    /// `block` on `x` (any layout), into a channels-last tensor; counted and profiled as its units would be, the
+    /// whole block's costs on its first unit under the block's name (strategy `fused-block`).
+    func callAsFunction(_ block: InvertedResidual, _ x: Tensor) throws -> Tensor {
+        var shape = x.shape
+        var work = 0
+        var inside = 0
+        for unit in block.units {
+            work += unit.countForward(inputShape: shape)
+            inside += unit.multiplyAddsInside(inputShape: shape)
+            shape = unit.conv.outputDims(shape)
+        }
+        guard LayerProfiling.enabled else { return try forward(block, x) }
+        let (y, seconds, collected) = try LayerProfiling.measure { try forward(block, x) }
+        block.units[0].record(
+            name: block.name, strategy: "fused-block", seconds: seconds, collected: collected, multiplyAdds: work,
+            inside: inside, bytes: max(collected.bytes, x.desc.byteCount + y.desc.byteCount))
+        return y
+    }
+
+    private func forward(_ block: InvertedResidual, _ x: Tensor) throws -> Tensor {
+        let s = x.shape
+        let expands = block.units.count == 3
+        let depthwise = block.units[block.units.count - 2]
+        let project = block.units[block.units.count - 1]
+        let hiddenDims = depthwise.conv.outputDims(s)
+        let outputDims = [s[0], project.conv.outputChannels, hiddenDims[2], hiddenDims[3]]
+        let input = try x.reordered(to: .make(s, .channelsLast))
+        let output = try Tensor(desc: .make(outputDims, .channelsLast))
+        let w = prepare(block)
+        let activation = { (a: Activation) -> Int32 in
+            Int32((a == .relu6 ? cfused_relu6 : a == .relu ? cfused_relu : cfused_identity).rawValue)
+        }
+        var description = cfused_block()
+        description.batch = Int32(s[0])
+        description.height = Int32(s[2])
+        description.width = Int32(s[3])
+        description.out_height = Int32(outputDims[2])
+        description.out_width = Int32(outputDims[3])
+        description.in_channels = Int32(s[1])
+        description.hidden = Int32(depthwise.conv.inputChannels)
+        description.out_channels = Int32(outputDims[1])
+        description.stride = Int32(depthwise.conv.window.stride)
+        description.dilation = Int32(depthwise.conv.window.dilation)
+        description.expands = expands ? 1 : 0
+        description.residual = block.usesResidual ? 1 : 0
+        description.expand_activation = activation(block.units[0].activation)
+        description.depthwise_activation = activation(depthwise.activation)
+        let floats = cfused_workspace_count(&description, isa)
+        // Tasks: an image's rows of one residue, split into chunks only when there are fewer of those than workers
+        // (a chunk expands its first and last rows' inputs again).
+        let workers = computeThreads()
+        let residues = Int(cfused_residues(&description))
+        let chunks = max(1, min(outputDims[2] / residues, (workers + s[0] * residues - 1) / (s[0] * residues)))
+        let failed = Locked<String?>(nil)
+        input.withStorage { source in
+            output.withStorage { destination in
+                description.input = UnsafePointer(source.baseAddress)
+                description.output = destination.baseAddress
+                description.expand_weights = w.pointer(0)
+                description.expand_bias = w.pointer(1)
+                description.depthwise_weights = w.pointer(2)
+                description.depthwise_bias = w.pointer(3)
+                description.project_weights = w.pointer(4)
+                description.project_bias = w.pointer(5)
+                let bytes = floats * MemoryLayout<Float>.size
+                let tasks = s[0] * residues * chunks
+                let rows = { outputDims[2] * $0 / chunks }
+                withExtendedLifetime(w) {
+                    parallelWorkers { worker, count in
+                        guard worker < tasks else { return }
+                        guard let workspace = TensorMemory.shared.allocate(bytes) else {
+                            return failed.withLock { $0 = "out of memory (\(bytes) bytes of workspace)" }
+                        }
+                        defer { TensorMemory.shared.release(workspace, bytes: bytes) }
+                        for task in stride(from: worker, to: tasks, by: count) {
+                            var block = description
+                            let (image, rest) = task.quotientAndRemainder(dividingBy: residues * chunks)
+                            let (residue, chunk) = rest.quotientAndRemainder(dividingBy: chunks)
+                            if cfused_run(
+                                &block, isa, Int32(image), Int32(residue), Int32(rows(chunk)), Int32(rows(chunk + 1)),
+                                workspace.assumingMemoryBound(to: Float.self)) != 0
+                            {
+                                failed.withLock { $0 = "dilation or stride out of the kernels' range" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let reason = failed.withLock({ $0 }) {
+            throw DeepLabError.invalidConfiguration("fused block \(block.name): \(reason)")
+        }
+        return output
+    }
+
+    /// The block's folded weights in the kernels' layout, made once per parameter version.
+    private func prepare(_ block: InvertedResidual) -> Weights {
+        let version = block.units.reduce(0) { $0 &+ $1.parameterVersion }
+        if let weights, weights.version == version, weights.isa == isa { return weights }
+        let depthwise = block.units[block.units.count - 2]
+        let project = block.units[block.units.count - 1]
+        let hidden = depthwise.conv.inputChannels
+        let hiddenPadded = Int(cfused_padded(Int32(hidden), isa))
+        let padded = { (values: [Float], count: Int) in values + [Float](repeating: 0, count: count - values.count) }
+        /// A 1 × 1 convolution's [O, I] weights as the kernels' packed [I][O].
+        func packed(_ unit: ConvUnit) -> (weights: [Float], bias: [Float]) {
+            let (w, bias) = unit.foldedPlainWeights()
+            let o = unit.conv.outputChannels
+            let i = unit.conv.inputChannels
+            var transposed = [Float](repeating: 0, count: o * i)
+            for a in 0..<o { for b in 0..<i { transposed[b * o + a] = w[a * i + b] } }
+            var result = [Float](repeating: 0, count: cfused_packed_count(Int32(i), Int32(o), isa))
+            cfused_pack(transposed, Int32(i), Int32(o), isa, &result)
+            return (result, padded(bias, Int(cfused_padded(Int32(o), isa))))
+        }
+        let expand = block.units.count == 3 ? packed(block.units[0]) : (weights: [], bias: [])
+        let (dwWeights, dwBias) = depthwise.foldedPlainWeights()
+        var taps = [Float](repeating: 0, count: 9 * hiddenPadded)
+        for c in 0..<hidden { for t in 0..<9 { taps[t * hiddenPadded + c] = dwWeights[c * 9 + t] } }
+        let projection = packed(project)
+        let weights = Weights(
+            version: version, isa: isa,
+            arrays: [
+                expand.weights, expand.bias, taps, padded(dwBias, hiddenPadded), projection.weights, projection.bias
+            ])
+        self.weights = weights
+        return weights
+    }
+}
