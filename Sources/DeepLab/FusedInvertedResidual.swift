@@ -1,4 +1,5 @@
 import CFusedBlocks
+import Foundation
 import SliceLabSupport
 
 /// An `InvertedResidual` block computed in one pass in eval mode (float32), by `CFusedBlocks`: expansion, depthwise,
@@ -54,6 +55,19 @@ final class FusedInvertedResidual {
     /// The kernels of this process's effective ISA.
     static let effectiveISA = isa(forOneDNN: oneDNNEffectiveISA)
 
+    /// The environment variable that overrides the table for measuring (`Benchmarks/bench_fused_blocks.py`): `0`
+    /// runs every block unit by unit, `1` fuses those that fit on any ISA with kernels (AVX2's entry leaves them off).
+    public static let variable = "SLICELAB_FUSED_BLOCKS"
+
+    /// Whether blocks of this process fuse by default: the effective ISA's table entry, or `variable`.
+    static let enabledInThisProcess: Bool = {
+        switch ProcessInfo.processInfo.environment[variable] {
+        case "0": return false
+        case "1": return true
+        default: return ConvolutionStrategyTable.effective.fusedInvertedResiduals
+        }
+    }()
+
     /// Whether `block`'s eval-mode forward can be fused: float32 (no int8 or bf16 unit, no quantised entry), no
     /// calibration observing its units, a 3 × 3 depthwise convolution with padding equal to its dilation (at most
     /// `CFUSED_MAX_DILATION`), 1 × 1 expansion and projection, a linear projection; and memory-bound unfused
@@ -89,10 +103,12 @@ final class FusedInvertedResidual {
         return multiplyAdds / (4 * values)
     }
 
-    /// Blocks more compute-bound than this run unfused: on the AMX Xeon (`AVX512_CORE_AMX`) the bundled model's
-    /// blocks at 15 multiply-adds a byte and below were faster fused (block 2, at 2.2: 8.8 → 3.9 ms a pass), those at
-    /// 19 even, the last one (27) 15 % slower, oneDNN's 1 × 1 kernels there running as near the peak as ours.
-    static let maximumIntensity = 20.0
+    /// Blocks more compute-bound than this run unfused. On the AMX Xeon (`AVX512_CORE_AMX`,
+    /// `Benchmarks/bench_fused_blocks.py`) the bundled model's blocks up to 7.9 multiply-adds a byte ran 0.47–0.89 ×
+    /// their unfused time (block 2, at 2.2: 45.7 → 21.6 ms over 5 forwards), those at 11.6 0.89–1.00 ×, those at
+    /// 15–19 1.04–1.05 × and the last (27) slower still: there oneDNN's 1 × 1 kernels run as near the peak as ours and
+    /// the saved traffic no longer pays for a ring of expanded rows that outgrows the L2 cache.
+    static let maximumIntensity = 12.0
 
     /// `block` on `x` (any layout), into a channels-last tensor; counted and profiled as its units would be, the
     /// whole block's costs on its first unit under the block's name (strategy `fused-block`).

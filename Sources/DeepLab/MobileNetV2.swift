@@ -108,9 +108,8 @@ final class InvertedResidual {
     /// torchvision's name of the block (`backbone.3`).
     let name: String
     /// How eval mode computes the block in one pass where it `fits` (float32), nil for unit by unit: the effective
-    /// ISA's `ConvolutionStrategyTable` entry decides; tests set it.
-    var fusion: FusedInvertedResidual? =
-        ConvolutionStrategyTable.effective.fusedInvertedResiduals ? FusedInvertedResidual() : nil
+    /// ISA's `ConvolutionStrategyTable` entry decides (`FusedInvertedResidual.enabledInThisProcess`); tests set it.
+    var fusion: FusedInvertedResidual? = FusedInvertedResidual.enabledInThisProcess ? FusedInvertedResidual() : nil
 
     init(
         prefix: String, inputChannels: Int, outputChannels: Int, stride: Int, dilation: Int, expansion: Int,

@@ -112,12 +112,15 @@ import Testing
     }
 
     /// The unfused traffic a block would save decides: MobileNetV2's second block (16 → 96 → 24, stride 2) moves a
-    /// byte per 2.2 multiply-adds unfused and is fused; its last (160 → 960 → 320) moves one per 27 and is not.
+    /// byte per 2.2 multiply-adds unfused and is fused; its last (160 → 960 → 320) moves one per 27 and is not, nor
+    /// one of 160 → 960 → 160 (19).
     @Test func fusesTheMemoryBoundBlocksOnly() {
         let second = Self.block(inputs: 16, outputs: 24, stride: 2, dilation: 1, expansion: 6, seed: 1)
         let last = Self.block(inputs: 160, outputs: 320, stride: 1, dilation: 4, expansion: 6, seed: 2)
         #expect(abs(FusedInvertedResidual.unfusedIntensity(second) - 9312.0 / 4192) < 1e-9)
         #expect(abs(FusedInvertedResidual.unfusedIntensity(last) - 469_440.0 / (4 * 4320)) < 1e-9)
+        let wide = Self.block(inputs: 160, outputs: 160, stride: 1, dilation: 4, expansion: 6, seed: 3)
         #expect(FusedInvertedResidual.fits(second) && !FusedInvertedResidual.fits(last))
+        #expect(!FusedInvertedResidual.fits(wide))
     }
 }
