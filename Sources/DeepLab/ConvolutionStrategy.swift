@@ -96,14 +96,12 @@ func accumulateWeightGradients(
 ///   blocks fused (measured on the AMX Xeon natively and capped to `AVX512_CORE`, Benchmarks/README.md; not on an
 ///   AVX-512 CPU without AMX); AMX's entry adds its own measured items below. SSE4.1/AVX: oneDNN's kernels.
 /// - Fused blocks stay off on AVX2: their AVX2 kernels, capped to AVX2 on the AMX Xeon, were slower than oneDNN's
-///   (no AVX2-only CPU was at hand to measure them where they would run).
+///   (no AVX2-only CPU was at hand to measure them where they would run); the own depthwise kernel, capped the same
+///   way, beat oneDNN's on DeepLabV3+'s ASPP branches (0.44–0.46 ×) and is on there.
 public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// Dilated 3×3 convolutions whose padding taps are a tenth of the work or more run as padding-free rectangles
     /// (`PaddingFreeConvolution` in f32, eval and training; `Int8Convolution` in int8).
     public var paddingFreeRectangles: Bool
-    /// Dilated 3×3 depthwise convolutions whose padding taps are a tenth of the work or more run as padding-free
-    /// rectangles in eval mode (DeepLabV3+'s separable ASPP branches; `PaddingFreeConvolution`).
-    public var paddingFreeDepthwise = false
     /// Wide 3×3 convolutions (and padding-free all-taps centres) run by Winograd F(2×2, 3×3) in eval mode
     /// (`WinogradConvolution`).
     public var winograd: Bool
@@ -114,6 +112,9 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// (oneDNN 2.6 picks that one first on AMX for some of them, ASPP's rates 12 and 24 here; see
     /// Benchmarks/README.md). The same integer arithmetic: the outputs are identical.
     public var int8DilatedOnBrgconv = false
+    /// Dilated depthwise 3 × 3 convolutions with most taps in the padding run on our own kernel in eval mode
+    /// (`OwnDepthwiseConvolution`; DeepLabV3+'s separable ASPP branches).
+    public var ownDepthwise = false
     /// MobileNetV2's memory-bound inverted-residual blocks run in one pass in eval mode, float32
     /// (`FusedInvertedResidual`).
     public var fusedInvertedResiduals = false
@@ -126,21 +127,22 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
         int8Winograd: false, measured: false)
 
     /// AMX: oneDNN's kernels, dilated int8 convolutions on `brgconv` (measured, as the fp32 and int8 padding-free
-    /// rectangles that did not pay there; fp32 Winograd was 4–6 × slower on the bundled model's ASPP); dilated
-    /// depthwise ones as padding-free rectangles (measured on DeepLabV3+), fused blocks (Benchmarks/README.md).
+    /// rectangles that did not pay there; fp32 Winograd was 4–6 × slower on the bundled model's ASPP); the own
+    /// depthwise kernel, fused blocks (Benchmarks/README.md).
     public static let amx = ConvolutionStrategyTable(
-        paddingFreeRectangles: false, paddingFreeDepthwise: true, winograd: false, int8Winograd: false,
-        int8DilatedOnBrgconv: true, fusedInvertedResiduals: true, measured: false)
+        paddingFreeRectangles: false, winograd: false, int8Winograd: false, int8DilatedOnBrgconv: true,
+        ownDepthwise: true, fusedInvertedResiduals: true, measured: false)
 
-    /// AVX-512 without AMX: oneDNN's kernels, MobileNetV2's blocks fused.
+    /// AVX-512 without AMX: oneDNN's kernels, the own depthwise kernel, MobileNetV2's blocks fused (measured capped to
+    /// `AVX512_CORE` on the AMX Xeon).
     public static let avx512 = ConvolutionStrategyTable(
-        paddingFreeRectangles: false, winograd: false, int8Winograd: false, fusedInvertedResiduals: true,
-        measured: false)
+        paddingFreeRectangles: false, winograd: false, int8Winograd: false, ownDepthwise: true,
+        fusedInvertedResiduals: true, measured: false)
 
     /// The committed entries by ISA name (`oneDNNEffectiveISA`); an ISA not listed takes `oneDNN`.
     public static let entries: [String: ConvolutionStrategyTable] = [
         "AVX2": ConvolutionStrategyTable(
-            paddingFreeRectangles: true, winograd: true, int8Winograd: true,
+            paddingFreeRectangles: true, winograd: true, int8Winograd: true, ownDepthwise: true,
             measured: true),
         "AVX2_VNNI": ConvolutionStrategyTable(
             paddingFreeRectangles: true, winograd: true, int8Winograd: false,
@@ -164,11 +166,8 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
                 rectangles: paddingFreeRectangles, winograd: int8Winograd, dilatedOnBrgconv: int8DilatedOnBrgconv),
             Bf16Convolution()
         ]
-            + (paddingFreeRectangles || paddingFreeDepthwise
-                ? [
-                    PaddingFreeConvolution(
-                        centre: winograd, dense: paddingFreeRectangles, depthwise: paddingFreeDepthwise)
-                ] : [])
+            + (OwnDepthwiseConvolution.enabled(by: self) ? [OwnDepthwiseConvolution()].compactMap { $0 } : [])
+            + (paddingFreeRectangles ? [PaddingFreeConvolution(centre: winograd)] : [])
             + (winograd.map { [$0] } ?? []) + [DirectConvolution()]
     }
 
@@ -177,6 +176,7 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     public var summary: String {
         let parts =
             (paddingFreeRectangles ? ["padding-free rectangles"] : []) + (winograd ? ["Winograd"] : [])
+            + (ownDepthwise ? ["own depthwise kernel"] : [])
             + (fusedInvertedResiduals ? ["fused inverted-residual blocks"] : [])
         return (parts.isEmpty ? "oneDNN's kernels" : parts.joined(separator: ", ") + ", else oneDNN's")
             + (measured ? " (measured)" : " (not measured)")

@@ -10,29 +10,7 @@ import SliceLabSupport
 /// Used where the effective ISA's `ConvolutionStrategyTable` entry says so (`fusedInvertedResiduals`), on the
 /// kernels of that ISA (`isa`).
 final class FusedInvertedResidual {
-    /// The folded, packed weights of one block, with the parameter version and kernels they were made for; the
-    /// arrays are kept in buffers of their own so the kernels' description can point at them.
-    private final class Weights {
-        let version: Int
-        let isa: cfused_isa
-        /// expansion, its bias, depthwise taps, their bias, projection, its bias (see `cfused_block`).
-        let buffers: [UnsafeMutableBufferPointer<Float>]
-
-        init(version: Int, isa: cfused_isa, arrays: [[Float]]) {
-            self.version = version
-            self.isa = isa
-            buffers = arrays.map { array in
-                let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(1, array.count))
-                _ = buffer.initialize(from: array)
-                return buffer
-            }
-        }
-
-        deinit { buffers.forEach { $0.deallocate() } }
-
-        func pointer(_ index: Int) -> UnsafePointer<Float>? { UnsafePointer(buffers[index].baseAddress) }
-    }
-    private var weights: Weights?
+    private var weights: FusedKernels.Weights?
     /// The kernels it runs on.
     let isa: cfused_isa
 
@@ -130,36 +108,123 @@ final class FusedInvertedResidual {
     }
 
     private func forward(_ block: InvertedResidual, _ x: Tensor) throws -> Tensor {
-        let s = x.shape
-        let expands = block.units.count == 3
+        let depthwise = block.units[block.units.count - 2]
+        var description = FusedKernels.description(depthwise, inputShape: x.shape)
+        description.out_channels = Int32(block.units[block.units.count - 1].conv.outputChannels)
+        description.expands = block.units.count == 3 ? 1 : 0
+        description.residual = block.usesResidual ? 1 : 0
+        description.expand_activation = FusedKernels.activation(block.units[0].activation)
+        return try FusedKernels.run(
+            description, x, weights: prepare(block), isa: isa, name: "fused block \(block.name)")
+    }
+
+    /// The block's folded weights in the kernels' layout, made once per parameter version.
+    private func prepare(_ block: InvertedResidual) -> FusedKernels.Weights {
+        let version = block.units.reduce(0) { $0 &+ $1.parameterVersion }
+        if let weights, weights.version == version, weights.isa == isa { return weights }
         let depthwise = block.units[block.units.count - 2]
         let project = block.units[block.units.count - 1]
-        let hiddenDims = depthwise.conv.outputDims(s)
-        let outputDims = [s[0], project.conv.outputChannels, hiddenDims[2], hiddenDims[3]]
-        let input = try x.reordered(to: .make(s, .channelsLast))
-        let output = try Tensor(desc: .make(outputDims, .channelsLast))
-        let w = prepare(block)
-        let activation = { (a: Activation) -> Int32 in
-            Int32((a == .relu6 ? cfused_relu6 : a == .relu ? cfused_relu : cfused_identity).rawValue)
+        let padded = { (values: [Float], count: Int) in values + [Float](repeating: 0, count: count - values.count) }
+        /// A 1 × 1 convolution's [O, I] weights as the kernels' packed [I][O].
+        func packed(_ unit: ConvUnit) -> (weights: [Float], bias: [Float]) {
+            let (w, bias) = unit.foldedPlainWeights()
+            let o = unit.conv.outputChannels
+            let i = unit.conv.inputChannels
+            var transposed = [Float](repeating: 0, count: o * i)
+            for a in 0..<o { for b in 0..<i { transposed[b * o + a] = w[a * i + b] } }
+            var result = [Float](repeating: 0, count: cfused_packed_count(Int32(i), Int32(o), isa))
+            cfused_pack(transposed, Int32(i), Int32(o), isa, &result)
+            return (result, padded(bias, Int(cfused_padded(Int32(o), isa))))
         }
+        let expand = block.units.count == 3 ? packed(block.units[0]) : (weights: [], bias: [])
+        let (taps, tapsBias) = FusedKernels.depthwiseTaps(depthwise, isa: isa)
+        let projection = packed(project)
+        let weights = FusedKernels.Weights(
+            version: version, isa: isa,
+            arrays: [expand.weights, expand.bias, taps, tapsBias, projection.weights, projection.bias])
+        self.weights = weights
+        return weights
+    }
+}
+
+/// What `FusedInvertedResidual` and `OwnDepthwiseConvolution` share: the description of a convolution for
+/// `CFusedBlocks`, its weights in the kernels' layout, and the run over the compute threads.
+enum FusedKernels {
+    /// The folded, packed weights of one block or unit, with the parameter version and kernels they were made
+    /// for; the arrays are kept in buffers of their own so the kernels' description can point at them.
+    final class Weights {
+        let version: Int
+        let isa: cfused_isa
+        /// expansion, its bias, depthwise taps, their bias, projection, its bias (see `cfused_block`).
+        let buffers: [UnsafeMutableBufferPointer<Float>]
+        let counts: [Int]
+
+        init(version: Int, isa: cfused_isa, arrays: [[Float]]) {
+            self.version = version
+            self.isa = isa
+            counts = arrays.map(\.count)
+            buffers = arrays.map { array in
+                let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(1, array.count))
+                _ = buffer.initialize(from: array)
+                return buffer
+            }
+        }
+
+        deinit { buffers.forEach { $0.deallocate() } }
+
+        /// The array's first element, nil for an empty array (what the description leaves out).
+        func pointer(_ index: Int) -> UnsafePointer<Float>? {
+            counts[index] == 0 ? nil : UnsafePointer(buffers[index].baseAddress)
+        }
+    }
+
+    /// cfused_activation of `activation`.
+    static func activation(_ activation: Activation) -> Int32 {
+        Int32((activation == .relu6 ? cfused_relu6 : activation == .relu ? cfused_relu : cfused_identity).rawValue)
+    }
+
+    /// A description with `depthwise`'s geometry on `inputShape`: no expansion, no projection, no identity (the
+    /// caller adds what its block has).
+    static func description(_ depthwise: ConvUnit, inputShape s: [Int]) -> cfused_block {
+        let out = depthwise.conv.outputDims(s)
         var description = cfused_block()
         description.batch = Int32(s[0])
         description.height = Int32(s[2])
         description.width = Int32(s[3])
-        description.out_height = Int32(outputDims[2])
-        description.out_width = Int32(outputDims[3])
+        description.out_height = Int32(out[2])
+        description.out_width = Int32(out[3])
         description.in_channels = Int32(s[1])
         description.hidden = Int32(depthwise.conv.inputChannels)
-        description.out_channels = Int32(outputDims[1])
+        description.out_channels = Int32(depthwise.conv.outputChannels)
         description.stride = Int32(depthwise.conv.window.stride)
         description.dilation = Int32(depthwise.conv.window.dilation)
-        description.expands = expands ? 1 : 0
-        description.residual = block.usesResidual ? 1 : 0
-        description.expand_activation = activation(block.units[0].activation)
         description.depthwise_activation = activation(depthwise.activation)
+        return description
+    }
+
+    /// A depthwise 3 × 3 unit's folded taps as [9][padded channels] and its bias, padded with zeros.
+    static func depthwiseTaps(_ unit: ConvUnit, isa: cfused_isa) -> (taps: [Float], bias: [Float]) {
+        let channels = unit.conv.inputChannels
+        let padded = Int(cfused_padded(Int32(channels), isa))
+        let (weights, bias) = unit.foldedPlainWeights()
+        var taps = [Float](repeating: 0, count: 9 * padded)
+        for c in 0..<channels { for t in 0..<9 { taps[t * padded + c] = weights[c * 9 + t] } }
+        return (taps, bias + [Float](repeating: 0, count: padded - channels))
+    }
+
+    /// Runs `description` (its pointers set here) on `x` (any layout) with `weights` (expansion, its bias, taps,
+    /// their bias, projection, its bias; empty arrays for what the description leaves out) into a channels-last
+    /// tensor. Tasks: an image's rows of one residue, split into chunks only when there are fewer of those than
+    /// workers (a chunk expands its first and last rows' inputs again).
+    static func run(
+        _ description: cfused_block, _ x: Tensor, weights: Weights, isa: cfused_isa, name: String
+    ) throws -> Tensor {
+        var description = description
+        let s = x.shape
+        let outputDims = [s[0], Int(description.out_channels), Int(description.out_height), Int(description.out_width)]
+        let input = try x.reordered(to: .make(s, .channelsLast))
+        let output = try Tensor(desc: .make(outputDims, .channelsLast))
         let floats = cfused_workspace_count(&description, isa)
-        // Tasks: an image's rows of one residue, split into chunks only when there are fewer of those than workers
-        // (a chunk expands its first and last rows' inputs again).
         let workers = computeThreads()
         let residues = Int(cfused_residues(&description))
         let chunks = max(1, min(outputDims[2] / residues, (workers + s[0] * residues - 1) / (s[0] * residues)))
@@ -168,16 +233,16 @@ final class FusedInvertedResidual {
             output.withStorage { destination in
                 description.input = UnsafePointer(source.baseAddress)
                 description.output = destination.baseAddress
-                description.expand_weights = w.pointer(0)
-                description.expand_bias = w.pointer(1)
-                description.depthwise_weights = w.pointer(2)
-                description.depthwise_bias = w.pointer(3)
-                description.project_weights = w.pointer(4)
-                description.project_bias = w.pointer(5)
+                description.expand_weights = weights.pointer(0)
+                description.expand_bias = weights.pointer(1)
+                description.depthwise_weights = weights.pointer(2)
+                description.depthwise_bias = weights.pointer(3)
+                description.project_weights = weights.pointer(4)
+                description.project_bias = weights.pointer(5)
                 let bytes = floats * MemoryLayout<Float>.size
                 let tasks = s[0] * residues * chunks
                 let rows = { outputDims[2] * $0 / chunks }
-                withExtendedLifetime(w) {
+                withExtendedLifetime(weights) {
                     parallelWorkers { worker, count in
                         guard worker < tasks else { return }
                         guard let workspace = TensorMemory.shared.allocate(bytes) else {
@@ -199,43 +264,7 @@ final class FusedInvertedResidual {
                 }
             }
         }
-        if let reason = failed.withLock({ $0 }) {
-            throw DeepLabError.invalidConfiguration("fused block \(block.name): \(reason)")
-        }
+        if let reason = failed.withLock({ $0 }) { throw DeepLabError.invalidConfiguration("\(name): \(reason)") }
         return output
-    }
-
-    /// The block's folded weights in the kernels' layout, made once per parameter version.
-    private func prepare(_ block: InvertedResidual) -> Weights {
-        let version = block.units.reduce(0) { $0 &+ $1.parameterVersion }
-        if let weights, weights.version == version, weights.isa == isa { return weights }
-        let depthwise = block.units[block.units.count - 2]
-        let project = block.units[block.units.count - 1]
-        let hidden = depthwise.conv.inputChannels
-        let hiddenPadded = Int(cfused_padded(Int32(hidden), isa))
-        let padded = { (values: [Float], count: Int) in values + [Float](repeating: 0, count: count - values.count) }
-        /// A 1 × 1 convolution's [O, I] weights as the kernels' packed [I][O].
-        func packed(_ unit: ConvUnit) -> (weights: [Float], bias: [Float]) {
-            let (w, bias) = unit.foldedPlainWeights()
-            let o = unit.conv.outputChannels
-            let i = unit.conv.inputChannels
-            var transposed = [Float](repeating: 0, count: o * i)
-            for a in 0..<o { for b in 0..<i { transposed[b * o + a] = w[a * i + b] } }
-            var result = [Float](repeating: 0, count: cfused_packed_count(Int32(i), Int32(o), isa))
-            cfused_pack(transposed, Int32(i), Int32(o), isa, &result)
-            return (result, padded(bias, Int(cfused_padded(Int32(o), isa))))
-        }
-        let expand = block.units.count == 3 ? packed(block.units[0]) : (weights: [], bias: [])
-        let (dwWeights, dwBias) = depthwise.foldedPlainWeights()
-        var taps = [Float](repeating: 0, count: 9 * hiddenPadded)
-        for c in 0..<hidden { for t in 0..<9 { taps[t * hiddenPadded + c] = dwWeights[c * 9 + t] } }
-        let projection = packed(project)
-        let weights = Weights(
-            version: version, isa: isa,
-            arrays: [
-                expand.weights, expand.bias, taps, padded(dwBias, hiddenPadded), projection.weights, projection.bias
-            ])
-        self.weights = weights
-        return weights
     }
 }

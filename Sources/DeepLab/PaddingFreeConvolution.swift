@@ -40,40 +40,26 @@ typealias TapPlan = (rows: [TapInterval], columns: [TapInterval])
 final class PaddingFreeConvolution: ConvolutionStrategy {
     /// Computes the all-taps rectangle in eval mode where it applies (see `WinogradConvolution.computesRectangle`).
     let centre: WinogradConvolution?
-    /// Whether dense convolutions (groups 1) run here, and depthwise ones in eval mode (DeepLabV3+'s separable ASPP,
-    /// whose rates on a small feature map leave most taps in the padding).
-    let dense: Bool
-    let depthwise: Bool
     private let zonePrimitives = PrimitiveCache()
     /// Eval-mode sub-kernels (and the folded bias), with the parameter version they were made from.
     private var zoneWeightCache: [PrimitiveCache.Key: (version: Int, weights: Tensor)] = [:]
 
-    init(centre: WinogradConvolution? = nil, dense: Bool = true, depthwise: Bool = false) {
-        (self.centre, self.dense, self.depthwise) = (centre, dense, depthwise)
+    init(centre: WinogradConvolution? = nil) {
+        self.centre = centre
     }
 
-    /// Eval without a residual input, or training, where `plan(for:inputShape:)` finds rectangles; depthwise
-    /// convolutions in eval only, and only where the taps inside the input are at most a third of the work:
-    /// memory-bound as they are, each rectangle's copies in and out cost more than the padding taps they skip
-    /// unless most taps are padding (measured on DeepLabV3+'s separable ASPP, 1280 channels on 30 × 25: rate 18, a
-    /// third of the taps inside, 2.7 × faster; rate 12, half, 1.2 × slower; rate 6 six times slower).
+    /// Eval without a residual input, or training, where `plan(for:inputShape:)` finds rectangles.
     func applies(to unit: ConvUnit, inputShape: [Int], residual: Bool, training: Bool) -> Bool {
-        guard !residual || training, let plan = Self.plan(for: unit, inputShape: inputShape, depthwise: true)
-        else { return false }
-        guard unit.conv.groups > 1 else { return dense }
-        return depthwise && !training
-            && TapInterval.workFraction(plan.rows) * TapInterval.workFraction(plan.columns) <= 1.0 / 3
+        (training || !residual) && Self.plan(for: unit, inputShape: inputShape) != nil
     }
 
     func releaseInferenceWeights() { zoneWeightCache.removeAll() }
 
-    /// The rectangles to compute separately when `unit` is a dilated 3×3 convolution (dense, or depthwise when
-    /// `depthwise`) on an input of dims `s` whose padding taps are at least a tenth of the work; nil otherwise.
-    static func plan(for unit: ConvUnit, inputShape s: [Int], depthwise: Bool = false) -> TapPlan? {
+    /// The rectangles to compute separately when `unit` is a dilated 3×3 convolution on an input of dims `s`
+    /// whose padding taps are at least a tenth of the work; nil otherwise.
+    static func plan(for unit: ConvUnit, inputShape s: [Int]) -> TapPlan? {
         let w = unit.conv.window
-        let c = unit.conv
-        let isDepthwise = c.groups > 1 && c.groups == c.inputChannels && c.groups == c.outputChannels
-        guard c.groups == 1 || (depthwise && isDepthwise), w.kernel == 3, w.stride == 1, w.dilation > 1,
+        guard unit.conv.groups == 1, w.kernel == 3, w.stride == 1, w.dilation > 1,
             w.padding == w.dilation
         else { return nil }
         let rows = TapInterval.intervals(extent: s[2], rate: w.dilation)
@@ -95,12 +81,12 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
         consumingResidual: Bool
     ) throws -> Tensor {
         precondition(residual == nil, "padding-free rectangles take no residual input")
-        guard let plan = Self.plan(for: unit, inputShape: x.shape, depthwise: depthwise) else {
+        guard let plan = Self.plan(for: unit, inputShape: x.shape) else {
             throw DeepLabError.invalidInput("no padding-free rectangles for this convolution on \(x.shape)")
         }
         // Folding batch norm is needed only when a rectangle's weights are not cached yet.
         lazy var folded = unit.foldedPlainWeights()
-        lazy var kernel = Result { try Tensor(plain: unit.conv.weight.shape, values: folded.weights) }
+        lazy var kernel = Result { try Tensor(plain: unit.conv.weightDims, values: folded.weights) }
         let biasKey = PrimitiveCache.Key("bias")
         let biasTensor: Tensor
         if let cached = zoneWeightCache[biasKey], cached.version == unit.parameterVersion {
@@ -256,14 +242,11 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
         _ unit: ConvUnit, _ s: [Int], _ r: TapInterval,
         _ c: TapInterval
     ) -> (source: [Int], weights: [Int], destination: [Int]) {
-        let conv = unit.conv
-        let rate = conv.window.dilation
-        let (o, i, g) = (conv.outputChannels, conv.inputChannels, conv.groups)
-        let taps = [r.taps.count, c.taps.count]
+        let rate = unit.conv.window.dilation
         return (
             [s[0], s[1], r.inputs(rate: rate).count, c.inputs(rate: rate).count],
-            g == 1 ? [o, i] + taps : [g, o / g, i / g] + taps,
-            [s[0], o, r.outputs.count, c.outputs.count]
+            [unit.conv.outputChannels, unit.conv.inputChannels, r.taps.count, c.taps.count],
+            [s[0], unit.conv.outputChannels, r.outputs.count, c.outputs.count]
         )
     }
 
@@ -317,13 +300,7 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
         if !training, let cached = zoneWeightCache[key], cached.version == unit.parameterVersion {
             return cached.weights
         }
-        var weights = try kernel().spatialView(rows: Range(rows), columns: Range(columns))
-        if desc.shape.count != 4 {
-            // Grouped weights [G, O/G, I/G, kh, kw] hold the plain [O, I/G, kh, kw] sub-kernel's values in its order.
-            let plain = try weights.reordered(to: .make(weights.shape, MemoryDesc.plainTag(rank: 4))).floatTensor()
-            weights = try Tensor(plain: desc.shape, values: plain.values)
-        }
-        weights = try weights.reordered(to: desc)
+        let weights = try kernel().spatialView(rows: Range(rows), columns: Range(columns)).reordered(to: desc)
         if !training { zoneWeightCache[key] = (unit.parameterVersion, weights) }
         return weights
     }

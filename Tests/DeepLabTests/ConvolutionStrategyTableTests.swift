@@ -4,9 +4,9 @@ import Testing
 @testable import DeepLab
 
 /// The fp32 strategy table per effective ISA (issue #19): AVX2's measured entry keeps padding-free rectangles and
-/// Winograd; AVX-512 gets oneDNN's kernels and fused inverted-residual blocks, AMX too with dilated int8 convolutions
-/// on oneDNN's brgconv kernels and depthwise rectangles; unknown ISAs oneDNN's kernels only; a unit's strategies
-/// follow its table.
+/// Winograd, and the own depthwise kernel; AVX-512 gets oneDNN's kernels, the own depthwise kernel and fused
+/// inverted-residual blocks, AMX too with dilated int8 convolutions on oneDNN's brgconv kernels; unknown ISAs oneDNN's
+/// kernels only; a unit's strategies follow its table.
 @Suite struct ConvolutionStrategyTableTests {
     static func dilatedUnit(_ table: ConvolutionStrategyTable) -> ConvUnit {
         var generator = SeededGenerator(seed: 3)
@@ -19,15 +19,15 @@ import Testing
     @Test func avx2KeepsItsMeasuredStrategiesAndAVX512TakesOneDNNs() {
         let avx2 = ConvolutionStrategyTable.forISA("AVX2")
         #expect(avx2.paddingFreeRectangles && avx2.winograd && avx2.int8Winograd && avx2.measured)
-        #expect(!avx2.fusedInvertedResiduals)
+        #expect(!avx2.fusedInvertedResiduals && avx2.ownDepthwise)
         var avx512 = ConvolutionStrategyTable.oneDNN
-        avx512.fusedInvertedResiduals = true
+        (avx512.fusedInvertedResiduals, avx512.ownDepthwise) = (true, true)
         for isa in ["AVX512_CORE", "AVX512_CORE_VNNI", "AVX512_CORE_BF16"] {
             #expect(ConvolutionStrategyTable.forISA(isa) == avx512, "\(isa)")
         }
         for isa in ["SSE41", "new ISA"] { #expect(ConvolutionStrategyTable.forISA(isa) == .oneDNN, "\(isa)") }
         var amx = avx512
-        (amx.int8DilatedOnBrgconv, amx.paddingFreeDepthwise) = (true, true)
+        amx.int8DilatedOnBrgconv = true
         #expect(ConvolutionStrategyTable.forISA("AVX512_CORE_AMX") == amx)
         #expect(ConvolutionStrategyTable.effective == .forISA(oneDNNEffectiveISA))
     }

@@ -1,6 +1,6 @@
 // MobileNetV2's inverted-residual block in one pass, ours (no outside library; used by Swift's `DeepLab`,
-// `FusedInvertedResidual`, only): 1 × 1 expansion, 3 × 3 depthwise, 1 × 1 projection and the identity, on one
-// output row at a time. The expanded rows a depthwise row reads are kept in a ring of 2d + 1 rows (d the dilation)
+// `FusedInvertedResidual` and `OwnDepthwiseConvolution`, only): 1 × 1 expansion, 3 × 3 depthwise, 1 × 1 projection
+// and the identity, on one output row at a time; or a depthwise convolution alone (no expansion, no projection). The expanded rows a depthwise row reads are kept in a ring of 2d + 1 rows (d the dilation)
 // and the depthwise row itself in one buffer, so the expanded tensor (6 × the block's input channels, at the
 // block's full extent) never goes to memory; only the block's input is read and its output written.
 //
@@ -46,7 +46,8 @@ typedef struct {
     const float *expand_bias;                // [padded hidden]
     const float *depthwise_weights;          // [9][padded hidden], tap ky * 3 + kx
     const float *depthwise_bias;             // [padded hidden]
-    const float *project_weights;            // cfused_pack of [hidden][out_channels]
+    const float *project_weights;            // cfused_pack of [hidden][out_channels]; NULL: no projection, the
+                                             // depthwise result is the output (out_channels == hidden)
     const float *project_bias;               // [padded out_channels]
 } cfused_block;
 
