@@ -214,8 +214,9 @@ enum FusedKernels {
 
     /// Runs `description` (its pointers set here) on `x` (any layout) with `weights` (expansion, its bias, taps,
     /// their bias, projection, its bias; empty arrays for what the description leaves out) into a channels-last
-    /// tensor. Tasks: an image's rows of one residue, split into chunks only when there are fewer of those than
-    /// workers (a chunk expands its first and last rows' inputs again).
+    /// tensor. Each worker takes contiguous rows of an image (all their residues), so the next layer, which oneDNN
+    /// splits the same way, reads rows its own core wrote; a chunk expands the rows beyond its ends again (2d rows
+    /// per inner boundary).
     static func run(
         _ description: cfused_block, _ x: Tensor, weights: Weights, isa: cfused_isa, name: String
     ) throws -> Tensor {
@@ -227,7 +228,7 @@ enum FusedKernels {
         let floats = cfused_workspace_count(&description, isa)
         let workers = computeThreads()
         let residues = Int(cfused_residues(&description))
-        let chunks = max(1, min(outputDims[2] / residues, (workers + s[0] * residues - 1) / (s[0] * residues)))
+        let chunks = max(1, min(outputDims[2], (workers + s[0] - 1) / s[0]))
         let failed = Locked<String?>(nil)
         input.withStorage { source in
             output.withStorage { destination in
@@ -240,7 +241,7 @@ enum FusedKernels {
                 description.project_weights = weights.pointer(4)
                 description.project_bias = weights.pointer(5)
                 let bytes = floats * MemoryLayout<Float>.size
-                let tasks = s[0] * residues * chunks
+                let tasks = s[0] * chunks
                 let rows = { outputDims[2] * $0 / chunks }
                 withExtendedLifetime(weights) {
                     parallelWorkers { worker, count in
@@ -251,9 +252,9 @@ enum FusedKernels {
                         defer { TensorMemory.shared.release(workspace, bytes: bytes) }
                         for task in stride(from: worker, to: tasks, by: count) {
                             var block = description
-                            let (image, rest) = task.quotientAndRemainder(dividingBy: residues * chunks)
-                            let (residue, chunk) = rest.quotientAndRemainder(dividingBy: chunks)
-                            if cfused_run(
+                            let (image, chunk) = task.quotientAndRemainder(dividingBy: chunks)
+                            for residue in 0..<residues
+                            where cfused_run(
                                 &block, isa, Int32(image), Int32(residue), Int32(rows(chunk)), Int32(rows(chunk + 1)),
                                 workspace.assumingMemoryBound(to: Float.self)) != 0
                             {

@@ -51,6 +51,7 @@ import Testing
         (inputs: 24, outputs: 32, stride: 2, dilation: 1, expansion: 6, batch: 1, rows: 1, columns: 2),
         // Dilated, residual; dilation 4 beyond half the map (whole rows of taps in the padding).
         (inputs: 32, outputs: 32, stride: 1, dilation: 2, expansion: 6, batch: 1, rows: 7, columns: 12),
+        (inputs: 16, outputs: 16, stride: 1, dilation: 2, expansion: 6, batch: 1, rows: 6, columns: 41),
         (inputs: 64, outputs: 96, stride: 1, dilation: 4, expansion: 6, batch: 2, rows: 10, columns: 9),
         (inputs: 40, outputs: 40, stride: 1, dilation: 4, expansion: 6, batch: 1, rows: 3, columns: 5),
         // No expansion (MobileNetV2's first block), a 1 × 1 map, an odd expansion's hidden width.

@@ -11,9 +11,12 @@ import Testing
         (channels: 16, stride: 1, dilation: 1, batch: 1, rows: 9, columns: 11, activation: Activation.relu6),
         (channels: 40, stride: 2, dilation: 1, batch: 2, rows: 13, columns: 10, activation: .relu6),
         (channels: 24, stride: 2, dilation: 1, batch: 1, rows: 1, columns: 2, activation: .none),
-        // Dilated, ASPP-like: most taps of rate 6 on 8 × 7 read padding.
+        // Dilated: most taps of rate 6 on 8 × 7 read padding.
         (channels: 48, stride: 1, dilation: 6, batch: 1, rows: 8, columns: 7, activation: .relu),
         (channels: 72, stride: 1, dilation: 2, batch: 2, rows: 7, columns: 12, activation: .relu6),
+        // Wide enough for the blocked outputs (8 or 4 outputs d apart) and a tail; ASPP's rate 12 on 30 × 25.
+        (channels: 40, stride: 1, dilation: 2, batch: 1, rows: 5, columns: 37, activation: .relu6),
+        (channels: 32, stride: 1, dilation: 12, batch: 1, rows: 30, columns: 25, activation: .relu),
         (channels: 8, stride: 1, dilation: 1, batch: 1, rows: 1, columns: 1, activation: .none)
     ])
     func agreesWithOneDNN(

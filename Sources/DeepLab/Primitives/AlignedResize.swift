@@ -70,7 +70,7 @@ extension Operations {
     /// The backward of `resizeAlignedCorners`: dLoss/dx [N, C, h, w] (`sourceShape`, plain) from dLoss/dy, each
     /// output gradient spread back onto the four inputs it was interpolated from.
     static func resizeAlignedCornersBackward(_ dy: Tensor, sourceShape s: [Int]) throws -> Tensor {
-        let (height, width) = (dy.shape[2], dy.shape[3])
+        let width = dy.shape[3]
         let resize = AlignedResize(
             source: try Tensor.zeros(like: .make(s, MemoryDesc.plainTag(rank: 4))),
             target: try dy.reordered(to: .make(dy.shape, MemoryDesc.plainTag(rank: 4))))
