@@ -99,7 +99,8 @@ import Testing
                 !rows.isEmpty
                     && rows.allSatisfy {
                         ($0.contains(" memory ") || $0.contains(" compute "))
-                            && ($0.contains(" direct (") || $0.contains(" padding-free ("))
+                            && [" direct (", " padding-free (", " fused-block ", " own-depthwise "].contains(
+                                where: $0.contains)
                     }, "\(result.standardError)")
             #expect(
                 lines.first?.contains("5 slice(s)") == true && lines.first?.contains("batch \(batch)") == true,
