@@ -55,7 +55,10 @@ def kinds(onnx_path):
 def profile(binary, model, raw_input, threads, precision, isa):
     """{layer: (ms, strategy)} and the median forward latency of one process."""
     # Without AMX `--precision bf16` is refused (measured slower); the variable runs oneDNN's kernels to measure them.
-    env = dict(os.environ, SLICELAB_PARITY_REPEAT="5", OMP_NUM_THREADS=str(threads), SLICELAB_BF16_NATIVE="1")
+    # fp32 runs unit by unit as bf16 does (no fused blocks, no own depthwise kernel), so each layer is compared with
+    # itself.
+    env = dict(os.environ, SLICELAB_PARITY_REPEAT="5", OMP_NUM_THREADS=str(threads), SLICELAB_BF16_NATIVE="1",
+               SLICELAB_FUSED_BLOCKS="0", SLICELAB_OWN_DEPTHWISE="0")
     if isa:
         env["ONEDNN_MAX_CPU_ISA"] = isa
     result = subprocess.run([str(binary), "segment", "--model", str(model), "--raw-input", str(raw_input), "--logits",

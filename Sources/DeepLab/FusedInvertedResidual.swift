@@ -14,11 +14,17 @@ final class FusedInvertedResidual {
     /// The kernels it runs on.
     let isa: cfused_isa
 
+    /// Whether every block that `fits` is fused, not only those that `pays` (tests).
+    let always: Bool
+
     /// Fusion on `isa`'s kernels (by default the effective ISA's), or nil where there are none.
-    init?(isa: cfused_isa? = FusedInvertedResidual.effectiveISA) {
+    init?(isa: cfused_isa? = FusedInvertedResidual.effectiveISA, always: Bool = false) {
         guard let isa else { return nil }
-        self.isa = isa
+        (self.isa, self.always) = (isa, always)
     }
+
+    /// Whether this fusion computes `block`'s eval-mode forward.
+    func takes(_ block: InvertedResidual) -> Bool { Self.fits(block) && (always || Self.pays(block)) }
 
     /// The kernels for oneDNN ISA `name`: AVX-512 for its AVX-512 levels, AVX2 for AVX2 and AVX2-VNNI, none below
     /// (or when this CPU lacks them, as in a process capped above its CPU).
@@ -48,8 +54,7 @@ final class FusedInvertedResidual {
 
     /// Whether `block`'s eval-mode forward can be fused: float32 (no int8 or bf16 unit, no quantised entry), no
     /// calibration observing its units, a 3 × 3 depthwise convolution with padding equal to its dilation (at most
-    /// `CFUSED_MAX_DILATION`), 1 × 1 expansion and projection, a linear projection; and memory-bound unfused
-    /// (`unfusedIntensity` at most `maximumIntensity`).
+    /// `CFUSED_MAX_DILATION`), 1 × 1 expansion and projection, a linear projection.
     static func fits(_ block: InvertedResidual) -> Bool {
         guard block.entryQuantization == nil, (2...3).contains(block.units.count),
             block.units.allSatisfy({ $0.quantization == nil && $0.bf16 == nil && $0.inputObserver == nil })
@@ -64,8 +69,11 @@ final class FusedInvertedResidual {
         return w.kernel == 3 && w.padding == w.dilation && w.dilation <= Int(CFUSED_MAX_DILATION)
             && depthwise.groups == depthwise.inputChannels && depthwise.outputChannels == depthwise.inputChannels
             && pointwise(project) && project.activation == .none && block.units.dropLast(2).allSatisfy(pointwise)
-            && (!block.usesResidual || w.stride == 1) && unfusedIntensity(block) <= maximumIntensity
+            && (!block.usesResidual || w.stride == 1)
     }
+
+    /// Whether fusing `block` pays: memory-bound unfused (`unfusedIntensity` at most `maximumIntensity`).
+    static func pays(_ block: InvertedResidual) -> Bool { unfusedIntensity(block) <= maximumIntensity }
 
     /// Multiply-adds per byte the three units move unfused (float32; the block's input and output, the expanded
     /// tensor written and read, the depthwise output written and read), per output pixel.
@@ -82,11 +90,11 @@ final class FusedInvertedResidual {
     }
 
     /// Blocks more compute-bound than this run unfused. On the AMX Xeon (`AVX512_CORE_AMX`,
-    /// `Benchmarks/bench_fused_blocks.py`) the bundled model's blocks up to 7.9 multiply-adds a byte ran 0.47–0.89 ×
-    /// their unfused time (block 2, at 2.2: 45.7 → 21.6 ms over 5 forwards), those at 11.6 0.89–1.00 ×, those at
-    /// 15–19 1.04–1.05 × and the last (27) slower still: there oneDNN's 1 × 1 kernels run as near the peak as ours and
-    /// the saved traffic no longer pays for a ring of expanded rows that outgrows the L2 cache.
-    static let maximumIntensity = 12.0
+    /// `Benchmarks/bench_fused_blocks.py`, four runs) the bundled model's blocks up to 5.8 multiply-adds a byte ran
+    /// 0.45–1.0 × their unfused time in every run (block 2, at 2.2: 0.45–0.52 ×); those at 7.9–11.6 between 0.71 and
+    /// 1.22 × from run to run, those at 15–19 1.04–1.05 ×, the last (27) slower still, and the first unfused block
+    /// after a fused one took up to a quarter longer: there oneDNN's 1 × 1 kernels run as near the peak as ours.
+    static let maximumIntensity = 6.0
 
     /// `block` on `x` (any layout), into a channels-last tensor; counted and profiled as its units would be, the
     /// whole block's costs on its first unit under the block's name (strategy `fused-block`).

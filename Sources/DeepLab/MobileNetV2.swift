@@ -107,7 +107,7 @@ final class InvertedResidual {
     var entryQuantization: UnitQuantization?
     /// torchvision's name of the block (`backbone.3`).
     let name: String
-    /// How eval mode computes the block in one pass where it `fits` (float32), nil for unit by unit: the effective
+    /// How eval mode computes the block in one pass where it takes it (float32), nil for unit by unit: the effective
     /// ISA's `ConvolutionStrategyTable` entry decides (`FusedInvertedResidual.enabledInThisProcess`); tests set it.
     var fusion: FusedInvertedResidual? = FusedInvertedResidual.enabledInThisProcess ? FusedInvertedResidual() : nil
 
@@ -143,7 +143,7 @@ final class InvertedResidual {
 
     /// - Parameter inputIsConsumable: the caller no longer needs `x`, so eval mode may add into it in place.
     func callAsFunction(_ x: Tensor, inputIsConsumable: Bool = false, training: Bool) throws -> Tensor {
-        if !training, let fusion, FusedInvertedResidual.fits(self) { return try fusion(self, x) }
+        if !training, let fusion, fusion.takes(self) { return try fusion(self, x) }
         var x = x
         var inputIsConsumable = inputIsConsumable
         if let quantized = try Int8Convolution.quantizedEntry(x, entryQuantization, training: training) {

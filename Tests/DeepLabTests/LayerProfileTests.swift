@@ -19,7 +19,7 @@ import Testing
         guard !fused || FusedInvertedResidual.effectiveISA != nil else {
             return print("LayerProfileTests: fused blocks skipped: no kernels for oneDNN ISA \(oneDNNEffectiveISA)")
         }
-        for block in blocks { block.fusion = fused ? FusedInvertedResidual() : nil }
+        for block in blocks { block.fusion = fused ? FusedInvertedResidual(always: true) : nil }
         let input = FloatTensor(
             shape: [1, 1, 33, 41], values: DeterministicWeights.uniform(33 * 41, salt: 7).map { Float($0) })
         model.resetMultiplyAddCount()
