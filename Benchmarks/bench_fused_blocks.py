@@ -4,7 +4,7 @@ blocks and the own depthwise convolution.
 SliceLab runs MobileNetV2's memory-bound blocks in one pass (`FusedInvertedResidual`) and depthwise convolutions on its
 own kernel (`OwnDepthwiseConvolution`) where the oneDNN ISA's strategy table says so; SLICELAB_FUSED_BLOCKS and
 SLICELAB_OWN_DEPTHWISE (0 or 1) override the table. Three configurations: `oneDNN` (both off: oneDNN's kernels unit by
-unit), `fused` (blocks fused), `own` (blocks fused and own depthwise). For each model (the bundled `mni-brain`, and
+unit), `fused` (blocks fused), `own` (blocks fused and own depthwise). For each model (the bundled `mni-brain` unless BENCH_FUSED_BUNDLED=0, and
 BENCH_FUSED_MODELS=PATH[,PATH] more), one slice of the bundled set as the model sees it: `segment --raw-input
 --timings` in each configuration and ONNX Runtime on SliceLab's own export, in fresh processes alternated over
 BENCH_ROUNDS rounds (default 3), SLICELAB_PARITY_REPEAT=5 warm repeats each, batch 1, BENCH_THREADS threads (default
@@ -77,8 +77,8 @@ def main(threads=2, rounds=3):
     if cap:
         os.environ["ONEDNN_MAX_CPU_ISA"] = cap
     isa, _, _ = isa_and_peaks(binary, threads)
-    models = [DEMO / "models/mni-brain.h5"] + [pathlib.Path(p) for p in os.environ.get("BENCH_FUSED_MODELS", "").split(",")
-                                               if p]
+    models = ([DEMO / "models/mni-brain.h5"] if os.environ.get("BENCH_FUSED_BUNDLED") != "0" else []) + [
+        pathlib.Path(p) for p in os.environ.get("BENCH_FUSED_MODELS", "").split(",") if p]
     with tempfile.TemporaryDirectory() as folder:
         work = pathlib.Path(folder)
         for model in models:
