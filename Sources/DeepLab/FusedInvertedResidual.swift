@@ -44,13 +44,8 @@ final class FusedInvertedResidual {
     public static let variable = "SLICELAB_FUSED_BLOCKS"
 
     /// Whether blocks of this process fuse by default: the effective ISA's table entry, or `variable`.
-    static let enabledInThisProcess: Bool = {
-        switch ProcessInfo.processInfo.environment[variable] {
-        case "0": return false
-        case "1": return true
-        default: return ConvolutionStrategyTable.effective.fusedInvertedResiduals
-        }
-    }()
+    static let enabledInThisProcess = FusedKernels.measuringSwitch(
+        variable, else: ConvolutionStrategyTable.effective.fusedInvertedResiduals)
 
     /// Whether `block`'s eval-mode forward can be fused: float32 (no int8 or bf16 unit, no quantised entry), no
     /// calibration observing its units, a 3 × 3 depthwise convolution with padding equal to its dilation (at most
@@ -183,6 +178,15 @@ enum FusedKernels {
         /// The array's first element, nil for an empty array (what the description leaves out).
         func pointer(_ index: Int) -> UnsafePointer<Float>? {
             counts[index] == 0 ? nil : UnsafePointer(buffers[index].baseAddress)
+        }
+    }
+
+    /// A measuring switch: `variable` set to `0` or `1` in the environment, else `value` (the table's).
+    static func measuringSwitch(_ variable: String, else value: Bool) -> Bool {
+        switch ProcessInfo.processInfo.environment[variable] {
+        case "0": return false
+        case "1": return true
+        default: return value
         }
     }
 

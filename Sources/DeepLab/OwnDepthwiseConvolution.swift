@@ -1,5 +1,4 @@
 import CFusedBlocks
-import Foundation
 
 /// Eval-mode depthwise 3 × 3 convolutions (stride 1 or 2, padding equal to the dilation, dilation up to
 /// `CFUSED_MAX_DILATION`) by `CFusedBlocks`' depthwise kernel, batch norm folded and the activation applied: one
@@ -23,11 +22,7 @@ final class OwnDepthwiseConvolution: ConvolutionStrategy {
 
     /// Whether units under `table` take this strategy: its `ownDepthwise`, or `variable`.
     static func enabled(by table: ConvolutionStrategyTable) -> Bool {
-        switch ProcessInfo.processInfo.environment[variable] {
-        case "0": return false
-        case "1": return true
-        default: return table.ownDepthwise
-        }
+        FusedKernels.measuringSwitch(variable, else: table.ownDepthwise)
     }
 
     /// Eval mode, no residual, a unit that `fits`, dilated, where at most `maximumInsideShare` of its taps read the
