@@ -262,6 +262,8 @@ enum FusedKernels {
                             return failed.withLock { $0 = "out of memory (\(bytes) bytes of workspace)" }
                         }
                         defer { TensorMemory.shared.release(workspace, bytes: bytes) }
+                        // Zeroed once: the calls keep its padding zero (see cfused_workspace_count).
+                        workspace.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)
                         for task in stride(from: worker, to: tasks, by: count) {
                             var block = description
                             let (image, chunk) = task.quotientAndRemainder(dividingBy: chunks)

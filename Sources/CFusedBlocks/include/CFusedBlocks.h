@@ -64,7 +64,8 @@ size_t cfused_packed_count(int32_t k, int32_t n, cfused_isa isa);
 /// column panels the matrix kernel reads, zeros past n.
 void cfused_pack(const float *matrix, int32_t k, int32_t n, cfused_isa isa, float *packed);
 
-/// Floats of workspace one `cfused_run` call needs (each concurrent call its own).
+/// Floats of workspace one `cfused_run` call needs (each concurrent call its own). The caller zeroes it once; calls
+/// for the same block keep what must stay zero so, and the next call may reuse it as it is.
 size_t cfused_workspace_count(const cfused_block *block, cfused_isa isa);
 
 /// The largest dilation `cfused_run` takes.
