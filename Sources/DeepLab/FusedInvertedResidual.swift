@@ -48,23 +48,20 @@ final class FusedInvertedResidual {
         variable, else: ConvolutionStrategyTable.effective.fusedInvertedResiduals)
 
     /// Whether `block`'s eval-mode forward can be fused: float32 (no int8 or bf16 unit, no quantised entry), no
-    /// calibration observing its units, a 3 × 3 depthwise convolution with padding equal to its dilation (at most
-    /// `CFUSED_MAX_DILATION`), 1 × 1 expansion and projection, a linear projection.
+    /// calibration observing its units, a depthwise convolution the kernel computes (`FusedKernels.fitsDepthwise`),
+    /// 1 × 1 expansion and projection, a linear projection.
     static func fits(_ block: InvertedResidual) -> Bool {
         guard block.entryQuantization == nil, (2...3).contains(block.units.count),
             block.units.allSatisfy({ $0.quantization == nil && $0.bf16 == nil && $0.inputObserver == nil })
         else { return false }
         let depthwise = block.units[block.units.count - 2].conv
         let project = block.units[block.units.count - 1]
-        let w = depthwise.window
         let pointwise = { (unit: ConvUnit) in
             unit.conv.window.kernel == 1 && unit.conv.window.stride == 1 && unit.conv.window.padding == 0
                 && unit.conv.groups == 1
         }
-        return w.kernel == 3 && w.padding == w.dilation && w.dilation <= Int(CFUSED_MAX_DILATION)
-            && depthwise.groups == depthwise.inputChannels && depthwise.outputChannels == depthwise.inputChannels
-            && pointwise(project) && project.activation == .none && block.units.dropLast(2).allSatisfy(pointwise)
-            && (!block.usesResidual || w.stride == 1)
+        return FusedKernels.fitsDepthwise(depthwise) && pointwise(project) && project.activation == .none
+            && block.units.dropLast(2).allSatisfy(pointwise) && (!block.usesResidual || depthwise.window.stride == 1)
     }
 
     /// Whether fusing `block` pays: memory-bound unfused (`unfusedIntensity` at most `maximumIntensity`).
@@ -94,15 +91,11 @@ final class FusedInvertedResidual {
     /// `block` on `x` (any layout), into a channels-last tensor; counted and profiled as its units would be, the
     /// whole block's costs on its first unit under the block's name (strategy `fused-block`).
     func callAsFunction(_ block: InvertedResidual, _ x: Tensor) throws -> Tensor {
-        var shape = x.shape
-        var work = 0
-        var inside = 0
-        for unit in block.units {
-            work += unit.countForward(inputShape: shape)
-            inside += unit.multiplyAddsInside(inputShape: shape)
-            shape = unit.conv.outputDims(shape)
-        }
+        var shapes = [x.shape]
+        for unit in block.units { shapes.append(unit.conv.outputDims(shapes[shapes.count - 1])) }
+        let work = zip(block.units, shapes).reduce(0) { $0 + $1.0.countForward(inputShape: $1.1) }
         guard LayerProfiling.enabled else { return try forward(block, x) }
+        let inside = zip(block.units, shapes).reduce(0) { $0 + $1.0.multiplyAddsInside(inputShape: $1.1) }
         let (y, seconds, collected) = try LayerProfiling.measure { try forward(block, x) }
         block.units[0].record(
             name: block.name, strategy: "fused-block", seconds: seconds, collected: collected, multiplyAdds: work,
@@ -127,21 +120,10 @@ final class FusedInvertedResidual {
         if let weights, weights.version == version, weights.isa == isa { return weights }
         let depthwise = block.units[block.units.count - 2]
         let project = block.units[block.units.count - 1]
-        let padded = { (values: [Float], count: Int) in values + [Float](repeating: 0, count: count - values.count) }
-        /// A 1 × 1 convolution's [O, I] weights as the kernels' packed [I][O].
-        func packed(_ unit: ConvUnit) -> (weights: [Float], bias: [Float]) {
-            let (w, bias) = unit.foldedPlainWeights()
-            let o = unit.conv.outputChannels
-            let i = unit.conv.inputChannels
-            var transposed = [Float](repeating: 0, count: o * i)
-            for a in 0..<o { for b in 0..<i { transposed[b * o + a] = w[a * i + b] } }
-            var result = [Float](repeating: 0, count: cfused_packed_count(Int32(i), Int32(o), isa))
-            cfused_pack(transposed, Int32(i), Int32(o), isa, &result)
-            return (result, padded(bias, Int(cfused_padded(Int32(o), isa))))
-        }
-        let expand = block.units.count == 3 ? packed(block.units[0]) : (weights: [], bias: [])
+        let expand =
+            block.units.count == 3 ? FusedKernels.pointwiseWeights(block.units[0], isa: isa) : (weights: [], bias: [])
         let (taps, tapsBias) = FusedKernels.depthwiseTaps(depthwise, isa: isa)
-        let projection = packed(project)
+        let projection = FusedKernels.pointwiseWeights(project, isa: isa)
         let weights = FusedKernels.Weights(
             version: version, isa: isa,
             arrays: [expand.weights, expand.bias, taps, tapsBias, projection.weights, projection.bias])
@@ -158,27 +140,25 @@ enum FusedKernels {
     final class Weights {
         let version: Int
         let isa: cfused_isa
-        /// expansion, its bias, depthwise taps, their bias, projection, its bias (see `cfused_block`).
-        let buffers: [UnsafeMutableBufferPointer<Float>]
-        let counts: [Int]
+        /// expansion, its bias, depthwise taps, their bias, projection, its bias (see `cfused_block`); nil for an
+        /// empty array (what the description leaves out).
+        let buffers: [UnsafeMutableBufferPointer<Float>?]
 
         init(version: Int, isa: cfused_isa, arrays: [[Float]]) {
             self.version = version
             self.isa = isa
-            counts = arrays.map(\.count)
             buffers = arrays.map { array in
-                let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(1, array.count))
+                guard !array.isEmpty else { return nil }
+                let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: array.count)
                 _ = buffer.initialize(from: array)
                 return buffer
             }
         }
 
-        deinit { buffers.forEach { $0.deallocate() } }
+        deinit { buffers.forEach { $0?.deallocate() } }
 
-        /// The array's first element, nil for an empty array (what the description leaves out).
-        func pointer(_ index: Int) -> UnsafePointer<Float>? {
-            counts[index] == 0 ? nil : UnsafePointer(buffers[index].baseAddress)
-        }
+        /// The array's first element, nil for an empty array.
+        func pointer(_ index: Int) -> UnsafePointer<Float>? { buffers[index].map { UnsafePointer($0.baseAddress!) } }
     }
 
     /// A measuring switch: `variable` set to `0` or `1` in the environment, else `value` (the table's).
@@ -193,6 +173,14 @@ enum FusedKernels {
     /// cfused_activation of `activation`.
     static func activation(_ activation: Activation) -> Int32 {
         Int32((activation == .relu6 ? cfused_relu6 : activation == .relu ? cfused_relu : cfused_identity).rawValue)
+    }
+
+    /// Whether `conv` is a depthwise 3 × 3 convolution the kernel computes: stride 1 or 2, padding equal to the
+    /// dilation, dilation up to `CFUSED_MAX_DILATION`.
+    static func fitsDepthwise(_ conv: Conv2d) -> Bool {
+        let w = conv.window
+        return conv.groups == conv.inputChannels && conv.outputChannels == conv.inputChannels && w.kernel == 3
+            && w.padding == w.dilation && w.dilation <= Int(CFUSED_MAX_DILATION) && (1...2).contains(w.stride)
     }
 
     /// A description with `depthwise`'s geometry on `inputShape`: no expansion, no projection, no identity (the
@@ -214,14 +202,31 @@ enum FusedKernels {
         return description
     }
 
+    /// A 1 × 1 unit's folded [O, I] weights as the kernels' packed [I][O], and its bias padded with zeros.
+    static func pointwiseWeights(_ unit: ConvUnit, isa: cfused_isa) -> (weights: [Float], bias: [Float]) {
+        let (w, bias) = unit.foldedPlainWeights()
+        let o = unit.conv.outputChannels
+        let i = unit.conv.inputChannels
+        var transposed = [Float](repeating: 0, count: o * i)
+        for a in 0..<o { for b in 0..<i { transposed[b * o + a] = w[a * i + b] } }
+        var packed = [Float](repeating: 0, count: cfused_packed_count(Int32(i), Int32(o), isa))
+        cfused_pack(transposed, Int32(i), Int32(o), isa, &packed)
+        return (packed, padded(bias, isa: isa))
+    }
+
     /// A depthwise 3 × 3 unit's folded taps as [9][padded channels] and its bias, padded with zeros.
     static func depthwiseTaps(_ unit: ConvUnit, isa: cfused_isa) -> (taps: [Float], bias: [Float]) {
         let channels = unit.conv.inputChannels
-        let padded = Int(cfused_padded(Int32(channels), isa))
+        let stride = Int(cfused_padded(Int32(channels), isa))
         let (weights, bias) = unit.foldedPlainWeights()
-        var taps = [Float](repeating: 0, count: 9 * padded)
-        for c in 0..<channels { for t in 0..<9 { taps[t * padded + c] = weights[c * 9 + t] } }
-        return (taps, bias + [Float](repeating: 0, count: padded - channels))
+        var taps = [Float](repeating: 0, count: 9 * stride)
+        for c in 0..<channels { for t in 0..<9 { taps[t * stride + c] = weights[c * 9 + t] } }
+        return (taps, padded(bias, isa: isa))
+    }
+
+    /// `values` with zeros to a whole number of `isa`'s vectors.
+    private static func padded(_ values: [Float], isa: cfused_isa) -> [Float] {
+        values + [Float](repeating: 0, count: Int(cfused_padded(Int32(values.count), isa)) - values.count)
     }
 
     /// Runs `description` (its pointers set here) on `x` (any layout) with `weights` (expansion, its bias, taps,
@@ -267,12 +272,13 @@ enum FusedKernels {
                         for task in stride(from: worker, to: tasks, by: count) {
                             var block = description
                             let (image, chunk) = task.quotientAndRemainder(dividingBy: chunks)
-                            for residue in 0..<residues
-                            where cfused_run(
-                                &block, isa, Int32(image), Int32(residue), Int32(rows(chunk)), Int32(rows(chunk + 1)),
-                                workspace.assumingMemoryBound(to: Float.self)) != 0
-                            {
-                                failed.withLock { $0 = "dilation or stride out of the kernels' range" }
+                            for residue in 0..<residues {
+                                let status = cfused_run(
+                                    &block, isa, Int32(image), Int32(residue), Int32(rows(chunk)),
+                                    Int32(rows(chunk + 1)), workspace.assumingMemoryBound(to: Float.self))
+                                if status != 0 {
+                                    failed.withLock { $0 = "dilation or stride out of the kernels' range" }
+                                }
                             }
                         }
                     }

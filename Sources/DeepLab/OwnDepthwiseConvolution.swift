@@ -47,11 +47,7 @@ final class OwnDepthwiseConvolution: ConvolutionStrategy {
 
     /// A float32 depthwise 3 × 3 convolution the kernel computes.
     static func fits(_ unit: ConvUnit) -> Bool {
-        let conv = unit.conv
-        let w = conv.window
-        return conv.groups == conv.inputChannels && conv.outputChannels == conv.inputChannels && w.kernel == 3
-            && w.padding == w.dilation && w.dilation <= Int(CFUSED_MAX_DILATION) && (1...2).contains(w.stride)
-            && unit.quantization == nil && unit.bf16 == nil
+        FusedKernels.fitsDepthwise(unit.conv) && unit.quantization == nil && unit.bf16 == nil
     }
 
     func inferenceForward(

@@ -85,7 +85,7 @@ enum Int8Operations {
     /// The channels-last descriptor of [N, C, H, W] `shape` holding `type` (f32 when nil): the layout oneDNN's
     /// int8 convolutions take and give.
     static func channelsLast(_ shape: [Int], _ type: QuantizedType?) throws -> MemoryDesc {
-        try .make(shape, dnnl_acdb, type?.dataType ?? dnnl_f32)
+        try .make(shape, .channelsLast, type?.dataType ?? dnnl_f32)
     }
 
     /// The plain ([O, I, kh, kw], row-major) s8 descriptor of convolution weights of dims `shape`.
