@@ -36,6 +36,9 @@ public struct AugmentationConfiguration: Codable, Equatable, Sendable {
     public var imageFill: Float
     /// The label outside the source image (the loss's ignore label by default).
     public var labelFill: Int32
+    /// Changes a second scanner would make (bias field, blur, lower resolution), drawn before the intensity
+    /// changes above; nil (the default) draws none of them.
+    public var acquisition: AcquisitionAugmentation?
 
     public init(
         cropSize: Int? = nil, horizontalFlipProbability: Double = 0.5, verticalFlipProbability: Double = 0,
@@ -43,7 +46,7 @@ public struct AugmentationConfiguration: Codable, Equatable, Sendable {
         classBalancedCropProbability: Double = 0, brightness: Double = 0.1, contrast: Double = 0.1,
         gammaProbability: Double = 0.3, minimumGamma: Double = 0.7, maximumGamma: Double = 1.5,
         noiseStandardDeviation: Double = 0.02, elasticMagnitude: Double = 0, elasticControlPoints: Int = 4,
-        imageFill: Float = 0, labelFill: Int32 = -100
+        imageFill: Float = 0, labelFill: Int32 = -100, acquisition: AcquisitionAugmentation? = nil
     ) {
         self.cropSize = cropSize
         self.horizontalFlipProbability = horizontalFlipProbability
@@ -62,6 +65,7 @@ public struct AugmentationConfiguration: Codable, Equatable, Sendable {
         self.elasticControlPoints = elasticControlPoints
         self.imageFill = imageFill
         self.labelFill = labelFill
+        self.acquisition = acquisition
     }
 
     /// No augmentation at all (optionally still cropping).
@@ -92,6 +96,155 @@ public struct AugmentationConfiguration: Codable, Equatable, Sendable {
             rotationDegrees >= 0 && brightness >= 0 && contrast >= 0 && contrast < 1
                 && noiseStandardDeviation >= 0 && elasticMagnitude >= 0, "magnitudes must be ≥ 0 (contrast < 1)")
         try check(elasticControlPoints >= 2, "elastic deformation needs at least 2 control points per axis")
+        if let a = acquisition {
+            for (name, p) in [
+                ("bias field", a.biasFieldProbability), ("blur", a.blurProbability),
+                ("low resolution", a.lowResolutionProbability)
+            ] {
+                try check((0...1).contains(p), "the \(name) probability \(p) is outside 0...1")
+            }
+            try check(a.biasFieldMagnitude >= 0, "the bias field's magnitude must be ≥ 0")
+            try check(
+                a.minimumBlurSigma > 0 && a.minimumBlurSigma <= a.maximumBlurSigma && a.maximumBlurSigma <= 8,
+                "blur sigmas must satisfy 0 < minimum ≤ maximum ≤ 8 pixels")
+            try check(
+                a.minimumResolutionZoom >= 0.1 && a.minimumResolutionZoom <= 1,
+                "the lowest resolution zoom must be in 0.1...1")
+        }
+    }
+}
+
+/// What a different scanner or protocol does to an image, after nnU-Net's default training transforms (Gaussian
+/// blur, simulated low resolution) and MONAI's `RandBiasField`; each drawn per sample with its probability.
+public struct AcquisitionAugmentation: Codable, Equatable, Sendable {
+    /// A smooth multiplicative field exp(Σ c_ij·P_i(y)·P_j(x)), Legendre polynomials of degree i + j ≤ 3 over the
+    /// sample (the constant term left out: contrast covers it), c_ij drawn in ±`biasFieldMagnitude`; applied
+    /// around the sample's minimum.
+    public var biasFieldProbability: Double
+    public var biasFieldMagnitude: Double
+    /// A Gaussian blur with σ drawn in `minimumBlurSigma...maximumBlurSigma` pixels.
+    public var blurProbability: Double
+    public var minimumBlurSigma: Double
+    public var maximumBlurSigma: Double
+    /// Resampled (bilinear) to a zoom drawn in `minimumResolutionZoom...1` of its size and back.
+    public var lowResolutionProbability: Double
+    public var minimumResolutionZoom: Double
+
+    /// nnU-Net's probabilities and ranges for blur (0.2, σ 0.5–1) and low resolution (0.25, zoom 0.5–1); a
+    /// bias field on 0.3 of the samples with coefficients in ±0.1.
+    public init(
+        biasFieldProbability: Double = 0.3, biasFieldMagnitude: Double = 0.1, blurProbability: Double = 0.2,
+        minimumBlurSigma: Double = 0.5, maximumBlurSigma: Double = 1, lowResolutionProbability: Double = 0.25,
+        minimumResolutionZoom: Double = 0.5
+    ) {
+        self.biasFieldProbability = biasFieldProbability
+        self.biasFieldMagnitude = biasFieldMagnitude
+        self.blurProbability = blurProbability
+        self.minimumBlurSigma = minimumBlurSigma
+        self.maximumBlurSigma = maximumBlurSigma
+        self.lowResolutionProbability = lowResolutionProbability
+        self.minimumResolutionZoom = minimumResolutionZoom
+    }
+
+    /// Draws and applies the changes to one sample [C, H, W] in place (the same draw for every channel).
+    func apply(_ values: inout [Float], channels: Int, height: Int, width: Int, random: inout SeededGenerator) {
+        let plane = height * width
+        if biasFieldProbability > 0, random.bernoulli(biasFieldProbability) {
+            let terms = (0...3).flatMap { i in (0...(3 - i)).map { (i, $0) } }.filter { $0 != (0, 0) }
+            let coefficients = terms.map { _ in random.uniform(-biasFieldMagnitude...biasFieldMagnitude) }
+            func legendre(_ degree: Int, _ t: Double) -> Double {
+                switch degree {
+                case 0: return 1
+                case 1: return t
+                case 2: return (3 * t * t - 1) / 2
+                default: return (5 * t * t * t - 3 * t) / 2
+                }
+            }
+            let low = values.min() ?? 0
+            for y in 0..<height {
+                let ty = height > 1 ? 2 * Double(y) / Double(height - 1) - 1 : 0
+                for x in 0..<width {
+                    let tx = width > 1 ? 2 * Double(x) / Double(width - 1) - 1 : 0
+                    var exponent = 0.0
+                    for (term, c) in zip(terms, coefficients) {
+                        exponent += c * legendre(term.0, ty) * legendre(term.1, tx)
+                    }
+                    let gain = Float(exp(exponent))
+                    for k in 0..<channels {
+                        let o = k * plane + y * width + x
+                        values[o] = low + (values[o] - low) * gain
+                    }
+                }
+            }
+        }
+        if blurProbability > 0, random.bernoulli(blurProbability) {
+            let sigma =
+                maximumBlurSigma > minimumBlurSigma
+                ? random.uniform(minimumBlurSigma...maximumBlurSigma) : minimumBlurSigma
+            for k in 0..<channels {
+                Self.blur(&values, offset: k * plane, height: height, width: width, sigma: sigma)
+            }
+        }
+        if lowResolutionProbability > 0, random.bernoulli(lowResolutionProbability) {
+            let zoom = minimumResolutionZoom < 1 ? random.uniform(minimumResolutionZoom...1) : 1
+            let (smallHeight, smallWidth) = (
+                max(1, Int((Double(height) * zoom).rounded())), max(1, Int((Double(width) * zoom).rounded()))
+            )
+            for k in 0..<channels {
+                let source = Array(values[(k * plane)..<((k + 1) * plane)])
+                let small = Self.resample(source, height, width, to: smallHeight, smallWidth)
+                let back = Self.resample(small, smallHeight, smallWidth, to: height, width)
+                values.replaceSubrange((k * plane)..<((k + 1) * plane), with: back)
+            }
+        }
+    }
+
+    /// A separable Gaussian blur of one plane, edges replicated, the kernel cut at 3σ and normalised.
+    static func blur(_ values: inout [Float], offset: Int, height: Int, width: Int, sigma: Double) {
+        let radius = max(1, Int((3 * sigma).rounded(.up)))
+        var kernel = (-radius...radius).map { Float(exp(-Double($0 * $0) / (2 * sigma * sigma))) }
+        let total = kernel.reduce(0, +)
+        kernel = kernel.map { $0 / total }
+        var rows = [Float](repeating: 0, count: height * width)
+        for y in 0..<height {
+            for x in 0..<width {
+                var sum: Float = 0
+                for (t, w) in kernel.enumerated() {
+                    sum += w * values[offset + y * width + min(max(x + t - radius, 0), width - 1)]
+                }
+                rows[y * width + x] = sum
+            }
+        }
+        for y in 0..<height {
+            for x in 0..<width {
+                var sum: Float = 0
+                for (t, w) in kernel.enumerated() {
+                    sum += w * rows[min(max(y + t - radius, 0), height - 1) * width + x]
+                }
+                values[offset + y * width + x] = sum
+            }
+        }
+    }
+
+    /// Bilinear resampling of a plane to another size, pixel centres aligned (torch's `align_corners=False`),
+    /// edges replicated.
+    static func resample(_ plane: [Float], _ height: Int, _ width: Int, to newHeight: Int, _ newWidth: Int) -> [Float] {
+        func taps(_ i: Int, _ size: Int, _ newSize: Int) -> (Int, Int, Float) {
+            let t = max((Double(i) + 0.5) * Double(size) / Double(newSize) - 0.5, 0)
+            let low = min(Int(t), size - 1)
+            return (low, min(low + 1, size - 1), Float(t - Double(low)))
+        }
+        var out = [Float](repeating: 0, count: newHeight * newWidth)
+        for y in 0..<newHeight {
+            let (y0, y1, fy) = taps(y, height, newHeight)
+            for x in 0..<newWidth {
+                let (x0, x1, fx) = taps(x, width, newWidth)
+                let top = plane[y0 * width + x0] * (1 - fx) + plane[y0 * width + x1] * fx
+                let bottom = plane[y1 * width + x0] * (1 - fx) + plane[y1 * width + x1] * fx
+                out[y * newWidth + x] = top * (1 - fy) + bottom * fy
+            }
+        }
+        return out
     }
 }
 
@@ -183,6 +336,8 @@ public struct Augmenter: Sendable {
                 }
             }
         }
+        configuration.acquisition?.apply(
+            &outImage, channels: channels, height: outputHeight, width: outputWidth, random: &random)
         adjustIntensity(&outImage, random: &random)
         return (
             FloatTensor(shape: [channels, outputHeight, outputWidth], values: outImage),

@@ -50,6 +50,8 @@ public struct TrainOptions: Sendable {
     public var outputPath: String
     public var skipBad = false
     public var augmentation: AugmentationConfiguration?
+    /// `--augment acquisition`: the default augmentation plus a second scanner's changes (`AcquisitionAugmentation`).
+    public var acquisitionAugmentation = false
     /// The bound on decoded sizes the set's files are read with (`--max-memory`).
     public var limits: ReadLimits = .standard
     /// The fold and split seed for nnU-Net and Decathlon sets (`--fold`, `--split-seed`).
@@ -128,7 +130,8 @@ public enum TrainWorkflow {
             augmentation: options.augmentation
                 ?? AugmentationConfiguration(
                     cropSize: plan?.cropSize ?? options.cropSize ?? 256,
-                    classBalancedCropProbability: 1.0 / 3),
+                    classBalancedCropProbability: 1.0 / 3,
+                    acquisition: options.acquisitionAugmentation ? AcquisitionAugmentation() : nil),
             preprocessing: plan?.preprocessing ?? options.preprocessing ?? set.description.preprocessing ?? .minMax,
             classBalancedSliceProbability: hasVolumes ? options.classBalancedSliceProbability : nil)
     }

@@ -44,6 +44,11 @@ enum TrainCommand: Command {
                 help: "Intensity normalisation: ct clips to the training foreground's 0.5–99.5 percentiles and "
                     + "z-scores with its mean and std; zscore per image; percentile clips to each image's 0.5–99.5 "
                     + "percentiles and scales to [0, 1].", default: "dataset.json's, else planned by modality"),
+            OptionSpec(
+                "augment", .choice(["standard", "acquisition"]),
+                help: "Training augmentation: standard (flips, rotation, zoom, contrast, brightness, gamma, noise) or "
+                    + "acquisition (standard plus a smooth bias field, Gaussian blur and simulated low resolution, "
+                    + "as nnU-Net and MONAI draw them: for test images from another scanner).", default: "standard"),
             OptionSpec("lr", .double(0...Double.greatestFiniteMagnitude), help: "Base learning rate."),
             OptionSpec(
                 "optimizer", .choice(of: OptimizerConfiguration.Kind.self), help: "Optimizer.", default: "adamw"),
@@ -124,6 +129,7 @@ enum TrainCommand: Command {
         options.batchSize = arguments.int("batch")
         options.cropSize = arguments.int("crop")
         options.preprocessing = arguments.string("normalize").flatMap(TrainOptions.normalization(named:))
+        options.acquisitionAugmentation = arguments.string("augment") == "acquisition"
         options.learningRate = arguments.double("lr")
         options.optimizer = arguments.choice("optimizer") ?? .adamw
         options.loss = arguments.choice("loss") ?? .diceCE
