@@ -139,6 +139,20 @@ import Testing
         let badSplit = try TestSupport.slicelab(["compare", set.path, "--model", model, "--split", "val", "--out", out])
         #expect(badSplit.status == 1)
         #expect(badSplit.standardError.contains("split 'val' has no cases"))
+        // A classical configuration that cannot make the set's classes is refused before the model is loaded (a
+        // file that is no model would be the error otherwise), not after every case went through the model.
+        let notAModel = folder.appendingPathComponent("not-a-model.h5")
+        try Data("not HDF5".utf8).write(to: notAModel)
+        for (spec, message) in [
+            ("otsu", "Otsu's method makes 2 classes, not 3"),
+            ("kmeans:classes=4,map=intensity", "map=intensity needs classes=3")
+        ] {
+            let early = try TestSupport.slicelab([
+                "compare", set.path, "--model", notAModel.path, "--classical", spec,
+                "--out", out
+            ])
+            #expect(early.status != 0 && early.standardError.contains(message), "\(spec): \(early.standardError)")
+        }
         #expect(!FileManager.default.fileExists(atPath: out))
     }
 }

@@ -124,7 +124,13 @@ public enum ClassicalSegmentation {
 
     // MARK: - Clustering
 
-    static func clusterValidated(_ image: ScanImage, options: ClusterOptions) throws -> ClusterOutcome {
+    /// Checks what can be checked before any image is read: the method makes `options.classes` classes and the
+    /// regularizer works on labels.
+    ///
+    /// - Throws: `InferenceError.otsuMakesTwoClasses`, `.tooFewClasses`, `.regularizerNeedsProbabilities`.
+    public static func check(_ options: ClusterOptions) throws { _ = try checkedMethod(options) }
+
+    static func checkedMethod(_ options: ClusterOptions) throws -> any ClassicalMethod.Type {
         guard let method = ClassicalMethods.named(options.method) else {
             preconditionFailure("\(options.method) is parsed from the registry")
         }
@@ -132,6 +138,11 @@ public enum ClassicalSegmentation {
         if let step = options.regularize.stepNeedingProbabilities {
             throw InferenceError.regularizerNeedsProbabilities(step)
         }
+        return method
+    }
+
+    static func clusterValidated(_ image: ScanImage, options: ClusterOptions) throws -> ClusterOutcome {
+        let method = try checkedMethod(options)
         var timings: [(stage: String, seconds: Double)] = []
         var clock = Date()
         // Volumes take seconds per stage: show progress on stderr (single slices finish at once).

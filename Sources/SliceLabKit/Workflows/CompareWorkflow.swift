@@ -227,6 +227,7 @@ public enum CompareWorkflow {
             throw CompareError.emptySplit(
                 dataset: options.dataset, split: options.split, available: set.splits.keys.sorted())
         }
+        for spec in options.classical { try checkClassical(spec, set: set) }
         var names = allNames
         if let shard = options.shard {
             let sizes = allNames.map { name in
@@ -588,6 +589,20 @@ public enum CompareWorkflow {
             classCount: set.classCount, split: split)
     }
 
+    /// A classical configuration's errors that need no image (its method's class count, its mapping's), found
+    /// before the model runs on every case.
+    ///
+    /// - Throws: `CompareError.invalidMapping` naming the spec, or the method's `InferenceError`.
+    static func checkClassical(_ spec: ClassicalSpec, set: LabeledSet) throws {
+        let clusterCount = spec.options(classCount: set.classCount).classes
+        if spec.mapping == .intensity && clusterCount != set.classCount {
+            throw CompareError.invalidMapping(
+                spec: spec.text,
+                reason: "map=intensity needs classes=\(set.classCount) (the set's class count), not \(clusterCount)")
+        }
+        try ClassicalSegmentation.check(spec.options(classCount: set.classCount))
+    }
+
     /// Clusters every case and maps clusters to the set's classes as the spec says.
     static func classicalPredictions(
         _ spec: ClassicalSpec, set: LabeledSet, samples: [LabeledSample],
@@ -597,20 +612,9 @@ public enum CompareWorkflow {
         var clusterOptions = spec.options(classCount: set.classCount)
         clusterOptions.showsProgress = false
         let clusterCount = clusterOptions.classes
-        var mapping: ClassMapping?
-        switch spec.mapping {
-        case .intensity:
-            guard clusterCount == set.classCount else {
-                throw CompareError.invalidMapping(
-                    spec: spec.text,
-                    reason: "map=intensity needs classes=\(set.classCount) "
-                        + "(the set's class count), not \(clusterCount)")
-            }
-        case .trainVote:
-            mapping = try trainVote(spec, clusterOptions, set: set, count: options.voteCases)
-        case .oracle:
-            break
-        }
+        let mapping =
+            spec.mapping == .trainVote
+            ? try trainVote(spec, clusterOptions, set: set, count: options.voteCases) : nil
         return try Parallel.map(images.count) { index in
             let clusters = try ClassicalSegmentation.cluster(images[index], options: clusterOptions).labels
             let classes: [Int32]
