@@ -36,13 +36,14 @@ import Testing
         #expect(try file.attribute("split", at: "/quantization").stringValue == "train")
         #expect(try file.attribute("cases", at: "/quantization").doubleValues == [4])
         #expect(try file.attribute("slices", at: "/quantization").doubleValues == [4])
+        // Float32 stay the ASPP pooling branch's 1 × 1 convolution and the logits' convolution, named as the
+        // bundled model's decoder names them (torchvision's DeepLabV3 head or smp's DeepLabV3+).
+        let v3plus = try DeepLabCheckpoint.load(Self.model).0.configuration.decoder == .v3plus
+        let (aspp, encoder) = v3plus ? ("decoder.aspp.0", "encoder.features") : ("classifier.0", "backbone")
         #expect(
             try file.attribute("float_units", at: "/quantization")
-                == .strings([
-                    "classifier.0.convs.4.1",
-                    "classifier.4"
-                ]))
-        #expect(file.exists("/quantization/backbone.0.0/weight_scales"))
+                == .strings(["\(aspp).convs.4.1", v3plus ? "segmentation_head.0" : "classifier.4"]))
+        #expect(file.exists("/quantization/\(encoder).0.0/weight_scales"))
 
         var labels: [Precision: [Int32]] = [:]
         for (precision, model) in [(Precision.fp32, Self.model), (.int8, int8Model)] {
