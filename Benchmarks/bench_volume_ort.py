@@ -67,29 +67,33 @@ if resample:
     down = (taps(to_rows, rows), taps(to_columns, columns))
     up = (taps(rows, to_rows), taps(columns, to_columns))
 labels = np.zeros((len(slices), rows, columns), np.uint8)
+forward = 0.0
 for z in range(len(slices)):
     stack = np.stack([slices[min(max(z + d, 0), len(slices) - 1)] for d in range(-context, context + 1)])
     a, b = np.percentile(stack, [low, high])
     stack = (np.clip(stack, a, b) - a) / (b - a) if b > a else np.zeros_like(stack)
     if resample:
-        stack = np.einsum("ij,cjk,lk->cil", down[0], stack, down[1])
+        stack = down[0] @ stack @ down[1].T
+    start = time.perf_counter()
     logits = session.run(None, {name: stack[None].astype(np.float32)})[0][0]
+    forward += time.perf_counter() - start
     if resample:
-        logits = np.einsum("ij,cjk,lk->cil", up[0], logits, up[1])
+        logits = up[0] @ logits @ up[1].T
     labels[z] = logits.argmax(0)
 nib.save(nib.Nifti1Image(np.transpose(labels, (2, 1, 0)), image.affine), out)
+print(json.dumps({"forward_seconds": forward}))
 """
 
 
 def timed(command, env=None):
-    """Wall seconds and peak RSS (MB) of `command` under /usr/bin/time -v."""
+    """Wall seconds and peak RSS (MB) of `command` under /usr/bin/time -v, and its standard output."""
     result = subprocess.run(["/usr/bin/time", "-v"] + command, capture_output=True, text=True, env=env)
     if result.returncode != 0:
         raise SystemExit(f"bench_volume_ort: {command[0]} failed: {result.stderr[-800:]}")
     wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", result.stderr)
     hours, minutes, seconds = (float(wall.group(1) or 0), float(wall.group(2)), float(wall.group(3)))
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr).group(1)) / 1024
-    return hours * 3600 + minutes * 60 + seconds, rss
+    return hours * 3600 + minutes * 60 + seconds, rss, result.stdout
 
 
 def main(threads=2, rounds=3):
@@ -144,14 +148,17 @@ def main(threads=2, rounds=3):
           f"round's start: {', '.join(f'{v:.2f}' for v in loads)}")
     for name, runs in (("SliceLab, whole slices", ours), ("ONNX Runtime, slice by slice", peer),
                        ("SliceLab, default tiles", tiled)):
-        wall = median([w for w, _ in runs])
+        wall = median([w for w, _, _ in runs])
         print(f"  {name:30} median {wall:7.2f} s ({wall / shape[2] * 1e3:.1f} ms a slice), peak RSS "
-              f"{median([r for _, r in runs]):7.1f} MB (rounds: {', '.join(f'{w:.2f} s' for w, _ in runs)})")
+              f"{median([r for _, r, _ in runs]):7.1f} MB (rounds: {', '.join(f'{w:.2f} s' for w, _, _ in runs)})")
+    forward = median([json.loads(out.strip().splitlines()[-1])["forward_seconds"] for _, _, out in peer])
+    print(f"  of ONNX Runtime's wall time, its forward passes alone: {forward:.2f} s (the rest: the interpreter, "
+          f"imports, session, reading, numpy pre- and post-processing, writing)")
     ratios = [x[0] / y[0] for x, y in zip(ours, peer)]
     print(f"  ratio SliceLab (whole slices) / ONNX Runtime: {median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)}) "
           f"on {isa}; labels agree on {100 * agreement:.3f} % of voxels")
     bound = 1.5 * (input_mb + model_mb)
-    print(f"  SliceLab peak RSS {median([r for _, r in ours]):.1f} MB against 1.5 x (volume + model) = {bound:.1f} MB")
+    print(f"  SliceLab peak RSS {median([r for _, r, _ in ours]):.1f} MB against 1.5 x (volume + model) = {bound:.1f} MB")
 
 
 if __name__ == "__main__":
