@@ -41,7 +41,7 @@ final class OneDNNEngine: @unchecked Sendable {
 
     /// A forward pass allocates and frees its tensors anew. glibc serves a block above its mmap threshold (128 KiB
     /// at first) with a fresh mapping whose pages fault in on first touch, every pass: on the bundled DeepLabV3+
-    /// model's 3-D volume that was 11 % of the forward time (and blocks 8–9's expansion three times block 10's,
+    /// model's 3-D volume that was about a tenth of the forward time (and blocks 8–9's expansion three times block 10's,
     /// same shapes). Blocks up to 32 MiB (glibc's largest threshold) come from the heap instead, and a heap keeps up
     /// to 512 MiB of freed top memory for the next pass rather than returning it. Rests on `mallopt`.
     private static func keepTensorsInTheHeap() {
@@ -49,7 +49,8 @@ final class OneDNNEngine: @unchecked Sendable {
         typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
         guard let symbol = dlsym(nil, "mallopt") else { return }
         let mallopt = unsafeBitCast(symbol, to: Mallopt.self)
-        let (trimThreshold, mmapThreshold): (Int32, Int32) = (-1, -3)  // <malloc.h>'s M_TRIM_THRESHOLD, M_MMAP_THRESHOLD
+        // <malloc.h>'s M_TRIM_THRESHOLD and M_MMAP_THRESHOLD.
+        let (trimThreshold, mmapThreshold): (Int32, Int32) = (-1, -3)
         _ = mallopt(mmapThreshold, 32 << 20)
         _ = mallopt(trimThreshold, 512 << 20)
     }
