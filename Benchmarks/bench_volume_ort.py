@@ -7,7 +7,7 @@ its documentation: slices along the volume's third axis as rows x columns = y x 
 2N + 1 neighbouring slices stacked as channels with the edges replicated (N the checkpoint's `slice_context`), the
 checkpoint's normalisation on each stacked input (`percentile`: numpy's linear percentiles of the stack, clip, scale
 to [0, 1]), bilinear resampling with pixel centres aligned and edges clamped to the training spacing when the
-slice's differs by more than 0.1 % (`VolumeSegmenter.resampleBilinear`) and of the logits back, argmax, labels
+slice's differs by more than 0.1 % (`BilinearResampling.resample`) and of the logits back, argmax, labels
 written as uint8 NIfTI with the input's affine. SliceLab runs the same whole slices (`--tile-size 0`, what the
 export computes) and, for reference, its default (tiles of the training crop, blended, as nnU-Net predicts): the
 whole-slice run's labels are compared with ONNX Runtime's (agreement printed; all but a few boundary voxels).

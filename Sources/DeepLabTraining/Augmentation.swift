@@ -190,12 +190,10 @@ public struct AcquisitionAugmentation: Codable, Equatable, Sendable {
             let (smallHeight, smallWidth) = (
                 max(1, Int((Double(height) * zoom).rounded())), max(1, Int((Double(width) * zoom).rounded()))
             )
-            for k in 0..<channels {
-                let source = Array(values[(k * plane)..<((k + 1) * plane)])
-                let small = Self.resample(source, height, width, to: smallHeight, smallWidth)
-                let back = Self.resample(small, smallHeight, smallWidth, to: height, width)
-                values.replaceSubrange((k * plane)..<((k + 1) * plane), with: back)
-            }
+            let small = BilinearResampling.resample(
+                values, planes: channels, rows: height, columns: width, toRows: smallHeight, toColumns: smallWidth)
+            values = BilinearResampling.resample(
+                small, planes: channels, rows: smallHeight, columns: smallWidth, toRows: height, toColumns: width)
         }
     }
 
@@ -224,27 +222,6 @@ public struct AcquisitionAugmentation: Codable, Equatable, Sendable {
                 values[offset + y * width + x] = sum
             }
         }
-    }
-
-    /// Bilinear resampling of a plane to another size, pixel centres aligned (torch's `align_corners=False`),
-    /// edges replicated.
-    static func resample(_ plane: [Float], _ height: Int, _ width: Int, to newHeight: Int, _ newWidth: Int) -> [Float] {
-        func taps(_ i: Int, _ size: Int, _ newSize: Int) -> (Int, Int, Float) {
-            let t = max((Double(i) + 0.5) * Double(size) / Double(newSize) - 0.5, 0)
-            let low = min(Int(t), size - 1)
-            return (low, min(low + 1, size - 1), Float(t - Double(low)))
-        }
-        var out = [Float](repeating: 0, count: newHeight * newWidth)
-        for y in 0..<newHeight {
-            let (y0, y1, fy) = taps(y, height, newHeight)
-            for x in 0..<newWidth {
-                let (x0, x1, fx) = taps(x, width, newWidth)
-                let top = plane[y0 * width + x0] * (1 - fx) + plane[y0 * width + x1] * fx
-                let bottom = plane[y1 * width + x0] * (1 - fx) + plane[y1 * width + x1] * fx
-                out[y * newWidth + x] = top * (1 - fy) + bottom * fy
-            }
-        }
-        return out
     }
 }
 

@@ -129,9 +129,10 @@ struct AcquisitionAugmentationTests {
         }
         let board = (0..<(height * width)).map { Float(($0 / width + $0 % width) % 2) }
         let ramp = (0..<(height * width)).map { Float($0 % width) / Float(width) }
-        let half = AcquisitionAugmentation.resample(
-            AcquisitionAugmentation.resample(board, height, width, to: height / 2, width / 2), height / 2, width / 2,
-            to: height, width)
+        let small = BilinearResampling.resample(
+            board, planes: 1, rows: height, columns: width, toRows: height / 2, toColumns: width / 2)
+        let half = BilinearResampling.resample(
+            small, planes: 1, rows: height / 2, columns: width / 2, toRows: height, toColumns: width)
         #expect(half.allSatisfy { abs($0 - 0.5) < 1e-6 })
         let configuration = Self.configuration(lowResolution: true)
         var reduced = 0

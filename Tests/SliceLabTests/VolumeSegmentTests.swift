@@ -368,15 +368,15 @@ import Testing
             2.795085, 3.726028, 5.089135, 6.751385, 8.75323, 10.923696, 12.75, 26.512167,
             29.097437, 32.399415, 35.806979, 39.381265, 43.050875, 46.037403
         ]
-        let resampled = VolumeSegmenter.resampleBilinear(odd, planes: 1, rows: 3, columns: 5, toRows: 2, toColumns: 7)
+        let resampled = BilinearResampling.resample(odd, planes: 1, rows: 3, columns: 5, toRows: 2, toColumns: 7)
         #expect(resampled.count == 14 && zip(resampled, scipy).allSatisfy { abs($0 - $1) < 1e-4 }, "\(resampled)")
-        let up = VolumeSegmenter.resampleBilinear(
+        let up = BilinearResampling.resample(
             [0, 1, 2, 3], planes: 1, rows: 2, columns: 2, toRows: 4,
             toColumns: 4)
         let expected: [Float] = [0, 0.25, 0.75, 1, 0.5, 0.75, 1.25, 1.5, 1.5, 1.75, 2.25, 2.5, 2, 2.25, 2.75, 3]
         #expect(zip(up, expected).allSatisfy { abs($0 - $1) < 1e-6 } && up.count == 16)
         let source = (0..<16).map(Float.init)
-        let down = VolumeSegmenter.resampleBilinear(
+        let down = BilinearResampling.resample(
             source + source.map { $0 * 2 }, planes: 2, rows: 4, columns: 4,
             toRows: 2, toColumns: 2)
         let blocks: [Float] = [2.5, 4.5, 10.5, 12.5]
