@@ -2,7 +2,7 @@ import Foundation
 
 /// The memory tensors live in.
 ///
-/// Large buffers (1 MiB and up) are mapped from the system directly, and a freed one is kept for the next tensor
+/// Large buffers (128 KiB and up) are mapped from the system directly, and a freed one is kept for the next tensor
 /// of the same size, up to `idleLimit` bytes in all (or, once `keepWorkingSet()` was called, up to
 /// `workingSetFactor` times the most bytes ever live at once in large buffers, when that is more); beyond that
 /// the oldest idle buffers go back to the system at once.
@@ -14,8 +14,11 @@ import Foundation
 final class TensorMemory: @unchecked Sendable {
     static let shared = TensorMemory()
 
-    /// Buffers from this size up are mapped and reused.
-    static let largeSize = 1 << 20
+    /// Buffers from this size up are mapped and reused: glibc's own mmap threshold, above which `posix_memalign`
+    /// would map a fresh block, faulted in page by page, on every pass (at 1 MiB, the bundled DeepLabV3+ model's
+    /// 3-D volume faulted in 74 000 pages, blocks 8–9's 671 KB expansion taking 3 × block 10's time at the same
+    /// shape; 34 000 at 128 KiB).
+    static let largeSize = 128 << 10
     /// After `keepWorkingSet()`, idle bytes may reach this many times the peak of live large bytes. Buffers are
     /// reused by exact size, so one pass needs more buffers than are live at any moment: batched inference of
     /// 512² slices (MobileNetV2, batch 8) unmapped and faulted in its buffers afresh on every pass with a limit

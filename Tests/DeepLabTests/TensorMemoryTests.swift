@@ -59,7 +59,7 @@ import Testing
 
     @Test func smallBuffersAreAlignedForVectorLoads() throws {
         let memory = TensorMemory()
-        for bytes in [0, 4, 100, 4096, 1 << 19] {
+        for bytes in [0, 4, 100, 4096, TensorMemory.largeSize - 1] {
             let pointer = try #require(memory.allocate(bytes))
             #expect(Int(bitPattern: pointer) % 64 == 0)
             memory.release(pointer, bytes: bytes)

@@ -26,7 +26,6 @@ final class OneDNNEngine: @unchecked Sendable {
     let stream: dnnl_stream_t
 
     private init() throws {
-        Self.keepTensorsInTheHeap()
         var engine: dnnl_engine_t?
         try dnnlCheck("dnnl_engine_create", dnnl_engine_create(&engine, dnnl_cpu, 0))
         guard let engine else { throw DeepLabError.oneDNN(call: "dnnl_engine_create", status: "no engine") }
@@ -38,22 +37,6 @@ final class OneDNNEngine: @unchecked Sendable {
     }
 
     private static let result = Result { try OneDNNEngine() }
-
-    /// A forward pass allocates and frees its tensors anew. glibc serves a block above its mmap threshold (128 KiB
-    /// at first) with a fresh mapping whose pages fault in on first touch, every pass: on the bundled DeepLabV3+
-    /// model's 3-D volume that was about a tenth of the forward time (and blocks 8–9's expansion three times block 10's,
-    /// same shapes). Blocks up to 32 MiB (glibc's largest threshold) come from the heap instead, and a heap keeps up
-    /// to 512 MiB of freed top memory for the next pass rather than returning it. Rests on `mallopt`.
-    private static func keepTensorsInTheHeap() {
-        // Swift's Glibc module leaves <malloc.h> out: reached with `dlsym`, absent on another C library.
-        typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
-        guard let symbol = dlsym(nil, "mallopt") else { return }
-        let mallopt = unsafeBitCast(symbol, to: Mallopt.self)
-        // <malloc.h>'s M_TRIM_THRESHOLD and M_MMAP_THRESHOLD.
-        let (trimThreshold, mmapThreshold): (Int32, Int32) = (-1, -3)
-        _ = mallopt(mmapThreshold, 32 << 20)
-        _ = mallopt(trimThreshold, 512 << 20)
-    }
 
     /// The shared engine; creating it fails only when oneDNN cannot use this CPU.
     static func shared() throws -> OneDNNEngine { try result.get() }

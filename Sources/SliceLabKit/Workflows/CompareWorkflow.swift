@@ -594,13 +594,14 @@ public enum CompareWorkflow {
     ///
     /// - Throws: `CompareError.invalidMapping` naming the spec, or the method's `InferenceError`.
     static func checkClassical(_ spec: ClassicalSpec, set: LabeledSet) throws {
-        let clusterCount = spec.options(classCount: set.classCount).classes
+        let options = spec.options(classCount: set.classCount)
+        let clusterCount = options.classes
         if spec.mapping == .intensity && clusterCount != set.classCount {
             throw CompareError.invalidMapping(
                 spec: spec.text,
                 reason: "map=intensity needs classes=\(set.classCount) (the set's class count), not \(clusterCount)")
         }
-        try ClassicalSegmentation.check(spec.options(classCount: set.classCount))
+        try ClassicalSegmentation.check(options)
     }
 
     /// Clusters every case and maps clusters to the set's classes as the spec says.
