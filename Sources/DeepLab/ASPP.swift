@@ -293,13 +293,8 @@ final class LowLevelFusion {
     var units: [ConvUnit] { [projection] + fuse }
 
     func callAsFunction(_ x: Tensor, lowLevel: Tensor, training: Bool) throws -> Tensor {
-        let size = lowLevel.shape
-        let resized = try Operations.resizeAlignedCorners(x, height: size[2], width: size[3])
         resizedShape = training ? x.shape : nil
-        let projected = try projection(lowLevel, training: training)
-        let joined = try Operations.concatenate([
-            resized, projected.reordered(to: .make(projected.shape, MemoryDesc.plainTag(rank: 4)))
-        ])
+        let joined = try Operations.resizeAlignedCorners(x, joining: projection(lowLevel, training: training))
         return try forwardChain(fuse, joined, training: training)
     }
 

@@ -19,6 +19,9 @@ final class Bf16Convolution: ConvolutionStrategy {
     /// Eval-mode folded weights (bf16, or rounded f32) and f32 bias, with what they were made from.
     private var prepared: (key: DescKey, version: Int, weights: Tensor, bias: Tensor)?
 
+    /// Convolutions with fewer input channels stay in f32 (`DeepLabV3.float32UnitNamesUnderBf16`).
+    static let minimumInputChannels = 8
+
     func applies(to unit: ConvUnit, inputShape: [Int], residual: Bool, training: Bool) -> Bool { runs(unit) }
 
     /// Whether `unit` runs here: set to bf16 and not quantised.

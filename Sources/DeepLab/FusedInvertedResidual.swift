@@ -23,8 +23,10 @@ final class FusedInvertedResidual {
         (self.isa, self.always) = (isa, always)
     }
 
-    /// Whether this fusion computes `block`'s eval-mode forward.
-    func takes(_ block: InvertedResidual) -> Bool { Self.fits(block) && (always || Self.pays(block)) }
+    /// Whether this fusion computes `block`'s eval-mode forward on input dims `inputShape`.
+    func takes(_ block: InvertedResidual, inputShape: [Int]) -> Bool {
+        Self.fits(block, inputShape: inputShape) && (always || Self.pays(block))
+    }
 
     /// The kernels for oneDNN ISA `name`: AVX-512 for its AVX-512 levels, AVX2 for AVX2 and AVX2-VNNI, none below
     /// (or when this CPU lacks them, as in a process capped above its CPU).
@@ -47,12 +49,14 @@ final class FusedInvertedResidual {
     static let enabledInThisProcess = FusedKernels.measuringSwitch(
         variable, else: ConvolutionStrategyTable.effective.fusedInvertedResiduals)
 
-    /// Whether `block`'s eval-mode forward can be fused: float32 (no int8 or bf16 unit, no quantised entry), no
-    /// calibration observing its units, a depthwise convolution the kernel computes (`FusedKernels.fitsDepthwise`),
-    /// 1 × 1 expansion and projection, a linear projection.
-    static func fits(_ block: InvertedResidual) -> Bool {
+    /// Whether `block`'s eval-mode forward can be fused: float32 (no int8 unit, no quantised entry; bf16 units only
+    /// where the fused pass `outrunsBf16` on `inputShape`), no calibration observing its units, a depthwise
+    /// convolution the kernel computes (`FusedKernels.fitsDepthwise`), 1 × 1 expansion and projection, a linear
+    /// projection.
+    static func fits(_ block: InvertedResidual, inputShape: [Int]? = nil) -> Bool {
         guard block.entryQuantization == nil, (2...3).contains(block.units.count),
-            block.units.allSatisfy({ $0.quantization == nil && $0.bf16 == nil && $0.inputObserver == nil })
+            block.units.allSatisfy({ $0.quantization == nil && $0.inputObserver == nil }),
+            block.units.allSatisfy({ $0.bf16 == nil }) || inputShape.map({ outrunsBf16(block, inputShape: $0) }) == true
         else { return false }
         let depthwise = block.units[block.units.count - 2].conv
         let project = block.units[block.units.count - 1]
@@ -63,6 +67,20 @@ final class FusedInvertedResidual {
         return FusedKernels.fitsDepthwise(depthwise) && pointwise(project) && project.activation == .none
             && block.units.dropLast(2).allSatisfy(pointwise) && (!block.usesResidual || depthwise.window.stride == 1)
     }
+
+    /// Whether the fused float32 pass beats the block's units in bf16 on input dims `inputShape`: where its expanded
+    /// tensor in float32 outgrows `bf16ExpandedBytes`, so that the units, even at half the bytes, stream it through
+    /// memory, which the fused pass never does. On the AMX Xeon (`segment --timings`, the bundled model in bf16
+    /// against float32) the blocks whose expanded tensors took 5.9–17.6 MB ran 0.74–0.81 × their bf16 time fused,
+    /// those of 2.3 MB and less 1.1–3 × (bf16 won); Benchmarks/README.md.
+    static func outrunsBf16(_ block: InvertedResidual, inputShape: [Int]) -> Bool {
+        let hidden = block.units[block.units.count - 2].conv.inputChannels
+        return inputShape.count == 4
+            && inputShape[0] * hidden * inputShape[2] * inputShape[3] * MemoryLayout<Float>.size > bf16ExpandedBytes
+    }
+
+    /// See `outrunsBf16`: twice the 2 MiB L2 of a core of the AMX Xeon, between the sizes measured either way.
+    static let bf16ExpandedBytes = 4 << 20
 
     /// Whether fusing `block` pays: memory-bound unfused (`unfusedIntensity` at most `maximumIntensity`).
     static func pays(_ block: InvertedResidual) -> Bool { unfusedIntensity(block) <= maximumIntensity }

@@ -143,7 +143,7 @@ final class InvertedResidual {
 
     /// - Parameter inputIsConsumable: the caller no longer needs `x`, so eval mode may add into it in place.
     func callAsFunction(_ x: Tensor, inputIsConsumable: Bool = false, training: Bool) throws -> Tensor {
-        if !training, let fusion, fusion.takes(self) { return try fusion(self, x) }
+        if !training, let fusion, fusion.takes(self, inputShape: x.shape) { return try fusion(self, x) }
         var x = x
         var inputIsConsumable = inputIsConsumable
         if let quantized = try Int8Convolution.quantizedEntry(x, entryQuantization, training: training) {

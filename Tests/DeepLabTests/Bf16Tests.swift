@@ -207,14 +207,33 @@ import Testing
     /// these untrained formula-weight models (measured here: ResNet-18 0.0056 and 99.6 %; MobileNetV2 × 0.35,
     /// whose untrained depthwise layers amplify every rounding as they do int8's, 0.057 and 97.6 %), with some
     /// margin. The trained bundled model's labels are checked end to end in `Bf16CommandTests` (≥ 99.5 %).
-    /// DeepLabV3+ measured 0.0057 and 99.1 % (ResNet-18), 0.023 and 98.7 % (MobileNetV2 × 0.35).
+    /// DeepLabV3+ measured 0.0057 and 99.1 % (ResNet-18), 0.023 and 98.7 % (MobileNetV2 × 0.35). Since the stem and
+    /// the depthwise chain heads stay in f32 (`float32Units`): 0.0061 and 99.9 %, 0.059 and 97.0 % (the MobileNetV2
+    /// pixels near a tie flip elsewhere: 41 of 1353, so its bound went from 97 % to 96.5 %), 0.0052 and 99.3 %,
+    /// 0.041 and 98.1 %.
     static let modelBounds: [(DeepLabConfiguration.Architecture, DeepLabConfiguration.Decoder, Double, Double)] = [
-        (.resnet18, .v3, 0.05, 0.99), (.mobilenetV2, .v3, 0.1, 0.97), (.resnet18, .v3plus, 0.05, 0.98),
+        (.resnet18, .v3, 0.05, 0.99), (.mobilenetV2, .v3, 0.1, 0.965), (.resnet18, .v3plus, 0.05, 0.98),
         (.mobilenetV2, .v3plus, 0.1, 0.97)
     ]
 
-    /// Every convolution but the classifier and ASPP's image pooling runs bf16; the logits move from f32's by a
-    /// bf16-sized amount and the labels hardly; back in f32, the f32 logits return exactly.
+    /// The units left in f32 besides the classifier and ASPP's image pooling (`float32UnitNamesUnderBf16`): the
+    /// 1-channel stem, and the depthwise convolutions at the head of a chain (MobileNetV2's first block,
+    /// DeepLabV3+'s separable ASPP branches, the separable convolution after ASPP and the decoder's).
+    static func float32Units(
+        _ architecture: DeepLabConfiguration.Architecture, decoder: DeepLabConfiguration.Decoder
+    ) -> Set<String> {
+        let prefix = decoder == .v3plus ? "encoder" : "backbone"
+        let features = decoder == .v3plus ? "encoder.features" : "backbone"
+        let backbone =
+            architecture == .mobilenetV2 ? ["\(features).0.0", "\(features).1.conv.0.0"] : ["\(prefix).conv1"]
+        let separable = [
+            "decoder.aspp.0.convs.1.0.0", "decoder.aspp.0.convs.2.0.0", "decoder.aspp.1.0", "decoder.block2.0.0"
+        ]
+        return Set(backbone + (decoder == .v3plus ? separable : []))
+    }
+
+    /// Every convolution but the classifier, ASPP's image pooling and `float32Units` runs bf16; the logits move from
+    /// f32's by a bf16-sized amount and the labels hardly; back in f32, the f32 logits return exactly.
     @Test(arguments: modelBounds)
     func emulatedModelFollowsFloat32(
         _ architecture: DeepLabConfiguration.Architecture, decoder: DeepLabConfiguration.Decoder, bound: Double,
@@ -228,7 +247,11 @@ import Testing
         #expect(
             !model.bf16UnitNames.contains(model.head.classifier.name)
                 && !model.bf16UnitNames.contains(model.head.aspp.pooling.name))
-        #expect(model.bf16UnitNames.count == model.convUnits.count - 2)
+        let float32 = Set(model.convUnits.map(\.name)).subtracting(model.bf16UnitNames)
+        #expect(
+            float32
+                == Self.float32Units(architecture, decoder: decoder).union(
+                    [model.head.classifier.name, model.head.aspp.pooling.name]))
         let bf16 = try model.forward(input, training: false)
         let difference = zip(bf16.values, reference.values).map { Double($0 - $1) * Double($0 - $1) }.reduce(0, +)
         let norm = reference.values.map { Double($0) * Double($0) }.reduce(0, +)

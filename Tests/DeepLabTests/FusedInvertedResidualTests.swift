@@ -122,7 +122,28 @@ import Testing
         #expect(abs(FusedInvertedResidual.unfusedIntensity(middle) - 52608.0 / (4 * 1664)) < 1e-9)
         #expect(abs(FusedInvertedResidual.unfusedIntensity(last) - 469_440.0 / (4 * 4320)) < 1e-9)
         let fusion = try #require(FusedInvertedResidual(isa: Self.instructionSets.first ?? cfused_avx2))
-        #expect([second, middle, last].map(fusion.takes) == [true, false, false])
+        #expect([second, middle, last].map { fusion.takes($0, inputShape: [1, 16, 9, 9]) } == [true, false, false])
         #expect([second, middle, last].allSatisfy { FusedInvertedResidual.fits($0) })
+    }
+
+    /// Under `--precision bf16` a block still fuses, in float32, where its expanded tensor outgrows
+    /// `bf16ExpandedBytes` (the units would stream it through memory even at half the bytes), and gives the float32
+    /// block's result there; a smaller one runs its units in bf16. The size, not the block, decides.
+    @Test func fusesBf16BlocksInFloat32WhereTheExpandedTensorOutgrowsTheCache() throws {
+        let block = Self.block(inputs: 16, outputs: 24, stride: 2, dilation: 1, expansion: 6, seed: 4)
+        let fusion = try #require(FusedInvertedResidual(isa: Self.instructionSets.first ?? cfused_avx2))
+        // 96 expanded channels: 4 MiB of float32 at 10 923 pixels.
+        let (small, large) = ([1, 16, 64, 64], [1, 16, 105, 105])
+        #expect(96 * 64 * 64 * 4 <= FusedInvertedResidual.bf16ExpandedBytes)
+        #expect(96 * 105 * 105 * 4 > FusedInvertedResidual.bf16ExpandedBytes)
+        #expect(fusion.takes(block, inputShape: small) && fusion.takes(block, inputShape: large))
+        let x = try Tensor(
+            plain: large, values: ConvolutionStrategyTests.values(large.reduce(1, *), seed: 9).map { 3 * $0 })
+        block.fusion = fusion
+        let float32 = try block(x, training: false).floatTensor()
+        for unit in block.units { unit.bf16 = .emulated }
+        #expect(!fusion.takes(block, inputShape: small) && fusion.takes(block, inputShape: [2, 16, 75, 75]))
+        #expect(fusion.takes(block, inputShape: large))
+        #expect(try block(x, training: false).floatTensor() == float32)
     }
 }

@@ -1,6 +1,7 @@
 // Bilinear resampling with `align_corners=True` (PyTorch's `nn.Upsample(..., align_corners=True)`, ONNX's
 // `coordinate_transformation_mode = "align_corners"`): the corner pixels of input and output coincide. oneDNN's
-// resampling knows only half-pixel centres, so this one is computed here, on plain NCHW, a plane per task.
+// resampling knows only half-pixel centres, so this one is computed here, on plain NCHW, a plane per task (or channels
+// last, a row per task, where it joins DeepLabV3+'s low-level features).
 
 /// One output coordinate's two source taps along an axis and the second one's weight.
 private struct Taps {
@@ -65,6 +66,44 @@ extension Operations {
             }
         }
         return resize.target
+    }
+
+    /// `x` [N, C, h, w] (f32, any layout) resized with aligned corners to `other`'s height and width and joined along
+    /// the channels with `other` [N, D, height, width]: [N, C + D, height, width] channels last (DeepLabV3+'s decoder
+    /// input), in one pass. The same values as `concatenate([resizeAlignedCorners(x, …), other])` (the same sums),
+    /// without the plain copies in between; the channels innermost, so the interpolation runs along them.
+    static func resizeAlignedCorners(_ x: Tensor, joining other: Tensor) throws -> Tensor {
+        let (s, o) = (x.shape, other.shape)
+        let (c, d, height, width) = (s[1], o[1], o[2], o[3])
+        let source = try x.reordered(to: .make(s, .channelsLast))
+        let appended = try other.reordered(to: .make(o, .channelsLast))
+        let output = try Tensor(desc: .make([s[0], c + d, height, width], .channelsLast))
+        let (rows, columns) = (Taps.along(input: s[2], output: height), Taps.along(input: s[3], output: width))
+        source.withStorage { from in
+            appended.withStorage { tail in
+                output.withStorage { to in
+                    concurrentForEach(0..<(s[0] * height)) { task in
+                        let (n, r) = task.quotientAndRemainder(dividingBy: height)
+                        let row = rows[r]
+                        let top = from.baseAddress! + (n * s[2] + row.first) * s[3] * c
+                        let bottom = from.baseAddress! + (n * s[2] + row.second) * s[3] * c
+                        var target = to.baseAddress! + task * width * (c + d)
+                        var extra = UnsafePointer(tail.baseAddress! + task * width * d)
+                        for column in columns {
+                            let (a, b) = (column.first * c, column.second * c)
+                            for k in 0..<c {
+                                let upper = top[a + k] + column.weight * (top[b + k] - top[a + k])
+                                let lower = bottom[a + k] + column.weight * (bottom[b + k] - bottom[a + k])
+                                target[k] = upper + row.weight * (lower - upper)
+                            }
+                            (target + c).update(from: extra, count: d)
+                            (target, extra) = (target + c + d, extra + d)
+                        }
+                    }
+                }
+            }
+        }
+        return output
     }
 
     /// The backward of `resizeAlignedCorners`: dLoss/dx [N, C, h, w] (`sourceShape`, plain) from dLoss/dy, each
