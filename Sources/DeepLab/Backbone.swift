@@ -32,6 +32,9 @@ protocol Backbone: AnyObject {
     /// The residual blocks in forward order, each reading the previous one's output, and the indexes of those
     /// whose output is also a feature a head reads (int8 inference keeps those outputs f32).
     var quantizableBlocks: (blocks: [any QuantizableBlock], featureOutputs: Set<Int>) { get }
+    /// The unit whose output the first of `quantizableBlocks` alone reads (MobileNetV2's stem), nil where something
+    /// else comes between (ResNet's max pooling).
+    var unitFeedingFirstBlock: ConvUnit? { get }
     /// The features of input [N, C, H, W]; in training mode what `backward` needs is kept.
     func callAsFunction(_ x: Tensor, training: Bool) throws -> BackboneFeatures
     /// Backpropagates the gradients of the main features and (optionally) the auxiliary and low-level ones,

@@ -222,6 +222,8 @@ extension MobileNetV2 {
 
     var unitChains: [[ConvUnit]] { blocks.map(\.units) }
 
+    var unitFeedingFirstBlock: ConvUnit? { stem }
+
     /// The block before `auxiliaryIndex` gives the auxiliary feature, the one before `lowLevelIndex` the
     /// low-level one when kept; the last one feeds `head`; their outputs stay f32.
     var quantizableBlocks: (blocks: [any QuantizableBlock], featureOutputs: Set<Int>) {

@@ -215,11 +215,12 @@ extension DeepLabV3 {
             }
             unit.quantization = q
         }
-        // Inside blocks, a quantised unit with an activation writes its output quantised for the next one.
-        for chain in backbone.unitChains {
-            for (unit, next) in zip(chain, chain.dropFirst()) where unit.quantization != nil && unit.activation != .none
-            {
-                if let q = next.quantization, q.inputType == .u8 { unit.quantizedOutput = q }
+        // Inside a chain (a block, a separable convolution), a quantised unit writes its output quantised for the
+        // next one: u8 after an activation, s8 whatever it ends with (a depthwise convolution's linear output).
+        for chain in backbone.unitChains + head.unitChains {
+            for (unit, next) in zip(chain, chain.dropFirst()) where unit.quantization != nil {
+                guard let q = next.quantization, q.inputType == .s8 || unit.activation != .none else { continue }
+                unit.quantizedOutput = q
             }
         }
         // Between blocks: each block's input is quantised once at its entry (where its first unit and its
@@ -234,6 +235,11 @@ extension DeepLabV3 {
             if let downsample = block.downsample, !sameInput(downsample.quantization, entry) { continue }
             block.entryQuantization = entry
             if block.addsIdentity, block.downsample == nil { block.units.last?.quantizedResidual = entry }
+        }
+        if let stem = backbone.unitFeedingFirstBlock, stem.quantization != nil, stem.activation != .none,
+            let entry = blocks.first?.entryQuantization, entry.inputType == .u8
+        {
+            stem.quantizedOutput = entry
         }
         for (index, (block, next)) in zip(blocks, blocks.dropFirst()).enumerated()
         where !featureOutputs.contains(index) {

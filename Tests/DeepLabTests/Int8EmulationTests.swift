@@ -129,7 +129,7 @@ final class EmulatedInt8Convolution: ConvolutionStrategy {
                     } ?? strategies
             }
             let emulated = try model.forward(input, training: false)
-            let relative = relativeL2(emulated.values, reference.values)
+            let relative = QuantizationTests.relativeL2(emulated.values, reference.values)
             #expect(relative > 0)
             #expect(relative <= bound, "\(architecture) \(method) \(sevenBit ? "7" : "8")-bit: \(relative)")
         }
@@ -164,10 +164,5 @@ final class EmulatedInt8Convolution: ConvolutionStrategy {
         // s8 inputs without VNNI: oneDNN halves the weights itself (one bit fewer, see QuantizationTests).
         let tolerance: Float = type == .s8 && !Int8Operations.hasVNNI ? 0.02 : 1e-5
         #expect(difference <= tolerance * largest, "k\(kernel) g\(groups) \(type): |Δ| \(difference) of \(largest)")
-    }
-
-    private func relativeL2(_ a: [Float], _ b: [Float]) -> Double {
-        let difference = zip(a, b).map { Double($0 - $1) * Double($0 - $1) }.reduce(0, +)
-        return (difference / b.map { Double($0) * Double($0) }.reduce(0, +)).squareRoot()
     }
 }

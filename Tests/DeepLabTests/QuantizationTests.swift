@@ -37,6 +37,12 @@ import Testing
         }
     }
 
+    /// ‖a − b‖ / ‖b‖ in float64.
+    static func relativeL2(_ a: [Float], _ b: [Float]) -> Double {
+        let difference = zip(a, b).map { Double($0 - $1) * Double($0 - $1) }.reduce(0, +)
+        return (difference / b.map { Double($0) * Double($0) }.reduce(0, +)).squareRoot()
+    }
+
     static func quantized(_ model: DeepLabV3, method: CalibrationMethod) throws -> ModelQuantization {
         let calibrator = try Calibrator(model: model, method: method)
         for input in inputs(count: 4) { try calibrator.observe(input) }
@@ -208,6 +214,34 @@ import Testing
         let tolerance = quantizedOutput ? 1.001 / Double(so) : 1e-5 * largest
         #expect(largest > 0)
         #expect(difference <= tolerance, "quantised output \(quantizedOutput): |Δ| \(difference) of \(largest)")
+    }
+
+    /// Which units write their output quantised for the next: inside every chain of the backbone and of
+    /// DeepLabV3+'s head (a separable convolution's linear depthwise output in s8 for its pointwise unit), and
+    /// MobileNetV2's stem for the first block's entry; the logits then stay what quantising between the units
+    /// gives, up to a half rounded the other way in a few values.
+    @Test func quantisedOutputsFollowTheChains() throws {
+        let model = try Self.model(.mobilenetV2, decoder: .v3plus)
+        let input = Self.inputs(count: 6)[5]
+        let quantization = try Self.quantized(model, method: .percentile)
+        try model.apply(quantization)
+        let chained = try model.forward(input, training: false)
+        let head = model.head
+        let separable = head.unitChains.filter { $0.count == 2 && $0[0].conv.groups > 1 }
+        #expect(separable.count == 4)  // the two dilated ASPP branches, the 3 × 3 after ASPP, the decoder's
+        for chain in separable {
+            #expect(chain[0].activation == .none && chain[1].quantization?.inputType == .s8)
+            #expect(chain[0].quantizedOutput == chain[1].quantization, "\(chain[0].name)")
+        }
+        let backbone = try #require(model.backbone as? MobileNetV2)
+        #expect(backbone.stem.quantizedOutput != nil)
+        #expect(backbone.stem.quantizedOutput == backbone.blocks[0].entryQuantization)
+        for unit in separable.map({ $0[0] }) + [backbone.stem] { unit.quantizedOutput = nil }
+        let separate = try model.forward(input, training: false)
+        let scale = separate.values.map(abs).max() ?? 0
+        let difference = zip(chained.values, separate.values).map { abs($0 - $1) }.max() ?? .infinity
+        #expect(scale > 0 && difference <= 0.05 * scale, "max |Δ| \(difference) of \(scale)")
+        #expect(Self.relativeL2(chained.values, separate.values) < 0.01)
     }
 
     /// A dilated 3×3 int8 convolution (ASPP's) as padding-free rectangles gives exactly what the one padded int8
