@@ -112,6 +112,9 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// (oneDNN 2.6 picks that one first on AMX for some of them, ASPP's rates 12 and 24 here; see
     /// Benchmarks/README.md). The same integer arithmetic: the outputs are identical.
     public var int8DilatedOnBrgconv = false
+    /// Narrow int8 1 × 1 convolutions (`Int8Convolution.isNarrowPointwise`) on oneDNN's VNNI kernels rather than its
+    /// AMX ones, whose tiles they fill poorly (see Benchmarks/README.md). The same integer arithmetic.
+    public var int8NarrowPointwiseOffAMX = false
     /// Dilated depthwise 3 × 3 convolutions with most taps in the padding run on our own kernel in eval mode
     /// (`OwnDepthwiseConvolution`; DeepLabV3+'s separable ASPP branches).
     public var ownDepthwise = false
@@ -126,12 +129,12 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
         paddingFreeRectangles: false, winograd: false,
         int8Winograd: false, measured: false)
 
-    /// AMX: oneDNN's kernels, dilated int8 convolutions on `brgconv` (measured, as the fp32 and int8 padding-free
+    /// AMX: oneDNN's kernels, dilated int8 convolutions on `brgconv` and narrow 1 × 1 ones on VNNI (measured, as the fp32 and int8 padding-free
     /// rectangles that did not pay there; fp32 Winograd was 4–6 × slower on the bundled model's ASPP); the own
     /// depthwise kernel, fused blocks (Benchmarks/README.md).
     public static let amx = ConvolutionStrategyTable(
         paddingFreeRectangles: false, winograd: false, int8Winograd: false, int8DilatedOnBrgconv: true,
-        ownDepthwise: true, fusedInvertedResiduals: true, measured: false)
+        int8NarrowPointwiseOffAMX: true, ownDepthwise: true, fusedInvertedResiduals: true, measured: false)
 
     /// AVX-512 without AMX: oneDNN's kernels, the own depthwise kernel, MobileNetV2's blocks fused (measured capped to
     /// `AVX512_CORE` on the AMX Xeon).
@@ -163,7 +166,8 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
         let winograd = self.winograd ? WinogradConvolution() : nil
         return [
             Int8Convolution(
-                rectangles: paddingFreeRectangles, winograd: int8Winograd, dilatedOnBrgconv: int8DilatedOnBrgconv),
+                rectangles: paddingFreeRectangles, winograd: int8Winograd, dilatedOnBrgconv: int8DilatedOnBrgconv,
+                narrowPointwiseOffAMX: int8NarrowPointwiseOffAMX),
             Bf16Convolution()
         ]
             + (OwnDepthwiseConvolution.enabled(by: self) ? [OwnDepthwiseConvolution()].compactMap { $0 } : [])
@@ -186,5 +190,6 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     public var int8Summary: String {
         (int8Winograd ? "exact integer Winograd (AVX2 kernels), else oneDNN's" : "oneDNN's kernels")
             + (int8DilatedOnBrgconv ? " (dilated ones on brgconv)" : "")
+            + (int8NarrowPointwiseOffAMX ? " (narrow 1 × 1 ones on VNNI)" : "")
     }
 }

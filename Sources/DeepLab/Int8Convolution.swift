@@ -33,6 +33,9 @@ final class Int8Convolution: ConvolutionStrategy {
     /// Whether dilated convolutions avoid oneDNN's `jit:avx512_core_amx_int8` kernel for its `brgconv` ones
     /// (`ConvolutionStrategyTable.int8DilatedOnBrgconv`).
     let dilatedOnBrgconv: Bool
+    /// Whether narrow 1 × 1 convolutions (`isNarrowPointwise`) avoid oneDNN's AMX kernels
+    /// (`ConvolutionStrategyTable.int8NarrowPointwiseOffAMX`).
+    let narrowPointwiseOffAMX: Bool
     private let primitives = PrimitiveCache()
     /// Quantised weights (the whole kernel, or a rectangle's taps) in a primitive's layout and the pre-scaled
     /// bias, with the parameter version and quantisation they were made from.
@@ -42,11 +45,29 @@ final class Int8Convolution: ConvolutionStrategy {
             bias: Tensor
         )] = [:]
 
-    init(rectangles: Bool = false, winograd: Bool = false, dilatedOnBrgconv: Bool = false) {
+    init(
+        rectangles: Bool = false, winograd: Bool = false, dilatedOnBrgconv: Bool = false,
+        narrowPointwiseOffAMX: Bool = false
+    ) {
         self.rectangles = rectangles
         self.winograd = winograd ? Int8Winograd() : nil
         self.dilatedOnBrgconv = dilatedOnBrgconv
+        self.narrowPointwiseOffAMX = narrowPointwiseOffAMX
     }
+
+    /// A 1 × 1 convolution whose multiply-adds per byte of activations it reads and writes (K · N / (K + N · b) a
+    /// pixel, K input and N output channels, b bytes an output value) are at most `narrowIntensity`.
+    static func isNarrowPointwise(_ conv: Conv2d, quantizedOutput: Bool) -> Bool {
+        guard conv.window.kernel == 1, conv.groups == 1 else { return false }
+        let (k, n) = (Double(conv.inputChannels), Double(conv.outputChannels))
+        return k * n / (k + n * (quantizedOutput ? 1 : 4)) <= narrowIntensity
+    }
+
+    /// See `isNarrowPointwise`. On the AMX Xeon (`segment --timings`, the bundled DeepLabV3+ model natively and
+    /// capped to `AVX512_CORE_VNNI`) oneDNN's VNNI kernels ran the 1 × 1 units up to 26 multiply-adds a byte in
+    /// 0.46–0.95 × the time of its AMX ones (16 → 96 on 233 × 197, 144 → 24, 112 → 64, 24 → 48…), those of 27 at
+    /// par, those from 45 up 1.1–2 × slower.
+    static let narrowIntensity = 26.5
 
     /// The scale the input is quantised with on this CPU (see the type's note on VNNI).
     static func effectiveInputScale(_ q: UnitQuantization) -> Float {
@@ -126,6 +147,9 @@ final class Int8Convolution: ConvolutionStrategy {
                     return try Primitive("int8 convolution", op: op, attributes: attributes) {
                         $0 == "jit:avx512_core_amx_int8"
                     }
+                }
+                if narrowPointwiseOffAMX, Self.isNarrowPointwise(unit.conv, quantizedOutput: next != nil) {
+                    return try Primitive("int8 convolution", op: op, attributes: attributes) { $0.contains("amx") }
                 }
                 return try Primitive("int8 convolution", op: op, attributes: attributes)
             }

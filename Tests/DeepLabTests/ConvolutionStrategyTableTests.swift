@@ -27,7 +27,7 @@ import Testing
         }
         for isa in ["SSE41", "new ISA"] { #expect(ConvolutionStrategyTable.forISA(isa) == .oneDNN, "\(isa)") }
         var amx = avx512
-        amx.int8DilatedOnBrgconv = true
+        (amx.int8DilatedOnBrgconv, amx.int8NarrowPointwiseOffAMX) = (true, true)
         #expect(ConvolutionStrategyTable.forISA("AVX512_CORE_AMX") == amx)
         #expect(ConvolutionStrategyTable.effective == .forISA(oneDNNEffectiveISA))
     }
@@ -79,5 +79,38 @@ import Testing
             }
         }
         #expect(outputs[0] == outputs[1] && outputs[0].contains { $0 != 0 })
+    }
+
+    /// Narrow 1 × 1 int8 units (few multiply-adds per byte: MobileNetV2's 16 → 96 expansion, 144 → 24 projection)
+    /// run off AMX under AMX's entry and give oneDNN's default outputs bit for bit; a wide one keeps AMX's kernels
+    /// (where the CPU has them; elsewhere both units run the same kernels).
+    @Test(arguments: [(16, 96, true), (144, 24, true), (1280, 64, false)])
+    func narrowInt8PointwiseOffAMXGivesTheSameOutputs(inputs: Int, outputs: Int, narrow: Bool) throws {
+        let shape = [1, inputs, 23, 19]
+        let values = ConvolutionStrategyTests.values(shape.reduce(1, *), seed: 14).map(abs)
+        var results: [[Float]] = []
+        for table in [ConvolutionStrategyTable.forISA("AVX512_CORE_AMX"), .oneDNN] {
+            var generator = SeededGenerator(seed: 4)
+            let conv = Conv2d(
+                name: "conv", inputChannels: inputs, outputChannels: outputs, kernelSize: 1, stride: 1, padding: 0,
+                dilation: 1, groups: 1, bias: false, generator: &generator)
+            #expect(Int8Convolution.isNarrowPointwise(conv, quantizedOutput: true) == narrow)
+            let unit = ConvUnit(conv: conv, norm: nil, activation: .relu, strategyTable: table)
+            let weights = unit.conv.weight.value
+            unit.quantization = UnitQuantization(
+                inputType: .u8, inputScale: 255 / (values.max() ?? 1),
+                weightScales: (0..<outputs).map { k in
+                    127 / (weights[(k * inputs)..<((k + 1) * inputs)].map(abs).max() ?? 1)
+                })
+            results.append(
+                try DeepLabV3.profilingLayers {
+                    try unit(Tensor(plain: shape, values: values), training: false).floatTensor().values
+                })
+            let kernels = unit.profile?.implementations ?? []
+            if table.int8NarrowPointwiseOffAMX && oneDNNEffectiveISA == "AVX512_CORE_AMX" {
+                #expect(kernels.contains { $0.contains("amx") } == !narrow, "\(kernels)")
+            }
+        }
+        #expect(results[0] == results[1] && results[0].contains { $0 != 0 })
     }
 }
