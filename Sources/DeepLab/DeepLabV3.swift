@@ -70,10 +70,8 @@ public final class DeepLabV3: SegmentationNetwork {
         }
         var x = try Tensor(input)
         if configuration.inputScale > 1 {
-            x = try Operations.resizeBilinear(
-                x, height: s[2] * configuration.inputScale,
-                width: s[3] * configuration.inputScale, training: false
-            ).0
+            x = try Operations.resizeHalfPixel(
+                x, height: s[2] * configuration.inputScale, width: s[3] * configuration.inputScale)
         }
         let features = try backbone(x, training: training)
         let logits = try head(features, training: training)

@@ -60,4 +60,21 @@ import Testing
         }
         #expect(largest < 1e-6, "max |Δ| \(largest) from PyTorch's formula in float64")
     }
+
+    /// The input upscale (`Operations.resizeHalfPixel`) computes what oneDNN's linear resampling computes (PyTorch's
+    /// `align_corners=False`), to float32 rounding: integer and fractional factors, up and down, two images.
+    @Test(arguments: [(2, 3, 97, 131, 291, 393), (1, 1, 233, 197, 466, 394), (1, 2, 9, 7, 4, 20)])
+    func halfPixelResizeMatchesOneDNN(
+        batch: Int, channels: Int, rows: Int, columns: Int, height: Int, width: Int
+    ) throws {
+        let shape = [batch, channels, rows, columns]
+        let x = try Tensor(
+            plain: shape, values: ConvolutionStrategyTests.values(shape.reduce(1, *), seed: UInt64(rows)))
+        let ours = try Operations.resizeHalfPixel(x, height: height, width: width).floatTensor()
+        let oneDNN = try Operations.resizeBilinear(x, height: height, width: width, training: false).0.floatTensor()
+        #expect(ours.shape == oneDNN.shape)
+        let difference = zip(ours.values, oneDNN.values).map { abs($0 - $1) }.max() ?? .infinity
+        #expect(difference <= 1e-6, "max |Δ| \(difference)")
+        print("resizeHalfPixel \(shape) -> \(height) × \(width): max |Δ| \(difference) from oneDNN")
+    }
 }
