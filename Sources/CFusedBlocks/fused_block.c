@@ -13,6 +13,13 @@ static inline int32_t ring_rows(const cfused_block *block) { return block->strid
 
 static inline int32_t padded_to(int32_t n, int32_t lanes) { return (n + lanes - 1) / lanes * lanes; }
 
+/// A depthwise convolution alone at stride 1 whose dilation reaches past the map both ways: every tap but the centre
+/// reads padding, so it is a scale and a bias per channel, computed in one pass without rows or workspace.
+static inline int centre_only(const cfused_block *b) {
+    return !b->expands && b->project_weights == NULL && b->stride == 1 && b->dilation >= b->height
+        && b->dilation >= b->width;
+}
+
 static inline int32_t lanes_of(cfused_isa isa) { return isa == cfused_avx512 ? 16 : 8; }
 /// Columns of a packed panel: the matrix kernel's NV · LANES.
 static inline int32_t panel_of(cfused_isa isa) { return isa == cfused_avx512 ? 64 : 16; }
@@ -91,21 +98,27 @@ void cfused_pack(const float *matrix, int32_t k, int32_t n, cfused_isa isa, floa
 }
 
 size_t cfused_workspace_count(const cfused_block *block, cfused_isa isa) {
+    if (centre_only(block)) return 0;
     const int32_t lanes = lanes_of(isa);
     const size_t hidden = padded_to(block->hidden, lanes);
     const size_t span = (size_t)block->width + 2 * block->dilation;
-    return span * hidden * (size_t)(ring_rows(block) + 1) + (size_t)block->out_width * hidden
+    return span * hidden * (size_t)ring_rows(block) + (size_t)block->out_width * hidden
         + (size_t)block->out_width * padded_to(block->out_channels, lanes);
 }
 
-int32_t cfused_residues(const cfused_block *block) { return block->stride == 1 ? block->dilation : 1; }
+int32_t cfused_residues(const cfused_block *block) {
+    return block->stride == 1 && !centre_only(block) ? block->dilation : 1;
+}
 
 int32_t cfused_run(const cfused_block *block, cfused_isa isa, int32_t image, int32_t residue, int32_t row_begin,
                    int32_t row_end, float *workspace) {
     if (block->dilation < 1 || block->dilation > CFUSED_MAX_DILATION || block->stride < 1 || residue < 0
         || residue >= cfused_residues(block))
         return -1;
-    if (isa == cfused_avx512) run_avx512(block, image, residue, row_begin, row_end, workspace);
+    if (centre_only(block)) {
+        if (isa == cfused_avx512) centre_avx512(block, image, row_begin, row_end);
+        else centre_avx2(block, image, row_begin, row_end);
+    } else if (isa == cfused_avx512) run_avx512(block, image, residue, row_begin, row_end, workspace);
     else run_avx2(block, image, residue, row_begin, row_end, workspace);
     return 0;
 }

@@ -260,6 +260,13 @@ enum FusedKernels {
         let outputDims = [s[0], Int(description.out_channels), Int(description.out_height), Int(description.out_width)]
         let input = try x.reordered(to: .make(s, .channelsLast))
         let output = try Tensor(desc: .make(outputDims, .channelsLast))
+        // The weights first: what the kernels compute, and so the workspace and residues, depends on which are set.
+        description.expand_weights = weights.pointer(0)
+        description.expand_bias = weights.pointer(1)
+        description.depthwise_weights = weights.pointer(2)
+        description.depthwise_bias = weights.pointer(3)
+        description.project_weights = weights.pointer(4)
+        description.project_bias = weights.pointer(5)
         let floats = cfused_workspace_count(&description, isa)
         let workers = computeThreads()
         let residues = Int(cfused_residues(&description))
@@ -269,13 +276,7 @@ enum FusedKernels {
             output.withStorage { destination in
                 description.input = UnsafePointer(source.baseAddress)
                 description.output = destination.baseAddress
-                description.expand_weights = weights.pointer(0)
-                description.expand_bias = weights.pointer(1)
-                description.depthwise_weights = weights.pointer(2)
-                description.depthwise_bias = weights.pointer(3)
-                description.project_weights = weights.pointer(4)
-                description.project_bias = weights.pointer(5)
-                let bytes = floats * MemoryLayout<Float>.size
+                let bytes = max(floats, 1) * MemoryLayout<Float>.size
                 let tasks = s[0] * chunks
                 let rows = { outputDims[2] * $0 / chunks }
                 withExtendedLifetime(weights) {

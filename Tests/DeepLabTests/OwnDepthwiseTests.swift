@@ -17,7 +17,11 @@ import Testing
         // Wide enough for the blocked outputs (8 or 4 outputs d apart) and a tail; ASPP's rate 12 on 30 × 25.
         (channels: 40, stride: 1, dilation: 2, batch: 1, rows: 5, columns: 37, activation: .relu6),
         (channels: 32, stride: 1, dilation: 12, batch: 1, rows: 30, columns: 25, activation: .relu),
-        (channels: 8, stride: 1, dilation: 1, batch: 1, rows: 1, columns: 1, activation: .none)
+        (channels: 8, stride: 1, dilation: 1, batch: 1, rows: 1, columns: 1, activation: .none),
+        // Rate 36 past the whole 30 × 25 map (only the centre tap reads the input; a part vector of channels), and
+        // rate 24 (rows and columns partly in the padding).
+        (channels: 20, stride: 1, dilation: 36, batch: 2, rows: 30, columns: 25, activation: .relu6),
+        (channels: 20, stride: 1, dilation: 24, batch: 1, rows: 30, columns: 25, activation: .relu)
     ])
     func agreesWithOneDNN(
         _ c: (

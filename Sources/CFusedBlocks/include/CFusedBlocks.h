@@ -64,15 +64,17 @@ size_t cfused_packed_count(int32_t k, int32_t n, cfused_isa isa);
 /// column panels the matrix kernel reads, zeros past n.
 void cfused_pack(const float *matrix, int32_t k, int32_t n, cfused_isa isa, float *packed);
 
-/// Floats of workspace one `cfused_run` call needs (each concurrent call its own). The caller zeroes it once; calls
-/// for the same block keep what must stay zero so, and the next call may reuse it as it is.
+/// Floats of workspace one `cfused_run` call needs (each concurrent call its own; 0 for a depthwise convolution whose
+/// side taps all read padding, computed without rows). The caller zeroes it once; calls for the same block keep what
+/// must stay zero so, and the next call may reuse it as it is.
 size_t cfused_workspace_count(const cfused_block *block, cfused_isa isa);
 
 /// The largest dilation `cfused_run` takes.
 #define CFUSED_MAX_DILATION 64
 
 /// The residues output rows are taken by: d at stride 1, where rows r, r + d, r + 2d, … read input rows of
-/// residue r only, two of three shared between neighbours (so three expanded rows are kept, each made once), else 1.
+/// residue r only, two of three shared between neighbours (so three expanded rows are kept, each made once), else 1
+/// (and for a depthwise convolution whose side taps all read padding).
 int32_t cfused_residues(const cfused_block *block);
 
 /// Computes the output rows y of image `image` in [row_begin, row_end) with y ≡ residue modulo
