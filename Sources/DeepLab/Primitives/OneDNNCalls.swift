@@ -11,10 +11,10 @@ import Foundation
 
 /// Throws `DeepLabError.oneDNN` naming `call` when `status` is not success.
 @inline(__always)
-func dnnlCheck(_ call: String, _ status: dnnl_status_t) throws {
+func dnnlCheck(_ call: @autoclosure () -> String, _ status: dnnl_status_t) throws {
     guard status == dnnl_success else {
         let text = dnnl_status2str(status).map { String(cString: $0) } ?? "status \(status.rawValue)"
-        throw DeepLabError.oneDNN(call: call, status: text)
+        throw DeepLabError.oneDNN(call: call(), status: text)
     }
 }
 
