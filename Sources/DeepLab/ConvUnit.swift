@@ -154,6 +154,13 @@ final class ConvUnit {
             * LayerProfile.tapsInside(s[3], out[3], w.kernel, w.stride, w.padding, w.dilation)
     }
 
+    /// The share of a forward's taps on `inputShape` that read the input rather than padding (1 without padding).
+    func insideShare(inputShape s: [Int]) -> Double {
+        let out = conv.outputDims(s)
+        let all = out.reduce(1, *) * conv.inputChannels / conv.groups * conv.window.kernel * conv.window.kernel
+        return all > 0 ? Double(multiplyAddsInside(inputShape: s)) / Double(all) : 1
+    }
+
     /// Adds one profiled forward to `profile`, created named `name` with `strategy` on the first (a fused block
     /// records its whole work on its first unit, under the block's name).
     func record(

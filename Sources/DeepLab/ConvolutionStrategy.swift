@@ -92,9 +92,10 @@ func accumulateWeightGradients(
 /// - AVX2 (and AVX2-VNNI, whose fp32 kernels are AVX2's): padding-free rectangles (fp32 and int8) and Winograd,
 ///   as measured on the AMD EPYC (README, *Measured speed*: DeepLabV3-ResNet-50 1.49 s against 1.78 s for ONNX
 ///   Runtime; *Precision*: int8 ASPP by rectangles).
-/// - AVX-512 (with or without VNNI, BF16, AMX): oneDNN's own kernels, MobileNetV2's memory-bound inverted-residual
-///   blocks fused (measured on the AMX Xeon natively and capped to `AVX512_CORE`, Benchmarks/README.md; not on an
-///   AVX-512 CPU without AMX); AMX's entry adds its own measured items below. SSE4.1/AVX: oneDNN's kernels.
+/// - AVX-512 (with or without VNNI, BF16, AMX): oneDNN's own kernels, Winograd for wide 3 × 3 convolutions whose taps
+///   nearly all read the input, MobileNetV2's memory-bound inverted-residual blocks fused (measured on the AMX Xeon
+///   natively and capped to `AVX512_CORE`, Benchmarks/README.md; not on an AVX-512 CPU without AMX); AMX's entry
+///   adds its own measured items below. SSE4.1/AVX: oneDNN's kernels.
 /// - Fused blocks stay off on AVX2: their AVX2 kernels, capped to AVX2 on the AMX Xeon, were slower than oneDNN's
 ///   (no AVX2-only CPU was at hand to measure them where they would run); the own depthwise kernel, capped the same
 ///   way, beat oneDNN's on DeepLabV3+'s ASPP branches (0.44–0.46 ×) and is on there.
@@ -105,6 +106,9 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// Wide 3×3 convolutions (and padding-free all-taps centres) run by Winograd F(2×2, 3×3) in eval mode
     /// (`WinogradConvolution`).
     public var winograd: Bool
+    /// With `winograd`, only convolutions with at least this share of their taps reading the input (0: any): the
+    /// transforms compute every tap, padding or not.
+    public var winogradMinimumInsideShare = 0.0
     /// u8-input 3×3 convolutions of int8 models run by exact integer Winograd F(4×4) or F(2×2) (`Int8Winograd`, AVX2
     /// kernels of 16-bit products; with VNNI oneDNN's direct kernels multiply twice as fast, so not there).
     public var int8Winograd: Bool
@@ -129,18 +133,27 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
         paddingFreeRectangles: false, winograd: false,
         int8Winograd: false, measured: false)
 
-    /// AMX: oneDNN's kernels, dilated int8 convolutions on `brgconv` and narrow 1 × 1 ones on VNNI (measured, as the fp32 and int8 padding-free
-    /// rectangles that did not pay there; fp32 Winograd was 4–6 × slower on the bundled model's ASPP); the own
-    /// depthwise kernel, fused blocks (Benchmarks/README.md).
+    /// AMX: oneDNN's kernels, Winograd as on AVX-512 (`avx512WinogradInsideShare`), dilated int8 convolutions on
+    /// `brgconv` and narrow 1 × 1 ones on VNNI (measured, as the fp32 and int8 padding-free rectangles that did not
+    /// pay there, on the bundled model nor on ResNet-50's ASPP; fp32 Winograd was 4–6 × slower on the bundled
+    /// model's ASPP, mostly padding); the own depthwise kernel, fused blocks (Benchmarks/README.md).
     public static let amx = ConvolutionStrategyTable(
-        paddingFreeRectangles: false, winograd: false, int8Winograd: false, int8DilatedOnBrgconv: true,
-        int8NarrowPointwiseOffAMX: true, ownDepthwise: true, fusedInvertedResiduals: true, measured: false)
-
-    /// AVX-512 without AMX: oneDNN's kernels, the own depthwise kernel, MobileNetV2's blocks fused (measured capped to
-    /// `AVX512_CORE` on the AMX Xeon).
-    public static let avx512 = ConvolutionStrategyTable(
-        paddingFreeRectangles: false, winograd: false, int8Winograd: false, ownDepthwise: true,
+        paddingFreeRectangles: false, winograd: true, winogradMinimumInsideShare: avx512WinogradInsideShare,
+        int8Winograd: false, int8DilatedOnBrgconv: true, int8NarrowPointwiseOffAMX: true, ownDepthwise: true,
         fusedInvertedResiduals: true, measured: false)
+
+    /// AVX-512 without AMX: oneDNN's kernels, Winograd where nearly every tap reads the input, the own depthwise
+    /// kernel, MobileNetV2's blocks fused (measured on the AMX Xeon, whose float32 kernels are `avx512_core`'s, and
+    /// capped to `AVX512_CORE` there).
+    public static let avx512 = ConvolutionStrategyTable(
+        paddingFreeRectangles: false, winograd: true, winogradMinimumInsideShare: avx512WinogradInsideShare,
+        int8Winograd: false, ownDepthwise: true, fusedInvertedResiduals: true, measured: false)
+
+    /// Winograd's share of taps on AVX-512 (see `winogradMinimumInsideShare`). DeepLabV3-ResNet-50 on 512² on the
+    /// AMX Xeon, 3 forwards: its dilated 3 × 3 convolutions at 92–96 % of their taps inside took 0.75–0.86 × oneDNN's
+    /// time by Winograd (layer 4's 512 channels at dilation 4: 192 → 144 ms), ASPP's branches at 77, 56 and 39 %
+    /// 1.5, 2.5 and 3.2 ×.
+    static let avx512WinogradInsideShare = 0.9
 
     /// The committed entries by ISA name (`oneDNNEffectiveISA`); an ISA not listed takes `oneDNN`.
     public static let entries: [String: ConvolutionStrategyTable] = [
@@ -163,7 +176,7 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// The strategies a unit asks in order: int8 and bf16 first, the table's fp32 ones, oneDNN's direct
     /// convolution last.
     func strategies() -> [ConvolutionStrategy] {
-        let winograd = self.winograd ? WinogradConvolution() : nil
+        let winograd = self.winograd ? WinogradConvolution(minimumInsideShare: winogradMinimumInsideShare) : nil
         return [
             Int8Convolution(
                 rectangles: paddingFreeRectangles, winograd: int8Winograd, dilatedOnBrgconv: int8DilatedOnBrgconv,

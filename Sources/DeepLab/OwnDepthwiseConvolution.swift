@@ -29,13 +29,7 @@ final class OwnDepthwiseConvolution: ConvolutionStrategy {
     /// input rather than padding.
     func applies(to unit: ConvUnit, inputShape: [Int], residual: Bool, training: Bool) -> Bool {
         !training && !residual && Self.fits(unit) && unit.conv.window.dilation > 1
-            && Self.insideShare(unit, inputShape: inputShape) <= Self.maximumInsideShare
-    }
-
-    /// The share of `unit`'s taps on `inputShape` that read the input.
-    static func insideShare(_ unit: ConvUnit, inputShape: [Int]) -> Double {
-        let all = unit.conv.outputDims(inputShape).reduce(1, *) * 9
-        return all > 0 ? Double(unit.multiplyAddsInside(inputShape: inputShape)) / Double(all) : 1
+            && unit.insideShare(inputShape: inputShape) <= Self.maximumInsideShare
     }
 
     /// Where oneDNN 2.6's `jit_dw` makes a padded copy much larger than the input. Measured on the AMX Xeon against it
