@@ -294,7 +294,11 @@ final class LowLevelFusion {
 
     func callAsFunction(_ x: Tensor, lowLevel: Tensor, training: Bool) throws -> Tensor {
         resizedShape = training ? x.shape : nil
-        let joined = try Operations.resizeAlignedCorners(x, joining: projection(lowLevel, training: training))
+        // An int8 model's fusion reads the join in u8: it is written so.
+        let entry = training ? nil : fuse.first?.quantization.flatMap { $0.inputType == .u8 ? $0 : nil }
+        let joined = try Operations.resizeAlignedCorners(
+            x, joining: projection(lowLevel, training: training),
+            quantizedWith: entry.map(Int8Convolution.effectiveInputScale))
         return try forwardChain(fuse, joined, training: training)
     }
 

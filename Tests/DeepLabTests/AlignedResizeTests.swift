@@ -31,6 +31,16 @@ import Testing
             Operations.resizeAlignedCorners(plain, height: c.height, width: c.width), other
         ]).floatTensor()
         #expect(try joined.floatTensor() == expected)
+        // In u8 for an int8 unit: what oneDNN's quantising reorder makes of the f32 join, byte for byte (values up
+        // to ±1 at scale 400: both ends saturate).
+        let quantized = try Operations.resizeAlignedCorners(x, joining: other, quantizedWith: 400)
+        let reference = try Int8Operations.quantize(joined, into: quantized.desc, scale: 400)
+        #expect(Int8Operations.holds(quantized, .u8))
+        let bytes = { (t: Tensor) in
+            t.withStorage { Array(UnsafeRawBufferPointer(start: $0.baseAddress, count: t.desc.byteCount)) }
+        }
+        #expect(bytes(quantized) == bytes(reference))
+        #expect(Set(bytes(quantized)).isSuperset(of: [0, 255]))
         // PyTorch's interpolation (source = destination · (in − 1) / (out − 1)) in float64.
         let values = try plain.floatTensor().values
         let result = expected.values

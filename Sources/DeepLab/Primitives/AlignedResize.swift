@@ -1,3 +1,5 @@
+import COneDNN
+
 // Bilinear resampling with `align_corners=True` (PyTorch's `nn.Upsample(..., align_corners=True)`, ONNX's
 // `coordinate_transformation_mode = "align_corners"`): the corner pixels of input and output coincide. oneDNN's
 // resampling knows only half-pixel centres, so this one is computed here, on plain NCHW, a plane per task (or channels
@@ -114,14 +116,20 @@ extension Operations {
     /// `x` [N, C, h, w] (f32, any layout) resized with aligned corners to `other`'s height and width and joined along
     /// the channels with `other` [N, D, height, width]: [N, C + D, height, width] channels last (DeepLabV3+'s decoder
     /// input), in one pass. The same values as `concatenate([resizeAlignedCorners(x, …), other])` (the same sums),
-    /// without the plain copies in between; the channels innermost, so the interpolation runs along them.
-    static func resizeAlignedCorners(_ x: Tensor, joining other: Tensor) throws -> Tensor {
+    /// without the plain copies in between; the channels innermost, so the interpolation runs along them. With
+    /// `scale`, in u8 for the int8 unit that reads the join: round(v · scale) saturated, what oneDNN's quantising
+    /// reorder of the f32 join writes (`AlignedResizeTests`), without the f32 join written and read back.
+    static func resizeAlignedCorners(_ x: Tensor, joining other: Tensor, quantizedWith scale: Float? = nil) throws
+        -> Tensor
+    {
         let (s, o) = (x.shape, other.shape)
         let (c, d, height, width) = (s[1], o[1], o[2], o[3])
         let source = try x.reordered(to: .make(s, .channelsLast))
         let appended = try other.reordered(to: .make(o, .channelsLast))
-        let output = try Tensor(desc: .make([s[0], c + d, height, width], .channelsLast))
+        let output = try Tensor(
+            desc: .make([s[0], c + d, height, width], .channelsLast, scale == nil ? dnnl_f32 : dnnl_u8))
         let (rows, columns) = (Taps.along(input: s[2], output: height), Taps.along(input: s[3], output: width))
+        let rowValues = width * (c + d)
         source.withStorage { from in
             appended.withStorage { tail in
                 output.withStorage { to in
@@ -130,20 +138,36 @@ extension Operations {
                         let row = rows[r]
                         let top = from.baseAddress! + (n * s[2] + row.first) * s[3] * c
                         let bottom = from.baseAddress! + (n * s[2] + row.second) * s[3] * c
-                        var target = to.baseAddress! + task * width * (c + d)
-                        var extra = UnsafePointer(tail.baseAddress! + task * width * d)
-                        for column in columns {
-                            // Offset pointers, so that the loop along the channels has no index arithmetic to check
-                            // and vectorises.
-                            let (topA, topB) = (top + column.first * c, top + column.second * c)
-                            let (bottomA, bottomB) = (bottom + column.first * c, bottom + column.second * c)
-                            for k in 0..<c {
-                                let upper = topA[k] + column.weight * (topB[k] - topA[k])
-                                let lower = bottomA[k] + column.weight * (bottomB[k] - bottomA[k])
-                                target[k] = upper + row.weight * (lower - upper)
+                        // The row in f32: straight into the output, or into a buffer quantised below.
+                        func interpolate(into rowStart: UnsafeMutablePointer<Float>) {
+                            var target = rowStart
+                            var extra = UnsafePointer(tail.baseAddress! + task * width * d)
+                            for column in columns {
+                                // Offset pointers, so that the loop along the channels has no index arithmetic to
+                                // check and vectorises.
+                                let (topA, topB) = (top + column.first * c, top + column.second * c)
+                                let (bottomA, bottomB) = (bottom + column.first * c, bottom + column.second * c)
+                                for k in 0..<c {
+                                    let upper = topA[k] + column.weight * (topB[k] - topA[k])
+                                    let lower = bottomA[k] + column.weight * (bottomB[k] - bottomA[k])
+                                    target[k] = upper + row.weight * (lower - upper)
+                                }
+                                (target + c).update(from: extra, count: d)
+                                (target, extra) = (target + c + d, extra + d)
                             }
-                            (target + c).update(from: extra, count: d)
-                            (target, extra) = (target + c + d, extra + d)
+                        }
+                        guard let scale else { return interpolate(into: to.baseAddress! + task * rowValues) }
+                        withUnsafeTemporaryAllocation(of: Float.self, capacity: rowValues) { buffer in
+                            interpolate(into: buffer.baseAddress!)
+                            let bytes =
+                                UnsafeMutableRawPointer(to.baseAddress!).assumingMemoryBound(to: UInt8.self)
+                                + task * rowValues
+                            for i in 0..<rowValues {
+                                // Clamped, then rounded half to even by adding 1.5 · 2²³, whose last mantissa bit
+                                // is 1: the integer sits in the low bits (no conversion that could trap).
+                                let clamped = min(max(buffer[i] * scale, 0), 255)
+                                bytes[i] = UInt8(truncatingIfNeeded: (clamped + 12_582_912).bitPattern)
+                            }
                         }
                     }
                 }
