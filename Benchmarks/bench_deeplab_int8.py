@@ -85,11 +85,15 @@ def clock_ghz():
     return (max(mhz) / 1000 if mhz else 2.0), "/proc/cpuinfo"
 
 
-def isa_and_peaks(binary, threads):
-    """oneDNN's effective ISA as `slicelab --version` names it, and peak multiply-adds per second (f32, int8)
-    at the clock `clock_ghz` finds (printed)."""
+def onednn_isa(binary):
+    """oneDNN's effective ISA as `slicelab --version` names it."""
     text = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout
-    isa = next((l.split(":", 1)[1].strip() for l in text.splitlines() if l.startswith("oneDNN ISA")), "unknown")
+    return next((l.split(":", 1)[1].strip() for l in text.splitlines() if l.startswith("oneDNN ISA")), "unknown")
+
+
+def isa_and_peaks(binary, threads):
+    """`onednn_isa`, and peak multiply-adds per second (f32, int8) at the clock `clock_ghz` finds (printed)."""
+    isa = onednn_isa(binary)
     ghz, source = clock_ghz()
     print(f"clock {ghz:.2f} GHz ({source})")
     # Per cycle per core, as `segment --timings` counts them (SliceLabKit's ComputePeak): f32 FMAs (2 units x

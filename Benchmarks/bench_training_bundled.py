@@ -27,6 +27,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_deeplab_int8 import onednn_isa  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STEPS = int(os.environ.get("BENCH_STEPS", "12"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
@@ -118,9 +121,7 @@ def main():
     binary = pathlib.Path(os.environ.get("SLICELAB_BINARY", ROOT / ".build/release/slicelab"))
     if not binary.exists():
         raise SystemExit("bench_training_bundled: build first: swift build -c release")
-    isa = next((line.split(":", 1)[1].strip() for line in subprocess.run(
-        [str(binary), "--version"], capture_output=True, text=True).stdout.splitlines()
-        if line.startswith("oneDNN ISA")), "unknown")
+    isa = onednn_isa(binary)
     runs = []
     with tempfile.TemporaryDirectory() as folder:
         work = pathlib.Path(folder)

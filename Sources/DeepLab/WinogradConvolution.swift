@@ -61,7 +61,7 @@ final class WinogradConvolution: ConvolutionStrategy {
     /// The folded weights in the Winograd domain, with the parameter version they were made from.
     private var domainWeights: (version: Int, transformed: [Float], bias: [Float])?
     /// Units with a smaller share of their taps reading the input (`ConvUnit.insideShare`) are left to the other
-    /// strategies (0: none; `ConvolutionStrategyTable.winogradMinimumInsideShare`).
+    /// strategies (0: none is; `ConvolutionStrategyTable.winogradMinimumInsideShare`).
     let minimumInsideShare: Double
 
     init(minimumInsideShare: Double = 0) { self.minimumInsideShare = minimumInsideShare }
@@ -73,7 +73,7 @@ final class WinogradConvolution: ConvolutionStrategy {
     /// 6.6 ms direct; its 256- and 512-channel ones 18 and 62 ms against 26 and 108 ms. Never in training.
     func applies(to unit: ConvUnit, inputShape: [Int], residual: Bool, training: Bool) -> Bool {
         !training && !residual && Self.fits(unit)
-            && (minimumInsideShare == 0 || unit.insideShare(inputShape: inputShape) >= minimumInsideShare)
+            && unit.insideShare(inputShape: inputShape) >= minimumInsideShare
     }
 
     /// Whether `unit`'s convolution and channel counts suit F(2×2, 3×3) (see `applies`).
