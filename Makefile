@@ -69,7 +69,7 @@ cluster-test: setup
 ## Datasets/goldens/requirements-deeplab.txt; `make test` skips this check and says so)
 test-torchvision: setup
 	@[ -x .venv-torch/bin/python ] || python3 -m venv .venv-torch
-	.venv-torch/bin/python -m pip install -q -r Datasets/goldens/requirements-deeplab.txt
+	.venv-torch/bin/python -m pip install -q --no-cache-dir -r Datasets/goldens/requirements-deeplab.txt
 	$(SWIFT) build --build-tests
 	SLICELAB_PYTHON=$(abspath $(PYTHON)) SLICELAB_TORCH_PYTHON=$(abspath .venv-torch/bin/python) \
 	  $(SWIFT) test --skip-build --filter TorchvisionExportTests
@@ -78,7 +78,7 @@ test-torchvision: setup
 ## SliceLab's (nnunetv2 in .venv-nnunet, Tests/nnunet/requirements.txt; `make test` checks the layout rules only)
 test-nnunet: setup
 	@[ -x .venv-nnunet/bin/python ] || python3 -m venv .venv-nnunet
-	.venv-nnunet/bin/python -m pip install -q -r Tests/nnunet/requirements.txt
+	.venv-nnunet/bin/python -m pip install -q --no-cache-dir -r Tests/nnunet/requirements.txt
 	$(SWIFT) build
 	.venv-nnunet/bin/python Tests/nnunet/verify_export.py $(abspath .build/debug/slicelab)
 
