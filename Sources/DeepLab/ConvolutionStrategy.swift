@@ -176,7 +176,9 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// The strategies a unit asks in order: int8 and bf16 first, the table's fp32 ones, oneDNN's direct
     /// convolution last.
     func strategies() -> [ConvolutionStrategy] {
-        let winograd = self.winograd ? WinogradConvolution(minimumInsideShare: winogradMinimumInsideShare) : nil
+        let winograd =
+            WinogradConvolution.enabled(by: self)
+            ? WinogradConvolution(minimumInsideShare: winogradMinimumInsideShare) : nil
         return [
             Int8Convolution(
                 rectangles: paddingFreeRectangles, winograd: int8Winograd, dilatedOnBrgconv: int8DilatedOnBrgconv,

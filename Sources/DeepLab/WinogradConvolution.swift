@@ -66,6 +66,15 @@ final class WinogradConvolution: ConvolutionStrategy {
 
     init(minimumInsideShare: Double = 0) { self.minimumInsideShare = minimumInsideShare }
 
+    /// The environment variable that overrides the table for measuring (`Benchmarks/bench_strategies.py`): `0`
+    /// leaves every unit to the other strategies, `1` takes the units that fit on any ISA.
+    public static let variable = "SLICELAB_WINOGRAD"
+
+    /// Whether units under `table` take this strategy: its `winograd`, or `variable`.
+    static func enabled(by table: ConvolutionStrategyTable) -> Bool {
+        FusedKernels.measuringSwitch(variable, else: table.winograd)
+    }
+
     /// Whether eval mode computes `unit` by Winograd's F(2×2, 3×3): a 3×3 convolution, stride 1, padding
     /// equal to its dilation (the output keeps the input's extent), not grouped, without a residual input, with
     /// channel counts in whole blocks of 8 and wide enough (256 and up) for the saved products to outweigh the
