@@ -203,7 +203,7 @@ final class ConvUnit {
             convOutput = try convOutput.reordered(to: .make(convOutput.shape, MemoryDesc.plainTag(rank: 4)))
             (current, synchronized) = try norm.synchronizedForward(convOutput, sum: sum)
         } else if let norm {
-            let p = try primitives.primitive(PrimitiveCache.Key("bn", convOutput.desc.cacheKey)) {
+            let p = try primitives.primitive(PrimitiveCache.Key("bn", convOutput.desc)) {
                 try Primitive(
                     "batch normalization",
                     op: BatchNormalizationOp.trainingForward(convOutput.desc, epsilon: norm.epsilon))
@@ -285,7 +285,7 @@ final class ConvUnit {
         } else if let norm, let normPrimitive = saved.normPrimitive, let mean = saved.mean,
             let variance = saved.variance
         {
-            let p = try primitives.primitive(PrimitiveCache.Key("bn-backward", saved.convOutput.desc.cacheKey)) {
+            let p = try primitives.primitive(PrimitiveCache.Key("bn-backward", saved.convOutput.desc)) {
                 try Primitive(
                     "batch normalization backward",
                     op: BatchNormalizationOp.backward(saved.convOutput.desc, epsilon: norm.epsilon),

@@ -94,8 +94,8 @@ func accumulateWeightGradients(
 ///   Runtime; *Precision*: int8 ASPP by rectangles).
 /// - AVX-512 (with or without VNNI, BF16, AMX): oneDNN's own kernels, Winograd for wide 3 × 3 convolutions whose taps
 ///   nearly all read the input, MobileNetV2's memory-bound inverted-residual blocks fused (measured on the AMX Xeon
-///   natively and capped to `AVX512_CORE`, Benchmarks/README.md; not on an AVX-512 CPU without AMX); AMX's entry
-///   adds its own measured items below. SSE4.1/AVX: oneDNN's kernels.
+///   natively and capped to `AVX512_CORE`, and natively on an Intel Xeon with AVX-512 VNNI and no AMX,
+///   Benchmarks/README.md); AMX's entry adds its own measured items below. SSE4.1/AVX: oneDNN's kernels.
 /// - Fused blocks stay off on AVX2: their AVX2 kernels, capped to AVX2 on the AMX Xeon, were slower than oneDNN's
 ///   (no AVX2-only CPU was at hand to measure them where they would run); the own depthwise kernel, capped the same
 ///   way, beat oneDNN's on DeepLabV3+'s ASPP branches (0.44–0.46 ×) and is on there.
@@ -149,6 +149,15 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
         paddingFreeRectangles: false, winograd: true, winogradMinimumInsideShare: avx512WinogradInsideShare,
         int8Winograd: false, ownDepthwise: true, fusedInvertedResiduals: true, measured: false)
 
+    /// AVX-512 with VNNI and without BF16 (Intel since Cascade Lake, before Sapphire Rapids): `avx512`, measured on an
+    /// Intel Xeon without AMX (Benchmarks/README.md, 2026-12-07): Winograd 0.97 × oneDNN's time on ResNet-50, the fused
+    /// blocks 0.94 × oneDNN's units and the own depthwise kernel 0.93 × the fused blocks alone on the bundled model.
+    public static let avx512VNNI: ConvolutionStrategyTable = {
+        var entry = avx512
+        entry.measured = true
+        return entry
+    }()
+
     /// Winograd's share of taps on AVX-512 (see `winogradMinimumInsideShare`). DeepLabV3-ResNet-50 on 512² on the
     /// AMX Xeon, 3 forwards: its dilated 3 × 3 convolutions at 92–96 % of their taps inside took 0.75–0.86 × oneDNN's
     /// time by Winograd (layer 4's 512 channels at dilation 4: 192 → 144 ms), ASPP's branches at 77, 56 and 39 %
@@ -163,7 +172,7 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
         "AVX2_VNNI": ConvolutionStrategyTable(
             paddingFreeRectangles: true, winograd: true, int8Winograd: false,
             measured: false),
-        "AVX512_CORE": .avx512, "AVX512_CORE_VNNI": .avx512, "AVX512_CORE_BF16": .avx512,
+        "AVX512_CORE": .avx512, "AVX512_CORE_VNNI": .avx512VNNI, "AVX512_CORE_BF16": .avx512,
         "AVX512_CORE_AMX": .amx
     ]
 

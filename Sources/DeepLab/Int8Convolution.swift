@@ -132,7 +132,7 @@ final class Int8Convolution: ConvolutionStrategy {
             "int8", x.shape, sum, q.inputType.rawValue, q.inputScale,
             q.weightScales, next?.inputType.rawValue, outputScale)
         func primitive(
-            _ part: AnyHashable, source: [Int], weights: [Int], destination: [Int],
+            _ part: PrimitiveCache.Key, source: [Int], weights: [Int], destination: [Int],
             _ geometry: ConvolutionGeometry
         ) throws -> Primitive {
             try primitives.primitive(PrimitiveCache.Key(key, part)) {
@@ -214,7 +214,7 @@ final class Int8Convolution: ConvolutionStrategy {
         }
 
         let whole = try primitive(
-            "whole", source: x.shape, weights: conv.weightDims,
+            PrimitiveCache.Key("whole"), source: x.shape, weights: conv.weightDims,
             destination: conv.outputDims(x.shape), conv.geometry(x.shape))
         let input = try quantizedInput(whole.desc(.source))
         let (weights, bias) = try preparedWeights(unit, q, whole, taps: nil)
@@ -240,7 +240,7 @@ final class Int8Convolution: ConvolutionStrategy {
         throws -> (Tensor, Tensor)
     {
         let desc = primitive.desc(.weights)
-        let key = PrimitiveCache.Key(desc.cacheKey, taps?.rows, taps?.columns)
+        let key = PrimitiveCache.Key(desc, taps?.rows, taps?.columns)
         let version = unit.parameterVersion
         if let p = prepared[key], p.version == version, p.quantization == q {
             return (p.weights, p.bias)

@@ -2,7 +2,7 @@
 /// `rate`, stride 1) within which the same kernel taps read inside the input. The others read only zero
 /// padding, so they add nothing and can be skipped: at ASPP's rates (12, 24, 36 at output stride 8) on a
 /// 64×64 feature map, more than a third of the multiply-adds fall in the padding.
-struct TapInterval: Hashable {
+struct TapInterval: Hashable, RawKeyPart {
     /// Output positions (the same as input positions: the convolution keeps the extent).
     let outputs: Range<Int>
     /// Kernel indices (0…2) that read inside the input for every output position of the interval.
@@ -296,7 +296,7 @@ final class PaddingFreeConvolution: ConvolutionStrategy {
         columns: ClosedRange<Int>,
         training: Bool, desc: MemoryDesc
     ) throws -> Tensor {
-        let key = PrimitiveCache.Key(rows, columns, desc.cacheKey)
+        let key = PrimitiveCache.Key(rows, columns, desc)
         if !training, let cached = zoneWeightCache[key], cached.version == unit.parameterVersion {
             return cached.weights
         }

@@ -18,6 +18,10 @@ public enum Bf16Execution: String, Sendable, Hashable {
     var operandType: dnnl_data_type_t { self == .native ? dnnl_bf16 : dnnl_f32 }
 }
 
+extension Bf16Execution: PrimitiveKeyPart {
+    func appendKeyBytes(to bytes: inout [UInt8]) { rawValue.appendKeyBytes(to: &bytes) }
+}
+
 /// Where SliceLab selects bf16, from oneDNN's effective ISA (`dnnl_get_effective_cpu_isa`, after any
 /// `ONEDNN_MAX_CPU_ISA` cap).
 ///

@@ -111,7 +111,7 @@ enum Int8Operations {
 
     /// Rests on `dnnl_reorder_primitive_desc_create` with `dnnl_primitive_attr_set_output_scales`.
     private static func scaledReorder(_ x: Tensor, into output: Tensor, scales: [Float], mask: Int32) throws {
-        let key = PrimitiveCache.Key("scaled reorder", x.desc.cacheKey, output.desc.cacheKey, scales, mask)
+        let key = PrimitiveCache.Key("scaled reorder", x.desc, output.desc, scales, mask)
         let make = {
             let engine = try OneDNNEngine.shared().engine
             let attributes = try PrimitiveAttributes(postOps: [], outputScales: scales, perChannelMask: mask)

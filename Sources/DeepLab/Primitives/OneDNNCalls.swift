@@ -116,6 +116,76 @@ struct DescKey: Hashable {
     }
 }
 
+/// A value that can be part of a `PrimitiveCache.Key`: it appends bytes that determine it among the values of its
+/// type (a variable-length value begins with its length, so that the parts after it cannot run together with it).
+protocol PrimitiveKeyPart {
+    func appendKeyBytes(to bytes: inout [UInt8])
+}
+
+/// A key part whose memory representation is its value: no padding, no pointers, no enum payloads, so that equal
+/// values have equal bytes.
+protocol RawKeyPart: PrimitiveKeyPart {}
+
+extension RawKeyPart {
+    func appendKeyBytes(to bytes: inout [UInt8]) { withUnsafeBytes(of: self) { bytes.append(contentsOf: $0) } }
+}
+
+extension Int: RawKeyPart {}
+extension Int32: RawKeyPart {}
+extension UInt32: RawKeyPart {}
+extension UInt8: RawKeyPart {}
+extension Float: RawKeyPart {}
+extension Bool: RawKeyPart {}
+extension MemoryDesc: RawKeyPart {}
+
+extension Array: PrimitiveKeyPart where Element: RawKeyPart {
+    func appendKeyBytes(to bytes: inout [UInt8]) {
+        count.appendKeyBytes(to: &bytes)
+        withUnsafeBytes { bytes.append(contentsOf: $0) }
+    }
+}
+
+extension String: PrimitiveKeyPart {
+    func appendKeyBytes(to bytes: inout [UInt8]) {
+        utf8.count.appendKeyBytes(to: &bytes)
+        bytes.append(contentsOf: utf8)
+    }
+}
+
+extension Optional: PrimitiveKeyPart where Wrapped: PrimitiveKeyPart {
+    func appendKeyBytes(to bytes: inout [UInt8]) {
+        bytes.append(self == nil ? 0 : 1)
+        self?.appendKeyBytes(to: &bytes)
+    }
+}
+
+extension ClosedRange: PrimitiveKeyPart where Bound == Int {
+    func appendKeyBytes(to bytes: inout [UInt8]) {
+        lowerBound.appendKeyBytes(to: &bytes)
+        upperBound.appendKeyBytes(to: &bytes)
+    }
+}
+
+extension PrimitiveAttributes.PostOp: PrimitiveKeyPart {
+    func appendKeyBytes(to bytes: inout [UInt8]) {
+        switch self {
+        case .sum: bytes.append(0)
+        case .scaledSum(let scale):
+            bytes.append(1)
+            scale.appendKeyBytes(to: &bytes)
+        case .relu: bytes.append(2)
+        case .clip(let low, let high):
+            bytes.append(3)
+            low.appendKeyBytes(to: &bytes)
+            high.appendKeyBytes(to: &bytes)
+        }
+    }
+}
+
+extension PrimitiveCache.Key: PrimitiveKeyPart {
+    func appendKeyBytes(to bytes: inout [UInt8]) { self.bytes.appendKeyBytes(to: &bytes) }
+}
+
 // MARK: - Primitives
 
 /// A primitive descriptor and its primitive, owned together. Rests on `dnnl_primitive_desc_create` (or a
@@ -338,25 +408,21 @@ final class PrimitiveCache: @unchecked Sendable {
     private var entries: [Key: Primitive] = [:]
     private let lock = NSLock()
 
+    /// What determines a primitive, as bytes: each part appends its own (`PrimitiveKeyPart`), arrays and strings
+    /// with their length. Compared and hashed as one byte string: keys of `AnyHashable` parts were hashed and compared
+    /// through boxes and dynamic casts on every lookup, 5 % of an int8 forward of the bundled model.
     struct Key: Hashable {
-        var parts: [AnyHashable]
-        /// Arrays of integers or floats (shapes, per-channel scales) are kept as their bytes: inside `AnyHashable`
-        /// an array is hashed and compared element by element through boxes and dynamic casts, which made the key
-        /// of an int8 unit with 1280 weight scales cost more than a small convolution (a fifth of an int8 forward
-        /// of the bundled model went to the Swift runtime).
-        init(_ parts: AnyHashable...) {
-            self.parts = parts.map { part in
-                if let values = part.base as? [Int] { return AnyHashable(BytesKey<Int>(values)) }
-                if let values = part.base as? [Float] { return AnyHashable(BytesKey<Float>(values)) }
-                return part
-            }
-        }
-    }
+        private(set) var bytes: [UInt8] = []
 
-    /// An array's bytes as a key part; `Element` keeps arrays of different types apart.
-    struct BytesKey<Element>: Hashable {
-        let bytes: DescKey
-        init(_ values: [Element]) { bytes = DescKey(bytes: values.withUnsafeBytes { Array($0) }) }
+        init(_ parts: any PrimitiveKeyPart...) {
+            bytes.reserveCapacity(64)
+            for part in parts { part.appendKeyBytes(to: &bytes) }
+        }
+
+        /// Appends `part` after the parts already in the key.
+        mutating func append(_ part: some PrimitiveKeyPart) { part.appendKeyBytes(to: &bytes) }
+
+        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
     }
 
     func primitive(_ key: Key, _ make: () throws -> Primitive) throws -> Primitive {

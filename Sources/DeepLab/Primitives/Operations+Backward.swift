@@ -19,7 +19,7 @@ extension Operations {
             alpha = d.alpha
             beta = d.beta
         }
-        let key = PrimitiveCache.Key("eltwise-backward", destination.desc.cacheKey, algorithm.rawValue, alpha, beta)
+        let key = PrimitiveCache.Key("eltwise-backward", destination.desc, algorithm.rawValue, alpha, beta)
         let primitive = try primitives.primitive(key) {
             var data = destination.desc
             var op = dnnl_eltwise_desc_t()
@@ -45,7 +45,7 @@ extension Operations {
             throw DeepLabError.oneDNN(call: "dnnl_primitive_desc_query", status: "no pooling descriptor")
         }
         let destination = forward.output.desc
-        let key = PrimitiveCache.Key("pool-backward", destination.cacheKey, s, d.alg_kind.rawValue)
+        let key = PrimitiveCache.Key("pool-backward", destination, s, d.alg_kind.rawValue)
         let primitive = try operationCache.primitive(key) {
             var diffSrc = try MemoryDesc.make(s, dnnl_format_tag_any)
             var diffDst = destination
@@ -80,7 +80,7 @@ extension Operations {
     /// dLoss/dSource of bilinear resampling. Rests on `dnnl_resampling_backward_desc_init`.
     static func resizeBackward(_ dy: Tensor, forward: Primitive, sourceShape s: [Int]) throws -> Tensor {
         let destination = forward.desc(.destination)
-        let key = PrimitiveCache.Key("resize-backward", destination.cacheKey, s)
+        let key = PrimitiveCache.Key("resize-backward", destination, s)
         let primitive = try operationCache.primitive(key) {
             var diffSrc = try MemoryDesc.make(s, dnnl_format_tag_any)
             var diffDst = destination

@@ -7,7 +7,7 @@ import COneDNN
 let operationCache = PrimitiveCache()
 
 /// Spatial geometry of a 2-D window (convolution or pooling), in PyTorch's terms.
-struct Window: Hashable {
+struct Window: Hashable, RawKeyPart {
     var kernel: Int
     var stride: Int
     var padding: Int
@@ -38,7 +38,7 @@ enum Operations {
         let s = x.shape
         let oh = window.outputExtent(s[2])
         let ow = window.outputExtent(s[3])
-        let key = PrimitiveCache.Key("maxpool", x.desc.cacheKey, window, training)
+        let key = PrimitiveCache.Key("maxpool", x.desc, window, training)
         let primitive = try operationCache.primitive(key) {
             var src = x.desc
             var dst = try MemoryDesc.make([s[0], s[1], oh, ow], dnnl_format_tag_any)
@@ -73,7 +73,7 @@ enum Operations {
     /// Global average pooling to 1×1 (PyTorch `AdaptiveAvgPool2d(1)`). Rests on `dnnl_pooling_v2_forward_desc_init`.
     static func globalAveragePool(_ x: Tensor, training: Bool) throws -> PoolingResult {
         let s = x.shape
-        let key = PrimitiveCache.Key("gap", x.desc.cacheKey, training)
+        let key = PrimitiveCache.Key("gap", x.desc, training)
         let primitive = try operationCache.primitive(key) {
             var src = x.desc
             var dst = try MemoryDesc.make([s[0], s[1], 1, 1], dnnl_format_tag_any)
@@ -97,7 +97,7 @@ enum Operations {
     /// align_corners=False)` with an output size. Rests on `dnnl_resampling_forward_desc_init`.
     static func resizeBilinear(_ x: Tensor, height: Int, width: Int, training: Bool) throws -> (Tensor, Primitive) {
         let s = x.shape
-        let key = PrimitiveCache.Key("resize", x.desc.cacheKey, height, width, training)
+        let key = PrimitiveCache.Key("resize", x.desc, height, width, training)
         let primitive = try operationCache.primitive(key) {
             var src = x.desc
             var dst = try MemoryDesc.make([s[0], s[1], height, width], dnnl_format_tag_any)
@@ -116,7 +116,7 @@ enum Operations {
 
     /// Concatenation along channels. Rests on `dnnl_concat_primitive_desc_create`.
     static func concatenate(_ tensors: [Tensor]) throws -> Tensor {
-        let key = PrimitiveCache.Key("concat", tensors.map { $0.desc.cacheKey })
+        let key = tensors.reduce(into: PrimitiveCache.Key("concat")) { $0.append($1.desc) }
         let primitive = try operationCache.primitive(key) {
             let engine = try OneDNNEngine.shared().engine
             let sources = tensors.map(\.desc)
@@ -137,7 +137,7 @@ enum Operations {
     static func sum(_ tensors: [Tensor]) throws -> Tensor {
         let target = tensors[0].desc
         let sources = try tensors.map { try $0.reordered(to: target) }
-        let key = PrimitiveCache.Key("sum", target.cacheKey, sources.count)
+        let key = PrimitiveCache.Key("sum", target, sources.count)
         let primitive = try operationCache.primitive(key) {
             let engine = try OneDNNEngine.shared().engine
             let descs = [MemoryDesc](repeating: target, count: sources.count)
@@ -163,7 +163,7 @@ enum Operations {
         _ x: Tensor, _ algorithm: dnnl_alg_kind_t, alpha: Float = 0, beta: Float = 0,
         training: Bool, inPlace: Bool = false
     ) throws -> (Tensor, Primitive) {
-        let key = PrimitiveCache.Key("eltwise", x.desc.cacheKey, algorithm.rawValue, alpha, beta, training)
+        let key = PrimitiveCache.Key("eltwise", x.desc, algorithm.rawValue, alpha, beta, training)
         let primitive = try operationCache.primitive(key) {
             var data = x.desc
             var op = dnnl_eltwise_desc_t()
@@ -180,7 +180,7 @@ enum Operations {
 
     /// Softmax over channels (dimension 1). Rests on `dnnl_softmax_forward_desc_init`.
     static func softmax(_ x: Tensor) throws -> Tensor {
-        let key = PrimitiveCache.Key("softmax", x.desc.cacheKey)
+        let key = PrimitiveCache.Key("softmax", x.desc)
         let primitive = try operationCache.primitive(key) {
             var data = x.desc
             var op = dnnl_softmax_desc_t()

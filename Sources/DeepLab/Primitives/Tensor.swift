@@ -119,7 +119,7 @@ final class Tensor {
 
     /// Rests on `dnnl_reorder_primitive_desc_create`, with a sum post-op when `adding`.
     private func reorder(into output: Tensor, adding: Bool) throws {
-        let key = PrimitiveCache.Key("reorder", adding, desc.cacheKey, output.desc.cacheKey)
+        let key = PrimitiveCache.Key("reorder", adding, desc, output.desc)
         let primitive = try Tensor.reorders.primitive(key) {
             let engine = try OneDNNEngine.shared().engine
             let attributes = adding ? try PrimitiveAttributes(postOps: [.sum]) : nil
