@@ -75,8 +75,14 @@ final class ASPP {
         // so the concatenation is of 8-bit values; the image-pooling branch (f32) is quantised after resizing.
         let branchInput = try Int8Convolution.quantizedEntry(x, entryQuantization, training: training) ?? x
         var outputs = try branches.map { try forwardChain($0, branchInput, training: training) }
-        let pooled = try Operations.globalAveragePool(x, training: training)
-        let y = try pooling(pooled.output, training: training)
+        // A quantised input (the backbone wrote it for the branches) is averaged as integers and dequantised.
+        let quantizedInput = entryQuantization.flatMap { Int8Operations.isQuantized(x) ? $0 : nil }
+        let pooled = try quantizedInput == nil ? Operations.globalAveragePool(x, training: training) : nil
+        let y = try pooling(
+            pooled?.output
+                ?? Int8Operations.globalAveragePool(
+                    x, scale: Int8Convolution.effectiveInputScale(quantizedInput!)),
+            training: training)
         var (resized, resize) = try Operations.resizeBilinear(y, height: s[2], width: s[3], training: training)
         if !training, let q = branches.first?.last?.quantizedOutput, Int8Operations.isQuantized(outputs[0]) {
             resized = try Int8Operations.quantize(
@@ -90,7 +96,7 @@ final class ASPP {
         state =
             training
             ? State(
-                inputShape: s, pooled: pooled, poolingOutputShape: y.shape, resize: resize,
+                inputShape: s, pooled: pooled!, poolingOutputShape: y.shape, resize: resize,
                 projectionOutput: projected.desc) : nil
         return try dropout(projected, training: training)
     }

@@ -35,6 +35,9 @@ protocol Backbone: AnyObject {
     /// The unit whose output the first of `quantizableBlocks` alone reads (MobileNetV2's stem), nil where something
     /// else comes between (ResNet's max pooling).
     var unitFeedingFirstBlock: ConvUnit? { get }
+    /// The unit that computes the main feature, which only the head's ASPP reads (MobileNetV2's 1 × 1 head), nil
+    /// where that feature is a residual block's sum (ResNet's).
+    var unitFeedingHead: ConvUnit? { get }
     /// The features of input [N, C, H, W]; in training mode what `backward` needs is kept.
     func callAsFunction(_ x: Tensor, training: Bool) throws -> BackboneFeatures
     /// Backpropagates the gradients of the main features and (optionally) the auxiliary and low-level ones,

@@ -220,9 +220,18 @@ extension MobileNetV2 {
 extension MobileNetV2 {
     var convUnits: [ConvUnit] { [stem] + blocks.flatMap(\.units) + [head] }
 
-    var unitChains: [[ConvUnit]] { blocks.map(\.units) }
+    /// Each block's units, and the last block's last unit with `head`, which alone reads that block's output (when
+    /// the block adds no identity).
+    var unitChains: [[ConvUnit]] {
+        guard let last = blocks.last, !last.usesResidual, let output = last.units.last else {
+            return blocks.map(\.units)
+        }
+        return blocks.map(\.units) + [[output, head]]
+    }
 
     var unitFeedingFirstBlock: ConvUnit? { stem }
+
+    var unitFeedingHead: ConvUnit? { head }
 
     /// The block before `auxiliaryIndex` gives the auxiliary feature, the one before `lowLevelIndex` the
     /// low-level one when kept; the last one feeds `head`; their outputs stay f32.

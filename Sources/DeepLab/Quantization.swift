@@ -255,6 +255,13 @@ extension DeepLabV3 {
         let (firsts, lasts) = (aspp.branches.compactMap(\.first), aspp.branches.compactMap(\.last))
         if let entry = firsts.first?.quantization, firsts.allSatisfy({ sameInput($0.quantization, entry) }) {
             aspp.entryQuantization = entry
+            // The unit computing the feature writes it in that quantisation (the image-pooling branch then
+            // averages the quantised values, `Int8Operations.globalAveragePool`).
+            if let last = backbone.unitFeedingHead, last.quantization != nil,
+                entry.inputType == .s8 || last.activation != .none
+            {
+                last.quantizedOutput = entry
+            }
         }
         if let projection = aspp.projection.quantization, lasts.allSatisfy({ $0.quantization != nil }) {
             for branch in lasts { branch.quantizedOutput = projection }

@@ -261,6 +261,8 @@ extension ResNet {
 
     var unitFeedingFirstBlock: ConvUnit? { nil }
 
+    var unitFeedingHead: ConvUnit? { nil }
+
     /// layer3's last block (the auxiliary feature), layer4's last (the main one) and, when kept, layer1's last
     /// (the low-level one) are features.
     var quantizableBlocks: (blocks: [any QuantizableBlock], featureOutputs: Set<Int>) {

@@ -217,9 +217,10 @@ import Testing
     }
 
     /// Which units write their output quantised for the next: inside every chain of the backbone and of
-    /// DeepLabV3+'s head (a separable convolution's linear depthwise output in s8 for its pointwise unit), and
-    /// MobileNetV2's stem for the first block's entry; the logits then stay what quantising between the units
-    /// gives, up to a half rounded the other way in a few values.
+    /// DeepLabV3+'s head (a separable convolution's linear depthwise output in s8 for its pointwise unit),
+    /// MobileNetV2's stem for the first block's entry, its last block for its 1 × 1 head and that head for the
+    /// ASPP's entry (whose image pooling then averages the quantised feature); the logits then stay what
+    /// quantising between the units gives, up to a half rounded the other way in a few values.
     @Test func quantisedOutputsFollowTheChains() throws {
         let model = try Self.model(.mobilenetV2, decoder: .v3plus)
         let input = Self.inputs(count: 6)[5]
@@ -236,12 +237,41 @@ import Testing
         let backbone = try #require(model.backbone as? MobileNetV2)
         #expect(backbone.stem.quantizedOutput != nil)
         #expect(backbone.stem.quantizedOutput == backbone.blocks[0].entryQuantization)
-        for unit in separable.map({ $0[0] }) + [backbone.stem] { unit.quantizedOutput = nil }
+        let lastBlockOutput = try #require(backbone.blocks.last?.units.last)
+        #expect(lastBlockOutput.quantizedOutput != nil)
+        #expect(lastBlockOutput.quantizedOutput == backbone.head.quantization)
+        #expect(backbone.head.quantizedOutput != nil)
+        #expect(backbone.head.quantizedOutput == head.aspp.entryQuantization)
+        for unit in separable.map({ $0[0] }) + [backbone.stem, lastBlockOutput, backbone.head] {
+            unit.quantizedOutput = nil
+        }
         let separate = try model.forward(input, training: false)
         let scale = separate.values.map(abs).max() ?? 0
         let difference = zip(chained.values, separate.values).map { abs($0 - $1) }.max() ?? .infinity
         #expect(scale > 0 && difference <= 0.05 * scale, "max |Δ| \(difference) of \(scale)")
         #expect(Self.relativeL2(chained.values, separate.values) < 0.01)
+    }
+
+    /// The image pooling of a quantised feature (u8 and s8, a batch of two, odd sizes): its integer means
+    /// dequantised are oneDNN's average pooling of the feature dequantised, to float32 rounding.
+    @Test(arguments: [QuantizedType.u8, .s8])
+    func quantizedGlobalAveragePoolingIsThePoolingOfTheDequantisedFeature(_ type: QuantizedType) throws {
+        let shape = [2, 37, 5, 11]
+        let values = (0..<shape.reduce(1, *)).map { i -> Float in
+            // A mean per channel (i / 55: the channel and image) between −0.8 and 0.8 under the wave.
+            let v = Float(sin(Double(i) * 0.61)) * 1.5 + Float(i / 55 % 5) * 0.4 - 0.8
+            return type == .u8 ? abs(v) : v
+        }
+        let scale: Float = type == .u8 ? 80 : 40
+        let quantized = try Int8Operations.quantize(Tensor(plain: shape, values: values), to: type, scale: scale)
+        let dequantized = try Tensor(desc: .make(shape, .channelsLast))
+        try Int8Operations.dequantize(quantized, into: dequantized, scale: scale)
+        let expected = try Operations.globalAveragePool(dequantized, training: false).output.floatTensor()
+        let pooled = try Int8Operations.globalAveragePool(quantized, scale: scale).floatTensor()
+        #expect(pooled.shape == [2, 37, 1, 1] && expected.shape == pooled.shape)
+        let largest = expected.values.map(abs).max() ?? 0
+        let difference = zip(pooled.values, expected.values).map { abs($0 - $1) }.max() ?? .infinity
+        #expect(largest > 0.5 && difference <= 1e-6 * largest, "max |Δ| \(difference) of \(largest)")
     }
 
     /// A dilated 3×3 int8 convolution (ASPP's) as padding-free rectangles gives exactly what the one padded int8

@@ -99,6 +99,36 @@ enum Int8Operations {
         try scaledReorder(x, into: output, scales: [1 / scale], mask: 0)
     }
 
+    /// The mean over H × W of each channel of quantised `x` [N, C, H, W] (u8 or s8), dequantised (÷ `scale`), as
+    /// f32 [N, C, 1, 1]: the integer sums exact, then one division. What oneDNN's average pooling gives on `x`
+    /// dequantised, without the f32 tensor (`QuantizationTests`).
+    static func globalAveragePool(_ x: Tensor, scale: Float) throws -> Tensor {
+        let s = x.shape
+        let signed = holds(x, .s8)
+        let source = try x.reordered(to: channelsLast(s, signed ? .s8 : .u8))
+        let (channels, pixels) = (s[1], s[2] * s[3])
+        var means = [Float](repeating: 0, count: s[0] * channels)
+        source.withStorage { storage in
+            let bytes = UnsafeRawPointer(storage.baseAddress!)
+            var sums = [Int](repeating: 0, count: channels)
+            for n in 0..<s[0] {
+                for c in 0..<channels { sums[c] = 0 }
+                for pixel in 0..<pixels {
+                    let offset = (n * pixels + pixel) * channels
+                    if signed {
+                        let row = bytes.assumingMemoryBound(to: Int8.self) + offset
+                        for c in 0..<channels { sums[c] += Int(row[c]) }
+                    } else {
+                        let row = bytes.assumingMemoryBound(to: UInt8.self) + offset
+                        for c in 0..<channels { sums[c] += Int(row[c]) }
+                    }
+                }
+                for c in 0..<channels { means[n * channels + c] = Float(sums[c]) / (Float(pixels) * scale) }
+            }
+        }
+        return try Tensor(plain: [s[0], channels, 1, 1], values: means)
+    }
+
     /// f32 weights (plain) quantised per output channel into the primitive's s8 layout `target`:
     /// round(w · scales[o]), with whatever compensation oneDNN's layout carries. `scales` has one entry per
     /// output channel, ordered as PyTorch orders them (group-major for grouped weights).
