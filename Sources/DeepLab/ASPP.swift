@@ -76,13 +76,15 @@ final class ASPP {
         let branchInput = try Int8Convolution.quantizedEntry(x, entryQuantization, training: training) ?? x
         var outputs = try branches.map { try forwardChain($0, branchInput, training: training) }
         // A quantised input (the backbone wrote it for the branches) is averaged as integers and dequantised.
-        let quantizedInput = entryQuantization.flatMap { Int8Operations.isQuantized(x) ? $0 : nil }
-        let pooled = try quantizedInput == nil ? Operations.globalAveragePool(x, training: training) : nil
-        let y = try pooling(
-            pooled?.output
-                ?? Int8Operations.globalAveragePool(
-                    x, scale: Int8Convolution.effectiveInputScale(quantizedInput!)),
-            training: training)
+        var pooled: PoolingResult?
+        let mean: Tensor
+        if let q = entryQuantization, Int8Operations.isQuantized(x) {
+            mean = try Int8Operations.globalAveragePool(x, scale: Int8Convolution.effectiveInputScale(q))
+        } else {
+            let result = try Operations.globalAveragePool(x, training: training)
+            (pooled, mean) = (result, result.output)
+        }
+        let y = try pooling(mean, training: training)
         var (resized, resize) = try Operations.resizeBilinear(y, height: s[2], width: s[3], training: training)
         if !training, let q = branches.first?.last?.quantizedOutput, Int8Operations.isQuantized(outputs[0]) {
             resized = try Int8Operations.quantize(
@@ -95,9 +97,11 @@ final class ASPP {
         let projected = try projection(joined, training: training)
         state =
             training
-            ? State(
-                inputShape: s, pooled: pooled!, poolingOutputShape: y.shape, resize: resize,
-                projectionOutput: projected.desc) : nil
+            ? pooled.map {
+                State(
+                    inputShape: s, pooled: $0, poolingOutputShape: y.shape, resize: resize,
+                    projectionOutput: projected.desc)
+            } : nil
         return try dropout(projected, training: training)
     }
 }

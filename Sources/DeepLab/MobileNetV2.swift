@@ -234,7 +234,7 @@ extension MobileNetV2 {
     var unitFeedingHead: ConvUnit? { head }
 
     /// The block before `auxiliaryIndex` gives the auxiliary feature, the one before `lowLevelIndex` the
-    /// low-level one when kept; the last one feeds `head`; their outputs stay f32.
+    /// low-level one when kept (their outputs stay f32); the last one feeds `head` (a chain, `unitChains`).
     var quantizableBlocks: (blocks: [any QuantizableBlock], featureOutputs: Set<Int>) {
         let lowLevel: Set = keepsLowLevelFeatures ? [MobileNetV2.lowLevelIndex - 1] : []
         return (blocks, lowLevel.union([MobileNetV2.auxiliaryIndex - 1, blocks.count - 1]))

@@ -136,6 +136,7 @@ extension UInt32: RawKeyPart {}
 extension UInt8: RawKeyPart {}
 extension Float: RawKeyPart {}
 extension Bool: RawKeyPart {}
+// oneDNN initialises a descriptor whole, padding and reserved fields included (`DescKey` relies on it too).
 extension MemoryDesc: RawKeyPart {}
 
 extension Array: PrimitiveKeyPart where Element: RawKeyPart {
