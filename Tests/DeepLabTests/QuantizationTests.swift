@@ -242,9 +242,11 @@ import Testing
         #expect(lastBlockOutput.quantizedOutput == backbone.head.quantization)
         #expect(backbone.head.quantizedOutput != nil)
         #expect(backbone.head.quantizedOutput == head.aspp.entryQuantization)
-        for unit in separable.map({ $0[0] }) + [backbone.stem, lastBlockOutput, backbone.head] {
-            unit.quantizedOutput = nil
-        }
+        // The head goes on writing the ASPP's input: its image pooling then averages the quantised feature, which
+        // is more than a rounding away from the f32 feature's mean (below VNNI, u8 at half scale, 1.6 % in relative
+        // L2 on these untrained weights); `quantizedGlobalAveragePoolingIsThePoolingOfTheDequantisedFeature` holds
+        // that branch, `Benchmarks/int8_accuracy.py` the trained models' labels.
+        for unit in separable.map({ $0[0] }) + [backbone.stem, lastBlockOutput] { unit.quantizedOutput = nil }
         let separate = try model.forward(input, training: false)
         let scale = separate.values.map(abs).max() ?? 0
         let difference = zip(chained.values, separate.values).map { abs($0 - $1) }.max() ?? .infinity
