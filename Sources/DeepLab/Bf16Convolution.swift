@@ -17,7 +17,7 @@
 final class Bf16Convolution: ConvolutionStrategy {
     private let primitives = PrimitiveCache()
     /// Eval-mode folded weights (bf16, or rounded f32) and f32 bias, with what they were made from.
-    private var prepared: (key: DescKey, version: Int, weights: Tensor, bias: Tensor)?
+    private var prepared: (version: Int, weights: Tensor, bias: Tensor)?
 
     /// Convolutions with fewer input channels stay in f32 (`DeepLabV3.float32UnitNamesUnderBf16`).
     static let minimumInputChannels = 8
@@ -71,13 +71,13 @@ final class Bf16Convolution: ConvolutionStrategy {
     ) throws -> (Tensor, Tensor) {
         let desc = primitive.desc(.weights)
         let version = unit.parameterVersion
-        if let p = prepared, p.version == version, p.key == desc.cacheKey { return (p.weights, p.bias) }
+        if let p = prepared, p.version == version, p.weights.desc.isEqual(to: desc) { return (p.weights, p.bias) }
         let (w, b) = unit.foldedPlainWeights()
         let weights = try Bf16Operations.convert(
             Tensor(plain: unit.conv.weightDims, values: w), into: desc,
             execution)
         let bias = try Tensor(plain: [unit.conv.outputChannels], values: b)
-        prepared = (desc.cacheKey, version, weights, bias)
+        prepared = (version, weights, bias)
         return (weights, bias)
     }
 

@@ -151,7 +151,8 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
 
     /// AVX-512 with VNNI and without BF16 (Intel since Cascade Lake, before Sapphire Rapids): `avx512`, measured on an
     /// Intel Xeon without AMX (Benchmarks/README.md, 2026-12-07): Winograd 0.97 × oneDNN's time on ResNet-50, the fused
-    /// blocks 0.94 × oneDNN's units and the own depthwise kernel 0.93 × the fused blocks alone on the bundled model.
+    /// blocks 0.94–0.97 × oneDNN's units and the own depthwise kernel 0.82–0.93 × the fused blocks alone on the
+    /// bundled model (two runs).
     public static let avx512VNNI: ConvolutionStrategyTable = {
         var entry = avx512
         entry.measured = true

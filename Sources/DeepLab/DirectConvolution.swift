@@ -15,7 +15,7 @@ final class DirectConvolution: ConvolutionStrategy {
     let padding: Padding
     private let primitives = PrimitiveCache()
     /// Eval-mode weights and bias in the primitive's layout, with the parameter versions they were made from.
-    private var foldedWeights: (key: DescKey, version: Int, weights: Tensor, bias: Tensor)?
+    private var foldedWeights: (version: Int, weights: Tensor, bias: Tensor)?
 
     init(padding: Padding = .automatic) {
         self.padding = padding
@@ -80,12 +80,12 @@ final class DirectConvolution: ConvolutionStrategy {
     private func preparedInferenceWeights(_ unit: ConvUnit, _ primitive: Primitive) throws -> (Tensor, Tensor) {
         let desc = primitive.desc(.weights)
         let version = unit.parameterVersion
-        if let f = foldedWeights, f.version == version, f.key == desc.cacheKey { return (f.weights, f.bias) }
+        if let f = foldedWeights, f.version == version, f.weights.desc.isEqual(to: desc) { return (f.weights, f.bias) }
         let (w, b) = unit.foldedPlainWeights()
         let plain = try Tensor(plain: unit.conv.weightDims, values: w)
         let weights = try plain.reordered(to: desc)
         let bias = try Tensor(plain: [unit.conv.outputChannels], values: b)
-        foldedWeights = (desc.cacheKey, version, weights, bias)
+        foldedWeights = (version, weights, bias)
         return (weights, bias)
     }
 

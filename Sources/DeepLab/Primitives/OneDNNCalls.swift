@@ -99,21 +99,6 @@ extension dnnl_memory_desc_t {
     func isEqual(to other: MemoryDesc) -> Bool {
         withUnsafePointer(to: self) { a in withUnsafePointer(to: other) { b in dnnl_memory_desc_equal(a, b) != 0 } }
     }
-
-    /// A byte-exact key for caches.
-    var cacheKey: DescKey { DescKey(bytes: withUnsafeBytes(of: self) { Array($0) }) }
-}
-
-/// A memory descriptor's bytes as a cache key. (A bare `[UInt8]` inside `AnyHashable` is compared and hashed
-/// element by element through boxes, which made primitive-cache lookups a tenth of a training step.)
-struct DescKey: Hashable {
-    let bytes: [UInt8]
-
-    static func == (a: DescKey, b: DescKey) -> Bool { a.bytes == b.bytes }
-
-    func hash(into hasher: inout Hasher) {
-        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
-    }
 }
 
 /// A value that can be part of a `PrimitiveCache.Key`: it appends bytes that determine it among the values of its
@@ -136,7 +121,7 @@ extension UInt32: RawKeyPart {}
 extension UInt8: RawKeyPart {}
 extension Float: RawKeyPart {}
 extension Bool: RawKeyPart {}
-// oneDNN initialises a descriptor whole, padding and reserved fields included (`DescKey` relies on it too).
+// oneDNN initialises a descriptor whole, padding and reserved fields included, so equal descriptors have equal bytes.
 extension MemoryDesc: RawKeyPart {}
 
 extension Array: PrimitiveKeyPart where Element: RawKeyPart {
