@@ -63,20 +63,38 @@ private struct AlignedResize {
     }
 }
 
+/// `count` values of the row `top + weight · (bottom − top)`: the first half of a bilinear interpolation.
+@inline(__always)
+private func blend(
+    _ top: UnsafePointer<Float>, _ bottom: UnsafePointer<Float>, _ weight: Float, _ count: Int,
+    into blended: UnsafeMutableBufferPointer<Float>
+) {
+    for q in 0..<count { blended[q] = top[q] + weight * (bottom[q] - top[q]) }
+}
+
+/// round(v · scale) saturated to u8, as oneDNN's quantising reorder writes it: clamped, then rounded half to even by
+/// adding 1.5 · 2²³, whose last mantissa bit is 1, so the integer sits in the low bits (no conversion that could trap).
+@inline(__always)
+private func quantizedU8(_ value: Float, _ scale: Float) -> UInt8 {
+    UInt8(truncatingIfNeeded: (min(max(value * scale, 0), 255) + 12_582_912).bitPattern)
+}
+
 extension Operations {
-    /// `x` [N, C, h, w] (f32, any layout) resized to [N, C, height, width] with aligned corners, plain NCHW.
+    /// `x` [N, C, h, w] (f32, any layout) resized to [N, C, height, width] with aligned corners, plain NCHW: each
+    /// output row blends its two source rows once, then interpolates along it.
     static func resizeAlignedCorners(_ x: Tensor, height: Int, width: Int) throws -> Tensor {
         let s = x.shape
         let resize = AlignedResize(
             source: try x.reordered(to: .make(s, MemoryDesc.plainTag(rank: 4))),
             target: try Tensor(desc: .make([s[0], s[1], height, width], MemoryDesc.plainTag(rank: 4))))
         resize.forEachPlane { from, to in
-            for (r, row) in resize.rows.enumerated() {
-                let (top, bottom) = (from + row.first * s[3], from + row.second * s[3])
-                for (c, column) in resize.columns.enumerated() {
-                    let upper = top[column.first] + column.weight * (top[column.second] - top[column.first])
-                    let lower = bottom[column.first] + column.weight * (bottom[column.second] - bottom[column.first])
-                    to[r * width + c] = upper + row.weight * (lower - upper)
+            withUnsafeTemporaryAllocation(of: Float.self, capacity: s[3]) { blended in
+                for (r, row) in resize.rows.enumerated() {
+                    blend(from + row.first * s[3], from + row.second * s[3], row.weight, s[3], into: blended)
+                    for (c, column) in resize.columns.enumerated() {
+                        let left = blended[column.first]
+                        to[r * width + c] = left + column.weight * (blended[column.second] - left)
+                    }
                 }
             }
         }
@@ -101,7 +119,7 @@ extension Operations {
                     let bottom = from.baseAddress! + (plane * s[2] + row.second) * s[3]
                     let target = to.baseAddress! + task * width
                     withUnsafeTemporaryAllocation(of: Float.self, capacity: s[3]) { blended in
-                        for q in 0..<s[3] { blended[q] = top[q] + row.weight * (bottom[q] - top[q]) }
+                        blend(top, bottom, row.weight, s[3], into: blended)
                         for (c, column) in columns.enumerated() {
                             let left = blended[column.first]
                             target[c] = left + column.weight * (blended[column.second] - left)
@@ -138,22 +156,20 @@ extension Operations {
                         let row = rows[r]
                         let top = from.baseAddress! + (n * s[2] + row.first) * s[3] * c
                         let bottom = from.baseAddress! + (n * s[2] + row.second) * s[3] * c
+                        let extra = UnsafePointer(tail.baseAddress! + task * width * d)
                         // The row in f32: straight into the output, or into a buffer quantised below.
-                        func interpolate(into rowStart: UnsafeMutablePointer<Float>) {
-                            var target = rowStart
-                            var extra = UnsafePointer(tail.baseAddress! + task * width * d)
-                            for column in columns {
+                        func interpolate(into target: UnsafeMutablePointer<Float>) {
+                            withUnsafeTemporaryAllocation(of: Float.self, capacity: s[3] * c) { buffer in
+                                let blended = buffer.baseAddress!
+                                blend(top, bottom, row.weight, s[3] * c, into: buffer)
                                 // Offset pointers, so that the loop along the channels has no index arithmetic to
                                 // check and vectorises.
-                                let (topA, topB) = (top + column.first * c, top + column.second * c)
-                                let (bottomA, bottomB) = (bottom + column.first * c, bottom + column.second * c)
-                                for k in 0..<c {
-                                    let upper = topA[k] + column.weight * (topB[k] - topA[k])
-                                    let lower = bottomA[k] + column.weight * (bottomB[k] - bottomA[k])
-                                    target[k] = upper + row.weight * (lower - upper)
+                                for (q, column) in columns.enumerated() {
+                                    let (a, b, w) = (blended + column.first * c, blended + column.second * c, column.weight)
+                                    let joined = target + q * (c + d)
+                                    for k in 0..<c { joined[k] = a[k] + w * (b[k] - a[k]) }
+                                    (joined + c).update(from: extra + q * d, count: d)
                                 }
-                                (target + c).update(from: extra, count: d)
-                                (target, extra) = (target + c + d, extra + d)
                             }
                         }
                         guard let scale else { return interpolate(into: to.baseAddress! + task * rowValues) }
@@ -162,12 +178,7 @@ extension Operations {
                             let bytes =
                                 UnsafeMutableRawPointer(to.baseAddress!).assumingMemoryBound(to: UInt8.self)
                                 + task * rowValues
-                            for i in 0..<rowValues {
-                                // Clamped, then rounded half to even by adding 1.5 · 2²³, whose last mantissa bit
-                                // is 1: the integer sits in the low bits (no conversion that could trap).
-                                let clamped = min(max(buffer[i] * scale, 0), 255)
-                                bytes[i] = UInt8(truncatingIfNeeded: (clamped + 12_582_912).bitPattern)
-                            }
+                            for i in 0..<rowValues { bytes[i] = quantizedU8(buffer[i], scale) }
                         }
                     }
                 }

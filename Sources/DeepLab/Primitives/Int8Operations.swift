@@ -110,20 +110,29 @@ enum Int8Operations {
         var means = [Float](repeating: 0, count: s[0] * channels)
         source.withStorage { storage in
             let bytes = UnsafeRawPointer(storage.baseAddress!)
-            var sums = [Int](repeating: 0, count: channels)
-            for n in 0..<s[0] {
-                for c in 0..<channels { sums[c] = 0 }
-                for pixel in 0..<pixels {
-                    let offset = (n * pixels + pixel) * channels
-                    if signed {
-                        let row = bytes.assumingMemoryBound(to: Int8.self) + offset
-                        for c in 0..<channels { sums[c] += Int(row[c]) }
-                    } else {
-                        let row = bytes.assumingMemoryBound(to: UInt8.self) + offset
-                        for c in 0..<channels { sums[c] += Int(row[c]) }
+            // Sums of up to 2²³ bytes fit an Int32 and vectorise; longer images add such runs into Int.
+            let run = 1 << 23
+            withUnsafeTemporaryAllocation(of: Int32.self, capacity: channels) { partial in
+                withUnsafeTemporaryAllocation(of: Int.self, capacity: channels) { sums in
+                    for n in 0..<s[0] {
+                        sums.initialize(repeating: 0)
+                        for first in stride(from: 0, to: pixels, by: run) {
+                            partial.initialize(repeating: 0)
+                            for pixel in first..<min(first + run, pixels) {
+                                let offset = (n * pixels + pixel) * channels
+                                if signed {
+                                    let row = bytes.assumingMemoryBound(to: Int8.self) + offset
+                                    for c in 0..<channels { partial[c] &+= Int32(row[c]) }
+                                } else {
+                                    let row = bytes.assumingMemoryBound(to: UInt8.self) + offset
+                                    for c in 0..<channels { partial[c] &+= Int32(row[c]) }
+                                }
+                            }
+                            for c in 0..<channels { sums[c] += Int(partial[c]) }
+                        }
+                        for c in 0..<channels { means[n * channels + c] = Float(sums[c]) / (Float(pixels) * scale) }
                     }
                 }
-                for c in 0..<channels { means[n * channels + c] = Float(sums[c]) / (Float(pixels) * scale) }
             }
         }
         return try Tensor(plain: [s[0], channels, 1, 1], values: means)
