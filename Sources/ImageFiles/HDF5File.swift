@@ -75,6 +75,10 @@ public enum HDF5AttributeValue: Equatable, Sendable {
 /// What an HDF5 path names.
 public enum HDF5ObjectKind: Sendable { case group, dataset }
 
+/// Every half-precision bit pattern widened to Float (exactly), made on first use: a table lookup instead of a call
+/// to the runtime's software conversion per value.
+private let halfToFloat: [Float] = (0...Int(UInt16.max)).map { Float(Float16(bitPattern: UInt16($0))) }
+
 /// An open HDF5 file. Read with `HDF5File.open(_:)`; write with `HDF5File.write(to:updating:_:)`, which is
 /// atomic. Paths are absolute within the file ("/runs/a/metrics/dice"); intermediate groups are created as
 /// needed on writing.
@@ -337,9 +341,9 @@ public final class HDF5File {
                     H5Dread(dataset.id, half.id, memorySpace, fileSpace, chdf5_p_default(), $0.baseAddress)
                 }
             }
-            if let values = bits.map({ Float(Float16(bitPattern: $0)) }) as? [T] {
-                return HDF5Array(values: values, shape: count)
-            }
+            let floats = bits.map { halfToFloat[Int($0)] }
+            // T is Float here: the same type, so the array is reinterpreted, not cast element by element.
+            return HDF5Array(values: unsafeBitCast(floats, to: [T].self), shape: count)
         }
         var values = [T](repeating: 0, count: total)
         if total > 0 {

@@ -212,13 +212,10 @@ extension VolumeSegmenter {
                 let outputs = try forward(
                     member, batch, channels: channels, rows: rows, columns: columns, spacing: spacing, scale: scale)
                 for (index, output) in outputs.enumerated() {
-                    let probabilities = Self.flipped(
-                        softmaxOverClasses(output).values, planes: k, rows: rows, columns: columns,
-                        flips[index % flips.count])
                     let b = index / flips.count
-                    for i in 0..<probabilities.count { sums[b][i] += probabilities[i] }
-                    let entropy = Uncertainty.entropy(probabilities, classCount: k)
-                    for i in 0..<plane { entropies[b][i] += entropy[i] }
+                    Self.accumulate(
+                        output.values, classes: k, rows: rows, columns: columns, flips[index % flips.count],
+                        sum: &sums[b], entropy: &entropies[b])
                 }
             }
         }
@@ -229,6 +226,47 @@ extension VolumeSegmenter {
                     shape: [1, k, rows, columns],
                     values: sum.map { Foundation.log(max($0 / count, .leastNormalMagnitude)) }),
                 expectedEntropy: entropy.map { $0 / count })
+        }
+    }
+
+    /// Adds the softmax of `logits` [K, rows, columns], flipped back as `view` says, to `sum` [K, rows, columns], and
+    /// its predictive entropy to `entropy` [rows, columns]: per pixel e = exp(x − max x), p = e / Σe, and
+    /// −Σ p log p as log Σe − Σ p (x − max x) (one logarithm a pixel, not one a class). One pass over the logits,
+    /// rows in parallel on the compute threads.
+    static func accumulate(
+        _ logits: [Float], classes k: Int, rows: Int, columns: Int, _ view: TestTimeAugmentation.View,
+        sum: inout [Float], entropy: inout [Float]
+    ) {
+        let plane = rows * columns
+        logits.withUnsafeBufferPointer { logits in
+            sum.withUnsafeMutableBufferPointer { sum in
+                entropy.withUnsafeMutableBufferPointer { entropy in
+                    let (x, sums, entropies) = (logits.baseAddress!, sum.baseAddress!, entropy.baseAddress!)
+                    concurrentForEach(0..<rows) { row in
+                        let target = (view.flipRows ? rows - 1 - row : row) * columns
+                        withUnsafeTemporaryAllocation(of: Float.self, capacity: k) { e in
+                            for column in 0..<columns {
+                                let source = row * columns + column
+                                let pixel = target + (view.flipColumns ? columns - 1 - column : column)
+                                var largest = -Float.infinity
+                                for c in 0..<k { largest = max(largest, x[c * plane + source]) }
+                                var total: Float = 0
+                                for c in 0..<k {
+                                    e[c] = Foundation.exp(x[c * plane + source] - largest)
+                                    total += e[c]
+                                }
+                                var expected: Float = 0
+                                for c in 0..<k {
+                                    let p = e[c] / total
+                                    sums[c * plane + pixel] += p
+                                    expected += p * (x[c * plane + source] - largest)
+                                }
+                                entropies[pixel] += Foundation.log(total) - expected
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -317,16 +317,20 @@ public struct VolumeSegmenter {
         statistics.forwards += 1
         let k = out.shape[1]
         let plane = k * modelRows * modelColumns
-        return (0..<inputs.count).map { b in
-            let values = Array(out.values[(b * plane)..<((b + 1) * plane)])
-            return FloatTensor(
-                shape: [1, k, rows, columns],
-                values: target == nil
+        // Each output resampled back on its own compute thread (a member's views run as one batch).
+        var outputs = [[Float]](repeating: [], count: inputs.count)
+        outputs.withUnsafeMutableBufferPointer { outputs in
+            concurrentForEach(0..<inputs.count) { b in
+                let values = Array(out.values[(b * plane)..<((b + 1) * plane)])
+                outputs[b] =
+                    target == nil
                     ? values
                     : BilinearResampling.resample(
                         values, planes: k, rows: modelRows, columns: modelColumns, toRows: rows,
-                        toColumns: columns))
+                        toColumns: columns)
+            }
         }
+        return outputs.map { FloatTensor(shape: [1, k, rows, columns], values: $0) }
     }
 
     /// The grid a slice is resampled to for the model, or nil when it is not resampled: each in-plane extent
