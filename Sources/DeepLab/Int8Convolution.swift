@@ -44,6 +44,13 @@ final class Int8Convolution: ConvolutionStrategy {
             version: Int, quantization: UnitQuantization, weights: Tensor,
             bias: Tensor
         )] = [:]
+    /// `prepared`'s entries by the primitive that asked for them (whose taps never change: rectangles are primitives
+    /// of their own): found by identity on every call instead of by hashing the weights' descriptor; primitives of
+    /// the same weights layout share the tensors.
+    private var preparedByPrimitive:
+        [ObjectIdentifier: (
+            primitive: Primitive, version: Int, quantization: UnitQuantization, weights: Tensor, bias: Tensor
+        )] = [:]
 
     init(
         rectangles: Bool = false, winograd: Bool = false, dilatedOnBrgconv: Bool = false,
@@ -87,6 +94,8 @@ final class Int8Convolution: ConvolutionStrategy {
 
     func releaseInferenceWeights() {
         prepared.removeAll()
+        preparedByPrimitive.removeAll()
+        configurations.removeAll()
         winograd?.releaseInferenceWeights()
     }
 
@@ -103,7 +112,7 @@ final class Int8Convolution: ConvolutionStrategy {
         // `DeepLabV3.apply` found that every reader takes the same quantisation.
         let next = unit.quantizedOutput
         let outputScale = next.map(Int8Convolution.effectiveInputScale) ?? 1
-        let outputScales = q.weightScales.map { outputScale / (inputScale * $0) }
+        let (configuration, outputScales) = self.configuration(q, next: next)
         // A quantised residual (the block's input, quantised at its entry) is added as integers times the
         // ratio of scales when the destination is quantised too, else dequantised into the f32 destination.
         var residualQuantization: UnitQuantization?
@@ -128,9 +137,7 @@ final class Int8Convolution: ConvolutionStrategy {
         }
         // One primitive of `source` → `destination` dims with `geometry`, per key (the whole convolution or a
         // rectangle); output channels are dimension 1 of the destination.
-        let key = PrimitiveCache.Key(
-            "int8", x.shape, sum, q.inputType.rawValue, q.inputScale,
-            q.weightScales, next?.inputType.rawValue, outputScale)
+        let key = PrimitiveCache.Key("int8", x.shape, sum, configuration)
         func primitive(
             _ part: PrimitiveCache.Key, source: [Int], weights: [Int], destination: [Int],
             _ geometry: ConvolutionGeometry
@@ -231,6 +238,24 @@ final class Int8Convolution: ConvolutionStrategy {
         return output
     }
 
+    /// The quantisations (the unit's and its output's) this unit has run with, each with its output scales
+    /// 1/(input scale · weight scale[o]) · the output's scale; its index stands for it in primitive keys, so that
+    /// a key is a few bytes, not the per-channel scales (what building, hashing and comparing keys of hundreds of
+    /// scales cost was most of an int8 forward's overhead outside oneDNN). Compared by value: the unit passes the
+    /// same arrays on every call, which `==` recognises by their storage.
+    private var configurations: [(quantization: UnitQuantization, next: UnitQuantization?, outputScales: [Float])] = []
+
+    /// The index and output scales of `q` with output quantisation `next` (see `configurations`).
+    private func configuration(_ q: UnitQuantization, next: UnitQuantization?) -> (Int, [Float]) {
+        if let index = configurations.firstIndex(where: { $0.quantization == q && $0.next == next }) {
+            return (index, configurations[index].outputScales)
+        }
+        let outputScale = next.map(Int8Convolution.effectiveInputScale) ?? 1
+        let inputScale = Int8Convolution.effectiveInputScale(q)
+        configurations.append((q, next, q.weightScales.map { outputScale / (inputScale * $0) }))
+        return (configurations.count - 1, configurations[configurations.count - 1].outputScales)
+    }
+
     /// The s8 weights for `primitive` (the kernel's `taps` rows × columns, or all of it) and the bias pre-scaled
     /// into the accumulator's units, made once per parameter version and quantisation.
     private func preparedWeights(
@@ -239,10 +264,16 @@ final class Int8Convolution: ConvolutionStrategy {
     )
         throws -> (Tensor, Tensor)
     {
+        let version = unit.parameterVersion
+        if let p = preparedByPrimitive[ObjectIdentifier(primitive)], p.primitive === primitive, p.version == version,
+            p.quantization == q
+        {
+            return (p.weights, p.bias)
+        }
         let desc = primitive.desc(.weights)
         let key = PrimitiveCache.Key(desc, taps?.rows, taps?.columns)
-        let version = unit.parameterVersion
         if let p = prepared[key], p.version == version, p.quantization == q {
+            preparedByPrimitive[ObjectIdentifier(primitive)] = (primitive, version, q, p.weights, p.bias)
             return (p.weights, p.bias)
         }
         let (w, b) = unit.foldedPlainWeights()
@@ -251,6 +282,7 @@ final class Int8Convolution: ConvolutionStrategy {
         let weights = try Int8Operations.quantizeWeights(plain, into: desc, scales: q.weightScales)
         let bias = try Tensor(plain: [unit.conv.outputChannels], values: Self.scaledBias(b, q))
         prepared[key] = (version, q, weights, bias)
+        preparedByPrimitive[ObjectIdentifier(primitive)] = (primitive, version, q, weights, bias)
         return (weights, bias)
     }
 
