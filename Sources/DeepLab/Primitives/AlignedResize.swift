@@ -165,7 +165,9 @@ extension Operations {
                                 // Offset pointers, so that the loop along the channels has no index arithmetic to
                                 // check and vectorises.
                                 for (q, column) in columns.enumerated() {
-                                    let (a, b, w) = (blended + column.first * c, blended + column.second * c, column.weight)
+                                    let (a, b, w) = (
+                                        blended + column.first * c, blended + column.second * c, column.weight
+                                    )
                                     let joined = target + q * (c + d)
                                     for k in 0..<c { joined[k] = a[k] + w * (b[k] - a[k]) }
                                     (joined + c).update(from: extra + q * d, count: d)
