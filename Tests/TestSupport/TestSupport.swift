@@ -7,11 +7,14 @@ public enum TestSupport {
     public static let packageRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// A fresh temporary folder, removed by the caller with `removeTemporaryFolder` (or left for inspection).
+    /// A fresh temporary folder. A test may remove it itself; whatever is left is removed when the test process
+    /// exits (`SLICELAB_KEEP_TEST_FOLDERS=1` keeps them for inspection), so runs do not fill the disk: they had left
+    /// gigabytes of trained models and data sets in /tmp.
     public static func temporaryFolder(_ label: String = "slicelab-test") throws -> URL {
         let url = FileManager.default.temporaryDirectory
             .appendingPathComponent("\(label)-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        madeFolders.add(url)
         return url
     }
 
@@ -105,5 +108,31 @@ public enum TestSupport {
     public struct PythonError: Error, CustomStringConvertible {
         public let message: String
         public var description: String { message }
+    }
+}
+
+/// The folders `TestSupport.temporaryFolder` made in this process, removed at its exit.
+private let madeFolders = MadeFolders()
+
+/// @unchecked Sendable: `urls` is read and written under `lock` only.
+private final class MadeFolders: @unchecked Sendable {
+    private var urls: [URL] = []
+    private var registered = false
+    private let lock = NSLock()
+
+    func add(_ url: URL) {
+        lock.lock()
+        defer { lock.unlock() }
+        urls.append(url)
+        guard !registered, ProcessInfo.processInfo.environment["SLICELAB_KEEP_TEST_FOLDERS"] != "1" else { return }
+        registered = true
+        atexit { madeFolders.removeAll() }
+    }
+
+    func removeAll() {
+        lock.lock()
+        defer { lock.unlock() }
+        for url in urls { try? FileManager.default.removeItem(at: url) }
+        urls.removeAll()
     }
 }
