@@ -112,7 +112,8 @@ final class Int8Convolution: ConvolutionStrategy {
         // `DeepLabV3.apply` found that every reader takes the same quantisation.
         let next = unit.quantizedOutput
         let outputScale = next.map(Int8Convolution.effectiveInputScale) ?? 1
-        let (configuration, outputScales) = self.configuration(q, next: next)
+        let (configuration, outputScales) = self.configuration(
+            q, next: next, inputScale: inputScale, outputScale: outputScale)
         // A quantised residual (the block's input, quantised at its entry) is added as integers times the
         // ratio of scales when the destination is quantised too, else dequantised into the f32 destination.
         var residualQuantization: UnitQuantization?
@@ -245,15 +246,17 @@ final class Int8Convolution: ConvolutionStrategy {
     /// same arrays on every call, which `==` recognises by their storage.
     private var configurations: [(quantization: UnitQuantization, next: UnitQuantization?, outputScales: [Float])] = []
 
-    /// The index and output scales of `q` with output quantisation `next` (see `configurations`).
-    private func configuration(_ q: UnitQuantization, next: UnitQuantization?) -> (Int, [Float]) {
+    /// The index and output scales of `q` with output quantisation `next` (see `configurations`); `inputScale` and
+    /// `outputScale` are their effective scales, which they determine.
+    private func configuration(
+        _ q: UnitQuantization, next: UnitQuantization?, inputScale: Float, outputScale: Float
+    ) -> (Int, [Float]) {
         if let index = configurations.firstIndex(where: { $0.quantization == q && $0.next == next }) {
             return (index, configurations[index].outputScales)
         }
-        let outputScale = next.map(Int8Convolution.effectiveInputScale) ?? 1
-        let inputScale = Int8Convolution.effectiveInputScale(q)
-        configurations.append((q, next, q.weightScales.map { outputScale / (inputScale * $0) }))
-        return (configurations.count - 1, configurations[configurations.count - 1].outputScales)
+        let outputScales = q.weightScales.map { outputScale / (inputScale * $0) }
+        configurations.append((q, next, outputScales))
+        return (configurations.count - 1, outputScales)
     }
 
     /// The s8 weights for `primitive` (the kernel's `taps` rows × columns, or all of it) and the bias pre-scaled
