@@ -64,6 +64,9 @@ let package = Package(
         // MobileNetV2's inverted-residual block in one pass, ours: AVX-512 and AVX2 functions (`target(...)`),
         // the set chosen from oneDNN's effective ISA; -O3 in debug builds too (AVX2: 86 % of the FMA peak against 79 %).
         .target(name: "CFusedBlocks", exclude: ["block_kernels.inc"], cSettings: [.unsafeFlags(["-O3"])]),
+        // Winograd's float32 input and output transforms, ours: baseline, AVX2 and AVX-512 functions (`target(...)`),
+        // the set chosen from oneDNN's effective ISA; -O3 in debug builds too.
+        .target(name: "CFloatWinograd", exclude: ["transforms.inc"], cSettings: [.unsafeFlags(["-O3"])]),
 
         // MARK: - Swift libraries (data flows downwards only)
         // Read limits, atomic writes, the seeded generator, parallel-for and grid shapes; no C library.
@@ -77,7 +80,9 @@ let package = Package(
         // so the engine's training tests fit the debug `make test`.
         .target(
             name: "DeepLab",
-            dependencies: ["COneDNN", "CInt8Winograd", "CFusedBlocks", "ImageFiles", "SliceLabSupport"],
+            dependencies: [
+                "COneDNN", "CInt8Winograd", "CFusedBlocks", "CFloatWinograd", "ImageFiles", "SliceLabSupport"
+            ],
             swiftSettings: [.unsafeFlags(["-O"])]),
         // Optimizers, losses, augmentation, batches and checkpoints; the trainer, its events and validation; the
         // dataset fingerprint and the plan derived from it.

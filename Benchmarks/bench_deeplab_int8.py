@@ -18,11 +18,11 @@ OpenVINO runs that ONNX file with INFERENCE_PRECISION_HINT set explicitly (f32; 
 quantised convolutions in int8; the f32 hint keeps what stays float in f32).
 Each engine runs in a fresh process per round (BENCH_ROUNDS, default 3); a ratio is the median of the rounds' ratios
 of median latencies; the 1-minute load average is printed at each round's start. BENCH_BASELINE_BINARY=PATH adds
-"SliceLab int8 base": another slicelab build (e.g. main's, before a change) on the same int8 checkpoint, alternated
-with the others in the same run. "TOPS" counts the convolutions' multiply-adds on taps inside the input x 2 over the
+"SliceLab fp32 base" and "SliceLab int8 base": another slicelab build (e.g. main's, before a change) on the same
+checkpoints, alternated with the others in the same run. "TOPS" counts the convolutions' multiply-adds on taps inside the input x 2 over the
 median latency (the same count for every engine; the count with padding taps is printed too), next to the ISA's
 peak for 2 threads at the busy core's clock measured by `cpu_clock.c`. It is a direct convolution's count: an engine
-that does fewer products (SliceLab's Winograd layers: 2.25-fold fewer in their part) is credited with the direct
+that does fewer products (SliceLab's Winograd layers: 2.25-fold fewer in their part with F(2×2, 3×3), 4-fold with F(4×4)) is credited with the direct
 count, so its figure is an effective rate and can exceed what the multiply units do.
 """
 import json
@@ -267,7 +267,9 @@ def main(threads=2, repeats=5, rounds=3, quick=False):
                 "OpenVINO int8": ("ovq:f32", f"{base}-int8.onnx"),
             }
             if baseline:
-                # Another build's int8 (before a change) on the same quantised checkpoint, alternated in this run.
+                # Another build (before a change) on the same checkpoints, alternated in this run.
+                engines["SliceLab fp32 base"] = lambda: run_slicelab(baseline, str(checkpoint), f"{base}-input.h5",
+                                                                     f"{base}-c.h5", threads, repeats)
                 engines["SliceLab int8 base"] = lambda: run_slicelab(baseline, int8, f"{base}-input.h5",
                                                                      f"{base}-b.h5", threads, repeats)
             if "AMX" in isa or "BF16" in isa:
@@ -322,7 +324,8 @@ def main(threads=2, repeats=5, rounds=3, quick=False):
                 print(line)
             for ours, peer in (("SliceLab int8", "ORT int8"), ("SliceLab int8", "OpenVINO int8"),
                                ("SliceLab int8", "SliceLab int8 base"), ("SliceLab int8 base", "ORT int8"),
-                               ("SliceLab fp32", "ORT fp32"),
+                               ("SliceLab fp32", "ORT fp32"), ("SliceLab fp32", "SliceLab fp32 base"),
+                               ("SliceLab fp32 base", "ORT fp32"),
                                ("SliceLab int8", "SliceLab fp32"), ("SliceLab fp32", "OpenVINO f32"),
                                ("SliceLab bf16", "OpenVINO bf16"), ("SliceLab bf16", "SliceLab fp32"),
                                ("OpenVINO bf16", "OpenVINO f32")):

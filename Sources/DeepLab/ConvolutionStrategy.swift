@@ -1,6 +1,7 @@
 /// One way of computing a `ConvUnit`'s convolution: oneDNN's direct convolution (`DirectConvolution`), one
 /// convolution per rectangle of output without the taps that read only padding (`PaddingFreeConvolution`), or
-/// Winograd's F(2×2, 3×3) (`WinogradConvolution`). All give the same numbers to float32 rounding.
+/// Winograd's F(2×2, 3×3) or F(4×4, 3×3) (`WinogradConvolution`). All give the same numbers to float32 rounding
+/// (Winograd's within 1e-5 of the largest output).
 ///
 /// A unit asks its strategies in order and runs the first that applies; tests pass the one they compare
 /// (`ConvUnit.callAsFunction(_:residual:consumingResidual:training:strategy:)`). A strategy instance keeps the
@@ -92,8 +93,8 @@ func accumulateWeightGradients(
 /// - AVX2 (and AVX2-VNNI, whose fp32 kernels are AVX2's): padding-free rectangles (fp32 and int8) and Winograd,
 ///   as measured on the AMD EPYC (README, *Measured speed*: DeepLabV3-ResNet-50 1.49 s against 1.78 s for ONNX
 ///   Runtime; *Precision*: int8 ASPP by rectangles).
-/// - AVX-512 (with or without VNNI, BF16, AMX): oneDNN's own kernels, Winograd for wide 3 × 3 convolutions whose taps
-///   nearly all read the input, MobileNetV2's memory-bound inverted-residual blocks fused (measured on the AMX Xeon
+/// - AVX-512 (with or without VNNI, BF16, AMX): oneDNN's own kernels, Winograd F(4×4, 3×3) for wide 3 × 3 convolutions
+///   whose taps nearly all read the input, MobileNetV2's memory-bound inverted-residual blocks fused (measured on the AMX Xeon
 ///   natively and capped to `AVX512_CORE`, and natively on an Intel Xeon with AVX-512 VNNI and no AMX,
 ///   Benchmarks/README.md); AMX's entry adds its own measured items below. SSE4.1/AVX: oneDNN's kernels.
 /// - Fused blocks stay off on AVX2: their AVX2 kernels, capped to AVX2 on the AMX Xeon, were slower than oneDNN's
@@ -109,6 +110,8 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// With `winograd`, only convolutions with at least this share of their taps reading the input (0: any): the
     /// transforms compute every tap, padding or not.
     public var winogradMinimumInsideShare = 0.0
+    /// With `winograd`, the outputs of a tile along each axis: 2, F(2×2, 3×3), or 4, F(4×4, 3×3) (`WinogradConvolution`).
+    public var winogradTile = 2
     /// u8-input 3×3 convolutions of int8 models run by exact integer Winograd F(4×4) or F(2×2) (`Int8Winograd`, AVX2
     /// kernels of 16-bit products; with VNNI oneDNN's direct kernels multiply twice as fast, so not there).
     public var int8Winograd: Bool
@@ -139,15 +142,18 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// model's ASPP, mostly padding); the own depthwise kernel, fused blocks (Benchmarks/README.md).
     public static let amx = ConvolutionStrategyTable(
         paddingFreeRectangles: false, winograd: true, winogradMinimumInsideShare: avx512WinogradInsideShare,
-        int8Winograd: false, int8DilatedOnBrgconv: true, int8NarrowPointwiseOffAMX: true, ownDepthwise: true,
+        winogradTile: 4, int8Winograd: false, int8DilatedOnBrgconv: true, int8NarrowPointwiseOffAMX: true,
+        ownDepthwise: true,
         fusedInvertedResiduals: true, measured: false)
 
     /// AVX-512 without AMX: oneDNN's kernels, Winograd where nearly every tap reads the input, the own depthwise
     /// kernel, MobileNetV2's blocks fused (measured on the AMX Xeon, whose float32 kernels are `avx512_core`'s, and
-    /// capped to `AVX512_CORE` there).
+    /// capped to `AVX512_CORE` there). Winograd by F(4×4, 3×3): ResNet-50's Winograd layers took 0.36–0.52 × the
+    /// time of F(2×2) by one GEMM a plane, natively on the Intel Xeon with VNNI and capped to `AVX512_CORE` there
+    /// (Benchmarks/README.md, 2026-12-07, third session); AMX's float32 kernels are these.
     public static let avx512 = ConvolutionStrategyTable(
         paddingFreeRectangles: false, winograd: true, winogradMinimumInsideShare: avx512WinogradInsideShare,
-        int8Winograd: false, ownDepthwise: true, fusedInvertedResiduals: true, measured: false)
+        winogradTile: 4, int8Winograd: false, ownDepthwise: true, fusedInvertedResiduals: true, measured: false)
 
     /// AVX-512 with VNNI and without BF16 (Intel since Cascade Lake, before Sapphire Rapids): `avx512`, measured on an
     /// Intel Xeon without AMX (Benchmarks/README.md, 2026-12-07): Winograd 0.97 × oneDNN's time on ResNet-50, the fused
@@ -186,25 +192,29 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// The strategies a unit asks in order: int8 and bf16 first, the table's fp32 ones, oneDNN's direct
     /// convolution last.
     func strategies() -> [ConvolutionStrategy] {
-        let winograd =
-            WinogradConvolution.enabled(by: self)
-            ? WinogradConvolution(minimumInsideShare: winogradMinimumInsideShare) : nil
-        return [
+        var winograd: WinogradConvolution? = nil
+        if WinogradConvolution.enabled(by: self) {
+            winograd = WinogradConvolution(
+                minimumInsideShare: winogradMinimumInsideShare, tile: WinogradConvolution.tile(by: self))
+        }
+        var strategies: [ConvolutionStrategy] = [
             Int8Convolution(
                 rectangles: paddingFreeRectangles, winograd: int8Winograd, dilatedOnBrgconv: int8DilatedOnBrgconv,
                 narrowPointwiseOffAMX: int8NarrowPointwiseOffAMX),
             Bf16Convolution()
         ]
-            + (OwnDepthwiseConvolution.enabled(by: self) ? [OwnDepthwiseConvolution()].compactMap { $0 } : [])
-            + (paddingFreeRectangles ? [PaddingFreeConvolution(centre: winograd)] : [])
-            + (winograd.map { [$0] } ?? []) + [DirectConvolution()]
+        if OwnDepthwiseConvolution.enabled(by: self), let own = OwnDepthwiseConvolution() { strategies.append(own) }
+        if paddingFreeRectangles { strategies.append(PaddingFreeConvolution(centre: winograd)) }
+        if let winograd { strategies.append(winograd) }
+        return strategies + [DirectConvolution()]
     }
 
-    /// "padding-free rectangles, Winograd, else oneDNN's (measured)" or "oneDNN's kernels (not measured)"; the
-    /// fp32 strategies only.
+    /// "padding-free rectangles, Winograd F(2×2, 3×3), else oneDNN's (measured)" or "oneDNN's kernels (not
+    /// measured)"; the fp32 strategies only.
     public var summary: String {
         let parts =
-            (paddingFreeRectangles ? ["padding-free rectangles"] : []) + (winograd ? ["Winograd"] : [])
+            (paddingFreeRectangles ? ["padding-free rectangles"] : [])
+            + (winograd ? ["Winograd F(\(winogradTile)×\(winogradTile), 3×3)"] : [])
             + (ownDepthwise ? ["own depthwise kernel"] : [])
             + (fusedInvertedResiduals ? ["fused inverted-residual blocks"] : [])
         return (parts.isEmpty ? "oneDNN's kernels" : parts.joined(separator: ", ") + ", else oneDNN's")

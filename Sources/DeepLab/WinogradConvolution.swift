@@ -1,21 +1,32 @@
+import CFloatWinograd
 import Dispatch
+import Foundation
 
 // Eval-mode 3×3 convolutions (stride 1, any dilation, padding equal to the dilation) by Winograd's minimal
-// filtering F(2×2, 3×3) (Lavin & Gray 2016, "Fast Algorithms for Convolutional Neural Networks"): each 2×2
-// block of outputs comes from a 4×4 block of inputs through 16 products per channel pair instead of 36, so the
-// multiply-adds drop 2.25-fold. They run as 16 matrix products (tiles × input channels by input channels ×
-// output channels) in oneDNN's GEMM; what stays in Swift are the linear transforms into and out of the Winograd
-// domain, a few additions per value, on channel blocks of 8 that are one SIMD vector each.
+// filtering (Lavin & Gray 2016, "Fast Algorithms for Convolutional Neural Networks"), F(2×2, 3×3) or F(4×4, 3×3):
+// each m × m block of outputs comes from an (m + 2) × (m + 2) block of inputs through (m + 2)² products per channel
+// pair instead of 9m², so the multiply-adds drop 2.25-fold (m = 2: 16 products for 4 outputs) or 4-fold (m = 4:
+// 36 for 16). They run as (m + 2)² matrix products (tiles × input channels by input channels × output channels),
+// all in one oneDNN primitive, a 1 × 1 convolution of (m + 2)² groups whose weights it packs once; the linear
+// transforms into and out of the Winograd domain, a few additions per value on channel blocks of 8, are our C
+// kernels (`CFloatWinograd`).
+//
+// F(4×4, 3×3) interpolates at 0, 1, −1, ½, −2 and infinity rather than the usual 0, ±1, ±2: the mixed points keep
+// its float32 error near half the usual one (Barabasz et al. 2020, "Error analysis and improving the accuracy of
+// Winograd convolution for deep neural networks"; 4.4e-6 against 1.1e-5 of the largest output on 1,024 input
+// channels of normal inputs, against about 3e-7 for the direct sum).
 //
 // A convolution dilated by d is the same computation on the d × d interleaved sub-grids of its input, so a tile
-// here reads rows y − d, y, y + d, y + 2d and writes outputs y and y + d; no sub-grid is copied out.
+// here reads rows y − d, y, …, y + m·d and writes outputs y, y + d, …, y + (m − 1)·d; no sub-grid is copied out.
 //
-// oneDNN 2.6 has a Winograd convolution for AVX-512 only; on this AVX2 machine its direct kernels already run
-// near the arithmetic peak, so doing fewer multiplications is the way to go faster.
+// oneDNN 2.6 has a Winograd convolution for AVX-512 only, and undilated only; where its direct kernels already run
+// near the arithmetic peak, doing fewer multiplications is the way to go faster.
 
-/// How a convolution's outputs (all of them, or one rectangle) are covered by F(2×2, 3×3) tiles, and the
+/// How a convolution's outputs (all of them, or one rectangle) are covered by F(m×m, 3×3) tiles, and the
 /// chunks of tiles computed together.
 struct WinogradTiling {
+    /// Outputs of a tile along each axis, m: 2 or 4.
+    let tile: Int
     let batch: Int
     let inputChannels: Int
     let outputChannels: Int
@@ -27,55 +38,95 @@ struct WinogradTiling {
     let rows: Range<Int>
     let columns: Range<Int>
 
-    /// Tiles down and across the outputs: each block of 2d rows (or columns) holds d tiles, one per sub-grid.
-    var tileRows: Int { Self.tiles(rows.count, dilation) }
-    var tileColumns: Int { Self.tiles(columns.count, dilation) }
+    /// The Winograd domain's planes, (m + 2)².
+    var planes: Int { (tile + 2) * (tile + 2) }
 
-    static func tiles(_ extent: Int, _ dilation: Int) -> Int { (extent + 2 * dilation - 1) / (2 * dilation) * dilation }
+    /// Tiles down and across the outputs: each block of m·d rows (or columns) holds d tiles, one per sub-grid.
+    var tileRows: Int { Self.tiles(rows.count, dilation, tile) }
+    var tileColumns: Int { Self.tiles(columns.count, dilation, tile) }
 
-    /// The first of the two output rows (or columns) of tile row (or column) `index`; the second is `dilation`
-    /// further on.
-    func firstRow(_ index: Int) -> Int { rows.lowerBound + Self.offset(index, dilation) }
-    func firstColumn(_ index: Int) -> Int { columns.lowerBound + Self.offset(index, dilation) }
-
-    static func offset(_ index: Int, _ dilation: Int) -> Int { index / dilation * 2 * dilation + index % dilation }
-
-    /// The share of the tiles' output slots that fall on outputs: below 1 when the extent is not a multiple of
-    /// twice the dilation (a 40-row rectangle at dilation 12 fills 40 of 48 rows).
-    static func occupancy(rows: Int, columns: Int, dilation: Int) -> Double {
-        Double(rows * columns) / Double(4 * tiles(rows, dilation) * tiles(columns, dilation))
+    static func tiles(_ extent: Int, _ dilation: Int, _ tile: Int) -> Int {
+        (extent + tile * dilation - 1) / (tile * dilation) * dilation
     }
 
-    /// Whole tile rows (of all images, image-major) per chunk: a chunk's transformed inputs and products stay
-    /// within a few MiB, so that they are still in the cache when the matrix products and the output transform
-    /// read them.
-    var rowsPerChunk: Int {
-        let bytesPerTile = 16 * max(inputChannels, outputChannels) * MemoryLayout<Float>.size
-        return max(1, (6 << 20) / (bytesPerTile * tileColumns))
+    /// The first of the m output rows (or columns) of tile row (or column) `index`; the others follow `dilation`
+    /// apart.
+    func firstRow(_ index: Int) -> Int { rows.lowerBound + offset(index) }
+    func firstColumn(_ index: Int) -> Int { columns.lowerBound + offset(index) }
+
+    private func offset(_ index: Int) -> Int { index / dilation * tile * dilation + index % dilation }
+
+    /// The share of F(m×m)'s output slots that fall on outputs: below 1 when the extent is not a multiple of m
+    /// times the dilation (a 40-row rectangle at dilation 12 fills 40 of 48 rows with m = 2).
+    static func occupancy(rows: Int, columns: Int, dilation: Int, tile: Int = 2) -> Double {
+        Double(rows * columns) / Double(tile * tile * tiles(rows, dilation, tile) * tiles(columns, dilation, tile))
+    }
+
+    /// Whole tile rows (of all images, image-major) per chunk: a chunk's transformed inputs (or products) within
+    /// `bytes`.
+    func rowsPerChunk(within bytes: Int) -> Int {
+        let bytesPerTile = planes * max(inputChannels, outputChannels) * MemoryLayout<Float>.size
+        return max(1, bytes / (bytesPerTile * tileColumns))
     }
 }
 
-/// A `ConvUnit`'s eval-mode 3×3 convolution by Winograd's F(2×2, 3×3) (see the file comment), batch norm folded
+/// A `ConvUnit`'s eval-mode 3×3 convolution by Winograd's F(m×m, 3×3) (see the file comment), batch norm folded
 /// and the activation applied; the centre rectangle of `PaddingFreeConvolution` too.
 final class WinogradConvolution: ConvolutionStrategy {
-    /// The folded weights in the Winograd domain, with the parameter version they were made from.
-    private var domainWeights: (version: Int, transformed: [Float], bias: [Float])?
+    /// The folded weights in the Winograd domain in the matrix products' layout, with the parameter version they
+    /// were made from.
+    private var domainWeights: (version: Int, transformed: Tensor, bias: [Float])?
+    /// The matrix products by number of tiles.
+    private let primitives = PrimitiveCache()
     /// Units with a smaller share of their taps reading the input (`ConvUnit.insideShare`) are left to the other
     /// strategies (0: none is; `ConvolutionStrategyTable.winogradMinimumInsideShare`).
     let minimumInsideShare: Double
+    /// Outputs of a tile along each axis: 2, F(2×2, 3×3), or 4, F(4×4, 3×3) (`ConvolutionStrategyTable.winogradTile`).
+    let tile: Int
+    /// The transforms' instruction set (by default the effective ISA's).
+    let isa: cfwino_isa
+    /// The most bytes of transformed inputs (or products) computed together (`WinogradTiling.rowsPerChunk`). Each
+    /// chunk's matrix products stream every Winograd-domain weight (36 MiB for F(4×4) on 512 channels), so fewer,
+    /// larger chunks move less than small ones that stay in the cache.
+    let chunkBytes: Int
+    /// The matrix products' source and destination layout: channels last, where oneDNN's AVX-512 kernels compute
+    /// the grouped 1 × 1 convolution fastest, or channel-blocked (8), the only one its AVX2 1 × 1 kernels take
+    /// (they fall back to a general direct kernel on channels last: ResNet-50's Winograd layers 1.8–3 × slower).
+    var productsTag: FormatTag { isa == cfwino_avx512 ? .channelsLast : .channelBlocked8 }
 
-    init(minimumInsideShare: Double = 0) { self.minimumInsideShare = minimumInsideShare }
+    init(
+        minimumInsideShare: Double = 0, tile: Int = 2, isa: cfwino_isa = WinogradTransforms.effectiveISA,
+        chunkBytes: Int = 32 << 20
+    ) {
+        precondition(tile == 2 || tile == 4, "F(2×2, 3×3) or F(4×4, 3×3)")
+        self.minimumInsideShare = minimumInsideShare
+        self.tile = tile
+        self.isa = isa
+        self.chunkBytes = chunkBytes
+    }
 
     /// The environment variable that overrides the table for measuring (`Benchmarks/bench_strategies.py`): `0`
     /// leaves every unit to the other strategies, `1` takes the units that fit on any ISA.
     public static let variable = "SLICELAB_WINOGRAD"
+
+    /// The environment variable that overrides the table's tile for measuring: `2` or `4`.
+    public static let tileVariable = "SLICELAB_WINOGRAD_TILE"
+
+    /// The tile under `table`: its `winogradTile`, or `tileVariable`.
+    static func tile(by table: ConvolutionStrategyTable) -> Int {
+        switch ProcessInfo.processInfo.environment[tileVariable] {
+        case "2": return 2
+        case "4": return 4
+        default: return table.winogradTile
+        }
+    }
 
     /// Whether units under `table` take this strategy: its `winograd`, or `variable`.
     static func enabled(by table: ConvolutionStrategyTable) -> Bool {
         FusedKernels.measuringSwitch(variable, else: table.winograd)
     }
 
-    /// Whether eval mode computes `unit` by Winograd's F(2×2, 3×3): a 3×3 convolution, stride 1, padding
+    /// Whether eval mode computes `unit` by Winograd: a 3×3 convolution, stride 1, padding
     /// equal to its dilation (the output keeps the input's extent), not grouped, without a residual input, with
     /// channel counts in whole blocks of 8 and wide enough (256 and up) for the saved products to outweigh the
     /// transforms: ResNet-50's 64- and 128-channel 3×3 convolutions took 10 and 8 ms this way against 6.5 and
@@ -108,7 +159,7 @@ final class WinogradConvolution: ConvolutionStrategy {
         throw DeepLabError.invalidBackward("the Winograd convolution runs in eval mode only")
     }
 
-    /// Eval-mode forward by Winograd's F(2×2, 3×3), batch norm folded and the activation applied, into a
+    /// Eval-mode forward by Winograd, batch norm folded and the activation applied, into a
     /// channel-blocked (8) output. Rests on a reorder of the input into that layout.
     func inferenceForward(
         _ unit: ConvUnit, _ x: Tensor, residual: Tensor?,
@@ -133,231 +184,194 @@ final class WinogradConvolution: ConvolutionStrategy {
         !training && tag == .channelBlocked8 && rows.taps == 0...2 && columns.taps == 0...2 && Self.fits(unit)
             && WinogradTiling.occupancy(
                 rows: rows.outputs.count, columns: columns.outputs.count,
-                dilation: unit.conv.window.dilation) >= 0.6
+                dilation: unit.conv.window.dilation, tile: tile) >= 0.6
     }
 
     /// Computes the outputs `rows` × `columns` of `unit` (eval: folded batch norm, activation) from `input`
-    /// into `output`, both channel-blocked (8) and of the input's extent. Rests on `matrixProduct` (oneDNN's
-    /// GEMM).
+    /// into `output`, both channel-blocked (8) and of the input's extent. Rests on `ConvolutionOp.groupedPointwise`.
     func compute(
         _ unit: ConvUnit, _ input: Tensor, into output: Tensor, rows: Range<Int>,
         columns: Range<Int>
     ) throws {
         let s = input.shape
         let tiling = WinogradTiling(
-            batch: s[0], inputChannels: unit.conv.inputChannels,
+            tile: tile, batch: s[0], inputChannels: unit.conv.inputChannels,
             outputChannels: unit.conv.outputChannels, height: s[2], width: s[3],
             dilation: unit.conv.window.dilation, rows: rows, columns: columns)
-        let weights = winogradDomainWeights(unit)
         let allRows = tiling.batch * tiling.tileRows
-        let rowsPerChunk = min(tiling.rowsPerChunk, allRows)
-        let chunkTiles = rowsPerChunk * tiling.tileColumns
-        let transformedBytes = 16 * chunkTiles * tiling.inputChannels * MemoryLayout<Float>.size
-        let productBytes = 16 * chunkTiles * tiling.outputChannels * MemoryLayout<Float>.size
-        guard let transformed = TensorMemory.shared.allocate(transformedBytes) else {
-            throw DeepLabError.outOfMemory(bytes: transformedBytes)
+        let rowsPerChunk = min(tiling.rowsPerChunk(within: chunkBytes), allRows)
+        let planes = tiling.planes
+        // A last, smaller chunk's primitive takes the full chunks' weights layout: one copy of the weights serves both.
+        func products(tiles: Int, weights: MemoryDesc? = nil) throws -> Primitive {
+            try primitives.primitive(PrimitiveCache.Key(tiles)) {
+                try Primitive(
+                    "Winograd products",
+                    op: ConvolutionOp.groupedPointwise(
+                        groups: planes, inputs: tiling.inputChannels, outputs: tiling.outputChannels, width: tiles,
+                        layout: productsTag, weights: weights))
+            }
         }
-        defer { TensorMemory.shared.release(transformed, bytes: transformedBytes) }
-        guard let products = TensorMemory.shared.allocate(productBytes) else {
-            throw DeepLabError.outOfMemory(bytes: productBytes)
-        }
-        defer { TensorMemory.shared.release(products, bytes: productBytes) }
-        let v = transformed.assumingMemoryBound(to: Float.self)
-        let m = products.assumingMemoryBound(to: Float.self)
-        try input.withStorage { source in
-            try output.withStorage { destination in
-                try weights.transformed.withUnsafeBufferPointer { u in
-                    for first in stride(from: 0, to: allRows, by: rowsPerChunk) {
-                        let chunk = first..<min(first + rowsPerChunk, allRows)
-                        concurrentForEach(chunk) { row in
-                            WinogradTransforms.input(
-                                source, tiling: tiling, row: row,
-                                into: v, tile: (row - first) * tiling.tileColumns,
-                                tileCount: chunkTiles)
-                        }
-                        let tiles = chunk.count * tiling.tileColumns
-                        for plane in 0..<16 {
-                            try matrixProduct(
-                                rows: tiles, columns: tiling.outputChannels, inner: tiling.inputChannels,
-                                v + plane * chunkTiles * tiling.inputChannels, lda: tiling.inputChannels,
-                                u.baseAddress! + plane * tiling.inputChannels * tiling.outputChannels,
-                                ldb: tiling.outputChannels,
-                                into: m + plane * chunkTiles * tiling.outputChannels, ldc: tiling.outputChannels)
-                        }
-                        concurrentForEach(chunk) { row in
-                            WinogradTransforms.output(
-                                m, tile: (row - first) * tiling.tileColumns,
-                                tileCount: chunkTiles, tiling: tiling, row: row,
-                                bias: weights.bias, activation: unit.activation,
-                                into: destination)
-                        }
+        let full = try products(tiles: rowsPerChunk * tiling.tileColumns)
+        let weights = try winogradDomainWeights(unit, layout: full.desc(.weights))
+        // The products' source and destination, [1, planes · channels, 1, tiles] in `productsTag`.
+        let transformed = try Tensor(desc: full.desc(.source))
+        let multiplied = try Tensor(desc: full.desc(.destination))
+        let tiles = rowsPerChunk * tiling.tileColumns
+        let layout = WinogradTransforms.layout(
+            productsTag, tiles: tiles, channels: tiling.inputChannels, planes: planes)
+        let productLayout = WinogradTransforms.layout(
+            productsTag, tiles: tiles, channels: tiling.outputChannels, planes: planes)
+        for first in stride(from: 0, to: allRows, by: rowsPerChunk) {
+            let chunk = first..<min(first + rowsPerChunk, allRows)
+            input.withStorage { source in
+                transformed.withStorage { v in
+                    concurrentForEach(chunk) { row in
+                        WinogradTransforms.input(
+                            source, tiling: tiling, row: row, into: v.baseAddress!,
+                            tile: (row - first) * tiling.tileColumns, layout: layout, isa: isa)
+                    }
+                }
+            }
+            // A last, smaller chunk computes all the full chunk's tiles when their layout interleaves tiles and channels
+            // (channel-blocked); when it puts tiles first (channels last), only its own.
+            let primitive =
+                chunk.count == rowsPerChunk || productsTag != .channelsLast
+                ? full : try products(tiles: chunk.count * tiling.tileColumns, weights: full.desc(.weights))
+            try primitive.execute([
+                (Arg.src, transformed.prefixView(primitive.desc(.source))), (Arg.weights, weights.transformed),
+                (Arg.dst, multiplied.prefixView(primitive.desc(.destination)))
+            ])
+            multiplied.withStorage { m in
+                output.withStorage { destination in
+                    concurrentForEach(chunk) { row in
+                        WinogradTransforms.output(
+                            m.baseAddress!, tile: (row - first) * tiling.tileColumns, layout: productLayout,
+                            tiling: tiling, row: row, bias: weights.bias, activation: unit.activation,
+                            into: destination, isa: isa)
                     }
                 }
             }
         }
     }
 
-    /// The folded weights in the Winograd domain, G g Gᵀ for every (input, output) channel pair, as 16 planes of
-    /// [input channels, output channels] (the matrix products' right-hand sides); cached per parameter version.
-    private func winogradDomainWeights(_ unit: ConvUnit) -> (transformed: [Float], bias: [Float]) {
+    /// The folded weights in the Winograd domain, G g Gᵀ for every (input, output) channel pair, computed in double
+    /// precision, as the matrix products' weights (plane by plane, [output channels, input channels]) in their
+    /// `layout`; cached per parameter version and layout.
+    private func winogradDomainWeights(_ unit: ConvUnit, layout: MemoryDesc) throws -> (
+        transformed: Tensor, bias: [Float]
+    ) {
         let version = unit.parameterVersion
-        if let cached = domainWeights, cached.version == version { return (cached.transformed, cached.bias) }
+        if let cached = domainWeights, cached.version == version, cached.transformed.desc.isEqual(to: layout) {
+            return (cached.transformed, cached.bias)
+        }
         let (w, bias) = unit.foldedPlainWeights()
         let inputs = unit.conv.inputChannels
         let outputs = unit.conv.outputChannels
-        var u = [Float](repeating: 0, count: 16 * inputs * outputs)
-        // G = [[1, 0, 0], [½, ½, ½], [½, −½, ½], [0, 0, 1]] on three vectors: four combinations of them.
-        typealias Four = (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>)
-        func expand(_ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>) -> Four {
-            (a, (a + b + c) * 0.5, (a - b + c) * 0.5, c)
-        }
+        let g = WinogradTransforms.kernelTransform(tile: tile)
+        let n = tile + 2
+        var u = [Float](repeating: 0, count: n * n * outputs * inputs)
         w.withUnsafeBufferPointer { w in
             u.withUnsafeMutableBufferPointer { u in
-                for o in 0..<outputs {
+                concurrentForEach(0..<outputs) { o in
+                    var rows = [Double](repeating: 0, count: n * 3)  // G g: n rows of 3
                     for i in 0..<inputs {
                         let k = (o * inputs + i) * 9
-                        func kernelRow(_ r: Int) -> SIMD4<Float> {
-                            SIMD4(w[k + 3 * r], w[k + 3 * r + 1], w[k + 3 * r + 2], 0)
+                        for r in 0..<n {
+                            for b in 0..<3 {
+                                rows[r * 3 + b] =
+                                    g[r * 3] * Double(w[k + b]) + g[r * 3 + 1] * Double(w[k + 3 + b])
+                                    + g[r * 3 + 2] * Double(w[k + 6 + b])
+                            }
                         }
-                        let rows = expand(kernelRow(0), kernelRow(1), kernelRow(2))  // G g: 4 rows of 3
-                        func column(_ c: Int) -> SIMD4<Float> { SIMD4(rows.0[c], rows.1[c], rows.2[c], rows.3[c]) }
-                        // Column c of G g Gᵀ; its row r goes to plane 4r + c.
-                        let columns = expand(column(0), column(1), column(2))
-                        for (c, column) in [columns.0, columns.1, columns.2, columns.3].enumerated() {
-                            for r in 0..<4 { u[((r * 4 + c) * inputs + i) * outputs + o] = column[r] }
+                        // (G g Gᵀ)[r][c] is plane n·r + c's weight from input i to output o.
+                        for r in 0..<n {
+                            for c in 0..<n {
+                                let value =
+                                    rows[r * 3] * g[c * 3] + rows[r * 3 + 1] * g[c * 3 + 1] + rows[r * 3 + 2]
+                                    * g[c * 3 + 2]
+                                u[((r * n + c) * outputs + o) * inputs + i] = Float(value)
+                            }
                         }
                     }
                 }
             }
         }
-        domainWeights = (version, u, bias)
-        return (u, bias)
+        let transformed = try Tensor(plain: [n * n, outputs, inputs, 1, 1], values: u).reordered(to: layout)
+        domainWeights = (version, transformed, bias)
+        return (transformed, bias)
     }
 }
 
-/// The input and output transforms of F(2×2, 3×3) on channel-blocked (8) tensors.
+/// The kernel transform, and the input and output transforms of F(2×2, 3×3) and F(4×4, 3×3) on channel-blocked (8)
+/// tensors (`CFloatWinograd`'s kernels, of oneDNN's effective ISA).
 enum WinogradTransforms {
-    typealias Vector = SIMD8<Float>
-
-    /// Bᵀ d along one axis: Bᵀ = [[1, 0, −1, 0], [0, 1, 1, 0], [0, −1, 1, 0], [0, 1, 0, −1]].
-    @inline(__always)
-    static func inputAxis(_ d0: Vector, _ d1: Vector, _ d2: Vector, _ d3: Vector)
-        -> (Vector, Vector, Vector, Vector)
-    {
-        (d0 - d2, d1 + d2, d2 - d1, d1 - d3)
+    /// G, (m + 2) × 3 row-major: F(2×2) interpolates at 0, ±1 and infinity, F(4×4) at 0, 1, −1, ½, −2 and infinity
+    /// (the file comment says why).
+    static func kernelTransform(tile: Int) -> [Double] {
+        if tile == 2 { return [1, 0, 0, 0.5, 0.5, 0.5, 0.5, -0.5, 0.5, 0, 0, 1] }
+        let third: Double = 1 / 3
+        let fifteenth: Double = 1 / 15
+        var g: [Double] = [1, 0, 0, third, third, third, -third, third, -third]
+        g += [-16 * fifteenth, -8 * fifteenth, -4 * fifteenth, fifteenth, -2 * fifteenth, 4 * fifteenth, 0, 0, 1]
+        return g
     }
 
-    /// Aᵀ m along one axis: Aᵀ = [[1, 1, 1, 0], [0, 1, −1, −1]].
-    @inline(__always)
-    static func outputAxis(_ m0: Vector, _ m1: Vector, _ m2: Vector, _ m3: Vector) -> (Vector, Vector) {
-        (m0 + m1 + m2, m1 - m2 - m3)
+    /// The transforms' instruction set for oneDNN's ISA `name` (AVX-512 kernels where oneDNN runs AVX-512, AVX2
+    /// ones where it runs AVX2 or better and this CPU has them, else the baseline's).
+    static func isa(forOneDNN name: String) -> cfwino_isa {
+        let supported = cfwino_supported()
+        let has = { (isa: cfwino_isa) in supported & (1 << isa.rawValue) != 0 }
+        if name.hasPrefix("AVX512"), has(cfwino_avx512) { return cfwino_avx512 }
+        if name.hasPrefix("AVX512") || name.hasPrefix("AVX2"), has(cfwino_avx2) { return cfwino_avx2 }
+        return cfwino_baseline
     }
 
-    @inline(__always)
-    static func load(_ base: UnsafeMutablePointer<Float>, _ offset: Int) -> Vector {
-        UnsafeRawPointer(base + offset).loadUnaligned(as: Vector.self)
+    static let effectiveISA = isa(forOneDNN: oneDNNEffectiveISA)
+
+    /// Where a tile's plane's channel block of the Winograd domain starts: `tile · tileStride + plane · planeStride +
+    /// block · blockStride` floats in.
+    typealias Layout = (tileStride: Int, planeStride: Int, blockStride: Int)
+
+    /// The Winograd domain of `tiles` tiles, `planes` planes and `channels` channels as the matrix products' source
+    /// or destination [1, planes · channels, 1, tiles] in `tag`: channels last or channel-blocked (8).
+    static func layout(_ tag: FormatTag, tiles: Int, channels: Int, planes: Int) -> Layout {
+        tag == .channelsLast
+            ? (tileStride: planes * channels, planeStride: channels, blockStride: 8)
+            : (tileStride: 8, planeStride: channels * tiles, blockStride: 8 * tiles)
     }
 
-    @inline(__always)
-    static func store(_ value: Vector, _ base: UnsafeMutablePointer<Float>, _ offset: Int) {
-        UnsafeMutableRawPointer(base + offset).storeBytes(of: value, as: Vector.self)
+    /// Tile row `row` (image-major over the batch) of `tiling` for `channels` channels.
+    static func row(_ tiling: WinogradTiling, _ row: Int, channels: Int, layout: Layout) -> cfwino_row {
+        cfwino_row(
+            tile: Int32(tiling.tile), channels: Int32(channels), height: Int32(tiling.height),
+            width: Int32(tiling.width), dilation: Int32(tiling.dilation),
+            first_row: Int32(tiling.firstRow(row % tiling.tileRows)), row_end: Int32(tiling.rows.upperBound),
+            first_column: Int32(tiling.columns.lowerBound), column_end: Int32(tiling.columns.upperBound),
+            tile_columns: Int32(tiling.tileColumns), tile_stride: Int64(layout.tileStride),
+            plane_stride: Int64(layout.planeStride), block_stride: Int64(layout.blockStride))
     }
 
-    /// Writes Bᵀ d B for every tile of tile row `row` (image-major over the batch) and every channel block into
-    /// the 16 planes of `v` ([tileCount, inputChannels] each), from tile index `tile` on. Inputs outside the
-    /// image read as zero (the padding).
+    /// Writes Bᵀ d B for every tile of tile row `row` and every channel block of `x` into `v`, from tile index
+    /// `tile` on. Inputs outside the image read as zero (the padding).
     static func input(
         _ x: UnsafeMutableBufferPointer<Float>, tiling: WinogradTiling, row: Int,
-        into v: UnsafeMutablePointer<Float>, tile: Int, tileCount: Int
+        into v: UnsafeMutablePointer<Float>, tile: Int, layout: Layout, isa: cfwino_isa
     ) {
-        let n = row / tiling.tileRows
-        let d = tiling.dilation
-        let h = tiling.height
-        let w = tiling.width
-        let c = tiling.inputChannels
-        let top = tiling.firstRow(row % tiling.tileRows) - d
-        // Offsets (in floats, within one channel block) of the tile row's four input rows; −1 outside the image.
-        var rowOffsets = SIMD4<Int>(repeating: -1)
-        for i in 0..<4 where (0..<h).contains(top + i * d) { rowOffsets[i] = (top + i * d) * w * 8 }
-        let planeStride = tileCount * c
-        let base = x.baseAddress!
-        for tx in 0..<tiling.tileColumns {
-            let left = tiling.firstColumn(tx) - d
-            var columns = SIMD4<Int>(repeating: -1)
-            for j in 0..<4 where (0..<w).contains(left + j * d) { columns[j] = (left + j * d) * 8 }
-            let out = v + (tile + tx) * c
-            for block in 0..<(c / 8) {
-                let image = base + ((n * (c / 8) + block) * h * w) * 8
-                @inline(__always) func rowTransform(_ i: Int) -> (Vector, Vector, Vector, Vector) {
-                    let ro = rowOffsets[i]
-                    @inline(__always) func at(_ j: Int) -> Vector {
-                        ro < 0 || columns[j] < 0 ? .zero : load(image, ro + columns[j])
-                    }
-                    return inputAxis(at(0), at(1), at(2), at(3))
-                }
-                let r = (rowTransform(0), rowTransform(1), rowTransform(2), rowTransform(3))
-                let o = out + block * 8
-                // Column j of Bᵀ d B goes to planes j, 4 + j, 8 + j, 12 + j.
-                @inline(__always) func storeColumn(_ j: Int, _ v: (Vector, Vector, Vector, Vector)) {
-                    store(v.0, o, j * planeStride)
-                    store(v.1, o, (4 + j) * planeStride)
-                    store(v.2, o, (8 + j) * planeStride)
-                    store(v.3, o, (12 + j) * planeStride)
-                }
-                storeColumn(0, inputAxis(r.0.0, r.1.0, r.2.0, r.3.0))
-                storeColumn(1, inputAxis(r.0.1, r.1.1, r.2.1, r.3.1))
-                storeColumn(2, inputAxis(r.0.2, r.1.2, r.2.2, r.3.2))
-                storeColumn(3, inputAxis(r.0.3, r.1.3, r.2.3, r.3.3))
-            }
-        }
+        var description = Self.row(tiling, row, channels: tiling.inputChannels, layout: layout)
+        let image = x.baseAddress! + row / tiling.tileRows * tiling.inputChannels * tiling.height * tiling.width
+        cfwino_input(isa, &description, image, v + tile * layout.tileStride)
     }
 
     /// Writes Aᵀ m A plus the bias, through the activation, for every tile of tile row `row` and every output
-    /// channel block, from the 16 planes of `m` ([tileCount, outputChannels] each) into `y`; tile slots outside
-    /// the tiling's outputs (past the image's edge, or the rectangle's) are dropped.
+    /// channel block, from `m` (from tile index `tile` on) into `y`; tile slots outside the tiling's outputs (past
+    /// the image's edge, or the rectangle's) are dropped.
     static func output(
-        _ m: UnsafeMutablePointer<Float>, tile: Int, tileCount: Int, tiling: WinogradTiling,
-        row: Int, bias: [Float], activation: Activation, into y: UnsafeMutableBufferPointer<Float>
+        _ m: UnsafeMutablePointer<Float>, tile: Int, layout: Layout, tiling: WinogradTiling, row: Int,
+        bias: [Float], activation: Activation, into y: UnsafeMutableBufferPointer<Float>, isa: cfwino_isa
     ) {
-        let n = row / tiling.tileRows
-        let d = tiling.dilation
-        let h = tiling.height
-        let w = tiling.width
-        let k = tiling.outputChannels
-        let top = tiling.firstRow(row % tiling.tileRows)
-        let rowValid = (top < tiling.rows.upperBound, top + d < tiling.rows.upperBound)
-        let planeStride = tileCount * k
-        let base = y.baseAddress!
-        bias.withUnsafeBufferPointer { bias in
-            for block in 0..<(k / 8) {
-                let b = UnsafeRawPointer(bias.baseAddress! + block * 8).loadUnaligned(as: Vector.self)
-                let image = base + ((n * (k / 8) + block) * h * w) * 8
-                for tx in 0..<tiling.tileColumns {
-                    let left = tiling.firstColumn(tx)
-                    let p = m + (tile + tx) * k + block * 8
-                    @inline(__always) func at(_ i: Int) -> Vector { load(p, i * planeStride) }
-                    let s0 = outputAxis(at(0), at(4), at(8), at(12))
-                    let s1 = outputAxis(at(1), at(5), at(9), at(13))
-                    let s2 = outputAxis(at(2), at(6), at(10), at(14))
-                    let s3 = outputAxis(at(3), at(7), at(11), at(15))
-                    let r0 = outputAxis(s0.0, s1.0, s2.0, s3.0)
-                    let r1 = outputAxis(s0.1, s1.1, s2.1, s3.1)
-                    let columnValid = (left < tiling.columns.upperBound, left + d < tiling.columns.upperBound)
-                    @inline(__always) func put(_ value: Vector, _ yy: Int, _ xx: Int) {
-                        var v = value + b
-                        switch activation {
-                        case .none: break
-                        case .relu: v = pointwiseMax(v, Vector())
-                        case .relu6: v = pointwiseMin(pointwiseMax(v, Vector()), Vector(repeating: 6))
-                        }
-                        store(v, image, (yy * w + xx) * 8)
-                    }
-                    if rowValid.0 && columnValid.0 { put(r0.0, top, left) }
-                    if rowValid.0 && columnValid.1 { put(r0.1, top, left + d) }
-                    if rowValid.1 && columnValid.0 { put(r1.0, top + d, left) }
-                    if rowValid.1 && columnValid.1 { put(r1.1, top + d, left + d) }
-                }
-            }
-        }
+        var description = Self.row(tiling, row, channels: tiling.outputChannels, layout: layout)
+        let image = y.baseAddress! + row / tiling.tileRows * tiling.outputChannels * tiling.height * tiling.width
+        let kind = activation == .relu6 ? cfwino_relu6 : activation == .relu ? cfwino_relu : cfwino_identity
+        cfwino_output(isa, &description, m + tile * layout.tileStride, bias, kind, image)
     }
 }

@@ -39,6 +39,25 @@ enum ConvolutionOp {
         return op
     }
 
+    /// `groups` independent 1 × 1 convolutions of `inputs` to `outputs` channels on `width` pixels (one row), in
+    /// inference: one matrix product per group, [width, inputs] by [inputs, outputs], with the source and
+    /// destination in `layout` and the weights' layout `weights`, or left to oneDNN. Rests on
+    /// `dnnl_dilated_convolution_forward_desc_init`.
+    static func groupedPointwise(
+        groups: Int, inputs: Int, outputs: Int, width: Int, layout: FormatTag, weights weightsLayout: MemoryDesc? = nil
+    ) throws -> ConvolutionDescriptor {
+        var src = try MemoryDesc.make([1, groups * inputs, 1, width], layout)
+        var weights = try weightsLayout ?? MemoryDesc.make([groups, outputs, inputs, 1, 1], dnnl_format_tag_any)
+        var dst = try MemoryDesc.make([1, groups * outputs, 1, width], layout)
+        var op = ConvolutionDescriptor()
+        try dnnlCheck(
+            "dnnl_dilated_convolution_forward_desc_init",
+            dnnl_dilated_convolution_forward_desc_init(
+                &op, dnnl_forward_inference, dnnl_convolution_direct, &src, &weights, nil, &dst, [1, 1], [0, 0],
+                [0, 0], [0, 0]))
+        return op
+    }
+
     /// Rests on `dnnl_dilated_convolution_backward_weights_desc_init`.
     static func backwardWeights(
         source: [Int], weights: [Int], destination: [Int], bias: Bool,

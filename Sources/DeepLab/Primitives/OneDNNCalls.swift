@@ -444,19 +444,3 @@ public var oneDNNVersion: String {
     guard let v = dnnl_version() else { return "unknown" }
     return "\(v.pointee.major).\(v.pointee.minor).\(v.pointee.patch)"
 }
-
-// MARK: - GEMM
-
-/// C = A·B for row-major single-precision matrices: A is `rows` × `inner` (leading dimension `lda`), B `inner` ×
-/// `columns` (`ldb`), C `rows` × `columns` (`ldc`), overwritten. Rests on `dnnl_sgemm`.
-func matrixProduct(
-    rows: Int, columns: Int, inner: Int, _ a: UnsafePointer<Float>, lda: Int,
-    _ b: UnsafePointer<Float>, ldb: Int, into c: UnsafeMutablePointer<Float>, ldc: Int
-) throws {
-    let plain = CChar(UInt8(ascii: "N"))
-    try dnnlCheck(
-        "dnnl_sgemm",
-        dnnl_sgemm(
-            plain, plain, Int64(rows), Int64(columns), Int64(inner), 1, a, Int64(lda),
-            b, Int64(ldb), 0, c, Int64(ldc)))
-}

@@ -58,6 +58,14 @@ final class Tensor {
         return try Tensor(view: sub, of: self)
     }
 
+    /// This tensor's memory seen through `desc`, which must fit in it: the first pixels of a channels-last row
+    /// (this tensor itself when `desc` is its own).
+    func prefixView(_ desc: MemoryDesc) throws -> Tensor {
+        if desc.isEqual(to: self.desc) { return self }
+        precondition(desc.byteCount <= self.desc.byteCount, "a view larger than its tensor")
+        return try Tensor(view: desc, of: self)
+    }
+
     deinit {
         dnnl_memory_destroy(memory)
         if let buffer { TensorMemory.shared.release(buffer.pointer, bytes: buffer.bytes) }
