@@ -19,10 +19,10 @@ import Testing
     @Test func avx2KeepsItsMeasuredStrategiesAndAVX512TakesOneDNNs() {
         let avx2 = ConvolutionStrategyTable.forISA("AVX2")
         #expect(avx2.paddingFreeRectangles && avx2.winograd && avx2.int8Winograd && avx2.measured)
-        #expect(!avx2.fusedInvertedResiduals && avx2.ownDepthwise)
+        #expect(!avx2.fusedInvertedResiduals && avx2.ownDepthwise && avx2.winogradTile == 2)
         var avx512 = ConvolutionStrategyTable.oneDNN
         (avx512.fusedInvertedResiduals, avx512.ownDepthwise) = (true, true)
-        (avx512.winograd, avx512.winogradMinimumInsideShare) = (true, 0.9)
+        (avx512.winograd, avx512.winogradMinimumInsideShare, avx512.winogradTile) = (true, 0.9, 4)
         for isa in ["AVX512_CORE", "AVX512_CORE_BF16"] {
             #expect(ConvolutionStrategyTable.forISA(isa) == avx512, "\(isa)")
         }
