@@ -93,10 +93,10 @@ func accumulateWeightGradients(
 /// - AVX2 (and AVX2-VNNI, whose fp32 kernels are AVX2's): padding-free rectangles (fp32 and int8) and Winograd,
 ///   as measured on the AMD EPYC (README, *Measured speed*: DeepLabV3-ResNet-50 1.49 s against 1.78 s for ONNX
 ///   Runtime; *Precision*: int8 ASPP by rectangles).
-/// - AVX-512 (with or without VNNI, BF16, AMX): oneDNN's own kernels, Winograd F(4×4, 3×3) for wide 3 × 3 convolutions
-///   whose taps nearly all read the input, MobileNetV2's memory-bound inverted-residual blocks fused (measured on the AMX Xeon
-///   natively and capped to `AVX512_CORE`, and natively on an Intel Xeon with AVX-512 VNNI and no AMX,
-///   Benchmarks/README.md); AMX's entry adds its own measured items below. SSE4.1/AVX: oneDNN's kernels.
+/// - AVX-512 (with or without VNNI, BF16, AMX): oneDNN's own kernels, Winograd F(4×4, 3×3) for wide 3 × 3
+///   convolutions whose taps nearly all read the input, MobileNetV2's memory-bound inverted-residual blocks fused
+///   (measured on the AMX Xeon natively and capped to `AVX512_CORE`, and natively on an Intel Xeon with AVX-512 VNNI
+///   and no AMX, Benchmarks/README.md); AMX's entry adds its own measured items below. SSE4.1/AVX: oneDNN's kernels.
 /// - Fused blocks stay off on AVX2: their AVX2 kernels, capped to AVX2 on the AMX Xeon, were slower than oneDNN's
 ///   (no AVX2-only CPU was at hand to measure them where they would run); the own depthwise kernel, capped the same
 ///   way, beat oneDNN's on DeepLabV3+'s ASPP branches (0.44–0.46 ×) and is on there.
@@ -110,7 +110,8 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// With `winograd`, only convolutions with at least this share of their taps reading the input (0: any): the
     /// transforms compute every tap, padding or not.
     public var winogradMinimumInsideShare = 0.0
-    /// With `winograd`, the outputs of a tile along each axis: 2, F(2×2, 3×3), or 4, F(4×4, 3×3) (`WinogradConvolution`).
+    /// With `winograd`, the outputs of a tile along each axis: 2, F(2×2, 3×3), or 4, F(4×4, 3×3)
+    /// (`WinogradConvolution`).
     public var winogradTile = 2
     /// u8-input 3×3 convolutions of int8 models run by exact integer Winograd F(4×4) or F(2×2) (`Int8Winograd`, AVX2
     /// kernels of 16-bit products; with VNNI oneDNN's direct kernels multiply twice as fast, so not there).
@@ -143,8 +144,7 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     public static let amx = ConvolutionStrategyTable(
         paddingFreeRectangles: false, winograd: true, winogradMinimumInsideShare: avx512WinogradInsideShare,
         winogradTile: 4, int8Winograd: false, int8DilatedOnBrgconv: true, int8NarrowPointwiseOffAMX: true,
-        ownDepthwise: true,
-        fusedInvertedResiduals: true, measured: false)
+        ownDepthwise: true, fusedInvertedResiduals: true, measured: false)
 
     /// AVX-512 without AMX: oneDNN's kernels, Winograd where nearly every tap reads the input, the own depthwise
     /// kernel, MobileNetV2's blocks fused (measured on the AMX Xeon, whose float32 kernels are `avx512_core`'s, and

@@ -32,10 +32,9 @@ final class FusedInvertedResidual {
     /// (or when this CPU lacks them, as in a process capped above its CPU).
     static func isa(forOneDNN name: String) -> cfused_isa? {
         let supported = cfused_supported()
-        let has = { (isa: cfused_isa) in supported & (1 << isa.rawValue) != 0 }
-        if name.hasPrefix("AVX512"), has(cfused_avx512) { return cfused_avx512 }
-        if name.hasPrefix("AVX512") || name.hasPrefix("AVX2"), has(cfused_avx2) { return cfused_avx2 }
-        return nil
+        return FusedKernels.instructionSet(forOneDNN: name, avx512: cfused_avx512, avx2: cfused_avx2) {
+            supported & (1 << $0.rawValue) != 0
+        }
     }
 
     /// The kernels of this process's effective ISA.
@@ -151,8 +150,17 @@ final class FusedInvertedResidual {
 }
 
 /// What `FusedInvertedResidual` and `OwnDepthwiseConvolution` share: the description of a convolution for
-/// `CFusedBlocks`, its weights in the kernels' layout, and the run over the compute threads.
+/// `CFusedBlocks`, its weights in the kernels' layout, and the run over the compute threads; with
+/// `WinogradConvolution`, the measuring switches and the choice of our kernels' instruction set.
 enum FusedKernels {
+    /// Our kernels' instruction set where oneDNN runs ISA `name`: `avx512`'s for its AVX-512 levels, `avx2`'s for
+    /// AVX2 and up, when this CPU runs them (`runs`); nil below AVX2 (or in a process capped above its CPU).
+    static func instructionSet<ISA>(forOneDNN name: String, avx512: ISA, avx2: ISA, runs: (ISA) -> Bool) -> ISA? {
+        if name.hasPrefix("AVX512"), runs(avx512) { return avx512 }
+        if name.hasPrefix("AVX512") || name.hasPrefix("AVX2"), runs(avx2) { return avx2 }
+        return nil
+    }
+
     /// The folded, packed weights of one block or unit, with the parameter version and kernels they were made
     /// for; the arrays are kept in buffers of their own so the kernels' description can point at them.
     final class Weights {

@@ -211,16 +211,16 @@ final class WinogradConvolution: ConvolutionStrategy {
                         layout: productsTag, weights: weights))
             }
         }
-        let full = try products(tiles: rowsPerChunk * tiling.tileColumns)
+        let chunkTiles = rowsPerChunk * tiling.tileColumns
+        let full = try products(tiles: chunkTiles)
         let weights = try winogradDomainWeights(unit, layout: full.desc(.weights))
         // The products' source and destination, [1, planes · channels, 1, tiles] in `productsTag`.
         let transformed = try Tensor(desc: full.desc(.source))
         let multiplied = try Tensor(desc: full.desc(.destination))
-        let tiles = rowsPerChunk * tiling.tileColumns
         let layout = WinogradTransforms.layout(
-            productsTag, tiles: tiles, channels: tiling.inputChannels, planes: planes)
+            productsTag, tiles: chunkTiles, channels: tiling.inputChannels, planes: planes)
         let productLayout = WinogradTransforms.layout(
-            productsTag, tiles: tiles, channels: tiling.outputChannels, planes: planes)
+            productsTag, tiles: chunkTiles, channels: tiling.outputChannels, planes: planes)
         for first in stride(from: 0, to: allRows, by: rowsPerChunk) {
             let chunk = first..<min(first + rowsPerChunk, allRows)
             input.withStorage { source in
@@ -232,8 +232,8 @@ final class WinogradConvolution: ConvolutionStrategy {
                     }
                 }
             }
-            // A last, smaller chunk computes all the full chunk's tiles when their layout interleaves tiles and channels
-            // (channel-blocked); when it puts tiles first (channels last), only its own.
+            // A last, smaller chunk computes all the full chunk's tiles when their layout interleaves tiles and
+            // channels (channel-blocked); when it puts tiles first (channels last), only its own.
             let primitive =
                 chunk.count == rowsPerChunk || productsTag != .channelsLast
                 ? full : try products(tiles: chunk.count * tiling.tileColumns, weights: full.desc(.weights))
@@ -320,10 +320,9 @@ enum WinogradTransforms {
     /// ones where it runs AVX2 or better and this CPU has them, else the baseline's).
     static func isa(forOneDNN name: String) -> cfwino_isa {
         let supported = cfwino_supported()
-        let has = { (isa: cfwino_isa) in supported & (1 << isa.rawValue) != 0 }
-        if name.hasPrefix("AVX512"), has(cfwino_avx512) { return cfwino_avx512 }
-        if name.hasPrefix("AVX512") || name.hasPrefix("AVX2"), has(cfwino_avx2) { return cfwino_avx2 }
-        return cfwino_baseline
+        return FusedKernels.instructionSet(forOneDNN: name, avx512: cfwino_avx512, avx2: cfwino_avx2) {
+            supported & (1 << $0.rawValue) != 0
+        } ?? cfwino_baseline
     }
 
     static let effectiveISA = isa(forOneDNN: oneDNNEffectiveISA)
