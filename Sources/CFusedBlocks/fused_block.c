@@ -6,6 +6,10 @@
 
 /// The largest dilation's ring (2d + 1 rows).
 #define RING_MAX (2 * CFUSED_MAX_DILATION + 1)
+/// Source rows a stem keeps upscaled along the columns, row r in slot r % STEM_RING: the two an upscaled row blends
+/// are consecutive (never one slot), and at a scale of 1 or more the three upscaled rows of a stem row read at most
+/// five consecutive source rows, so each is made once per stem row at most (a smaller scale makes some again).
+#define STEM_RING 6
 
 /// Expanded rows a call keeps: three at stride 1 (one residue's rows), else every row from the first to the last a
 /// depthwise output row reads.
@@ -16,7 +20,7 @@ static inline int32_t padded_to(int32_t n, int32_t lanes) { return (n + lanes - 
 /// A depthwise convolution alone at stride 1 whose dilation reaches past the map both ways: every tap but the centre
 /// reads padding, so it is a scale and a bias per channel, computed in one pass without rows or workspace.
 static inline int centre_only(const cfused_block *b) {
-    return !b->expands && b->project_weights == NULL && b->stride == 1 && b->dilation >= b->height
+    return !b->expands && !b->stem && b->project_weights == NULL && b->stride == 1 && b->dilation >= b->height
         && b->dilation >= b->width;
 }
 
@@ -24,7 +28,15 @@ static inline int32_t lanes_of(cfused_isa isa) { return isa == cfused_avx512 ? 1
 /// Columns of a packed panel: the matrix kernel's NV · LANES.
 static inline int32_t panel_of(cfused_isa isa) { return isa == cfused_avx512 ? 64 : 16; }
 
-// MARK: AVX-512: 6 pixels × 4 vectors (24 accumulators of 32 registers), 8 depthwise outputs at once.
+/// Rows of the widest matrix tile: 12 pixels of one or two vectors (24 accumulators at most).
+#define MR_WIDE 12
+/// The matrix kernel's block of k (see its comment; 32 KB of a 64-column panel), and the activation that stores its
+/// partial sums as they are.
+#define K_BLOCK 128
+#define RAW (-1)
+
+// MARK: AVX-512: 6 pixels × 4 vectors (24 accumulators of 32 registers; 8 × 3 and 12 × 2 or 1 for narrower panels),
+// 8 depthwise outputs at once.
 #define NAME(x) x##_avx512
 #define LANES 16
 #define V __m512
@@ -33,11 +45,14 @@ static inline int32_t panel_of(cfused_isa isa) { return isa == cfused_avx512 ? 6
 #define STORE _mm512_storeu_ps
 #define SET1 _mm512_set1_ps
 #define FMA _mm512_fmadd_ps
+#define SUB _mm512_sub_ps
+#define GATHER(base, indexes) _mm512_i32gather_ps(_mm512_loadu_si512(indexes), base, 4)
 #define MAX _mm512_max_ps
 #define MIN _mm512_min_ps
 #define ZERO _mm512_setzero_ps
 #define MR 6
 #define NV 4
+#define ROWS(nv) ((nv) <= 2 ? MR_WIDE : (nv) == 3 ? 8 : MR)
 #define XB 8
 #include "block_kernels.inc"
 #undef NAME
@@ -48,14 +63,17 @@ static inline int32_t panel_of(cfused_isa isa) { return isa == cfused_avx512 ? 6
 #undef STORE
 #undef SET1
 #undef FMA
+#undef SUB
+#undef GATHER
 #undef MAX
 #undef MIN
 #undef ZERO
 #undef MR
 #undef NV
+#undef ROWS
 #undef XB
 
-// MARK: AVX2: 6 pixels × 2 vectors (12 accumulators of 16 registers), 4 depthwise outputs at once.
+// MARK: AVX2: 6 pixels × 2 vectors (12 accumulators of 16 registers; 12 × 1 for one), 4 depthwise outputs at once.
 #define NAME(x) x##_avx2
 #define LANES 8
 #define V __m256
@@ -64,11 +82,14 @@ static inline int32_t panel_of(cfused_isa isa) { return isa == cfused_avx512 ? 6
 #define STORE _mm256_storeu_ps
 #define SET1 _mm256_set1_ps
 #define FMA _mm256_fmadd_ps
+#define SUB _mm256_sub_ps
+#define GATHER(base, indexes) _mm256_i32gather_ps(base, _mm256_loadu_si256((const __m256i *)(indexes)), 4)
 #define MAX _mm256_max_ps
 #define MIN _mm256_min_ps
 #define ZERO _mm256_setzero_ps
 #define MR 6
 #define NV 2
+#define ROWS(nv) ((nv) == 1 ? MR_WIDE : MR)
 #define XB 4
 #include "block_kernels.inc"
 
@@ -102,8 +123,10 @@ size_t cfused_workspace_count(const cfused_block *block, cfused_isa isa) {
     const int32_t lanes = lanes_of(isa);
     const size_t hidden = padded_to(block->hidden, lanes);
     const size_t span = (size_t)block->width + 2 * block->dilation;
+    const cfused_stem *stem = block->stem;
     return span * hidden * (size_t)ring_rows(block) + (size_t)block->out_width * hidden
-        + (size_t)block->out_width * padded_to(block->out_channels, lanes);
+        + (size_t)block->out_width * padded_to(block->out_channels, lanes)
+        + (stem ? (size_t)stem->source_channels * (3 + STEM_RING) * ((size_t)stem->upscaled_width + 2) : 0);
 }
 
 int32_t cfused_residues(const cfused_block *block) {
@@ -113,7 +136,9 @@ int32_t cfused_residues(const cfused_block *block) {
 int32_t cfused_run(const cfused_block *block, cfused_isa isa, int32_t image, int32_t residue, int32_t row_begin,
                    int32_t row_end, float *workspace) {
     if (block->dilation < 1 || block->dilation > CFUSED_MAX_DILATION || block->stride < 1 || residue < 0
-        || residue >= cfused_residues(block))
+        || residue >= cfused_residues(block)
+        || (block->stem && (block->expands || block->residual || block->hidden != block->in_channels))
+        || (block->residual && block->project_activation != cfused_identity))
         return -1;
     if (centre_only(block)) {
         if (isa == cfused_avx512) centre_avx512(block, image, row_begin, row_end);

@@ -177,9 +177,14 @@ final class Dropout {
     }
 }
 
-/// A chain of units applied in order.
+/// A chain of units applied in order; in eval mode a separable convolution in one pass where its depthwise unit's
+/// `separableFusion` takes it.
 func forwardChain(_ units: [ConvUnit], _ x: Tensor, training: Bool) throws -> Tensor {
-    try units.reduce(x) { try $1($0, training: training) }
+    if !training, units.count == 2, let fusion = units[0].separableFusion {
+        let separable = SeparableConvolution(units: units)
+        if fusion.takes(separable, inputShape: x.shape) { return try fusion(separable, x) }
+    }
+    return try units.reduce(x) { try $1($0, training: training) }
 }
 
 /// The backward of `forwardChain`: dLoss/dInput from dLoss/dOutput.
@@ -193,15 +198,18 @@ func backwardChain(_ units: [ConvUnit], _ dy: Tensor) throws -> Tensor {
 }
 
 /// smp's `SeparableConv2d` (depthwise 3 × 3 named `name.0`, no bias, then 1 × 1 named `name.1`) followed by batch
-/// norm `norm` and ReLU, as DeepLabV3+ uses it.
+/// norm `norm` and ReLU, as DeepLabV3+ uses it; fused in eval mode where `FusedInvertedResidual` would fuse an
+/// inverted-residual block (`SeparableConvolution.fusedInThisProcess`).
 func separableConvolution(
     _ name: String, norm: String, inputChannels: Int, outputChannels: Int, dilation: Int = 1,
     generator: inout SeededGenerator
 ) -> [ConvUnit] {
-    [
-        ConvUnit(
-            name + ".0", nil, inputChannels: inputChannels, outputChannels: inputChannels, kernelSize: 3,
-            padding: dilation, dilation: dilation, groups: inputChannels, activation: .none, generator: &generator),
+    let depthwise = ConvUnit(
+        name + ".0", nil, inputChannels: inputChannels, outputChannels: inputChannels, kernelSize: 3,
+        padding: dilation, dilation: dilation, groups: inputChannels, activation: .none, generator: &generator)
+    depthwise.separableFusion = SeparableConvolution.fusedInThisProcess ? FusedInvertedResidual() : nil
+    return [
+        depthwise,
         ConvUnit(
             name + ".1", norm, inputChannels: inputChannels, outputChannels: outputChannels, kernelSize: 1,
             activation: .relu, generator: &generator)

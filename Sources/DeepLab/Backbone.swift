@@ -40,6 +40,9 @@ protocol Backbone: AnyObject {
     var unitFeedingHead: ConvUnit? { get }
     /// The features of input [N, C, H, W]; in training mode what `backward` needs is kept.
     func callAsFunction(_ x: Tensor, training: Bool) throws -> BackboneFeatures
+    /// The features of input [N, C, h, w] upscaled first to `size` (height, width) with half-pixel centres
+    /// (`Operations.resizeHalfPixel`), or as it is for nil; a backbone may fuse the upscale with what reads it.
+    func callAsFunction(_ x: Tensor, upscaledTo size: (Int, Int)?, training: Bool) throws -> BackboneFeatures
     /// Backpropagates the gradients of the main features and (optionally) the auxiliary and low-level ones,
     /// reporting each block's parameters as their gradients complete.
     func backward(
@@ -48,6 +51,12 @@ protocol Backbone: AnyObject {
     /// Appends the eval-mode backbone to `graph` from value `x`; returns the stride-4 features' value and the main
     /// head's input.
     func describe(_ x: String, in graph: inout InferenceGraph) -> (lowLevel: String, out: String)
+}
+
+extension Backbone {
+    func callAsFunction(_ x: Tensor, upscaledTo size: (Int, Int)?, training: Bool) throws -> BackboneFeatures {
+        try self(size.map { try Operations.resizeHalfPixel(x, height: $0.0, width: $0.1) } ?? x, training: training)
+    }
 }
 
 extension ResNet: Backbone {}

@@ -34,6 +34,9 @@ final class ConvUnit {
     var runsInBf16: Bool { strategies.contains { ($0 as? Bf16Convolution)?.runs(self) == true } }
     /// Called with every eval-mode input before the convolution (calibration collects statistics through it).
     var inputObserver: ((Tensor) throws -> Void)?
+    /// How eval mode computes this depthwise unit and the pointwise one after it in one pass, when they are a
+    /// separable convolution (`forwardChain`), nil for one by one.
+    var separableFusion: FusedInvertedResidual?
     /// The multiply-adds of every eval-mode forward so far, counted as the direct algorithm does them (padding
     /// taps included, whatever `strategies` computed): N · H_out · W_out · O · I / groups · k².
     private(set) var multiplyAdds = 0

@@ -68,12 +68,9 @@ public final class DeepLabV3: SegmentationNetwork {
         guard s.count == 4, s[0] >= 1, s[1] == configuration.inputChannels, s[2] >= 1, s[3] >= 1 else {
             throw DeepLabError.invalidInput("expected [N, \(configuration.inputChannels), H, W], got \(s)")
         }
-        var x = try Tensor(input)
-        if configuration.inputScale > 1 {
-            x = try Operations.resizeHalfPixel(
-                x, height: s[2] * configuration.inputScale, width: s[3] * configuration.inputScale)
-        }
-        let features = try backbone(x, training: training)
+        let scale = configuration.inputScale
+        let features = try backbone(
+            Tensor(input), upscaledTo: scale > 1 ? (s[2] * scale, s[3] * scale) : nil, training: training)
         let logits = try head(features, training: training)
         var auxiliaryState: (shape: [Int], resize: Primitive)?
         if let auxiliaryHead {

@@ -14,7 +14,7 @@ final class FusedInvertedResidual {
     /// The kernels it runs on.
     let isa: cfused_isa
 
-    /// Whether every block that `fits` is fused, not only those that `pays` (tests).
+    /// Whether every block that `fits` is fused, not only those where it `pays` (tests).
     let always: Bool
 
     /// Fusion on `isa`'s kernels (by default the effective ISA's), or nil where there are none.
@@ -24,8 +24,8 @@ final class FusedInvertedResidual {
     }
 
     /// Whether this fusion computes `block`'s eval-mode forward on input dims `inputShape`.
-    func takes(_ block: InvertedResidual, inputShape: [Int]) -> Bool {
-        Self.fits(block, inputShape: inputShape) && (always || Self.pays(block))
+    func takes(_ block: some FusableChain, inputShape: [Int]) -> Bool {
+        Self.fits(block, inputShape: inputShape) && (always || block.fusionPays(inputShape: inputShape))
     }
 
     /// The kernels for oneDNN ISA `name`: AVX-512 for its AVX-512 levels, AVX2 for AVX2 and AVX2-VNNI, none below
@@ -51,8 +51,8 @@ final class FusedInvertedResidual {
     /// Whether `block`'s eval-mode forward can be fused: float32 (no int8 unit, no quantised entry; bf16 units only
     /// where the fused pass `outrunsBf16` on `inputShape`), no calibration observing its units, a depthwise
     /// convolution the kernel computes (`FusedKernels.fitsDepthwise`), 1 × 1 expansion and projection, a linear
-    /// projection.
-    static func fits(_ block: InvertedResidual, inputShape: [Int]? = nil) -> Bool {
+    /// projection where the identity is added.
+    static func fits(_ block: some FusableChain, inputShape: [Int]? = nil) -> Bool {
         guard block.entryQuantization == nil, (2...3).contains(block.units.count),
             block.units.allSatisfy({ $0.quantization == nil && $0.inputObserver == nil }),
             block.units.allSatisfy({ $0.bf16 == nil }) || inputShape.map({ outrunsBf16(block, inputShape: $0) }) == true
@@ -63,8 +63,9 @@ final class FusedInvertedResidual {
             unit.conv.window.kernel == 1 && unit.conv.window.stride == 1 && unit.conv.window.padding == 0
                 && unit.conv.groups == 1
         }
-        return FusedKernels.fitsDepthwise(depthwise) && pointwise(project) && project.activation == .none
-            && block.units.dropLast(2).allSatisfy(pointwise) && (!block.usesResidual || depthwise.window.stride == 1)
+        return FusedKernels.fitsDepthwise(depthwise) && pointwise(project)
+            && block.units.dropLast(2).allSatisfy(pointwise)
+            && (!block.usesResidual || (depthwise.window.stride == 1 && project.activation == .none))
     }
 
     /// Whether the fused float32 pass beats the block's units in bf16 on input dims `inputShape`: where its expanded
@@ -72,7 +73,7 @@ final class FusedInvertedResidual {
     /// memory, which the fused pass never does. On the AMX Xeon (`segment --timings`, the bundled model in bf16
     /// against float32) the blocks whose expanded tensors took 5.9–17.6 MB ran 0.74–0.81 × their bf16 time fused,
     /// those of 2.3 MB and less 1.1–3 × (bf16 won); Benchmarks/README.md.
-    static func outrunsBf16(_ block: InvertedResidual, inputShape: [Int]) -> Bool {
+    static func outrunsBf16(_ block: some FusableChain, inputShape: [Int]) -> Bool {
         let hidden = block.units[block.units.count - 2].conv.inputChannels
         return inputShape.count == 4
             && inputShape[0] * hidden * inputShape[2] * inputShape[3] * MemoryLayout<Float>.size > bf16ExpandedBytes
@@ -81,12 +82,9 @@ final class FusedInvertedResidual {
     /// See `outrunsBf16`: twice the 2 MiB L2 of a core of the AMX Xeon, between the sizes measured either way.
     static let bf16ExpandedBytes = 4 << 20
 
-    /// Whether fusing `block` pays: memory-bound unfused (`unfusedIntensity` at most `maximumIntensity`).
-    static func pays(_ block: InvertedResidual) -> Bool { unfusedIntensity(block) <= maximumIntensity }
-
     /// Multiply-adds per byte the three units move unfused (float32; the block's input and output, the expanded
     /// tensor written and read, the depthwise output written and read), per output pixel.
-    static func unfusedIntensity(_ block: InvertedResidual) -> Double {
+    static func unfusedIntensity(_ block: some FusableChain) -> Double {
         let depthwise = block.units[block.units.count - 2].conv
         let s2 = Double(depthwise.window.stride * depthwise.window.stride)
         let input = Double(block.units[0].conv.inputChannels)
@@ -107,7 +105,7 @@ final class FusedInvertedResidual {
 
     /// `block` on `x` (any layout), into a channels-last tensor; counted and profiled as its units would be, the
     /// whole block's costs on its first unit under the block's name (strategy `fused-block`).
-    func callAsFunction(_ block: InvertedResidual, _ x: Tensor) throws -> Tensor {
+    func callAsFunction(_ block: some FusableChain, _ x: Tensor) throws -> Tensor {
         var shapes = [x.shape]
         for unit in block.units { shapes.append(unit.conv.outputDims(shapes[shapes.count - 1])) }
         let work = zip(block.units, shapes).reduce(0) { $0 + $1.0.countForward(inputShape: $1.1) }
@@ -115,24 +113,25 @@ final class FusedInvertedResidual {
         let inside = zip(block.units, shapes).reduce(0) { $0 + $1.0.multiplyAddsInside(inputShape: $1.1) }
         let (y, seconds, collected) = try LayerProfiling.measure { try forward(block, x) }
         block.units[0].record(
-            name: block.name, strategy: "fused-block", seconds: seconds, collected: collected, multiplyAdds: work,
+            name: block.name, strategy: block.fusedStrategy, seconds: seconds, collected: collected, multiplyAdds: work,
             inside: inside, bytes: max(collected.bytes, x.desc.byteCount + y.desc.byteCount))
         return y
     }
 
-    private func forward(_ block: InvertedResidual, _ x: Tensor) throws -> Tensor {
+    private func forward(_ block: some FusableChain, _ x: Tensor) throws -> Tensor {
         let depthwise = block.units[block.units.count - 2]
         var description = FusedKernels.description(depthwise, inputShape: x.shape)
         description.out_channels = Int32(block.units[block.units.count - 1].conv.outputChannels)
         description.expands = block.units.count == 3 ? 1 : 0
         description.residual = block.usesResidual ? 1 : 0
         description.expand_activation = FusedKernels.activation(block.units[0].activation)
+        description.project_activation = FusedKernels.activation(block.units[block.units.count - 1].activation)
         return try FusedKernels.run(
             description, x, weights: prepare(block), isa: isa, name: "fused block \(block.name)")
     }
 
     /// The block's folded weights in the kernels' layout, made once per parameter version.
-    private func prepare(_ block: InvertedResidual) -> FusedKernels.Weights {
+    private func prepare(_ block: some FusableChain) -> FusedKernels.Weights {
         let version = block.units.reduce(0) { $0 &+ $1.parameterVersion }
         if let weights, weights.version == version, weights.isa == isa { return weights }
         let depthwise = block.units[block.units.count - 2]
@@ -146,6 +145,52 @@ final class FusedInvertedResidual {
             arrays: [expand.weights, expand.bias, taps, tapsBias, projection.weights, projection.bias])
         self.weights = weights
         return weights
+    }
+}
+
+/// Units the fused kernels compute in one pass: an optional 1 × 1 expansion, a depthwise 3 × 3, a 1 × 1 projection
+/// and the identity where `usesResidual` (an `InvertedResidual`), or the depthwise and pointwise halves of a
+/// separable convolution (`SeparableConvolution`).
+protocol FusableChain {
+    var units: [ConvUnit] { get }
+    var usesResidual: Bool { get }
+    /// The name `--timings` shows the fused pass under.
+    var name: String { get }
+    /// The int8 quantisation of the chain's input, which rules fusion out (nil for float32).
+    var entryQuantization: UnitQuantization? { get }
+    /// The strategy `--timings` names the fused pass by.
+    var fusedStrategy: String { get }
+    /// Whether the fused pass beats the units on input dims `inputShape` (by the rule measured for such chains).
+    func fusionPays(inputShape: [Int]) -> Bool
+}
+
+extension InvertedResidual: FusableChain {
+    var fusedStrategy: String { "fused-block" }
+
+    /// Memory-bound unfused: `FusedInvertedResidual.unfusedIntensity` at most `maximumIntensity`.
+    func fusionPays(inputShape: [Int]) -> Bool {
+        FusedInvertedResidual.unfusedIntensity(self) <= FusedInvertedResidual.maximumIntensity
+    }
+}
+
+/// smp's `SeparableConv2d` with its batch norm and ReLU (`separableConvolution`): the depthwise and the pointwise
+/// unit, whose output only the pointwise reads.
+struct SeparableConvolution: FusableChain {
+    let units: [ConvUnit]
+    var usesResidual: Bool { false }
+    /// The separable convolution's `state_dict` prefix (`decoder.aspp.0.convs.1.0`).
+    var name: String { String(units[0].name.dropLast(".0".count)) }
+    var entryQuantization: UnitQuantization? { nil }
+    var fusedStrategy: String { "fused-separable" }
+
+    /// Where the depthwise half is dilated with at most `OwnDepthwiseConvolution.maximumInsideShare` of its taps
+    /// reading the input (where the depthwise half alone would take `OwnDepthwiseConvolution`). Measured on the Xeon
+    /// with AVX-512 VNNI (the bundled model's ASPP on 1280 × 30 × 25, 3 alternated runs of 40 forwards): rates 12 and
+    /// 18 fused took 0.87 × the two units' time (6 of 6 pairs faster); rate 6 (oneDNN's `jit_dw`, 0.73 of the taps
+    /// inside) and the undilated decoder convolution went either way.
+    func fusionPays(inputShape: [Int]) -> Bool {
+        units[0].conv.window.dilation > 1
+            && units[0].insideShare(inputShape: inputShape) <= OwnDepthwiseConvolution.maximumInsideShare
     }
 }
 
@@ -257,11 +302,12 @@ enum FusedKernels {
 
     /// Runs `description` (its pointers set here) on `x` (any layout) with `weights` (expansion, its bias, taps,
     /// their bias, projection, its bias; empty arrays for what the description leaves out) into a channels-last
-    /// tensor. Each worker takes contiguous rows of an image (all their residues), so the next layer, which oneDNN
-    /// splits the same way, reads rows its own core wrote; a chunk expands the rows beyond its ends again (2d rows
-    /// per inner boundary).
+    /// tensor; with `stem` (its `source` set here), `x` is the stem's source, not the block's input. Each worker takes
+    /// contiguous rows of an image (all their residues), so the next layer, which oneDNN splits the same way, reads
+    /// rows its own core wrote; a chunk expands the rows beyond its ends again (2d rows per inner boundary).
     static func run(
-        _ description: cfused_block, _ x: Tensor, weights: Weights, isa: cfused_isa, name: String
+        _ description: cfused_block, _ x: Tensor, weights: Weights, isa: cfused_isa, name: String,
+        stem: cfused_stem? = nil
     ) throws -> Tensor {
         var description = description
         let s = x.shape
@@ -275,36 +321,40 @@ enum FusedKernels {
         description.depthwise_bias = weights.pointer(3)
         description.project_weights = weights.pointer(4)
         description.project_bias = weights.pointer(5)
-        let floats = cfused_workspace_count(&description, isa)
+        var geometry = stem ?? cfused_stem()
         let workers = computeThreads()
         let residues = Int(cfused_residues(&description))
         let chunks = max(1, min(outputDims[2], (workers + s[0] - 1) / s[0]))
         let failed = Locked<String?>(nil)
         input.withStorage { source in
             output.withStorage { destination in
-                description.input = UnsafePointer(source.baseAddress)
+                geometry.source = UnsafePointer(source.baseAddress)
+                description.input = stem == nil ? UnsafePointer(source.baseAddress) : nil
                 description.output = destination.baseAddress
-                let bytes = max(floats, 1) * MemoryLayout<Float>.size
-                let tasks = s[0] * chunks
-                let rows = { outputDims[2] * $0 / chunks }
-                withExtendedLifetime(weights) {
-                    parallelWorkers { worker, count in
-                        guard worker < tasks else { return }
-                        guard let workspace = TensorMemory.shared.allocate(bytes) else {
-                            return failed.withLock { $0 = "out of memory (\(bytes) bytes of workspace)" }
-                        }
-                        defer { TensorMemory.shared.release(workspace, bytes: bytes) }
-                        // Zeroed once: the calls keep its padding zero (see cfused_workspace_count).
-                        workspace.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)
-                        for task in stride(from: worker, to: tasks, by: count) {
-                            var block = description
-                            let (image, chunk) = task.quotientAndRemainder(dividingBy: chunks)
-                            for residue in 0..<residues {
-                                let status = cfused_run(
-                                    &block, isa, Int32(image), Int32(residue), Int32(rows(chunk)),
-                                    Int32(rows(chunk + 1)), workspace.assumingMemoryBound(to: Float.self))
-                                if status != 0 {
-                                    failed.withLock { $0 = "dilation or stride out of the kernels' range" }
+                withUnsafePointer(to: &geometry) { geometry in
+                    description.stem = stem == nil ? nil : geometry
+                    let bytes = max(cfused_workspace_count(&description, isa), 1) * MemoryLayout<Float>.size
+                    let tasks = s[0] * chunks
+                    let rows = { outputDims[2] * $0 / chunks }
+                    withExtendedLifetime(weights) {
+                        parallelWorkers { worker, count in
+                            guard worker < tasks else { return }
+                            guard let workspace = TensorMemory.shared.allocate(bytes) else {
+                                return failed.withLock { $0 = "out of memory (\(bytes) bytes of workspace)" }
+                            }
+                            defer { TensorMemory.shared.release(workspace, bytes: bytes) }
+                            // Zeroed once: the calls keep its padding zero (see cfused_workspace_count).
+                            workspace.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)
+                            for task in stride(from: worker, to: tasks, by: count) {
+                                var block = description
+                                let (image, chunk) = task.quotientAndRemainder(dividingBy: chunks)
+                                for residue in 0..<residues {
+                                    let status = cfused_run(
+                                        &block, isa, Int32(image), Int32(residue), Int32(rows(chunk)),
+                                        Int32(rows(chunk + 1)), workspace.assumingMemoryBound(to: Float.self))
+                                    if status != 0 {
+                                        failed.withLock { $0 = "dilation, stride or stem out of the kernels' range" }
+                                    }
                                 }
                             }
                         }
@@ -315,4 +365,15 @@ enum FusedKernels {
         if let reason = failed.withLock({ $0 }) { throw DeepLabError.invalidConfiguration("\(name): \(reason)") }
         return output
     }
+}
+
+extension SeparableConvolution {
+    /// The environment variable that overrides the default for measuring: `0` runs separable convolutions unit by
+    /// unit, `1` fuses those that fit on any ISA with kernels.
+    static let variable = "SLICELAB_FUSED_SEPARABLE"
+
+    /// Whether separable convolutions of this process fuse: where blocks do (`FusedInvertedResidual`), or as
+    /// `variable` says.
+    static let fusedInThisProcess = FusedKernels.measuringSwitch(
+        variable, else: FusedInvertedResidual.enabledInThisProcess)
 }

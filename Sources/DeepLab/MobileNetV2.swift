@@ -81,10 +81,32 @@ final class MobileNetV2 {
 
     var parameters: [Parameter] { stem.parameters + blocks.flatMap(\.parameters) + head.parameters }
 
+    /// How eval mode computes the input's upscale, the stem and the first block in one pass where it takes them
+    /// (float32; `FusedStem.fits`), nil for one by one: on wherever blocks fuse (`FusedStem.enabledInThisProcess`);
+    /// tests set it.
+    var stemFusion: FusedStem? = FusedStem.enabledInThisProcess ? FusedStem() : nil
+
     func callAsFunction(_ x: Tensor, training: Bool) throws -> BackboneFeatures {
-        var y = try stem(x, training: training)
+        try self(x, upscaledTo: nil, training: training)
+    }
+
+    func callAsFunction(_ x: Tensor, upscaledTo size: (Int, Int)?, training: Bool) throws -> BackboneFeatures {
+        let s = x.shape
+        let upscaled = [s[0], s[1], size?.0 ?? s[2], size?.1 ?? s[3]]
+        if !training, let stemFusion, let first = blocks.first, let fusion = first.fusion,
+            FusedStem.fits(stem, first, fusion: fusion, stemOutput: stem.conv.outputDims(upscaled))
+        {
+            return try features(from: stemFusion(stem, first, x, upscaledTo: (upscaled[2], upscaled[3])), after: 1)
+        }
+        let input = try size.map { try Operations.resizeHalfPixel(x, height: $0.0, width: $0.1) } ?? x
+        return try features(from: stem(input, training: training), after: 0, training: training)
+    }
+
+    /// The features from `y`, the output of the stem and the first `done` blocks.
+    private func features(from y: Tensor, after done: Int, training: Bool = false) throws -> BackboneFeatures {
+        var y = y
         var features = BackboneFeatures(lowLevel: nil, auxiliary: y, out: y)
-        for (i, block) in blocks.enumerated() {
+        for (i, block) in blocks.enumerated().dropFirst(done) {
             // A feature must survive the block that reads it.
             let readsFeature =
                 i == MobileNetV2.auxiliaryIndex || (i == MobileNetV2.lowLevelIndex && keepsLowLevelFeatures)

@@ -146,4 +146,55 @@ import Testing
         #expect(fusion.takes(block, inputShape: large))
         #expect(try block(x, training: false).floatTensor() == float32)
     }
+
+    /// A separable convolution (DeepLabV3+'s ASPP branches and decoder: depthwise 3 × 3 without bias, then 1 × 1 with
+    /// batch norm and ReLU) fused gives its two units' result, dilated far into the padding or not, channels in whole
+    /// vectors or not, and a 1 280-channel input whose 1 × 1 goes in blocks of k.
+    @Test(arguments: [
+        (channels: 40, outputs: 24, dilation: 1, batch: 2, rows: 9, columns: 11),
+        (channels: 64, outputs: 64, dilation: 2, batch: 1, rows: 7, columns: 12),
+        (channels: 1280, outputs: 32, dilation: 12, batch: 1, rows: 30, columns: 25),
+        (channels: 96, outputs: 40, dilation: 36, batch: 2, rows: 30, columns: 25)
+    ])
+    func separableConvolutionAgreesWithItsUnits(
+        _ c: (channels: Int, outputs: Int, dilation: Int, batch: Int, rows: Int, columns: Int)
+    ) throws {
+        var generator = SeededGenerator(seed: UInt64(c.channels))
+        let units = separableConvolution(
+            "decoder.aspp.0.convs.1.0", norm: "decoder.aspp.0.convs.1.1", inputChannels: c.channels,
+            outputChannels: c.outputs, dilation: c.dilation, generator: &generator)
+        let norm = try #require(units[1].norm)
+        norm.weight.value = ConvolutionStrategyTests.values(c.outputs, seed: 1).map { 1 + 0.5 * $0 }
+        norm.bias.value = ConvolutionStrategyTests.values(c.outputs, seed: 2).map { 0.5 * $0 }
+        norm.runningMean.value = ConvolutionStrategyTests.values(c.outputs, seed: 3).map { 0.2 * $0 }
+        norm.runningVariance.value = ConvolutionStrategyTests.values(c.outputs, seed: 4).map { 1 + 0.5 * $0 }
+        let shape = [c.batch, c.channels, c.rows, c.columns]
+        let x = try Tensor(
+            plain: shape, values: ConvolutionStrategyTests.values(shape.reduce(1, *), seed: 7).map { 3 * $0 })
+        units[0].separableFusion = nil
+        let reference = try forwardChain(units, x, training: false).floatTensor()
+        let separable = SeparableConvolution(units: units)
+        #expect(separable.name == "decoder.aspp.0.convs.1.0" && FusedInvertedResidual.fits(separable))
+        for isa in Self.instructionSets {
+            units[0].separableFusion = FusedInvertedResidual(isa: isa, always: true)
+            let fused = try forwardChain(units, x, training: false).floatTensor()
+            #expect(fused.shape == reference.shape)
+            let difference = zip(fused.values, reference.values).map { abs($0 - $1) }.max() ?? .infinity
+            let scale = reference.values.map(abs).max() ?? 0
+            #expect(scale > 0.5 && difference <= 1e-5 * scale, "\(isa): max |Δ| \(difference) against \(scale)")
+        }
+    }
+
+    /// Separable convolutions fuse where their depthwise half is dilated mostly into the padding: the bundled model's
+    /// ASPP rates 12 and 18 on its 30 × 25 map, not rate 6 nor the undilated decoder convolution.
+    @Test func fusesTheSeparableConvolutionsOfLargeRatesOnly() throws {
+        var generator = SeededGenerator(seed: 1)
+        let pays = { (dilation: Int) in
+            SeparableConvolution(
+                units: separableConvolution(
+                    "s", norm: "n", inputChannels: 16, outputChannels: 8, dilation: dilation, generator: &generator)
+            ).fusionPays(inputShape: [1, 16, 30, 25])
+        }
+        #expect([1, 6, 12, 18].map(pays) == [false, false, true, true])
+    }
 }

@@ -1,8 +1,10 @@
 // MobileNetV2's inverted-residual block in one pass, ours (no outside library; used by Swift's `DeepLab`,
-// `FusedInvertedResidual` and `OwnDepthwiseConvolution`, only): 1 × 1 expansion, 3 × 3 depthwise, 1 × 1 projection
-// and the identity, on one output row at a time; or a depthwise convolution alone (no expansion, no projection). The expanded rows a depthwise row reads are kept in a ring of 2d + 1 rows (d the dilation)
-// and the depthwise row itself in one buffer, so the expanded tensor (6 × the block's input channels, at the
-// block's full extent) never goes to memory; only the block's input is read and its output written.
+// `FusedInvertedResidual`, `FusedStem` and `OwnDepthwiseConvolution`, only): 1 × 1 expansion, 3 × 3 depthwise,
+// 1 × 1 projection and the identity, on one output row at a time; or a separable convolution (no expansion, no
+// identity), or a depthwise convolution alone (no expansion, no projection). The expanded rows a depthwise row
+// reads are kept in a small ring and the depthwise row itself in one buffer, so the expanded tensor (6 × the block's
+// input channels, at the block's full extent) never goes to memory; only the block's input is read and its output
+// written.
 //
 // Eval mode, float32, batch norm folded by the caller. Channels last (NHWC) on both sides. Two instruction sets,
 // each compiled with its own `__attribute__((target(...)))`: AVX-512 (16 lanes) and AVX2 (8 lanes); the caller
@@ -29,6 +31,25 @@ typedef enum {
     cfused_relu6 = 2,    // min(max(x, 0), 6)
 } cfused_activation;
 
+/// A stem in place of the block's input (MobileNetV2's first block reads the stem alone): the block's input rows made
+/// as they are needed, each act(bias + Σ taps · x) of a 3 × 3 convolution at stride 2 with padding 1 over `source`
+/// upscaled bilinearly to `upscaled_height` × `upscaled_width` (the taps below give each upscaled row and column its
+/// two source rows or columns and the second one's weight: v = a + w · (b − a), rows first). So neither the upscaled
+/// image nor the stem's output goes to memory. The block's `height`, `width` and `in_channels` are the stem's output's
+/// (== hidden: the block does not expand), and it has no identity; its `input` is not read.
+typedef struct {
+    const float *source;                     // [batch, source_height, source_width, source_channels]
+    int32_t source_height, source_width, source_channels;
+    int32_t upscaled_height, upscaled_width;
+    const int32_t *row_first, *row_second;   // [upscaled_height] each
+    const float *row_weights;                // [upscaled_height]
+    const int32_t *column_first, *column_second;   // [upscaled_width] each
+    const float *column_weights;             // [upscaled_width]
+    const float *weights;                    // [9 · source_channels][padded in_channels], row (3ky + kx) · C + c
+    const float *bias;                       // [padded in_channels]
+    int32_t activation;                      // cfused_activation
+} cfused_stem;
+
 /// One block. Channel counts are any positive numbers: inside, hidden and output channels are padded to whole
 /// vectors (`cfused_padded`); the packed weights and the biases come padded with zeros.
 typedef struct {
@@ -39,7 +60,9 @@ typedef struct {
     int32_t expands;                         // 1: a 1 × 1 expansion to `hidden`; 0: the depthwise reads the input
                                              // (then hidden == in_channels)
     int32_t residual;                        // 1: the input is added to the projection (stride 1, in == out)
-    int32_t expand_activation, depthwise_activation;   // cfused_activation; the projection is linear
+    int32_t expand_activation, depthwise_activation;   // cfused_activation
+    int32_t project_activation;              // cfused_activation (a separable convolution's); identity under a
+                                             // residual, which is added after it
     const float *input;                      // [batch, height, width, in_channels]
     float *output;                           // [batch, out_height, out_width, out_channels]
     const float *expand_weights;             // cfused_pack of [in_channels][hidden] (expands only)
@@ -49,6 +72,7 @@ typedef struct {
     const float *project_weights;            // cfused_pack of [hidden][out_channels]; NULL: no projection, the
                                              // depthwise result is the output (out_channels == hidden)
     const float *project_bias;               // [padded out_channels]
+    const cfused_stem *stem;                 // NULL: the block reads `input`
 } cfused_block;
 
 /// The instruction sets this CPU runs (a bit per cfused_isa value: 1 << isa).
@@ -78,7 +102,8 @@ size_t cfused_workspace_count(const cfused_block *block, cfused_isa isa);
 int32_t cfused_residues(const cfused_block *block);
 
 /// Computes the output rows y of image `image` in [row_begin, row_end) with y ≡ residue modulo
-/// `cfused_residues(block)`; 0, or −1 (nothing written) for a dilation, stride or residue out of range. Calls on
+/// `cfused_residues(block)`; 0, or −1 (nothing written) for a dilation, stride or residue out of range, or a stem
+/// under a block that expands or adds its identity. Calls on
 /// disjoint rows may run concurrently; each call expands again the input rows its first and last output read.
 int32_t cfused_run(const cfused_block *block, cfused_isa isa, int32_t image, int32_t residue, int32_t row_begin,
                    int32_t row_end, float *workspace);

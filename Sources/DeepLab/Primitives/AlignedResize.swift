@@ -6,7 +6,7 @@ import COneDNN
 // last, a row per task, where it joins DeepLabV3+'s low-level features). The input's half-pixel upscale is here too.
 
 /// One output coordinate's two source taps along an axis and the second one's weight.
-private struct Taps {
+struct ResizeTaps {
     let first: Int
     let second: Int
     let weight: Float
@@ -15,22 +15,22 @@ private struct Taps {
     /// to the first pixel below and the last above, in float32 as oneDNN's linear resampling and ONNX Runtime's
     /// `Resize` compute it (float32 coordinates near 100 are off by up to 4e-6 pixels, so the same arithmetic
     /// matters for the same values).
-    static func halfPixel(input: Int, output: Int) -> [Taps] {
+    static func halfPixel(input: Int, output: Int) -> [ResizeTaps] {
         let factor = Float(output) / Float(input)
         return (0..<output).map { o in
             let source = max(0, (Float(o) + 0.5) / factor - 0.5)
             let first = min(Int(source), input - 1)
-            return Taps(first: first, second: min(first + 1, input - 1), weight: source - Float(first))
+            return ResizeTaps(first: first, second: min(first + 1, input - 1), weight: source - Float(first))
         }
     }
 
     /// PyTorch's `area_pixel_compute_scale` with `align_corners`: source = destination × (in − 1) / (out − 1).
-    static func along(input: Int, output: Int) -> [Taps] {
+    static func along(input: Int, output: Int) -> [ResizeTaps] {
         let scale = output > 1 ? Float(input - 1) / Float(output - 1) : 0
         return (0..<output).map { o in
             let source = scale * Float(o)
             let first = min(Int(source), input - 1)
-            return Taps(first: first, second: min(first + 1, input - 1), weight: source - Float(first))
+            return ResizeTaps(first: first, second: min(first + 1, input - 1), weight: source - Float(first))
         }
     }
 }
@@ -40,13 +40,13 @@ private struct Taps {
 private struct AlignedResize {
     let source: Tensor
     let target: Tensor
-    let rows: [Taps]
-    let columns: [Taps]
+    let rows: [ResizeTaps]
+    let columns: [ResizeTaps]
 
     init(source: Tensor, target: Tensor) {
         (self.source, self.target) = (source, target)
-        rows = Taps.along(input: source.shape[2], output: target.shape[2])
-        columns = Taps.along(input: source.shape[3], output: target.shape[3])
+        rows = ResizeTaps.along(input: source.shape[2], output: target.shape[2])
+        columns = ResizeTaps.along(input: source.shape[3], output: target.shape[3])
     }
 
     /// `body(sourcePlane, targetPlane)` for every (sample, channel).
@@ -109,7 +109,9 @@ extension Operations {
         let s = x.shape
         let source = try x.reordered(to: .make(s, MemoryDesc.plainTag(rank: 4)))
         let output = try Tensor(desc: .make([s[0], s[1], height, width], MemoryDesc.plainTag(rank: 4)))
-        let (rows, columns) = (Taps.halfPixel(input: s[2], output: height), Taps.halfPixel(input: s[3], output: width))
+        let (rows, columns) = (
+            ResizeTaps.halfPixel(input: s[2], output: height), ResizeTaps.halfPixel(input: s[3], output: width)
+        )
         source.withStorage { from in
             output.withStorage { to in
                 concurrentForEach(0..<(s[0] * s[1] * height)) { task in
@@ -146,7 +148,9 @@ extension Operations {
         let appended = try other.reordered(to: .make(o, .channelsLast))
         let output = try Tensor(
             desc: .make([s[0], c + d, height, width], .channelsLast, scale == nil ? dnnl_f32 : dnnl_u8))
-        let (rows, columns) = (Taps.along(input: s[2], output: height), Taps.along(input: s[3], output: width))
+        let (rows, columns) = (
+            ResizeTaps.along(input: s[2], output: height), ResizeTaps.along(input: s[3], output: width)
+        )
         let rowValues = width * (c + d)
         source.withStorage { from in
             appended.withStorage { tail in
