@@ -1,10 +1,12 @@
 """Our own kernels against oneDNN's on the same model, and against ONNX Runtime (issue #37): fused inverted-residual
-blocks and the own depthwise convolution.
+blocks, the own depthwise convolution, the fused stem and fused separable convolutions.
 
-SliceLab runs MobileNetV2's memory-bound blocks in one pass (`FusedInvertedResidual`) and depthwise convolutions on its
-own kernel (`OwnDepthwiseConvolution`) where the oneDNN ISA's strategy table says so; SLICELAB_FUSED_BLOCKS and
-SLICELAB_OWN_DEPTHWISE (0 or 1) override the table. Three configurations: `oneDNN` (both off: oneDNN's kernels unit by
-unit), `fused` (blocks fused), `own` (blocks fused and own depthwise). For each model (the bundled `mni-brain` unless BENCH_FUSED_BUNDLED=0, and
+SliceLab runs MobileNetV2's memory-bound blocks in one pass (`FusedInvertedResidual`), depthwise convolutions on its
+own kernel (`OwnDepthwiseConvolution`), the input's upscale with the stem and the first block in one pass (`FusedStem`)
+and separable convolutions of large rates in one pass where the oneDNN ISA's strategy table says so;
+SLICELAB_FUSED_BLOCKS, SLICELAB_OWN_DEPTHWISE, SLICELAB_FUSED_STEM and SLICELAB_FUSED_SEPARABLE (0 or 1) override it.
+Four configurations: `oneDNN` (all off: oneDNN's kernels unit by unit), `fused` (blocks fused), `own` (blocks fused and
+own depthwise), `all` (everything, the default on AVX-512). For each model (the bundled `mni-brain` unless BENCH_FUSED_BUNDLED=0, and
 BENCH_FUSED_MODELS=PATH[,PATH] more), one slice of the bundled set as the model sees it: `segment --raw-input
 --timings` in each configuration and ONNX Runtime on SliceLab's own export, in fresh processes alternated over
 BENCH_ROUNDS rounds (default 3), SLICELAB_PARITY_REPEAT=5 warm repeats each, batch 1, BENCH_THREADS threads (default
@@ -30,15 +32,16 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEMO = ROOT / "Sources/SliceLabKit/Resources/Demo"
 
 
-CONFIGURATIONS = {"oneDNN": ("0", "0"), "fused": ("1", "0"), "own": ("1", "1")}
+# SLICELAB_FUSED_BLOCKS, _OWN_DEPTHWISE, _FUSED_STEM, _FUSED_SEPARABLE.
+CONFIGURATIONS = {"oneDNN": "0000", "fused": "1000", "own": "1100", "all": "1111"}
 
 
 def profile(binary, model, raw, threads, configuration, isa):
     """The median latency (ms) of one process and the ms over its forwards of each backbone block (its units summed)
     and each depthwise unit."""
-    fused, own = CONFIGURATIONS[configuration]
+    fused, own, stem, separable = CONFIGURATIONS[configuration]
     env = dict(os.environ, SLICELAB_PARITY_REPEAT="5", OMP_NUM_THREADS=str(threads), SLICELAB_FUSED_BLOCKS=fused,
-               SLICELAB_OWN_DEPTHWISE=own)
+               SLICELAB_OWN_DEPTHWISE=own, SLICELAB_FUSED_STEM=stem, SLICELAB_FUSED_SEPARABLE=separable)
     if isa:
         env["ONEDNN_MAX_CPU_ISA"] = isa
     result = subprocess.run([str(binary), "segment", "--model", str(model), "--raw-input", str(raw), "--logits",
@@ -52,9 +55,14 @@ def profile(binary, model, raw, threads, configuration, isa):
             latency = median([float(v) for v in line.split()[1:]])
         fields = line.split("timings: ", 1)[1].split() if "timings: " in line else []
         if len(fields) > 8 and re.fullmatch(r"[0-9.]+", fields[0]):
-            block = re.match(r"(.*backbone\.\d+|.*features\.\d+)(\.conv\..*)?$", fields[-1])
-            if block and (block.group(2) or "fused-block" in fields):
-                rows[block.group(1)] += float(fields[0])
+            # A block's units, or its fused row; the stem (`features.0.0`) and block 1 together, which the fused
+            # stem's row ("… + encoder.features.1") covers; an ASPP branch's units, or its fused separable row.
+            block = re.match(r"(.*(?:backbone|features)\.(\d+))(\.conv\..*|\.0)?$", fields[-1])
+            branch = re.match(r"(.*aspp\.0\.convs\.\d+\.0)(\.[01])?$", fields[-1])
+            if block and (block.group(3) or "fused-block" in fields or "fused-stem" in fields):
+                rows["stem and block 1" if int(block.group(2)) <= 1 else block.group(1)] += float(fields[0])
+            elif branch:
+                rows[branch.group(1)] += float(fields[0])
             elif "dw" in line or "own-depthwise" in fields:
                 rows[fields[-1]] += float(fields[0])
             fused_rows += "fused-block" in fields
@@ -104,14 +112,15 @@ def main(threads=2, rounds=3):
                   f"of 5; 1-minute load at each round's start: {', '.join(f'{v:.2f}' for v in loads)}")
             for name, values in latencies.items():
                 print(f"  {name:8} median {median(values):8.1f} ms (rounds: {', '.join(f'{v:.1f}' for v in values)})")
-            for ours, other in (("fused", "oneDNN"), ("own", "fused"), ("own", "oneDNN"), ("own", "ORT"),
-                                ("oneDNN", "ORT")):
+            for ours, other in (("fused", "oneDNN"), ("own", "fused"), ("all", "own"), ("all", "oneDNN"),
+                                ("all", "ORT"), ("oneDNN", "ORT")):
                 ratios = [a / b for a, b in zip(latencies[ours], latencies[other])]
                 print(f"  ratio {ours} / {other}: {median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)})"
                       f" on {isa}")
-            print("  per block and depthwise unit, ms over 5 forwards (median of rounds): " + " / ".join(CONFIGURATIONS))
+            print("  per block, ASPP branch and depthwise unit, ms over 5 forwards (median of rounds): "
+                  + " / ".join(CONFIGURATIONS))
             for row in rows["oneDNN"]:
-                if not any(row in rows[name] for name in ("fused", "own")):
+                if not any(row in rows[name] for name in ("fused", "own", "all")):
                     continue  # a depthwise unit inside a block fused in both other configurations
                 print(f"    {row:32} " + " ".join(f"{median(rows[name].get(row, [float('nan')])):8.1f}"
                                                    for name in CONFIGURATIONS))
