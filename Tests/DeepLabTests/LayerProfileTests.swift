@@ -6,8 +6,9 @@ import Testing
 @testable import DeepLab
 
 /// `segment --timings`' roofline rows: every convolution unit profiled (a fused block as one row, on its first unit
-/// under the block's name), its multiply-adds those the model counts, its bytes at least its input and output,
-/// oneDNN's kernel named; the first call's primitive creation left out.
+/// under the block's name; the fused stem with the first block as one, on the stem under both names), its
+/// multiply-adds those the model counts, its bytes at least its input and output, oneDNN's kernel named; the first
+/// call's primitive creation left out.
 @Suite(.serialized) struct LayerProfileTests {
     @Test(arguments: [false, true]) func everyUnitIsProfiledWithItsWorkAndTraffic(fused: Bool) throws {
         let model = try DeepLabV3(
@@ -15,11 +16,13 @@ import Testing
                 architecture: .mobilenetV2, classCount: 3, inputChannels: 1, outputStride: 8, atrousRates: [2, 4],
                 asppChannels: 16, widthMultiplier: 0.35, seed: 1))
         DeterministicWeights.fill(model)
-        let blocks = try #require(model.backbone as? MobileNetV2).blocks
+        let backbone = try #require(model.backbone as? MobileNetV2)
+        let blocks = backbone.blocks
         guard !fused || FusedInvertedResidual.effectiveISA != nil else {
             return print("LayerProfileTests: fused blocks skipped: no kernels for oneDNN ISA \(oneDNNEffectiveISA)")
         }
         for block in blocks { block.fusion = fused ? FusedInvertedResidual(always: true) : nil }
+        backbone.stemFusion = fused ? FusedStem() : nil
         let input = FloatTensor(
             shape: [1, 1, 33, 41], values: DeterministicWeights.uniform(33 * 41, salt: 7).map { Float($0) })
         model.resetMultiplyAddCount()
@@ -30,12 +33,14 @@ import Testing
         try DeepLabV3.profilingLayers {
             for _ in 0..<3 { _ = try model.forward(input, training: false) }
         }
-        // The rows expected: a unit's, or a fused block's (all of this narrow model's blocks fit).
+        // The rows expected: a unit's, a fused block's (all of this narrow model's blocks fit), or the fused stem's
+        // with the first block.
         let rows: [(name: String, units: [ConvUnit])] = model.convUnits.compactMap { unit in
+            if fused, unit === backbone.stem { return ("\(unit.name) + \(blocks[0].name)", [unit] + blocks[0].units) }
             guard fused, let block = blocks.first(where: { $0.units.contains { $0 === unit } }) else {
                 return (unit.name, [unit])
             }
-            return block.units[0] === unit ? (block.name, block.units) : nil
+            return block.units[0] === unit && block !== blocks[0] ? (block.name, block.units) : nil
         }
         let profiles = model.layerProfiles
         #expect(profiles.count == rows.count)
@@ -48,7 +53,8 @@ import Testing
             #expect(
                 profile.bytes >= Double(3 * 4 * (first.inputChannels + last.outputChannels)), "\(profile.name)")
             if row.units.count > 1 {
-                #expect(profile.seconds > 0 && profile.strategy == "fused-block", "\(profile)")
+                let strategy = row.units[0] === backbone.stem ? "fused-stem" : "fused-block"
+                #expect(profile.seconds > 0 && profile.strategy == strategy, "\(profile)")
                 continue
             }
             // oneDNN's direct convolution, or (where the ISA's table has them) padding-free rectangles for dilated

@@ -99,7 +99,10 @@ import Testing
                 !rows.isEmpty
                     && rows.allSatisfy {
                         ($0.contains(" memory ") || $0.contains(" compute "))
-                            && [" direct (", " padding-free (", " fused-block ", " own-depthwise "].contains(
+                            && [
+                                " direct (", " padding-free (", " fused-block ", " fused-stem ", " fused-separable ",
+                                " own-depthwise "
+                            ].contains(
                                 where: $0.contains)
                     }, "\(result.standardError)")
             #expect(
