@@ -129,6 +129,34 @@ size_t cfused_workspace_count(const cfused_block *block, cfused_isa isa) {
         + (stem ? (size_t)stem->source_channels * (3 + STEM_RING) * ((size_t)stem->upscaled_width + 2) : 0);
 }
 
+void cfused_clear_workspace(const cfused_block *block, cfused_isa isa, float *workspace) {
+    if (centre_only(block)) return;
+    // The layout `run` uses: the ring's rows (d padding columns on each side), the depthwise and projected rows
+    // (written whole before they are read), then a stem's three upscaled rows and its ring of source rows upscaled
+    // along the columns (one padding column on each side; the upscaled rows blend the ring's, padding included).
+    const size_t hidden = padded_to(block->hidden, lanes_of(isa)), d = block->dilation, w = block->width;
+    const size_t row = (w + 2 * d) * hidden;
+    if (!block->expands && !block->stem && (size_t)block->in_channels != hidden) {
+        // Rows copied pixel by pixel leave each pixel's channels past the input's unwritten. Nothing uses what the
+        // depthwise makes of them, but they are kept zero so that no stale NaN or subnormal slows its arithmetic.
+        memset(workspace, 0, sizeof(float) * ring_rows(block) * row);
+        return;
+    }
+    for (int32_t i = 0; i < ring_rows(block); i++) {
+        memset(workspace + i * row, 0, sizeof(float) * d * hidden);
+        memset(workspace + i * row + (d + w) * hidden, 0, sizeof(float) * d * hidden);
+    }
+    const cfused_stem *stem = block->stem;
+    if (!stem) return;
+    const size_t outputs = padded_to(block->out_channels, lanes_of(isa)), c = stem->source_channels;
+    const size_t span = ((size_t)stem->upscaled_width + 2) * c;
+    float *wide = workspace + ring_rows(block) * row + (size_t)block->out_width * (hidden + outputs) + 3 * span;
+    for (int32_t i = 0; i < STEM_RING; i++) {
+        memset(wide + i * span, 0, sizeof(float) * c);
+        memset(wide + i * span + span - c, 0, sizeof(float) * c);
+    }
+}
+
 int32_t cfused_residues(const cfused_block *block) {
     return block->stride == 1 && !centre_only(block) ? block->dilation : 1;
 }

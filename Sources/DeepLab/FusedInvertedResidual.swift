@@ -343,8 +343,13 @@ enum FusedKernels {
                                 return failed.withLock { $0 = "out of memory (\(bytes) bytes of workspace)" }
                             }
                             defer { TensorMemory.shared.release(workspace, bytes: bytes) }
-                            // Zeroed once: the calls keep its padding zero (see cfused_workspace_count).
-                            workspace.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)
+                            // Cleared once: the calls keep its padding zero (see cfused_workspace_count). Debug
+                            // builds (the tests) fill it with NaN first, so that a value read before it is written
+                            // shows in the output.
+                            #if DEBUG
+                                workspace.initializeMemory(as: Float.self, repeating: .nan, count: bytes / 4)
+                            #endif
+                            cfused_clear_workspace(&description, isa, workspace.assumingMemoryBound(to: Float.self))
                             for task in stride(from: worker, to: tasks, by: count) {
                                 var block = description
                                 let (image, chunk) = task.quotientAndRemainder(dividingBy: chunks)

@@ -89,9 +89,13 @@ size_t cfused_packed_count(int32_t k, int32_t n, cfused_isa isa);
 void cfused_pack(const float *matrix, int32_t k, int32_t n, cfused_isa isa, float *packed);
 
 /// Floats of workspace one `cfused_run` call needs (each concurrent call its own; 0 for a depthwise convolution whose
-/// side taps all read padding, computed without rows). The caller zeroes it once; calls for the same block keep what
-/// must stay zero so, and the next call may reuse it as it is.
+/// side taps all read padding, computed without rows). The caller clears it once (`cfused_clear_workspace`); calls
+/// for the same block keep what must stay zero so, and the next call may reuse it as it is.
 size_t cfused_workspace_count(const cfused_block *block, cfused_isa isa);
+
+/// Zeroes what of `workspace` must read zero for `block`: the padding columns of the rows the depthwise reads (a
+/// stem's rows' too), a small part of it at small dilations.
+void cfused_clear_workspace(const cfused_block *block, cfused_isa isa, float *workspace);
 
 /// The largest dilation `cfused_run` takes.
 #define CFUSED_MAX_DILATION 64
