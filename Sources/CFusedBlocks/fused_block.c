@@ -142,7 +142,10 @@ void cfused_clear_workspace(const cfused_block *block, cfused_isa isa, float *wo
         memset(workspace, 0, sizeof(float) * ring_rows(block) * row);
         return;
     }
-    for (int32_t i = 0; i < ring_rows(block); i++) {
+    // At stride 1 a dilation reaching past the row leaves the side taps out (see the depthwise kernel): the padding
+    // columns are never read (ASPP's large rates on small maps, where they are most of the rows).
+    const int reads_padding = block->stride != 1 || block->dilation < block->out_width;
+    for (int32_t i = 0; reads_padding && i < ring_rows(block); i++) {
         memset(workspace + i * row, 0, sizeof(float) * d * hidden);
         memset(workspace + i * row + (d + w) * hidden, 0, sizeof(float) * d * hidden);
     }
