@@ -216,7 +216,9 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
             (paddingFreeRectangles ? ["padding-free rectangles"] : [])
             + (winograd ? ["Winograd F(\(winogradTile)×\(winogradTile), 3×3)"] : [])
             + (ownDepthwise ? ["own depthwise kernel"] : [])
-            + (fusedInvertedResiduals ? ["fused inverted-residual blocks"] : [])
+            + (fusedInvertedResiduals
+                ? ["fused inverted-residual blocks (the first with the stem and upscale) and separable convolutions"]
+                : [])
         return (parts.isEmpty ? "oneDNN's kernels" : parts.joined(separator: ", ") + ", else oneDNN's")
             + (measured ? " (measured)" : " (not measured)")
     }
