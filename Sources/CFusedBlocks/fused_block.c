@@ -35,6 +35,26 @@ static inline int32_t panel_of(cfused_isa isa) { return isa == cfused_avx512 ? 6
 #define K_BLOCK 128
 #define RAW (-1)
 
+/// Where `run` keeps what in its workspace (offsets in floats, `lanes` a vector): the ring's rows, each with d
+/// padding columns on each side; the depthwise row and the projected row (written whole before they are read); then a
+/// stem's three upscaled rows and its STEM_RING source rows upscaled along the columns (one padding column each side).
+typedef struct {
+    size_t row;                          // floats of a ring row
+    size_t depthwise, projected, upscaled, wide, stem_row, total;
+} workspace_layout;
+
+static inline workspace_layout layout_of(const cfused_block *b, int32_t lanes) {
+    workspace_layout l;
+    l.row = ((size_t)b->width + 2 * b->dilation) * padded_to(b->hidden, lanes);
+    l.depthwise = l.row * ring_rows(b);
+    l.projected = l.depthwise + (size_t)b->out_width * padded_to(b->hidden, lanes);
+    l.upscaled = l.projected + (size_t)b->out_width * padded_to(b->out_channels, lanes);
+    l.stem_row = b->stem ? ((size_t)b->stem->upscaled_width + 2) * b->stem->source_channels : 0;
+    l.wide = l.upscaled + 3 * l.stem_row;
+    l.total = l.wide + STEM_RING * l.stem_row;
+    return l;
+}
+
 // MARK: AVX-512: 6 pixels × 4 vectors (24 accumulators of 32 registers; 8 × 3 and 12 × 2 or 1 for narrower panels),
 // 8 depthwise outputs at once.
 #define NAME(x) x##_avx512
@@ -119,44 +139,31 @@ void cfused_pack(const float *matrix, int32_t k, int32_t n, cfused_isa isa, floa
 }
 
 size_t cfused_workspace_count(const cfused_block *block, cfused_isa isa) {
-    if (centre_only(block)) return 0;
-    const int32_t lanes = lanes_of(isa);
-    const size_t hidden = padded_to(block->hidden, lanes);
-    const size_t span = (size_t)block->width + 2 * block->dilation;
-    const cfused_stem *stem = block->stem;
-    return span * hidden * (size_t)ring_rows(block) + (size_t)block->out_width * hidden
-        + (size_t)block->out_width * padded_to(block->out_channels, lanes)
-        + (stem ? (size_t)stem->source_channels * (3 + STEM_RING) * ((size_t)stem->upscaled_width + 2) : 0);
+    return centre_only(block) ? 0 : layout_of(block, lanes_of(isa)).total;
 }
 
 void cfused_clear_workspace(const cfused_block *block, cfused_isa isa, float *workspace) {
     if (centre_only(block)) return;
-    // The layout `run` uses: the ring's rows (d padding columns on each side), the depthwise and projected rows
-    // (written whole before they are read), then a stem's three upscaled rows and its ring of source rows upscaled
-    // along the columns (one padding column on each side; the upscaled rows blend the ring's, padding included).
+    const workspace_layout l = layout_of(block, lanes_of(isa));
     const size_t hidden = padded_to(block->hidden, lanes_of(isa)), d = block->dilation, w = block->width;
-    const size_t row = (w + 2 * d) * hidden;
     if (!block->expands && !block->stem && (size_t)block->in_channels != hidden) {
         // Rows copied pixel by pixel leave each pixel's channels past the input's unwritten. Nothing uses what the
         // depthwise makes of them, but they are kept zero so that no stale NaN or subnormal slows its arithmetic.
-        memset(workspace, 0, sizeof(float) * ring_rows(block) * row);
+        memset(workspace, 0, sizeof(float) * l.depthwise);
         return;
     }
     // At stride 1 a dilation reaching past the row leaves the side taps out (see the depthwise kernel): the padding
     // columns are never read (ASPP's large rates on small maps, where they are most of the rows).
     const int reads_padding = block->stride != 1 || block->dilation < block->out_width;
     for (int32_t i = 0; reads_padding && i < ring_rows(block); i++) {
-        memset(workspace + i * row, 0, sizeof(float) * d * hidden);
-        memset(workspace + i * row + (d + w) * hidden, 0, sizeof(float) * d * hidden);
+        memset(workspace + i * l.row, 0, sizeof(float) * d * hidden);
+        memset(workspace + i * l.row + (d + w) * hidden, 0, sizeof(float) * d * hidden);
     }
-    const cfused_stem *stem = block->stem;
-    if (!stem) return;
-    const size_t outputs = padded_to(block->out_channels, lanes_of(isa)), c = stem->source_channels;
-    const size_t span = ((size_t)stem->upscaled_width + 2) * c;
-    float *wide = workspace + ring_rows(block) * row + (size_t)block->out_width * (hidden + outputs) + 3 * span;
-    for (int32_t i = 0; i < STEM_RING; i++) {
-        memset(wide + i * span, 0, sizeof(float) * c);
-        memset(wide + i * span + span - c, 0, sizeof(float) * c);
+    // The upscaled rows blend the ring's, padding included.
+    for (int32_t i = 0; i < (block->stem ? STEM_RING : 0); i++) {
+        const size_t c = block->stem->source_channels;
+        memset(workspace + l.wide + i * l.stem_row, 0, sizeof(float) * c);
+        memset(workspace + l.wide + (i + 1) * l.stem_row - c, 0, sizeof(float) * c);
     }
 }
 

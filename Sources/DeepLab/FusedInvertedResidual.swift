@@ -104,34 +104,28 @@ final class FusedInvertedResidual {
     static let maximumIntensity = 6.0
 
     /// `block` on `x` (any layout), into a channels-last tensor; counted and profiled as its units would be, the
-    /// whole block's costs on its first unit under the block's name (strategy `fused-block`).
+    /// whole block's costs on its first unit under the block's name (strategy `block.fusedStrategy`).
     func callAsFunction(_ block: some FusableChain, _ x: Tensor) throws -> Tensor {
-        var shapes = [x.shape]
-        for unit in block.units { shapes.append(unit.conv.outputDims(shapes[shapes.count - 1])) }
-        let work = zip(block.units, shapes).reduce(0) { $0 + $1.0.countForward(inputShape: $1.1) }
-        guard LayerProfiling.enabled else { return try forward(block, x) }
-        let inside = zip(block.units, shapes).reduce(0) { $0 + $1.0.multiplyAddsInside(inputShape: $1.1) }
-        let (y, seconds, collected) = try LayerProfiling.measure { try forward(block, x) }
-        block.units[0].record(
-            name: block.name, strategy: block.fusedStrategy, seconds: seconds, collected: collected, multiplyAdds: work,
-            inside: inside, bytes: max(collected.bytes, x.desc.byteCount + y.desc.byteCount))
-        return y
+        try FusedKernels.counted(block.units, inputShape: x.shape, x, name: block.name, strategy: block.fusedStrategy) {
+            try FusedKernels.run(
+                description(block, inputShape: x.shape), x, weights: weights(for: block), isa: isa,
+                name: "fused block \(block.name)")
+        }
     }
 
-    private func forward(_ block: some FusableChain, _ x: Tensor) throws -> Tensor {
-        let depthwise = block.units[block.units.count - 2]
-        var description = FusedKernels.description(depthwise, inputShape: x.shape)
+    /// The kernels' description of `block` on input dims `inputShape` (its pointers set by `FusedKernels.run`).
+    func description(_ block: some FusableChain, inputShape: [Int]) -> cfused_block {
+        var description = FusedKernels.description(block.units[block.units.count - 2], inputShape: inputShape)
         description.out_channels = Int32(block.units[block.units.count - 1].conv.outputChannels)
         description.expands = block.units.count == 3 ? 1 : 0
         description.residual = block.usesResidual ? 1 : 0
         description.expand_activation = FusedKernels.activation(block.units[0].activation)
         description.project_activation = FusedKernels.activation(block.units[block.units.count - 1].activation)
-        return try FusedKernels.run(
-            description, x, weights: prepare(block), isa: isa, name: "fused block \(block.name)")
+        return description
     }
 
     /// The block's folded weights in the kernels' layout, made once per parameter version.
-    private func prepare(_ block: some FusableChain) -> FusedKernels.Weights {
+    func weights(for block: some FusableChain) -> FusedKernels.Weights {
         let version = block.units.reduce(0) { $0 &+ $1.parameterVersion }
         if let weights, weights.version == version, weights.isa == isa { return weights }
         let depthwise = block.units[block.units.count - 2]
@@ -211,8 +205,8 @@ enum FusedKernels {
     final class Weights {
         let version: Int
         let isa: cfused_isa
-        /// expansion, its bias, depthwise taps, their bias, projection, its bias (see `cfused_block`); nil for an
-        /// empty array (what the description leaves out).
+        /// A block's expansion, its bias, depthwise taps, their bias, projection, its bias (see `cfused_block`), or a
+        /// stem's taps and bias (`cfused_stem`); nil for an empty array (what the description leaves out).
         let buffers: [UnsafeMutableBufferPointer<Float>?]
 
         init(version: Int, isa: cfused_isa, arrays: [[Float]]) {
@@ -230,6 +224,24 @@ enum FusedKernels {
 
         /// The array's first element, nil for an empty array.
         func pointer(_ index: Int) -> UnsafePointer<Float>? { buffers[index].map { UnsafePointer($0.baseAddress!) } }
+    }
+
+    /// `body`'s output, counted and profiled as `units` one after the other on input dims `inputShape` would be (`x`
+    /// the input read): the whole cost on the first unit, under `name` and `strategy`.
+    static func counted(
+        _ units: [ConvUnit], inputShape: [Int], _ x: Tensor, name: String, strategy: String,
+        _ body: () throws -> Tensor
+    ) throws -> Tensor {
+        var shapes = [inputShape]
+        for unit in units.dropLast() { shapes.append(unit.conv.outputDims(shapes[shapes.count - 1])) }
+        let work = zip(units, shapes).reduce(0) { $0 + $1.0.countForward(inputShape: $1.1) }
+        guard LayerProfiling.enabled else { return try body() }
+        let inside = zip(units, shapes).reduce(0) { $0 + $1.0.multiplyAddsInside(inputShape: $1.1) }
+        let (y, seconds, collected) = try LayerProfiling.measure { try body() }
+        units[0].record(
+            name: name, strategy: strategy, seconds: seconds, collected: collected, multiplyAdds: work, inside: inside,
+            bytes: max(collected.bytes, x.desc.byteCount + y.desc.byteCount))
+        return y
     }
 
     /// A measuring switch: `variable` set to `0` or `1` in the environment, else `value` (the table's).
@@ -347,7 +359,8 @@ enum FusedKernels {
                             // builds (the tests) fill it with NaN first, so that a value read before it is written
                             // shows in the output.
                             #if DEBUG
-                                workspace.initializeMemory(as: Float.self, repeating: .nan, count: bytes / 4)
+                                workspace.initializeMemory(
+                                    as: Float.self, repeating: .nan, count: bytes / MemoryLayout<Float>.size)
                             #endif
                             cfused_clear_workspace(&description, isa, workspace.assumingMemoryBound(to: Float.self))
                             for task in stride(from: worker, to: tasks, by: count) {

@@ -96,7 +96,8 @@ final class MobileNetV2 {
         if !training, let stemFusion, let first = blocks.first, let fusion = first.fusion,
             FusedStem.fits(stem, first, fusion: fusion, stemOutput: stem.conv.outputDims(upscaled))
         {
-            return try features(from: stemFusion(stem, first, x, upscaledTo: (upscaled[2], upscaled[3])), after: 1)
+            let y = try stemFusion(stem, first, fusion: fusion, x, upscaledTo: (upscaled[2], upscaled[3]))
+            return try features(from: y, after: 1)
         }
         let input = try size.map { try Operations.resizeHalfPixel(x, height: $0.0, width: $0.1) } ?? x
         return try features(from: stem(input, training: training), after: 0, training: training)

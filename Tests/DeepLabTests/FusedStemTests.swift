@@ -47,8 +47,8 @@ import Testing
             let fusion = try #require(FusedInvertedResidual(isa: isa, always: true))
             #expect(FusedStem.fits(stem, first, fusion: fusion, stemOutput: stem.conv.outputDims(upscaled.shape)))
             first.fusion = fusion
-            let stemFusion = try #require(FusedStem(isa: isa))
-            let fused = try stemFusion(stem, first, x, upscaledTo: c.upscaled).floatTensor()
+            let stemFusion = FusedStem()
+            let fused = try stemFusion(stem, first, fusion: fusion, x, upscaledTo: c.upscaled).floatTensor()
             #expect(fused.shape == reference.shape)
             let difference = zip(fused.values, reference.values).map { abs($0 - $1) }.max() ?? .infinity
             let scale = reference.values.map(abs).max() ?? 0
@@ -72,7 +72,7 @@ import Testing
             for block in backbone.blocks { block.fusion = FusedInvertedResidual(isa: isa, always: true) }
             backbone.stemFusion = nil
             let reference = try model.forward(input, training: false)
-            backbone.stemFusion = FusedStem(isa: isa)
+            backbone.stemFusion = FusedStem()
             model.resetMultiplyAddCount()
             let fused = try DeepLabV3.profilingLayers { try model.forward(input, training: false) }
             let difference = zip(fused.values, reference.values).map { abs($0 - $1) }.max() ?? .infinity
