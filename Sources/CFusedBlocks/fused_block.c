@@ -2,6 +2,7 @@
 #include "CFusedBlocks.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 /// The largest dilation's ring (2d + 1 rows).
@@ -20,7 +21,7 @@ static inline int32_t padded_to(int32_t n, int32_t lanes) { return (n + lanes - 
 /// A depthwise convolution alone at stride 1 whose dilation reaches past the map both ways: every tap but the centre
 /// reads padding, so it is a scale and a bias per channel, computed in one pass without rows or workspace.
 static inline int centre_only(const cfused_block *b) {
-    return !b->expands && !b->stem && b->project_weights == NULL && b->stride == 1 && b->dilation >= b->height
+    return !b->expands && !b->stem && !b->int8 && b->project_weights == NULL && b->stride == 1 && b->dilation >= b->height
         && b->dilation >= b->width;
 }
 
@@ -37,10 +38,11 @@ static inline int32_t panel_of(cfused_isa isa) { return isa == cfused_avx512 ? 6
 
 /// Where `run` keeps what in its workspace (offsets in floats, `lanes` a vector): the ring's rows, each with d
 /// padding columns on each side; the depthwise row and the projected row (written whole before they are read); then a
-/// stem's three upscaled rows and its STEM_RING source rows upscaled along the columns (one padding column each side).
+/// stem's three upscaled rows and its STEM_RING source rows upscaled along the columns (one padding column each side);
+/// then an int8 block's input row as the expansion reads it (u8, channels padded to 4).
 typedef struct {
     size_t row;                          // floats of a ring row
-    size_t depthwise, projected, upscaled, wide, stem_row, total;
+    size_t depthwise, projected, upscaled, wide, stem_row, input_row, total;
 } workspace_layout;
 
 static inline workspace_layout layout_of(const cfused_block *b, int32_t lanes) {
@@ -51,7 +53,8 @@ static inline workspace_layout layout_of(const cfused_block *b, int32_t lanes) {
     l.upscaled = l.projected + (size_t)b->out_width * padded_to(b->out_channels, lanes);
     l.stem_row = b->stem ? ((size_t)b->stem->upscaled_width + 2) * b->stem->source_channels : 0;
     l.wide = l.upscaled + 3 * l.stem_row;
-    l.total = l.wide + STEM_RING * l.stem_row;
+    l.input_row = l.wide + STEM_RING * l.stem_row;
+    l.total = l.input_row + (b->int8 ? ((size_t)b->width * padded_to(b->in_channels, 4) + 3) / 4 : 0);
     return l;
 }
 
@@ -112,6 +115,25 @@ static inline workspace_layout layout_of(const cfused_block *b, int32_t lanes) {
 #define ROWS(nv) ((nv) == 1 ? MR_WIDE : MR)
 #define XB 4
 #include "block_kernels.inc"
+#undef NAME
+#undef LANES
+#undef V
+#undef TARGET
+#undef LOAD
+#undef STORE
+#undef SET1
+#undef FMA
+#undef SUB
+#undef GATHER
+#undef MAX
+#undef MIN
+#undef ZERO
+#undef MR
+#undef NV
+#undef ROWS
+#undef XB
+
+#include "int8_kernels.inc"
 
 int32_t cfused_supported(void) {
     __builtin_cpu_init();
@@ -178,6 +200,13 @@ int32_t cfused_run(const cfused_block *block, cfused_isa isa, int32_t image, int
         || (block->stem && (block->expands || block->residual || block->hidden != block->in_channels))
         || (block->residual && block->project_activation != cfused_identity))
         return -1;
+    if (block->int8) {
+        if (block->stem || !block->int8->project_weights || isa != cfused_avx512 || !cfused_int8_supported()
+            || centre_only(block))
+            return -1;
+        run_int8(block, image, residue, row_begin, row_end, workspace);
+        return 0;
+    }
     if (centre_only(block)) {
         if (isa == cfused_avx512) centre_avx512(block, image, row_begin, row_end);
         else centre_avx2(block, image, row_begin, row_end);

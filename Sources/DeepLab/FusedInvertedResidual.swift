@@ -314,18 +314,20 @@ enum FusedKernels {
 
     /// Runs `description` (its pointers set here) on `x` (any layout) with `weights` (expansion, its bias, taps,
     /// their bias, projection, its bias; empty arrays for what the description leaves out) into a channels-last
-    /// tensor; with `stem` (its `source` set here), `x` is the stem's source, not the block's input. Each worker takes
-    /// contiguous rows of an image (all their residues), so the next layer, which oneDNN splits the same way, reads
-    /// rows its own core wrote; a chunk expands the rows beyond its ends again (2d rows per inner boundary).
+    /// tensor; with `stem` (its `source` set here), `x` is the stem's source, not the block's input; with `int8` (its
+    /// `input` and `output` set here), an int8 block from `x` in the input type into the output type (f32 when nil).
+    /// Each worker takes contiguous rows of an image (all their residues), so the next layer, which oneDNN splits the
+    /// same way, reads rows its own core wrote; a chunk expands the rows beyond its ends again (2d rows per inner
+    /// boundary).
     static func run(
         _ description: cfused_block, _ x: Tensor, weights: Weights, isa: cfused_isa, name: String,
-        stem: cfused_stem? = nil
+        stem: cfused_stem? = nil, int8: (cfused_int8, input: QuantizedType, output: QuantizedType?)? = nil
     ) throws -> Tensor {
         var description = description
         let s = x.shape
         let outputDims = [s[0], Int(description.out_channels), Int(description.out_height), Int(description.out_width)]
-        let input = try x.reordered(to: .make(s, .channelsLast))
-        let output = try Tensor(desc: .make(outputDims, .channelsLast))
+        let input = try x.reordered(to: Int8Operations.channelsLast(s, int8?.input))
+        let output = try Tensor(desc: Int8Operations.channelsLast(outputDims, int8?.output))
         // The weights first: what the kernels compute, and so the workspace and residues, depends on which are set.
         description.expand_weights = weights.pointer(0)
         description.expand_bias = weights.pointer(1)
@@ -334,6 +336,7 @@ enum FusedKernels {
         description.project_weights = weights.pointer(4)
         description.project_bias = weights.pointer(5)
         var geometry = stem ?? cfused_stem()
+        var quantized = int8?.0 ?? cfused_int8()
         let workers = computeThreads()
         let residues = Int(cfused_residues(&description))
         let chunks = max(1, min(outputDims[2], (workers + s[0] - 1) / s[0]))
@@ -341,37 +344,44 @@ enum FusedKernels {
         input.withStorage { source in
             output.withStorage { destination in
                 geometry.source = UnsafePointer(source.baseAddress)
-                description.input = stem == nil ? UnsafePointer(source.baseAddress) : nil
-                description.output = destination.baseAddress
+                description.input = stem == nil && int8 == nil ? UnsafePointer(source.baseAddress) : nil
+                description.output = int8 == nil ? destination.baseAddress : nil
+                quantized.input = UnsafeRawPointer(source.baseAddress)
+                quantized.output = UnsafeMutableRawPointer(destination.baseAddress)
                 withUnsafePointer(to: &geometry) { geometry in
-                    description.stem = stem == nil ? nil : geometry
-                    let bytes = max(cfused_workspace_count(&description, isa), 1) * MemoryLayout<Float>.size
-                    let tasks = s[0] * chunks
-                    let rows = { outputDims[2] * $0 / chunks }
-                    withExtendedLifetime(weights) {
-                        parallelWorkers { worker, count in
-                            guard worker < tasks else { return }
-                            guard let workspace = TensorMemory.shared.allocate(bytes) else {
-                                return failed.withLock { $0 = "out of memory (\(bytes) bytes of workspace)" }
-                            }
-                            defer { TensorMemory.shared.release(workspace, bytes: bytes) }
-                            // Cleared once: the calls keep its padding zero (see cfused_workspace_count). Debug
-                            // builds (the tests) fill it with NaN first, so that a value read before it is written
-                            // shows in the output.
-                            #if DEBUG
-                                workspace.initializeMemory(
-                                    as: Float.self, repeating: .nan, count: bytes / MemoryLayout<Float>.size)
-                            #endif
-                            cfused_clear_workspace(&description, isa, workspace.assumingMemoryBound(to: Float.self))
-                            for task in stride(from: worker, to: tasks, by: count) {
-                                var block = description
-                                let (image, chunk) = task.quotientAndRemainder(dividingBy: chunks)
-                                for residue in 0..<residues {
-                                    let status = cfused_run(
-                                        &block, isa, Int32(image), Int32(residue), Int32(rows(chunk)),
-                                        Int32(rows(chunk + 1)), workspace.assumingMemoryBound(to: Float.self))
-                                    if status != 0 {
-                                        failed.withLock { $0 = "dilation, stride or stem out of the kernels' range" }
+                    withUnsafePointer(to: &quantized) { quantized in
+                        description.stem = stem == nil ? nil : geometry
+                        description.int8 = int8 == nil ? nil : quantized
+                        let bytes = max(cfused_workspace_count(&description, isa), 1) * MemoryLayout<Float>.size
+                        let tasks = s[0] * chunks
+                        let rows = { outputDims[2] * $0 / chunks }
+                        withExtendedLifetime(weights) {
+                            parallelWorkers { worker, count in
+                                guard worker < tasks else { return }
+                                guard let workspace = TensorMemory.shared.allocate(bytes) else {
+                                    return failed.withLock { $0 = "out of memory (\(bytes) bytes of workspace)" }
+                                }
+                                defer { TensorMemory.shared.release(workspace, bytes: bytes) }
+                                // Cleared once: the calls keep its padding zero (see cfused_workspace_count). Debug
+                                // builds (the tests) fill it with NaN first, so that a value read before it is written
+                                // shows in the output.
+                                #if DEBUG
+                                    workspace.initializeMemory(
+                                        as: Float.self, repeating: .nan, count: bytes / MemoryLayout<Float>.size)
+                                #endif
+                                cfused_clear_workspace(&description, isa, workspace.assumingMemoryBound(to: Float.self))
+                                for task in stride(from: worker, to: tasks, by: count) {
+                                    var block = description
+                                    let (image, chunk) = task.quotientAndRemainder(dividingBy: chunks)
+                                    for residue in 0..<residues {
+                                        let status = cfused_run(
+                                            &block, isa, Int32(image), Int32(residue), Int32(rows(chunk)),
+                                            Int32(rows(chunk + 1)), workspace.assumingMemoryBound(to: Float.self))
+                                        if status != 0 {
+                                            failed.withLock {
+                                                $0 = "dilation, stride or stem out of the kernels' range"
+                                            }
+                                        }
                                     }
                                 }
                             }

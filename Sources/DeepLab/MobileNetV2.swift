@@ -133,6 +133,8 @@ final class InvertedResidual {
     /// How eval mode computes the block in one pass where it takes it (float32), nil for unit by unit: the effective
     /// ISA's `ConvolutionStrategyTable` entry decides (`FusedInvertedResidual.enabledInThisProcess`); tests set it.
     var fusion: FusedInvertedResidual? = FusedInvertedResidual.enabledInThisProcess ? FusedInvertedResidual() : nil
+    /// The same for int8 blocks (`FusedInt8Block`: AVX-512 VNNI only, and off unless asked for).
+    var int8Fusion: FusedInt8Block? = FusedInt8Block.enabledInThisProcess ? FusedInt8Block() : nil
 
     init(
         prefix: String, inputChannels: Int, outputChannels: Int, stride: Int, dilation: Int, expansion: Int,
@@ -172,6 +174,7 @@ final class InvertedResidual {
         if let quantized = try Int8Convolution.quantizedEntry(x, entryQuantization, training: training) {
             (x, inputIsConsumable) = (quantized, true)
         }
+        if !training, let int8Fusion, FusedInt8Block.fits(self) { return try int8Fusion(self, x) }
         var y = x
         for unit in units.dropLast() { y = try unit(y, training: training) }
         guard let last = units.last else { return y }

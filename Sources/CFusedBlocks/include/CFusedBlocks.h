@@ -50,6 +50,40 @@ typedef struct {
     int32_t activation;                      // cfused_activation
 } cfused_stem;
 
+/// The data types of an int8 block's input and output.
+typedef enum {
+    cfused_f32 = 0,
+    cfused_u8 = 1,
+    cfused_s8 = 2,
+} cfused_type;
+
+/// What an int8 convolution makes of its s32 sums, as oneDNN 2.6's int8 convolutions do (float32, this order):
+/// v = (float(sum) + bias) · scale, then min(max(v, low), high) (the activation's clip and the output type's range
+/// together; −inf and inf without), then rounded half to even where the output is an integer type.
+typedef struct {
+    const float *bias;              // [padded n]: the bias in the sums' units (b · input scale · weight scale)
+    const float *scales;            // [padded n]: the output scales
+    const int32_t *compensation;    // [padded n]: 128 · Σ_k w[k][o] for an s8 input (read shifted to u8), or NULL
+    float low, high;
+} cfused_requant;
+
+/// An int8 block (`cfused_block.int8`), on AVX-512 VNNI only (`cfused_int8_supported`): what oneDNN's int8 units
+/// compute one after the other (u8 × s8 products summed exactly in s32, each unit's output rounded to the next
+/// one's u8), in one pass. The 1 × 1 convolutions run on `vpdpbusd`; the expanded rows are kept as float32 values of
+/// their u8 integers, so the depthwise sums (9 · 255 · 128 at most) are exact in float32 and the float32 kernel
+/// computes them (the block's `depthwise_weights` then hold the s8 taps as floats and `depthwise_bias` zeros). The
+/// block's float32 `input`, `output` and 1 × 1 weights are not read.
+typedef struct {
+    const void *input;              // [batch, height, width, in_channels] of `input_type` (u8 or s8)
+    int32_t input_type;
+    void *output;                   // [batch, out_height, out_width, out_channels] of `output_type`
+    int32_t output_type;
+    const int8_t *expand_weights;   // cfused_pack_s8 of [in_channels][hidden] (expands only)
+    const int8_t *project_weights;  // cfused_pack_s8 of [hidden][out_channels]
+    cfused_requant expand, depthwise, project;
+    float residual_scale;           // the identity's integers times this are added to the projection before its clip
+} cfused_int8;
+
 /// One block. Channel counts are any positive numbers: inside, hidden and output channels are padded to whole
 /// vectors (`cfused_padded`); the packed weights and the biases come padded with zeros.
 typedef struct {
@@ -73,6 +107,7 @@ typedef struct {
                                              // depthwise result is the output (out_channels == hidden)
     const float *project_bias;               // [padded out_channels]
     const cfused_stem *stem;                 // NULL: the block reads `input`
+    const cfused_int8 *int8;                 // NULL: float32
 } cfused_block;
 
 /// The instruction sets this CPU runs (a bit per cfused_isa value: 1 << isa).
@@ -87,6 +122,16 @@ size_t cfused_packed_count(int32_t k, int32_t n, cfused_isa isa);
 /// Packs a row-major [k][n] matrix (a 1 × 1 convolution's weights, input channel by output channel) into the
 /// column panels the matrix kernel reads, zeros past n.
 void cfused_pack(const float *matrix, int32_t k, int32_t n, cfused_isa isa, float *packed);
+
+/// Whether this CPU runs int8 blocks (AVX-512 with VNNI).
+int32_t cfused_int8_supported(void);
+
+/// Bytes of `cfused_pack_s8`'s output for a [k][n] matrix.
+size_t cfused_packed_s8_count(int32_t k, int32_t n);
+
+/// Packs a row-major s8 [k][n] matrix into the column panels the int8 matrix kernel reads (four consecutive k of a
+/// column together, as `vpdpbusd` takes them), zeros past k and n.
+void cfused_pack_s8(const int8_t *matrix, int32_t k, int32_t n, int8_t *packed);
 
 /// Floats of workspace one `cfused_run` call needs (each concurrent call its own; 0 for a depthwise convolution whose
 /// side taps all read padding, computed without rows). The caller clears it once (`cfused_clear_workspace`); calls
@@ -106,8 +151,9 @@ void cfused_clear_workspace(const cfused_block *block, cfused_isa isa, float *wo
 int32_t cfused_residues(const cfused_block *block);
 
 /// Computes the output rows y of image `image` in [row_begin, row_end) with y ≡ residue modulo
-/// `cfused_residues(block)`; 0, or −1 (nothing written) for a dilation, stride or residue out of range, or a stem
-/// under a block that expands or adds its identity. Calls on
+/// `cfused_residues(block)`; 0, or −1 (nothing written) for a dilation, stride or residue out of range, a stem
+/// under a block that expands or adds its identity, or an int8 block with a stem, without a projection, or on other
+/// kernels than AVX-512's on a CPU with VNNI. Calls on
 /// disjoint rows may run concurrently; each call expands again the input rows its first and last output read.
 int32_t cfused_run(const cfused_block *block, cfused_isa isa, int32_t image, int32_t residue, int32_t row_begin,
                    int32_t row_end, float *workspace);
