@@ -62,8 +62,8 @@ let package = Package(
         // effective ISA is AVX2; -O2 in debug builds too.
         .target(name: "CInt8Winograd", cSettings: [.unsafeFlags(["-O2"])]),
         // MobileNetV2's inverted-residual block in one pass (float32; int8 on AVX-512 VNNI), ours: AVX-512 and AVX2
-        // functions (`target(...)`),
-        // the set chosen from oneDNN's effective ISA; -O3 in debug builds too (AVX2: 86 % of the FMA peak against 79 %).
+        // functions (`target(...)`), the set chosen from oneDNN's effective ISA; -O3 in debug builds too (AVX2: 86 %
+        // of the FMA peak against 79 %).
         .target(
             name: "CFusedBlocks", exclude: ["block_kernels.inc", "int8_kernels.inc"],
             cSettings: [.unsafeFlags(["-O3"])]),
