@@ -39,7 +39,8 @@ static inline int32_t panel_of(cfused_isa isa) { return isa == cfused_avx512 ? 6
 /// Where `run` keeps what in its workspace (offsets in floats, `lanes` a vector): the ring's rows, each with d
 /// padding columns on each side; the depthwise row and the projected row (written whole before they are read); then a
 /// stem's three upscaled rows and its STEM_RING source rows upscaled along the columns (one padding column each side);
-/// then an int8 block's input row as the expansion reads it (u8, channels padded to 4).
+/// then an int8 block's bytes: the input row as the expansion reads it (u8, channels padded to 4), later the depthwise
+/// row rounded to u8 for the projection (one row's at a time, so they share it).
 typedef struct {
     size_t row;                          // floats of a ring row
     size_t depthwise, projected, upscaled, wide, stem_row, input_row, total;
@@ -54,7 +55,10 @@ static inline workspace_layout layout_of(const cfused_block *b, int32_t lanes) {
     l.stem_row = b->stem ? ((size_t)b->stem->upscaled_width + 2) * b->stem->source_channels : 0;
     l.wide = l.upscaled + 3 * l.stem_row;
     l.input_row = l.wide + STEM_RING * l.stem_row;
-    l.total = l.input_row + (b->int8 ? ((size_t)b->width * padded_to(b->in_channels, 4) + 3) / 4 : 0);
+    const size_t input_bytes = (size_t)b->width * padded_to(b->in_channels, 4);
+    const size_t depthwise_bytes = (size_t)b->out_width * padded_to(b->hidden, lanes);
+    l.total = l.input_row
+        + (b->int8 ? ((input_bytes > depthwise_bytes ? input_bytes : depthwise_bytes) + 63) / 64 * 16 : 0);
     return l;
 }
 

@@ -11,10 +11,10 @@ import Foundation
 ///
 /// Off unless `variable` is `1`: measured slower than the units on the one VNNI CPU it ran on (an Intel Xeon with
 /// AVX-512 VNNI, no AMX; the bundled model's int8 blocks, 233 × 197, 2 threads, `segment --timings`, 2 alternated
-/// runs of 40 forwards: 412 and 416 ms fused against 302 and 362 ms, every block 0–90 % slower). An int8 block
-/// moves a quarter of a float32 block's bytes between its units, so there is less traffic to save, and this pass
-/// keeps the expanded rows and the depthwise sums in float32 and converts them, where oneDNN's units stay in bytes
-/// (Benchmarks/README.md).
+/// runs of 40 forwards: 369 and 364 ms fused against 314 and 336 ms; blocks 3 and 5–17 at par, 1, 2 and 4 up to
+/// 1.5 × slower). An int8 block moves a quarter of a float32 block's bytes between its units, so there is less
+/// traffic to save, and this pass keeps the expanded rows and the depthwise sums in float32 and converts them, where
+/// oneDNN's units stay in bytes (Benchmarks/README.md).
 final class FusedInt8Block {
     private var parameters: Parameters?
 
