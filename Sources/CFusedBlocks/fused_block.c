@@ -82,23 +82,6 @@ static inline workspace_layout layout_of(const cfused_block *b, int32_t lanes) {
 #define ROWS(nv) ((nv) <= 2 ? MR_WIDE : (nv) == 3 ? 8 : MR)
 #define XB 8
 #include "block_kernels.inc"
-#undef NAME
-#undef LANES
-#undef V
-#undef TARGET
-#undef LOAD
-#undef STORE
-#undef SET1
-#undef FMA
-#undef SUB
-#undef GATHER
-#undef MAX
-#undef MIN
-#undef ZERO
-#undef MR
-#undef NV
-#undef ROWS
-#undef XB
 
 // MARK: AVX2: 6 pixels × 2 vectors (12 accumulators of 16 registers; 12 × 1 for one), 4 depthwise outputs at once.
 #define NAME(x) x##_avx2
@@ -119,23 +102,6 @@ static inline workspace_layout layout_of(const cfused_block *b, int32_t lanes) {
 #define ROWS(nv) ((nv) == 1 ? MR_WIDE : MR)
 #define XB 4
 #include "block_kernels.inc"
-#undef NAME
-#undef LANES
-#undef V
-#undef TARGET
-#undef LOAD
-#undef STORE
-#undef SET1
-#undef FMA
-#undef SUB
-#undef GATHER
-#undef MAX
-#undef MIN
-#undef ZERO
-#undef MR
-#undef NV
-#undef ROWS
-#undef XB
 
 #include "int8_kernels.inc"
 
