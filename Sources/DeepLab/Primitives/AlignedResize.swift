@@ -172,9 +172,12 @@ extension Operations {
                                     let (a, b, w) = (
                                         blended + column.first * c, blended + column.second * c, column.weight
                                     )
-                                    let joined = target + q * (c + d)
+                                    let (joined, appended) = (target + q * (c + d), target + q * (c + d) + c)
+                                    let tail = extra + q * d
                                     for k in 0..<c { joined[k] = a[k] + w * (b[k] - a[k]) }
-                                    (joined + c).update(from: extra + q * d, count: d)
+                                    // A loop, not `update(from:count:)`: a `memmove` call a pixel cost more than
+                                    // copying its 48 values.
+                                    for k in 0..<d { appended[k] = tail[k] }
                                 }
                             }
                         }
