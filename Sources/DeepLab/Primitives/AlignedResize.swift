@@ -2,8 +2,9 @@ import COneDNN
 
 // Bilinear resampling with `align_corners=True` (PyTorch's `nn.Upsample(..., align_corners=True)`, ONNX's
 // `coordinate_transformation_mode = "align_corners"`): the corner pixels of input and output coincide. oneDNN's
-// resampling knows only half-pixel centres, so this one is computed here, on plain NCHW, a plane per task (or channels
-// last, a row per task, where it joins DeepLabV3+'s low-level features). The input's half-pixel upscale is here too.
+// resampling knows only half-pixel centres, so this one is computed here, on plain NCHW, a row per task (or channels
+// last, where it joins DeepLabV3+'s low-level features; the backward a plane per task). The input's half-pixel upscale
+// is here too.
 
 /// One output coordinate's two source taps along an axis and the second one's weight.
 struct ResizeTaps {
@@ -80,38 +81,28 @@ private func quantizedU8(_ value: Float, _ scale: Float) -> UInt8 {
 }
 
 extension Operations {
-    /// `x` [N, C, h, w] (f32, any layout) resized to [N, C, height, width] with aligned corners, plain NCHW: each
-    /// output row blends its two source rows once, then interpolates along it.
+    /// `x` [N, C, h, w] (f32, any layout) resized to [N, C, height, width] with aligned corners, plain NCHW.
     static func resizeAlignedCorners(_ x: Tensor, height: Int, width: Int) throws -> Tensor {
-        let s = x.shape
-        let resize = AlignedResize(
-            source: try x.reordered(to: .make(s, MemoryDesc.plainTag(rank: 4))),
-            target: try Tensor(desc: .make([s[0], s[1], height, width], MemoryDesc.plainTag(rank: 4))))
-        resize.forEachPlane { from, to in
-            withUnsafeTemporaryAllocation(of: Float.self, capacity: s[3]) { blended in
-                for (r, row) in resize.rows.enumerated() {
-                    blend(from + row.first * s[3], from + row.second * s[3], row.weight, s[3], into: blended)
-                    for (c, column) in resize.columns.enumerated() {
-                        let left = blended[column.first]
-                        to[r * width + c] = left + column.weight * (blended[column.second] - left)
-                    }
-                }
-            }
-        }
-        return resize.target
+        try resized(x, height: height, width: width, taps: ResizeTaps.along)
     }
 
     /// `x` [N, C, h, w] (f32, any layout) resized to [N, C, height, width] with half-pixel centres
-    /// (`resizeBilinear`'s arithmetic, PyTorch's `align_corners=False`), plain NCHW, a row per task: each output row
-    /// blends its two source rows once, then interpolates along it. Eval mode's input upscale: oneDNN 2.6's
-    /// resampling ran the bundled model's 1-channel × 2 in 0.31–0.58 ms a slice on the AMX Xeon.
+    /// (`resizeBilinear`'s arithmetic, PyTorch's `align_corners=False`), plain NCHW. Eval mode's input upscale:
+    /// oneDNN 2.6's resampling ran the bundled model's 1-channel × 2 in 0.31–0.58 ms a slice on the AMX Xeon.
     static func resizeHalfPixel(_ x: Tensor, height: Int, width: Int) throws -> Tensor {
+        try resized(x, height: height, width: width, taps: ResizeTaps.halfPixel)
+    }
+
+    /// `x` resized with `taps` along each axis, plain NCHW, a row per task (a plane per task left one of two threads
+    /// idle for a third of the bundled model's 3-class logits): each output row blends its two source rows once, then
+    /// interpolates along it.
+    private static func resized(
+        _ x: Tensor, height: Int, width: Int, taps: (_ input: Int, _ output: Int) -> [ResizeTaps]
+    ) throws -> Tensor {
         let s = x.shape
         let source = try x.reordered(to: .make(s, MemoryDesc.plainTag(rank: 4)))
         let output = try Tensor(desc: .make([s[0], s[1], height, width], MemoryDesc.plainTag(rank: 4)))
-        let (rows, columns) = (
-            ResizeTaps.halfPixel(input: s[2], output: height), ResizeTaps.halfPixel(input: s[3], output: width)
-        )
+        let (rows, columns) = (taps(s[2], height), taps(s[3], width))
         source.withStorage { from in
             output.withStorage { to in
                 concurrentForEach(0..<(s[0] * s[1] * height)) { task in
