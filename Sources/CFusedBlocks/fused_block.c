@@ -171,8 +171,7 @@ int32_t cfused_run(const cfused_block *block, cfused_isa isa, int32_t image, int
         || (block->residual && block->project_activation != cfused_identity))
         return -1;
     if (block->int8) {
-        if (block->stem || !block->int8->project_weights || isa != cfused_avx512 || !cfused_int8_supported()
-            || centre_only(block))
+        if (block->stem || !block->int8->project_weights || isa != cfused_avx512 || !cfused_int8_supported())
             return -1;
         run_int8(block, image, residue, row_begin, row_end, workspace);
         return 0;

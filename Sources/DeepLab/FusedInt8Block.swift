@@ -33,7 +33,7 @@ final class FusedInt8Block {
 
     /// Whether `block` runs as one int8 pass: every unit quantised (no calibration observing, no bf16), the input
     /// quantised at the block's entry, each unit but the last writing the next one's u8 input, the float32 fusion's
-    /// geometry (`FusedInvertedResidual.fits` without the precision), an identity in the entry's type.
+    /// geometry (`FusedKernels.fitsChain`), an identity in the entry's type.
     static func fits(_ block: InvertedResidual) -> Bool {
         let units = block.units
         guard let entry = block.entryQuantization, (2...3).contains(units.count),
@@ -44,14 +44,7 @@ final class FusedInt8Block {
             }),
             !block.usesResidual || units[units.count - 1].quantizedResidual == entry
         else { return false }
-        let depthwise = units[units.count - 2].conv
-        let pointwise = { (unit: ConvUnit) in
-            unit.conv.window.kernel == 1 && unit.conv.window.stride == 1 && unit.conv.window.padding == 0
-                && unit.conv.groups == 1
-        }
-        return FusedKernels.fitsDepthwise(depthwise) && units.dropLast(2).allSatisfy(pointwise)
-            && pointwise(units[units.count - 1])
-            && (!block.usesResidual || (depthwise.window.stride == 1 && units[units.count - 1].activation == .none))
+        return FusedKernels.fitsChain(units, residual: block.usesResidual)
     }
 
     /// `block` on `x` (its entry's quantisation, any layout), into a channels-last tensor of the last unit's output
@@ -85,7 +78,7 @@ final class FusedInt8Block {
         let floats: FusedKernels.Weights
         private let buffers: [UnsafeMutableRawBufferPointer]
         /// The kernels' description, its pointers into `buffers`; `input` and `output` set by `FusedKernels.run`.
-        private(set) var description = cfused_int8()
+        let description: cfused_int8
 
         init(_ block: InvertedResidual) throws {
             let units = block.units
@@ -106,7 +99,7 @@ final class FusedInt8Block {
             }
             // A unit's requantisation (`Int8Convolution`'s output scales, pre-scaled bias and clip, the output type's
             // range) and its s8 weights, [O][K] row-major.
-            func requant(_ unit: ConvUnit, padding lanes: Int) -> (cfused_requant, weights: [Int8]) {
+            func requant(_ unit: ConvUnit) -> (cfused_requant, weights: [Int8]) {
                 let q = unit.quantization!
                 let next = unit.quantizedOutput
                 let (inputScale, outputScale) = (q.inputScale, next?.inputScale ?? 1)
@@ -116,7 +109,7 @@ final class FusedInt8Block {
                 let weights = w.indices.map { i in
                     Int8(max(-128, min(127, (w[i] * q.weightScales[i / perChannel]).rounded(.toNearestOrEven))))
                 }
-                let zeros = [Float](repeating: 0, count: padded(o, lanes) - o)
+                let zeros = [Float](repeating: 0, count: padded(o) - o)
                 var r = cfused_requant()
                 r.bias = keep(Int8Convolution.scaledBias(b, q) + zeros)
                 r.scales = keep(q.weightScales.map { outputScale / (inputScale * $0) } + zeros)
@@ -136,7 +129,7 @@ final class FusedInt8Block {
             }
             // A 1 × 1 unit's weights transposed to [K][O] and packed; the compensation of an s8 input.
             func pointwise(_ unit: ConvUnit, signedInput: Bool) -> (cfused_requant, UnsafePointer<Int8>) {
-                var (r, w) = requant(unit, padding: 16)
+                var (r, w) = requant(unit)
                 let (o, k) = (unit.conv.outputChannels, unit.conv.inputChannels)
                 var transposed = [Int8](repeating: 0, count: o * k)
                 for a in 0..<o { for c in 0..<k { transposed[c * o + a] = w[a * k + c] } }
@@ -144,20 +137,20 @@ final class FusedInt8Block {
                 cfused_pack_s8(transposed, Int32(k), Int32(o), &packed)
                 if signedInput {
                     let sums = (0..<o).map { a in Int32(128 * (0..<k).reduce(0) { $0 + Int(w[a * k + $1]) }) }
-                    r.compensation = keep(sums + [Int32](repeating: 0, count: padded(o, 16) - o))
+                    r.compensation = keep(sums + [Int32](repeating: 0, count: padded(o) - o))
                 }
                 return (r, keep(packed))
             }
             let depthwise = units[units.count - 2]
-            let (dwRequant, dwWeights) = requant(depthwise, padding: 16)
+            let (dwRequant, dwWeights) = requant(depthwise)
             let channels = depthwise.conv.inputChannels
-            var taps = [Float](repeating: 0, count: 9 * padded(channels, 16))
+            var taps = [Float](repeating: 0, count: 9 * padded(channels))
             for c in 0..<channels {
-                for t in 0..<9 { taps[t * padded(channels, 16) + c] = Float(dwWeights[c * 9 + t]) }
+                for t in 0..<9 { taps[t * padded(channels) + c] = Float(dwWeights[c * 9 + t]) }
             }
             floats = FusedKernels.Weights(
                 version: version, isa: cfused_avx512,
-                arrays: [[], [], taps, [Float](repeating: 0, count: padded(channels, 16)), [], []])
+                arrays: [[], [], taps, [Float](repeating: 0, count: padded(channels)), [], []])
             var description = cfused_int8()
             description.input_type = Int32((inputType == .u8 ? cfused_u8 : cfused_s8).rawValue)
             description.output_type = Int32(
@@ -191,5 +184,5 @@ final class FusedInt8Block {
     }
 }
 
-/// `n` rounded up to whole multiples of `lanes`.
-private func padded(_ n: Int, _ lanes: Int) -> Int { (n + lanes - 1) / lanes * lanes }
+/// `n` rounded up to whole vectors of 16 (the int8 kernels' channels).
+private func padded(_ n: Int) -> Int { (n + 15) / 16 * 16 }

@@ -57,15 +57,7 @@ final class FusedInvertedResidual {
             block.units.allSatisfy({ $0.quantization == nil && $0.inputObserver == nil }),
             block.units.allSatisfy({ $0.bf16 == nil }) || inputShape.map({ outrunsBf16(block, inputShape: $0) }) == true
         else { return false }
-        let depthwise = block.units[block.units.count - 2].conv
-        let project = block.units[block.units.count - 1]
-        let pointwise = { (unit: ConvUnit) in
-            unit.conv.window.kernel == 1 && unit.conv.window.stride == 1 && unit.conv.window.padding == 0
-                && unit.conv.groups == 1
-        }
-        return FusedKernels.fitsDepthwise(depthwise) && pointwise(project)
-            && block.units.dropLast(2).allSatisfy(pointwise)
-            && (!block.usesResidual || (depthwise.window.stride == 1 && project.activation == .none))
+        return FusedKernels.fitsChain(block.units, residual: block.usesResidual)
     }
 
     /// Whether the fused float32 pass beats the block's units in bf16 on input dims `inputShape`: where its expanded
@@ -256,6 +248,20 @@ enum FusedKernels {
     /// cfused_activation of `activation`.
     static func activation(_ activation: Activation) -> Int32 {
         Int32((activation == .relu6 ? cfused_relu6 : activation == .relu ? cfused_relu : cfused_identity).rawValue)
+    }
+
+    /// Whether the kernels compute the chain `units` (1 × 1 expansions, a depthwise convolution, a 1 × 1 projection)
+    /// and, where `residual`, the identity: a depthwise convolution they compute (`fitsDepthwise`), 1 × 1s at
+    /// stride 1 without padding, a linear projection at stride 1 where the identity is added.
+    static func fitsChain(_ units: [ConvUnit], residual: Bool) -> Bool {
+        let depthwise = units[units.count - 2].conv
+        let project = units[units.count - 1]
+        let pointwise = { (unit: ConvUnit) in
+            unit.conv.window.kernel == 1 && unit.conv.window.stride == 1 && unit.conv.window.padding == 0
+                && unit.conv.groups == 1
+        }
+        return fitsDepthwise(depthwise) && pointwise(project) && units.dropLast(2).allSatisfy(pointwise)
+            && (!residual || (depthwise.window.stride == 1 && project.activation == .none))
     }
 
     /// Whether `conv` is a depthwise 3 × 3 convolution the kernel computes: stride 1 or 2, padding equal to the
