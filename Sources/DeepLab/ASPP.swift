@@ -77,12 +77,13 @@ final class ASPP {
         var outputs = try branches.map { try forwardChain($0, branchInput, training: training) }
         // A quantised input (the backbone wrote it for the branches) is averaged as integers and dequantised.
         var pooled: PoolingResult?
-        let mean: Tensor
-        if let q = entryQuantization, Int8Operations.isQuantized(x) {
-            mean = try Int8Operations.globalAveragePool(x, scale: Int8Convolution.effectiveInputScale(q))
-        } else {
+        let mean = try LayerProfiling.operation("image pooling", "pool", bytes: { _ in x.desc.byteCount }) {
+            if let q = entryQuantization, Int8Operations.isQuantized(x) {
+                return try Int8Operations.globalAveragePool(x, scale: Int8Convolution.effectiveInputScale(q))
+            }
             let result = try Operations.globalAveragePool(x, training: training)
-            (pooled, mean) = (result, result.output)
+            pooled = result
+            return result.output
         }
         let y = try pooling(mean, training: training)
         var (resized, resize) = try Operations.resizeBilinear(y, height: s[2], width: s[3], training: training)
@@ -93,7 +94,9 @@ final class ASPP {
         }
         outputs.append(resized)
         let target = outputs[0].desc
-        let joined = try Operations.concatenate(outputs.map { try $0.reordered(to: target) })
+        let joined = try LayerProfiling.operation("ASPP concatenation", "concat", bytes: { 2 * $0.desc.byteCount }) {
+            try Operations.concatenate(outputs.map { try $0.reordered(to: target) })
+        }
         let projected = try projection(joined, training: training)
         state =
             training
@@ -314,9 +317,13 @@ final class LowLevelFusion {
         resizedShape = training ? x.shape : nil
         // An int8 model's fusion reads the join in u8: it is written so.
         let entry = training ? nil : fuse.first?.quantization.flatMap { $0.inputType == .u8 ? $0 : nil }
-        let joined = try Operations.resizeAlignedCorners(
-            x, joining: projection(lowLevel, training: training),
-            quantizedWith: entry.map(Int8Convolution.effectiveInputScale))
+        let projected = try projection(lowLevel, training: training)
+        let joined = try LayerProfiling.operation(
+            "decoder join", "join", bytes: { x.desc.byteCount + projected.desc.byteCount + $0.desc.byteCount }
+        ) {
+            try Operations.resizeAlignedCorners(
+                x, joining: projected, quantizedWith: entry.map(Int8Convolution.effectiveInputScale))
+        }
         return try forwardChain(fuse, joined, training: training)
     }
 

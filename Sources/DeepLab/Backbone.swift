@@ -55,7 +55,7 @@ protocol Backbone: AnyObject {
 
 extension Backbone {
     func callAsFunction(_ x: Tensor, upscaledTo size: (Int, Int)?, training: Bool) throws -> BackboneFeatures {
-        try self(size.map { try Operations.resizeHalfPixel(x, height: $0.0, width: $0.1) } ?? x, training: training)
+        try self(upscaledInput(x, to: size), training: training)
     }
 }
 
@@ -96,5 +96,14 @@ extension DeepLabConfiguration.Architecture {
     /// This architecture's backbone for `configuration`, its weights drawn from `generator`.
     func makeBackbone(_ configuration: DeepLabConfiguration, generator: inout SeededGenerator) -> any Backbone {
         traits.make(configuration, &generator)
+    }
+}
+
+/// `x` upscaled to `size` with half-pixel centres (the model's input scale), profiled as the input upscale; `x` itself
+/// without a size.
+func upscaledInput(_ x: Tensor, to size: (Int, Int)?) throws -> Tensor {
+    guard let size else { return x }
+    return try LayerProfiling.operation("input upscale", "resize", bytes: { x.desc.byteCount + $0.desc.byteCount }) {
+        try Operations.resizeHalfPixel(x, height: size.0, width: size.1)
     }
 }

@@ -21,6 +21,8 @@ public final class DeepLabV3: SegmentationNetwork {
 
     /// Auxiliary logits [N, K, H, W] of the last forward, when the model has the auxiliary head.
     public private(set) var auxiliaryLogits: FloatTensor?
+    /// What profiled forwards' operations other than convolutions cost (`operationProfiles`).
+    let operations = OperationProfiles()
 
     /// A model with freshly initialised weights (Kaiming normal, seeded by `configuration.seed`).
     ///
@@ -64,6 +66,12 @@ public final class DeepLabV3: SegmentationNetwork {
     }
 
     func logitsTensor(_ input: FloatTensor, training: Bool) throws -> Tensor {
+        try LayerProfiling.$operations.withValue(training ? nil : operations) {
+            try logitsTensorProfiled(input, training: training)
+        }
+    }
+
+    private func logitsTensorProfiled(_ input: FloatTensor, training: Bool) throws -> Tensor {
         let s = input.shape
         guard s.count == 4, s[0] >= 1, s[1] == configuration.inputChannels, s[2] >= 1, s[3] >= 1 else {
             throw DeepLabError.invalidInput("expected [N, \(configuration.inputChannels), H, W], got \(s)")
@@ -83,10 +91,12 @@ public final class DeepLabV3: SegmentationNetwork {
         }
         let output: Tensor
         var resize: Primitive?
-        if configuration.decoder == .v3plus {
-            output = try Operations.resizeAlignedCorners(logits, height: s[2], width: s[3])
-        } else {
-            (output, resize) = try Operations.resizeBilinear(logits, height: s[2], width: s[3], training: training)
+        (output, resize) = try LayerProfiling.operation(
+            "logits resize", "resize", bytes: { logits.desc.byteCount + $0.0.desc.byteCount }
+        ) {
+            configuration.decoder == .v3plus
+                ? (try Operations.resizeAlignedCorners(logits, height: s[2], width: s[3]), nil)
+                : try Operations.resizeBilinear(logits, height: s[2], width: s[3], training: training)
         }
         saved =
             training

@@ -31,8 +31,13 @@ public struct LayerProfile: Sendable {
 
     public var calls: Int { first.calls + later.calls }
     public var multiplyAdds: Int { first.multiplyAdds + later.multiplyAdds }
-    /// The later calls' share of the work, by which their time and bytes are scaled to all calls.
-    private var scale: Double { later.multiplyAdds > 0 ? Double(multiplyAdds) / Double(later.multiplyAdds) : 1 }
+    /// The later calls' share of the work (of the calls, for an operation without multiply-adds), by which their time
+    /// and bytes are scaled to all calls.
+    private var scale: Double {
+        later.multiplyAdds > 0
+            ? Double(multiplyAdds) / Double(later.multiplyAdds)
+            : later.calls > 0 ? Double(calls) / Double(later.calls) : 1
+    }
     /// Every call's time, had the first been as fast as the later ones (the first's own with one call).
     public var seconds: Double { later.calls > 0 ? later.seconds * scale : first.seconds }
     /// Every call's bytes moved, as `seconds` counts them.
@@ -88,6 +93,20 @@ enum LayerProfiling {
     @TaskLocal static var enabled = false
     /// While a unit runs under profiling, what its primitives add.
     @TaskLocal static var collector: Locked<Collected>?
+    /// While a model's eval-mode forward runs under profiling, where its operations other than convolutions go.
+    @TaskLocal static var operations: OperationProfiles?
+
+    /// `body`, an operation other than a convolution (a resize, a join, a pooling) named `name` and of kind
+    /// `kind`, timed into the running forward's `operations` when profiling; its bytes what its primitives moved, and
+    /// at least `bytes(result)` (what it reads and writes).
+    static func operation<T>(_ name: String, _ kind: String, bytes: (T) -> Int, _ body: () throws -> T) rethrows -> T {
+        guard enabled, let operations else { return try body() }
+        let (result, seconds, collected) = try measure(body)
+        operations.record(
+            name, kind, seconds: seconds, creation: collected.creationSeconds,
+            bytes: max(collected.bytes, bytes(result)))
+        return result
+    }
 
     /// Called by `Primitive.execute` with its arguments' bytes and, for a convolution, its kernel.
     static func note(bytes: Int, implementation: () -> String?) {
@@ -108,6 +127,24 @@ enum LayerProfiling {
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return (result, seconds, box.withLock { $0 })
     }
+}
+
+/// A model's operations other than convolutions over its profiled eval-mode forwards (`LayerProfiling.operation`):
+/// a `LayerProfile` each, without multiply-adds, in the order they first ran.
+final class OperationProfiles: Sendable {
+    private let state = Locked<(order: [String], profiles: [String: LayerProfile])>(([], [:]))
+
+    func record(_ name: String, _ kind: String, seconds: Double, creation: Double, bytes: Int) {
+        state.withLock { state in
+            if state.profiles[name] == nil { state.order.append(name) }
+            state.profiles[name, default: LayerProfile(name: name, strategy: kind, implementations: [])].record(
+                seconds: seconds, creation: creation, multiplyAdds: 0, bytes: bytes)
+        }
+    }
+
+    var profiles: [LayerProfile] { state.withLock { state in state.order.compactMap { state.profiles[$0] } } }
+
+    func reset() { state.withLock { $0 = ([], [:]) } }
 }
 
 /// Sustained memory bandwidth of this machine with `threads` threads: the best of five parallel copies of

@@ -99,7 +99,7 @@ final class MobileNetV2 {
             let y = try stemFusion(stem, first, fusion: fusion, x, upscaledTo: (upscaled[2], upscaled[3]))
             return try features(from: y, after: 1)
         }
-        let input = try size.map { try Operations.resizeHalfPixel(x, height: $0.0, width: $0.1) } ?? x
+        let input = try upscaledInput(x, to: size)
         return try features(from: stem(input, training: training), after: 0, training: training)
     }
 

@@ -169,12 +169,19 @@ extension DeepLabV3 {
     /// included): the work figure achieved TFLOP/s and TOPS are computed from.
     public var multiplyAddCount: Int { convUnits.reduce(0) { $0 + $1.multiplyAdds } }
 
-    /// Starts `multiplyAddCount` again from zero (and the layer profiles).
-    public func resetMultiplyAddCount() { for unit in convUnits { unit.resetMultiplyAdds() } }
+    /// Starts `multiplyAddCount` again from zero (and the layer and operation profiles).
+    public func resetMultiplyAddCount() {
+        for unit in convUnits { unit.resetMultiplyAdds() }
+        operations.reset()
+    }
 
     /// Each convolution unit's profile (`LayerProfile`) over the eval-mode forwards since the last
     /// `resetMultiplyAddCount()` that ran inside `profilingLayers`, in forward order.
     public var layerProfiles: [LayerProfile] { convUnits.compactMap(\.profile) }
+
+    /// The same for the forward's operations other than convolutions (resizes, DeepLabV3+'s join, ASPP's image
+    /// pooling and concatenation; no multiply-adds), in the order they first ran.
+    public var operationProfiles: [LayerProfile] { operations.profiles }
 
     /// `body` with every eval-mode forward it runs (on this thread or task) profiled per unit when `on`.
     public static func profilingLayers<T>(_ on: Bool = true, _ body: () throws -> T) rethrows -> T {

@@ -20,6 +20,8 @@ public struct SegmentThroughput: Sendable {
     /// Each convolution unit's costs (`LayerProfile`), names prefixed by the member for an ensemble; empty when
     /// not profiled.
     public var layers: [LayerProfile] = []
+    /// The same for the forwards' other operations (`DeepLabV3.operationProfiles`).
+    public var operations: [LayerProfile] = []
     /// Bytes per second this machine copies with the compute threads (`measuredMemoryBandwidth`), for the
     /// roofline; nil when not measured.
     public var memoryBandwidth: Double?
@@ -51,13 +53,17 @@ public struct SegmentThroughput: Sendable {
     /// Adds the roofline: the layer profiles of `members` (named by member when there are several) and this
     /// machine's memory bandwidth, measured now with the compute threads.
     public mutating func addRoofline(_ members: [DeepLabV3]) {
-        layers = members.enumerated().flatMap { index, member in
-            member.layerProfiles.map { layer in
-                var layer = layer
-                if members.count > 1 { layer.name = "m\(index + 1):" + layer.name }
-                return layer
+        func named(_ profiles: (DeepLabV3) -> [LayerProfile]) -> [LayerProfile] {
+            members.enumerated().flatMap { index, member in
+                profiles(member).map { layer in
+                    var layer = layer
+                    if members.count > 1 { layer.name = "m\(index + 1):" + layer.name }
+                    return layer
+                }
             }
         }
+        layers = named(\.layerProfiles)
+        operations = named(\.operationProfiles)
         memoryBandwidth = measuredMemoryBandwidth(threads: peak.threads)
     }
 
@@ -66,7 +72,8 @@ public struct SegmentThroughput: Sendable {
     /// this machine's
     /// roofline — memory (bytes over the measured bandwidth) or compute (multiply-adds on taps inside the input
     /// over the ISA's peak) — with the share of the measured time that limit accounts for (100 % is at the
-    /// roofline; above it, the clock /proc/cpuinfo reports is below the one the core ran at).
+    /// roofline; above it, the clock /proc/cpuinfo reports is below the one the core ran at). Then the forwards'
+    /// other operations (resizes, joins, pooling), each with its share of the forwards' time and its traffic.
     public var rooflineLines: [String] {
         guard !layers.isEmpty, let bandwidth = memoryBandwidth, bandwidth > 0 else { return [] }
         let peakMultiplyAdds = peak.operationsPerSecond(precision) / 2
@@ -80,22 +87,32 @@ public struct SegmentThroughput: Sendable {
                 + "creation and each unit's first call's preparation (\(fixed(setup, 2)) s more)",
             "timings:       ms  share     GMAC  MB moved  MAC/B  limit    at  strategy  layer"
         ]
-        for layer in layers {
+        // A row: its time and share (of the convolutions' time, or for another operation of the forwards'), its
+        // work, traffic and the nearer limit.
+        func row(_ layer: LayerProfile, share whole: Double) -> String {
             let seconds = layer.seconds
             let memory = layer.bytes / bandwidth
             let compute = peakMultiplyAdds > 0 ? Double(layer.multiplyAddsInside) / peakMultiplyAdds : 0
             let kernels = layer.implementations.isEmpty ? "" : " (\(layer.implementations.joined(separator: ", ")))"
+            return "timings: "
+                + [
+                    pad(fixed(seconds * 1000, 1), 8),
+                    pad(fixed(whole > 0 ? 100 * seconds / whole : 0, 1) + "%", 6),
+                    pad(fixed(Double(layer.multiplyAddsInside) / 1e9, 3), 8),
+                    pad(fixed(layer.bytes / 1_048_576, 1), 9),
+                    pad(fixed(layer.intensity, 1), 6), memory >= compute ? "memory " : "compute",
+                    pad(fixed(seconds > 0 ? 100 * max(memory, compute) / seconds : 0, 0) + "%", 4),
+                    " \(layer.strategy)\(kernels)  \(layer.name)"
+                ].joined(separator: " ")
+        }
+        lines += layers.map { row($0, share: total) }
+        if !operations.isEmpty {
+            let other = operations.reduce(0) { $0 + $1.seconds }
             lines.append(
-                "timings: "
-                    + [
-                        pad(fixed(seconds * 1000, 1), 8),
-                        pad(fixed(total > 0 ? 100 * seconds / total : 0, 1) + "%", 6),
-                        pad(fixed(Double(layer.multiplyAddsInside) / 1e9, 3), 8),
-                        pad(fixed(layer.bytes / 1_048_576, 1), 9),
-                        pad(fixed(layer.intensity, 1), 6), memory >= compute ? "memory " : "compute",
-                        pad(fixed(seconds > 0 ? 100 * max(memory, compute) / seconds : 0, 0) + "%", 4),
-                        " \(layer.strategy)\(kernels)  \(layer.name)"
-                    ].joined(separator: " "))
+                "timings: other operations \(fixed(other, 2)) s (share of the forwards' time; no multiply-adds), "
+                    + "the rest of the forwards' time (\(fixed(max(0, forwardSeconds - total - other), 2)) s) between them"
+            )
+            lines += operations.map { row($0, share: forwardSeconds) }
         }
         return lines
     }

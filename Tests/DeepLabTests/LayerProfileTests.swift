@@ -69,6 +69,38 @@ import Testing
         }
     }
 
+    /// The forward's other operations are profiled apart from the convolutions, in the order they ran: each call
+    /// timed, its bytes at least what it reads and writes, no multiply-adds; nothing when profiling is off.
+    @Test func otherOperationsAreProfiledApart() throws {
+        let model = try DeepLabV3(
+            DeepLabConfiguration(
+                architecture: .mobilenetV2, decoder: .v3plus, classCount: 3, inputChannels: 1, outputStride: 8,
+                atrousRates: [2, 4], asppChannels: 16, widthMultiplier: 0.35, seed: 1))
+        DeterministicWeights.fill(model)
+        let input = FloatTensor(
+            shape: [1, 1, 33, 41], values: DeterministicWeights.uniform(33 * 41, salt: 7).map { Float($0) })
+        model.resetMultiplyAddCount()
+        _ = try model.forward(input, training: false)
+        #expect(model.operationProfiles.isEmpty, "profiling is off by default")
+        try DeepLabV3.profilingLayers {
+            for _ in 0..<3 { _ = try model.forward(input, training: false) }
+        }
+        let operations = model.operationProfiles
+        #expect(
+            operations.map(\.name) == ["image pooling", "ASPP concatenation", "decoder join", "logits resize"],
+            "\(operations.map(\.name))")
+        #expect(operations.map(\.strategy) == ["pool", "concat", "join", "resize"])
+        for operation in operations {
+            #expect(operation.calls == 3 && operation.seconds > 0 && operation.multiplyAdds == 0, "\(operation)")
+        }
+        // The logits: 3 classes at the input's size, written, and at stride 4 read (3 calls of each).
+        let logits = try #require(operations.last)
+        #expect(logits.bytes >= Double(3 * 4 * 3 * 33 * 41), "\(logits)")
+        #expect(model.layerProfiles.allSatisfy { $0.multiplyAdds > 0 })
+        model.resetMultiplyAddCount()
+        #expect(model.operationProfiles.isEmpty)
+    }
+
     /// Primitive creation is left out; the first call counts at the later calls' rate, its excess is setup.
     @Test func creationAndTheFirstCallsExcessAreSetup() {
         var profile = LayerProfile(name: "u", strategy: "direct", implementations: [])

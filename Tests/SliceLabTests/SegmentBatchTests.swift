@@ -93,8 +93,16 @@ import Testing
             ])
             #expect(result.status == 0, "\(result.standardError)")
             let lines = result.standardError.split(separator: "\n").filter { $0.contains("timings:") }
-            let rows = lines.dropFirst(5)
+            // The convolutions' rows, then (after their own line) the other operations'.
+            let other = lines.firstIndex { $0.contains("other operations") } ?? lines.endIndex
+            let rows = lines[5..<max(5, other)]
             #expect(lines.count > 5 && lines[3].contains("roofline per convolution"), "\(result.standardError)")
+            #expect(
+                other < lines.endIndex - 1
+                    && lines[(other + 1)...].allSatisfy {
+                        $0.contains(" memory ")
+                            && [" resize ", " join ", " pool ", " concat "].contains(where: $0.contains)
+                    }, "\(result.standardError)")
             #expect(
                 !rows.isEmpty
                     && rows.allSatisfy {
