@@ -73,7 +73,9 @@ final class ASPP {
         let s = x.shape
         // int8: the branches read one quantised copy of the input and write u8 at the projection's input scale,
         // so the concatenation is of 8-bit values; the image-pooling branch (f32) is quantised after resizing.
-        let branchInput = try Int8Convolution.quantizedEntry(x, entryQuantization, training: training) ?? x
+        let branchInput =
+            try Int8Convolution.quantizedEntry(
+                x, entryQuantization, training: training, name: "ASPP") ?? x
         var outputs = try branches.map { try forwardChain($0, branchInput, training: training) }
         // A quantised input (the backbone wrote it for the branches) is averaged as integers and dequantised.
         var pooled: PoolingResult?

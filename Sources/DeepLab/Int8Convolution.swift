@@ -81,11 +81,17 @@ final class Int8Convolution: ConvolutionStrategy {
         q.inputType == .u8 && !Int8Operations.hasVNNI ? q.inputScale / 2 : q.inputScale
     }
 
-    /// `x` quantised once at the entry of a block or of ASPP with `entry`'s effective scale, in eval mode while it
-    /// is still f32; nil when there is nothing to do (training, no entry quantisation, or already int8).
-    static func quantizedEntry(_ x: Tensor, _ entry: UnitQuantization?, training: Bool) throws -> Tensor? {
+    /// `x` quantised once at the entry of a block or of ASPP (named `name`, whose `--timings` row it is) with
+    /// `entry`'s effective scale, in eval mode while it is still f32; nil when there is nothing to do (training, no
+    /// entry quantisation, or already int8).
+    static func quantizedEntry(_ x: Tensor, _ entry: UnitQuantization?, training: Bool, name: String) throws -> Tensor?
+    {
         guard !training, let entry, !Int8Operations.isQuantized(x) else { return nil }
-        return try Int8Operations.quantize(x, to: entry.inputType, scale: effectiveInputScale(entry))
+        return try LayerProfiling.operation(
+            "\(name) entry", "quantize", bytes: { x.desc.byteCount + $0.desc.byteCount }
+        ) {
+            try Int8Operations.quantize(x, to: entry.inputType, scale: effectiveInputScale(entry))
+        }
     }
 
     func applies(to unit: ConvUnit, inputShape: [Int], residual: Bool, training: Bool) -> Bool {

@@ -171,7 +171,9 @@ final class InvertedResidual {
         if !training, let fusion, fusion.takes(self, inputShape: x.shape) { return try fusion(self, x) }
         var x = x
         var inputIsConsumable = inputIsConsumable
-        if let quantized = try Int8Convolution.quantizedEntry(x, entryQuantization, training: training) {
+        if let quantized = try Int8Convolution.quantizedEntry(
+            x, entryQuantization, training: training, name: name)
+        {
             (x, inputIsConsumable) = (quantized, true)
         }
         if !training, let int8Fusion, FusedInt8Block.fits(self) { return try int8Fusion(self, x) }

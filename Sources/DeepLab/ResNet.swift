@@ -158,7 +158,9 @@ final class ResidualBlock {
     func callAsFunction(_ x: Tensor, inputIsConsumable: Bool = false, training: Bool) throws -> Tensor {
         var x = x
         var inputIsConsumable = inputIsConsumable
-        if let quantized = try Int8Convolution.quantizedEntry(x, entryQuantization, training: training) {
+        if let quantized = try Int8Convolution.quantizedEntry(
+            x, entryQuantization, training: training, name: units.first?.name ?? "block")
+        {
             (x, inputIsConsumable) = (quantized, true)
         }
         let identity = try downsample.map { try $0(x, training: training) } ?? x

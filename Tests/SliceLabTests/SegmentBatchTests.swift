@@ -101,7 +101,7 @@ import Testing
                 other < lines.endIndex - 1
                     && lines[(other + 1)...].allSatisfy {
                         $0.contains(" memory ")
-                            && [" resize ", " join ", " pool ", " concat "].contains(where: $0.contains)
+                            && [" resize ", " join ", " pool ", " concat ", " quantize "].contains(where: $0.contains)
                     }, "\(result.standardError)")
             #expect(
                 !rows.isEmpty
