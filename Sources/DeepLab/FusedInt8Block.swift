@@ -56,12 +56,9 @@ final class FusedInt8Block {
                 throw DeepLabError.invalidInput(
                     "\(block.name): the fused int8 block's input is not \(parameters.inputType)")
             }
-            var description = FusedKernels.description(block.units[block.units.count - 2], inputShape: x.shape)
-            description.out_channels = Int32(block.units[block.units.count - 1].conv.outputChannels)
-            description.expands = block.units.count == 3 ? 1 : 0
-            description.residual = block.usesResidual ? 1 : 0
             return try FusedKernels.run(
-                description, x, weights: parameters.floats, isa: cfused_avx512, name: "fused int8 block \(block.name)",
+                FusedInvertedResidual.description(block, inputShape: x.shape), x, weights: parameters.floats,
+                isa: cfused_avx512, name: "fused int8 block \(block.name)",
                 int8: (parameters.description, parameters.inputType, parameters.outputType))
         }
     }
@@ -69,8 +66,8 @@ final class FusedInt8Block {
     /// One block's s8 weights, requantisation and packed taps, made once per parameter version and quantisation; the
     /// arrays in buffers of their own so `description` can point at them.
     final class Parameters {
-        let version: Int
-        let quantizations: [UnitQuantization?]
+        /// What they were made from (`Parameters.source(of:)`).
+        let source: Source
         let inputType: QuantizedType
         let outputType: QuantizedType?
         /// The depthwise taps (s8 values as floats) and zeros for their bias, in the float32 kernels' places (see
@@ -82,8 +79,7 @@ final class FusedInt8Block {
 
         init(_ block: InvertedResidual) throws {
             let units = block.units
-            version = units.reduce(0) { $0 &+ $1.parameterVersion }
-            quantizations = units.map(\.quantization) + units.map(\.quantizedOutput)
+            source = Self.source(of: block)
             guard let entry = block.entryQuantization else {
                 throw DeepLabError.invalidConfiguration("\(block.name): an int8 block without its entry quantisation")
             }
@@ -149,7 +145,7 @@ final class FusedInt8Block {
                 for t in 0..<9 { taps[t * padded(channels) + c] = Float(dwWeights[c * 9 + t]) }
             }
             floats = FusedKernels.Weights(
-                version: version, isa: cfused_avx512,
+                version: source.version, isa: cfused_avx512,
                 arrays: [[], [], taps, [Float](repeating: 0, count: padded(channels)), [], []])
             var description = cfused_int8()
             description.input_type = Int32((inputType == .u8 ? cfused_u8 : cfused_s8).rawValue)
@@ -169,15 +165,23 @@ final class FusedInt8Block {
         }
 
         deinit { buffers.forEach { $0.deallocate() } }
+
+        /// The units' parameter versions and quantisations (their own and their outputs').
+        struct Source: Equatable {
+            let version: Int
+            let quantizations: [UnitQuantization?]
+        }
+
+        static func source(of block: InvertedResidual) -> Source {
+            Source(
+                version: block.units.reduce(0) { $0 &+ $1.parameterVersion },
+                quantizations: block.units.map(\.quantization) + block.units.map(\.quantizedOutput))
+        }
     }
 
     /// `block`'s parameters, made again when its weights or quantisation changed.
     private func parameters(for block: InvertedResidual) throws -> Parameters {
-        let version = block.units.reduce(0) { $0 &+ $1.parameterVersion }
-        let quantizations = block.units.map(\.quantization) + block.units.map(\.quantizedOutput)
-        if let parameters, parameters.version == version, parameters.quantizations == quantizations {
-            return parameters
-        }
+        if let parameters, parameters.source == Parameters.source(of: block) { return parameters }
         let made = try Parameters(block)
         parameters = made
         return made

@@ -100,13 +100,14 @@ final class FusedInvertedResidual {
     func callAsFunction(_ block: some FusableChain, _ x: Tensor) throws -> Tensor {
         try FusedKernels.counted(block.units, inputShape: x.shape, x, name: block.name, strategy: block.fusedStrategy) {
             try FusedKernels.run(
-                description(block, inputShape: x.shape), x, weights: weights(for: block), isa: isa,
+                Self.description(block, inputShape: x.shape), x, weights: weights(for: block), isa: isa,
                 name: "fused block \(block.name)")
         }
     }
 
-    /// The kernels' description of `block` on input dims `inputShape` (its pointers set by `FusedKernels.run`).
-    func description(_ block: some FusableChain, inputShape: [Int]) -> cfused_block {
+    /// The kernels' description of `block` on input dims `inputShape` (its pointers set by `FusedKernels.run`; an
+    /// int8 block's activations are in its requantisation instead).
+    static func description(_ block: some FusableChain, inputShape: [Int]) -> cfused_block {
         var description = FusedKernels.description(block.units[block.units.count - 2], inputShape: inputShape)
         description.out_channels = Int32(block.units[block.units.count - 1].conv.outputChannels)
         description.expands = block.units.count == 3 ? 1 : 0

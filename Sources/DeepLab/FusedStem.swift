@@ -84,7 +84,7 @@ final class FusedStem {
             geometry.column_weights = blend + rows.count
             return try withExtendedLifetime(stemWeights) {
                 try FusedKernels.run(
-                    fusion.description(block, inputShape: stem.conv.outputDims(upscaled)), x,
+                    FusedInvertedResidual.description(block, inputShape: stem.conv.outputDims(upscaled)), x,
                     weights: fusion.weights(for: block), isa: fusion.isa, name: "fused stem \(name)", stem: geometry)
             }
         }
