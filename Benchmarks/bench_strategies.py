@@ -2,11 +2,12 @@
 measurement on that ISA, and this is the measurement.
 
 BENCH_SWITCH names the strategy's measuring switch (default SLICELAB_WINOGRAD; also SLICELAB_FUSED_BLOCKS,
-SLICELAB_OWN_DEPTHWISE); each case runs `segment --raw-input` in fp32 with the switch at 0 and at 1 in fresh processes
+SLICELAB_OWN_DEPTHWISE); each case runs `segment --raw-input` in fp32 with the switch at 0 and at 1 (BENCH_VALUES, e.g.
+`2,4` for SLICELAB_WINOGRAD_TILE) in fresh processes
 alternated over BENCH_ROUNDS rounds (default 3), SLICELAB_PARITY_REPEAT=5 warm forwards each, batch 1, BENCH_THREADS
 threads (default 2). Cases (BENCH_STRATEGY_CASES, default both): `resnet50` (bench_deeplab_int8's DeepLabV3-ResNet-50,
 1 × 512²) and `mni-brain` (the bundled model on one slice of its set). Prints the median latencies, the ratio on / off
-(median of the rounds' ratios), the largest logit difference between the two, and the oneDNN ISA. BENCH_ISA caps
+(the second value's over the first's, median of the rounds' ratios), the largest logit difference between the two, and the oneDNN ISA. BENCH_ISA caps
 oneDNN to an ISA.
 
 Run: `.venv/bin/python Benchmarks/bench_strategies.py` after `swift build -c release`.
@@ -38,6 +39,7 @@ def main(threads=2, rounds=3):
     if os.environ.get("BENCH_ISA"):
         os.environ["ONEDNN_MAX_CPU_ISA"] = os.environ["BENCH_ISA"]
     switch = os.environ.get("BENCH_SWITCH", "SLICELAB_WINOGRAD")
+    off, on = os.environ.get("BENCH_VALUES", "0,1").split(",")
     isa, _, _ = isa_and_peaks(binary, threads)
     cases = os.environ.get("BENCH_STRATEGY_CASES", "resnet50,mni-brain").split(",")
     with tempfile.TemporaryDirectory() as folder:
@@ -53,25 +55,25 @@ def main(threads=2, rounds=3):
                 raw, _ = raw_slice(binary, model, DEMO / "mni-brain", work, threads)
             else:
                 raise SystemExit(f"bench_strategies: unknown case {case} (resnet50, mni-brain)")
-            latencies, loads = {"0": [], "1": []}, []
+            latencies, loads = {off: [], on: []}, []
             for _ in range(rounds):
                 loads.append(os.getloadavg()[0])
-                for value in ("0", "1"):
+                for value in (off, on):
                     os.environ[switch] = value
                     latencies[value].append(median(run_slicelab(binary, str(model), str(raw),
                                                                 str(work / f"out{value}.h5"), threads, 5)))
             os.environ.pop(switch)
-            with h5py.File(work / "out0.h5") as a, h5py.File(work / "out1.h5") as b:
+            with h5py.File(work / f"out{off}.h5") as a, h5py.File(work / f"out{on}.h5") as b:
                 name = next(iter(a))
                 difference = float(np.abs(a[name][:] - b[name][:]).max())
                 largest = float(np.abs(a[name][:]).max())
-            ratios = [on / off for on, off in zip(latencies["1"], latencies["0"])]
+            ratios = [b / a for a, b in zip(latencies[off], latencies[on])]
             print(f"{case}, fp32, batch 1, {threads} threads, oneDNN ISA {isa}, {switch}; {rounds} rounds of 5; "
                   f"1-minute load at each round's start: {', '.join(f'{v:.2f}' for v in loads)}")
-            for value, label in (("0", "off"), ("1", "on")):
-                print(f"  {label:3} median {median(latencies[value]):8.1f} ms "
+            for value in (off, on):
+                print(f"  {switch}={value} median {median(latencies[value]):8.1f} ms "
                       f"(rounds: {', '.join(f'{v:.1f}' for v in latencies[value])})")
-            print(f"  ratio on / off: {median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)}) on {isa}; "
+            print(f"  ratio {on} / {off}: {median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)}) on {isa}; "
                   f"logits differ by at most {difference:.2g} (largest |logit| {largest:.3g})")
 
 

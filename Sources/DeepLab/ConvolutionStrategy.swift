@@ -92,14 +92,14 @@ func accumulateWeightGradients(
 ///
 /// - AVX2 (and AVX2-VNNI, whose fp32 kernels are AVX2's): padding-free rectangles (fp32 and int8) and Winograd,
 ///   as measured on the AMD EPYC (README, *Measured speed*: DeepLabV3-ResNet-50 1.49 s against 1.78 s for ONNX
-///   Runtime; *Precision*: int8 ASPP by rectangles).
+///   Runtime; *Precision*: int8 ASPP by rectangles); since natively measured on an AMD EPYC with AVX2 only (Zen 3,
+///   Benchmarks/README.md, 2026-12-07): Winograd by F(4×4, 3×3) (ResNet-50 0.875 × F(2×2)'s time), the own depthwise
+///   kernel, MobileNetV2's memory-bound blocks and separable convolutions fused (the bundled model 0.94 × the
+///   time unfused; capped to AVX2 on the AMX Xeon they had been slower, a different core's AVX2).
 /// - AVX-512 (with or without VNNI, BF16, AMX): oneDNN's own kernels, Winograd F(4×4, 3×3) for wide 3 × 3
 ///   convolutions whose taps nearly all read the input, MobileNetV2's memory-bound inverted-residual blocks fused
 ///   (measured on the AMX Xeon natively and capped to `AVX512_CORE`, and natively on an Intel Xeon with AVX-512 VNNI
 ///   and no AMX, Benchmarks/README.md); AMX's entry adds its own measured items below. SSE4.1/AVX: oneDNN's kernels.
-/// - Fused blocks stay off on AVX2: their AVX2 kernels, capped to AVX2 on the AMX Xeon, were slower than oneDNN's
-///   (no AVX2-only CPU was at hand to measure them where they would run); the own depthwise kernel, capped the same
-///   way, beat oneDNN's on DeepLabV3+'s ASPP branches (0.44–0.46 ×) and is on there.
 public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// Dilated 3×3 convolutions whose padding taps are a tenth of the work or more run as padding-free rectangles
     /// (`PaddingFreeConvolution` in f32, eval and training; `Int8Convolution` in int8).
@@ -174,8 +174,8 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// The committed entries by ISA name (`oneDNNEffectiveISA`); an ISA not listed takes `oneDNN`.
     public static let entries: [String: ConvolutionStrategyTable] = [
         "AVX2": ConvolutionStrategyTable(
-            paddingFreeRectangles: true, winograd: true, int8Winograd: true, ownDepthwise: true,
-            measured: true),
+            paddingFreeRectangles: true, winograd: true, winogradTile: 4, int8Winograd: true, ownDepthwise: true,
+            fusedInvertedResiduals: true, measured: true),
         "AVX2_VNNI": ConvolutionStrategyTable(
             paddingFreeRectangles: true, winograd: true, int8Winograd: false,
             measured: false),

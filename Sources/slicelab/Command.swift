@@ -60,3 +60,19 @@ func cohortJob(_ arguments: ParsedArguments, command: String) throws -> Communic
     }
     return communicator
 }
+
+/// An error `report` has printed already; `main` exits with its status.
+struct ReportedError: Error {
+    let status: Int32
+}
+
+/// Runs `body` as one rank of `job`, then leaves the job. A failure is printed before the rank leaves: the launcher
+/// ends the other ranks as soon as one exits non-zero, so each rank says why it failed before the last barrier.
+func runAsRank(_ job: Communicator, command: String, _ body: () throws -> Void) throws {
+    do { try body() } catch {
+        let status = report(error, command: command)
+        job.finish()
+        throw ReportedError(status: status)
+    }
+    job.finish()
+}

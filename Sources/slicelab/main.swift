@@ -45,11 +45,22 @@ func main() -> Int32 {
         let parsed = try ParsedArguments.parse(arguments, spec: command.spec)
         try command.run(parsed)
         return 0
-    } catch let error as UsageError {
-        standardError(error.message)
-        return 2
     } catch {
-        standardError("slicelab \(name): error: \(error)")
+        return report(error, command: name)
+    }
+}
+
+/// Prints `error` as the command's failure and returns the exit status: 2 for a usage error, 1 otherwise, and an
+/// error already printed (`ReportedError`) only gives its status.
+func report(_ error: Error, command: String) -> Int32 {
+    switch error {
+    case let reported as ReportedError:
+        return reported.status
+    case let usage as UsageError:
+        standardError(usage.message)
+        return 2
+    default:
+        standardError("slicelab \(command): error: \(error)")
         return 1
     }
 }

@@ -120,19 +120,19 @@ enum CompareCommand: Command {
         }
         options.crf = try crfParameters(arguments, command: "compare")
         if let job {
-            let outcome = try ShardedJob.run(communicator: job, output: options.output, partSuffix: ".h5") {
-                shard, part in
-                var mine = options
-                (mine.shard, mine.output) = (shard, part)
-                _ = try CompareWorkflow.run(mine)
-            } merge: { parts, output in
-                try ResultsMerge.merge(parts: parts, output: output, overwrite: options.overwrite)
+            return try runAsRank(job, command: "compare") {
+                let outcome = try ShardedJob.run(communicator: job, output: options.output, partSuffix: ".h5") {
+                    shard, part in
+                    var mine = options
+                    (mine.shard, mine.output) = (shard, part)
+                    _ = try CompareWorkflow.run(mine)
+                } merge: { parts, output in
+                    try ResultsMerge.merge(parts: parts, output: output, overwrite: options.overwrite)
+                }
+                if case .merged(let merged) = outcome {
+                    reportMerge(merged, output: options.output, job: ("compare", job.size))
+                }
             }
-            if case .merged(let merged) = outcome {
-                reportMerge(merged, output: options.output, job: ("compare", job.size))
-            }
-            job.finish()
-            return
         }
         try runCompare(options, timings: arguments.flag("timings"))
     }

@@ -71,19 +71,20 @@ enum EvaluateCommand: Command {
         do { _ = try options.labelReading() } catch { throw UsageError("slicelab evaluate: \(error)") }
         if let job = try cohortJob(arguments, command: "evaluate") {
             let limits = try readLimits(arguments, command: "evaluate")
-            let outcome = try ShardedJob.run(communicator: job, output: output, partSuffix: ".h5") { shard, part in
-                var mine = options
-                (mine.shard, mine.output) = (shard, part)
-                _ = try EvaluateWorkflow.run(mine, limits: limits)
-            } merge: { parts, output in
-                try ResultsMerge.merge(parts: parts, output: output, overwrite: options.overwrite)
+            return try runAsRank(job, command: "evaluate") {
+                let outcome = try ShardedJob.run(communicator: job, output: output, partSuffix: ".h5") {
+                    shard, part in
+                    var mine = options
+                    (mine.shard, mine.output) = (shard, part)
+                    _ = try EvaluateWorkflow.run(mine, limits: limits)
+                } merge: { parts, output in
+                    try ResultsMerge.merge(parts: parts, output: output, overwrite: options.overwrite)
+                }
+                if case .merged(let merged) = outcome {
+                    merged.runs.first.map { print(TableText.summary($0)) }
+                    reportMerge(merged, output: output, job: ("evaluate", job.size))
+                }
             }
-            if case .merged(let merged) = outcome {
-                merged.runs.first.map { print(TableText.summary($0)) }
-                reportMerge(merged, output: output, job: ("evaluate", job.size))
-            }
-            job.finish()
-            return
         }
         let run = try EvaluateWorkflow.run(options, limits: try readLimits(arguments, command: "evaluate"))
         print(TableText.summary(run))

@@ -191,20 +191,21 @@ enum SegmentCommand: Command {
     /// A folder of cases under an MPI launcher: each rank its shard, rank 0 merges.
     static func runJob(_ arguments: ParsedArguments, options: SegmentWorkflow.Options, job: Communicator) throws {
         let out = options.output
-        let outcome = try ShardedJob.run(communicator: job, output: out, partSuffix: "") { shard, part in
-            var mine = options
-            mine.output = part
-            _ = try SegmentWorkflow.runCohort(mine, shard: shard, skipBad: arguments.flag("skip-bad")) {
-                standardError("rank \(job.rank): \($0)")
+        try runAsRank(job, command: "segment") {
+            let outcome = try ShardedJob.run(communicator: job, output: out, partSuffix: "") { shard, part in
+                var mine = options
+                mine.output = part
+                _ = try SegmentWorkflow.runCohort(mine, shard: shard, skipBad: arguments.flag("skip-bad")) {
+                    standardError("rank \(job.rank): \($0)")
+                }
+            } merge: { parts, output in
+                // Overwriting, as one process replaces an earlier output.
+                try SegmentationManifest.merge(parts: parts, output: output, overwrite: true)
             }
-        } merge: { parts, output in
-            // Overwriting, as one process replaces an earlier output.
-            try SegmentationManifest.merge(parts: parts, output: output, overwrite: true)
+            if case .merged(let manifest) = outcome {
+                reportMerge(manifest, output: out, shards: job.size, job: true)
+            }
         }
-        if case .merged(let manifest) = outcome {
-            reportMerge(manifest, output: out, shards: job.size, job: true)
-        }
-        job.finish()
     }
 
     /// A folder of cases (or one shard of it) into a folder.

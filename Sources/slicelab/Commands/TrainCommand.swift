@@ -172,28 +172,29 @@ enum TrainCommand: Command {
                 "slicelab train: --batch \(batch) must be divisible by the number of ranks "
                     + "(\(communicator.size))")
         }
-        if foldsFolder {
-            let outcome = try TrainWorkflow.runFolds(
-                options, fold: Int(foldText), communicator: communicator, log: standardError,
-                makeNetwork: TrainWorkflow.makeEngineNetwork)
-            if let (pooled, path) = outcome.pooled {
-                print(TableText.summary(pooled))
-                print("wrote \(path): runs \(outcome.runs.map(\.name).joined(separator: ", ")), crossval (pooled)")
-                var post: (run: ResultsRun, comparison: ResultsComparison)?
-                if choosesPost {
-                    let choice = try TrainWorkflow.choosePostProcessing(options, log: standardError)
-                    print("post-processing (\(choice.path)): \(choice.summary)")
-                    post = (choice.run, choice.comparison)
+        try runAsRank(communicator, command: "train") {
+            if foldsFolder {
+                let outcome = try TrainWorkflow.runFolds(
+                    options, fold: Int(foldText), communicator: communicator, log: standardError,
+                    makeNetwork: TrainWorkflow.makeEngineNetwork)
+                if let (pooled, path) = outcome.pooled {
+                    print(TableText.summary(pooled))
+                    print("wrote \(path): runs \(outcome.runs.map(\.name).joined(separator: ", ")), crossval (pooled)")
+                    var post: (run: ResultsRun, comparison: ResultsComparison)?
+                    if choosesPost {
+                        let choice = try TrainWorkflow.choosePostProcessing(options, log: standardError)
+                        print("post-processing (\(choice.path)): \(choice.summary)")
+                        post = (choice.run, choice.comparison)
+                    }
+                    if let folder = arguments.string("report") {
+                        try TrainWorkflow.crossValidationReport(outcome, post: post, dataset: pooled.dataset).write(
+                            to: folder)
+                        print("report in \(folder)/index.html")
+                    }
                 }
-                if let folder = arguments.string("report") {
-                    try TrainWorkflow.crossValidationReport(outcome, post: post, dataset: pooled.dataset).write(
-                        to: folder)
-                    print("report in \(folder)/index.html")
-                }
+            } else {
+                try TrainWorkflow.run(options, communicator: communicator, makeNetwork: TrainWorkflow.makeEngineNetwork)
             }
-        } else {
-            try TrainWorkflow.run(options, communicator: communicator, makeNetwork: TrainWorkflow.makeEngineNetwork)
         }
-        communicator.finish()
     }
 }
