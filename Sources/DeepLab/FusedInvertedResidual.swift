@@ -345,7 +345,6 @@ enum FusedKernels {
         var geometry = stem ?? cfused_stem()
         var quantized = int8?.0 ?? cfused_int8()
         let workers = computeThreads()
-        let residues = Int(cfused_residues(&description))
         let chunks = max(1, min(outputDims[2], (workers + s[0] - 1) / s[0]))
         let failed = Locked<String?>(nil)
         input.withStorage { source in
@@ -359,6 +358,8 @@ enum FusedKernels {
                     withUnsafePointer(to: &quantized) { quantized in
                         description.stem = stem == nil ? nil : geometry
                         description.int8 = int8 == nil ? nil : quantized
+                        // What the kernels compute, and so the residues and the workspace, depends on `stem` and `int8`.
+                        let residues = Int(cfused_residues(&description))
                         let bytes = max(cfused_workspace_count(&description, isa), 1) * MemoryLayout<Float>.size
                         let tasks = s[0] * chunks
                         let rows = { outputDims[2] * $0 / chunks }
