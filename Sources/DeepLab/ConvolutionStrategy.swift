@@ -95,7 +95,9 @@ func accumulateWeightGradients(
 ///   Runtime; *Precision*: int8 ASPP by rectangles); since natively measured on an AMD EPYC with AVX2 only (Zen 3,
 ///   Benchmarks/README.md, 2026-12-07): Winograd by F(4×4, 3×3) (ResNet-50 0.875 × F(2×2)'s time), the own depthwise
 ///   kernel, MobileNetV2's memory-bound blocks and separable convolutions fused (the bundled model 0.94 × the
-///   time unfused; capped to AVX2 on the AMX Xeon they had been slower, a different core's AVX2).
+///   time unfused; capped to AVX2 on the AMX Xeon they had been slower, a different core's AVX2), every separable
+///   convolution, not only the large rates (ASPP's rate 6 0.72 ×, DeepLabV3+'s undilated decoder convolution
+///   0.69 × the units' time there).
 /// - AVX-512 (with or without VNNI, BF16, AMX): oneDNN's own kernels, Winograd F(4×4, 3×3) for wide 3 × 3
 ///   convolutions whose taps nearly all read the input, MobileNetV2's memory-bound inverted-residual blocks fused
 ///   (measured on the AMX Xeon natively and capped to `AVX512_CORE`, and natively on an Intel Xeon with AVX-512 VNNI
@@ -129,6 +131,9 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// MobileNetV2's memory-bound inverted-residual blocks run in one pass in eval mode, float32
     /// (`FusedInvertedResidual`).
     public var fusedInvertedResiduals = false
+    /// With `fusedInvertedResiduals`, every separable convolution fused, undilated ones and rates whose taps mostly
+    /// read the input too, not only the large rates (`SeparableConvolution.fusionPays`).
+    public var separablesFusedAtEveryRate = false
     /// Whether the entry was measured on its ISA (false: a default, oneDNN's kernels).
     public var measured: Bool
 
@@ -175,7 +180,7 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     public static let entries: [String: ConvolutionStrategyTable] = [
         "AVX2": ConvolutionStrategyTable(
             paddingFreeRectangles: true, winograd: true, winogradTile: 4, int8Winograd: true, ownDepthwise: true,
-            fusedInvertedResiduals: true, measured: true),
+            fusedInvertedResiduals: true, separablesFusedAtEveryRate: true, measured: true),
         "AVX2_VNNI": ConvolutionStrategyTable(
             paddingFreeRectangles: true, winograd: true, int8Winograd: false,
             measured: false),
@@ -217,7 +222,10 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
             + (winograd ? ["Winograd F(\(winogradTile)×\(winogradTile), 3×3)"] : [])
             + (ownDepthwise ? ["own depthwise kernel"] : [])
             + (fusedInvertedResiduals
-                ? ["fused inverted-residual blocks (the first with the stem and upscale) and separable convolutions"]
+                ? [
+                    "fused inverted-residual blocks (the first with the stem and upscale) and separable convolutions"
+                        + (separablesFusedAtEveryRate ? " (every rate)" : " (large rates)")
+                ]
                 : [])
         return (parts.isEmpty ? "oneDNN's kernels" : parts.joined(separator: ", ") + ", else oneDNN's")
             + (measured ? " (measured)" : " (not measured)")

@@ -170,14 +170,16 @@ struct SeparableConvolution: FusableChain {
     var entryQuantization: UnitQuantization? { nil }
     var fusedStrategy: String { "fused-separable" }
 
-    /// Where the depthwise half is dilated with at most `OwnDepthwiseConvolution.maximumInsideShare` of its taps
-    /// reading the input (where the depthwise half alone would take `OwnDepthwiseConvolution`). Measured on the Xeon
-    /// with AVX-512 VNNI (the bundled model's ASPP on 1280 × 30 × 25, 3 alternated runs of 40 forwards): rates 12 and
-    /// 18 fused took 0.87 × the two units' time (6 of 6 pairs faster); rate 6 (oneDNN's `jit_dw`, 0.73 of the taps
+    /// Where the effective ISA's table fuses every separable convolution (`separablesFusedAtEveryRate`), else where
+    /// the depthwise half is dilated with at most `OwnDepthwiseConvolution.maximumInsideShare` of its taps reading
+    /// the input (where the depthwise half alone would take `OwnDepthwiseConvolution`). Measured on the Xeon with
+    /// AVX-512 VNNI (the bundled model's ASPP on 1280 × 30 × 25, 3 alternated runs of 40 forwards): rates 12 and 18
+    /// fused took 0.87 × the two units' time (6 of 6 pairs faster); rate 6 (oneDNN's `jit_dw`, 0.73 of the taps
     /// inside) and the undilated decoder convolution went either way.
     func fusionPays(inputShape: [Int]) -> Bool {
-        units[0].conv.window.dilation > 1
-            && units[0].insideShare(inputShape: inputShape) <= OwnDepthwiseConvolution.maximumInsideShare
+        ConvolutionStrategyTable.effective.separablesFusedAtEveryRate
+            || units[0].conv.window.dilation > 1
+                && units[0].insideShare(inputShape: inputShape) <= OwnDepthwiseConvolution.maximumInsideShare
     }
 }
 

@@ -19,7 +19,8 @@ import Testing
     @Test func avx2KeepsItsMeasuredStrategiesAndAVX512TakesOneDNNs() {
         let avx2 = ConvolutionStrategyTable.forISA("AVX2")
         #expect(avx2.paddingFreeRectangles && avx2.winograd && avx2.int8Winograd && avx2.measured)
-        #expect(avx2.fusedInvertedResiduals && avx2.ownDepthwise && avx2.winogradTile == 4)
+        #expect(avx2.fusedInvertedResiduals && avx2.separablesFusedAtEveryRate && avx2.ownDepthwise)
+        #expect(avx2.winogradTile == 4)
         var avx512 = ConvolutionStrategyTable.oneDNN
         (avx512.fusedInvertedResiduals, avx512.ownDepthwise) = (true, true)
         (avx512.winograd, avx512.winogradMinimumInsideShare, avx512.winogradTile) = (true, 0.9, 4)
