@@ -337,7 +337,6 @@ enum FusedKernels {
         let outputDims = [s[0], Int(description.out_channels), Int(description.out_height), Int(description.out_width)]
         let input = try x.reordered(to: Int8Operations.channelsLast(s, int8?.input))
         let output = try Tensor(desc: Int8Operations.channelsLast(outputDims, int8?.output))
-        // The weights first: what the kernels compute, and so the workspace and residues, depends on which are set.
         description.expand_weights = weights.pointer(0)
         description.expand_bias = weights.pointer(1)
         description.depthwise_weights = weights.pointer(2)
@@ -360,7 +359,8 @@ enum FusedKernels {
                     withUnsafePointer(to: &quantized) { quantized in
                         description.stem = stem == nil ? nil : geometry
                         description.int8 = int8 == nil ? nil : quantized
-                        // What the kernels compute, and so the residues and the workspace, depends on `stem` and `int8`.
+                        // Only now: what the kernels compute, and so the residues and the workspace, depends on
+                        // which weights, stem and int8 description are set.
                         let residues = Int(cfused_residues(&description))
                         let bytes = max(cfused_workspace_count(&description, isa), 1) * MemoryLayout<Float>.size
                         let tasks = s[0] * chunks
