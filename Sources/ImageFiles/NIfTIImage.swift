@@ -219,10 +219,14 @@ public struct NIfTIImage: Sendable {
 // MARK: - Writing
 
 extension NIfTIImage {
-    /// What a NIfTI file holds, for writing: Float32 images, or label maps as uint8 (uint16 above 255 classes).
+    /// What a NIfTI file holds, for writing: Float32 images, or label maps, written as uint8 when every label is
+    /// at most 255, else as uint16; a label map may come in the type it is written in (a quarter or a half of the
+    /// memory of `Int32`s: a segmented volume's labels are accumulated so).
     public enum Voxels {
         case float32([Float])
         case labels([Int32])
+        case uint8Labels([UInt8])
+        case uint16Labels([UInt16])
     }
 
     /// Writes a single-file NIfTI-1 image atomically, gzip-compressed when `path` ends in ".gz": `dimensions`
@@ -245,8 +249,13 @@ extension NIfTIImage {
                 temporary, dimensions.map { Int64($0) }, Int32(dimensions.count), datatype, pointer, sto,
                 Int32(qformCode), Int32(sformCode), &message, message.count)
         }
+        let filling = "\(count) labels must fill \(extent)"
         try writeAtomically(to: path) { temporary in
             let named = temporary + suffix  // nifti_clib compresses by name
+            func bytes(_ labels: [UInt8]) -> Int32 { labels.withUnsafeBytes { write($0.baseAddress, 2, into: named) } }
+            func shorts(_ labels: [UInt16]) -> Int32 {
+                labels.withUnsafeBytes { write($0.baseAddress, 512, into: named) }
+            }
             defer { unlink(named) }
             let status: Int32
             switch voxels {
@@ -261,11 +270,13 @@ extension NIfTIImage {
                 else {
                     throw ImageFileError.invalidArgument("labels must fill \(extent) with values in 0...65535")
                 }
-                if largest <= 255 {
-                    status = labels.map { UInt8($0) }.withUnsafeBytes { write($0.baseAddress, 2, into: named) }
-                } else {
-                    status = labels.map { UInt16($0) }.withUnsafeBytes { write($0.baseAddress, 512, into: named) }
-                }
+                status = largest <= 255 ? bytes(labels.map { UInt8($0) }) : shorts(labels.map { UInt16($0) })
+            case .uint8Labels(let labels):
+                guard labels.count == count else { throw ImageFileError.invalidArgument(filling) }
+                status = bytes(labels)
+            case .uint16Labels(let labels):
+                guard labels.count == count else { throw ImageFileError.invalidArgument(filling) }
+                status = labels.allSatisfy({ $0 <= 255 }) ? bytes(labels.map { UInt8($0) }) : shorts(labels)
             }
             guard status == 0, rename(named, temporary) == 0 else {
                 throw ImageFileError.unwritable(file: path, reason: String(nulTerminated: message))

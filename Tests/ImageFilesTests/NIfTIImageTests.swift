@@ -152,4 +152,32 @@ import Testing
             return file == path
         }
     }
+
+    /// Label maps held as uint8 or uint16 write the file that the same labels as `Int32`s write: uint8 (datatype 2)
+    /// when every label is at most 255, else uint16 (512), the same values; a count that does not fill the
+    /// dimensions is refused.
+    @Test func narrowLabelMapsWriteWhatInt32LabelsWrite() throws {
+        let folder = try TestSupport.temporaryFolder()
+        let dimensions = [5, 4, 3]
+        let geometry = VolumeGeometry(
+            spacing: [2, 1, 0.5], origin: [1, 2, 3], direction: VolumeGeometry.identity.direction)
+        for largest in [Int32(7), 300] {
+            let labels = (0..<60).map { Int32($0 * 37 % 11) * largest / 10 }
+            let written: [NIfTIImage.Voxels] =
+                [.labels(labels), .uint16Labels(labels.map { UInt16($0) })]
+                + (largest <= 255 ? [.uint8Labels(labels.map { UInt8($0) })] : [])
+            for (index, voxels) in written.enumerated() {
+                let path = folder.appendingPathComponent("labels-\(largest)-\(index).nii.gz").path
+                try NIfTIImage.write(voxels, dimensions: dimensions, geometry: geometry, to: path)
+                let image = try NIfTIImage.read(path)
+                #expect(image.header.datatype == (largest <= 255 ? 2 : 512))
+                #expect(image.values == labels.map(Float.init))
+            }
+        }
+        #expect(throws: ImageFileError.self) {
+            try NIfTIImage.write(
+                .uint8Labels([1, 2]), dimensions: dimensions, geometry: geometry,
+                to: folder.appendingPathComponent("short.nii").path)
+        }
+    }
 }

@@ -198,26 +198,39 @@ public enum SegmentWorkflow {
                 frames: 1, rows: reader.rows, columns: reader.columns, labels: firstLabels ?? [],
                 spacing: reader.spacing
             ).write(to: options.output)
-        case .nifti, .nrrd:
+        case .nifti:
+            // The volume's labels in the type the file takes (uint8 up to 256 classes), not 4 bytes a voxel: with
+            // tiles, a 468 × 576 × 100 volume peaked at 240 MB resident with Int32s (Benchmarks/README.md).
+            let voxels = reader.frames * reader.rows * reader.columns
+            let narrow = slices.segmenter.classCount <= 256
+            var (bytes, shorts) = ([UInt8](), [UInt16]())
+            if narrow { bytes.reserveCapacity(voxels) } else { shorts.reserveCapacity(voxels) }
+            try slices.produce(log: log) { index, labels, _ in
+                if index == 0 { firstLabels = labels }
+                if narrow {
+                    bytes += labels.lazy.map { UInt8(clamping: $0) }
+                } else {
+                    shorts += labels.lazy.map { UInt16(clamping: $0) }
+                }
+            }
+            try NIfTIImage.write(
+                narrow ? .uint8Labels(bytes) : .uint16Labels(shorts),
+                dimensions: [reader.columns, reader.rows, reader.frames], geometry: slices.geometry,
+                to: options.output)
+        case .nrrd:
             var all: [Int32] = []
             all.reserveCapacity(reader.frames * reader.rows * reader.columns)
             try slices.produce(log: log) { index, labels, _ in
                 if index == 0 { firstLabels = labels }
                 all += labels
             }
-            if format == .nifti {
-                try NIfTIImage.write(
-                    .labels(all), dimensions: [reader.columns, reader.rows, reader.frames],
-                    geometry: slices.geometry, to: options.output)
-            } else {
-                let names = try SegmentationExport.classNames(
-                    checkpoint: options.model, classCount: slices.segmenter.classCount)
-                try NRRDFormat.writeSegmentation(
-                    LabelMap(
-                        frames: reader.frames, rows: reader.rows, columns: reader.columns, labels: all,
-                        spacing: slices.geometry.spacing),
-                    geometry: slices.geometry, classNames: names, to: options.output)
-            }
+            let names = try SegmentationExport.classNames(
+                checkpoint: options.model, classCount: slices.segmenter.classCount)
+            try NRRDFormat.writeSegmentation(
+                LabelMap(
+                    frames: reader.frames, rows: reader.rows, columns: reader.columns, labels: all,
+                    spacing: slices.geometry.spacing),
+                geometry: slices.geometry, classNames: names, to: options.output)
         default:
             firstLabels = try writeHDF5(slices, options: options, log: log)
         }
