@@ -127,8 +127,8 @@ public enum Preprocessing: Codable, Equatable, Sendable {
         case .none: return
         case .window(let center, let width): scale(low: center - width / 2, high: center + width / 2)
         case .percentile(let low, let high):
-            let sorted = values.sorted()
-            scale(low: Percentile.ofSorted(sorted, low), high: Percentile.ofSorted(sorted, high))
+            let bounds = Percentile.of(values, [low, high])
+            scale(low: bounds[0], high: bounds[1])
         case .minMax: scale(low: Double(values.min() ?? 0), high: Double(values.max() ?? 0))
         case .zScore:
             let count = Double(values.count)
