@@ -3,6 +3,7 @@
 /// fingerprints, overlays, statistics over cases).
 public enum Percentile {
     /// The `q`-th percentile (0...100) of `sorted` (ascending, no NaN); NaN when it is empty.
+    @inlinable
     public static func ofSorted<C: RandomAccessCollection>(_ sorted: C, _ q: Double) -> Double
     where C.Element: BinaryFloatingPoint, C.Index == Int {
         guard !sorted.isEmpty else { return .nan }
@@ -30,6 +31,7 @@ public enum Percentile {
     /// each from where the previous left off), O(n) expected against O(n log n). NaN sorts last, as numpy sorts
     /// it; NaN results when there are no values. Per-image percentile normalisation sorted 800 000 values a slice
     /// of a 468 × 576 volume's 3-slice inputs on the thread that feeds the network (Benchmarks/README.md).
+    @inlinable  // specialised in the caller's module (see `select`)
     public static func of<T: BinaryFloatingPoint>(_ values: [T], _ qs: [Double]) -> [Double] {
         guard !values.isEmpty else { return qs.map { _ in .nan } }
         let count = values.count
@@ -55,7 +57,8 @@ public enum Percentile {
 
     /// Puts the `rank`-th smallest of `a[start...]` at `rank`, the smaller ones before it and the larger after it
     /// (NaN largest). Everything before `start` must be no larger than everything from it on.
-    private static func select<T: BinaryFloatingPoint>(
+    @inlinable
+    static func select<T: BinaryFloatingPoint>(
         _ rank: Int, in a: UnsafeMutableBufferPointer<T>, from start: Int
     ) {
         func less(_ x: T, _ y: T) -> Bool { x < y || (y.isNaN && !x.isNaN) }
@@ -88,12 +91,16 @@ public enum Percentile {
     }
 
     /// A view of `count` sorted values holding only the two at `ranks` (what `ofSorted` reads).
-    private struct Interpolated<T: BinaryFloatingPoint>: RandomAccessCollection {
-        let count: Int
-        let ranks: (Int, Int)
-        let values: (T, T)
-        var startIndex: Int { 0 }
-        var endIndex: Int { count }
-        subscript(position: Int) -> T { position == ranks.0 ? values.0 : values.1 }
+    @usableFromInline
+    struct Interpolated<T: BinaryFloatingPoint>: RandomAccessCollection {
+        @usableFromInline let count: Int
+        @usableFromInline let ranks: (Int, Int)
+        @usableFromInline let values: (T, T)
+        @inlinable init(count: Int, ranks: (Int, Int), values: (T, T)) {
+            (self.count, self.ranks, self.values) = (count, ranks, values)
+        }
+        @inlinable var startIndex: Int { 0 }
+        @inlinable var endIndex: Int { count }
+        @inlinable subscript(position: Int) -> T { position == ranks.0 ? values.0 : values.1 }
     }
 }

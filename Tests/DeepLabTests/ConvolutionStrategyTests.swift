@@ -84,4 +84,25 @@ import Testing
             }
         }
     }
+
+    /// A dilated depthwise convolution on an explicitly padded copy (channels last, where only the padding is
+    /// zeroed) gives oneDNN's implicitly padded output, also when the copy's buffer is reused from a tensor that
+    /// held NaN (a padding left unzeroed would show).
+    @Test func explicitPaddingZeroesTheWholePaddingOfAReusedBuffer() throws {
+        var generator = SeededGenerator(seed: 11)
+        let unit = ConvUnit(
+            "conv", nil, inputChannels: 64, outputChannels: 64, kernelSize: 3, padding: 4, dilation: 4, groups: 64,
+            bias: true, activation: .relu6, generator: &generator)
+        let shape = [2, 64, 20, 24]
+        let input = Self.values(shape.reduce(1, *), seed: 12).map { 3 * $0 }
+        let reference = try Self.run(unit, .implicitPadding, input: input, shape: shape, training: false)[0]
+        let bytes = unit.conv.paddedDims(shape).reduce(MemoryLayout<Float>.size, *)
+        let stale = try #require(TensorMemory.shared.allocate(bytes))
+        stale.initializeMemory(as: Float.self, repeating: .nan, count: bytes / MemoryLayout<Float>.size)
+        TensorMemory.shared.release(stale, bytes: bytes)
+        let result = try Self.run(unit, .explicitPadding, input: input, shape: shape, training: false)[0]
+        let scale = reference.map(abs).max() ?? 0
+        #expect(result.allSatisfy { !$0.isNaN })
+        #expect(zip(result, reference).allSatisfy { abs($0 - $1) <= 1e-5 * scale })
+    }
 }
