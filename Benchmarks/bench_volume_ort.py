@@ -149,52 +149,47 @@ def main(threads=2, rounds=3):
         a = np.asarray(nibabel.load(work / "slicelab.nii.gz").dataobj)
         b = np.asarray(nibabel.load(work / "ort.nii.gz").dataobj)
         agreement = float((a.astype(int) == b.astype(int)).mean()) if a.shape == b.shape else float("nan")
-    print(f"volume {volume.name} {list(shape)} ({input_mb:.1f} MB as float32), model {model.name} "
-          f"({model_mb:.1f} MB), {threads} threads, oneDNN ISA {isa}; {rounds} rounds; 1-minute load average at each "
-          f"round's start: {', '.join(f'{v:.2f}' for v in loads)}")
-    for name, runs in (("SliceLab, whole slices", ours), ("ONNX Runtime, slice by slice", peer),
-                       ("SliceLab, default tiles", tiled)):
-        wall = median([w for w, _, _ in runs])
-        print(f"  {name:30} median {wall:7.2f} s ({wall / shape[2] * 1e3:.1f} ms a slice), peak RSS "
-              f"{median([r for _, r, _ in runs]):7.1f} MB (rounds: {', '.join(f'{w:.2f} s' for w, _, _ in runs)})")
-    forward = median([json.loads(out.strip().splitlines()[-1])["forward_seconds"] for _, _, out in peer])
-    print(f"  of ONNX Runtime's wall time, its forward passes alone: {forward:.2f} s (the rest: the interpreter, "
-          f"imports, session, reading, numpy pre- and post-processing, writing)")
-    ratios = [x[0] / y[0] for x, y in zip(ours, peer)]
-    print(f"  ratio SliceLab (whole slices) / ONNX Runtime: {median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)}) "
-          f"on {isa}; labels agree on {100 * agreement:.3f} % of voxels")
-    bound = 1.5 * (input_mb + model_mb)
-    print(f"  SliceLab peak RSS {median([r for _, r, _ in ours]):.1f} MB against 1.5 x (volume + model) = {bound:.1f} MB")
-    default_tiling = f"3,3,{max(1, round(100 / shape[2]))}"  # about 100 slices of 468 x 576
-    tiling = [int(v) for v in os.environ.get("BENCH_RSS_TILING", default_tiling).split(",")]
-    if any(tiling):
-        large_volume_rss(binary, volume, model, tiling, threads, context, spacing, preprocessing, env)
+        print(f"volume {volume.name} {list(shape)} ({input_mb:.1f} MB as float32), model {model.name} "
+              f"({model_mb:.1f} MB), {threads} threads, oneDNN ISA {isa}; {rounds} rounds; 1-minute load average at each "
+              f"round's start: {', '.join(f'{v:.2f}' for v in loads)}")
+        for name, runs in (("SliceLab, whole slices", ours), ("ONNX Runtime, slice by slice", peer),
+                           ("SliceLab, default tiles", tiled)):
+            wall = median([w for w, _, _ in runs])
+            print(f"  {name:30} median {wall:7.2f} s ({wall / shape[2] * 1e3:.1f} ms a slice), peak RSS "
+                  f"{median([r for _, r, _ in runs]):7.1f} MB (rounds: {', '.join(f'{w:.2f} s' for w, _, _ in runs)})")
+        forward = median([json.loads(out.strip().splitlines()[-1])["forward_seconds"] for _, _, out in peer])
+        print(f"  of ONNX Runtime's wall time, its forward passes alone: {forward:.2f} s (the rest: the interpreter, "
+              f"imports, session, reading, numpy pre- and post-processing, writing)")
+        ratios = [x[0] / y[0] for x, y in zip(ours, peer)]
+        print(f"  ratio SliceLab (whole slices) / ONNX Runtime: {median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)}) "
+              f"on {isa}; labels agree on {100 * agreement:.3f} % of voxels")
+        bound = 1.5 * (input_mb + model_mb)
+        print(f"  SliceLab peak RSS {median([r for _, r, _ in ours]):.1f} MB against 1.5 x (volume + model) = {bound:.1f} MB")
+        default_tiling = f"3,3,{max(1, round(100 / shape[2]))}"  # about 100 slices of 468 x 576
+        tiling = [int(v) for v in os.environ.get("BENCH_RSS_TILING", default_tiling).split(",")]
+        if any(tiling):
+            large_volume_rss(binary, work, onnx, volume, model, tiling, threads, context, spacing, preprocessing, env)
 
 
-def large_volume_rss(binary, volume, model, tiling, threads, context, spacing, preprocessing, env):
-    """Peak RSS of one run each on `volume` tiled `tiling` times (see the module's note)."""
+def large_volume_rss(binary, work, onnx, volume, model, tiling, threads, context, spacing, preprocessing, env):
+    """Peak RSS of one run each on `volume` tiled `tiling` times (see the module's note), in `work`, which holds the
+    export `onnx` and the peer's script."""
     import nibabel
     import numpy as np
     image = nibabel.load(volume)
     data = np.tile(np.asarray(image.dataobj), tiling)
     input_mb, model_mb = data.size * 4 / 2**20, model.stat().st_size / 2**20
-    with tempfile.TemporaryDirectory() as folder:
-        work = pathlib.Path(folder)
-        large = work / "large.nii.gz"
-        nibabel.save(nibabel.Nifti1Image(data, image.affine, image.header), large)
-        onnx = work / "model.onnx"
-        subprocess.run([str(binary), "export", str(model), "--format", "onnx", "--out", str(onnx)], check=True,
-                       capture_output=True)
-        (work / "peer.py").write_text(PEER)
-        segment = [str(binary), "segment", str(large), "--model", str(model), "--threads", str(threads)]
-        runs = {
-            "SliceLab, default tiles": timed(segment + ["--out", str(work / "tiled.nii.gz")]),
-            "SliceLab, whole slices": timed(segment + ["--tile-size", "0", "--out", str(work / "whole.nii.gz")]),
-            "ONNX Runtime, slice by slice": timed(
-                [sys.executable, str(work / "peer.py"), str(large), str(onnx), str(work / "ort.nii.gz"),
-                 str(threads), str(context), spacing, str(preprocessing.get("low", 0.5)),
-                 str(preprocessing.get("high", 99.5))], env),
-        }
+    large = work / "large.nii.gz"
+    nibabel.save(nibabel.Nifti1Image(data, image.affine, image.header), large)
+    segment = [str(binary), "segment", str(large), "--model", str(model), "--threads", str(threads)]
+    runs = {
+        "SliceLab, default tiles": timed(segment + ["--out", str(work / "large-tiled.nii.gz")]),
+        "SliceLab, whole slices": timed(segment + ["--tile-size", "0", "--out", str(work / "large-whole.nii.gz")]),
+        "ONNX Runtime, slice by slice": timed(
+            [sys.executable, str(work / "peer.py"), str(large), str(onnx), str(work / "large-ort.nii.gz"),
+             str(threads), str(context), spacing, str(preprocessing.get("low", 0.5)),
+             str(preprocessing.get("high", 99.5))], env),
+    }
     bound = 1.5 * (input_mb + model_mb)
     print(f"large volume: {volume.name} tiled {tiling} = {list(data.shape)} {data.dtype} ({input_mb:.1f} MB as "
           f"float32); bound 1.5 x (volume + model) = {bound:.1f} MB; one run each")

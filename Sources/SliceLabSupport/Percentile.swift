@@ -7,18 +7,8 @@ public enum Percentile {
     public static func ofSorted<C: RandomAccessCollection>(_ sorted: C, _ q: Double) -> Double
     where C.Element: BinaryFloatingPoint, C.Index == Int {
         guard !sorted.isEmpty else { return .nan }
-        let first = sorted.startIndex
-        let count = sorted.count
-        let position = q / 100 * Double(count - 1)
-        let lower = min(max(0, Int(position.rounded(.down))), count - 1)
-        let upper = min(lower + 1, count - 1)
-        let t = position - Double(lower)
-        let a = Double(sorted[first + lower])
-        let b = Double(sorted[first + upper])
-        if a == b || t == 0 { return a }
-        // numpy's `_lerp`: a + d·t, but b − d·(1 − t) when t ≥ 0.5.
-        let difference = b - a
-        return t >= 0.5 ? b - difference * (1 - t) : a + difference * t
+        let (lower, upper, t) = ranks(q, count: sorted.count)
+        return interpolated(Double(sorted[sorted.startIndex + lower]), Double(sorted[sorted.startIndex + upper]), t)
     }
 
     /// The `q`-th percentile of `values` in any order (no NaN); NaN when there are none.
@@ -34,25 +24,34 @@ public enum Percentile {
     @inlinable  // specialised in the caller's module (see `select`)
     public static func of<T: BinaryFloatingPoint>(_ values: [T], _ qs: [Double]) -> [Double] {
         guard !values.isEmpty else { return qs.map { _ in .nan } }
-        let count = values.count
-        let ranks = qs.map { q -> (Int, Int) in
-            let lower = min(max(0, Int((q / 100 * Double(count - 1)).rounded(.down))), count - 1)
-            return (lower, min(lower + 1, count - 1))
-        }
-        var selected: [Int: T] = [:]
+        let positions = qs.map { ranks($0, count: values.count) }
         var buffer = values
-        buffer.withUnsafeMutableBufferPointer { a in
+        return buffer.withUnsafeMutableBufferPointer { a in
+            // Ascending: each selection leaves the ranks before its start where earlier ones put them.
             var start = 0
-            for rank in Set(ranks.flatMap { [$0.0, $0.1] }).sorted() {
+            for rank in Set(positions.flatMap { [$0.lower, $0.upper] }).sorted() {
                 select(rank, in: a, from: start)
-                selected[rank] = a[rank]
                 start = rank + 1
             }
+            return positions.map { interpolated(Double(a[$0.lower]), Double(a[$0.upper]), $0.t) }
         }
-        return zip(qs, ranks).map { q, rank in
-            // `ofSorted` reads only these two ranks.
-            ofSorted(Interpolated(count: count, ranks: rank, values: (selected[rank.0]!, selected[rank.1]!)), q)
-        }
+    }
+
+    /// The ranks of the sorted values the `q`-th percentile of `count` values interpolates between, and the weight
+    /// of the upper one.
+    @inlinable
+    static func ranks(_ q: Double, count: Int) -> (lower: Int, upper: Int, t: Double) {
+        let position = q / 100 * Double(count - 1)
+        let lower = min(max(0, Int(position.rounded(.down))), count - 1)
+        return (lower, min(lower + 1, count - 1), position - Double(lower))
+    }
+
+    /// numpy's `_lerp` between `a` and `b` at `t`: a + d·t, but b − d·(1 − t) when t ≥ 0.5.
+    @inlinable
+    static func interpolated(_ a: Double, _ b: Double, _ t: Double) -> Double {
+        if a == b || t == 0 { return a }
+        let difference = b - a
+        return t >= 0.5 ? b - difference * (1 - t) : a + difference * t
     }
 
     /// Puts the `rank`-th smallest of `a[start...]` at `rank`, the smaller ones before it and the larger after it
@@ -88,19 +87,5 @@ public enum Percentile {
                 return
             }
         }
-    }
-
-    /// A view of `count` sorted values holding only the two at `ranks` (what `ofSorted` reads).
-    @usableFromInline
-    struct Interpolated<T: BinaryFloatingPoint>: RandomAccessCollection {
-        @usableFromInline let count: Int
-        @usableFromInline let ranks: (Int, Int)
-        @usableFromInline let values: (T, T)
-        @inlinable init(count: Int, ranks: (Int, Int), values: (T, T)) {
-            (self.count, self.ranks, self.values) = (count, ranks, values)
-        }
-        @inlinable var startIndex: Int { 0 }
-        @inlinable var endIndex: Int { count }
-        @inlinable subscript(position: Int) -> T { position == ranks.0 ? values.0 : values.1 }
     }
 }

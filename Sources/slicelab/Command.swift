@@ -76,3 +76,18 @@ func runAsRank(_ job: Communicator, command: String, _ body: () throws -> Void) 
     }
     job.finish()
 }
+
+/// Prints `error` as the command's failure and returns the exit status: 2 for a usage error, 1 otherwise, and an
+/// error already printed (`ReportedError`) only gives its status.
+func report(_ error: Error, command: String) -> Int32 {
+    switch error {
+    case let reported as ReportedError:
+        return reported.status
+    case let usage as UsageError:
+        standardError(usage.message)
+        return 2
+    default:
+        standardError("slicelab \(command): error: \(error)")
+        return 1
+    }
+}
