@@ -254,26 +254,35 @@ import Testing
         #expect(Self.relativeL2(chained.values, separate.values) < 0.01)
     }
 
-    /// The image pooling of a quantised feature (u8 and s8, a batch of two, odd sizes): its integer means
-    /// dequantised are oneDNN's average pooling of the feature dequantised, to float32 rounding.
-    @Test(arguments: [QuantizedType.u8, .s8])
-    func quantizedGlobalAveragePoolingIsThePoolingOfTheDequantisedFeature(_ type: QuantizedType) throws {
-        let shape = [2, 37, 5, 11]
+    /// The image pooling of a quantised feature (u8 and s8, a batch of two, odd sizes; a feature large enough that
+    /// the compute threads sum parts of it): its integer means dequantised are the means of the feature dequantised
+    /// (summed in Float64) to float32 rounding, and oneDNN's average pooling of it within the rounding of a float32
+    /// sum of its pixels.
+    @Test(arguments: [QuantizedType.u8, .s8], [[2, 37, 5, 11], [2, 64, 41, 29]])
+    func quantizedGlobalAveragePoolingIsThePoolingOfTheDequantisedFeature(_ type: QuantizedType, _ shape: [Int]) throws
+    {
+        let plane = shape[2] * shape[3]
         let values = (0..<shape.reduce(1, *)).map { i -> Float in
-            // A mean per channel (i / 55: the channel and image) between −0.8 and 0.8 under the wave.
-            let v = Float(sin(Double(i) * 0.61)) * 1.5 + Float(i / 55 % 5) * 0.4 - 0.8
+            // A mean per channel (i / plane: the channel and image) between −0.8 and 0.8 under the wave.
+            let v = Float(sin(Double(i) * 0.61)) * 1.5 + Float(i / plane % 5) * 0.4 - 0.8
             return type == .u8 ? abs(v) : v
         }
         let scale: Float = type == .u8 ? 80 : 40
         let quantized = try Int8Operations.quantize(Tensor(plain: shape, values: values), to: type, scale: scale)
         let dequantized = try Tensor(desc: .make(shape, .channelsLast))
         try Int8Operations.dequantize(quantized, into: dequantized, scale: scale)
-        let expected = try Operations.globalAveragePool(dequantized, training: false).output.floatTensor()
+        let feature = try dequantized.floatTensor().values
+        let means = (0..<(shape[0] * shape[1])).map { map in
+            feature[(map * plane)..<((map + 1) * plane)].reduce(0) { $0 + Double($1) } / Double(plane)
+        }
+        let oneDNN = try Operations.globalAveragePool(dequantized, training: false).output.floatTensor()
         let pooled = try Int8Operations.globalAveragePool(quantized, scale: scale).floatTensor()
-        #expect(pooled.shape == [2, 37, 1, 1] && expected.shape == pooled.shape)
-        let largest = expected.values.map(abs).max() ?? 0
-        let difference = zip(pooled.values, expected.values).map { abs($0 - $1) }.max() ?? .infinity
-        #expect(largest > 0.5 && difference <= 1e-6 * largest, "max |Δ| \(difference) of \(largest)")
+        #expect(pooled.shape == [shape[0], shape[1], 1, 1] && oneDNN.shape == pooled.shape)
+        let largest = means.map(abs).max() ?? 0
+        let exact = zip(pooled.values, means).map { abs(Double($0) - $1) }.max() ?? .infinity
+        #expect(largest > 0.5 && exact <= 1e-6 * largest, "max |Δ| \(exact) of \(largest)")
+        let peer = zip(pooled.values, oneDNN.values).map { abs(Double($0 - $1)) }.max() ?? .infinity
+        #expect(peer <= Double(plane) * Double(Float.ulpOfOne) * largest, "oneDNN: max |Δ| \(peer) of \(largest)")
     }
 
     /// A dilated 3×3 int8 convolution (ASPP's) as padding-free rectangles gives exactly what the one padded int8

@@ -86,4 +86,48 @@ import Testing
         let whole = try SlidingWindow(tileSize: 64).logits(model, image)
         #expect(whole == (try model.forward(image, training: false)))
     }
+
+    /// Every pixel of a batch of two images (tiles overlapping unevenly on both axes) is the Gaussian-weighted mean
+    /// of the logits of the tiles that cover it (σ = tile / 8, weights at least 1e-4), each image's tiles its own.
+    @Test func slidingWindowBlendsEveryPixelAsTheWeightedMeanOfItsTiles() throws {
+        let model = try Self.smallModel()
+        let (batch, rows, columns, size, k) = (2, 45, 37, 24, 3)
+        let image = DeterministicWeights.input([batch, 1, rows, columns])
+        let blended = try SlidingWindow(tileSize: size, overlap: 0.4).logits(model, image)
+        #expect(blended.shape == [batch, k, rows, columns])
+        func origins(_ extent: Int) -> [Int] {
+            Array(stride(from: 0, to: extent - size, by: Int(Double(size) * 0.6))) + [extent - size]
+        }
+        var sum = [Double](repeating: 0, count: batch * k * rows * columns)
+        var total = [Double](repeating: 0, count: rows * columns)
+        let sigma = Double(size) / 8
+        for y0 in origins(rows) {
+            for x0 in origins(columns) {
+                var tile = [Float](repeating: 0, count: batch * size * size)
+                for b in 0..<batch {
+                    for y in 0..<size {
+                        for x in 0..<size {
+                            tile[(b * size + y) * size + x] = image.values[(b * rows + y0 + y) * columns + x0 + x]
+                        }
+                    }
+                }
+                let out = try model.forward(FloatTensor(shape: [batch, 1, size, size], values: tile), training: false)
+                for y in 0..<size {
+                    for x in 0..<size {
+                        let (dy, dx) = (Double(y) - Double(size - 1) / 2, Double(x) - Double(size - 1) / 2)
+                        let g = max(exp(-(dy * dy + dx * dx) / (2 * sigma * sigma)), 1e-4)
+                        let p = (y0 + y) * columns + x0 + x
+                        total[p] += g
+                        for plane in 0..<(batch * k) {
+                            sum[plane * rows * columns + p] += g * Double(out.values[(plane * size + y) * size + x])
+                        }
+                    }
+                }
+            }
+        }
+        let expected = sum.indices.map { sum[$0] / total[$0 % (rows * columns)] }
+        let largest = expected.map(abs).max() ?? 0
+        let difference = zip(blended.values, expected).map { abs(Double($0) - $1) }.max() ?? .infinity
+        #expect(largest > 0 && difference <= 1e-5 * largest, "max |Δ| \(difference) of \(largest)")
+    }
 }

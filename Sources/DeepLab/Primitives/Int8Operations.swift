@@ -1,4 +1,5 @@
 import COneDNN
+import SliceLabSupport
 
 // The raw oneDNN calls of the int8 inference path: quantising reorders (f32 → u8/s8 with a scale), per-channel
 // weight quantisation, and int8 convolutions with per-channel output scales. `Int8Convolution` goes through
@@ -110,32 +111,47 @@ enum Int8Operations {
         var means = [Float](repeating: 0, count: s[0] * channels)
         source.withStorage { storage in
             let bytes = UnsafeRawPointer(storage.baseAddress!)
-            // Sums of up to 2²³ bytes fit an Int32 and vectorise; longer images add such runs into Int.
-            let run = 1 << 23
-            withUnsafeTemporaryAllocation(of: Int32.self, capacity: channels) { partial in
-                withUnsafeTemporaryAllocation(of: Int.self, capacity: channels) { sums in
-                    for n in 0..<s[0] {
-                        sums.initialize(repeating: 0)
-                        for first in stride(from: 0, to: pixels, by: run) {
-                            partial.initialize(repeating: 0)
-                            for pixel in first..<min(first + run, pixels) {
-                                let offset = (n * pixels + pixel) * channels
-                                if signed {
-                                    let row = bytes.assumingMemoryBound(to: Int8.self) + offset
-                                    for c in 0..<channels { partial[c] &+= Int32(row[c]) }
-                                } else {
-                                    let row = bytes.assumingMemoryBound(to: UInt8.self) + offset
-                                    for c in 0..<channels { partial[c] &+= Int32(row[c]) }
-                                }
-                            }
-                            for c in 0..<channels { sums[c] += Int(partial[c]) }
-                        }
-                        for c in 0..<channels { means[n * channels + c] = Float(sums[c]) / (Float(pixels) * scale) }
-                    }
+            for n in 0..<s[0] {
+                // Each compute thread sums its own pixels (exactly, in integers, so in any order), the first
+                // thread no longer alone while the second waits.
+                let sums = Locked([Int](repeating: 0, count: channels))
+                forEachSlice(of: 0..<pixels, minimum: max(2, (64 << 10) / max(channels, 1))) { slice in
+                    let partial = channelSums(
+                        bytes, signed: signed, channels: channels, pixels: slice, image: n * pixels)
+                    sums.withLock { sums in for c in 0..<channels { sums[c] += partial[c] } }
+                }
+                sums.withLock { sums in
+                    for c in 0..<channels { means[n * channels + c] = Float(sums[c]) / (Float(pixels) * scale) }
                 }
             }
         }
         return try Tensor(plain: [s[0], channels, 1, 1], values: means)
+    }
+
+    /// The sums per channel of the channels-last u8 (or s8 when `signed`) `pixels`, counted from pixel `image`.
+    private static func channelSums(
+        _ bytes: UnsafeRawPointer, signed: Bool, channels: Int, pixels: Range<Int>, image: Int
+    ) -> [Int] {
+        var sums = [Int](repeating: 0, count: channels)
+        // Sums of up to 2²³ bytes fit an Int32 and vectorise; longer runs add such runs into Int.
+        let run = 1 << 23
+        withUnsafeTemporaryAllocation(of: Int32.self, capacity: channels) { partial in
+            for first in stride(from: pixels.lowerBound, to: pixels.upperBound, by: run) {
+                partial.initialize(repeating: 0)
+                for pixel in first..<min(first + run, pixels.upperBound) {
+                    let offset = (image + pixel) * channels
+                    if signed {
+                        let row = bytes.assumingMemoryBound(to: Int8.self) + offset
+                        for c in 0..<channels { partial[c] &+= Int32(row[c]) }
+                    } else {
+                        let row = bytes.assumingMemoryBound(to: UInt8.self) + offset
+                        for c in 0..<channels { partial[c] &+= Int32(row[c]) }
+                    }
+                }
+                for c in 0..<channels { sums[c] += Int(partial[c]) }
+            }
+        }
+        return sums
     }
 
     /// f32 weights (plain) quantised per output channel into the primitive's s8 layout `target`:
