@@ -191,6 +191,16 @@ public enum SegmentWorkflow {
     ) throws -> [Int32]? {
         let reader = slices.reader
         var firstLabels: [Int32]?
+        /// Every frame's labels in one array of `T`, each clamped into it; the first frame's kept for the overlay.
+        func gathered<T: FixedWidthInteger>(_: T.Type) throws -> [T] {
+            var all: [T] = []
+            all.reserveCapacity(reader.frames * reader.rows * reader.columns)
+            try slices.produce(log: log) { index, labels, _ in
+                if index == 0 { firstLabels = labels }
+                all += labels.lazy.map { T(clamping: $0) }
+            }
+            return all
+        }
         switch format {
         case .png:
             try slices.produce(log: log) { _, labels, _ in firstLabels = labels }
@@ -201,29 +211,13 @@ public enum SegmentWorkflow {
         case .nifti:
             // The volume's labels in the type the file takes (uint8 up to 256 classes), not 4 bytes a voxel: with
             // tiles, a 468 × 576 × 100 volume peaked at 240 MB resident with Int32s (Benchmarks/README.md).
-            let voxels = reader.frames * reader.rows * reader.columns
-            let narrow = slices.segmenter.classCount <= 256
-            var (bytes, shorts) = ([UInt8](), [UInt16]())
-            if narrow { bytes.reserveCapacity(voxels) } else { shorts.reserveCapacity(voxels) }
-            try slices.produce(log: log) { index, labels, _ in
-                if index == 0 { firstLabels = labels }
-                if narrow {
-                    bytes += labels.lazy.map { UInt8(clamping: $0) }
-                } else {
-                    shorts += labels.lazy.map { UInt16(clamping: $0) }
-                }
-            }
             try NIfTIImage.write(
-                narrow ? .uint8Labels(bytes) : .uint16Labels(shorts),
+                slices.segmenter.classCount <= 256
+                    ? .uint8Labels(gathered(UInt8.self)) : .uint16Labels(gathered(UInt16.self)),
                 dimensions: [reader.columns, reader.rows, reader.frames], geometry: slices.geometry,
                 to: options.output)
         case .nrrd:
-            var all: [Int32] = []
-            all.reserveCapacity(reader.frames * reader.rows * reader.columns)
-            try slices.produce(log: log) { index, labels, _ in
-                if index == 0 { firstLabels = labels }
-                all += labels
-            }
+            let all = try gathered(Int32.self)
             let names = try SegmentationExport.classNames(
                 checkpoint: options.model, classCount: slices.segmenter.classCount)
             try NRRDFormat.writeSegmentation(
