@@ -1,6 +1,6 @@
 """bf16 against fp32 per kind of convolution (issue #40): which layers oneDNN 2.6's bf16 kernels make faster on this
-CPU, the measurement behind `Bf16Support`'s choice (bf16 with AMX; refused on AVX512_CORE_BF16, where every kind
-was slower; `SLICELAB_BF16_NATIVE=1`, which this script sets, runs the kernels there anyway).
+CPU, the measurement behind `Bf16Support`'s choice (bf16 on AVX512_CORE_BF16 and AMX) and behind the units
+`DeepLabV3.useBf16` leaves in f32.
 
 For each model, `segment --raw-input --timings` runs it in fp32 and in bf16 (fresh processes, alternated over
 BENCH_ROUNDS rounds, default 3; SLICELAB_PARITY_REPEAT=5 warm repeats each) and prints its roofline rows; each
@@ -57,7 +57,7 @@ def profile(binary, model, raw_input, threads, precision, isa):
     # Without AMX `--precision bf16` is refused (measured slower); the variable runs oneDNN's kernels to measure them.
     # fp32 runs unit by unit as bf16 does (no fused blocks, no own depthwise kernel), so each layer is compared with
     # itself.
-    env = dict(os.environ, SLICELAB_PARITY_REPEAT="5", OMP_NUM_THREADS=str(threads), SLICELAB_BF16_NATIVE="1",
+    env = dict(os.environ, SLICELAB_PARITY_REPEAT="5", OMP_NUM_THREADS=str(threads),
                SLICELAB_FUSED_BLOCKS="0", SLICELAB_OWN_DEPTHWISE="0")
     if isa:
         env["ONEDNN_MAX_CPU_ISA"] = isa

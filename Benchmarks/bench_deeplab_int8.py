@@ -274,7 +274,7 @@ def main(threads=2, repeats=5, rounds=3, quick=False):
                                                                      f"{base}-b.h5", threads, repeats)
             if "AMX" in isa or "BF16" in isa:
                 engines["OpenVINO bf16"] = ("ov:bf16", f"{base}.onnx")
-            if "AMX" in isa:  # SliceLab refuses bf16 where oneDNN has no AMX (issue #40)
+            if "AMX" in isa or "BF16" in isa:  # SliceLab refuses bf16 below AVX512_CORE_BF16 (issue #40)
                 engines["SliceLab bf16"] = lambda: run_slicelab(binary, str(checkpoint), f"{base}-input.h5",
                                                                 f"{base}-h.h5", threads, repeats, "bf16")
             latencies = {e: [] for e in engines}

@@ -100,8 +100,8 @@ func accumulateWeightGradients(
 ///   0.69 × the units' time there).
 /// - AVX-512 (with or without VNNI, BF16, AMX): oneDNN's own kernels, Winograd F(4×4, 3×3) for wide 3 × 3
 ///   convolutions whose taps nearly all read the input, MobileNetV2's memory-bound inverted-residual blocks fused
-///   (measured on the AMX Xeon natively and capped to `AVX512_CORE`, and natively on an Intel Xeon with AVX-512 VNNI
-///   and no AMX, Benchmarks/README.md); AMX's entry adds its own measured items below. SSE4.1/AVX: oneDNN's kernels.
+///   (measured on the AMX Xeon natively and capped to `AVX512_CORE`, natively on an Intel Xeon with AVX-512 VNNI
+///   and no AMX and on an AMD EPYC Zen 5 with AVX-512 BF16, Benchmarks/README.md); AMX's entry adds its own measured items below. SSE4.1/AVX: oneDNN's kernels.
 public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// Dilated 3×3 convolutions whose padding taps are a tenth of the work or more run as padding-free rectangles
     /// (`PaddingFreeConvolution` in f32, eval and training; `Int8Convolution` in int8).
@@ -164,11 +164,19 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// Intel Xeon without AMX (Benchmarks/README.md, 2026-12-07): Winograd 0.97 × oneDNN's time on ResNet-50, the fused
     /// blocks 0.94–0.97 × oneDNN's units and the own depthwise kernel 0.82–0.93 × the fused blocks alone on the
     /// bundled model (two runs).
-    public static let avx512VNNI: ConvolutionStrategyTable = {
-        var entry = avx512
+    public static let avx512VNNI = avx512.measuredOnItsISA
+
+    /// AVX-512 with BF16 and without AMX (AMD since Zen 4): `avx512`, measured natively on an AMD EPYC Zen 5
+    /// (Benchmarks/README.md, 2026-12-08, `bench_strategies.py`): Winograd 0.80 × oneDNN's time on ResNet-50, the
+    /// fused blocks 0.82 × the units on the bundled model, the own depthwise kernel 0.98 × (within the noise).
+    public static let avx512BF16 = avx512.measuredOnItsISA
+
+    /// This entry, marked as measured on the ISA it is listed for.
+    private var measuredOnItsISA: ConvolutionStrategyTable {
+        var entry = self
         entry.measured = true
         return entry
-    }()
+    }
 
     /// Winograd's share of taps on AVX-512 (see `winogradMinimumInsideShare`). DeepLabV3-ResNet-50 on 512² on the
     /// AMX Xeon, 3 forwards: its dilated 3 × 3 convolutions at 92–96 % of their taps inside took 0.75–0.86 × oneDNN's
@@ -184,7 +192,7 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
         "AVX2_VNNI": ConvolutionStrategyTable(
             paddingFreeRectangles: true, winograd: true, int8Winograd: false,
             measured: false),
-        "AVX512_CORE": .avx512, "AVX512_CORE_VNNI": .avx512VNNI, "AVX512_CORE_BF16": .avx512,
+        "AVX512_CORE": .avx512, "AVX512_CORE_VNNI": .avx512VNNI, "AVX512_CORE_BF16": .avx512BF16,
         "AVX512_CORE_AMX": .amx
     ]
 

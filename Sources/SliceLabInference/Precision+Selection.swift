@@ -2,8 +2,8 @@ import DeepLab
 
 extension Precision {
     /// Why `precision` cannot run the checkpoint at `model`, or nil when it can: a quantised checkpoint runs in
-    /// int8 only, a float32 one not in int8, and bf16 needs oneDNN's AMX kernels (`Bf16Support`; the reason
-    /// names this CPU's oneDNN ISA).
+    /// int8 only, a float32 one not in int8, and bf16 needs oneDNN's bf16 kernels (`Bf16Support`:
+    /// `AVX512_CORE_BF16` or AMX; the reason names this CPU's oneDNN ISA).
     ///
     /// - Throws: the checkpoint's read errors.
     public func problem(model: String) throws -> String? {

@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 /// `--precision bf16` of `segment`, `compare` and `train` end to end: refused with one line naming oneDNN's ISA
-/// where the CPU lacks AMX, and (with the test-only `SLICELAB_BF16_EMULATION=1`) the emulated path through
+/// where oneDNN has no bf16 kernels (below AVX512_CORE_BF16), and (with the test-only `SLICELAB_BF16_EMULATION=1`) the emulated path through
 /// `segment` and `train`, whose checkpoint keeps f32 master weights.
 @Suite(.serialized) struct Bf16CommandTests {
     static let demo = TestSupport.packageRoot.appendingPathComponent("Sources/SliceLabKit/Resources/Demo")
@@ -15,7 +15,10 @@ import Testing
     static let testImage = demo.appendingPathComponent("mni-brain/images/axial075.dcm").path
     static let emulation = [Bf16Support.emulationVariable: "1"]
 
-    @Test(.enabled(if: !Bf16Support.hasAMX, "this CPU's oneDNN ISA has AMX, where bf16 is not refused"))
+    @Test(
+        .enabled(
+            if: !Bf16Support.hasBf16Instructions,
+            "this CPU's oneDNN ISA has bf16 kernels (\(oneDNNEffectiveISA)), where bf16 is not refused"))
     func bf16IsRefusedWithOneLineNamingTheISA() throws {
         let folder = try TestSupport.temporaryFolder("bf16-cli")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -41,9 +44,10 @@ import Testing
         }
     }
 
-    /// The emulated bf16 path through `segment`: its labels agree with f32's on ≥ 99.5 % of the bundled
-    /// model's pixels (issue #19's accuracy goal, on a trained model).
-    @Test func emulatedSegmentAgreesWithFloat32() throws {
+    /// The bf16 path through `segment`, emulated on any CPU and native where oneDNN has bf16 kernels: its labels
+    /// agree with f32's on ≥ 99.5 % of the bundled model's pixels (issue #19's accuracy goal, on a trained model).
+    @Test(arguments: Bf16Support.hasBf16Instructions ? [true, false] : [true])
+    func segmentAgreesWithFloat32(emulated: Bool) throws {
         let folder = try TestSupport.temporaryFolder("bf16-cli")
         defer { try? FileManager.default.removeItem(at: folder) }
         var labels: [[Int32]] = []
@@ -54,13 +58,15 @@ import Testing
                 [
                     "segment", Self.testImage, "--model", Self.model, "--out", out, "--precision", precision,
                     "--threads", "2"
-                ], environment: Self.emulation)
+                ], environment: emulated ? Self.emulation : [:])
             #expect(run.status == 0, "\(run.standardError)")
             labels.append(try HDF5File.open(out).read("/labels", as: Int32.self).values)
         }
         #expect(labels[0].count == labels[1].count && !labels[0].isEmpty)
         let agreement = Double(zip(labels[0], labels[1]).filter { $0 == $1 }.count) / Double(labels[0].count)
-        print("bf16 segment: labels agree with fp32 on \(agreement * 100) % of \(labels[0].count) pixels")
+        print(
+            "bf16 segment (\(emulated ? "emulated" : "native")): labels agree with fp32 on \(agreement * 100) % of \(labels[0].count) pixels"
+        )
         #expect(agreement >= 0.995, "bf16 labels agree with f32 on \(agreement * 100) % of pixels")
         #expect(Set(labels[1]).count == 3)
     }

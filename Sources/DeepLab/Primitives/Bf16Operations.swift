@@ -23,19 +23,18 @@ extension Bf16Execution: PrimitiveKeyPart {
 }
 
 /// Where SliceLab selects bf16, from oneDNN's effective ISA (`dnnl_get_effective_cpu_isa`, after any
-/// `ONEDNN_MAX_CPU_ISA` cap).
+/// `ONEDNN_MAX_CPU_ISA` cap): natively wherever oneDNN has bf16 kernels, `AVX512_CORE_BF16` and `AVX512_CORE_AMX`.
 ///
-/// bf16 is selected where it is faster than fp32: with AMX (`AVX512_CORE_AMX`). On `AVX512_CORE_BF16` without AMX
-/// oneDNN 2.6's bf16 kernels were measured slower than its f32 ones for every kind of convolution of the bundled
-/// model (`Benchmarks/bench_bf16_layers.py`, Xeon capped to that ISA: pointwise 1.87 ×, depthwise 1.15 ×,
-/// dilated 1.87 ×, the whole forward 1.76 ×), so it is refused there unless `SLICELAB_BF16_NATIVE=1` asks for it
-/// (to measure on another CPU of that ISA); below that oneDNN 2.6 only emulates bf16 instructions (AVX-512) or has
-/// no bf16 convolution kernels (AVX2). `SLICELAB_BF16_EMULATION=1` (tests only) selects `.emulated` on any CPU.
+/// Measured natively on both (Benchmarks/README.md, `bench_bf16_layers.py`): the bundled model's forward took
+/// 0.71 × its fp32 time with AMX (Sapphire Rapids) and 0.75 × with `AVX512_CORE_BF16` on an AMD EPYC Zen 5,
+/// whose bf16 1 × 1 and depthwise kernels ran at 0.75 × and 0.81 × their fp32 time. (An AMX Xeon capped to
+/// `AVX512_CORE_BF16` had run them slower than fp32, before bf16 activations were handed from unit to unit; a capped
+/// Intel core is not the AMD core.) Below that oneDNN 2.6 only emulates bf16 instructions (AVX-512) or has no bf16
+/// convolution kernels (AVX2), so bf16 is refused there. `SLICELAB_BF16_EMULATION=1` (tests only) selects
+/// `.emulated` on any CPU.
 public enum Bf16Support {
     /// The environment variable that forces the emulated bf16 path on any CPU (tests only).
     public static let emulationVariable = "SLICELAB_BF16_EMULATION"
-    /// The environment variable that runs oneDNN's bf16 kernels without AMX (`AVX512_CORE_BF16`), for measuring.
-    public static let nativeVariable = "SLICELAB_BF16_NATIVE"
 
     /// Whether oneDNN's effective ISA includes AMX (`AVX512_CORE_AMX` or above).
     public static var hasAMX: Bool { effectiveISAIncludes(dnnl_cpu_isa_avx512_core_amx) }
@@ -53,19 +52,16 @@ public enum Bf16Support {
         -> Result<Bf16Execution, DeepLabError>
     {
         if environment[emulationVariable] == "1" { return .success(.emulated) }
-        if hasAMX || (hasBf16Instructions && environment[nativeVariable] == "1") { return .success(.native) }
+        if hasBf16Instructions { return .success(.native) }
         let why =
-            hasBf16Instructions
-            ? " (bf16 without AMX), where oneDNN's bf16 convolutions were measured slower than fp32 "
-                + "(\(nativeVariable)=1 runs them anyway)"
-            : effectiveISAIncludes(dnnl_cpu_isa_avx512_core)
-                ? ", which lacks bf16 instructions (oneDNN only emulates them)"
-                : ", which has no bf16 convolution kernels"
+            effectiveISAIncludes(dnnl_cpu_isa_avx512_core)
+            ? ", which lacks bf16 instructions (oneDNN only emulates them)"
+            : ", which has no bf16 convolution kernels"
         return .failure(
             .unavailablePrecision(
                 precision: "bf16",
                 reason: "this CPU's oneDNN ISA is "
-                    + "\(oneDNNEffectiveISA)\(why); bf16 runs on AVX512_CORE_AMX"))
+                    + "\(oneDNNEffectiveISA)\(why); bf16 runs on AVX512_CORE_BF16 and AVX512_CORE_AMX"))
     }
 }
 
