@@ -70,6 +70,8 @@ let package = Package(
         // Winograd's float32 input and output transforms, ours: baseline, AVX2 and AVX-512 functions (`target(...)`),
         // the set chosen from oneDNN's effective ISA; -O3 in debug builds too.
         .target(name: "CFloatWinograd", exclude: ["transforms.inc"], cSettings: [.unsafeFlags(["-O3"])]),
+        // The core clock while busy (a chain of dependent multiplications in assembly), ours, for `--timings`' peak.
+        .target(name: "CCPUClock"),
 
         // MARK: - Swift libraries (data flows downwards only)
         // Read limits, atomic writes, the seeded generator, parallel-for and grid shapes; no C library.
@@ -84,7 +86,8 @@ let package = Package(
         .target(
             name: "DeepLab",
             dependencies: [
-                "COneDNN", "CInt8Winograd", "CFusedBlocks", "CFloatWinograd", "ImageFiles", "SliceLabSupport"
+                "COneDNN", "CInt8Winograd", "CFusedBlocks", "CFloatWinograd", "CCPUClock", "ImageFiles",
+                "SliceLabSupport"
             ],
             swiftSettings: [.unsafeFlags(["-O"])]),
         // Optimizers, losses, augmentation, batches and checkpoints; the trainer, its events and validation; the

@@ -72,7 +72,7 @@ public struct SegmentThroughput: Sendable {
     /// this machine's
     /// roofline — memory (bytes over the measured bandwidth) or compute (multiply-adds on taps inside the input
     /// over the ISA's peak) — with the share of the measured time that limit accounts for (100 % is at the
-    /// roofline; above it, the clock /proc/cpuinfo reports is below the one the core ran at). Then the forwards'
+    /// roofline, at the clock measured on the threads). Then the forwards'
     /// other operations (resizes, joins, pooling), each with its share of the forwards' time and its traffic.
     public var rooflineLines: [String] {
         guard !layers.isEmpty, let bandwidth = memoryBandwidth, bandwidth > 0 else { return [] }
@@ -156,19 +156,23 @@ public struct SegmentThroughput: Sendable {
 /// References: Intel 64 and IA-32 Architectures Optimization Reference Manual (AMX chapter: TMUL throughput),
 /// oneDNN's int8 guide (`vpmaddubsw` saturation), uops.info for the pipes.
 ///
-/// The clock is the largest "cpu MHz" of /proc/cpuinfo: the nominal or current clock the kernel reports, not a
-/// measured one (turbo or a lower AVX clock move the true peak); `clockIsAssumed` says so.
+/// The clock is measured on the compute threads while busy (`measuredGigahertz`): /proc/cpuinfo's "cpu MHz" is the
+/// nominal clock in a VM, not the boosted one the kernels run at (a lower AVX-512 clock under the vector units' load
+/// still moves the true peak).
 public struct ComputePeak: Sendable {
     /// oneDNN's effective ISA ("AVX2", "AVX512_CORE_AMX", …).
     public var isa: String
     public var threads: Int
     public var gigahertz: Double
-    /// True: the clock is what /proc/cpuinfo reports (an assumption); a fallback of 2 GHz when it has none.
-    public var clockIsAssumed = true
+    /// True: `gigahertz` was measured on this machine (`current`); false: given.
+    public var clockIsMeasured = false
 
-    /// The peak for oneDNN's ISA on this machine with `threads` compute threads.
+    /// The peak for oneDNN's ISA on this machine with `threads` compute threads, at the clock they run at (2 GHz,
+    /// not measured, where it cannot be measured: off x86-64).
     public static func current(threads: Int) -> ComputePeak {
-        ComputePeak(isa: oneDNNEffectiveISA, threads: threads, gigahertz: reportedGigahertz() ?? 2.0)
+        let measured = measuredGigahertz(threads: threads)
+        return ComputePeak(
+            isa: oneDNNEffectiveISA, threads: threads, gigahertz: measured ?? 2, clockIsMeasured: measured != nil)
     }
 
     /// Multiply-adds per cycle per core of `precision` on `isa`.
@@ -193,19 +197,11 @@ public struct ComputePeak: Sendable {
         2 * Double(Self.multiplyAddsPerCycle(isa: isa, precision: precision) * threads) * gigahertz * 1e9
     }
 
-    /// "16 fp32 multiply-adds per cycle per core × 2 threads × 2.45 GHz (… clock)".
+    /// "16 fp32 multiply-adds per cycle per core × 2 thread(s) × 3.61 GHz (measured on the threads, busy)".
     public func description(_ precision: Precision) -> String {
         "\(Self.multiplyAddsPerCycle(isa: isa, precision: precision)) \(precision.rawValue) multiply-adds per cycle "
             + "per core × \(threads) thread(s) × \(fixed(gigahertz, 2)) GHz"
-            + (clockIsAssumed ? ", the clock /proc/cpuinfo reports (assumed, not measured)" : "")
-    }
-
-    /// The largest "cpu MHz" in /proc/cpuinfo, in GHz; nil when there is none.
-    static func reportedGigahertz() -> Double? {
-        guard let text = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8) else { return nil }
-        let megahertz = text.split(separator: "\n").filter { $0.hasPrefix("cpu MHz") }
-            .compactMap { $0.split(separator: ":").last.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } }
-        return megahertz.max().map { $0 / 1000 }
+            + (clockIsMeasured ? " (measured on the threads, busy)" : " (assumed, not measured)")
     }
 }
 

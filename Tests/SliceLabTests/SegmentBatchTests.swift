@@ -149,4 +149,14 @@ import Testing
         let peak = ComputePeak(isa: "AVX2", threads: 2, gigahertz: 2.5)
         #expect(abs(peak.operationsPerSecond(.fp32) - 2 * 16 * 2 * 2.5e9) < 1)
     }
+
+    /// `--timings`' peak is at the clock measured on the compute threads: a plausible x86-64 clock (a chain the
+    /// compiler had shortened or skipped would read tens of GHz or more), and the peak says it was measured.
+    @Test func peakClockIsMeasuredOnTheThreads() throws {
+        #if arch(x86_64)
+            let peak = ComputePeak.current(threads: 2)
+            #expect(peak.clockIsMeasured && (0.8...6.5).contains(peak.gigahertz), "\(peak.gigahertz) GHz")
+            #expect(peak.description(.fp32).hasSuffix("GHz (measured on the threads, busy)"))
+        #endif
+    }
 }
