@@ -101,7 +101,8 @@ func accumulateWeightGradients(
 /// - AVX-512 (with or without VNNI, BF16, AMX): oneDNN's own kernels, Winograd F(4×4, 3×3) for wide 3 × 3
 ///   convolutions whose taps nearly all read the input, MobileNetV2's memory-bound inverted-residual blocks fused
 ///   (measured on the AMX Xeon natively and capped to `AVX512_CORE`, natively on an Intel Xeon with AVX-512 VNNI
-///   and no AMX and on an AMD EPYC Zen 5 with AVX-512 BF16, Benchmarks/README.md); AMX's entry adds its own measured items below. SSE4.1/AVX: oneDNN's kernels.
+///   and no AMX and on an AMD EPYC Zen 5 with AVX-512 BF16, Benchmarks/README.md); AMX's entry adds its own
+///   measured items below. SSE4.1/AVX: oneDNN's kernels.
 public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// Dilated 3×3 convolutions whose padding taps are a tenth of the work or more run as padding-free rectangles
     /// (`PaddingFreeConvolution` in f32, eval and training; `Int8Convolution` in int8).

@@ -9,7 +9,8 @@ import Testing
 /// The bf16 path (`Bf16Convolution`, `DeepLabV3.useBf16`): in its emulated mode (f32 primitives fed bf16-rounded
 /// operands) on any CPU, checked against float64 references that round at the same points with their own rounding;
 /// the native path against the emulated one where oneDNN's ISA has bf16 instructions (`AVX512_CORE_BF16`, AMX;
-/// skipped, with the reason, elsewhere). The whole model against ONNX Runtime is `Bf16ReferenceTests` (ModelExportTests).
+/// skipped, with the reason, elsewhere). The whole model against ONNX Runtime is `Bf16ReferenceTests`
+/// (ModelExportTests).
 @Suite(.serialized) struct Bf16Tests {
     /// bf16 rounding written independently of `bfloat16Rounded`: the f32 value's two neighbours on the bf16 grid
     /// (truncation and one step up), the nearer kept, the even one on a tie.

@@ -6,8 +6,9 @@ import TestSupport
 import Testing
 
 /// `--precision bf16` of `segment`, `compare` and `train` end to end: refused with one line naming oneDNN's ISA
-/// where oneDNN has no bf16 kernels (below AVX512_CORE_BF16), and (with the test-only `SLICELAB_BF16_EMULATION=1`) the emulated path through
-/// `segment` and `train`, whose checkpoint keeps f32 master weights.
+/// where oneDNN has no bf16 kernels (below AVX512_CORE_BF16); `segment` in bf16 natively where it has them and
+/// (with the test-only `SLICELAB_BF16_EMULATION=1`) emulated on any CPU; emulated `train`, whose checkpoint keeps f32
+/// master weights.
 @Suite(.serialized) struct Bf16CommandTests {
     static let demo = TestSupport.packageRoot.appendingPathComponent("Sources/SliceLabKit/Resources/Demo")
     static let model = demo.appendingPathComponent("models/mni-brain.h5").path
@@ -64,9 +65,8 @@ import Testing
         }
         #expect(labels[0].count == labels[1].count && !labels[0].isEmpty)
         let agreement = Double(zip(labels[0], labels[1]).filter { $0 == $1 }.count) / Double(labels[0].count)
-        print(
-            "bf16 segment (\(emulated ? "emulated" : "native")): labels agree with fp32 on \(agreement * 100) % of \(labels[0].count) pixels"
-        )
+        let path = emulated ? "emulated" : "native"
+        print("bf16 segment (\(path)): labels agree with fp32 on \(agreement * 100) % of \(labels[0].count) pixels")
         #expect(agreement >= 0.995, "bf16 labels agree with f32 on \(agreement * 100) % of pixels")
         #expect(Set(labels[1]).count == 3)
     }
