@@ -2,7 +2,7 @@ import Foundation
 import ImageFiles
 
 /// The arithmetic a model runs in: float32, int8 (a quantised checkpoint, inference only), or bf16 (bf16
-/// convolutions with f32 master weights, where the CPU has AMX: `Bf16Support`).
+/// convolutions with f32 master weights, where oneDNN has bf16 instructions: `Bf16Support`).
 public enum Precision: String, CaseIterable, Sendable {
     case fp32, int8, bf16
 }

@@ -53,7 +53,7 @@ enum SegmentCommand: Command {
             OptionSpec(
                 "precision", .choice(of: Precision.self),
                 help: "Arithmetic precision: a quantised checkpoint runs in int8, others in fp32; bf16 "
-                    + "(bf16 convolutions) only where oneDNN's ISA has AMX.",
+                    + "(bf16 convolutions) only where oneDNN's ISA has bf16 (AVX512_CORE_BF16, AMX).",
                 default: "the checkpoint's"),
             OptionSpec("threads", .int(1...1024), help: "Compute threads.", default: "the machine's cores"),
             OptionSpec(

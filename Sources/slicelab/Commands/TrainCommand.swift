@@ -64,7 +64,7 @@ enum TrainCommand: Command {
             OptionSpec(
                 "precision", .choice(["fp32", "bf16"]),
                 help: "Convolutions in bf16 (f32 master weights, optimizer, batch norm and loss), only where "
-                    + "oneDNN's ISA has AMX.", default: "fp32"),
+                    + "oneDNN's ISA has bf16 (AVX512_CORE_BF16, AMX).", default: "fp32"),
             OptionSpec(
                 "sync-bn", .flag,
                 help: "Under mpirun/srun: batch-norm statistics over the global batch, "
