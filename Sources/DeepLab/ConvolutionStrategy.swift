@@ -126,6 +126,9 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
     /// Narrow int8 1 × 1 convolutions (`Int8Convolution.isNarrowPointwise`) on oneDNN's VNNI kernels rather than its
     /// AMX ones, whose tiles they fill poorly (see Benchmarks/README.md). The same integer arithmetic.
     public var int8NarrowPointwiseOffAMX = false
+    /// With `winograd`, bf16 units Winograd takes run it (in float32) in eval mode rather than oneDNN's bf16 direct
+    /// convolution, where that measured faster (`AVX512_CORE_BF16`; with AMX, bf16 runs on tiles and wins).
+    public var winogradBeforeBf16 = false
     /// Dilated depthwise 3 × 3 convolutions with most taps in the padding run on our own kernel in eval mode
     /// (`OwnDepthwiseConvolution`; DeepLabV3+'s separable ASPP branches).
     public var ownDepthwise = false
@@ -169,8 +172,13 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
 
     /// AVX-512 with BF16 and without AMX (AMD since Zen 4): `avx512`, measured natively on an AMD EPYC Zen 5
     /// (Benchmarks/README.md, 2026-12-08, `bench_strategies.py`): Winograd 0.80 × oneDNN's time on ResNet-50, the
-    /// fused blocks 0.82 × the units on the bundled model, the own depthwise kernel 0.98 × (within the noise).
-    public static let avx512BF16 = avx512.measuredOnItsISA
+    /// fused blocks 0.82 × the units on the bundled model, the own depthwise kernel 0.98 × (within the noise); and
+    /// Winograd before bf16 (ResNet-50's forward in bf16 0.905 ×).
+    public static let avx512BF16: ConvolutionStrategyTable = {
+        var entry = avx512.measuredOnItsISA
+        entry.winogradBeforeBf16 = true
+        return entry
+    }()
 
     /// This entry, marked as measured on the ISA it is listed for.
     private var measuredOnItsISA: ConvolutionStrategyTable {
@@ -211,15 +219,18 @@ public struct ConvolutionStrategyTable: Equatable, Sendable {
             winograd = WinogradConvolution(
                 minimumInsideShare: winogradMinimumInsideShare, tile: WinogradConvolution.tile(by: self))
         }
+        let winogradFirst = FusedKernels.measuringSwitch(
+            WinogradConvolution.beforeBf16Variable, else: winogradBeforeBf16)
         var strategies: [ConvolutionStrategy] = [
             Int8Convolution(
                 rectangles: paddingFreeRectangles, winograd: int8Winograd, dilatedOnBrgconv: int8DilatedOnBrgconv,
-                narrowPointwiseOffAMX: int8NarrowPointwiseOffAMX),
-            Bf16Convolution()
+                narrowPointwiseOffAMX: int8NarrowPointwiseOffAMX)
         ]
+        if winogradFirst, let winograd { strategies.append(winograd) }
+        strategies.append(Bf16Convolution())
         if OwnDepthwiseConvolution.enabled(by: self), let own = OwnDepthwiseConvolution() { strategies.append(own) }
         if paddingFreeRectangles { strategies.append(PaddingFreeConvolution(centre: winograd)) }
-        if let winograd { strategies.append(winograd) }
+        if !winogradFirst, let winograd { strategies.append(winograd) }
         return strategies + [DirectConvolution()]
     }
 

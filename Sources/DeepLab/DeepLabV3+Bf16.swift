@@ -4,9 +4,10 @@ extension DeepLabV3 {
     /// checkpoint stores); the convolutions read bf16 copies made from them.
     ///
     /// Left in f32 (`float32UnitNamesUnderBf16`): the units calibration leaves in f32 for int8 (`floatUnitNames`),
-    /// and those that measured slower in bf16 than in f32. In eval mode the own depthwise kernel and the fused
-    /// blocks also take some bf16 units in f32 where they measured faster, by shape (`OwnDepthwiseConvolution`,
-    /// `FusedInvertedResidual.outrunsBf16`).
+    /// and those that measured slower in bf16 than in f32. In eval mode the own depthwise kernel, the fused
+    /// blocks and, where the ISA's table says so, Winograd also take some bf16 units in f32 where they measured
+    /// faster, by shape (`OwnDepthwiseConvolution`, `FusedInvertedResidual.outrunsBf16`,
+    /// `ConvolutionStrategyTable.winogradBeforeBf16`).
     ///
     /// - Throws: `DeepLabError.unavailablePrecision` for a quantised model, which runs in int8 only.
     public func useBf16(_ execution: Bf16Execution?) throws {

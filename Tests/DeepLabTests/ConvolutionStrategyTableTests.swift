@@ -27,9 +27,9 @@ import Testing
         #expect(ConvolutionStrategyTable.forISA("AVX512_CORE") == avx512)
         var measured = avx512
         measured.measured = true
-        for isa in ["AVX512_CORE_VNNI", "AVX512_CORE_BF16"] {
-            #expect(ConvolutionStrategyTable.forISA(isa) == measured, "\(isa)")
-        }
+        #expect(ConvolutionStrategyTable.forISA("AVX512_CORE_VNNI") == measured)
+        measured.winogradBeforeBf16 = true
+        #expect(ConvolutionStrategyTable.forISA("AVX512_CORE_BF16") == measured)
         for isa in ["SSE41", "new ISA"] { #expect(ConvolutionStrategyTable.forISA(isa) == .oneDNN, "\(isa)") }
         var amx = avx512
         (amx.int8DilatedOnBrgconv, amx.int8NarrowPointwiseOffAMX) = (true, true)
@@ -67,6 +67,34 @@ import Testing
             $0.applies(to: dilated2, inputShape: shape, residual: false, training: false)
         }
         #expect(chosen is WinogradConvolution)
+    }
+
+    /// A bf16 unit that Winograd takes (dilation 2 on 32 × 32: 92 % of its taps inside): under `AVX512_CORE_BF16`'s
+    /// entry it runs Winograd in float32 in eval mode and bf16 in training; under AMX's, bf16 in both. The eval
+    /// outputs of the two stay within bf16's rounding of each other (emulated bf16, so on any CPU).
+    @Test func winogradTakesBf16UnitsWhereTheTableSays() throws {
+        let shape = [1, 256, 32, 32]
+        let values = ConvolutionStrategyTests.values(shape.reduce(1, *), seed: 13)
+        var outputs: [[Float]] = []
+        for (isa, eval) in [("AVX512_CORE_BF16", "WinogradConvolution"), ("AVX512_CORE_AMX", "Bf16Convolution")] {
+            var generator = SeededGenerator(seed: 3)
+            let unit = ConvUnit(
+                conv: Conv2d(
+                    name: "conv", inputChannels: 256, outputChannels: 256, kernelSize: 3, stride: 1, padding: 2,
+                    dilation: 2, groups: 1, bias: false, generator: &generator),
+                norm: nil, activation: .relu, strategyTable: .forISA(isa))
+            unit.bf16 = .emulated
+            let chosen = { (training: Bool) in
+                unit.strategies.first { $0.applies(to: unit, inputShape: shape, residual: false, training: training) }
+                    .map { "\(type(of: $0))" }
+            }
+            #expect(chosen(false) == eval, "\(isa)")
+            #expect(chosen(true) == "Bf16Convolution", "\(isa)")
+            outputs.append(try unit(Tensor(plain: shape, values: values), training: false).floatTensor().values)
+        }
+        let scale = outputs[1].map(abs).max() ?? 0
+        let difference = zip(outputs[0], outputs[1]).map { abs($0 - $1) }.max() ?? .infinity
+        #expect(scale > 0.1 && difference <= 2e-2 * scale && difference > 0, "max |Δ| \(difference) against \(scale)")
     }
 
     /// A quantised rate-6 unit under AMX's entry and under oneDNN's defaults: the same outputs bit for bit; where
