@@ -122,7 +122,7 @@ final class WinogradConvolution: ConvolutionStrategy {
     }
 
     /// The environment variable that overrides `winogradBeforeBf16` for measuring: `0` leaves bf16 units to
-    /// `Bf16Convolution`, `1` hands those Winograd takes to it.
+    /// `Bf16Convolution`, `1` computes those it takes by Winograd (in float32).
     public static let beforeBf16Variable = "SLICELAB_WINOGRAD_BEFORE_BF16"
 
     /// Whether units under `table` take this strategy: its `winograd`, or `variable`.
