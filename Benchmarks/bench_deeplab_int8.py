@@ -272,9 +272,8 @@ def main(threads=2, repeats=5, rounds=3, quick=False):
                                                                      f"{base}-c.h5", threads, repeats)
                 engines["SliceLab int8 base"] = lambda: run_slicelab(baseline, int8, f"{base}-input.h5",
                                                                      f"{base}-b.h5", threads, repeats)
-            if "AMX" in isa or "BF16" in isa:
-                engines["OpenVINO bf16"] = ("ov:bf16", f"{base}.onnx")
             if "AMX" in isa or "BF16" in isa:  # SliceLab refuses bf16 below AVX512_CORE_BF16 (issue #40)
+                engines["OpenVINO bf16"] = ("ov:bf16", f"{base}.onnx")
                 engines["SliceLab bf16"] = lambda: run_slicelab(binary, str(checkpoint), f"{base}-input.h5",
                                                                 f"{base}-h.h5", threads, repeats, "bf16")
             latencies = {e: [] for e in engines}

@@ -114,7 +114,7 @@ public struct SlidingWindow: Sendable {
                         concurrentForEach(0..<(n * c * th)) { row in
                             let (plane, y) = (row / th, row % th)
                             let start = (plane * h + y0 + y) * w + x0
-                            tile[(row * tw)..<(row * tw + tw)].update(fromContentsOf: source[start..<(start + tw)])
+                            _ = tile[(row * tw)..<(row * tw + tw)].update(fromContentsOf: source[start..<(start + tw)])
                         }
                     }
                 }

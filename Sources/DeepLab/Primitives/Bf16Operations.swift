@@ -36,9 +36,6 @@ public enum Bf16Support {
     /// The environment variable that forces the emulated bf16 path on any CPU (tests only).
     public static let emulationVariable = "SLICELAB_BF16_EMULATION"
 
-    /// Whether oneDNN's effective ISA includes AMX (`AVX512_CORE_AMX` or above).
-    public static var hasAMX: Bool { effectiveISAIncludes(dnnl_cpu_isa_avx512_core_amx) }
-
     /// Whether oneDNN's effective ISA has bf16 instructions (`AVX512_CORE_BF16` or above).
     public static var hasBf16Instructions: Bool { effectiveISAIncludes(dnnl_cpu_isa_avx512_core_bf16) }
 
